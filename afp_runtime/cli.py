@@ -1,0 +1,406 @@
+"""The ``afp`` command.
+
+Read commands open the SQLite store read-only, so they work while an agent runs. ``--json``
+prints data as JSON; otherwise rich tables. Exit codes: 0 success, 1 the named thing does not
+exist, 2 usage or config error, 4 the store cannot be opened or is damaged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+import msgspec
+import structlog
+from rich.console import Console
+from rich.table import Table
+
+from afp_runtime.demo import QUESTIONS
+from afp_runtime.errors import AfpError, ConfigError, StoreError
+from afp_runtime.loop import (
+    AgentDefinition,
+    AgentDriver,
+    Emitter,
+    EventRecorder,
+    RunOutcome,
+    SystemClock,
+    TimeOrderedIds,
+    build_definition,
+    load_config,
+)
+from afp_runtime.records import ListRef
+from afp_runtime.store import SqliteStore
+
+DEFAULT_DB = "afp.db"
+
+EXIT_OK, EXIT_MISSING, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 4
+
+out = Console()
+err = Console(stderr=True)
+
+
+class NotFound(Exception):
+    """The named thing does not exist (exit code 1)."""
+
+
+def _configure_logging(verbose: bool, json_logs: bool) -> None:
+    level = logging.INFO if verbose else logging.WARNING
+    renderer: Any = (
+        structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer()
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+    )
+
+
+def _json(value: Any) -> None:
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(value)).decode() + "\n")
+
+
+def _when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+# -- running agents ---------------------------------------------------------------------------
+
+
+async def _definition_from(path: str, agent: str | None) -> AgentDefinition:
+    try:
+        text = await anyio.Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}", path=path) from exc
+    config = load_config(path, text)
+    for index, agent_config in enumerate(config.agents):
+        if agent is None or agent_config.id == agent:
+            return build_definition(agent_config, field=f"agents[{index}]")
+    names = ", ".join(a.id for a in config.agents)
+    raise ConfigError(f"{path} declares no agent {agent!r} (it declares: {names})", path=path)
+
+
+async def _drive(
+    args: argparse.Namespace, messages: Sequence[str]
+) -> tuple[AgentDefinition, list[RunOutcome], EventRecorder]:
+    definition = await _definition_from(args.config, args.agent)
+    clock = SystemClock()
+    recorder = EventRecorder()
+    store = await SqliteStore.open(args.db, now_ms=clock.now_ms())
+    try:
+        driver = AgentDriver(
+            store,
+            definition,
+            clock=clock,
+            ids=TimeOrderedIds(clock.now_ms),
+            emitter=Emitter([recorder]),
+        )
+        # Finish what an earlier process left unfinished before taking anything new.
+        outcomes = await driver.work()
+        for text in messages:
+            await driver.post(text)
+        outcomes += await driver.work()
+    finally:
+        await definition.model.aclose()
+        await store.aclose()
+    return definition, outcomes, recorder
+
+
+def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
+    for outcome in outcomes:
+        label = f"turn {outcome.turn} ({outcome.kind} run {outcome.run_id})"
+        if outcome.status == "answered":
+            out.print(f"[bold]{label}[/bold]: {outcome.final_answer}")
+        else:
+            out.print(f"[bold red]{label}: {outcome.status}[/bold red] {outcome.error or ''}")
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    """Run an agent config once: finish unfinished work, then answer ``--message``."""
+    messages = [args.message] if args.message else []
+    _, outcomes, _ = await _drive(args, messages)
+    if args.json:
+        _json(outcomes)
+    else:
+        _print_outcomes(outcomes)
+        if not outcomes:
+            out.print("nothing to do: no unfinished turn and no message (use --message)")
+    return EXIT_OK
+
+
+async def cmd_demo(args: argparse.Namespace) -> int:
+    """The demo: a standing agent answering a few messages, continuing its conversation."""
+    store = await SqliteStore.open(args.db)
+    try:
+        state = await store.conversation_state("demo")
+    finally:
+        await store.aclose()
+    done = state.turn if state is not None else 0
+    messages = [QUESTIONS[(done + i) % len(QUESTIONS)] for i in range(args.turns)]
+    definition, outcomes, recorder = await _drive(args, messages)
+    _print_outcomes(outcomes)
+    store = await SqliteStore.open(args.db, read_only=True)
+    try:
+        agents = {a.agent_id: a for a in await store.agents()}
+        runs = await store.runs(definition.agent_id)
+    finally:
+        await store.aclose()
+    agent = agents[definition.agent_id]
+    tool_calls = recorder.of_type("tool.ended")
+    table = Table(title=f"standing agent {definition.agent_id!r}", show_header=False)
+    table.add_row(
+        "this run",
+        f"{len(outcomes)} runs, {len(recorder.of_type('iteration.ended'))} "
+        f"iterations, {len(recorder.of_type('receipt.minted'))} model calls, "
+        f"{len(tool_calls)} tool calls",
+    )
+    table.add_row(
+        "tools called", ", ".join(sorted({e.payload["toolName"] for e in tool_calls})) or "-"
+    )
+    table.add_row(
+        "conversation",
+        f"{agent.turn} turns, {agent.messages} messages, {agent.model_calls} model calls in all",
+    )
+    table.add_row("status", agent.status)
+    table.add_row("data", str(await anyio.Path(args.db).resolve()))
+    out.print(table)
+    last = runs[-1].run_id if runs else "RUN"
+    out.print("next:")
+    out.print(f"  afp runs demo --db {args.db}          # every run of the agent")
+    out.print(f"  afp commits {last} --db {args.db}   # the commit log of the last run")
+    out.print("  scripts/demo                           # continue the same conversation")
+    return EXIT_OK
+
+
+# -- reading the store ------------------------------------------------------------------------
+
+
+async def _reader(db: str) -> SqliteStore:
+    return await SqliteStore.open(db, read_only=True)
+
+
+async def cmd_agents(args: argparse.Namespace) -> int:
+    """List agents with their conversation summaries."""
+    store = await _reader(args.db)
+    try:
+        agents = await store.agents()
+    finally:
+        await store.aclose()
+    if args.json:
+        _json(agents)
+        return EXIT_OK
+    table = Table("agent", "status", "turns", "messages", "model calls", "tokens in/out", "created")
+    for a in agents:
+        table.add_row(
+            a.agent_id,
+            a.status,
+            str(a.turn),
+            str(a.messages),
+            str(a.model_calls),
+            f"{a.usage_totals.input}/{a.usage_totals.output}",
+            _when(a.created_at_ms),
+        )
+    out.print(table)
+    return EXIT_OK
+
+
+async def cmd_runs(args: argparse.Namespace) -> int:
+    """List runs: every agent's, one agent's, or one by id."""
+    store = await _reader(args.db)
+    try:
+        runs = await store.runs(args.agent, run_id=args.id)
+    finally:
+        await store.aclose()
+    if args.id and not runs:
+        raise NotFound(f"no run {args.id!r}")
+    if args.json:
+        _json(runs)
+        return EXIT_OK
+    table = Table("run", "agent", "turn", "kind", "status", "bundles", "started", "recovered from")
+    for r in runs:
+        table.add_row(
+            r.run_id,
+            r.agent_id,
+            str(r.turn),
+            r.kind,
+            r.status,
+            str(r.bundles),
+            _when(r.started_at_ms),
+            r.recovered_from or "",
+        )
+    out.print(table)
+    return EXIT_OK
+
+
+def _brief(value: Any, limit: int = 60) -> str:
+    text = msgspec.json.encode(value).decode()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def cmd_commits(args: argparse.Namespace) -> int:
+    """Show a run's commit log."""
+    store = await _reader(args.db)
+    try:
+        if not await store.runs(run_id=args.run):
+            raise NotFound(f"no run {args.run!r}")
+        bundles = await store.bundles(args.run, from_seq=args.from_seq)
+        if args.expand:
+            agent_id = (await store.runs(run_id=args.run))[0].agent_id
+            expanded = []
+            for bundle in bundles:
+                writes = []
+                for write in bundle.writes:
+                    if write["key"] == "history":
+                        ref = msgspec.convert(write["value"], ListRef)
+                        messages, _ = await store.resolve(agent_id, ref)
+                        write = {**write, "value": msgspec.to_builtins(messages)}
+                    writes.append(write)
+                expanded.append(msgspec.structs.replace(bundle, writes=writes))
+            bundles = expanded
+    finally:
+        await store.aclose()
+    if args.json:
+        _json(bundles)
+        return EXIT_OK
+    table = Table("id", "iteration", "committed", "writes")
+    for b in bundles:
+        writes = "\n".join(
+            f"{w['verb']} {w['key']} = {_brief(w.get('value'), 200 if args.expand else 60)}"
+            for w in b.writes
+        )
+        table.add_row(b.runtime_stage_id, str(b.iteration), _when(b.committed_at_ms), writes or "-")
+    out.print(table)
+    return EXIT_OK
+
+
+async def cmd_inbox(args: argparse.Namespace) -> int:
+    """List an agent's inbox messages."""
+    store = await _reader(args.db)
+    try:
+        rows = await store.inbox(args.agent, status=args.status)
+    finally:
+        await store.aclose()
+    if args.json:
+        _json(rows)
+        return EXIT_OK
+    table = Table("message", "position", "status", "turn", "accepted", "text")
+    for r in rows:
+        table.add_row(
+            r.message_id,
+            str(r.position),
+            r.status,
+            str(r.turn or ""),
+            _when(r.accepted_at_ms),
+            _brief(r.text, 50),
+        )
+    out.print(table)
+    return EXIT_OK
+
+
+async def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check the database: SQLite integrity and every stored body against its fingerprint."""
+    store = await _reader(args.db)
+    try:
+        integrity = await store.integrity_check()
+        damaged = await store.body_check()
+    finally:
+        await store.aclose()
+    report = {"integrity": integrity, "damagedBodies": damaged}
+    healthy = integrity == ["ok"] and not damaged
+    if args.json:
+        _json({**report, "healthy": healthy})
+    else:
+        out.print(f"integrity_check: {', '.join(integrity)}")
+        out.print(f"bodies: {damaged if damaged else 'all match their fingerprints'}")
+    return EXIT_OK if healthy else EXIT_STORE
+
+
+# -- the parser -------------------------------------------------------------------------------
+
+Command = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``afp`` argument parser."""
+    parser = argparse.ArgumentParser(prog="afp", description="Run and inspect standing agents.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    parser.add_argument("--log-json", action="store_true", help="structured JSON logs")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, func: Command, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--db", default=DEFAULT_DB, help=f"SQLite file (default ./{DEFAULT_DB})")
+        p.set_defaults(func=func)
+        return p
+
+    p = add("run", cmd_run, "Run an agent config once: finish unfinished work, answer a message.")
+    p.add_argument("config", help="agent config file (TOML)")
+    p.add_argument("--message", "-m", help="a person's message to answer")
+    p.add_argument("--agent", help="which agent of the file (default: the first)")
+    p.add_argument("--json", action="store_true", help="print run outcomes as JSON")
+
+    p = add("demo", cmd_demo, "Run the demo standing agent with its scripted model.")
+    p.add_argument("--config", default="configs/demo.toml", help="the demo config")
+    p.add_argument("--turns", type=int, default=2, help="messages to send this time")
+    p.set_defaults(agent=None)
+
+    p = add("agents", cmd_agents, "List agents.")
+    p.add_argument("--json", action="store_true")
+
+    p = add("runs", cmd_runs, "List runs (all, one agent's, or one by --id).")
+    p.add_argument("agent", nargs="?")
+    p.add_argument("--id", help="one run by id")
+    p.add_argument("--json", action="store_true")
+
+    p = add("commits", cmd_commits, "Show a run's commit log.")
+    p.add_argument("run")
+    p.add_argument("--from-seq", type=int, default=0)
+    p.add_argument("--expand", action="store_true", help="resolve message references")
+    p.add_argument("--json", action="store_true")
+
+    p = add("inbox", cmd_inbox, "List an agent's inbox.")
+    p.add_argument("agent")
+    p.add_argument("--status")
+    p.add_argument("--json", action="store_true")
+
+    p = add("doctor", cmd_doctor, "Check the database's integrity and stored bodies.")
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``afp``: parse, then cross into async exactly once."""
+    args = build_parser().parse_args(argv)
+    _configure_logging(args.verbose, args.log_json)
+    try:
+        return anyio.run(args.func, args)
+    except NotFound as exc:
+        err.print(f"afp: {exc}")
+        return EXIT_MISSING
+    except ConfigError as exc:
+        err.print(f"afp: {exc}")
+        return EXIT_USAGE
+    except StoreError as exc:
+        err.print(f"afp: {exc}")
+        return EXIT_STORE
+    except AfpError as exc:
+        err.print(f"afp: {exc}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""The one exception hierarchy of afp_runtime.
+
+Every error names what was wrong (a field path, an offending value truncated to 200 code
+points) in our own words. Bad input is validated before any transaction, so an error never
+leaves stored data half-written.
+
+    AfpError
+    ├── ConfigError
+    │   ├── AgentDefinitionError
+    │   └── ToolDefinitionError
+    ├── InputError
+    │   ├── InvalidValue
+    │   ├── CheckpointInvalid
+    │   ├── ConversationMismatch
+    │   └── IdempotencyConflict
+    ├── StateError
+    │   ├── RunNotResumable
+    │   └── ScriptExhausted
+    ├── ModelCallError            (error_kind, status, retryable, provider)
+    └── StoreError
+        ├── StoreUnavailable
+        ├── SchemaTooNew
+        └── StoreDamaged
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_VALUE_LIMIT = 200
+
+
+def shown(value: Any) -> str:
+    """Render an offending value for an error message, truncated to 200 code points."""
+    text = value if isinstance(value, str) else repr(value)
+    text = repr(text) if isinstance(value, str) else text
+    if len(text) > _VALUE_LIMIT:
+        return text[:_VALUE_LIMIT] + "…"
+    return text
+
+
+class AfpError(Exception):
+    """Base of every error afp_runtime raises on purpose."""
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.context: dict[str, Any] = dict(context)
+
+    def __str__(self) -> str:
+        if not self.context:
+            return self.message
+        where = ", ".join(f"{k}={v}" for k, v in self.context.items())
+        return f"{self.message} ({where})"
+
+
+class ConfigError(AfpError):
+    """A configuration file, agent definition or option is invalid."""
+
+
+class AgentDefinitionError(ConfigError):
+    """An agent definition is invalid (names the field)."""
+
+
+class ToolDefinitionError(ConfigError):
+    """A tool declaration is invalid (names the tool and the property)."""
+
+
+class InputError(AfpError):
+    """A value from outside (a model, a client, an import) is invalid."""
+
+
+class InvalidValue(InputError):
+    """A value cannot be accepted; names its path and the value."""
+
+
+class CheckpointInvalid(InputError):
+    """A conversation checkpoint failed strict validation."""
+
+
+class ConversationMismatch(InputError):
+    """A checkpoint belongs to another agent than the one it is loaded into."""
+
+
+class IdempotencyConflict(InputError):
+    """An idempotency key was reused with different content."""
+
+
+class StateError(AfpError):
+    """An operation does not fit the current state."""
+
+
+class RunNotResumable(StateError):
+    """A run or turn cannot be resumed in its current state."""
+
+
+class ScriptExhausted(StateError):
+    """A scripted model or tool ran out of scripted replies."""
+
+
+class ModelCallError(AfpError):
+    """A model call failed; carries the error kind, HTTP status and whether a retry may help.
+
+    ``error_kind`` is one of ``context-length``, ``auth``, ``bad-request``, ``rate-limited``,
+    ``server``, ``network``, ``bad-response``, ``script-exhausted``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_kind: str,
+        provider: str,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after_s: float | None = None,
+        **context: Any,
+    ) -> None:
+        super().__init__(message, provider=provider, **context)
+        self.error_kind = error_kind
+        self.provider = provider
+        self.status = status
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+        # Set by the retry loop: every failed send of the epoch, in order.
+        self.attempts: tuple[Any, ...] = ()
+
+
+class StoreError(AfpError):
+    """The store failed or holds something it cannot accept."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be opened or written."""
+
+
+class SchemaTooNew(StoreError):
+    """The database was written by a newer afp_runtime; it is never overwritten."""
+
+
+class StoreDamaged(StoreError):
+    """The database is damaged or is not an afp_runtime database."""
+
+
+@contextmanager
+def error_context(**context: Any) -> Iterator[None]:
+    """Attach context (agent id, run id, field) to any AfpError passing through."""
+    try:
+        yield
+    except AfpError as exc:
+        for key, value in context.items():
+            exc.context.setdefault(key, value)
+        raise

@@ -1,0 +1,44 @@
+"""Loop: stages, runs and iterations of a standing agent's turns, and the events they emit."""
+
+from afp_runtime.loop.agent import AgentDriver
+from afp_runtime.loop.clock import SystemClock
+from afp_runtime.loop.config import (
+    AgentConfig,
+    ConfigFile,
+    ModelConfig,
+    ToolConfig,
+    build_definition,
+    load_config,
+)
+from afp_runtime.loop.definition import AgentDefinition, Durability
+from afp_runtime.loop.events import Emitter, Event, EventRecorder, EventSink
+from afp_runtime.loop.ids import IdFactory, SequentialIds, TimeOrderedIds
+from afp_runtime.loop.run import CommittedReply, Run, RunOutcome, decide_route, unique_call_ids
+from afp_runtime.loop.texts import WRAP_UP_PREFIX, WRAP_UP_TEXT
+
+__all__ = [
+    "AgentConfig",
+    "AgentDefinition",
+    "AgentDriver",
+    "CommittedReply",
+    "ConfigFile",
+    "Durability",
+    "Emitter",
+    "Event",
+    "EventRecorder",
+    "EventSink",
+    "IdFactory",
+    "ModelConfig",
+    "Run",
+    "RunOutcome",
+    "SequentialIds",
+    "SystemClock",
+    "TimeOrderedIds",
+    "ToolConfig",
+    "WRAP_UP_PREFIX",
+    "WRAP_UP_TEXT",
+    "build_definition",
+    "decide_route",
+    "load_config",
+    "unique_call_ids",
+]

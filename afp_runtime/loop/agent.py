@@ -1,0 +1,171 @@
+"""Driving one agent: finish its unfinished turn, then answer its queued messages in order.
+
+This is the single-agent core the standing host schedules; ``afp run`` and the demo call it
+directly. A turn is only ever continued from what the store committed.
+"""
+
+from __future__ import annotations
+
+import random
+
+import msgspec
+import structlog
+
+from afp_runtime.loop.definition import AgentDefinition
+from afp_runtime.loop.events import Emitter
+from afp_runtime.loop.ids import IdFactory
+from afp_runtime.loop.run import CommittedReply, Run, RunOutcome
+from afp_runtime.records import Clock, InboxUpdate, RunKind, Txn
+from afp_runtime.store import Ack, SqliteStore
+
+log = structlog.get_logger()
+
+_reply_from = msgspec.convert
+
+
+class AgentDriver:
+    """Runs one agent's turns on a store, one at a time.
+
+    Args:
+        store: the open store.
+        definition: the agent definition in force.
+        clock: the injected clock.
+        ids: the injected id factory.
+        emitter: where events go.
+        rng: the random source for retry jitter.
+    """
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        definition: AgentDefinition,
+        *,
+        clock: Clock,
+        ids: IdFactory,
+        emitter: Emitter | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.store = store
+        self.definition = definition
+        self.clock = clock
+        self.ids = ids
+        self.emitter = emitter or Emitter()
+        self.rng = rng or random.Random()
+        self.agent_id = definition.agent_id
+
+    async def post(self, text: str, *, idempotency_key: str | None = None) -> Ack:
+        """Accept a person's message durably; returns only after it is on disk."""
+        await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
+        ack = await self.store.post(
+            self.agent_id,
+            text,
+            message_id=self.ids.message_id(),
+            now_ms=self.clock.now_ms(),
+            idempotency_key=idempotency_key,
+        )
+        self.emitter.emit(
+            "inbox.accepted",
+            at_ms=self.clock.now_ms(),
+            agent_id=self.agent_id,
+            payload={"messageId": ack.message_id, "position": ack.position, "textChars": len(text)},
+        )
+        return ack
+
+    async def work(self) -> list[RunOutcome]:
+        """Continue the unfinished turn if it may run now, then answer queued messages.
+
+        Returns every run's outcome, in order. Stops early at a turn that is held, paused or
+        stalled into the future: later messages wait behind it.
+        """
+        await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
+        outcomes: list[RunOutcome] = []
+        while True:
+            state = await self.store.conversation_state(self.agent_id)
+            assert state is not None
+            if state.open_turn is not None:
+                outcome = await self._continue()
+                if outcome is None:
+                    return outcomes
+                outcomes.append(outcome)
+                if outcome.status != "answered":
+                    return outcomes
+                continue
+            queued = await self.store.inbox(self.agent_id, status="queued")
+            if not queued:
+                return outcomes
+            message = queued[0]
+            outcome = await self._run("initial", message.message_id, text=message.text)
+            outcomes.append(outcome)
+            if outcome.status != "answered":
+                return outcomes
+
+    async def _continue(self) -> RunOutcome | None:
+        state = await self.store.conversation_state(self.agent_id)
+        assert state is not None and state.open_turn is not None
+        turn = state.open_turn
+        if turn.status == "stalled":
+            if turn.retry_at_ms is not None and turn.retry_at_ms > self.clock.now_ms():
+                return None
+            return await self._run("retry", turn.message_id)
+        if turn.status != "running":
+            return None  # paused or held: waits for a person or an operator
+        if turn.recoveries >= self.definition.max_recoveries:
+            await self._hold_crash_loop(turn.message_id, turn.recoveries)
+            return None
+        settle = None
+        last = await self.store.last_bundle(turn.last_run_id)
+        if last is not None and last.stage == "call-model":
+            for write in last.writes:
+                if write.get("key") == "reply":
+                    settle = _reply_from(write["value"], CommittedReply)
+        log.info(
+            "recovering turn",
+            turn=turn.turn,
+            crashed_run=turn.last_run_id,
+            settle=settle is not None,
+        )
+        return await self._run("recovery", turn.message_id, settle=settle)
+
+    async def _hold_crash_loop(self, message_id: str, recoveries: int) -> None:
+        state = await self.store.conversation_state(self.agent_id)
+        assert state is not None and state.open_turn is not None
+        error = f"the turn crashed {recoveries + 1} times in a row; it is held for an operator"
+        held = msgspec.structs.replace(
+            state,
+            open_turn=msgspec.structs.replace(
+                state.open_turn, status="held", error_kind="crash-loop", error=error
+            ),
+            checkpointed_at_ms=self.clock.now_ms(),
+        )
+        await self.store.commit(
+            Txn(
+                agent_id=self.agent_id,
+                conversation=held,
+                inbox=[InboxUpdate(message_id=message_id, status="held")],
+                full=True,
+            )
+        )
+        log.warning("turn held", error_kind="crash-loop", error=error)
+
+    async def _run(
+        self,
+        kind: RunKind,
+        message_id: str,
+        *,
+        text: str | None = None,
+        settle: CommittedReply | None = None,
+    ) -> RunOutcome:
+        loaded = await self.store.load_conversation(self.agent_id)
+        run = Run(
+            store=self.store,
+            definition=self.definition,
+            loaded=loaded,
+            kind=kind,
+            clock=self.clock,
+            run_id=self.ids.run_id(),
+            emitter=self.emitter,
+            rng=self.rng,
+            message_id=message_id,
+            text=text,
+        )
+        return await run.execute(settle=settle)

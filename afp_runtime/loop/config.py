@@ -1,0 +1,203 @@
+"""Agent config files: TOML decoded with msgspec into the same camelCase Structs.
+
+An unknown key or a bad value is a ``ConfigError`` naming the key path (e.g.
+``agents[0].model.baseUrl``). A file holds one or several agents under ``[[agents]]``.
+
+Tools are referenced as ``ref = "module:attr"``: the attribute is either a ``Tool`` (used as
+declared) or a function, in which case ``name``, ``description`` and ``inputSchema`` come from
+the file. A scripted model names its script the same way (a list of replies or a function).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from afp_runtime.errors import ConfigError, shown
+from afp_runtime.loop.definition import AgentDefinition, Durability
+from afp_runtime.messages import ModelParams
+from afp_runtime.models import (
+    AnthropicModel,
+    Model,
+    OpenAICompatModel,
+    RetryPolicy,
+    ScriptedModel,
+)
+from afp_runtime.tools import Tool
+
+
+class _Config(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """Base of config structs: a typo in a file fails with its path."""
+
+
+class ModelConfig(_Config):
+    """Which model endpoint an agent talks to.
+
+    Attributes:
+        provider: ``scripted``, ``openai-compatible`` or ``anthropic``.
+        model: the model id sent on the wire.
+        base_url: the endpoint (wire ``baseUrl``), e.g. ``http://localhost:11434/v1``.
+        api_key_env: the environment variable holding the API key (wire ``apiKeyEnv``); keys
+            never live in config files.
+        max_tokens: default completion limit (wire ``maxTokens``).
+        timeout_s: real network timeout per request (wire ``timeoutS``).
+        script: ``module:attr`` of a scripted model's replies or reply function.
+    """
+
+    provider: Literal["scripted", "openai-compatible", "anthropic"]
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_tokens: int | None = None
+    timeout_s: float = 120.0
+    script: str | None = None
+
+
+class ToolConfig(_Config):
+    """A tool of an agent: a reference to code plus, for bare functions, its declaration."""
+
+    ref: str
+    name: str | None = None
+    description: str = ""
+    input_schema: dict[str, Any] | None = None
+    idempotent: bool = False
+    parallel_safe: bool = False
+    timeout_s: float = 60.0
+    max_result_chars: int = 20_000
+
+
+class AgentConfig(_Config):
+    """One standing agent as a config file declares it."""
+
+    id: str
+    model: ModelConfig
+    system_prompt: str = ""
+    tools: list[ToolConfig] = []
+    max_iterations: int = 10
+    wrap_up: bool = True
+    durability: Durability = "sync"
+    max_concurrent_tools: int = 4
+    max_recoveries: int = 3
+    params: ModelParams = msgspec.field(default_factory=ModelParams)
+    retry: RetryPolicy = msgspec.field(default_factory=RetryPolicy)
+
+
+class ConfigFile(_Config):
+    """A config file: its agents."""
+
+    agents: list[AgentConfig]
+
+
+def load_config(path: str | Path, text: str) -> ConfigFile:
+    """Decode a config file's text.
+
+    Raises:
+        ConfigError: not TOML, an unknown key, or a bad value; names the key path.
+    """
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}", path=str(path)) from exc
+    try:
+        config = msgspec.convert(raw, ConfigFile)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{path}: {exc}", path=str(path)) from exc
+    if not config.agents:
+        raise ConfigError(f"{path} declares no agents", path=str(path))
+    return config
+
+
+def resolve_ref(ref: str, *, field: str) -> Any:
+    """Import ``module:attr``.
+
+    Raises:
+        ConfigError: the reference is malformed or does not resolve; names the field.
+    """
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"{field} must look like 'module:attr', not {shown(ref)}", field=field)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"{field}: cannot import {module_name!r}: {exc}", field=field) from exc
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise ConfigError(f"{field}: {module_name!r} has no {attr!r}", field=field)
+        target = getattr(target, part)
+    return target
+
+
+def build_model(config: ModelConfig, *, field: str) -> Model:
+    """The adapter a model config describes."""
+    if config.provider == "scripted":
+        if config.script is None:
+            raise ConfigError(f"{field}.script is required for a scripted model", field=field)
+        return ScriptedModel(
+            resolve_ref(config.script, field=f"{field}.script"), model=config.model
+        )
+    if config.api_key_env is not None and config.api_key_env not in os.environ:
+        raise ConfigError(
+            f"{field}.apiKeyEnv names {config.api_key_env!r}, which is not set in the environment",
+            field=f"{field}.apiKeyEnv",
+        )
+    if config.provider == "openai-compatible":
+        if config.base_url is None:
+            raise ConfigError(f"{field}.baseUrl is required for openai-compatible", field=field)
+        return OpenAICompatModel(
+            base_url=config.base_url,
+            model=config.model,
+            api_key_env=config.api_key_env,
+            max_tokens=config.max_tokens,
+            timeout_s=config.timeout_s,
+        )
+    return AnthropicModel(
+        model=config.model,
+        api_key_env=config.api_key_env or "ANTHROPIC_API_KEY",
+        base_url=config.base_url or "https://api.anthropic.com",
+        max_tokens=config.max_tokens or 4096,
+        timeout_s=config.timeout_s,
+    )
+
+
+def build_tool(config: ToolConfig, *, field: str) -> Tool:
+    """The tool a tool config references."""
+    target = resolve_ref(config.ref, field=f"{field}.ref")
+    if isinstance(target, Tool):
+        return target
+    if not callable(target):
+        raise ConfigError(f"{field}.ref names neither a Tool nor a function", field=field)
+    if config.name is None:
+        raise ConfigError(f"{field}.name is required when ref names a function", field=field)
+    return Tool(
+        config.name,
+        config.description,
+        config.input_schema or {"type": "object", "properties": {}},
+        target,
+        idempotent=config.idempotent,
+        parallel_safe=config.parallel_safe,
+        timeout_s=config.timeout_s,
+        max_result_chars=config.max_result_chars,
+    )
+
+
+def build_definition(config: AgentConfig, *, field: str = "agents[0]") -> AgentDefinition:
+    """The agent definition an agent config describes."""
+    return AgentDefinition(
+        config.id,
+        build_model(config.model, field=f"{field}.model"),
+        tools=[build_tool(t, field=f"{field}.tools[{i}]") for i, t in enumerate(config.tools)],
+        system_prompt=config.system_prompt,
+        max_iterations=config.max_iterations,
+        wrap_up=config.wrap_up,
+        durability=config.durability,
+        max_concurrent_tools=config.max_concurrent_tools,
+        params=config.params,
+        retry=config.retry,
+        max_recoveries=config.max_recoveries,
+    )

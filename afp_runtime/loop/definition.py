@@ -1,0 +1,113 @@
+"""Agent definitions: the model, instructions, tools and limits of one standing agent."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from afp_runtime.errors import AgentDefinitionError, shown
+from afp_runtime.messages import ModelParams, canonical_json, sha256_hex
+from afp_runtime.models import Model, RetryPolicy
+from afp_runtime.tools import Tool
+
+AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+Durability = Literal["sync", "iteration", "turn"]
+
+
+def _positive_int(field: str, value: Any, *, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise AgentDefinitionError(
+            f"{field} must be an int >= {minimum}, not {shown(value)}", field=field
+        )
+
+
+class AgentDefinition:
+    """One standing agent: what it sends, what it may call, and its limits.
+
+    Args:
+        agent_id: matches ``^[a-z0-9][a-z0-9._-]{0,63}$``.
+        model: the Model adapter.
+        tools: the agent's tools; names must be unique.
+        system_prompt: the agent's instructions ('' for none); never part of history.
+        max_iterations: model calls of a turn that may still be followed by tools (int >= 1).
+        wrap_up: when the budget runs out with calls pending, make one more call with tools
+            withheld (True) or end the turn with the reply's text (False).
+        durability: ``sync`` (default), ``iteration`` or ``turn`` (host.md §11).
+        max_concurrent_tools: bound on concurrently running parallel-safe calls.
+        params: sampling dials sent with every call.
+        retry: how failed model sends are retried.
+        max_recoveries: recovery runs per turn before it is held as a crash loop.
+
+    Raises:
+        AgentDefinitionError: a field is invalid; the message names it.
+    """
+
+    def __init__(
+        self,
+        agent_id: str,
+        model: Model,
+        *,
+        tools: Sequence[Tool] = (),
+        system_prompt: str = "",
+        max_iterations: int = 10,
+        wrap_up: bool = True,
+        durability: Durability = "sync",
+        max_concurrent_tools: int = 4,
+        params: ModelParams | None = None,
+        retry: RetryPolicy | None = None,
+        max_recoveries: int = 3,
+    ) -> None:
+        if not isinstance(agent_id, str) or not AGENT_ID.match(agent_id):
+            raise AgentDefinitionError(
+                f"agent id must match {AGENT_ID.pattern}, not {shown(agent_id)}", field="id"
+            )
+        _positive_int("maxIterations", max_iterations)
+        _positive_int("maxConcurrentTools", max_concurrent_tools)
+        _positive_int("maxRecoveries", max_recoveries, minimum=0)
+        if durability not in ("sync", "iteration", "turn"):
+            raise AgentDefinitionError(
+                f"durability must be sync, iteration or turn, not {shown(durability)}",
+                field="durability",
+            )
+        if not isinstance(wrap_up, bool):
+            raise AgentDefinitionError(
+                f"wrapUp must be a bool, not {shown(wrap_up)}", field="wrapUp"
+            )
+        names: set[str] = set()
+        for tool in tools:
+            if tool.name in names:
+                raise AgentDefinitionError(
+                    f"two tools are named {tool.name!r}; tool names must be unique",
+                    field="tools",
+                    agent_id=agent_id,
+                )
+            names.add(tool.name)
+        self.agent_id = agent_id
+        self.model = model
+        self.tools: tuple[Tool, ...] = tuple(tools)
+        self.tools_by_name = {tool.name: tool for tool in self.tools}
+        self.system_prompt = system_prompt
+        self.max_iterations = max_iterations
+        self.wrap_up = wrap_up
+        self.durability: Durability = durability
+        self.max_concurrent_tools = max_concurrent_tools
+        self.params = params or ModelParams()
+        self.retry = retry or RetryPolicy()
+        self.max_recoveries = max_recoveries
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the body-shaping parts: instructions, tool schemas, model, params."""
+        shape = {
+            "systemPrompt": self.system_prompt,
+            "tools": [tool.schema() for tool in self.tools],
+            "model": self.model.model,
+            "provider": self.model.provider,
+            "params": self.params,
+        }
+        return sha256_hex(canonical_json(shape))
+
+    def summary(self) -> dict[str, Any]:
+        """The run constant ``definition``: fingerprint and tool names."""
+        return {"fingerprint": self.fingerprint(), "toolNames": [t.name for t in self.tools]}

@@ -1,0 +1,72 @@
+"""Events the loop emits while it works (host.md §7): an envelope and a type-tagged payload.
+
+Events are emitted during a stage, before its commit: the commit log wins where they differ.
+Delivery is in-process and never waits on a subscriber.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import structlog
+
+log = structlog.get_logger()
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """One event: a per-emitter increasing ``id``, its ``type``, time and context."""
+
+    id: int
+    type: str
+    at_ms: int
+    agent_id: str
+    payload: dict[str, Any]
+    run_id: str | None = None
+    turn: int | None = None
+    iteration: int | None = None
+    runtime_stage_id: str | None = None
+
+
+EventSink = Callable[[Event], None]
+
+
+class EventRecorder:
+    """A sink that keeps every event in order (the CLI summary, tests)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of_type(self, kind: str) -> list[Event]:
+        """The events of one type, in order."""
+        return [e for e in self.events if e.type == kind]
+
+
+class Emitter:
+    """Numbers events and hands them to sinks; a failing sink never stops the loop."""
+
+    def __init__(self, sinks: list[EventSink] | None = None) -> None:
+        self._sinks = list(sinks or [])
+        self._next_id = 0
+
+    def add(self, sink: EventSink) -> None:
+        """Deliver future events to ``sink`` too."""
+        self._sinks.append(sink)
+
+    def emit(
+        self, kind: str, *, at_ms: int, agent_id: str, payload: dict[str, Any], **ctx: Any
+    ) -> None:
+        """Emit one event to every sink."""
+        self._next_id += 1
+        event = Event(
+            id=self._next_id, type=kind, at_ms=at_ms, agent_id=agent_id, payload=payload, **ctx
+        )
+        for sink in self._sinks:
+            try:
+                sink(event)
+            except Exception:
+                log.exception("event sink failed", event_type=kind)

@@ -1,0 +1,51 @@
+"""Messages: the value types every layer shares, and the one canonical encoder for digests."""
+
+from afp_runtime.messages.canonical import (
+    canonical_json,
+    fingerprint,
+    message_body,
+    message_from_body,
+    salted,
+    sha256_hex,
+)
+from afp_runtime.messages.message import (
+    Message,
+    Role,
+    ToolCall,
+    assistant,
+    chars,
+    tool_result,
+    user,
+)
+from afp_runtime.messages.usage import (
+    ModelParams,
+    ModelReply,
+    ModelRequest,
+    StopReason,
+    ToolChoice,
+    ToolSchema,
+    Usage,
+)
+
+__all__ = [
+    "Message",
+    "ModelParams",
+    "ModelReply",
+    "ModelRequest",
+    "Role",
+    "StopReason",
+    "ToolCall",
+    "ToolChoice",
+    "ToolSchema",
+    "Usage",
+    "assistant",
+    "canonical_json",
+    "chars",
+    "fingerprint",
+    "message_body",
+    "message_from_body",
+    "salted",
+    "sha256_hex",
+    "tool_result",
+    "user",
+]

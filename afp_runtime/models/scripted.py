@@ -1,0 +1,92 @@
+"""The scripted model: replies from a list or a function, for tests, demos and scenarios.
+
+Its encoder ``scripted/1`` is the canonical JSON of the request, so what it "sent" is exactly
+what a receipt digests. It records every request it received, in order.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from afp_runtime.errors import ModelCallError
+from afp_runtime.messages import ModelReply, ModelRequest, canonical_json
+from afp_runtime.models.base import EncodedRequest, TokenSink
+
+ScriptEntry = ModelReply | ModelCallError
+ScriptHandler = Callable[[ModelRequest, int], "ScriptEntry | Awaitable[ScriptEntry]"]
+
+_request_decoder = msgspec.json.Decoder(ModelRequest)
+
+
+class ScriptedModel:
+    """A model whose replies come from a script.
+
+    Args:
+        replies: a sequence of replies (a ``ModelCallError`` entry is raised for that call), or
+            a function ``(request, call_number) -> reply`` (sync or async); call numbers are
+            1-based over this model's life.
+        model: the model id reported on receipts.
+
+    Raises (from ``send``):
+        ModelCallError: with ``error_kind='script-exhausted'`` naming the call number when a
+            list of replies runs out (not retryable), or the scripted error of that call.
+    """
+
+    provider = "scripted"
+    encoder: str | None = "scripted/1"
+    deterministic = True
+
+    def __init__(
+        self, replies: Sequence[ScriptEntry] | ScriptHandler, *, model: str = "scripted"
+    ) -> None:
+        self.model = model
+        self._handler: ScriptHandler | None = replies if callable(replies) else None
+        self._replies: list[ScriptEntry] = [] if callable(replies) else list(replies)
+        self.calls = 0
+        self.requests: list[ModelRequest] = []
+        self.bodies: list[bytes] = []
+        self.closed = 0
+
+    def settings(self) -> Mapping[str, Any]:
+        return {}
+
+    def encode(self, request: ModelRequest) -> EncodedRequest:
+        return EncodedRequest(body=canonical_json(request), path="/scripted")
+
+    async def send(
+        self, request: EncodedRequest | ModelRequest, *, on_token: TokenSink | None = None
+    ) -> ModelReply:
+        encoded = request if isinstance(request, EncodedRequest) else self.encode(request)
+        decoded = _request_decoder.decode(encoded.body)
+        self.calls += 1
+        self.bodies.append(encoded.body)
+        self.requests.append(decoded)
+        entry = await self._next(decoded, self.calls)
+        if isinstance(entry, ModelCallError):
+            raise entry
+        if on_token is not None and entry.content:
+            on_token(entry.content)
+        return entry
+
+    async def _next(self, request: ModelRequest, number: int) -> ScriptEntry:
+        if self._handler is not None:
+            result = self._handler(request, number)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        if number > len(self._replies):
+            raise ModelCallError(
+                f"the scripted model has no reply left for call {number} "
+                f"(the script holds {len(self._replies)})",
+                error_kind="script-exhausted",
+                provider=self.provider,
+                call=number,
+            )
+        return self._replies[number - 1]
+
+    async def aclose(self) -> None:
+        self.closed += 1

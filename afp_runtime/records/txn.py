@@ -1,0 +1,105 @@
+"""What one store transaction carries: bundles, new history items, the checkpoint, side rows.
+
+The loop builds these values; the store writes each one atomically. Under the ``iteration`` and
+``turn`` durability modes several are merged into one transaction, never split.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from afp_runtime.messages import Message, Usage
+from afp_runtime.records.bundle import CommitBundle
+from afp_runtime.records.conversation import ConversationState
+
+RunKind = Literal["initial", "answer", "recovery", "retry", "operator"]
+RunStatus = Literal["running", "answered", "paused", "stalled", "held", "cancelled"]
+InboxStatus = Literal["queued", "running", "paused", "answered", "dismissed", "stalled", "held"]
+JournalState = Literal["started", "finished"]
+
+
+class Item(msgspec.Struct, frozen=True, kw_only=True):
+    """One new entry of the agent's item log: a message at ``pos`` with its fingerprint."""
+
+    pos: int
+    fingerprint: str
+    message: Message
+
+
+class RunStart(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """A run row to insert."""
+
+    run_id: str
+    agent_id: str
+    turn: int
+    kind: RunKind
+    started_at_ms: int
+    message_id: str
+    recovered_from: str | None = None
+
+
+class RunEnd(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """A run's end: status, time, usage."""
+
+    run_id: str
+    status: RunStatus
+    ended_at_ms: int
+    usage: Usage
+
+
+class InboxUpdate(msgspec.Struct, frozen=True, kw_only=True):
+    """A new status of an inbox message (and the turn that took it)."""
+
+    message_id: str
+    status: InboxStatus
+    turn: int | None = None
+
+
+class JournalRow(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool-journal row: a call ``started`` (may have run) or ``finished`` with its outcome."""
+
+    agent_id: str
+    turn: int
+    tool_call_id: str
+    state: JournalState
+    run_id: str
+    outcome: bytes | None = None
+
+
+class Txn(msgspec.Struct, kw_only=True):
+    """The writes of one transaction; ``full`` asks for ``synchronous=FULL`` at its commit."""
+
+    agent_id: str
+    bundles: list[CommitBundle] = msgspec.field(default_factory=list)
+    items: list[Item] = msgspec.field(default_factory=list)
+    conversation: ConversationState | None = None
+    run_start: RunStart | None = None
+    run_end: RunEnd | None = None
+    inbox: list[InboxUpdate] = msgspec.field(default_factory=list)
+    journal: list[JournalRow] = msgspec.field(default_factory=list)
+    full: bool = False
+
+    def absorb(self, other: Txn) -> None:
+        """Merge a later transaction's writes into this one (batching durability modes)."""
+        self.bundles.extend(other.bundles)
+        self.items.extend(other.items)
+        self.conversation = other.conversation or self.conversation
+        self.run_start = self.run_start or other.run_start
+        self.run_end = other.run_end or self.run_end
+        self.inbox.extend(other.inbox)
+        self.journal.extend(other.journal)
+        self.full = self.full or other.full
+
+    def empty(self) -> bool:
+        """True when the transaction writes nothing."""
+        return not (
+            self.bundles
+            or self.items
+            or self.conversation
+            or self.run_start
+            or self.run_end
+            or self.inbox
+            or self.journal
+        )

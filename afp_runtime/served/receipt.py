@@ -1,0 +1,134 @@
+"""Receipts: digests of exactly what one model call sends, minted before it is sent.
+
+A receipt holds no content bytes: only digests salted with the run id, counts, names and small
+scalars. The message part is one running digest over the as-sent entries, extended in O(new
+messages) while the window only grows (ARCHITECTURE ruling 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import msgspec
+
+from afp_runtime.messages import Message, ModelParams, ToolSchema, canonical_json, salted
+
+RECEIPT_VERSION = 1
+
+
+class Basis(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Which call this is: epoch, run, model id, provider."""
+
+    epoch: int
+    run_id: str
+    model: str
+    provider: str
+
+
+class SystemDigest(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """H of the joined system text and its length in code points."""
+
+    hash: str
+    chars: int
+
+
+class RequestOnlyDigest(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A request-only line (never in history): role, H, and why it was added."""
+
+    role: str
+    hash: str
+    reason: str
+
+
+class MessagesDigest(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Count of messages sent and the running digest over the as-sent entries."""
+
+    count: int
+    digest: str
+    request_only: tuple[RequestOnlyDigest, ...] = ()
+
+
+class ToolsDigest(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Served tool names in order and H of each schema; forced and withheld markers."""
+
+    names: tuple[str, ...]
+    schema_hashes: dict[str, str]
+    forced: str | None
+    withheld: Literal["wrap-up"] | None
+
+
+class WireDigest(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """H and length of the exact request body, the encoder id and H of its settings."""
+
+    hash: str
+    bytes: int
+    encoder: str
+    settings: str
+    deterministic: bool
+
+
+class Receipt(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """What one model call sent, digested at send time (served.md §2.4)."""
+
+    version: int
+    basis: Basis
+    agent_call: int
+    call_runtime_stage_id: str
+    system: SystemDigest
+    messages: MessagesDigest
+    tools: ToolsDigest
+    params: ModelParams
+    wire: WireDigest | None = None
+
+
+class RunningDigest(msgspec.Struct, frozen=True, kw_only=True):
+    """The running digest over ``count`` as-sent entries of one run."""
+
+    count: int
+    digest: str
+
+
+class _Entry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    role: str
+    fingerprint: str
+    key: str | None = None
+
+
+def start_digest(run_id: str) -> RunningDigest:
+    """The digest of no entries: H('')."""
+    return RunningDigest(count=0, digest=salted(run_id, b""))
+
+
+def extend_digest(
+    run_id: str, state: RunningDigest, messages: Sequence[Message], fingerprints: Sequence[str]
+) -> RunningDigest:
+    """Extend ``state`` with the entries of ``messages[state.count:]``."""
+    digest = state.digest
+    for index in range(state.count, len(messages)):
+        message = messages[index]
+        entry = _Entry(
+            role=message.role,
+            fingerprint=fingerprints[index],
+            key=message.tool_call_id if message.role == "tool" else None,
+        )
+        digest = salted(run_id, (digest + "\x1f").encode("utf-8") + canonical_json(entry))
+    return RunningDigest(count=len(messages), digest=digest)
+
+
+def schema_hash(run_id: str, schema: ToolSchema) -> str:
+    """H of one tool schema's canonical JSON ``{name, description, inputSchema}``."""
+    return salted(run_id, canonical_json(schema))
+
+
+def wire_digest(
+    run_id: str, body: bytes, *, encoder: str, settings: Any, deterministic: bool
+) -> WireDigest:
+    """The wire part of a receipt."""
+    return WireDigest(
+        hash=salted(run_id, body),
+        bytes=len(body),
+        encoder=encoder,
+        settings=salted(run_id, canonical_json(settings)),
+        deterministic=deterministic,
+    )

@@ -1,0 +1,24 @@
+"""Store: the CheckpointStore port and its embedded SQLite implementation."""
+
+from afp_runtime.store.base import CheckpointStore
+from afp_runtime.store.sqlite.migrations import SCHEMA_VERSION
+from afp_runtime.store.sqlite.rows import AgentRow, InboxRow, RunRow, StoredBundle
+from afp_runtime.store.sqlite.store import (
+    Ack,
+    JournalEntry,
+    LoadedConversation,
+    SqliteStore,
+)
+
+__all__ = [
+    "Ack",
+    "AgentRow",
+    "CheckpointStore",
+    "InboxRow",
+    "JournalEntry",
+    "LoadedConversation",
+    "RunRow",
+    "SCHEMA_VERSION",
+    "SqliteStore",
+    "StoredBundle",
+]

@@ -1,0 +1,56 @@
+"""The CheckpointStore port: only the operations the loop, host and CLI need."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from afp_runtime.messages import Message
+from afp_runtime.records import ConversationState, ListRef, Txn
+from afp_runtime.store.sqlite.store import Ack, JournalEntry, LoadedConversation
+
+
+class CheckpointStore(Protocol):
+    """Durable state of agents: commit log, conversation checkpoints, inbox, tool journal."""
+
+    async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
+        """Create the agent with an empty conversation if it does not exist."""
+        ...
+
+    async def conversation_state(self, agent_id: str) -> ConversationState | None:
+        """The stored checkpoint without messages."""
+        ...
+
+    async def load_conversation(self, agent_id: str) -> LoadedConversation:
+        """The checkpoint and its resolved history."""
+        ...
+
+    async def resolve(
+        self, agent_id: str, ref: ListRef
+    ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
+        """Messages and fingerprints of a list reference."""
+        ...
+
+    async def commit(self, txn: Txn) -> None:
+        """Write one transaction atomically."""
+        ...
+
+    async def post(
+        self,
+        agent_id: str,
+        text: str,
+        *,
+        message_id: str,
+        now_ms: int,
+        idempotency_key: str | None = None,
+        sender: str | None = None,
+    ) -> Ack:
+        """Accept a person's message durably."""
+        ...
+
+    async def journal(self, agent_id: str, turn: int) -> dict[str, JournalEntry]:
+        """The tool journal of one turn."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the store."""
+        ...

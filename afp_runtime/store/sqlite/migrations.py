@@ -1,0 +1,88 @@
+"""Numbered forward migrations of the SQLite schema, applied in order at open.
+
+A migration is never edited once released; a change of schema is a new number.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    (
+        1,
+        "initial schema",
+        """
+        CREATE TABLE agents (
+            agent INTEGER PRIMARY KEY,
+            agent_id TEXT NOT NULL UNIQUE,
+            created_at_ms INTEGER NOT NULL
+        );
+        CREATE TABLE conversations (
+            agent INTEGER PRIMARY KEY REFERENCES agents(agent),
+            state BLOB NOT NULL
+        );
+        -- Message bodies, content-addressed: stored once however often they are sent.
+        CREATE TABLE bodies (
+            fp BLOB PRIMARY KEY,
+            body BLOB NOT NULL
+        ) WITHOUT ROWID;
+        -- Each agent's append-only item log: message references (fingerprint + markers).
+        CREATE TABLE items (
+            agent INTEGER NOT NULL,
+            pos INTEGER NOT NULL,
+            fp BLOB NOT NULL,
+            flags INTEGER NOT NULL DEFAULT 0,
+            injected_by TEXT,
+            PRIMARY KEY (agent, pos)
+        ) WITHOUT ROWID;
+        CREATE TABLE runs (
+            run INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL UNIQUE,
+            agent INTEGER NOT NULL REFERENCES agents(agent),
+            turn INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            recovered_from TEXT,
+            status TEXT NOT NULL,
+            started_at_ms INTEGER NOT NULL,
+            ended_at_ms INTEGER,
+            usage BLOB
+        );
+        CREATE INDEX runs_by_agent ON runs (agent, run);
+        -- The append-only commit log.
+        CREATE TABLE bundles (
+            run INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            stage TEXT NOT NULL,
+            iteration INTEGER NOT NULL,
+            committed_at_ms INTEGER NOT NULL,
+            writes BLOB NOT NULL,
+            PRIMARY KEY (run, seq)
+        ) WITHOUT ROWID;
+        CREATE TABLE inbox (
+            message INTEGER PRIMARY KEY,
+            message_id TEXT NOT NULL UNIQUE,
+            agent INTEGER NOT NULL REFERENCES agents(agent),
+            position INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            status TEXT NOT NULL,
+            accepted_at_ms INTEGER NOT NULL,
+            idempotency_key TEXT,
+            sender TEXT,
+            turn INTEGER,
+            UNIQUE (agent, position),
+            UNIQUE (agent, idempotency_key)
+        );
+        CREATE INDEX inbox_by_status ON inbox (agent, status, position);
+        CREATE TABLE tool_journal (
+            agent INTEGER NOT NULL,
+            turn INTEGER NOT NULL,
+            call_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            outcome BLOB,
+            PRIMARY KEY (agent, turn, call_id, state)
+        ) WITHOUT ROWID;
+        """,
+    ),
+)
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]

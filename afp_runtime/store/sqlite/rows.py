@@ -1,0 +1,63 @@
+"""Read-side row values of the SQLite store (agents, runs, inbox messages, stored bundles)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from afp_runtime.messages import Usage
+
+
+class AgentRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """An agent and a summary of its conversation."""
+
+    agent_id: str
+    created_at_ms: int
+    turn: int
+    model_calls: int
+    messages: int
+    usage_totals: Usage
+    status: str
+
+
+class RunRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """One run of a turn."""
+
+    run_id: str
+    agent_id: str
+    turn: int
+    kind: str
+    message_id: str
+    status: str
+    started_at_ms: int
+    bundles: int
+    recovered_from: str | None = None
+    ended_at_ms: int | None = None
+    usage: Usage | None = None
+
+
+class InboxRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """A person's message in an agent's durable inbox."""
+
+    message_id: str
+    agent_id: str
+    position: int
+    text: str
+    status: str
+    accepted_at_ms: int
+    turn: int | None = None
+    idempotency_key: str | None = None
+    sender: str | None = None
+
+
+class StoredBundle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A committed bundle as read back: message-list values are still references."""
+
+    run_id: str
+    seq: int
+    stage: str
+    runtime_stage_id: str
+    iteration: int
+    committed_at_ms: int
+    writes: list[dict[str, Any]]

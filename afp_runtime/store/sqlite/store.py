@@ -1,0 +1,668 @@
+"""The embedded SQLite store: a WAL-mode file, an append-only commit log, bodies by fingerprint.
+
+One writer connection per process, behind an anyio lock; each ``Txn`` is one short transaction,
+``synchronous=NORMAL`` unless the transaction precedes an effect leaving the process
+(``synchronous=FULL``, ARCHITECTURE ruling 1). Every sqlite3 error becomes a ``StoreError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import anyio
+import msgspec
+
+from afp_runtime.errors import (
+    IdempotencyConflict,
+    InvalidValue,
+    SchemaTooNew,
+    StoreDamaged,
+    StoreError,
+    StoreUnavailable,
+)
+from afp_runtime.messages import Message, Usage, message_body, message_from_body
+from afp_runtime.records import (
+    ConversationState,
+    InboxUpdate,
+    Item,
+    JournalRow,
+    ListRef,
+    Txn,
+    runtime_stage_id,
+)
+from afp_runtime.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
+from afp_runtime.store.sqlite.rows import AgentRow, InboxRow, RunRow, StoredBundle
+
+BUSY_TIMEOUT_MS = 5_000
+_NOT_DISPATCHED = 1
+
+_state_encoder = msgspec.msgpack.Encoder()
+_state_decoder = msgspec.msgpack.Decoder(ConversationState)
+_usage_decoder = msgspec.msgpack.Decoder(Usage)
+_writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
+
+
+class LoadedConversation(msgspec.Struct, frozen=True, kw_only=True):
+    """A conversation as a run restores it: the checkpoint and the resolved history."""
+
+    state: ConversationState
+    history: tuple[Message, ...]
+    fingerprints: tuple[str, ...]
+
+
+class Ack(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The acknowledgement of a durably accepted inbox message."""
+
+    message_id: str
+    accepted_at_ms: int
+    position: int
+    duplicate: bool = False
+
+
+class JournalEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """What the journal knows of one tool call of a turn."""
+
+    started: bool
+    finished: bytes | None
+
+
+class SqliteStore:
+    """The CheckpointStore on one SQLite file.
+
+    Open with ``await SqliteStore.open(path)`` (creates the file and runs migrations) or
+    ``SqliteStore.open(path, read_only=True)`` for readers; close with ``aclose``.
+    """
+
+    def __init__(self, path: Path, conn: aiosqlite.Connection, *, read_only: bool) -> None:
+        self.path = path
+        self._conn = conn
+        self._read_only = read_only
+        self._lock = anyio.Lock()
+        self._agent_rowids: dict[str, int] = {}
+        self._run_rowids: dict[str, int] = {}
+        self._synchronous: str | None = None
+        self.transactions = 0
+        self.full_transactions = 0
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls, path: str | Path, *, read_only: bool = False, now_ms: int = 0
+    ) -> SqliteStore:
+        """Open (and for writers create and migrate) the database at ``path``.
+
+        Raises:
+            StoreUnavailable: the file cannot be opened (or does not exist, read-only).
+            StoreDamaged: the file is not an afp_runtime database; it is left untouched.
+            SchemaTooNew: the file was written by a newer afp_runtime; it is left untouched.
+        """
+        path = Path(path)
+        if read_only and not await anyio.Path(path).exists():
+            raise StoreUnavailable(f"no database at {path}", path=str(path))
+        try:
+            if read_only:
+                conn = await aiosqlite.connect(
+                    f"file:{path}?mode=ro", uri=True, isolation_level=None
+                )
+            else:
+                conn = await aiosqlite.connect(path, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open the database {path}: {exc}") from exc
+        store = cls(path, conn, read_only=read_only)
+        try:
+            await store._prepare(now_ms)
+        except BaseException:
+            await conn.close()
+            raise
+        return store
+
+    async def _prepare(self, now_ms: int) -> None:
+        try:
+            await self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            await self._conn.execute("PRAGMA foreign_keys=ON")
+            tables = {
+                row[0]
+                for row in await self._conn.execute_fetchall(
+                    "SELECT name FROM sqlite_master WHERE type='table'"
+                )
+            }
+        except sqlite3.DatabaseError as exc:
+            raise StoreDamaged(
+                f"{self.path} is not a readable SQLite database ({exc}); it was not changed",
+                path=str(self.path),
+            ) from exc
+        if tables and "meta" not in tables:
+            raise StoreDamaged(
+                f"{self.path} is a SQLite database but not an afp_runtime one; it was not changed",
+                path=str(self.path),
+            )
+        version = 0
+        if "meta" in tables:
+            rows = await self._conn.execute_fetchall(
+                "SELECT value FROM meta WHERE key='schema_version'"
+            )
+            if not rows or not str(rows[0][0]).isdigit():
+                raise StoreDamaged(
+                    f"{self.path} has no readable schema version; it was not changed",
+                    path=str(self.path),
+                )
+            version = int(rows[0][0])
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{self.path} was written by a newer afp_runtime (schema {version}, "
+                f"this build knows {SCHEMA_VERSION}); it was not changed",
+                path=str(self.path),
+            )
+        if self._read_only:
+            if version == 0:
+                raise StoreUnavailable(f"{self.path} holds no afp_runtime data yet")
+            return
+        await self._conn.execute("PRAGMA journal_mode=WAL")
+        await self._set_synchronous("NORMAL")
+        if version < SCHEMA_VERSION:
+            await self._migrate(version, now_ms)
+
+    async def _migrate(self, version: int, now_ms: int) -> None:
+        async with self._transaction(full=True) as db:
+            if version == 0:
+                await db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                await db.execute(
+                    "CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                    " applied_at_ms INTEGER NOT NULL)"
+                )
+                await db.execute("INSERT INTO meta VALUES ('schema_version', '0')")
+            for number, name, sql in MIGRATIONS:
+                if number <= version:
+                    continue
+                for statement in sql.split(";"):
+                    if statement.strip():
+                        await db.execute(statement)
+                await db.execute("INSERT INTO migrations VALUES (?, ?, ?)", (number, name, now_ms))
+            await db.execute(
+                "UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),)
+            )
+
+    async def aclose(self) -> None:
+        """Close the connection (a writer first checkpoints the WAL)."""
+        async with self._lock:
+            try:
+                if not self._read_only:
+                    await self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                pass  # closing still releases the file; the WAL is replayed at next open
+            await self._conn.close()
+
+    # -- transactions --------------------------------------------------------------------
+
+    async def _set_synchronous(self, level: str) -> None:
+        if self._synchronous != level:
+            await self._conn.execute(f"PRAGMA synchronous={level}")
+            self._synchronous = level
+
+    @asynccontextmanager
+    async def _transaction(self, *, full: bool = False) -> AsyncIterator[aiosqlite.Connection]:
+        if self._read_only:
+            raise StoreError("this store was opened read-only")
+        async with self._lock:
+            try:
+                await self._set_synchronous("FULL" if full else "NORMAL")
+                await self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"cannot start a transaction: {exc}") from exc
+            try:
+                yield self._conn
+                await self._conn.execute("COMMIT")
+            except BaseException as exc:
+                # Rowids cached inside the rolled-back transaction may name rows that never were.
+                self._agent_rowids.clear()
+                self._run_rowids.clear()
+                with anyio.CancelScope(shield=True):
+                    # If ROLLBACK fails the transaction is gone already; nothing was committed.
+                    with contextlib.suppress(sqlite3.Error):
+                        await self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"a store transaction failed: {exc}") from exc
+                raise
+            self.transactions += 1
+            self.full_transactions += int(full)
+
+    async def commit(self, txn: Txn) -> None:
+        """Write ``txn`` in one transaction; nothing of it is written if any part fails."""
+        if txn.empty():
+            return
+        # Shielded: once a commit has begun it completes or rolls back, never half-way.
+        with anyio.CancelScope(shield=True):
+            async with self._transaction(full=txn.full) as db:
+                agent = await self._agent_rowid(db, txn.agent_id)
+                if txn.run_start is not None:
+                    start = txn.run_start
+                    cursor = await db.execute(
+                        "INSERT INTO runs (run_id, agent, turn, kind, message_id, recovered_from,"
+                        " status, started_at_ms) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
+                        (
+                            start.run_id,
+                            agent,
+                            start.turn,
+                            start.kind,
+                            start.message_id,
+                            start.recovered_from,
+                            start.started_at_ms,
+                        ),
+                    )
+                    self._run_rowids[start.run_id] = cursor.lastrowid or 0
+                if txn.items:
+                    await self._insert_items(db, agent, txn.items)
+                if txn.bundles:
+                    rows = []
+                    for bundle in txn.bundles:
+                        run = await self._run_rowid(db, bundle.run_id)
+                        rows.append(
+                            (
+                                run,
+                                bundle.seq,
+                                bundle.stage,
+                                bundle.iteration,
+                                bundle.committed_at_ms,
+                                _state_encoder.encode(bundle.writes),
+                            )
+                        )
+                    await db.executemany("INSERT INTO bundles VALUES (?, ?, ?, ?, ?, ?)", rows)
+                if txn.conversation is not None:
+                    await db.execute(
+                        "UPDATE conversations SET state=? WHERE agent=?",
+                        (_state_encoder.encode(txn.conversation), agent),
+                    )
+                if txn.run_end is not None:
+                    end = txn.run_end
+                    await db.execute(
+                        "UPDATE runs SET status=?, ended_at_ms=?, usage=? WHERE run_id=?",
+                        (end.status, end.ended_at_ms, _state_encoder.encode(end.usage), end.run_id),
+                    )
+                for update in txn.inbox:
+                    await self._update_inbox(db, update)
+                if txn.journal:
+                    await self._insert_journal(db, agent, txn.journal)
+
+    async def _insert_items(self, db: aiosqlite.Connection, agent: int, items: list[Item]) -> None:
+        await db.executemany(
+            "INSERT OR IGNORE INTO bodies VALUES (?, ?)",
+            [(bytes.fromhex(i.fingerprint), message_body(i.message)) for i in items],
+        )
+        await db.executemany(
+            "INSERT INTO items VALUES (?, ?, ?, ?, ?)",
+            [
+                (
+                    agent,
+                    i.pos,
+                    bytes.fromhex(i.fingerprint),
+                    _NOT_DISPATCHED if i.message.not_dispatched else 0,
+                    i.message.injected_by,
+                )
+                for i in items
+            ],
+        )
+
+    async def _update_inbox(self, db: aiosqlite.Connection, update: InboxUpdate) -> None:
+        if update.turn is None:
+            await db.execute(
+                "UPDATE inbox SET status=? WHERE message_id=?", (update.status, update.message_id)
+            )
+        else:
+            await db.execute(
+                "UPDATE inbox SET status=?, turn=? WHERE message_id=?",
+                (update.status, update.turn, update.message_id),
+            )
+
+    async def _insert_journal(
+        self, db: aiosqlite.Connection, agent: int, rows: Sequence[JournalRow]
+    ) -> None:
+        await db.executemany(
+            "INSERT OR IGNORE INTO tool_journal VALUES (?, ?, ?, ?, ?, ?)",
+            [(agent, r.turn, r.tool_call_id, r.state, r.run_id, r.outcome) for r in rows],
+        )
+
+    async def _agent_rowid(self, db: aiosqlite.Connection, agent_id: str) -> int:
+        rowid = self._agent_rowids.get(agent_id)
+        if rowid is None:
+            rows = await db.execute_fetchall(
+                "SELECT agent FROM agents WHERE agent_id=?", (agent_id,)
+            )
+            if not rows:
+                raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+            rowid = self._agent_rowids[agent_id] = int(rows[0][0])
+        return rowid
+
+    async def _run_rowid(self, db: aiosqlite.Connection, run_id: str) -> int:
+        rowid = self._run_rowids.get(run_id)
+        if rowid is None:
+            rows = await db.execute_fetchall("SELECT run FROM runs WHERE run_id=?", (run_id,))
+            if not rows:
+                raise StoreError(f"no run {run_id!r} in the store", run_id=run_id)
+            rowid = self._run_rowids[run_id] = int(rows[0][0])
+        return rowid
+
+    # -- agents and conversations ---------------------------------------------------------
+
+    async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
+        """Create the agent and its empty conversation when it does not exist yet."""
+        async with self._transaction() as db:
+            rows = await db.execute_fetchall(
+                "SELECT agent FROM agents WHERE agent_id=?", (agent_id,)
+            )
+            if rows:
+                self._agent_rowids[agent_id] = int(rows[0][0])
+                return
+            cursor = await db.execute(
+                "INSERT INTO agents (agent_id, created_at_ms) VALUES (?, ?)", (agent_id, now_ms)
+            )
+            rowid = cursor.lastrowid or 0
+            state = ConversationState(agent_id=agent_id, checkpointed_at_ms=now_ms)
+            await db.execute(
+                "INSERT INTO conversations VALUES (?, ?)", (rowid, _state_encoder.encode(state))
+            )
+            self._agent_rowids[agent_id] = rowid
+
+    async def conversation_state(self, agent_id: str) -> ConversationState | None:
+        """The stored checkpoint of ``agent_id`` without its messages, or None."""
+        rows = await self._fetch(
+            "SELECT c.state FROM conversations c JOIN agents a ON a.agent=c.agent"
+            " WHERE a.agent_id=?",
+            (agent_id,),
+        )
+        if not rows:
+            return None
+        return self._decode_state(rows[0][0], agent_id)
+
+    def _decode_state(self, blob: bytes, agent_id: str) -> ConversationState:
+        try:
+            return _state_decoder.decode(blob)
+        except msgspec.DecodeError as exc:
+            raise StoreDamaged(
+                f"the conversation checkpoint of {agent_id!r} does not decode: {exc}",
+                agent_id=agent_id,
+            ) from exc
+
+    async def load_conversation(self, agent_id: str) -> LoadedConversation:
+        """The checkpoint and its history, resolved: O(window), not O(all history)."""
+        state = await self.conversation_state(agent_id)
+        if state is None:
+            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+        messages, fps = await self.resolve(agent_id, state.history)
+        return LoadedConversation(state=state, history=messages, fingerprints=fps)
+
+    async def resolve(
+        self, agent_id: str, ref: ListRef
+    ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
+        """The messages (with their markers) and fingerprints of a list reference."""
+        rows = await self._fetch("SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
+        if not rows:
+            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+        agent = rows[0][0]
+        messages: list[Message] = []
+        fps: list[str] = []
+        for start, end in ref.ranges:
+            found = await self._fetch(
+                "SELECT i.pos, i.fp, i.flags, i.injected_by, b.body FROM items i"
+                " LEFT JOIN bodies b ON b.fp=i.fp WHERE i.agent=? AND i.pos>=? AND i.pos<?"
+                " ORDER BY i.pos",
+                (agent, start, end),
+            )
+            if len(found) != end - start:
+                raise StoreDamaged(
+                    f"the history of {agent_id!r} names items {start}..{end - 1}, "
+                    f"but {len(found)} are stored",
+                    agent_id=agent_id,
+                )
+            for pos, fp, flags, injected_by, body in found:
+                if body is None:
+                    raise StoreDamaged(
+                        f"item {pos} of {agent_id!r} names body {fp.hex()}, which is missing",
+                        agent_id=agent_id,
+                    )
+                messages.append(
+                    message_from_body(
+                        body,
+                        not_dispatched=bool(flags & _NOT_DISPATCHED),
+                        injected_by=injected_by,
+                    )
+                )
+                fps.append(fp.hex())
+        return tuple(messages), tuple(fps)
+
+    # -- the durable inbox ----------------------------------------------------------------
+
+    async def post(
+        self,
+        agent_id: str,
+        text: str,
+        *,
+        message_id: str,
+        now_ms: int,
+        idempotency_key: str | None = None,
+        sender: str | None = None,
+    ) -> Ack:
+        """Accept a person's message durably (a ``synchronous=FULL`` commit), then acknowledge.
+
+        Raises:
+            InvalidValue: the text is empty or longer than 32,000 code points.
+            IdempotencyConflict: the key was used before with other text.
+        """
+        if not 1 <= len(text) <= 32_000:
+            raise InvalidValue(
+                f"a message must hold 1 to 32,000 code points, not {len(text)}", field="text"
+            )
+        async with self._transaction(full=True) as db:
+            agent = await self._agent_rowid(db, agent_id)
+            if idempotency_key is not None:
+                rows = await db.execute_fetchall(
+                    "SELECT message_id, text, accepted_at_ms, position FROM inbox"
+                    " WHERE agent=? AND idempotency_key=?",
+                    (agent, idempotency_key),
+                )
+                if rows:
+                    found_id, found_text, accepted, position = rows[0]
+                    if found_text != text:
+                        raise IdempotencyConflict(
+                            f"idempotency key {idempotency_key!r} was used for another text",
+                            message_id=found_id,
+                        )
+                    return Ack(
+                        message_id=found_id,
+                        accepted_at_ms=accepted,
+                        position=position,
+                        duplicate=True,
+                    )
+            rows = await db.execute_fetchall(
+                "SELECT COALESCE(MAX(position), 0) + 1 FROM inbox WHERE agent=?", (agent,)
+            )
+            position = int(rows[0][0])
+            await db.execute(
+                "INSERT INTO inbox (message_id, agent, position, text, status, accepted_at_ms,"
+                " idempotency_key, sender) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)",
+                (message_id, agent, position, text, now_ms, idempotency_key, sender),
+            )
+        return Ack(message_id=message_id, accepted_at_ms=now_ms, position=position)
+
+    async def inbox(self, agent_id: str, *, status: str | None = None) -> list[InboxRow]:
+        """An agent's inbox messages in position order, optionally of one status."""
+        sql = (
+            "SELECT i.message_id, i.position, i.text, i.status, i.accepted_at_ms, i.turn,"
+            " i.idempotency_key, i.sender FROM inbox i JOIN agents a ON a.agent=i.agent"
+            " WHERE a.agent_id=?"
+        )
+        params: tuple[Any, ...] = (agent_id,)
+        if status is not None:
+            sql += " AND i.status=?"
+            params += (status,)
+        rows = await self._fetch(sql + " ORDER BY i.position", params)
+        return [
+            InboxRow(
+                message_id=r[0],
+                agent_id=agent_id,
+                position=r[1],
+                text=r[2],
+                status=r[3],
+                accepted_at_ms=r[4],
+                turn=r[5],
+                idempotency_key=r[6],
+                sender=r[7],
+            )
+            for r in rows
+        ]
+
+    async def inbox_message(self, message_id: str) -> InboxRow | None:
+        """One inbox message by id."""
+        rows = await self._fetch(
+            "SELECT a.agent_id FROM inbox i JOIN agents a ON a.agent=i.agent WHERE i.message_id=?",
+            (message_id,),
+        )
+        if not rows:
+            return None
+        for row in await self.inbox(rows[0][0]):
+            if row.message_id == message_id:
+                return row
+        return None
+
+    # -- the tool journal -------------------------------------------------------------------
+
+    async def journal(self, agent_id: str, turn: int) -> dict[str, JournalEntry]:
+        """Per tool call of a turn: whether it started and its finished outcome, if any."""
+        rows = await self._fetch(
+            "SELECT j.call_id, j.state, j.outcome FROM tool_journal j"
+            " JOIN agents a ON a.agent=j.agent WHERE a.agent_id=? AND j.turn=?",
+            (agent_id, turn),
+        )
+        started: set[str] = set()
+        finished: dict[str, bytes] = {}
+        for call_id, state, outcome in rows:
+            if state == "started":
+                started.add(call_id)
+            else:
+                finished[call_id] = outcome
+        return {
+            call_id: JournalEntry(started=call_id in started, finished=finished.get(call_id))
+            for call_id in started | set(finished)
+        }
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def _fetch(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        try:
+            return list(await self._conn.execute_fetchall(sql, tuple(params)))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"a store read failed: {exc}") from exc
+
+    async def agents(self) -> list[AgentRow]:
+        """Every agent with a summary of its conversation, by id."""
+        rows = await self._fetch(
+            "SELECT a.agent_id, a.created_at_ms, c.state FROM agents a"
+            " JOIN conversations c ON c.agent=a.agent ORDER BY a.agent_id"
+        )
+        result = []
+        for agent_id, created, blob in rows:
+            state = self._decode_state(blob, agent_id)
+            result.append(
+                AgentRow(
+                    agent_id=agent_id,
+                    created_at_ms=created,
+                    turn=state.turn,
+                    model_calls=state.model_calls,
+                    messages=len(state.history),
+                    usage_totals=state.usage_totals,
+                    status=state.open_turn.status if state.open_turn else "idle",
+                )
+            )
+        return result
+
+    async def runs(self, agent_id: str | None = None, *, run_id: str | None = None) -> list[RunRow]:
+        """Runs in start order: all, one agent's, or one by id."""
+        sql = (
+            "SELECT r.run_id, a.agent_id, r.turn, r.kind, r.message_id, r.status,"
+            " r.started_at_ms, r.recovered_from, r.ended_at_ms, r.usage,"
+            " (SELECT COUNT(*) FROM bundles b WHERE b.run=r.run)"
+            " FROM runs r JOIN agents a ON a.agent=r.agent"
+        )
+        params: tuple[Any, ...] = ()
+        if agent_id is not None:
+            sql += " WHERE a.agent_id=?"
+            params = (agent_id,)
+        elif run_id is not None:
+            sql += " WHERE r.run_id=?"
+            params = (run_id,)
+        rows = await self._fetch(sql + " ORDER BY r.run", params)
+        return [
+            RunRow(
+                run_id=r[0],
+                agent_id=r[1],
+                turn=r[2],
+                kind=r[3],
+                message_id=r[4],
+                status=r[5],
+                started_at_ms=r[6],
+                recovered_from=r[7],
+                ended_at_ms=r[8],
+                usage=_usage_decoder.decode(r[9]) if r[9] is not None else None,
+                bundles=r[10],
+            )
+            for r in rows
+        ]
+
+    async def bundles(self, run_id: str, *, from_seq: int = 0) -> list[StoredBundle]:
+        """A run's commit log from ``from_seq``, in commit order."""
+        rows = await self._fetch(
+            "SELECT b.seq, b.stage, b.iteration, b.committed_at_ms, b.writes FROM bundles b"
+            " JOIN runs r ON r.run=b.run WHERE r.run_id=? AND b.seq>=? ORDER BY b.seq",
+            (run_id, from_seq),
+        )
+        result = []
+        for seq, stage, iteration, committed, blob in rows:
+            try:
+                writes = _writes_decoder.decode(blob)
+            except msgspec.DecodeError as exc:
+                raise StoreDamaged(
+                    f"bundle {seq} of run {run_id!r} does not decode: {exc}", run_id=run_id
+                ) from exc
+            result.append(
+                StoredBundle(
+                    run_id=run_id,
+                    seq=seq,
+                    stage=stage,
+                    runtime_stage_id=runtime_stage_id(stage, seq),
+                    iteration=iteration,
+                    committed_at_ms=committed,
+                    writes=writes,
+                )
+            )
+        return result
+
+    async def last_bundle(self, run_id: str) -> StoredBundle | None:
+        """The last committed bundle of a run (what a recovery looks at), or None."""
+        rows = await self._fetch(
+            "SELECT MAX(b.seq) FROM bundles b JOIN runs r ON r.run=b.run WHERE r.run_id=?",
+            (run_id,),
+        )
+        if not rows or rows[0][0] is None:
+            return None
+        found = await self.bundles(run_id, from_seq=int(rows[0][0]))
+        return found[0] if found else None
+
+    async def integrity_check(self) -> list[str]:
+        """``PRAGMA integrity_check``: ``['ok']`` on a healthy file."""
+        return [str(r[0]) for r in await self._fetch("PRAGMA integrity_check")]
+
+    async def body_check(self) -> list[str]:
+        """Fingerprints whose stored body no longer hashes to them (content addressing)."""
+        rows = await self._fetch("SELECT fp, body FROM bodies")
+
+        def check() -> list[str]:
+            return [fp.hex() for fp, body in rows if hashlib.sha256(body).digest() != fp]
+
+        return await anyio.to_thread.run_sync(check)

@@ -1,0 +1,69 @@
+"""What a running tool sees: its clock port and its call context.
+
+The ``tools`` layer may not import ``records`` (where the shared Clock port lives), so it declares
+the small structural Protocol it needs here (ARCHITECTURE ruling 6; STYLE P3). Any clock with
+``now_ms``, ``sleep`` and ``fail_after`` fits, the host's system clock and the fake clock alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+ProgressSink = Callable[[Any], None]
+"""Receives a tool's progress payloads (the loop turns them into ``tool.progress`` events)."""
+
+
+class ToolClock(Protocol):
+    """The clock a tool call runs under; every tool deadline goes through it (ruling 7)."""
+
+    def now_ms(self) -> int:
+        """Current time on this clock, epoch milliseconds."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds`` on this clock."""
+        ...
+
+    def fail_after(self, seconds: float) -> AbstractContextManager[Any]:
+        """A scope that cancels its body and raises TimeoutError once ``seconds`` pass."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """The context handed to a tool function with its arguments.
+
+    A plain frozen dataclass rather than a ``msgspec.Struct``: it holds a clock and a callback and
+    is never encoded.
+
+    Attributes:
+        tool_call_id: the id of the call being run (wire ``toolCallId``).
+        tool_name: the name of the tool being run.
+        agent_id: the agent the call belongs to.
+        run_id: the run the call belongs to.
+        turn: the turn number within the agent.
+        iteration: the iteration number within the turn.
+        clock: the clock the call runs under; tools sleep on it, never on the wall clock.
+        on_progress: where ``progress`` payloads go; ``None`` drops them.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    agent_id: str
+    run_id: str
+    turn: int
+    iteration: int
+    clock: ToolClock
+    on_progress: ProgressSink | None = None
+
+    def progress(self, payload: Any) -> None:
+        """Report progress of the call (a JSON-able payload); a no-op without a sink.
+
+        Safe from an async tool and from a plain ``def`` tool in its worker thread: the
+        dispatcher hands a sync tool a context whose sink hops back to the event loop.
+        """
+        if self.on_progress is not None:
+            self.on_progress(payload)

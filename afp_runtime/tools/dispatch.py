@@ -1,0 +1,370 @@
+"""Batch dispatch of the tool calls of one model reply (host.md §6.2 steps 2, 3, 5 and §6.3).
+
+Three steps, each usable on its own by the loop:
+
+1. ``plan_batch`` decides, before anything runs, which calls can run and answers the others
+   (unknown tool, unreadable or invalid arguments) with a pre-decided outcome.
+2. ``dispatch_groups`` splits the runnable calls into groups: a maximal run of consecutive
+   ``parallel_safe`` calls is one concurrent group, any other call a group of its own (a
+   barrier). Calls with a pre-decided outcome never run, so they neither join nor split a group
+   (a decision where the spec is silent: they have no effect to order).
+3. ``run_batch`` runs the groups in order and returns one outcome per call, in call order.
+
+Not here: renaming repeated call ids, peeling reserved arguments, period decisions and approval
+questions (the loop does those around these steps).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import msgspec
+import structlog
+
+from afp_runtime.errors import ConfigError, shown
+from afp_runtime.messages import Message, ToolCall, tool_result
+from afp_runtime.tools import texts
+from afp_runtime.tools._results import Unencodable, capped, result_text
+from afp_runtime.tools.context import ToolClock, ToolContext
+from afp_runtime.tools.schema import format_path, validate_args
+from afp_runtime.tools.tool import Tool
+
+log = structlog.get_logger()
+
+ToolStatus = Literal[
+    "ok",
+    "error",
+    "timeout",
+    "invalid-args",
+    "unknown-tool",
+    "not-dispatched",
+    "interrupted",
+    "unencodable",
+    "declined",
+    "refused",
+]
+
+NOT_DISPATCHED_STATUSES: frozenset[str] = frozenset(
+    {"unknown-tool", "invalid-args", "refused", "declined", "not-dispatched"}
+)
+"""The statuses whose tool function never ran; their messages carry ``not_dispatched``."""
+
+
+class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """How one tool call ended, and the observation the model reads next.
+
+    Attributes:
+        tool_call_id: the call answered (wire ``toolCallId``).
+        tool_name: the name the model called (wire ``toolName``).
+        status: ``ok``, ``error``, ``timeout``, ``invalid-args``, ``unknown-tool``,
+            ``not-dispatched``, ``interrupted``, ``unencodable``, ``declined`` or ``refused``.
+        content: the observation text, as the tool message carries it.
+        result_chars: code points of the observation before any cut (wire ``resultChars``);
+            equal to ``len(content)`` unless ``truncated``.
+        duration_ms: milliseconds the call took on the injected clock (wire ``durationMs``);
+            ``None`` when the function never ran.
+        truncated: the result was longer than the tool's ``max_result_chars`` and was cut.
+        not_dispatched: the function never ran (wire ``notDispatched``). Derived from
+            ``status`` (``NOT_DISPATCHED_STATUSES``); a value passed in is replaced.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    status: ToolStatus
+    content: str
+    result_chars: int
+    duration_ms: int | None = None
+    truncated: bool = False
+    not_dispatched: bool = False
+
+    def __post_init__(self) -> None:
+        derived = self.status in NOT_DISPATCHED_STATUSES
+        if self.not_dispatched != derived:
+            msgspec.structs.force_setattr(self, "not_dispatched", derived)
+
+    def message(self) -> Message:
+        """The ``tool`` message answering the call, with its ``not_dispatched`` marker."""
+        return tool_result(
+            self.tool_call_id, self.tool_name, self.content, not_dispatched=self.not_dispatched
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedCall:
+    """One call of a batch after planning.
+
+    Attributes:
+        call: the call as the model made it.
+        tool: the tool it resolved to; ``None`` for an unknown name.
+        args: what ``tool.fn`` receives: a private copy of the arguments (a dict), or the
+            decoded ``args_type`` Struct. ``None`` when the call will not run.
+        outcome: the pre-decided outcome of a call that will not run; ``None`` when runnable.
+    """
+
+    call: ToolCall
+    tool: Tool | None = None
+    args: Any = None
+    outcome: ToolOutcome | None = None
+
+    @property
+    def runnable(self) -> bool:
+        """The call will run (no outcome was decided at planning)."""
+        return self.outcome is None and self.tool is not None
+
+
+GroupStartHook = Callable[[list[PlannedCall]], Awaitable[None]]
+CallStartedHook = Callable[[PlannedCall, int, int, bool], None]
+CallFinishedHook = Callable[[ToolOutcome, int], Awaitable[None]]
+ContextFactory = Callable[[PlannedCall], ToolContext]
+
+
+def _not_run(call: ToolCall, status: ToolStatus, content: str) -> ToolOutcome:
+    return ToolOutcome(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        status=status,
+        content=content,
+        result_chars=len(content),
+    )
+
+
+def _struct_problem(error: msgspec.ValidationError) -> str:
+    """msgspec's decoding message with its ``- at `$.a.b``` suffix turned into our path form."""
+    text = str(error)
+    head, sep, where = text.rpartition(" - at `$")
+    if not sep or not where.endswith("`"):
+        return f"{format_path(())}: {text}"
+    path = where[:-1].removeprefix(".")
+    return f"{path or format_path(())}: {head}"
+
+
+def plan_call(call: ToolCall, tools: Mapping[str, Tool]) -> PlannedCall:
+    """Plan one call: resolve its tool and check its arguments (host.md §6.2 steps 2, 3, 5)."""
+    found = tools.get(call.name)
+    if found is None:
+        return PlannedCall(
+            call=call,
+            outcome=_not_run(call, "unknown-tool", texts.unknown_tool_text(call.name, tools)),
+        )
+    if call.args_text is not None:
+        content = texts.invalid_args_text(call.name, (texts.ARGS_NOT_OBJECT,))
+        return PlannedCall(call=call, tool=found, outcome=_not_run(call, "invalid-args", content))
+    problems = validate_args(found.input_schema, call.args)
+    args: Any = None
+    try:
+        # A private deep copy: a tool that edits its arguments must not edit the recorded call.
+        args = msgspec.json.decode(msgspec.json.encode(call.args))
+    except (TypeError, ValueError, OverflowError, RecursionError, msgspec.EncodeError):
+        problems = (*problems, texts.ARGS_NOT_JSON)
+    if not problems and found.args_type is not None:
+        try:
+            args = msgspec.convert(args, found.args_type, strict=True)
+        except msgspec.ValidationError as exc:
+            problems = (_struct_problem(exc),)
+    if problems:
+        content = texts.invalid_args_text(call.name, problems)
+        return PlannedCall(call=call, tool=found, outcome=_not_run(call, "invalid-args", content))
+    return PlannedCall(call=call, tool=found, args=args)
+
+
+def plan_batch(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> tuple[PlannedCall, ...]:
+    """Plan every call of a reply, in order, before anything runs.
+
+    Args:
+        calls: the reply's calls, ids already made unique by the loop.
+        tools: the agent's tools by name.
+
+    Returns:
+        One ``PlannedCall`` per call, in call order.
+    """
+    return tuple(plan_call(call, tools) for call in calls)
+
+
+def _group_positions(planned: Sequence[PlannedCall]) -> list[list[int]]:
+    groups: list[list[int]] = []
+    open_parallel = False
+    for position, item in enumerate(planned):
+        if not item.runnable:
+            continue
+        assert item.tool is not None
+        if item.tool.parallel_safe and open_parallel:
+            groups[-1].append(position)
+        else:
+            groups.append([position])
+        open_parallel = item.tool.parallel_safe
+    return groups
+
+
+def dispatch_groups(planned: Sequence[PlannedCall]) -> list[list[PlannedCall]]:
+    """Split the runnable calls into dispatch groups, in call order (host.md §6.3).
+
+    A maximal run of consecutive ``parallel_safe`` calls forms one concurrent group; any other
+    call is a group of its own. Calls that will not run are left out and do not split a run.
+    """
+    return [[planned[p] for p in group] for group in _group_positions(planned)]
+
+
+async def run_batch(
+    planned: Sequence[PlannedCall],
+    *,
+    context_for: ContextFactory,
+    clock: ToolClock,
+    max_concurrent: int = 4,
+    on_group_start: GroupStartHook | None = None,
+    on_call_started: CallStartedHook | None = None,
+    on_call_finished: CallFinishedHook | None = None,
+) -> tuple[ToolOutcome, ...]:
+    """Run the runnable calls group after group; return one outcome per call, in call order.
+
+    Args:
+        planned: the batch as ``plan_batch`` made it.
+        context_for: builds the ``ToolContext`` of a call, just before it runs.
+        clock: the clock every call's ``fail_after(timeout_s)`` runs on.
+        max_concurrent: most calls of a concurrent group running at once, an int >= 1.
+        on_group_start: awaited with a group's calls before any of them runs (the loop commits
+            their ``started`` journal rows there).
+        on_call_started: called as a call starts, with the call, its position in ``planned``,
+            the batch size and whether its group holds more than one call.
+        on_call_finished: awaited with each outcome and the call's position as the call ends,
+            in completion order, one at a time. It is not called for pre-decided outcomes.
+
+    Returns:
+        One outcome per entry of ``planned``, in the same order, pre-decided ones included.
+
+    Raises:
+        ConfigError: ``max_concurrent`` is not an int >= 1.
+        Exception: whatever a hook raises, which ends the batch (a lone exception from a
+            concurrent group is taken out of its exception group). Cancellation propagates.
+    """
+    if (
+        isinstance(max_concurrent, bool)
+        or not isinstance(max_concurrent, int)
+        or max_concurrent < 1
+    ):
+        raise ConfigError(
+            "max_concurrent must be an int >= 1",
+            field="max_concurrent",
+            value=shown(max_concurrent),
+        )
+    outcomes: list[ToolOutcome | None] = [item.outcome for item in planned]
+    limiter = anyio.CapacityLimiter(max_concurrent)
+    finish_lock = anyio.Lock()
+
+    async def run_one(position: int, concurrent: bool) -> None:
+        item = planned[position]
+        async with limiter:
+            context = context_for(item)
+            if on_call_started is not None:
+                on_call_started(item, position, len(planned), concurrent)
+            outcome = await _run_call(item, context, clock)
+        outcomes[position] = outcome
+        if on_call_finished is not None:
+            async with finish_lock:
+                await on_call_finished(outcome, position)
+
+    for group in _group_positions(planned):
+        if on_group_start is not None:
+            await on_group_start([planned[p] for p in group])
+        if len(group) == 1:
+            await run_one(group[0], False)
+            continue
+        try:
+            async with anyio.create_task_group() as task_group:
+                for position in group:
+                    task_group.start_soon(run_one, position, True)
+        except BaseExceptionGroup as group_error:
+            if len(group_error.exceptions) == 1:
+                raise group_error.exceptions[0] from None
+            raise
+    done = [outcome for outcome in outcomes if outcome is not None]
+    assert len(done) == len(planned), "every call of the batch has an outcome"
+    return tuple(done)
+
+
+async def _invoke(tool: Tool, args: Any, context: ToolContext) -> Any:
+    if tool.is_async:
+        return await tool.fn(args, context)
+    sink = context.on_progress
+    if sink is not None:
+        loop_sink = sink
+
+        def from_worker(payload: Any) -> None:
+            # A sync tool reports from its worker thread; its sink must run on the event loop.
+            anyio.from_thread.run_sync(loop_sink, payload)
+
+        context = dataclasses.replace(context, on_progress=from_worker)
+    # A thread cannot be cancelled: on timeout or shutdown it is abandoned and its result,
+    # whenever it arrives, is discarded (host.md §6.1).
+    return await anyio.to_thread.run_sync(
+        functools.partial(tool.fn, args, context), abandon_on_cancel=True
+    )
+
+
+async def _run_call(item: PlannedCall, context: ToolContext, clock: ToolClock) -> ToolOutcome:
+    tool, call = item.tool, item.call
+    assert tool is not None
+    started = clock.now_ms()
+    failure: Exception | None = None
+    result: Any = None
+    try:
+        with clock.fail_after(tool.timeout_s):
+            try:
+                result = await _invoke(tool, item.args, context)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception as exc:  # the tool's own failure, its own TimeoutError included
+                failure = exc
+    except TimeoutError:
+        log.warning(
+            "tool.timeout",
+            tool_name=call.name,
+            tool_call_id=call.id,
+            timeout_s=tool.timeout_s,
+        )
+        content = texts.timeout_text(call.name, tool.timeout_s)
+        return _ran(call, "timeout", content, clock.now_ms() - started)
+    duration = clock.now_ms() - started
+    if failure is not None:
+        log.warning(
+            "tool.failed",
+            tool_name=call.name,
+            tool_call_id=call.id,
+            error_type=type(failure).__name__,
+            exc_info=failure,
+        )
+        return _ran(call, "error", texts.error_text(call.name, failure), duration)
+    try:
+        text = result_text(result)
+    except Unencodable as exc:
+        log.warning(
+            "tool.unencodable", tool_name=call.name, tool_call_id=call.id, type=exc.type_name
+        )
+        return _ran(call, "unencodable", texts.unencodable_text(call.name, exc.type_name), duration)
+    content, truncated = capped(text, tool.max_result_chars)
+    return ToolOutcome(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        status="ok",
+        content=content,
+        result_chars=len(text),
+        duration_ms=duration,
+        truncated=truncated,
+    )
+
+
+def _ran(call: ToolCall, status: ToolStatus, content: str, duration_ms: int) -> ToolOutcome:
+    return ToolOutcome(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        status=status,
+        content=content,
+        result_chars=len(content),
+        duration_ms=duration_ms,
+    )

@@ -1,0 +1,398 @@
+"""Tool argument validation: a documented subset of JSON Schema, implemented here.
+
+host.md §6.2 step 5 leaves the choice open; afp_runtime implements a subset itself rather than
+adding the ``jsonschema`` dependency.
+
+Supported keywords:
+
+- ``type``: ``object``, ``array``, ``string``, ``integer``, ``number``, ``boolean``, ``null``, or
+  a list of these (any one matches). A boolean is never an integer or a number; a number with no
+  fractional part (``3.0``) counts as an integer, as JSON Schema says.
+- ``enum`` and ``const``, compared as JSON values (``1`` equals ``1.0``; ``true`` never equals
+  ``1``).
+- ``minimum``, ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum`` (numeric forms only),
+  applied to numbers.
+- ``minLength``, ``maxLength`` (counted in Unicode code points), applied to strings.
+- ``items``, ``prefixItems``, ``minItems``, ``maxItems``, applied to arrays; ``items`` covers the
+  elements after those ``prefixItems`` describes (``items: false`` forbids any such element).
+- ``properties``, ``required``, ``additionalProperties`` (a boolean or a schema), applied to
+  objects.
+- ``$ref`` to a local JSON pointer (``#/$defs/Name``, ``#/definitions/Name``, ``#``), checked
+  together with any keywords beside it.
+- The boolean schemas ``true`` (anything) and ``false`` (nothing).
+
+Every other keyword (``anyOf``, ``oneOf``, ``allOf``, ``not``, ``pattern``, ``format``,
+``multipleOf``, ``minProperties``, ``uniqueItems``, ``if``/``then``/``else``, ...) is ignored: it
+neither passes nor fails a value, and schemas nested inside it are not looked at. A keyword that
+applies to one JSON type is skipped for values of other types, and a value of the wrong ``type``
+gets only that one problem.
+
+Each problem starts with the path of the offending value, written like ``host``,
+``items[2].name`` or ``labels["a b"]`` (``(arguments)`` for the arguments object itself), then
+says what was wrong, e.g. ``host: expected string, got integer 3``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeGuard
+
+import msgspec
+
+JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
+"""The type names the ``type`` keyword accepts."""
+
+ROOT = "(arguments)"
+"""How a path names the arguments object itself."""
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*")
+_SHOWN_STRING = 40
+_SHOWN_CHOICES = 10
+
+Path = tuple[str | int, ...]
+
+
+def format_path(path: Sequence[str | int], root: str = ROOT) -> str:
+    """Render a path as ``a.b[2]["odd key"]``; ``root`` when the path is empty."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.fullmatch(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{_json(part)}]"
+    return out or root
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a decoded value (a Python type name for anything else)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+def validate_args(schema: Mapping[str, Any] | bool, args: Any) -> tuple[str, ...]:
+    """Check ``args`` against ``schema`` (the subset this module documents).
+
+    Args:
+        schema: a tool's input schema.
+        args: the decoded arguments (normally a JSON object).
+
+    Returns:
+        One text per problem, each naming the offending path and why, in a deterministic order;
+        empty when the arguments are valid.
+    """
+    problems: list[str] = []
+    _Validator(schema, problems).check(schema, args, (), frozenset())
+    return tuple(problems)
+
+
+def check_schema(schema: Any) -> tuple[str, ...]:
+    """Check that the keywords of the subset are well-formed in ``schema``.
+
+    Keywords outside the subset, and schemas nested inside them, are not looked at.
+
+    Returns:
+        One text per problem, naming the keyword's path in the schema (``(schema)`` for the root);
+        empty when the schema is usable.
+    """
+    problems: list[str] = []
+    _SchemaChecker(schema, problems).walk(schema, ())
+    return tuple(problems)
+
+
+def _json(value: Any) -> str:
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, OverflowError):
+        return repr(value)
+
+
+def _is_number(value: Any) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _describe(value: Any) -> str:
+    """A short description of a value for a problem text: its JSON type and, if small, value."""
+    kind = json_type(value)
+    if kind in ("object", "array", "null") or kind not in JSON_TYPES:
+        return kind
+    if isinstance(value, str) and len(value) > _SHOWN_STRING:
+        return f'{kind} {_json(value[:_SHOWN_STRING])[:-1]}…" ({len(value)} characters)'
+    return f"{kind} {_json(value)}"
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: numbers by value, booleans never equal to numbers."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if _is_number(a) and _is_number(b):
+        return bool(a == b)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if type(a) is not type(b) and not (isinstance(a, str) and isinstance(b, str)):
+        return False
+    return bool(a == b)
+
+
+def _type_matches(name: Any, value: Any) -> bool:
+    match name:
+        case "integer":
+            if isinstance(value, float):
+                return math.isfinite(value) and value.is_integer()
+            return isinstance(value, int) and not isinstance(value, bool)
+        case "number":
+            return _is_number(value)
+        case _:
+            return bool(json_type(value) == name)
+
+
+def _choices(options: Sequence[Any]) -> str:
+    shown = ", ".join(_json(option) for option in options[:_SHOWN_CHOICES])
+    more = len(options) - _SHOWN_CHOICES
+    return f"{shown}, and {more} more" if more > 0 else shown
+
+
+def _plural(count: float, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _resolve(root: Any, ref: str) -> Any:
+    """Follow a local JSON pointer (``#`` or ``#/a/b``) from the root schema; None if absent."""
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        return None
+    node = root
+    for raw in ref[2:].split("/"):
+        key = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
+
+
+class _Validator:
+    """One validation pass: the root schema (for ``$ref``) and the problems found so far."""
+
+    def __init__(self, root: Any, problems: list[str]) -> None:
+        self.root = root
+        self.problems = problems
+
+    def add(self, path: Path, why: str) -> None:
+        self.problems.append(f"{format_path(path)}: {why}")
+
+    def check(self, schema: Any, value: Any, path: Path, refs_here: frozenset[int]) -> None:
+        """Validate ``value`` at ``path``; ``refs_here`` guards against ``$ref`` loops."""
+        if schema is True:
+            return
+        if schema is False:
+            self.add(path, "no value is allowed here")
+            return
+        if not isinstance(schema, Mapping):
+            return  # a malformed schema; check_schema reports it when the tool is declared
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            target = _resolve(self.root, ref)
+            if target is not None and id(target) not in refs_here:
+                self.check(target, value, path, refs_here | {id(target)})
+        if "type" in schema and not self._check_type(schema["type"], value, path):
+            return
+        self._check_values(schema, value, path)
+        if _is_number(value):
+            self._check_number(schema, value, path)
+        elif isinstance(value, str):
+            self._check_string(schema, value, path)
+        elif isinstance(value, list | tuple):
+            self._check_array(schema, value, path)
+        elif isinstance(value, Mapping):
+            self._check_object(schema, value, path)
+
+    def _check_type(self, expected: Any, value: Any, path: Path) -> bool:
+        names = [expected] if isinstance(expected, str) else expected
+        if not isinstance(names, list) or any(_type_matches(name, value) for name in names):
+            return True
+        self.add(path, f"expected {' or '.join(map(str, names))}, got {_describe(value)}")
+        return False
+
+    def _check_values(self, schema: Mapping[str, Any], value: Any, path: Path) -> None:
+        options = schema.get("enum")
+        if isinstance(options, list) and not any(_json_equal(value, o) for o in options):
+            self.add(path, f"must be one of {_choices(options)}; got {_describe(value)}")
+        if "const" in schema and not _json_equal(value, schema["const"]):
+            self.add(path, f"must be {_json(schema['const'])}, got {_describe(value)}")
+
+    def _check_number(self, schema: Mapping[str, Any], value: float, path: Path) -> None:
+        shown = _json(value)
+        limit = schema.get("minimum")
+        if _is_number(limit) and value < limit:
+            self.add(path, f"must be at least {_json(limit)}, got {shown}")
+        limit = schema.get("exclusiveMinimum")
+        if _is_number(limit) and value <= limit:
+            self.add(path, f"must be greater than {_json(limit)}, got {shown}")
+        limit = schema.get("maximum")
+        if _is_number(limit) and value > limit:
+            self.add(path, f"must be at most {_json(limit)}, got {shown}")
+        limit = schema.get("exclusiveMaximum")
+        if _is_number(limit) and value >= limit:
+            self.add(path, f"must be less than {_json(limit)}, got {shown}")
+
+    def _check_string(self, schema: Mapping[str, Any], value: str, path: Path) -> None:
+        length = len(value)
+        least = schema.get("minLength")
+        if _is_number(least) and length < least:
+            self.add(path, f"must have at least {_plural(least, 'character')}, got {length}")
+        most = schema.get("maxLength")
+        if _is_number(most) and length > most:
+            self.add(path, f"must have at most {_plural(most, 'character')}, got {length}")
+
+    def _check_array(self, schema: Mapping[str, Any], value: Sequence[Any], path: Path) -> None:
+        count = len(value)
+        least = schema.get("minItems")
+        if _is_number(least) and count < least:
+            self.add(path, f"must have at least {_plural(least, 'item')}, got {count}")
+        most = schema.get("maxItems")
+        if _is_number(most) and count > most:
+            self.add(path, f"must have at most {_plural(most, 'item')}, got {count}")
+        prefix = schema.get("prefixItems")
+        prefix = prefix if isinstance(prefix, list) else []
+        for index, (item_schema, item) in enumerate(zip(prefix, value, strict=False)):
+            self.check(item_schema, item, (*path, index), frozenset())
+        rest = schema.get("items", True)
+        if rest is False and count > len(prefix):
+            self.add(path, f"must have at most {_plural(len(prefix), 'item')}, got {count}")
+        elif isinstance(rest, Mapping):
+            for index in range(len(prefix), count):
+                self.check(rest, value[index], (*path, index), frozenset())
+
+    def _check_object(
+        self, schema: Mapping[str, Any], value: Mapping[str, Any], path: Path
+    ) -> None:
+        required = schema.get("required")
+        if isinstance(required, list):
+            for name in required:
+                if isinstance(name, str) and name not in value:
+                    self.add((*path, name), "required property missing")
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, Mapping) else {}
+        extra = schema.get("additionalProperties", True)
+        for key, item in value.items():
+            if key in properties:
+                self.check(properties[key], item, (*path, key), frozenset())
+            elif extra is False:
+                allowed = ", ".join(map(str, properties)) or "none"
+                self.add((*path, key), f"unexpected property (allowed: {allowed})")
+            elif isinstance(extra, Mapping):
+                self.check(extra, item, (*path, key), frozenset())
+
+
+_SCHEMA_ROOT = "(schema)"
+_COUNT_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems")
+_BOUND_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+class _SchemaChecker:
+    """Walks the subset's keywords of a schema and reports malformed ones."""
+
+    def __init__(self, root: Any, problems: list[str]) -> None:
+        self.root = root
+        self.problems = problems
+
+    def add(self, path: Path, why: str) -> None:
+        self.problems.append(f"{format_path(path, _SCHEMA_ROOT)}: {why}")
+
+    def walk(self, node: Any, path: Path) -> None:
+        if isinstance(node, bool):
+            return
+        if not isinstance(node, Mapping):
+            self.add(path, f"a schema must be an object or a boolean, not {json_type(node)}")
+            return
+        self._check_type(node, path)
+        if "enum" in node and not isinstance(node["enum"], list):
+            self.add((*path, "enum"), "must be an array of allowed values")
+        for keyword in _BOUND_KEYWORDS:
+            if keyword in node and not (_is_number(node[keyword]) and math.isfinite(node[keyword])):
+                self.add((*path, keyword), f"must be a number, not {_describe(node[keyword])}")
+        for keyword in _COUNT_KEYWORDS:
+            count = node.get(keyword, 0)
+            if not (isinstance(count, int) and not isinstance(count, bool) and count >= 0):
+                self.add((*path, keyword), f"must be an integer >= 0, not {_describe(count)}")
+        self._check_object_keywords(node, path)
+        self._check_array_keywords(node, path)
+        self._check_refs(node, path)
+
+    def _check_type(self, node: Mapping[str, Any], path: Path) -> None:
+        if "type" not in node:
+            return
+        names = node["type"]
+        names = [names] if isinstance(names, str) else names
+        if not isinstance(names, list) or not names:
+            self.add((*path, "type"), "must be a type name or a non-empty array of them")
+            return
+        for name in names:
+            if name not in JSON_TYPES:
+                known = ", ".join(JSON_TYPES)
+                self.add((*path, "type"), f"unknown type {_json(name)} (known: {known})")
+
+    def _check_object_keywords(self, node: Mapping[str, Any], path: Path) -> None:
+        properties = node.get("properties", {})
+        if isinstance(properties, Mapping):
+            for key, sub in properties.items():
+                self.walk(sub, (*path, "properties", key))
+        else:
+            self.add((*path, "properties"), "must be an object mapping names to schemas")
+        required = node.get("required", [])
+        if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
+            self.add((*path, "required"), "must be an array of property names")
+        if "additionalProperties" in node:
+            self.walk(node["additionalProperties"], (*path, "additionalProperties"))
+
+    def _check_array_keywords(self, node: Mapping[str, Any], path: Path) -> None:
+        if "items" in node:
+            if isinstance(node["items"], list):
+                self.add((*path, "items"), "the array form is not supported; use prefixItems")
+            else:
+                self.walk(node["items"], (*path, "items"))
+        prefix = node.get("prefixItems", [])
+        if isinstance(prefix, list):
+            for index, sub in enumerate(prefix):
+                self.walk(sub, (*path, "prefixItems", index))
+        else:
+            self.add((*path, "prefixItems"), "must be an array of schemas")
+
+    def _check_refs(self, node: Mapping[str, Any], path: Path) -> None:
+        if "$ref" in node:
+            ref = node["$ref"]
+            if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
+                self.add((*path, "$ref"), f"only local references (#/...) work, not {_json(ref)}")
+            elif _resolve(self.root, ref) is None:
+                self.add((*path, "$ref"), f"{_json(ref)} points at nothing in this schema")
+        for keyword in ("$defs", "definitions"):
+            if keyword not in node:
+                continue
+            defs = node[keyword]
+            if not isinstance(defs, Mapping):
+                self.add((*path, keyword), "must be an object mapping names to schemas")
+                continue
+            for key, sub in defs.items():
+                self.walk(sub, (*path, keyword, key))

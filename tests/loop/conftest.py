@@ -1,0 +1,132 @@
+"""Fixtures for loop tests: agent ``ops`` with counting tools, a real SQLite store, fake clock."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from afp_runtime.loop import AgentDefinition, AgentDriver, Emitter, EventRecorder, SequentialIds
+from afp_runtime.models import ScriptedModel, ScriptEntry
+from afp_runtime.records import Txn
+from afp_runtime.store import SqliteStore
+from afp_runtime.testing import FakeClock
+from afp_runtime.tools import Tool, ToolContext
+
+
+class Crash(BaseException):
+    """Stands for the process dying at a named point: nothing after it runs."""
+
+
+class Invocations(Counter[str]):
+    """How many times each tool call id ran."""
+
+
+def make_tools(
+    invocations: Invocations, *, behaviour: Mapping[str, Any] | None = None
+) -> list[Tool]:
+    """``alpha_tool`` (parallel-safe), ``beta_tool`` (serial), ``idem_tool`` (idempotent)."""
+    behaviour = dict(behaviour or {})
+
+    def make(name: str) -> Any:
+        async def fn(args: Mapping[str, Any], ctx: ToolContext) -> Any:
+            invocations[ctx.tool_call_id] += 1
+            hook = behaviour.get(ctx.tool_call_id) or behaviour.get(name)
+            if hook is not None:
+                return await hook(args, ctx)
+            return f"{name} did {ctx.tool_call_id}"
+
+        return fn
+
+    schema = {"type": "object", "properties": {}}
+    return [
+        Tool("alpha_tool", "Alpha.", schema, make("alpha_tool"), parallel_safe=True),
+        Tool("beta_tool", "Beta.", schema, make("beta_tool")),
+        Tool(
+            "idem_tool",
+            "Idempotent.",
+            schema,
+            make("idem_tool"),
+            idempotent=True,
+            parallel_safe=True,
+        ),
+    ]
+
+
+class CrashingStore(SqliteStore):
+    """A real SQLite store that dies right after (or instead of) a chosen commit."""
+
+    crash_after: Any = None
+
+    async def commit(self, txn: Txn) -> None:
+        await super().commit(txn)
+        if self.crash_after is not None and self.crash_after(txn):
+            raise Crash
+
+
+class Harness:
+    """One agent ``ops`` on a database file; ``restart()`` reopens it like a fresh process."""
+
+    def __init__(self, path: Path, clock: FakeClock) -> None:
+        self.path = path
+        self.clock = clock
+        self.ids = SequentialIds()
+        self.invocations = Invocations()
+        self.recorder = EventRecorder()
+        self.store: CrashingStore | None = None
+
+    async def open(self) -> CrashingStore:
+        self.store = await CrashingStore.open(self.path, now_ms=self.clock.now_ms())
+        return self.store
+
+    def driver(
+        self,
+        script: Sequence[ScriptEntry] | Any,
+        *,
+        behaviour: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> AgentDriver:
+        assert self.store is not None
+        self.model = script if isinstance(script, ScriptedModel) else ScriptedModel(script)
+        definition = AgentDefinition(
+            "ops",
+            self.model,
+            tools=make_tools(self.invocations, behaviour=behaviour),
+            **options,
+        )
+        return AgentDriver(
+            self.store,
+            definition,
+            clock=self.clock,
+            ids=self.ids,
+            emitter=Emitter([self.recorder]),
+            rng=random.Random(7),
+        )
+
+    async def work(self, driver: AgentDriver) -> list[Any]:
+        """``driver.work()`` with the fake clock jumping whenever every task is blocked."""
+        async with self.clock.autojump():
+            return await driver.work()
+
+    async def restart(self) -> CrashingStore:
+        if self.store is not None:
+            await self.store.aclose()
+        return await self.open()
+
+    async def close(self) -> None:
+        if self.store is not None:
+            await self.store.aclose()
+            self.store = None
+
+
+@pytest.fixture(name="harness")
+async def fixture_harness(tmp_path: Path) -> AsyncIterator[Harness]:
+    """A harness on a fresh database file with a fake clock."""
+    harness = Harness(tmp_path / "afp.db", FakeClock())
+    await harness.open()
+    yield harness
+    await harness.close()

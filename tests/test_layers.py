@@ -1,0 +1,580 @@
+"""Import direction between layers (STYLE P2, ARCHITECTURE ruling 6), checked with ``ast``.
+
+The allowed arrows are data below. Every ``.py`` under ``afp_runtime`` is parsed; every import
+counts, including those inside functions and under ``TYPE_CHECKING``. A layer that does not
+exist yet (window, findings, periods, host, api) is checked as soon as its folder appears.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import afp_runtime
+
+PACKAGE = "afp_runtime"
+SOURCE_ROOT = Path(next(iter(afp_runtime.__path__))).resolve()
+
+# The package's own __init__.py, as a node of the import graph.
+INIT = "__init__"
+ERRORS = "errors"
+# Modules outside the layers that may import any layer and that no layer may import.
+ENTRY_MODULES = frozenset({"cli", "testing", "demo", INIT})
+
+PURE = frozenset({"messages", "records", "window", "findings", "periods", "served"})
+
+# ARCHITECTURE ruling 6: layer -> the layers it may import (besides itself and errors).
+# "messages <- everyone" is spelled out in every row.
+ALLOWED: dict[str, frozenset[str]] = {
+    "messages": frozenset(),
+    "records": frozenset({"messages"}),
+    "window": frozenset({"messages"}),
+    "findings": frozenset({"messages", "window"}),
+    "periods": frozenset({"messages"}),
+    "served": frozenset({"messages", "records"}),
+    "models": frozenset({"messages"}),
+    "tools": frozenset({"messages", "periods"}),
+    "store": frozenset({"messages", "records"}),
+    "loop": PURE | {"models", "tools", "store"},
+    "host": frozenset({"messages", "loop", "store", "models", "tools", "records"}),
+    "api": frozenset({"messages", "host", "served", "store", "records"}),
+}
+LAYERS = frozenset(ALLOWED)
+KNOWN = LAYERS | ENTRY_MODULES | {ERRORS}
+
+IO_LIBRARIES = frozenset(
+    {
+        "aiosqlite",
+        "sqlite3",
+        "httpx",
+        "anyio",
+        "litestar",
+        "uvicorn",
+        "socket",
+        "asyncio",
+        "os",
+        "pathlib",
+        "subprocess",
+        "time",
+    }
+)
+# (object, attribute) pairs that read a clock; matched on the last two parts of a dotted name,
+# so ``datetime.now`` and ``datetime.datetime.now`` are both caught.
+CLOCK_READS = frozenset(
+    {
+        ("time", "time"),
+        ("time", "time_ns"),
+        ("time", "monotonic"),
+        ("time", "perf_counter"),
+        ("datetime", "now"),
+        ("datetime", "utcnow"),
+        ("datetime", "today"),
+        ("date", "today"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's target, where it stands, and how it was written."""
+
+    line: int
+    module: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A broken rule, rendered as ``file:line: what``."""
+
+    rule: str
+    path: str
+    line: int
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.what}"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """An import from one node of the graph (layer or top-level module) to another."""
+
+    source: str
+    target: str
+    path: str
+    line: int
+    text: str
+
+
+def node_of_path(path: str) -> str:
+    """The graph node of a file path such as ``afp_runtime/loop/run.py``."""
+    parts = path.split("/")
+    if len(parts) == 2:
+        return parts[1].removesuffix(".py")
+    return parts[1]
+
+
+def node_of_module(module: str) -> str | None:
+    """The graph node of a dotted module name, or None when the module is not ours."""
+    parts = module.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    return parts[1] if len(parts) > 1 else INIT
+
+
+def _module_name(path: str) -> tuple[str, bool]:
+    """The dotted module name of a file path, and whether it is a package ``__init__``."""
+    dotted = path.removesuffix(".py").replace("/", ".")
+    if dotted.endswith(".__init__"):
+        return dotted.removesuffix(".__init__"), True
+    return dotted, False
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of attribute accesses on a name, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _shorten(text: str, limit: int = 90) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def imports_of(path: str, tree: ast.Module) -> Iterator[Import]:
+    """Every module a file imports, relative imports resolved, at any depth of the tree."""
+    module, is_package = _module_name(path)
+    package_parts = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(node.lineno, alias.name, _shorten(f"import {alias.name}"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(package_parts[: len(package_parts) - (node.level - 1)])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            text = _shorten(ast.unparse(node))
+            if target == PACKAGE:
+                # ``from afp_runtime import loop`` imports the layer, not the package init.
+                for alias in node.names:
+                    name = alias.name if alias.name in KNOWN - {INIT} else None
+                    yield Import(node.lineno, f"{PACKAGE}.{name}" if name else PACKAGE, text)
+            else:
+                yield Import(node.lineno, target, text)
+        elif isinstance(node, ast.Call):
+            # importlib.import_module("afp_runtime.x") / __import__("afp_runtime.x")
+            name = _dotted(node.func) or ""
+            if (
+                name.split(".")[-1] in {"import_module", "__import__"}
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                yield Import(node.lineno, node.args[0].value, _shorten(ast.unparse(node)))
+
+
+def clock_reads_of(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """Every attribute access that reads a clock, as (line, dotted name)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            dotted = _dotted(node)
+            if dotted and tuple(dotted.split(".")[-2:]) in CLOCK_READS:
+                yield node.lineno, dotted
+
+
+def may_import(source: str, target: str) -> bool:
+    """Whether ruling 6 (and the rules for errors and entry modules) allows source -> target."""
+    if source == target:
+        return True
+    if source == ERRORS:
+        return False
+    if source in ENTRY_MODULES:
+        return True
+    if target == ERRORS:
+        return True
+    if target in ENTRY_MODULES:
+        return False
+    return target in ALLOWED.get(source, frozenset())
+
+
+def _arrow_rule(source: str, target: str) -> str:
+    if source == ERRORS:
+        return "errors"
+    if target in ENTRY_MODULES:
+        return "entry"
+    return "arrow"
+
+
+def _arrow_reason(source: str, target: str) -> str:
+    if source == ERRORS:
+        return "errors.py imports nothing of ours"
+    if target in ENTRY_MODULES:
+        return f"no layer imports {target} (only cli, testing, demo and __init__ sit above all)"
+    allowed = ", ".join(sorted(ALLOWED[source] | {ERRORS})) or "nothing"
+    return f"{source} -> {target} is not an arrow of ruling 6 ({source} may import: {allowed})"
+
+
+def check_source(path: str, source: str) -> tuple[list[Violation], list[Edge]]:
+    """Check one file's imports against the rules; return its violations and its graph edges.
+
+    Args:
+        path: the file's path relative to the repository, e.g. ``afp_runtime/loop/run.py``.
+        source: the file's text.
+    """
+    tree = ast.parse(source, filename=path)
+    here = node_of_path(path)
+    violations: list[Violation] = []
+    edges: list[Edge] = []
+    if here not in KNOWN:
+        violations.append(
+            Violation("unknown", path, 1, f"{here!r} is not a known layer; add it to ALLOWED")
+        )
+    for item in imports_of(path, tree):
+        top = item.module.split(".")[0]
+        if here in PURE and top in IO_LIBRARIES:
+            what = f"`{item.text}`: pure layer {here} imports the I/O library {top}"
+            violations.append(Violation("io", path, item.line, what))
+        target = node_of_module(item.module)
+        if target is None:
+            continue
+        if target not in KNOWN:
+            what = f"`{item.text}`: {target!r} is not a known layer; add it to ALLOWED"
+            violations.append(Violation("unknown", path, item.line, what))
+            continue
+        if target != here:
+            edges.append(Edge(here, target, path, item.line, item.text))
+        if here in KNOWN and not may_import(here, target):
+            what = f"`{item.text}`: {_arrow_reason(here, target)}"
+            violations.append(Violation(_arrow_rule(here, target), path, item.line, what))
+        # STYLE P1: another layer's surface is its package, never a module inside it.
+        deep = item.module != f"{PACKAGE}.{target}"
+        if here in LAYERS and target in LAYERS and target != here and deep:
+            what = f"`{item.text}`: import from the package {PACKAGE}.{target}, not a module"
+            violations.append(Violation("surface", path, item.line, what))
+    if here in PURE:
+        for line, dotted in clock_reads_of(tree):
+            what = f"`{dotted}`: pure layer {here} reads the clock; take an injected Clock"
+            violations.append(Violation("clock", path, line, what))
+    return violations, edges
+
+
+def find_cycles(edges: Iterable[Edge]) -> list[list[Edge]]:
+    """Cycles in the graph of ``edges``: at least one through every cyclic part (DFS back edges)."""
+    graph: dict[str, dict[str, Edge]] = {}
+    for edge in edges:
+        graph.setdefault(edge.source, {}).setdefault(edge.target, edge)
+    cycles: list[list[Edge]] = []
+    seen: set[frozenset[str]] = set()
+
+    def visit(node: str, stack: list[str], done: set[str]) -> None:
+        for target in sorted(graph.get(node, {})):
+            if target in stack:
+                members = [*stack[stack.index(target) :], target]
+                key = frozenset(members)
+                if key not in seen:
+                    seen.add(key)
+                    cycles.append([graph[a][b] for a, b in itertools.pairwise(members)])
+            elif target not in done:
+                visit(target, [*stack, target], done)
+        done.add(node)
+
+    done: set[str] = set()
+    for start in sorted(graph):
+        if start not in done:
+            visit(start, [start], done)
+    return cycles
+
+
+def _render_cycle(cycle: list[Edge]) -> str:
+    names = " -> ".join([cycle[0].source, *(edge.target for edge in cycle)])
+    steps = "; ".join(f"{e.path}:{e.line}: `{e.text}`" for e in cycle)
+    return f"import cycle {names}: {steps}"
+
+
+def _scan_tree() -> tuple[list[Violation], list[Edge]]:
+    violations: list[Violation] = []
+    edges: list[Edge] = []
+    for file in sorted(SOURCE_ROOT.rglob("*.py")):
+        path = file.relative_to(SOURCE_ROOT.parent).as_posix()
+        found, file_edges = check_source(path, file.read_text(encoding="utf-8"))
+        violations += found
+        edges += file_edges
+    return violations, edges
+
+
+@dataclass(frozen=True)
+class Scan:
+    """The violations and import edges of the whole ``afp_runtime`` tree."""
+
+    violations: list[Violation]
+    edges: list[Edge]
+
+    def report(self, rule: str) -> list[str]:
+        """The rendered violations of one rule."""
+        return [str(v) for v in self.violations if v.rule == rule]
+
+
+@pytest.fixture(scope="module", name="scan")
+def fixture_scan() -> Scan:
+    """Parse every module of the package once per test module."""
+    return Scan(*_scan_tree())
+
+
+def test_tree_is_scanned(scan: Scan) -> None:
+    """The walk finds the package's modules and their imports, so the checks are not vacuous."""
+    assert any(edge.target == "messages" for edge in scan.edges)
+    assert {"messages", "records"} <= {edge.source for edge in scan.edges}
+
+
+def test_imports_between_layers_follow_ruling_6(scan: Scan) -> None:
+    """Every import from one layer into another is one of the allowed arrows."""
+    found = scan.report("arrow")
+    assert not found, "\n".join(found)
+
+
+def test_errors_module_imports_nothing_of_ours(scan: Scan) -> None:
+    """errors.py sits below every layer and imports no afp_runtime module."""
+    found = scan.report("errors")
+    assert not found, "\n".join(found)
+
+
+def test_no_layer_imports_an_entry_module(scan: Scan) -> None:
+    """No layer imports cli, testing, demo or the package __init__."""
+    found = scan.report("entry")
+    assert not found, "\n".join(found)
+
+
+def test_pure_layers_import_no_io_library(scan: Scan) -> None:
+    """messages, records, window, findings, periods and served import no I/O library."""
+    found = scan.report("io")
+    assert not found, "\n".join(found)
+
+
+def test_pure_layers_read_no_clock(scan: Scan) -> None:
+    """No pure layer reads the wall clock (time.time, datetime.now, date.today...)."""
+    found = scan.report("clock")
+    assert not found, "\n".join(found)
+
+
+def test_layers_import_each_other_only_through_the_package(scan: Scan) -> None:
+    """A layer imports another layer from its package, never from a module inside it (P1)."""
+    found = scan.report("surface")
+    assert not found, "\n".join(found)
+
+
+def test_every_module_belongs_to_a_known_layer(scan: Scan) -> None:
+    """Every file and every afp_runtime import lands in a layer or module this test knows."""
+    found = scan.report("unknown")
+    assert not found, "\n".join(found)
+
+
+def test_no_import_cycle(scan: Scan) -> None:
+    """The import graph between layers and top-level modules has no cycle."""
+    found = [_render_cycle(cycle) for cycle in find_cycles(scan.edges)]
+    assert not found, "\n".join(found)
+
+
+def test_allowed_arrows_are_acyclic() -> None:
+    """The arrows of ruling 6 themselves form no cycle, so obeying them can be possible."""
+    edges = [
+        Edge(source, target, "ALLOWED", 0, "")
+        for source, targets in ALLOWED.items()
+        for target in targets
+    ]
+    assert find_cycles(edges) == []
+
+
+class TestCheckerSelf:
+    """The checker reports what it should on synthetic sources, so it cannot pass vacuously."""
+
+    @pytest.mark.parametrize(
+        ("path", "source", "rule", "line", "needle"),
+        [
+            pytest.param(
+                "afp_runtime/records/bundle.py",
+                "import msgspec\nfrom afp_runtime.loop import Run\n",
+                "arrow",
+                2,
+                "records -> loop",
+                id="upward-import",
+            ),
+            pytest.param(
+                "afp_runtime/window/plan.py",
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                "    from afp_runtime.store import SqliteStore\n",
+                "arrow",
+                3,
+                "window -> store",
+                id="type-checking-import",
+            ),
+            pytest.param(
+                "afp_runtime/served/view.py",
+                "def f():\n    from ..models import Model\n    return Model\n",
+                "arrow",
+                2,
+                "served -> models",
+                id="relative-import-in-function",
+            ),
+            pytest.param(
+                "afp_runtime/tools/dispatch.py",
+                "from afp_runtime import store\n",
+                "arrow",
+                1,
+                "tools -> store",
+                id="from-package-import-layer",
+            ),
+            pytest.param(
+                "afp_runtime/periods/forms.py",
+                "import importlib\nimportlib.import_module('afp_runtime.host')\n",
+                "arrow",
+                2,
+                "periods -> host",
+                id="import-module-call",
+            ),
+            pytest.param(
+                "afp_runtime/errors.py",
+                "from afp_runtime.messages import Message\n",
+                "errors",
+                1,
+                "errors.py imports nothing",
+                id="errors-imports-ours",
+            ),
+            pytest.param(
+                "afp_runtime/loop/run.py",
+                "from afp_runtime.testing import FakeClock\n",
+                "entry",
+                1,
+                "no layer imports testing",
+                id="layer-imports-testing",
+            ),
+            pytest.param(
+                "afp_runtime/host/host.py",
+                "from afp_runtime import __version__\n",
+                "entry",
+                1,
+                "no layer imports __init__",
+                id="layer-imports-init",
+            ),
+            pytest.param(
+                "afp_runtime/served/view.py",
+                "def rebuild():\n    import sqlite3\n",
+                "io",
+                2,
+                "I/O library sqlite3",
+                id="io-in-pure-layer",
+            ),
+            pytest.param(
+                "afp_runtime/messages/message.py",
+                "import os.path\n",
+                "io",
+                1,
+                "I/O library os",
+                id="os-submodule",
+            ),
+            pytest.param(
+                "afp_runtime/findings/ledger.py",
+                "from datetime import datetime\n\nstamp = datetime.now()\n",
+                "clock",
+                3,
+                "datetime.now",
+                id="datetime-now",
+            ),
+            pytest.param(
+                "afp_runtime/periods/forms.py",
+                "import datetime\n\nday = datetime.date.today()\n",
+                "clock",
+                3,
+                "datetime.date.today",
+                id="date-today",
+            ),
+            pytest.param(
+                "afp_runtime/loop/run.py",
+                "from afp_runtime.store.sqlite.store import SqliteStore\n",
+                "surface",
+                1,
+                "afp_runtime.store",
+                id="deep-import",
+            ),
+            pytest.param(
+                "afp_runtime/gateway/app.py",
+                "from afp_runtime.messages import Message\n",
+                "unknown",
+                1,
+                "'gateway' is not a known layer",
+                id="unknown-layer",
+            ),
+        ],
+    )
+    def test_forbidden_import_is_reported_with_file_and_line(
+        self, path: str, source: str, rule: str, line: int, needle: str
+    ) -> None:
+        """A synthetic source breaking one rule yields a violation naming file, line and import."""
+        violations, _ = check_source(path, source)
+        hits = [v for v in violations if v.rule == rule]
+        assert hits, violations
+        assert str(hits[0]).startswith(f"{path}:{line}: ")
+        assert needle in str(hits[0])
+
+    @pytest.mark.parametrize(
+        ("path", "source"),
+        [
+            pytest.param(
+                "afp_runtime/records/txn.py",
+                "from afp_runtime.messages import Message\nfrom afp_runtime.errors import E\n",
+                id="records-to-messages",
+            ),
+            pytest.param(
+                "afp_runtime/loop/run.py",
+                "import time\nfrom afp_runtime.window import plan\n"
+                "from afp_runtime.store import S\n",
+                id="loop-does-io",
+            ),
+            pytest.param(
+                "afp_runtime/cli.py",
+                "from afp_runtime.host import Host\nfrom afp_runtime.testing import FakeClock\n",
+                id="cli-imports-anything",
+            ),
+            pytest.param(
+                "afp_runtime/tools/dispatch.py",
+                "from afp_runtime.tools import texts\nfrom . import _results\n",
+                id="same-layer",
+            ),
+            pytest.param(
+                "afp_runtime/served/receipt.py",
+                "from datetime import datetime\n\ndef f(d: datetime) -> int:\n    return d.year\n",
+                id="datetime-type-is-not-a-clock-read",
+            ),
+        ],
+    )
+    def test_allowed_import_is_not_reported(self, path: str, source: str) -> None:
+        """An import along an allowed arrow, or within one layer, yields no violation."""
+        violations, _ = check_source(path, source)
+        assert violations == []
+
+    def test_cycle_is_reported_with_its_imports(self) -> None:
+        """Two layers importing each other form a cycle reported with both files and lines."""
+        _, first = check_source("afp_runtime/store/a.py", "from afp_runtime.loop import Run\n")
+        _, second = check_source("afp_runtime/loop/b.py", "\nfrom afp_runtime.store import S\n")
+        cycles = [_render_cycle(cycle) for cycle in find_cycles(first + second)]
+        assert len(cycles) == 1
+        assert "afp_runtime/store/a.py:1:" in cycles[0]
+        assert "afp_runtime/loop/b.py:2:" in cycles[0]
+
+    def test_acyclic_graph_has_no_cycle(self) -> None:
+        """A chain of imports without a way back is not a cycle."""
+        _, one = check_source("afp_runtime/loop/a.py", "from afp_runtime.store import S\n")
+        _, two = check_source("afp_runtime/store/b.py", "from afp_runtime.records import R\n")
+        assert find_cycles(one + two) == []
