@@ -58,14 +58,29 @@ def make_tools(
 
 
 class CrashingStore(SqliteStore):
-    """A real SQLite store that dies right after (or instead of) a chosen commit."""
+    """A real SQLite store that records every commit and can die right after a chosen one."""
 
     crash_after: Any = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.committed: list[Txn] = []
+
     async def commit(self, txn: Txn) -> None:
         await super().commit(txn)
+        self.committed.append(txn)
         if self.crash_after is not None and self.crash_after(txn):
+            self.crash_after = None
             raise Crash
+
+
+def is_crash(exc: BaseException) -> bool:
+    """True when ``exc`` is a Crash, or a group holding one."""
+    if isinstance(exc, Crash):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return any(is_crash(e) for e in exc.exceptions)
+    return False
 
 
 class Harness:
@@ -111,6 +126,16 @@ class Harness:
         """``driver.work()`` with the fake clock jumping whenever every task is blocked."""
         async with self.clock.autojump():
             return await driver.work()
+
+    async def crash(self, driver: AgentDriver) -> None:
+        """Run ``driver.work()`` until the planted crash ends it."""
+        try:
+            await self.work(driver)
+        except BaseException as exc:
+            if not is_crash(exc):
+                raise
+        else:
+            raise AssertionError("the planted crash did not happen")
 
     async def restart(self) -> CrashingStore:
         if self.store is not None:

@@ -1,0 +1,124 @@
+"""Commit benchmark: one standing agent, a zero-latency scripted model, one trivial tool.
+
+Runs N iterations (turns of ten iterations: nine tool calls, then an answer) on a fresh SQLite
+file in the default ``sync`` durability and prints JSON: iterations per second, median and p99
+commit latency (one ``store.commit`` call), and bytes on disk per iteration.
+
+    .venv/bin/python scripts/bench/commit.py [--iterations 1000 10000] [--durability sync]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+
+from afp_runtime.loop import AgentDefinition, AgentDriver, SystemClock, TimeOrderedIds
+from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
+from afp_runtime.models import ScriptedModel
+from afp_runtime.records import Txn
+from afp_runtime.store import SqliteStore
+from afp_runtime.tools import Tool, ToolContext
+
+ITERATIONS_PER_TURN = 10
+RESULT = "x" * 300
+
+
+class TimedStore(SqliteStore):
+    """The real store, timing every commit."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.latencies: list[float] = []
+
+    async def commit(self, txn: Txn) -> None:
+        start = time.perf_counter()
+        await super().commit(txn)
+        self.latencies.append(time.perf_counter() - start)
+
+
+async def trivial(args: Mapping[str, Any], ctx: ToolContext) -> str:
+    return RESULT
+
+
+def script(request: ModelRequest, number: int) -> ModelReply:
+    messages = request.messages
+    last_user = max(i for i, m in enumerate(messages) if m.role == "user")
+    done = sum(1 for m in messages[last_user:] if m.role == "tool")
+    if done < ITERATIONS_PER_TURN - 1:
+        call = ToolCall(id=f"c{number}", name="trivial", args={"n": number})
+        return ModelReply(tool_calls=(call,), usage=Usage(input=10, output=5))
+    return ModelReply(content="done", usage=Usage(input=10, output=2))
+
+
+def disk_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+async def measure(iterations: int, durability: str, folder: Path) -> dict[str, Any]:
+    db = folder / f"bench-{iterations}.db"
+    clock = SystemClock()
+    store = await TimedStore.open(db)
+    tool = Tool("trivial", "Returns a fixed text.", {"type": "object"}, trivial)
+    definition = AgentDefinition(
+        "bench",
+        ScriptedModel(script),
+        tools=[tool],
+        max_iterations=ITERATIONS_PER_TURN + 1,
+        durability=durability,  # type: ignore[arg-type]
+    )
+    driver = AgentDriver(store, definition, clock=clock, ids=TimeOrderedIds(clock.now_ms))
+    turns = max(1, iterations // ITERATIONS_PER_TURN)
+    stretch: list[float] = []
+    start = time.perf_counter()
+    for turn in range(turns):
+        await driver.post(f"turn {turn}")
+        await driver.work()
+        stretch.append(time.perf_counter())
+    elapsed = time.perf_counter() - start
+    await store.aclose()
+    done = turns * ITERATIONS_PER_TURN
+    latencies = sorted(store.latencies)
+    tenth = max(1, turns // 10)
+    first = (stretch[tenth - 1] - start) / (tenth * ITERATIONS_PER_TURN)
+    last = (
+        (stretch[-1] - stretch[-tenth - 1]) / (tenth * ITERATIONS_PER_TURN)
+        if turns > tenth
+        else first
+    )
+    return {
+        "iterations": done,
+        "durability": durability,
+        "iterationsPerSecond": round(done / elapsed, 1),
+        "iterationsPerSecondFirstTenth": round(1 / first, 1),
+        "iterationsPerSecondLastTenth": round(1 / last, 1),
+        "commits": len(latencies),
+        "commitLatencyMedianMs": round(statistics.median(latencies) * 1000, 3),
+        "commitLatencyP99Ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 3),
+        "bytesOnDisk": disk_bytes(db),
+        "bytesPerIteration": round(disk_bytes(db) / done, 1),
+    }
+
+
+async def main() -> None:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--iterations", type=int, nargs="+", default=[1_000, 10_000])
+    parser.add_argument("--durability", default="sync", choices=["sync", "iteration", "turn"])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        results = [await measure(n, args.durability, Path(tmp)) for n in args.iterations]
+    print(json.dumps({"benchmark": "commit", "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    anyio.run(main)

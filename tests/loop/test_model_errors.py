@@ -1,0 +1,92 @@
+"""Model call failures: retried in-stage on the injected clock, then stalled or held."""
+
+from __future__ import annotations
+
+from afp_runtime.errors import ModelCallError
+from afp_runtime.testing import answer
+
+from .conftest import Harness
+
+
+def error(kind: str, status: int | None, *, retryable: bool, after: float | None = None):
+    return ModelCallError(
+        f"scripted {kind}",
+        error_kind=kind,
+        provider="scripted",
+        status=status,
+        retryable=retryable,
+        retry_after_s=after,
+    )
+
+
+async def test_retry_after_is_honoured_exactly(harness: Harness) -> None:
+    """A 429 with Retry-After 2 waits exactly 2 s of virtual time and resends the same bytes."""
+    driver = harness.driver([error("rate-limited", 429, retryable=True, after=2), answer("ok")])
+    await driver.post("go")
+    start = harness.clock.now_ms()
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered"
+    [retry] = harness.recorder.of_type("model.retry")
+    assert retry.payload == {
+        "epoch": 1,
+        "attempt": 1,
+        "errorKind": "rate-limited",
+        "status": 429,
+        "waitMs": 2000,
+    }
+    assert harness.clock.now_ms() - start == 2000
+    assert harness.model.bodies[0] == harness.model.bodies[1]
+    assert len(harness.recorder.of_type("receipt.minted")) == 1
+    [ended] = harness.recorder.of_type("model.ended")
+    assert ended.payload["attempts"] == 2
+
+
+async def test_exhausted_retries_stall_then_a_retry_run_answers(harness: Harness) -> None:
+    """Five 503s stall the turn for 60 s; once due, a retry run composes the call again."""
+    script = [error("server", 503, retryable=True) for _ in range(5)] + [answer("back")]
+    driver = harness.driver(script)
+    await driver.post("go")
+    [stalled] = await harness.work(driver)
+    assert stalled.status == "stalled" and stalled.error_kind == "server"
+    state = await harness.store.conversation_state("ops")
+    assert state.open_turn.status == "stalled"
+    assert state.open_turn.retry_at_ms == harness.clock.now_ms() + 60_000
+    assert await harness.work(driver) == []  # not due yet
+    harness.clock.advance(60)
+    [retried] = await harness.work(driver)
+    assert (retried.kind, retried.status, retried.final_answer) == ("retry", "answered", "back")
+
+
+async def test_auth_error_holds_the_turn_and_later_messages_wait(harness: Harness) -> None:
+    """A 401 is not retried: the turn is held with its reason and the next message waits."""
+    driver = harness.driver([error("auth", 401, retryable=False)])
+    await driver.post("go")
+    await driver.post("next")
+    [held] = await harness.work(driver)
+    assert (held.status, held.error_kind) == ("held", "auth")
+    assert harness.model.calls == 1
+    assert [r.status for r in await harness.store.inbox("ops")] == ["held", "queued"]
+    [event] = harness.recorder.of_type("turn.held")
+    assert event.payload["errorKind"] == "auth"
+    run = (await harness.store.runs("ops"))[0]
+    assert run.status == "held"
+
+
+async def test_a_long_retry_after_stalls_at_once(harness: Harness) -> None:
+    """A Retry-After beyond the cap stalls immediately with retryAt = now + Retry-After."""
+    driver = harness.driver([error("rate-limited", 429, retryable=True, after=900)])
+    await driver.post("go")
+    start = harness.clock.now_ms()
+    [stalled] = await harness.work(driver)
+    assert stalled.status == "stalled" and harness.model.calls == 1
+    state = await harness.store.conversation_state("ops")
+    assert state.open_turn.retry_at_ms == start + 900_000
+
+
+async def test_script_exhausted_names_the_call_number(harness: Harness) -> None:
+    """A scripted model that runs out holds the turn with an error naming the call number."""
+    driver = harness.driver([])
+    await driver.post("go")
+    [held] = await harness.work(driver)
+    assert held.status == "held" and held.error_kind == "script-exhausted"
+    assert "call 1" in (held.error or "")

@@ -1,0 +1,129 @@
+"""The ``afp`` command as a person uses it: a real process on a real database file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO = REPO / "configs" / "demo.toml"
+COMMANDS = ("run", "demo", "agents", "runs", "commits", "inbox", "doctor")
+
+
+def afp(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "afp_runtime.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=cwd,
+    )
+
+
+def test_run_answers_and_the_store_shows_it(tmp_path: Path) -> None:
+    """`afp run` answers a message; agents, runs, commits and inbox read it back."""
+    db = str(tmp_path / "afp.db")
+    first = afp("run", str(DEMO), "--db", db, "--message", "Where is order 1042?", "--json")
+    assert first.returncode == 0, first.stderr
+    [outcome] = json.loads(first.stdout)
+    assert outcome["status"] == "answered" and "1042" in outcome["finalAnswer"]
+    second = afp("run", str(DEMO), "--db", db, "--message", "And order 7?", "--json")
+    assert json.loads(second.stdout)[0]["turn"] == 2
+
+    [agent] = json.loads(afp("agents", "--db", db, "--json").stdout)
+    assert (agent["agentId"], agent["turn"], agent["messages"]) == ("demo", 2, 10)
+    runs = json.loads(afp("runs", "demo", "--db", db, "--json").stdout)
+    assert [r["status"] for r in runs] == ["answered", "answered"]
+    run_id = runs[0]["runId"]
+    one = json.loads(afp("runs", "--id", run_id, "--db", db, "--json").stdout)
+    assert [r["runId"] for r in one] == [run_id]
+
+    bundles = json.loads(afp("commits", run_id, "--db", db, "--json").stdout)
+    assert [b["runtimeStageId"] for b in bundles][-1] == "final#10"
+    expanded = json.loads(afp("commits", run_id, "--db", db, "--json", "--expand").stdout)
+    seed_history = next(w for w in expanded[0]["writes"] if w["key"] == "history")
+    assert seed_history["value"] == [{"role": "user", "content": "Where is order 1042?"}]
+    table = afp("commits", run_id, "--db", db)
+    assert table.returncode == 0 and "tool-calls#5" in table.stdout
+
+    inbox = json.loads(afp("inbox", "demo", "--db", db, "--json").stdout)
+    assert [r["status"] for r in inbox] == ["answered", "answered"]
+    doctor = afp("doctor", "--db", db)
+    assert doctor.returncode == 0 and "ok" in doctor.stdout
+
+
+def test_demo_continues_the_same_conversation(tmp_path: Path) -> None:
+    """A second demo run continues the conversation: the turn count grows, nothing is lost."""
+    db = str(tmp_path / "afp.db")
+    first = afp("demo", "--db", db, "--config", str(DEMO))
+    assert first.returncode == 0, first.stderr
+    assert "2 turns, 10 messages" in first.stdout
+    second = afp("demo", "--db", db, "--config", str(DEMO))
+    assert "4 turns, 20 messages" in second.stdout
+    assert "afp commits" in second.stdout  # says what to run next
+
+
+def test_missing_things_exit_1_and_unreadable_stores_exit_4(tmp_path: Path) -> None:
+    """A missing run exits 1; a missing or damaged database exits 4 with a clear message."""
+    db = tmp_path / "afp.db"
+    assert afp("run", str(DEMO), "--db", str(db), "--message", "hi").returncode == 0
+    missing = afp("commits", "run-nope", "--db", str(db))
+    assert missing.returncode == 1 and "run-nope" in missing.stderr
+    absent = afp("agents", "--db", str(tmp_path / "absent.db"))
+    assert absent.returncode == 4 and "absent.db" in absent.stderr
+    assert not (tmp_path / "absent.db").exists()
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(b"this is not a database" * 100)
+    result = afp("run", str(DEMO), "--db", str(damaged), "--message", "hi")
+    assert result.returncode == 4 and "not" in result.stderr
+    assert damaged.read_bytes() == b"this is not a database" * 100
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        (
+            '[[agents]]\nid = "x"\nbogus = 1\n[agents.model]\nprovider = "scripted"\nmodel = "m"\n',
+            "bogus",
+        ),
+        (
+            '[[agents]]\nid = "x"\nmaxIterations = "ten"\n[agents.model]\nprovider = "scripted"\n'
+            'model = "m"\n',
+            "maxIterations",
+        ),
+        (
+            '[[agents]]\nid = "x"\n[agents.model]\nprovider = "scripted"\nmodel = "m"\n'
+            'baseUrll = "http://x"\n',
+            "baseUrll",
+        ),
+        (
+            '[[agents]]\nid = "Bad Id"\n[agents.model]\nprovider = "scripted"\nmodel = "m"\n'
+            'script = "afp_runtime.demo:demo_script"\n',
+            "agent id",
+        ),
+        (
+            '[[agents]]\nid = "x"\n[agents.model]\nprovider = "scripted"\nmodel = "m"\n'
+            'script = "no_such_module:thing"\n',
+            "agents[0].model.script",
+        ),
+    ],
+)
+def test_config_errors_name_the_key(tmp_path: Path, body: str, named: str) -> None:
+    """A bad config exits 2 with a message naming the offending key."""
+    config = tmp_path / "agent.toml"
+    config.write_text(body)
+    result = afp("run", str(config), "--db", str(tmp_path / "afp.db"), "--message", "hi")
+    assert result.returncode == 2
+    assert named in result.stderr
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command: str) -> None:
+    """Every command answers --help."""
+    result = afp(command, "--help")
+    assert result.returncode == 0 and "usage: afp" in result.stdout
