@@ -276,11 +276,11 @@ async def cmd_commits(args: argparse.Namespace) -> int:
         return EXIT_OK
     table = Table("id", "iteration", "committed", "writes")
     for b in bundles:
-        writes = "\n".join(
+        shown = "\n".join(
             f"{w['verb']} {w['key']} = {_brief(w.get('value'), 200 if args.expand else 60)}"
             for w in b.writes
         )
-        table.add_row(b.runtime_stage_id, str(b.iteration), _when(b.committed_at_ms), writes or "-")
+        table.add_row(b.runtime_stage_id, str(b.iteration), _when(b.committed_at_ms), shown or "-")
     out.print(table)
     return EXIT_OK
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, MutableMapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -167,7 +167,7 @@ def answer(content: str, *, usage: Usage | None = None) -> ModelReply:
 
 
 @contextmanager
-def capture_logs() -> Iterator[list[dict[str, Any]]]:
+def capture_logs() -> Iterator[list[MutableMapping[str, Any]]]:
     """Capture structlog entries (event names and keys) for assertions."""
     with structlog.testing.capture_logs() as entries:
         yield entries

@@ -13,7 +13,9 @@ from afp_runtime.loop.config import (
 from afp_runtime.loop.definition import AgentDefinition, Durability
 from afp_runtime.loop.events import Emitter, Event, EventRecorder, EventSink
 from afp_runtime.loop.ids import IdFactory, SequentialIds, TimeOrderedIds
-from afp_runtime.loop.run import CommittedReply, Run, RunOutcome, decide_route, unique_call_ids
+from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
+from afp_runtime.loop.route import decide_route, unique_call_ids
+from afp_runtime.loop.run import Run
 from afp_runtime.loop.texts import WRAP_UP_PREFIX, WRAP_UP_TEXT
 
 __all__ = [

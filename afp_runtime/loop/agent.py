@@ -14,7 +14,8 @@ import structlog
 from afp_runtime.loop.definition import AgentDefinition
 from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.ids import IdFactory
-from afp_runtime.loop.run import CommittedReply, Run, RunOutcome
+from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
+from afp_runtime.loop.run import Run
 from afp_runtime.records import Clock, InboxUpdate, RunKind, Txn
 from afp_runtime.store import Ack, SqliteStore
 

@@ -49,6 +49,10 @@ _usage_decoder = msgspec.msgpack.Decoder(Usage)
 _writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
 
 
+async def _rows(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    return list(await db.execute_fetchall(sql, params))
+
+
 class LoadedConversation(msgspec.Struct, frozen=True, kw_only=True):
     """A conversation as a run restores it: the checkpoint and the resolved history."""
 
@@ -146,9 +150,7 @@ class SqliteStore:
             )
         version = 0
         if "meta" in tables:
-            rows = await self._conn.execute_fetchall(
-                "SELECT value FROM meta WHERE key='schema_version'"
-            )
+            rows = await _rows(self._conn, "SELECT value FROM meta WHERE key='schema_version'")
             if not rows or not str(rows[0][0]).isdigit():
                 raise StoreDamaged(
                     f"{self.path} has no readable schema version; it was not changed",
@@ -332,9 +334,7 @@ class SqliteStore:
     async def _agent_rowid(self, db: aiosqlite.Connection, agent_id: str) -> int:
         rowid = self._agent_rowids.get(agent_id)
         if rowid is None:
-            rows = await db.execute_fetchall(
-                "SELECT agent FROM agents WHERE agent_id=?", (agent_id,)
-            )
+            rows = await _rows(db, "SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
             if not rows:
                 raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
             rowid = self._agent_rowids[agent_id] = int(rows[0][0])
@@ -343,7 +343,7 @@ class SqliteStore:
     async def _run_rowid(self, db: aiosqlite.Connection, run_id: str) -> int:
         rowid = self._run_rowids.get(run_id)
         if rowid is None:
-            rows = await db.execute_fetchall("SELECT run FROM runs WHERE run_id=?", (run_id,))
+            rows = await _rows(db, "SELECT run FROM runs WHERE run_id=?", (run_id,))
             if not rows:
                 raise StoreError(f"no run {run_id!r} in the store", run_id=run_id)
             rowid = self._run_rowids[run_id] = int(rows[0][0])
@@ -354,9 +354,7 @@ class SqliteStore:
     async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
         """Create the agent and its empty conversation when it does not exist yet."""
         async with self._transaction() as db:
-            rows = await db.execute_fetchall(
-                "SELECT agent FROM agents WHERE agent_id=?", (agent_id,)
-            )
+            rows = await _rows(db, "SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
             if rows:
                 self._agent_rowids[agent_id] = int(rows[0][0])
                 return
@@ -462,7 +460,8 @@ class SqliteStore:
         async with self._transaction(full=True) as db:
             agent = await self._agent_rowid(db, agent_id)
             if idempotency_key is not None:
-                rows = await db.execute_fetchall(
+                rows = await _rows(
+                    db,
                     "SELECT message_id, text, accepted_at_ms, position FROM inbox"
                     " WHERE agent=? AND idempotency_key=?",
                     (agent, idempotency_key),
@@ -480,8 +479,8 @@ class SqliteStore:
                         position=position,
                         duplicate=True,
                     )
-            rows = await db.execute_fetchall(
-                "SELECT COALESCE(MAX(position), 0) + 1 FROM inbox WHERE agent=?", (agent,)
+            rows = await _rows(
+                db, "SELECT COALESCE(MAX(position), 0) + 1 FROM inbox WHERE agent=?", (agent,)
             )
             position = int(rows[0][0])
             await db.execute(

@@ -1,0 +1,49 @@
+"""How a run ended, and the committed form of a model reply."""
+
+from __future__ import annotations
+
+import msgspec
+
+from afp_runtime.messages import (
+    ModelReply,
+    ToolCall,
+    Usage,
+)
+from afp_runtime.records import (
+    RunKind,
+    RunStatus,
+)
+
+
+class RunOutcome(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """How a run ended."""
+
+    run_id: str
+    kind: RunKind
+    turn: int
+    status: RunStatus
+    epochs: int
+    usage: Usage
+    iteration: int
+    final_answer: str | None = None
+    error_kind: str | None = None
+    error: str | None = None
+
+
+class CommittedReply(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """The ``reply`` run-state value: the model's reply and how many sends it took."""
+
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = msgspec.field(default_factory=Usage)
+    stop_reason: str = "end"
+    attempts: int = 1
+
+    def as_reply(self) -> ModelReply:
+        """The reply as the model port shapes it."""
+        return ModelReply(
+            content=self.content,
+            tool_calls=self.tool_calls,
+            usage=self.usage,
+            stop_reason=self.stop_reason,  # type: ignore[arg-type]
+        )

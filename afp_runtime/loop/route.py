@@ -1,0 +1,48 @@
+"""The route after a model reply, and tool call ids kept unique in a conversation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+
+from afp_runtime.messages import (
+    ModelReply,
+    ToolCall,
+)
+
+Route = Literal["tool-calls", "wrap-up", "final"]
+
+
+def decide_route(
+    reply: ModelReply, *, iteration: int, max_iterations: int, wrap_up: bool, wrap_up_asked: bool
+) -> tuple[Route, str]:
+    """The route after a reply and why (host.md §4.2)."""
+    if not reply.tool_calls:
+        return "final", "no-tool-calls"
+    if wrap_up_asked:
+        return "final", "wrap-up-call"
+    if iteration < max_iterations:
+        return "tool-calls", "tool-calls"
+    if wrap_up:
+        return "wrap-up", "max-iterations"
+    return "final", "cut-short"
+
+
+def unique_call_ids(calls: Sequence[ToolCall], used: set[str]) -> tuple[ToolCall, ...]:
+    """Rename call ids already used in the conversation (``<id>~2``, ``<id>~3``…); adds to ``used``.
+
+    Renaming is deterministic, so a recovery that re-plans the same committed reply gets the
+    same ids.
+    """
+    result = []
+    for call in calls:
+        new_id = call.id
+        n = 1
+        while new_id in used:
+            n += 1
+            new_id = f"{call.id}~{n}"
+        used.add(new_id)
+        result.append(call if new_id == call.id else msgspec.structs.replace(call, id=new_id))
+    return tuple(result)

@@ -1,0 +1,172 @@
+"""The ``call-model`` stage: send the encoded bytes, retry in-stage, commit reply or failure."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+import structlog
+
+from afp_runtime.errors import ModelCallError
+from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
+from afp_runtime.messages import (
+    ModelRequest,
+)
+from afp_runtime.models import EncodedRequest, send_with_retries
+from afp_runtime.records import (
+    InboxUpdate,
+    RunEnd,
+    Txn,
+    Write,
+)
+
+if TYPE_CHECKING:
+    from afp_runtime.loop.run import Run
+
+
+# The first stall waits this long; each further stall doubles it, up to the cap.
+STALL_BASE_MS = 60_000
+STALL_CAP_MS = 3_600_000
+
+log = structlog.get_logger()
+
+
+async def call_model(
+    run: Run, request: ModelRequest, encoded: EncodedRequest | None
+) -> CommittedReply | RunOutcome:
+    run.begin("call-model")
+    epoch = run.iteration
+    run.emit(
+        "model.started",
+        {
+            "epoch": epoch,
+            "provider": run.d.model.provider,
+            "model": run.d.model.model,
+            "systemChars": len(request.system),
+            "messageCount": len(request.messages),
+            "requestOnlyCount": len(run.served["requestOnly"]),
+            "toolCount": len(request.tools),
+        },
+    )
+    started = run.now()
+
+    def on_retry(attempt: int, exc: ModelCallError, wait_s: float) -> None:
+        payload: dict[str, Any] = {
+            "epoch": epoch,
+            "attempt": attempt,
+            "errorKind": exc.error_kind,
+            "waitMs": round(wait_s * 1000),
+        }
+        if exc.status is not None:
+            payload["status"] = exc.status
+        run.emit("model.retry", payload)
+
+    try:
+        reply, failed = await send_with_retries(
+            run.d.model,
+            encoded if encoded is not None else request,  # type: ignore[arg-type]
+            sleep=run.clock.sleep,
+            random=run.rng.random,
+            policy=run.d.retry,
+            on_retry=on_retry,
+        )
+    except ModelCallError as exc:
+        return await _call_failed(run, exc)
+    committed = CommittedReply(
+        content=reply.content,
+        tool_calls=reply.tool_calls,
+        usage=reply.usage,
+        stop_reason=reply.stop_reason,
+        attempts=len(failed) + 1,
+    )
+    run.run_usage = run.run_usage + reply.usage
+    state = run.checkpoint(usage_totals=run.conv.usage_totals + reply.usage)
+    bundle = run.bundle(
+        [
+            Write(key="reply", verb="set", value=committed),
+            Write(key="runUsage", verb="set", value=run.run_usage),
+        ]
+    )
+    await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state))
+    run.emit(
+        "model.ended",
+        {
+            "epoch": epoch,
+            "stopReason": reply.stop_reason,
+            "toolCallCount": len(reply.tool_calls),
+            "contentChars": len(reply.content),
+            "durationMs": run.now() - started,
+            "attempts": committed.attempts,
+            "usage": msgspec.to_builtins(reply.usage),
+        },
+    )
+    return committed
+
+
+async def _call_failed(run: Run, exc: ModelCallError) -> RunOutcome:
+    now = run.now()
+    turn = run.conv.open_turn
+    assert turn is not None
+    attempts = len(exc.attempts) or 1
+    failure: dict[str, Any] = {
+        "errorKind": exc.error_kind,
+        "attempts": attempts,
+        "message": exc.message,
+    }
+    if exc.status is not None:
+        failure["status"] = exc.status
+    if exc.retryable:
+        retry_at = now + min(STALL_CAP_MS, STALL_BASE_MS * 2**turn.stalls)
+        if exc.retry_after_s is not None:
+            retry_at = now + round(exc.retry_after_s * 1000)
+        status: Literal["stalled", "held"] = "stalled"
+        open_turn = run.open_turn_with(
+            status="stalled",
+            stalls=turn.stalls + 1,
+            error_kind=exc.error_kind,
+            error=exc.message,
+            retry_at_ms=retry_at,
+        )
+    else:
+        status = "held"
+        open_turn = run.open_turn_with(status="held", error_kind=exc.error_kind, error=exc.message)
+    payload = {"epoch": run.iteration, **failure, "retryable": exc.retryable}
+    run.emit("model.failed", payload)
+    state = run.checkpoint(open_turn=open_turn)
+    bundle = run.bundle(
+        [
+            Write(key="callFailure", verb="set", value=failure),
+            Write(key="runUsage", verb="set", value=run.run_usage),
+        ]
+    )
+    await run.committer.stage(
+        Txn(
+            agent_id=run.agent_id,
+            bundles=[bundle],
+            conversation=state,
+            run_end=RunEnd(run_id=run.run_id, status=status, ended_at_ms=now, usage=run.run_usage),
+            inbox=[InboxUpdate(message_id=run.message_id, status=status)],
+            full=True,
+        ),
+        closes=True,
+    )
+    await run.committer.flush()
+    log.warning("turn stopped", status=status, error_kind=exc.error_kind, error=exc.message)
+    if status == "stalled":
+        run.emit(
+            "turn.stalled",
+            {
+                "errorKind": exc.error_kind,
+                "retryAtMs": open_turn.retry_at_ms,
+                "stalls": open_turn.stalls,
+            },
+            stage=False,
+        )
+    else:
+        run.emit(
+            "turn.held",
+            {"errorKind": exc.error_kind, "message": exc.message, "runId": run.run_id},
+            stage=False,
+        )
+    run.emit_run_ended(status)
+    return run.outcome(status, error_kind=exc.error_kind, error=exc.message)

@@ -1,0 +1,95 @@
+"""The ``final`` stage: append the answer to history and close the turn."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import structlog
+
+from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
+from afp_runtime.messages import (
+    Message,
+)
+from afp_runtime.records import (
+    InboxUpdate,
+    RunEnd,
+    Txn,
+    Write,
+)
+
+if TYPE_CHECKING:
+    from afp_runtime.loop.run import Run
+
+
+log = structlog.get_logger()
+
+
+async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: bool) -> RunOutcome:
+    run.begin("settle" if settling else "final")
+    now = run.now()
+    writes = []
+    if cut_short:
+        run.stopped_early = {
+            "reason": "max-iterations",
+            "iteration": run.iteration,
+            "pendingToolCalls": len(reply.tool_calls),
+            "answerWasEmpty": not reply.content,
+            "wrappedUp": False,
+            "action": "cut-short",
+        }
+        run.emit(
+            "budget.exhausted",
+            {
+                "iteration": run.iteration,
+                "maxIterations": run.d.max_iterations,
+                "pendingToolCalls": len(reply.tool_calls),
+                "action": "cut-short",
+            },
+        )
+    items, appended = run.append_history([Message(role="assistant", content=reply.content)])
+    writes.append(Write(key="history", verb="append", value=appended))
+    writes.append(Write(key="finalAnswer", verb="set", value=reply.content))
+    if run.stopped_early is not None:
+        writes.append(Write(key="stoppedEarly", verb="set", value=run.stopped_early))
+    if reply.tool_calls and not cut_short:
+        # Calls on the wrap-up call are recorded, never dispatched.
+        ignored = [{"toolCallId": c.id, "toolName": c.name} for c in reply.tool_calls]
+        writes.append(Write(key="ignoredToolCalls", verb="set", value=ignored))
+    turn = run.conv.open_turn
+    assert turn is not None
+    state = run.checkpoint(open_turn=None, last_run_id=run.run_id)
+    await run.committer.stage(
+        Txn(
+            agent_id=run.agent_id,
+            bundles=[run.bundle(writes)],
+            items=items,
+            conversation=state,
+            run_end=RunEnd(
+                run_id=run.run_id, status="answered", ended_at_ms=now, usage=run.run_usage
+            ),
+            inbox=[InboxUpdate(message_id=run.message_id, status="answered")],
+            full=True,
+        ),
+        closes=True,
+    )
+    run.emit(
+        "iteration.ended",
+        {"iteration": run.iteration, "route": "final", "toolCallCount": 0},
+        stage=False,
+    )
+    run.emit_run_ended("answered")
+    ended: dict[str, Any] = {
+        "turn": state.turn,
+        "messageId": run.message_id,
+        "status": "answered",
+        "runs": turn.runs,
+        "iterations": run.iteration,
+        "epochs": run.epochs,
+        "usage": msgspec.to_builtins(run.run_usage),
+    }
+    if run.stopped_early is not None:
+        ended["stoppedEarly"] = run.stopped_early
+    run.emit("turn.ended", ended, stage=False)
+    log.info("iteration", route="final", epochs=run.epochs)
+    return run.outcome("answered", final_answer=reply.content)

@@ -1,0 +1,116 @@
+"""The ``seed`` stage: restore the conversation checkpoint and start the run (host.md §2)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import structlog
+
+from afp_runtime.messages import (
+    Message,
+    Usage,
+)
+from afp_runtime.records import (
+    InboxUpdate,
+    Item,
+    OpenTurn,
+    RunStart,
+    Txn,
+    Write,
+)
+
+if TYPE_CHECKING:
+    from afp_runtime.loop.run import Run
+
+
+log = structlog.get_logger()
+
+
+async def seed(run: Run) -> None:
+    run.begin("seed")
+    now = run.now()
+    items: list[Item] = []
+    open_turn = run.conv.open_turn
+    if run.kind == "initial":
+        assert run.text is not None
+        run.conv = msgspec.structs.replace(run.conv, turn=run.conv.turn + 1)
+        items, _ = run.append_history([Message(role="user", content=run.text)])
+        open_turn = OpenTurn(
+            turn=run.conv.turn,
+            message_id=run.message_id,
+            status="running",
+            last_run_id=run.run_id,
+            next_iteration=1,
+        )
+        recovered_from = None
+    else:
+        assert open_turn is not None
+        recovered_from = open_turn.last_run_id
+        open_turn = msgspec.structs.replace(
+            open_turn,
+            status="running",
+            last_run_id=run.run_id,
+            runs=open_turn.runs + 1,
+            recoveries=open_turn.recoveries + (run.kind == "recovery"),
+            error_kind=None,
+            error=None,
+            retry_at_ms=None,
+        )
+        run.iteration = open_turn.next_iteration
+        run.wrap_up_asked = open_turn.wrap_up_asked
+        run.stopped_early = open_turn.stopped_early
+        run.text = run.text or _last_person_message(run)
+    state = run.checkpoint(open_turn=open_turn)
+    writes = [
+        Write(key="runId", verb="set", value=run.run_id),
+        Write(key="agentId", verb="set", value=run.agent_id),
+        Write(key="turn", verb="set", value=state.turn),
+        Write(key="runKind", verb="set", value=run.kind),
+    ]
+    if recovered_from is not None:
+        writes.append(Write(key="recoveredFrom", verb="set", value=recovered_from))
+    writes += [
+        Write(key="userMessage", verb="set", value=run.text or ""),
+        Write(key="history", verb="set", value=state.history),
+        Write(key="iteration", verb="set", value=run.iteration),
+        Write(key="maxIterations", verb="set", value=run.d.max_iterations),
+        Write(key="model", verb="set", value=run.d.model.model),
+        Write(key="provider", verb="set", value=run.d.model.provider),
+        Write(key="definition", verb="set", value=run.d.summary()),
+        Write(key="runUsage", verb="set", value=Usage()),
+    ]
+    if run.wrap_up_asked:
+        writes.append(Write(key="wrapUpAsked", verb="set", value=True))
+    if run.stopped_early is not None:
+        writes.append(Write(key="stoppedEarly", verb="set", value=run.stopped_early))
+    txn = Txn(
+        agent_id=run.agent_id,
+        bundles=[run.bundle(writes)],
+        items=items,
+        conversation=state,
+        run_start=RunStart(
+            run_id=run.run_id,
+            agent_id=run.agent_id,
+            turn=state.turn,
+            kind=run.kind,
+            started_at_ms=now,
+            message_id=run.message_id,
+            recovered_from=recovered_from,
+        ),
+        inbox=[InboxUpdate(message_id=run.message_id, status="running", turn=state.turn)],
+    )
+    await run.committer.stage(txn, closes=True)
+    payload: dict[str, Any] = {"runId": run.run_id, "turn": state.turn, "kind": run.kind}
+    if recovered_from is not None:
+        payload["recoveredFrom"] = recovered_from
+    run.emit("run.started", payload)
+    if run.kind == "initial":
+        run.emit("turn.started", {"turn": state.turn, "messageId": run.message_id})
+
+
+def _last_person_message(run: Run) -> str | None:
+    for message in reversed(run.history):
+        if message.role == "user" and message.injected_by is None:
+            return message.content
+    return None

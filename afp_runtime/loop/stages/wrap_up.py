@@ -1,0 +1,63 @@
+"""The ``wrap-up`` stage: the step budget ran out with calls pending; the next call has no tools."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import structlog
+
+from afp_runtime.loop.outcomes import CommittedReply
+from afp_runtime.records import (
+    Txn,
+    Write,
+)
+
+if TYPE_CHECKING:
+    from afp_runtime.loop.run import Run
+
+
+log = structlog.get_logger()
+
+
+async def wrap_up(run: Run, reply: CommittedReply, *, settling: bool) -> None:
+    run.begin("settle" if settling else "wrap-up")
+    run.stopped_early = {
+        "reason": "max-iterations",
+        "iteration": run.iteration,
+        "pendingToolCalls": len(reply.tool_calls),
+        "answerWasEmpty": not reply.content,
+        "wrappedUp": True,
+    }
+    run.emit(
+        "budget.exhausted",
+        {
+            "iteration": run.iteration,
+            "maxIterations": run.d.max_iterations,
+            "pendingToolCalls": len(reply.tool_calls),
+            "action": "wrap-up",
+        },
+    )
+    run.wrap_up_asked = True
+    closed = run.iteration
+    run.iteration += 1
+    state = run.checkpoint(
+        open_turn=run.open_turn_with(
+            next_iteration=run.iteration, wrap_up_asked=True, stopped_early=run.stopped_early
+        )
+    )
+    bundle = run.bundle(
+        [
+            Write(key="wrapUpAsked", verb="set", value=True),
+            Write(key="stoppedEarly", verb="set", value=run.stopped_early),
+            Write(key="iteration", verb="set", value=run.iteration),
+        ],
+        iteration=closed,
+    )
+    await run.committer.stage(
+        Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state), closes=True
+    )
+    run.emit(
+        "iteration.ended",
+        {"iteration": closed, "route": "wrap-up", "toolCallCount": len(reply.tool_calls)},
+        stage=False,
+    )
