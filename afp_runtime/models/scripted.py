@@ -7,6 +7,7 @@ what a receipt digests. It records every request it received, in order.
 from __future__ import annotations
 
 import inspect
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,6 +31,8 @@ class ScriptedModel:
             a function ``(request, call_number) -> reply`` (sync or async); call numbers are
             1-based over this model's life.
         model: the model id reported on receipts.
+        keep: how many of the latest requests (and bodies) ``requests`` and ``bodies`` keep;
+            bounded so a long-running scripted agent does not grow without limit.
 
     Raises (from ``send``):
         ModelCallError: with ``error_kind='script-exhausted'`` naming the call number when a
@@ -41,14 +44,18 @@ class ScriptedModel:
     deterministic = True
 
     def __init__(
-        self, replies: Sequence[ScriptEntry] | ScriptHandler, *, model: str = "scripted"
+        self,
+        replies: Sequence[ScriptEntry] | ScriptHandler,
+        *,
+        model: str = "scripted",
+        keep: int = 1_000,
     ) -> None:
         self.model = model
         self._handler: ScriptHandler | None = replies if callable(replies) else None
         self._replies: list[ScriptEntry] = [] if callable(replies) else list(replies)
         self.calls = 0
-        self.requests: list[ModelRequest] = []
-        self.bodies: list[bytes] = []
+        self.requests: deque[ModelRequest] = deque(maxlen=keep)
+        self.bodies: deque[bytes] = deque(maxlen=keep)
         self.closed = 0
         self._last_encoded: tuple[bytes, ModelRequest] | None = None
 

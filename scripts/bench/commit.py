@@ -71,7 +71,7 @@ async def measure(iterations: int, durability: str, folder: Path) -> dict[str, A
     tool = Tool("trivial", "Returns a fixed text.", {"type": "object"}, trivial)
     definition = AgentDefinition(
         "bench",
-        ScriptedModel(script),
+        ScriptedModel(script, keep=1),
         tools=[tool],
         max_iterations=ITERATIONS_PER_TURN + 1,
         durability=durability,  # type: ignore[arg-type]

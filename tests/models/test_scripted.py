@@ -33,8 +33,8 @@ async def test_requests_and_bodies_are_recorded() -> None:
     await model.send(FIRST)
     await model.send(model.encode(SECOND))
 
-    assert model.requests == [FIRST, SECOND]
-    assert model.bodies == [canonical_json(FIRST), canonical_json(SECOND)]
+    assert list(model.requests) == [FIRST, SECOND]
+    assert list(model.bodies) == [canonical_json(FIRST), canonical_json(SECOND)]
     assert model.encode(SECOND).body == canonical_json(SECOND)
     assert msgspec.json.decode(model.bodies[1], type=ModelRequest) == SECOND
 
@@ -52,6 +52,19 @@ async def test_an_error_entry_is_raised_for_its_call() -> None:
 
     assert caught.value is error
     assert reply.content == "after"
+
+
+async def test_only_the_latest_requests_are_kept() -> None:
+    """With ``keep`` set, only that many of the latest requests and bodies are kept."""
+    model = ScriptedModel([ModelReply()] * 3, keep=2)
+
+    await model.send(FIRST)
+    await model.send(SECOND)
+    await model.send(FIRST)
+
+    assert model.calls == 3
+    assert list(model.requests) == [SECOND, FIRST]
+    assert list(model.bodies) == [canonical_json(SECOND), canonical_json(FIRST)]
 
 
 async def test_a_sync_handler_gets_the_request_and_call_number() -> None:
@@ -134,7 +147,7 @@ async def test_scripted_errors_are_retried_then_the_reply_arrives() -> None:
     assert reply.content == "finally"
     assert waits == [0.25, 0.5]
     assert len(attempts) == 2
-    assert model.bodies == [model.encode(FIRST).body] * 3
+    assert list(model.bodies) == [model.encode(FIRST).body] * 3
 
 
 async def test_on_token_receives_the_reply_text() -> None:
