@@ -7,7 +7,8 @@ leaves stored data half-written.
     AfpError
     ├── ConfigError
     │   ├── AgentDefinitionError
-    │   └── ToolDefinitionError
+    │   ├── ToolDefinitionError
+    │   └── WindowConfigError
     ├── InputError
     │   ├── InvalidValue
     │   ├── CheckpointInvalid
@@ -17,6 +18,8 @@ leaves stored data half-written.
     │   ├── RunNotResumable
     │   └── ScriptExhausted
     ├── ModelCallError            (error_kind, status, retryable, provider)
+    ├── WindowStrategyError       (strategy, field, detail) holds the turn: window-strategy
+    ├── CompactionUnmeasurableError (provider)      holds the turn: usage-unmeasurable
     └── StoreError
         ├── StoreUnavailable
         ├── SchemaTooNew
@@ -66,6 +69,10 @@ class AgentDefinitionError(ConfigError):
 
 class ToolDefinitionError(ConfigError):
     """A tool declaration is invalid (names the tool and the property)."""
+
+
+class WindowConfigError(ConfigError):
+    """A window strategy or its options are invalid (names the factory, option and value)."""
 
 
 class InputError(AfpError):
@@ -118,7 +125,7 @@ class ModelCallError(AfpError):
         retry_after_s: float | None = None,
         **context: Any,
     ) -> None:
-        super().__init__(message, provider=provider, **context)
+        super().__init__(message, **context)
         self.error_kind = error_kind
         self.provider = provider
         self.status = status
@@ -126,6 +133,31 @@ class ModelCallError(AfpError):
         self.retry_after_s = retry_after_s
         # Set by the retry loop: every failed send of the epoch, in order.
         self.attempts: tuple[Any, ...] = ()
+
+
+class WindowStrategyError(AfpError):
+    """A window strategy broke the rules of the window family; the turn is held.
+
+    ``error_kind`` is ``window-strategy``: the same code would fail the same way, so the turn is
+    never retried automatically.
+    """
+
+    error_kind = "window-strategy"
+
+    def __init__(self, message: str, *, strategy: str, field: str, **context: Any) -> None:
+        super().__init__(message, strategy=strategy, field=field, **context)
+        self.strategy = strategy
+        self.field = field
+
+
+class CompactionUnmeasurableError(AfpError):
+    """A token strategy read a usage of 0 input and 0 output tokens; the turn is held."""
+
+    error_kind = "usage-unmeasurable"
+
+    def __init__(self, message: str, *, provider: str, **context: Any) -> None:
+        super().__init__(message, provider=provider, **context)
+        self.provider = provider
 
 
 class StoreError(AfpError):

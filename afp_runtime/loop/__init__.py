@@ -16,7 +16,6 @@ from afp_runtime.loop.ids import IdFactory, SequentialIds, TimeOrderedIds
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import decide_route, unique_call_ids
 from afp_runtime.loop.run import Run
-from afp_runtime.loop.texts import WRAP_UP_PREFIX, WRAP_UP_TEXT
 
 __all__ = [
     "AgentConfig",
@@ -37,8 +36,6 @@ __all__ = [
     "SystemClock",
     "TimeOrderedIds",
     "ToolConfig",
-    "WRAP_UP_PREFIX",
-    "WRAP_UP_TEXT",
     "build_definition",
     "decide_route",
     "load_config",

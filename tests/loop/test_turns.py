@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
-from afp_runtime.loop import WRAP_UP_TEXT
 from afp_runtime.messages import Usage
 from afp_runtime.testing import answer, call, tool_reply
+from afp_runtime.window import WRAP_UP_TEXT
 
 from .conftest import Harness
 

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from afp_runtime.loop.texts import WRAP_UP_TEXT
 from afp_runtime.messages import (
     Message,
     ModelRequest,
@@ -16,6 +15,7 @@ from afp_runtime.records import (
     Txn,
     Write,
 )
+from afp_runtime.window import WRAP_UP_TEXT
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run

@@ -93,6 +93,7 @@ class SqliteStore:
         self._run_rowids: dict[str, int] = {}
         self._synchronous: str | None = None
         self.transactions = 0
+        self._closed = False
         self.full_transactions = 0
 
     # -- opening -------------------------------------------------------------------------
@@ -193,7 +194,10 @@ class SqliteStore:
             )
 
     async def aclose(self) -> None:
-        """Close the connection (a writer first checkpoints the WAL)."""
+        """Close the connection (a writer first checkpoints the WAL); a second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         async with self._lock:
             try:
                 if not self._read_only:

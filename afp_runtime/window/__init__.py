@@ -1,0 +1,95 @@
+"""Window: the pure window family — turns, refusals, removal plans, pins, stand-down, notices,
+strategies, records and folded spans (window.md)."""
+
+from afp_runtime.window.folds import FoldedSpan, Retain
+from afp_runtime.window.observations import (
+    LedgerFactPin,
+    PinnedTurn,
+    ToolResultPin,
+    WindowObservations,
+)
+from afp_runtime.window.plan import Guards, RemovalPlan
+from afp_runtime.window.records import (
+    BuiltinRecord,
+    CustomRecord,
+    DroppedStanding,
+    SlidingWindowRecord,
+    SummarizeOldestRecord,
+    TokenBudgetRecord,
+    WindowRecord,
+)
+from afp_runtime.window.refusals import REFUSAL_REASONS, Refusal, RefusalReason, Standing
+from afp_runtime.window.texts import (
+    AUTHORED_PREFIXES,
+    DROP_NOTICE_PREFIX,
+    SUMMARY_PREFIX,
+    WRAP_UP_PREFIX,
+    WRAP_UP_TEXT,
+)
+from afp_runtime.window.turns import (
+    Turn,
+    current_request_index,
+    is_person_message,
+    segment,
+    window_chars,
+)
+from afp_runtime.window.visit import (
+    Billing,
+    BudgetPressure,
+    Eviction,
+    MessageOrigin,
+    PlanAction,
+    Rebase,
+    RemovalFacts,
+    Spend,
+    Summarizer,
+    TurnStanding,
+    WindowResult,
+    WindowStrategy,
+    WindowVisit,
+)
+
+__all__ = [
+    "AUTHORED_PREFIXES",
+    "Billing",
+    "BudgetPressure",
+    "BuiltinRecord",
+    "CustomRecord",
+    "DROP_NOTICE_PREFIX",
+    "DroppedStanding",
+    "Eviction",
+    "FoldedSpan",
+    "Guards",
+    "LedgerFactPin",
+    "MessageOrigin",
+    "PinnedTurn",
+    "PlanAction",
+    "REFUSAL_REASONS",
+    "Rebase",
+    "Refusal",
+    "RefusalReason",
+    "RemovalFacts",
+    "RemovalPlan",
+    "Retain",
+    "SUMMARY_PREFIX",
+    "SlidingWindowRecord",
+    "Spend",
+    "Standing",
+    "SummarizeOldestRecord",
+    "Summarizer",
+    "TokenBudgetRecord",
+    "ToolResultPin",
+    "Turn",
+    "TurnStanding",
+    "WRAP_UP_PREFIX",
+    "WRAP_UP_TEXT",
+    "WindowObservations",
+    "WindowRecord",
+    "WindowResult",
+    "WindowStrategy",
+    "WindowVisit",
+    "current_request_index",
+    "is_person_message",
+    "segment",
+    "window_chars",
+]

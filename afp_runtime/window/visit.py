@@ -1,0 +1,183 @@
+"""The custom-strategy protocol: what a strategy receives (a visit) and returns (a result).
+
+A strategy is any object with a non-empty ``name`` and an async ``plan(visit)``; returning None
+means it did not engage this visit. The stage validates every result (window.md §13.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, Protocol, runtime_checkable
+
+import msgspec
+
+from afp_runtime.messages import Message, ModelReply, ModelRequest, Usage
+from afp_runtime.window.folds import FoldedSpan
+from afp_runtime.window.plan import Guards, RemovalPlan
+from afp_runtime.window.records import WindowRecord
+from afp_runtime.window.refusals import Standing
+from afp_runtime.window.turns import Turn, segment
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """What summarize-oldest needs of a model: a provider name and one async send.
+
+    Every Model adapter satisfies it as it stands; the window layer never imports ``models``.
+    """
+
+    provider: str
+
+    async def send(self, request: ModelRequest) -> ModelReply: ...
+
+
+class Billing(msgspec.Struct, frozen=True, kw_only=True):
+    """Who a strategy's own model calls are billed to: the port and the model id."""
+
+    provider: object
+    model: str
+
+
+class MessageOrigin(msgspec.Struct, frozen=True, kw_only=True):
+    """Which stage put a window message there, and when (epoch ms)."""
+
+    stage_id: str
+    born_at_ms: int
+
+
+class Eviction(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A removed pre-change index and how long the message had survived in the window."""
+
+    index: int
+    survival_ms: int
+
+
+class RemovalFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """Origin stage ids (first appearance, deduplicated) and evictions of removed indexes."""
+
+    removed_stage_ids: tuple[str, ...]
+    evictions: tuple[Eviction, ...]
+
+
+class Rebase(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """How a new window relates to the old: ``head + (one inserted message)? + tail``."""
+
+    head_count: int
+    kept_tail_count: int
+    inserted_at_ms: int | msgspec.UnsetType = msgspec.UNSET
+
+
+PlanAction = Literal["evict", "summarize", "none"]
+
+
+class BudgetPressure(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """A strategy's budget reading: cap, projection, what it did about it."""
+
+    cap_tokens: float
+    projected_tokens: int
+    plan_action: PlanAction
+    unit: Literal["chars", "tokens"] = "tokens"
+
+
+class Spend(msgspec.Struct, frozen=True, kw_only=True):
+    """A billed call a strategy made (the summarizer's)."""
+
+    model: str
+    usage: Usage
+
+
+class WindowResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What a strategy returns from an engaged visit (window.md §13.3)."""
+
+    record: WindowRecord
+    evictions: tuple[Eviction, ...] = ()
+    window: tuple[Message, ...] | msgspec.UnsetType = msgspec.UNSET
+    rebase: Rebase | msgspec.UnsetType = msgspec.UNSET
+    folded: tuple[FoldedSpan, ...] = ()
+    budget_pressure: BudgetPressure | None = None
+    spend: Spend | None = None
+    warning: str | None = None
+
+
+TurnStanding = Callable[[Turn], Standing | None]
+
+
+class WindowVisit:
+    """What a strategy sees of one visit. It never touches state.
+
+    Args:
+        history: the pre-change window.
+        measured: the usage of the previous call of this turn, or None (window.md §11).
+        iteration: the visit iteration (>= 1).
+        run_id: this run's id.
+        agent_model: the agent's model id.
+        provider_name: the agent model port's provider name.
+        now_ms: the visit instant (injected clock), epoch ms.
+        guards: bound into ``plan_removal``; strategies never see them.
+        origins: one origin per window message.
+        turn_standing: a turn's standing, on armed agents only.
+    """
+
+    def __init__(
+        self,
+        *,
+        history: Sequence[Message],
+        measured: Usage | None,
+        iteration: int,
+        run_id: str,
+        agent_model: str,
+        provider_name: str,
+        now_ms: int,
+        guards: Guards,
+        origins: Sequence[MessageOrigin],
+        turn_standing: TurnStanding | None = None,
+    ) -> None:
+        self.history: tuple[Message, ...] = tuple(history)
+        self.turns: tuple[Turn, ...] = segment(self.history)
+        self.measured = measured
+        self.iteration = iteration
+        self.run_id = run_id
+        self.agent_model = agent_model
+        self.provider_name = provider_name
+        self.turn_standing = turn_standing
+        self._now_ms = now_ms
+        self._guards = guards
+        self._origins = tuple(origins)
+        # The latest plan a strategy obtained: result validation holds removals to its span.
+        self.latest_plan: RemovalPlan | None = None
+
+    def now(self) -> int:
+        """The visit instant, epoch milliseconds."""
+        return self._now_ms
+
+    def plan_removal(
+        self, keep: int, is_existing_summary: Callable[[Turn], bool] | None = None
+    ) -> RemovalPlan:
+        """The removal plan for ``keep`` recent turns under this visit's guards."""
+        from afp_runtime.window.plan import plan_removal
+
+        plan = plan_removal(self.turns, keep, self._guards, is_existing_summary)
+        self.latest_plan = plan
+        return plan
+
+    def removal_facts(self, indices: Iterable[int], at_ms: int) -> RemovalFacts:
+        """Origin stage ids and evictions (with survival) of removed pre-change indexes."""
+        stage_ids: list[str] = []
+        seen: set[str] = set()
+        evictions = []
+        for index in indices:
+            origin = self._origins[index] if index < len(self._origins) else None
+            if origin is not None and origin.stage_id not in seen:
+                seen.add(origin.stage_id)
+                stage_ids.append(origin.stage_id)
+            survival = max(0, at_ms - origin.born_at_ms) if origin is not None else 0
+            evictions.append(Eviction(index=index, survival_ms=survival))
+        return RemovalFacts(removed_stage_ids=tuple(stage_ids), evictions=tuple(evictions))
+
+
+class WindowStrategy(Protocol):
+    """A window strategy: ``plan`` is awaited at every visit of the window stage."""
+
+    name: str
+
+    async def plan(self, visit: WindowVisit) -> WindowResult | None: ...
