@@ -32,6 +32,7 @@ from afp_runtime.loop import (
     TimeOrderedIds,
     build_definition,
     load_config,
+    load_folded_spans,
 )
 from afp_runtime.records import ListRef
 from afp_runtime.store import SqliteStore
@@ -46,6 +47,10 @@ err = Console(stderr=True)
 
 class NotFound(Exception):
     """The named thing does not exist (exit code 1)."""
+
+
+class UsageError(Exception):
+    """The command's arguments do not fit together (exit code 2)."""
 
 
 def _configure_logging(verbose: bool, json_logs: bool) -> None:
@@ -113,7 +118,7 @@ async def _drive(
             await driver.post(text)
         outcomes += await driver.work()
     finally:
-        await definition.model.aclose()
+        await definition.aclose()
         await store.aclose()
     return definition, outcomes, recorder
 
@@ -327,6 +332,113 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if healthy else EXIT_STORE
 
 
+async def _window_records(store: SqliteStore, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+    records = []
+    for run_id in run_ids:
+        for bundle in await store.bundles(run_id):
+            for write in bundle.writes:
+                if write["key"] == "compactions":
+                    for record in write["value"]:
+                        records.append({"runId": run_id, **record})
+    return records
+
+
+def _pins(record: dict[str, Any]) -> str:
+    parts = []
+    for key in ("observations", "ledgerFacts"):
+        block = record.get(key)
+        if block:
+            if block.get("standDown"):
+                parts.append(f"{key}: stood down")
+            else:
+                names = ", ".join(p["toolName"] for p in block.get("pinned", []))
+                parts.append(f"{key}: {names or '-'} (yielded {block.get('yielded', 0)})")
+    return "\n".join(parts) or "-"
+
+
+async def cmd_window(args: argparse.Namespace) -> int:
+    """Show the window records of a run, or of every run of an agent."""
+    if (args.run is None) == (args.agent is None):
+        raise UsageError("give either RUN or --agent AGENT")
+    store = await _reader(args.db)
+    try:
+        if args.agent is not None:
+            run_ids = [r.run_id for r in await store.runs(args.agent)]
+        else:
+            if not await store.runs(run_id=args.run):
+                raise NotFound(f"no run {args.run!r}")
+            run_ids = [args.run]
+        records = await _window_records(store, run_ids)
+    finally:
+        await store.aclose()
+    if args.json:
+        _json(records)
+        return EXIT_OK
+    table = Table(
+        "run", "strategy", "iteration", "removed", "chars before → after", "refusals", "pins"
+    )
+    for r in records:
+        refusals = ", ".join(
+            f"{x['reason']}({x['turnIndex']},{x['messageIndex']})" for x in r.get("refusals", [])
+        )
+        table.add_row(
+            r["runId"],
+            r.get("strategy", "?"),
+            str(r.get("iteration")),
+            str(r.get("removedMessageCount")),
+            f"{r.get('windowCharsBefore')} → {r.get('windowCharsAfter')}",
+            refusals or "-",
+            _pins(r),
+        )
+    out.print(table)
+    return EXIT_OK
+
+
+async def cmd_folded(args: argparse.Namespace) -> int:
+    """List an agent's folded spans, or one span (and its retained originals)."""
+    store = await _reader(args.db)
+    try:
+        if await store.conversation_state(args.agent) is None:
+            raise NotFound(f"no agent {args.agent!r}")
+        spans = await load_folded_spans(store, args.agent, summary_fingerprint=args.fingerprint)
+    finally:
+        await store.aclose()
+    if args.fingerprint is not None and not spans:
+        raise NotFound(f"no folded span with summary fingerprint {args.fingerprint!r}")
+    if args.messages:
+        if args.fingerprint is None:
+            raise UsageError("--messages needs a FINGERPRINT")
+        messages = spans[0].messages if spans[0].messages is not msgspec.UNSET else ()
+        if args.json:
+            _json(messages)
+            return EXIT_OK
+        if not messages:
+            out.print("this span was folded with retain='discard': no originals were kept")
+            return EXIT_OK
+        table = Table("#", "role", "content", "tool calls / id")
+        for i, m in enumerate(messages):
+            extra = ", ".join(f"{c.name}({c.id})" for c in m.tool_calls) or (m.tool_call_id or "")
+            table.add_row(str(i), m.role, m.content, extra)
+        out.print(table)
+        return EXIT_OK
+    if args.json:
+        _json([msgspec.structs.replace(s, messages=msgspec.UNSET) for s in spans])
+        return EXIT_OK
+    table = Table("summary fingerprint", "run", "iteration", "folded", "model", "messages", "kept")
+    for span in spans:
+        table.add_row(
+            span.summary_fingerprint,
+            span.run_id,
+            str(span.iteration),
+            _when(span.folded_at_ms),
+            span.model,
+            str(span.message_count),
+            span.retained,
+        )
+    out.print(table)
+    return EXIT_OK
+
+
 # -- the parser -------------------------------------------------------------------------------
 
 Command = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
@@ -375,6 +487,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--status")
     p.add_argument("--json", action="store_true")
 
+    p = add("window", cmd_window, "Show window records (what left, what refused, pins).")
+    p.add_argument("run", nargs="?", help="one run")
+    p.add_argument("--agent", help="every run of this agent")
+    p.add_argument("--json", action="store_true")
+
+    p = add("folded", cmd_folded, "List folded spans; recover one span's originals.")
+    p.add_argument("agent")
+    p.add_argument("fingerprint", nargs="?", help="a summary message's fingerprint")
+    p.add_argument("--messages", action="store_true", help="print the retained originals")
+    p.add_argument("--json", action="store_true")
+
     p = add("doctor", cmd_doctor, "Check the database's integrity and stored bodies.")
     p.add_argument("--json", action="store_true")
     return parser
@@ -389,6 +512,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NotFound as exc:
         err.print(f"afp: {exc}")
         return EXIT_MISSING
+    except UsageError as exc:
+        err.print(f"afp: {exc}")
+        return EXIT_USAGE
     except ConfigError as exc:
         err.print(f"afp: {exc}")
         return EXIT_USAGE

@@ -156,14 +156,12 @@ def call(call_id: str, name: str, **args: Any) -> ToolCall:
 
 def tool_reply(*calls: ToolCall, content: str = "", usage: Usage | None = None) -> ModelReply:
     """A scripted reply that calls tools."""
-    return ModelReply(
-        content=content, tool_calls=calls, usage=usage or Usage(), stop_reason="tool-calls"
-    )
+    return ModelReply(content=content, tool_calls=calls, usage=usage, stop_reason="tool-calls")
 
 
 def answer(content: str, *, usage: Usage | None = None) -> ModelReply:
     """A scripted final answer."""
-    return ModelReply(content=content, usage=usage or Usage(), stop_reason="end")
+    return ModelReply(content=content, usage=usage, stop_reason="end")
 
 
 @contextmanager

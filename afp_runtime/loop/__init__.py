@@ -7,11 +7,19 @@ from afp_runtime.loop.config import (
     ConfigFile,
     ModelConfig,
     ToolConfig,
+    WindowConfig,
     build_definition,
+    build_window,
     load_config,
 )
 from afp_runtime.loop.definition import AgentDefinition, Durability
 from afp_runtime.loop.events import Emitter, Event, EventRecorder, EventSink
+from afp_runtime.loop.folded import (
+    FoldedConversation,
+    load_folded_conversation,
+    load_folded_spans,
+    resolve_span,
+)
 from afp_runtime.loop.ids import IdFactory, SequentialIds, TimeOrderedIds
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import decide_route, unique_call_ids
@@ -28,6 +36,7 @@ __all__ = [
     "Event",
     "EventRecorder",
     "EventSink",
+    "FoldedConversation",
     "IdFactory",
     "ModelConfig",
     "Run",
@@ -36,8 +45,13 @@ __all__ = [
     "SystemClock",
     "TimeOrderedIds",
     "ToolConfig",
+    "WindowConfig",
     "build_definition",
+    "build_window",
     "decide_route",
     "load_config",
+    "load_folded_conversation",
+    "load_folded_spans",
+    "resolve_span",
     "unique_call_ids",
 ]

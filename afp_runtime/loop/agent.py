@@ -17,7 +17,7 @@ from afp_runtime.loop.ids import IdFactory
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.run import Run
 from afp_runtime.records import Clock, InboxUpdate, RunKind, Txn
-from afp_runtime.store import Ack, SqliteStore
+from afp_runtime.store import Ack, CheckpointStore
 
 log = structlog.get_logger()
 
@@ -38,7 +38,7 @@ class AgentDriver:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: CheckpointStore,
         definition: AgentDefinition,
         *,
         clock: Clock,
@@ -119,12 +119,7 @@ class AgentDriver:
             for write in last.writes:
                 if write.get("key") == "reply":
                     settle = _reply_from(write["value"], CommittedReply)
-        log.info(
-            "recovering turn",
-            turn=turn.turn,
-            crashed_run=turn.last_run_id,
-            settle=settle is not None,
-        )
+        log.info("recovering turn", turn=turn.turn, crashed_run=turn.last_run_id)
         return await self._run("recovery", turn.message_id, settle=settle)
 
     async def _hold_crash_loop(self, message_id: str, recoveries: int) -> None:
@@ -157,6 +152,10 @@ class AgentDriver:
         settle: CommittedReply | None = None,
     ) -> RunOutcome:
         loaded = await self.store.load_conversation(self.agent_id)
+        if text is None:
+            # A continuation run works on the same person's message as the turn's first run.
+            message = await self.store.inbox_message(message_id)
+            text = message.text if message is not None else None
         run = Run(
             store=self.store,
             definition=self.definition,

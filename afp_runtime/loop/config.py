@@ -18,17 +18,19 @@ from typing import Any, Literal
 
 import msgspec
 
-from afp_runtime.errors import ConfigError, shown
+from afp_runtime.errors import ConfigError, error_context, shown
 from afp_runtime.loop.definition import AgentDefinition, Durability
 from afp_runtime.messages import ModelParams
 from afp_runtime.models import (
     AnthropicModel,
+    ExtractiveSummarizer,
     Model,
     OpenAICompatModel,
     RetryPolicy,
     ScriptedModel,
 )
 from afp_runtime.tools import Tool
+from afp_runtime.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
 
 
 class _Config(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
@@ -39,7 +41,8 @@ class ModelConfig(_Config):
     """Which model endpoint an agent talks to.
 
     Attributes:
-        provider: ``scripted``, ``openai-compatible`` or ``anthropic``.
+        provider: ``scripted``, ``openai-compatible``, ``anthropic``, or ``extractive`` (the
+            built-in offline summarizer, model id ``extractive/1``).
         model: the model id sent on the wire.
         base_url: the endpoint (wire ``baseUrl``), e.g. ``http://localhost:11434/v1``.
         api_key_env: the environment variable holding the API key (wire ``apiKeyEnv``); keys
@@ -49,7 +52,7 @@ class ModelConfig(_Config):
         script: ``module:attr`` of a scripted model's replies or reply function.
     """
 
-    provider: Literal["scripted", "openai-compatible", "anthropic"]
+    provider: Literal["scripted", "openai-compatible", "anthropic", "extractive"]
     model: str
     base_url: str | None = None
     api_key_env: str | None = None
@@ -71,6 +74,28 @@ class ToolConfig(_Config):
     max_result_chars: int = 20_000
 
 
+class WindowConfig(_Config):
+    """The agent's window strategy (window.md §10), e.g. ``kind = "slidingWindow"``.
+
+    Attributes:
+        kind: ``slidingWindow``, ``tokenBudget`` or ``summarizeOldest``.
+        keep_recent_turns: turns never removed (wire ``keepRecentTurns``); required for
+            ``slidingWindow``, default 6 otherwise.
+        threshold_tokens: measured input tokens above which token strategies act (wire
+            ``thresholdTokens``).
+        model: the summarizer's model id (summarizeOldest).
+        retain: ``conversation`` (folded originals kept) or ``discard``.
+        summarizer: the summarizer's endpoint (summarizeOldest), e.g. ``provider = "extractive"``.
+    """
+
+    kind: Literal["slidingWindow", "tokenBudget", "summarizeOldest"]
+    keep_recent_turns: int | None = None
+    threshold_tokens: float | None = None
+    model: str | None = None
+    retain: Literal["conversation", "discard"] = "conversation"
+    summarizer: ModelConfig | None = None
+
+
 class AgentConfig(_Config):
     """One standing agent as a config file declares it."""
 
@@ -85,6 +110,8 @@ class AgentConfig(_Config):
     max_recoveries: int = 3
     params: ModelParams = msgspec.field(default_factory=ModelParams)
     retry: RetryPolicy = msgspec.field(default_factory=RetryPolicy)
+    window: WindowConfig | None = None
+    keep_last_tool_results: int | bool = 2
 
 
 class ConfigFile(_Config):
@@ -135,6 +162,8 @@ def resolve_ref(ref: str, *, field: str) -> Any:
 
 def build_model(config: ModelConfig, *, field: str) -> Model:
     """The adapter a model config describes."""
+    if config.provider == "extractive":
+        return ExtractiveSummarizer()
     if config.provider == "scripted":
         if config.script is None:
             raise ConfigError(f"{field}.script is required for a scripted model", field=field)
@@ -186,9 +215,46 @@ def build_tool(config: ToolConfig, *, field: str) -> Tool:
     )
 
 
+def build_window(
+    config: WindowConfig, *, field: str, resources: list[Any] | None = None
+) -> WindowStrategy:
+    """The window strategy a window config describes; option errors name the key path.
+
+    A summarizer built here is appended to ``resources``: its owner must close it.
+    """
+    options: dict[str, Any] = {}
+    if config.keep_recent_turns is not None:
+        options["keep_recent_turns"] = config.keep_recent_turns
+    with error_context(path=field):
+        if config.kind == "slidingWindow":
+            return sliding_window(**options)
+        if config.threshold_tokens is None:
+            raise ConfigError(f"{field}.thresholdTokens is required for {config.kind}", path=field)
+        if config.kind == "tokenBudget":
+            return token_budget(threshold_tokens=config.threshold_tokens, **options)
+        if config.summarizer is None:
+            raise ConfigError(f"{field}.summarizer is required for summarizeOldest", path=field)
+        summarizer = build_model(config.summarizer, field=f"{field}.summarizer")
+        if resources is not None:
+            resources.append(summarizer)
+        return summarize_oldest(
+            threshold_tokens=config.threshold_tokens,
+            summarizer=summarizer,
+            model=config.model or summarizer.model,
+            retain=config.retain,
+            **options,
+        )
+
+
 def build_definition(config: AgentConfig, *, field: str = "agents[0]") -> AgentDefinition:
     """The agent definition an agent config describes."""
-    return AgentDefinition(
+    resources: list[Any] = []
+    window = (
+        build_window(config.window, field=f"{field}.window", resources=resources)
+        if config.window
+        else None
+    )
+    definition = AgentDefinition(
         config.id,
         build_model(config.model, field=f"{field}.model"),
         tools=[build_tool(t, field=f"{field}.tools[{i}]") for i, t in enumerate(config.tools)],
@@ -200,4 +266,8 @@ def build_definition(config: AgentConfig, *, field: str = "agents[0]") -> AgentD
         params=config.params,
         retry=config.retry,
         max_recoveries=config.max_recoveries,
+        window=window,
+        keep_last_tool_results=config.keep_last_tool_results,
     )
+    definition.resources.extend(resources)
+    return definition

@@ -10,6 +10,11 @@ from afp_runtime.errors import AgentDefinitionError, shown
 from afp_runtime.messages import ModelParams, canonical_json, sha256_hex
 from afp_runtime.models import Model, RetryPolicy
 from afp_runtime.tools import Tool
+from afp_runtime.window import (
+    WindowStrategy,
+    validate_keep_last_tool_results,
+    validate_strategy,
+)
 
 AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
@@ -39,6 +44,10 @@ class AgentDefinition:
         params: sampling dials sent with every call.
         retry: how failed model sends are retried.
         max_recoveries: recovery runs per turn before it is held as a crash loop.
+        window: the window strategy visited at every iteration (None: the window stage is a
+            no-op and requests are byte-identical to a runtime without the window family).
+        compaction: shorthand for ``window=summarize_oldest(...)``; setting both is refused.
+        keep_last_tool_results: the last-tool-result pin's ceiling (int >= 0, or False = off).
 
     Raises:
         AgentDefinitionError: a field is invalid; the message names it.
@@ -58,6 +67,9 @@ class AgentDefinition:
         params: ModelParams | None = None,
         retry: RetryPolicy | None = None,
         max_recoveries: int = 3,
+        window: WindowStrategy | None = None,
+        compaction: WindowStrategy | None = None,
+        keep_last_tool_results: int | bool = 2,
     ) -> None:
         if not isinstance(agent_id, str) or not AGENT_ID.match(agent_id):
             raise AgentDefinitionError(
@@ -75,6 +87,16 @@ class AgentDefinition:
             raise AgentDefinitionError(
                 f"wrapUp must be a bool, not {shown(wrap_up)}", field="wrapUp"
             )
+        if window is not None and compaction is not None:
+            raise AgentDefinitionError(
+                f"a window strategy is already set by window= ({window.name!r}); "
+                "compaction= would set a second one",
+                field="compaction",
+            )
+        strategy = window if window is not None else compaction
+        if strategy is not None:
+            validate_strategy(strategy, agent_model_port=model, agent_model=model.model)
+        validate_keep_last_tool_results(keep_last_tool_results)
         names: set[str] = set()
         for tool in tools:
             if tool.name in names:
@@ -96,6 +118,19 @@ class AgentDefinition:
         self.params = params or ModelParams()
         self.retry = retry or RetryPolicy()
         self.max_recoveries = max_recoveries
+        self.window: WindowStrategy | None = strategy
+        self.keep_last_tool_results = keep_last_tool_results
+        # Warnings of the window family are logged at most once per agent definition.
+        self.warned: set[str] = set()
+        # Adapters this definition owns besides its model (a configured summarizer).
+        self.resources: list[Any] = []
+
+    async def aclose(self) -> None:
+        """Close the model adapter and every adapter the definition owns, once each."""
+        await self.model.aclose()
+        for resource in self.resources:
+            if resource is not self.model:
+                await resource.aclose()
 
     def fingerprint(self) -> str:
         """SHA-256 of the body-shaping parts: instructions, tool schemas, model, params."""
@@ -105,6 +140,8 @@ class AgentDefinition:
             "model": self.model.model,
             "provider": self.model.provider,
             "params": self.params,
+            "window": self.window.name if self.window is not None else None,
+            "keepLastToolResults": self.keep_last_tool_results,
         }
         return sha256_hex(canonical_json(shape))
 

@@ -35,7 +35,7 @@ class CommittedReply(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
 
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage = msgspec.field(default_factory=Usage)
+    usage: Usage | None = None
     stop_reason: str = "end"
     attempts: int = 1
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import structlog
@@ -39,11 +39,15 @@ from afp_runtime.records import (
     Clock,
     CommitBundle,
     ConversationState,
+    InboxUpdate,
     Item,
     ListRef,
     OpenTurn,
+    PriorVisitRef,
+    RunEnd,
     RunKind,
     RunStatus,
+    Txn,
     Write,
     runtime_stage_id,
 )
@@ -52,6 +56,7 @@ from afp_runtime.served import (
     start_digest,
 )
 from afp_runtime.store import CheckpointStore, LoadedConversation
+from afp_runtime.window import MessageOrigin
 
 log = structlog.get_logger()
 
@@ -108,6 +113,13 @@ class Run:
         self.served: dict[str, Any] = {}
         self.digest: RunningDigest = start_digest(run_id)
         self.schema_hashes: dict[str, str] = {}
+        # Window inputs (window.md §7, §11, §13.2): restored at seed, updated by stages.
+        self.origins: list[MessageOrigin] = []
+        self.last_usage: Usage | None = None
+        self.usage_missing = False
+        self.prior: tuple[PriorVisitRef, ...] = ()
+        # Fingerprints of what this iteration's window visit removed (for the receipt).
+        self.omitted: tuple[str, ...] = ()
         self.stage = "seed"
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -150,6 +162,10 @@ class Run:
     def append_history(self, messages: Sequence[Message]) -> tuple[list[Item], ListRef]:
         """Append to the in-memory window; returns the new items and their list reference."""
         start = self.conv.next_pos
+        origin = MessageOrigin(
+            stage_id=runtime_stage_id(self.stage, self.seq), born_at_ms=self.now()
+        )
+        self.origins.extend([origin] * len(messages))
         items = []
         for offset, message in enumerate(messages):
             fp = fingerprint(message)
@@ -187,7 +203,9 @@ class Run:
                     return outcome
 
     async def _iteration(self) -> RunOutcome | None:
-        await window(self)
+        held = await window(self)
+        if held is not None:
+            return held
         request = await context(self)
         encoded = await receipt(self, request)
         result = await call_model(self, request, encoded)
@@ -223,6 +241,64 @@ class Run:
     async def _settle(self, reply: CommittedReply) -> RunOutcome | None:
         """Complete the iteration whose reply was committed before a crash; never re-ask."""
         return await self._after_reply(reply, settling=True)
+
+    async def stop_turn(
+        self,
+        *,
+        error_kind: str,
+        error: str,
+        retry_at_ms: int | None = None,
+        bundles: Sequence[CommitBundle] = (),
+    ) -> RunOutcome:
+        """End the run with the turn stalled (``retry_at_ms`` given) or held, in one commit.
+
+        A held turn is never retried automatically; a stalled one gets a retry run when due.
+        """
+        turn = self.conv.open_turn
+        assert turn is not None
+        status: Literal["stalled", "held"]
+        if retry_at_ms is not None:
+            status = "stalled"
+            open_turn = self.open_turn_with(
+                status="stalled",
+                stalls=turn.stalls + 1,
+                error_kind=error_kind,
+                error=error,
+                retry_at_ms=retry_at_ms,
+            )
+        else:
+            status = "held"
+            open_turn = self.open_turn_with(status="held", error_kind=error_kind, error=error)
+        state = self.checkpoint(open_turn=open_turn)
+        await self.committer.stage(
+            Txn(
+                agent_id=self.agent_id,
+                bundles=list(bundles),
+                conversation=state,
+                run_end=RunEnd(
+                    run_id=self.run_id, status=status, ended_at_ms=self.now(), usage=self.run_usage
+                ),
+                inbox=[InboxUpdate(message_id=self.message_id, status=status)],
+                full=True,
+            ),
+            closes=True,
+        )
+        await self.committer.flush()
+        log.warning("turn stopped", status=status, error_kind=error_kind, error=error)
+        if status == "stalled":
+            self.emit(
+                "turn.stalled",
+                {"errorKind": error_kind, "retryAtMs": retry_at_ms, "stalls": open_turn.stalls},
+                stage=False,
+            )
+        else:
+            self.emit(
+                "turn.held",
+                {"errorKind": error_kind, "message": error, "runId": self.run_id},
+                stage=False,
+            )
+        self.emit_run_ended(status)
+        return self.outcome(status, error_kind=error_kind, error=error)
 
     def emit_run_ended(self, status: str) -> None:
         self.emit(

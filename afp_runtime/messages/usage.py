@@ -102,11 +102,15 @@ StopReason = Literal["end", "tool-calls", "max-tokens", "stop-sequence", "other"
 
 
 class ModelReply(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """What the model answered: text, tool calls, usage and why it stopped."""
+    """What the model answered: text, tool calls, usage and why it stopped.
+
+    ``usage`` is None when the provider reported no token counts (token strategies then stand
+    down rather than act on a stale reading, window.md §11).
+    """
 
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage = msgspec.field(default_factory=Usage)
+    usage: Usage | None = None
     stop_reason: StopReason = "end"
 
     def as_message(self) -> Message:

@@ -1,7 +1,9 @@
-"""Models: the Model port and its adapters (scripted, OpenAI-compatible, Anthropic)."""
+"""Models: the Model port and its adapters (scripted, extractive, OpenAI-compatible,
+Anthropic)."""
 
 from afp_runtime.models.anthropic import AnthropicModel
 from afp_runtime.models.base import EncodedRequest, Model, TokenSink
+from afp_runtime.models.extractive import ExtractiveSummarizer
 from afp_runtime.models.openai_compat import OpenAICompatModel
 from afp_runtime.models.retry import Attempt, RetryPolicy, backoff_s, send_with_retries
 from afp_runtime.models.scripted import ScriptedModel, ScriptEntry, ScriptHandler
@@ -10,6 +12,7 @@ __all__ = [
     "AnthropicModel",
     "Attempt",
     "EncodedRequest",
+    "ExtractiveSummarizer",
     "Model",
     "OpenAICompatModel",
     "RetryPolicy",

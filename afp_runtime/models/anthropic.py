@@ -255,9 +255,9 @@ def _reply_call(index: int, block: Mapping[str, Any]) -> ToolCall:
     return ToolCall(id=scrub(call_id), name=scrub(name), args={}, args_text=text)
 
 
-def _usage(raw: Any) -> Usage:
+def _usage(raw: Any) -> Usage | None:
     if raw is None:
-        return Usage()
+        return None
     if not isinstance(raw, dict):
         raise ReplyShapeError(f"usage is {shown(raw)}, not an object")
     cache_read = token_count(raw, "cache_read_input_tokens")

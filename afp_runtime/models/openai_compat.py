@@ -300,9 +300,9 @@ def _reply_call(index: int, raw: Any) -> ToolCall:
     return ToolCall(id=scrub(call_id), name=scrub(name), args={}, args_text=scrub(arguments))
 
 
-def _usage(raw: Any) -> Usage:
+def _usage(raw: Any) -> Usage | None:
     if raw is None:
-        return Usage()
+        return None
     if not isinstance(raw, dict):
         raise ReplyShapeError(f"usage is {shown(raw)}, not an object")
     prompt = raw.get("prompt_tokens_details")

@@ -14,6 +14,8 @@ from afp_runtime.records.conversation import (
     ConversationState,
     ListRef,
     OpenTurn,
+    PriorVisitRef,
+    StoredFoldedSpan,
     TurnStatus,
 )
 from afp_runtime.records.ports import Clock, RunLog
@@ -43,12 +45,14 @@ __all__ = [
     "MAX_RANGES",
     "MESSAGE_LIST_KEYS",
     "OpenTurn",
+    "PriorVisitRef",
     "RunEnd",
     "RunKind",
     "RunLog",
     "RunStart",
     "RunStatus",
     "STAGES",
+    "StoredFoldedSpan",
     "TurnStatus",
     "Txn",
     "Verb",

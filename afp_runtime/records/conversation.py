@@ -30,6 +30,17 @@ class ListRef(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         """Every item position of the list, in order."""
         return [pos for start, end in self.ranges for pos in range(start, end)]
 
+    @classmethod
+    def of_positions(cls, positions: list[int]) -> ListRef:
+        """The reference to exactly these item positions, in this order (run-length encoded)."""
+        ranges: list[tuple[int, int]] = []
+        for pos in positions:
+            if ranges and ranges[-1][1] == pos:
+                ranges[-1] = (ranges[-1][0], pos + 1)
+            else:
+                ranges.append((pos, pos + 1))
+        return cls(ranges=tuple(ranges))
+
     def extended(self, start: int, end: int) -> ListRef:
         """This list followed by items ``[start, end)``."""
         if start == end:
@@ -41,6 +52,33 @@ class ListRef(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 TurnStatus = Literal["running", "paused", "stalled", "held"]
+
+
+class PriorVisitRef(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What the stand-down rule needs of one filed window record of the open turn."""
+
+    removed_message_count: int
+    reasons: tuple[str, ...]
+
+
+class StoredFoldedSpan(
+    msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True
+):
+    """A folded span as the store keeps it: its originals by reference to the item log.
+
+    ``messages`` is present iff ``retained == "conversation"``; the removed messages are already
+    in the agent's item log, so a fold copies no message.
+    """
+
+    summary_fingerprint: str
+    run_id: str
+    iteration: int
+    folded_at_ms: int
+    model: str
+    message_count: int
+    removed_stage_ids: tuple[str, ...]
+    retained: str
+    messages: ListRef | None = None
 
 
 class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
@@ -56,6 +94,10 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
         recoveries: recovery runs started for this turn.
         error_kind: why the turn is held or stalled (wire ``errorKind``).
         error: a readable reason for a held or stalled turn.
+        last_usage: usage of the turn's latest model call, None when it reported none (wire
+            ``lastUsage``): what the next window visit measures (window.md §11).
+        usage_missing: a call of this turn reported no usage since the last good reading.
+        prior_visits: the turn's last two filed window records, for the stand-down rule.
     """
 
     turn: int
@@ -68,6 +110,9 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
     stalls: int = 0
     wrap_up_asked: bool = False
     stopped_early: dict[str, Any] | None = None
+    last_usage: Usage | None = None
+    usage_missing: bool = False
+    prior_visits: tuple[PriorVisitRef, ...] = ()
     error_kind: str | None = None
     error: str | None = None
     retry_at_ms: int | None = None
@@ -86,6 +131,8 @@ class ConversationState(
         model_calls: agent-wide model-call counter (wire ``modelCalls``).
         usage_totals: lifetime usage (wire ``usageTotals``).
         open_turn: the unfinished turn, if any (wire ``openTurn``).
+        folded_count: folded spans the conversation carries (wire ``foldedCount``); the spans
+            live in their own append-only table.
         last_run_id: the last run of the last finished turn (wire ``lastRunId``).
         checkpointed_at_ms: injected clock at the transaction (wire ``checkpointedAtMs``).
     """
@@ -98,5 +145,6 @@ class ConversationState(
     model_calls: int = 0
     usage_totals: Usage = msgspec.field(default_factory=Usage)
     open_turn: OpenTurn | None = None
+    folded_count: int = 0
     last_run_id: str | None = None
     checkpointed_at_ms: int = 0

@@ -12,7 +12,7 @@ import msgspec
 
 from afp_runtime.messages import Message, Usage
 from afp_runtime.records.bundle import CommitBundle
-from afp_runtime.records.conversation import ConversationState
+from afp_runtime.records.conversation import ConversationState, StoredFoldedSpan
 
 RunKind = Literal["initial", "answer", "recovery", "retry", "operator"]
 RunStatus = Literal["running", "answered", "paused", "stalled", "held", "cancelled"]
@@ -79,6 +79,7 @@ class Txn(msgspec.Struct, kw_only=True):
     run_end: RunEnd | None = None
     inbox: list[InboxUpdate] = msgspec.field(default_factory=list)
     journal: list[JournalRow] = msgspec.field(default_factory=list)
+    folded: list[StoredFoldedSpan] = msgspec.field(default_factory=list)
     full: bool = False
 
     def absorb(self, other: Txn) -> None:
@@ -90,6 +91,7 @@ class Txn(msgspec.Struct, kw_only=True):
         self.run_end = other.run_end or self.run_end
         self.inbox.extend(other.inbox)
         self.journal.extend(other.journal)
+        self.folded.extend(other.folded)
         self.full = self.full or other.full
 
     def empty(self) -> bool:
@@ -102,4 +104,5 @@ class Txn(msgspec.Struct, kw_only=True):
             or self.run_end
             or self.inbox
             or self.journal
+            or self.folded
         )

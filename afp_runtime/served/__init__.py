@@ -4,6 +4,7 @@ from afp_runtime.served.receipt import (
     RECEIPT_VERSION,
     Basis,
     MessagesDigest,
+    OmittedForAttention,
     Receipt,
     RequestOnlyDigest,
     RunningDigest,
@@ -19,6 +20,7 @@ from afp_runtime.served.receipt import (
 __all__ = [
     "Basis",
     "MessagesDigest",
+    "OmittedForAttention",
     "RECEIPT_VERSION",
     "Receipt",
     "RequestOnlyDigest",

@@ -68,6 +68,13 @@ class WireDigest(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     deterministic: bool
 
 
+class OmittedForAttention(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """H of each message this iteration's window visit removed, in removal order."""
+
+    count: int
+    hashes: tuple[str, ...]
+
+
 class Receipt(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
     """What one model call sent, digested at send time (served.md §2.4)."""
 
@@ -79,6 +86,7 @@ class Receipt(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_de
     messages: MessagesDigest
     tools: ToolsDigest
     params: ModelParams
+    omitted_for_attention: OmittedForAttention | None = None
     wire: WireDigest | None = None
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from afp_runtime.messages import Message
-from afp_runtime.records import ConversationState, ListRef, Txn
+from afp_runtime.records import ConversationState, ListRef, StoredFoldedSpan, Txn
+from afp_runtime.store.sqlite.rows import InboxRow, StoredBundle
 from afp_runtime.store.sqlite.store import Ack, JournalEntry, LoadedConversation
 
 
@@ -49,6 +50,24 @@ class CheckpointStore(Protocol):
 
     async def journal(self, agent_id: str, turn: int) -> dict[str, JournalEntry]:
         """The tool journal of one turn."""
+        ...
+
+    async def inbox(self, agent_id: str, *, status: str | None = None) -> list[InboxRow]:
+        """An agent's inbox messages in position order."""
+        ...
+
+    async def inbox_message(self, message_id: str) -> InboxRow | None:
+        """One inbox message by id."""
+        ...
+
+    async def last_bundle(self, run_id: str) -> StoredBundle | None:
+        """The last committed bundle of a run."""
+        ...
+
+    async def folded_spans(
+        self, agent_id: str, *, summary_fingerprint: str | None = None
+    ) -> list[StoredFoldedSpan]:
+        """The conversation's folded spans, oldest first."""
         ...
 
     async def aclose(self) -> None:

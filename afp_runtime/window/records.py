@@ -37,7 +37,7 @@ class _Record(
     """Base of built-in records: tagged on ``strategy``."""
 
 
-class SlidingWindowRecord(_Record, frozen=True, tag="sliding-window"):
+class SlidingWindowRecord(_Record, frozen=True, kw_only=True, tag="sliding-window"):
     """A sliding-window visit."""
 
     iteration: int
@@ -55,7 +55,7 @@ class SlidingWindowRecord(_Record, frozen=True, tag="sliding-window"):
     dropped_standings: tuple[DroppedStanding, ...] | msgspec.UnsetType = msgspec.UNSET
 
 
-class TokenBudgetRecord(_Record, frozen=True, tag="token-budget"):
+class TokenBudgetRecord(_Record, frozen=True, kw_only=True, tag="token-budget"):
     """A token-budget visit (filed only when over budget)."""
 
     iteration: int
@@ -74,7 +74,7 @@ class TokenBudgetRecord(_Record, frozen=True, tag="token-budget"):
     dropped_standings: tuple[DroppedStanding, ...] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SummarizeOldestRecord(_Record, frozen=True, tag="summarize-oldest"):
+class SummarizeOldestRecord(_Record, frozen=True, kw_only=True, tag="summarize-oldest"):
     """A summarize-oldest visit (filed only when over budget)."""
 
     iteration: int
@@ -86,9 +86,9 @@ class SummarizeOldestRecord(_Record, frozen=True, tag="summarize-oldest"):
     removed_message_count: int
     window_chars_after: int
     summary_chars: int
-    refusals: tuple[Refusal, ...]
     summarizer_tokens: Usage | msgspec.UnsetType = msgspec.UNSET
     summarizer_skipped: bool | msgspec.UnsetType = msgspec.UNSET
+    refusals: tuple[Refusal, ...]
     dropped_observations: tuple[str, ...] | msgspec.UnsetType = msgspec.UNSET
     observations: WindowObservations | msgspec.UnsetType = msgspec.UNSET
     ledger_facts: WindowObservations | msgspec.UnsetType = msgspec.UNSET

@@ -13,7 +13,8 @@ import msgspec
 
 from afp_runtime.messages import Message, ModelReply, ModelRequest, Usage
 from afp_runtime.window.folds import FoldedSpan
-from afp_runtime.window.plan import Guards, RemovalPlan
+from afp_runtime.window.observations import WindowObservations
+from afp_runtime.window.plan import Guards, RemovalPlan, plan_removal
 from afp_runtime.window.records import WindowRecord
 from afp_runtime.window.refusals import Standing
 from afp_runtime.window.turns import Turn, segment
@@ -145,6 +146,9 @@ class WindowVisit:
         self._origins = tuple(origins)
         # The latest plan a strategy obtained: result validation holds removals to its span.
         self.latest_plan: RemovalPlan | None = None
+        # The pin blocks the stage files (§13.2): a later plan replaces them only when present.
+        self.captured_observations: WindowObservations | msgspec.UnsetType = msgspec.UNSET
+        self.captured_ledger_facts: WindowObservations | msgspec.UnsetType = msgspec.UNSET
 
     def now(self) -> int:
         """The visit instant, epoch milliseconds."""
@@ -154,10 +158,12 @@ class WindowVisit:
         self, keep: int, is_existing_summary: Callable[[Turn], bool] | None = None
     ) -> RemovalPlan:
         """The removal plan for ``keep`` recent turns under this visit's guards."""
-        from afp_runtime.window.plan import plan_removal
-
         plan = plan_removal(self.turns, keep, self._guards, is_existing_summary)
         self.latest_plan = plan
+        if plan.observations is not msgspec.UNSET:
+            self.captured_observations = plan.observations
+        if plan.ledger_facts is not msgspec.UNSET:
+            self.captured_ledger_facts = plan.ledger_facts
         return plan
 
     def removal_facts(self, indices: Iterable[int], at_ms: int) -> RemovalFacts:

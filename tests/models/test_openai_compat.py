@@ -188,13 +188,13 @@ async def test_usage_is_mapped(server, openai) -> None:
     assert reply.usage == Usage(input=120, output=30, cache_read=100, reasoning=12)
 
 
-async def test_missing_usage_counts_zero(server, openai) -> None:
-    """A reply without usage (some local servers) has zero usage and no optional counts."""
+async def test_missing_usage_is_none(server, openai) -> None:
+    """A reply without usage (some local servers) reports no usage, not a zero reading."""
     server.reply(json_body=chat_reply())
 
     reply = await openai.send(REQUEST)
 
-    assert reply.usage == Usage()
+    assert reply.usage is None
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import structlog
@@ -11,11 +11,10 @@ from afp_runtime.errors import ModelCallError
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.messages import (
     ModelRequest,
+    Usage,
 )
 from afp_runtime.models import EncodedRequest, send_with_retries
 from afp_runtime.records import (
-    InboxUpdate,
-    RunEnd,
     Txn,
     Write,
 )
@@ -79,8 +78,15 @@ async def call_model(
         stop_reason=reply.stop_reason,
         attempts=len(failed) + 1,
     )
-    run.run_usage = run.run_usage + reply.usage
-    state = run.checkpoint(usage_totals=run.conv.usage_totals + reply.usage)
+    usage = reply.usage or Usage()
+    run.run_usage = run.run_usage + usage
+    # What the next window visit measures (window.md §11): this call's usage, or None.
+    run.last_usage = reply.usage
+    run.usage_missing = reply.usage is None
+    state = run.checkpoint(
+        usage_totals=run.conv.usage_totals + usage,
+        open_turn=run.open_turn_with(last_usage=reply.usage, usage_missing=run.usage_missing),
+    )
     bundle = run.bundle(
         [
             Write(key="reply", verb="set", value=committed),
@@ -97,7 +103,7 @@ async def call_model(
             "contentChars": len(reply.content),
             "durationMs": run.now() - started,
             "attempts": committed.attempts,
-            "usage": msgspec.to_builtins(reply.usage),
+            "usage": msgspec.to_builtins(usage),
         },
     )
     return committed
@@ -107,66 +113,25 @@ async def _call_failed(run: Run, exc: ModelCallError) -> RunOutcome:
     now = run.now()
     turn = run.conv.open_turn
     assert turn is not None
-    attempts = len(exc.attempts) or 1
     failure: dict[str, Any] = {
         "errorKind": exc.error_kind,
-        "attempts": attempts,
+        "attempts": len(exc.attempts) or 1,
         "message": exc.message,
     }
     if exc.status is not None:
         failure["status"] = exc.status
+    run.emit("model.failed", {"epoch": run.iteration, **failure, "retryable": exc.retryable})
+    retry_at = None
     if exc.retryable:
         retry_at = now + min(STALL_CAP_MS, STALL_BASE_MS * 2**turn.stalls)
         if exc.retry_after_s is not None:
             retry_at = now + round(exc.retry_after_s * 1000)
-        status: Literal["stalled", "held"] = "stalled"
-        open_turn = run.open_turn_with(
-            status="stalled",
-            stalls=turn.stalls + 1,
-            error_kind=exc.error_kind,
-            error=exc.message,
-            retry_at_ms=retry_at,
-        )
-    else:
-        status = "held"
-        open_turn = run.open_turn_with(status="held", error_kind=exc.error_kind, error=exc.message)
-    payload = {"epoch": run.iteration, **failure, "retryable": exc.retryable}
-    run.emit("model.failed", payload)
-    state = run.checkpoint(open_turn=open_turn)
     bundle = run.bundle(
         [
             Write(key="callFailure", verb="set", value=failure),
             Write(key="runUsage", verb="set", value=run.run_usage),
         ]
     )
-    await run.committer.stage(
-        Txn(
-            agent_id=run.agent_id,
-            bundles=[bundle],
-            conversation=state,
-            run_end=RunEnd(run_id=run.run_id, status=status, ended_at_ms=now, usage=run.run_usage),
-            inbox=[InboxUpdate(message_id=run.message_id, status=status)],
-            full=True,
-        ),
-        closes=True,
+    return await run.stop_turn(
+        error_kind=exc.error_kind, error=exc.message, retry_at_ms=retry_at, bundles=[bundle]
     )
-    await run.committer.flush()
-    log.warning("turn stopped", status=status, error_kind=exc.error_kind, error=exc.message)
-    if status == "stalled":
-        run.emit(
-            "turn.stalled",
-            {
-                "errorKind": exc.error_kind,
-                "retryAtMs": open_turn.retry_at_ms,
-                "stalls": open_turn.stalls,
-            },
-            stage=False,
-        )
-    else:
-        run.emit(
-            "turn.held",
-            {"errorKind": exc.error_kind, "message": exc.message, "runId": run.run_id},
-            stage=False,
-        )
-    run.emit_run_ended(status)
-    return run.outcome(status, error_kind=exc.error_kind, error=exc.message)

@@ -21,13 +21,13 @@ from afp_runtime.served import (
     RECEIPT_VERSION,
     Basis,
     MessagesDigest,
+    OmittedForAttention,
     Receipt,
     RequestOnlyDigest,
     SystemDigest,
     ToolsDigest,
     extend_digest,
     schema_hash,
-    start_digest,
     wire_digest,
 )
 
@@ -50,8 +50,6 @@ async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
     model = run.d.model
     encoded = model.encode(request) if model.encoder is not None else None
     # The window only grows within a run, so the digest extends by the new messages.
-    if run.digest.count > len(run.history):
-        run.digest = start_digest(run.run_id)
     run.digest = extend_digest(run.run_id, run.digest, run.history, run.fps)
     agent_call = run.conv.model_calls + 1
     call_stage_id = runtime_stage_id("call-model", run.seq + 1)
@@ -84,6 +82,9 @@ async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
             withheld="wrap-up" if run.wrap_up_asked else None,
         ),
         params=request.params,
+        omitted_for_attention=(
+            OmittedForAttention(count=len(run.omitted), hashes=run.omitted) if run.omitted else None
+        ),
         wire=(
             wire_digest(
                 run.run_id,

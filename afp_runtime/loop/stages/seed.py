@@ -19,6 +19,7 @@ from afp_runtime.records import (
     Txn,
     Write,
 )
+from afp_runtime.window import MessageOrigin
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
@@ -60,7 +61,12 @@ async def seed(run: Run) -> None:
         run.iteration = open_turn.next_iteration
         run.wrap_up_asked = open_turn.wrap_up_asked
         run.stopped_early = open_turn.stopped_early
+        run.last_usage = open_turn.last_usage
+        run.usage_missing = open_turn.usage_missing
+        run.prior = open_turn.prior_visits
         run.text = run.text or _last_person_message(run)
+    # Restored messages are re-stamped to this run's seed (window.md §13.2).
+    run.origins = [MessageOrigin(stage_id="seed#0", born_at_ms=now)] * len(run.history)
     state = run.checkpoint(open_turn=open_turn)
     writes = [
         Write(key="runId", verb="set", value=run.run_id),
@@ -80,6 +86,10 @@ async def seed(run: Run) -> None:
         Write(key="definition", verb="set", value=run.d.summary()),
         Write(key="runUsage", verb="set", value=Usage()),
     ]
+    if state.folded_count:
+        # By reference: the spans (and their originals) stay in the store until asked for.
+        spans = {"spans": [0, state.folded_count]}
+        writes.append(Write(key="foldedSpans", verb="set", value=spans))
     if run.wrap_up_asked:
         writes.append(Write(key="wrapUpAsked", verb="set", value=True))
     if run.stopped_early is not None:

@@ -1,24 +1,268 @@
-"""The ``window`` stage: a pass-through until the window family arrives (one empty bundle)."""
+"""The ``window`` stage: the strategy visit, pins, stand-down, and the record (window.md §14).
+
+Without a strategy it commits one bundle with no writes, so requests are byte-identical to a
+runtime without the window family. Otherwise it runs the pure visit pipeline and commits, in
+one bundle and one transaction, the new window (``history``), the record (``compactions``) and
+any folded spans (``foldedSpans``), with the conversation checkpoint. A strategy that breaks the
+rules holds the turn and commits nothing of the visit.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
+import msgspec
 import structlog
 
+from afp_runtime.errors import CompactionUnmeasurableError, WindowStrategyError
+from afp_runtime.messages import Message, fingerprint, message_body, salted
 from afp_runtime.records import (
+    MAX_RANGES,
+    Item,
+    ListRef,
+    PriorVisitRef,
+    StoredFoldedSpan,
     Txn,
+    Write,
+    runtime_stage_id,
+)
+from afp_runtime.served import start_digest
+from afp_runtime.window import (
+    FoldedSpan,
+    MessageOrigin,
+    PriorVisit,
+    VisitOutcome,
+    record_to_wire,
+    visit_window,
 )
 
 if TYPE_CHECKING:
+    from afp_runtime.loop.outcomes import RunOutcome
     from afp_runtime.loop.run import Run
 
 
 log = structlog.get_logger()
 
 
-async def window(run: Run) -> None:
-    # A pass-through until the window family arrives: one bundle with no writes.
+def _warn_once(run: Run, key: str, message: str, **context: Any) -> None:
+    """Window warnings are logged at most once per agent definition (window.md §14.5)."""
+    if key in run.d.warned:
+        return
+    run.d.warned.add(key)
+    strategy = run.d.window.name if run.d.window is not None else None
+    log.warning(message, strategy=strategy, **context)
+
+
+async def window(run: Run) -> RunOutcome | None:
+    """Visit the window; returns an outcome only when the visit holds the turn."""
     run.begin("window")
     run.emit("iteration.started", {"iteration": run.iteration})
-    await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
+    run.omitted = ()
+    strategy = run.d.window
+    if strategy is None:
+        await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
+        return None
+    if run.last_usage is None and run.usage_missing:
+        _warn_once(
+            run,
+            "stale-usage",
+            "the provider stopped reporting token usage; token strategies stand down",
+            iteration=run.iteration,
+        )
+    now = run.now()
+    try:
+        outcome = await visit_window(
+            strategy,
+            history=tuple(run.history),
+            said=run.text,
+            measured=run.last_usage,
+            iteration=run.iteration,
+            run_id=run.run_id,
+            agent_model=run.d.model.model,
+            provider_name=run.d.model.provider,
+            now_ms=now,
+            origins=tuple(run.origins),
+            prior=tuple(
+                PriorVisit(
+                    removed_message_count=p.removed_message_count, reasons=frozenset(p.reasons)
+                )
+                for p in run.prior
+            ),
+            keep_last_tool_results=run.d.keep_last_tool_results,
+        )
+    except (WindowStrategyError, CompactionUnmeasurableError) as exc:
+        # Not a model error: the same code fails the same way, so the turn is held, never
+        # retried automatically (ARCHITECTURE ruling 8); nothing of this visit is committed.
+        return await run.stop_turn(error_kind=exc.error_kind, error=str(exc))
+    if outcome is None:
+        await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
+        return None
+    await _commit_visit(run, outcome, now)
+    return None
+
+
+def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item], ListRef]:
+    """Apply the rebase to the stored list reference and the in-memory window."""
+    assert outcome.rebase is not msgspec.UNSET and outcome.window is not msgspec.UNSET
+    rebase = outcome.rebase
+    window: Sequence[Message] = outcome.window
+    positions = run.conv.history.positions()
+    head = positions[: rebase.head_count]
+    tail = positions[len(positions) - rebase.kept_tail_count :] if rebase.kept_tail_count else []
+    head_fps = run.fps[: rebase.head_count]
+    tail_fps = run.fps[len(run.fps) - rebase.kept_tail_count :] if rebase.kept_tail_count else []
+    head_origins = run.origins[: rebase.head_count]
+    tail_origins = (
+        run.origins[len(run.origins) - rebase.kept_tail_count :] if rebase.kept_tail_count else []
+    )
+    items: list[Item] = []
+    next_pos = run.conv.next_pos
+    inserted: list[int] = []
+    inserted_fps: list[str] = []
+    inserted_origins: list[MessageOrigin] = []
+    if len(window) > rebase.head_count + rebase.kept_tail_count:
+        message = window[rebase.head_count]
+        fp = fingerprint(message)
+        items.append(Item(pos=next_pos, fingerprint=fp, message=message))
+        inserted, inserted_fps = [next_pos], [fp]
+        born = rebase.inserted_at_ms if rebase.inserted_at_ms is not msgspec.UNSET else now
+        stage_id = runtime_stage_id(run.stage, run.seq)
+        inserted_origins = [MessageOrigin(stage_id=stage_id, born_at_ms=born)]
+        next_pos += 1
+    new_positions = head + inserted + tail
+    ref = ListRef.of_positions(new_positions)
+    if len(ref.ranges) > MAX_RANGES:
+        # Compact: the window's references are appended again as one contiguous range, so a
+        # list never needs more than a few ranges to read (bodies are shared, not copied).
+        start = next_pos
+        for offset, message in enumerate(window):
+            items.append(
+                Item(
+                    pos=start + offset,
+                    fingerprint=(head_fps + inserted_fps + tail_fps)[offset],
+                    message=message,
+                )
+            )
+        next_pos = start + len(window)
+        ref = ListRef(ranges=((start, next_pos),))
+    run.omitted = tuple(
+        salted(run.run_id, message_body(m))
+        for m in run.history[rebase.head_count : len(run.history) - rebase.kept_tail_count]
+    )
+    run.history = list(window)
+    run.fps = head_fps + inserted_fps + tail_fps
+    # The as-sent list changed other than by appending: the running digest starts again.
+    run.digest = start_digest(run.run_id)
+    run.origins = head_origins + inserted_origins + tail_origins
+    run.conv = msgspec.structs.replace(run.conv, history=ref, next_pos=next_pos)
+    return items, ref
+
+
+def _stored_span(run: Run, span: FoldedSpan, removed: ListRef) -> StoredFoldedSpan:
+    return StoredFoldedSpan(
+        summary_fingerprint=span.summary_fingerprint,
+        run_id=span.run_id,
+        iteration=span.iteration,
+        folded_at_ms=span.folded_at_ms,
+        model=span.model,
+        message_count=span.message_count,
+        removed_stage_ids=span.removed_stage_ids,
+        retained=span.retained,
+        messages=removed if span.retained == "conversation" else None,
+    )
+
+
+async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> None:
+    record = outcome.record
+    before = list(run.history)
+    writes: list[Write] = []
+    items: list[Item] = []
+    folded: list[StoredFoldedSpan] = []
+    if outcome.window is not msgspec.UNSET:
+        rebase = outcome.rebase
+        assert rebase is not msgspec.UNSET
+        positions = run.conv.history.positions()
+        removed = ListRef.of_positions(
+            positions[rebase.head_count : len(positions) - rebase.kept_tail_count]
+        )
+        items, ref = _new_history(run, outcome, now)
+        writes.append(Write(key="history", verb="set", value=ref))
+        folded = [_stored_span(run, span, removed) for span in outcome.folded]
+    writes.append(Write(key="compactions", verb="append", value=[record_to_wire(record)]))
+    if folded:
+        count = run.conv.folded_count
+        writes.append(
+            Write(key="foldedSpans", verb="append", value={"spans": [count, count + len(folded)]})
+        )
+    reasons = tuple(sorted({r.reason for r in record.refusals}))
+    run.prior = (
+        *run.prior[-1:],
+        PriorVisitRef(removed_message_count=record.removed_message_count, reasons=reasons),
+    )
+    state = run.checkpoint(
+        folded_count=run.conv.folded_count + len(folded),
+        open_turn=run.open_turn_with(prior_visits=run.prior),
+    )
+    await run.committer.stage(
+        Txn(
+            agent_id=run.agent_id,
+            bundles=[run.bundle(writes)],
+            items=items,
+            conversation=state,
+            folded=folded,
+        )
+    )
+    _emit_visit(run, outcome, before)
+
+
+def _emit_visit(run: Run, outcome: VisitOutcome, before: Sequence[Message]) -> None:
+    record = outcome.record
+    strategy = run.d.window
+    assert strategy is not None
+    run.emit(
+        "window.recorded",
+        {
+            "strategy": strategy.name,
+            "removedMessageCount": record.removed_message_count,
+            "windowCharsBefore": record.window_chars_before,
+            "windowCharsAfter": record.window_chars_after,
+        },
+    )
+    for eviction in outcome.evictions:
+        run.emit(
+            "window.evicted",
+            {
+                "slot": "messages",
+                "fingerprint": fingerprint(before[eviction.index]),
+                "index": eviction.index,
+                "reason": "budget",
+                "survivalMs": eviction.survival_ms,
+            },
+        )
+    pressure = outcome.budget_pressure
+    if pressure is not None:
+        run.emit(
+            "window.budget-pressure",
+            {
+                "slot": "messages",
+                "overflowBy": max(0, pressure.projected_tokens - pressure.cap_tokens),
+                "planAction": pressure.plan_action,
+                "unit": pressure.unit,
+                "cap": pressure.cap_tokens,
+                "projected": pressure.projected_tokens,
+            },
+        )
+    if outcome.spend is not None:
+        billing = getattr(strategy, "billing", None)
+        provider = getattr(getattr(billing, "provider", None), "provider", "unknown")
+        run.emit(
+            "cost.spent",
+            {
+                "provider": provider,
+                "model": outcome.spend.model,
+                "usage": msgspec.to_builtins(outcome.spend.usage),
+            },
+        )
+    if outcome.warning:
+        _warn_once(run, outcome.warning, outcome.warning, iteration=run.iteration)

@@ -83,6 +83,21 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        2,
+        "folded spans",
+        """
+        -- Append-only: one row per fold, oldest first; originals by reference to the item log.
+        CREATE TABLE folded_spans (
+            agent INTEGER NOT NULL REFERENCES agents(agent),
+            idx INTEGER NOT NULL,
+            summary_fp BLOB NOT NULL,
+            span BLOB NOT NULL,
+            PRIMARY KEY (agent, idx)
+        ) WITHOUT ROWID;
+        CREATE INDEX folded_by_summary ON folded_spans (agent, summary_fp);
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -34,6 +34,7 @@ from afp_runtime.records import (
     Item,
     JournalRow,
     ListRef,
+    StoredFoldedSpan,
     Txn,
     runtime_stage_id,
 )
@@ -47,6 +48,15 @@ _state_encoder = msgspec.msgpack.Encoder()
 _state_decoder = msgspec.msgpack.Decoder(ConversationState)
 _usage_decoder = msgspec.msgpack.Decoder(Usage)
 _writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
+_span_decoder = msgspec.msgpack.Decoder(StoredFoldedSpan)
+
+
+def _fp_key(fingerprint: str) -> bytes:
+    """Fingerprints are stored as 32 bytes; a foreign (non-hex) one as its UTF-8 text."""
+    try:
+        return bytes.fromhex(fingerprint) if len(fingerprint) == 64 else fingerprint.encode()
+    except ValueError:
+        return fingerprint.encode()
 
 
 async def _rows(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
@@ -185,7 +195,9 @@ class SqliteStore:
             for number, name, sql in MIGRATIONS:
                 if number <= version:
                     continue
-                for statement in sql.split(";"):
+                # Comments go first: they may hold ';', which separates statements.
+                code = "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+                for statement in code.split(";"):
                     if statement.strip():
                         await db.execute(statement)
                 await db.execute("INSERT INTO migrations VALUES (?, ?, ?)", (number, name, now_ms))
@@ -296,6 +308,17 @@ class SqliteStore:
                     await self._update_inbox(db, update)
                 if txn.journal:
                     await self._insert_journal(db, agent, txn.journal)
+                for span in txn.folded:
+                    await db.execute(
+                        "INSERT INTO folded_spans SELECT ?, COALESCE(MAX(idx) + 1, 0), ?, ?"
+                        " FROM folded_spans WHERE agent=?",
+                        (
+                            agent,
+                            _fp_key(span.summary_fingerprint),
+                            _state_encoder.encode(span),
+                            agent,
+                        ),
+                    )
 
     async def _insert_items(self, db: aiosqlite.Connection, agent: int, items: list[Item]) -> None:
         await db.executemany(
@@ -656,6 +679,25 @@ class SqliteStore:
             return None
         found = await self.bundles(run_id, from_seq=int(rows[0][0]))
         return found[0] if found else None
+
+    async def folded_spans(
+        self, agent_id: str, *, summary_fingerprint: str | None = None
+    ) -> list[StoredFoldedSpan]:
+        """The conversation's folded spans, oldest first (or those of one summary)."""
+        sql = (
+            "SELECT f.span FROM folded_spans f JOIN agents a ON a.agent=f.agent WHERE a.agent_id=?"
+        )
+        params: tuple[Any, ...] = (agent_id,)
+        if summary_fingerprint is not None:
+            sql += " AND f.summary_fp=?"
+            params += (_fp_key(summary_fingerprint),)
+        rows = await self._fetch(sql + " ORDER BY f.idx", params)
+        try:
+            return [_span_decoder.decode(row[0]) for row in rows]
+        except msgspec.DecodeError as exc:
+            raise StoreDamaged(
+                f"a folded span of {agent_id!r} does not decode: {exc}", agent_id=agent_id
+            ) from exc
 
     async def integrity_check(self) -> list[str]:
         """``PRAGMA integrity_check``: ``['ok']`` on a healthy file."""

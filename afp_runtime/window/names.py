@@ -1,0 +1,71 @@
+"""Tool names of window messages, and the names of what left (window.md §8.1, §8.2).
+
+A tool message names its own tool when it carries a non-empty ``tool_name``; otherwise its
+name is recovered from the assistant call it answers. A settled message (``not_dispatched``)
+names nothing: its tool never ran. Nothing here invents a placeholder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from afp_runtime.messages import Message
+
+CallNames = Mapping[str, str]
+"""Call id → tool name of the **first** call with that id in a window (see ``call_names``)."""
+
+
+def call_names(context: Iterable[Message]) -> dict[str, str]:
+    """Index the tool calls of ``context``: each call id mapped to the name of its first call.
+
+    Built once per window so that naming many messages stays linear in window length.
+    """
+    names: dict[str, str] = {}
+    for message in context:
+        for call in message.tool_calls:
+            names.setdefault(call.id, call.name)
+    return names
+
+
+def _called_name(call_id: str, context: Sequence[Message] | CallNames) -> str | None:
+    """Name of the first call with ``call_id`` in ``context``, or None when there is none."""
+    if isinstance(context, Mapping):
+        return context.get(call_id)
+    for message in context:
+        for call in message.tool_calls:
+            if call.id == call_id:
+                return call.name
+    return None
+
+
+def tool_name_of(message: Message, context: Sequence[Message] | CallNames) -> str | None:
+    """The tool a ``tool`` message answers for, or None when it cannot be named (§8.1).
+
+    ``context`` is usually the whole window, or its ``call_names`` index when many messages are
+    named. The first call with the message's id decides: when that call's name is empty the
+    message is unnameable, even if a later call with the same id has a name.
+    """
+    if message.role != "tool" or message.not_dispatched:
+        return None
+    if message.tool_name:
+        return message.tool_name
+    if not message.tool_call_id:
+        return None
+    return _called_name(message.tool_call_id, context) or None
+
+
+def dropped_tool_names(
+    span: Sequence[Message], context: Sequence[Message] | CallNames | None = None
+) -> tuple[str, ...]:
+    """Names of the span's tool messages, in first-appearance order, each once (§8.2).
+
+    ``context`` defaults to the span itself. Unnameable results contribute nothing.
+    """
+    source = span if context is None else context
+    index = source if isinstance(source, Mapping) else call_names(source)
+    seen: dict[str, None] = {}
+    for message in span:
+        name = tool_name_of(message, index)
+        if name is not None:
+            seen.setdefault(name, None)
+    return tuple(seen)

@@ -1,0 +1,95 @@
+"""Option checks shared by the built-in strategy factories (window.md §13.5).
+
+Every error is a ``WindowConfigError`` naming the factory, the option and the offending value.
+Counts reject ``bool`` first (``True`` is an ``int`` in Python).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Any, Literal
+
+from afp_runtime.errors import WindowConfigError, shown
+
+
+class _Missing:
+    """The default of a required option, so that leaving it out is a WindowConfigError."""
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING: Any = _Missing()
+
+
+def refuse_positional(factory: str, args: tuple[object, ...]) -> None:
+    """Options are keywords only: any positional argument is refused."""
+    if args:
+        raise WindowConfigError(
+            f"{factory}() takes its options as keywords only; it was given "
+            f"{len(args)} positional value(s)",
+            factory=factory,
+            option="(positional)",
+            value=shown(args),
+        )
+
+
+def _fail(factory: str, option: str, value: object, wanted: str) -> WindowConfigError:
+    if value is MISSING:
+        detail = f"{factory}() needs the option {option} ({wanted})"
+    else:
+        detail = f"{factory}() option {option} must be {wanted}, not {shown(value)}"
+    return WindowConfigError(detail, factory=factory, option=option, value=shown(value))
+
+
+def keep_turns(factory: str, value: object) -> int:
+    """``keep_recent_turns``: an int >= 1 (bool refused)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _fail(factory, "keep_recent_turns", value, "an int of at least 1")
+    return value
+
+
+def threshold(factory: str, value: object) -> float:
+    """``threshold_tokens``: a finite number > 0, int or float (bool refused)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise _fail(factory, "threshold_tokens", value, "a finite number greater than 0")
+    return value
+
+
+def summarizer(factory: str, value: object) -> Any:
+    """``summarizer``: anything with a ``str`` ``provider`` and an async ``send``."""
+    provider = getattr(value, "provider", None)
+    send = getattr(value, "send", None)
+    if (
+        value is MISSING
+        or isinstance(value, type)
+        or not isinstance(provider, str)
+        or not inspect.iscoroutinefunction(send)
+    ):
+        raise _fail(
+            factory,
+            "summarizer",
+            value,
+            "an object with a str provider and an async send(request), such as a Model",
+        )
+    return value
+
+
+def model_id(factory: str, value: object) -> str:
+    """``model``: a non-empty str."""
+    if not isinstance(value, str) or not value:
+        raise _fail(factory, "model", value, "a non-empty str (the summarizer's model id)")
+    return value
+
+
+def retain(factory: str, value: object) -> Literal["conversation", "discard"]:
+    """``retain``: ``"conversation"`` or ``"discard"``."""
+    if not isinstance(value, str) or value not in ("conversation", "discard"):
+        raise _fail(factory, "retain", value, "'conversation' or 'discard'")
+    return "conversation" if value == "conversation" else "discard"

@@ -1,0 +1,271 @@
+"""Result validation: every strategy result is checked before anything is committed (window.md
+§13.4).
+
+Built-in strategies are held to the same rules as custom ones. The first violation raises
+``WindowStrategyError`` naming the strategy, the field (wire spelling, e.g.
+``record.windowCharsAfter``) and the offending value; nothing of the visit is committed then.
+Linear in window length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import msgspec
+
+from afp_runtime.errors import WindowStrategyError, shown
+from afp_runtime.messages import Message, fingerprint
+from afp_runtime.window.records import (
+    CustomRecord,
+    SlidingWindowRecord,
+    SummarizeOldestRecord,
+    TokenBudgetRecord,
+    WindowRecord,
+)
+from afp_runtime.window.refusals import REFUSAL_REASONS
+from afp_runtime.window.turns import window_chars
+from afp_runtime.window.visit import WindowResult, WindowVisit
+
+_RECORD_TYPES = (SlidingWindowRecord, TokenBudgetRecord, SummarizeOldestRecord, CustomRecord)
+# Wire names of a custom record's typed fields: its ``extra`` keys are written flat beside them.
+_TYPED_WIRE_NAMES: frozenset[str] = frozenset(
+    name for name in CustomRecord.__struct_encode_fields__ if name != "extra"
+)
+
+
+def strategy_of(record: WindowRecord) -> str:
+    """The strategy name a record is filed under: the union tag, or a custom record's field."""
+    if isinstance(record, CustomRecord):
+        return record.strategy
+    tag = type(record).__struct_config__.tag
+    return tag if isinstance(tag, str) else ""
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _first_talker(messages: Sequence[Message]) -> str | None:
+    """Role of the first non-system message, or None."""
+    return next((m.role for m in messages if m.role != "system"), None)
+
+
+class _Checker:
+    """Raises the first violation with the strategy name bound."""
+
+    def __init__(self, strategy: str) -> None:
+        self.strategy = strategy
+
+    def fail(self, field: str, what: str, value: Any, **detail: Any) -> NoReturn:
+        raise WindowStrategyError(
+            f"strategy {self.strategy!r} returned {field} = {shown(value)}: {what}",
+            strategy=self.strategy,
+            field=field,
+            value=shown(value),
+            **detail,
+        )
+
+
+def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> None:
+    """Check a strategy's result against the visit it answered (§13.4, checks 1-9 in order).
+
+    Before the nine checks (our additions): the result must be a ``WindowResult`` carrying a
+    window record (field ``result`` / ``record``), and a custom record's ``extra`` keys may not
+    reuse a common field's wire name (field ``record.extra``), so the flat wire form stays
+    lossless.
+
+    Readings of §13.4 settled here: in check 3 the rebase's ``insertedAtMs`` decides whether
+    the new window holds one inserted message (present) or none (absent); in check 8 a refusal
+    "points at a real turn" when its ``turnIndex`` names a turn of this visit's segmentation
+    and its ``messageIndex`` is that turn's start in the pre-change window.
+
+    Raises:
+        WindowStrategyError: on the first violation.
+    """
+    check = _Checker(strategy_name)
+    if not isinstance(result, WindowResult):
+        check.fail("result", "a strategy must return a WindowResult or None", result)
+    record = result.record
+    if not isinstance(record, _RECORD_TYPES):
+        check.fail("record", "the record must be a window record", record)
+    if isinstance(record, CustomRecord):
+        clashes = sorted(key for key in record.extra if key in _TYPED_WIRE_NAMES)
+        if clashes:
+            check.fail("record.extra", "extra keys may not reuse a common field's name", clashes)
+    history = visit.history
+    size = len(history)
+
+    # 1. The record names this strategy and this visit.
+    if strategy_of(record) != strategy_name:
+        check.fail(
+            "record.strategy",
+            f"expected the strategy's name {strategy_name!r}",
+            strategy_of(record),
+        )
+    if record.iteration != visit.iteration:
+        check.fail(
+            "record.iteration", f"expected the visit iteration {visit.iteration}", record.iteration
+        )
+
+    # 2. A new window always comes with its rebase, and only with it.
+    window = result.window
+    rebase = result.rebase
+    if window is not msgspec.UNSET and rebase is msgspec.UNSET:
+        check.fail("rebase", "a new window needs a rebase", rebase)
+    if window is msgspec.UNSET and rebase is not msgspec.UNSET:
+        check.fail("window", "a rebase was given without a new window", window)
+
+    removed: range = range(0)
+    inserted: Message | None = None
+    if not isinstance(window, msgspec.UnsetType) and not isinstance(rebase, msgspec.UnsetType):
+        # 3. The new window is head + (one inserted message)? + tail of the old one.
+        head, tail = rebase.head_count, rebase.kept_tail_count
+        if not _is_count(head):
+            check.fail("rebase.headCount", "must be an int >= 0", head)
+        if not _is_count(tail):
+            check.fail("rebase.keptTailCount", "must be an int >= 0", tail)
+        if head + tail > size - 1:
+            check.fail(
+                "rebase", f"head + tail must leave at least one of {size} messages out", head + tail
+            )
+        extra = len(window) - head - tail
+        wants_insert = rebase.inserted_at_ms is not msgspec.UNSET
+        if extra != (1 if wants_insert else 0):
+            check.fail(
+                "window",
+                f"expected {head} head + {int(wants_insert)} inserted + "
+                f"{tail} tail messages (insertedAtMs decides the middle)",
+                len(window),
+            )
+        for position in range(head):
+            if fingerprint(window[position]) != fingerprint(history[position]):
+                check.fail(
+                    "window",
+                    f"head message {position} differs from the old window",
+                    window[position].content,
+                )
+        for back in range(1, tail + 1):
+            if fingerprint(window[-back]) != fingerprint(history[-back]):
+                check.fail(
+                    "window",
+                    f"tail message {len(window) - back} differs from the old "
+                    f"window's message {size - back}",
+                    window[-back].content,
+                )
+        if extra == 1:
+            inserted = window[head]
+            if inserted.role != "user":
+                check.fail("window", "an inserted message must have role user", inserted.role)
+        removed = range(head, size - tail)
+
+        # 4. The removed range is whole turns inside the latest plan's span.
+        starts = {turn.start for turn in visit.turns}
+        if removed.start not in starts or (removed.stop != size and removed.stop not in starts):
+            check.fail(
+                "window",
+                "the removed range must consist of whole turns",
+                [removed.start, removed.stop],
+            )
+        plan = visit.latest_plan
+        if plan is None or plan.span is None:
+            check.fail(
+                "window",
+                "no removal plan with a span was obtained this visit, so nothing may be removed",
+                [removed.start, removed.stop],
+            )
+        else:
+            first, last = plan.span
+            low = visit.turns[first].start
+            high = visit.turns[last].start + visit.turns[last].length
+            if removed.start < low or removed.stop > high:
+                check.fail(
+                    "window",
+                    f"the removed range lies outside the plan span [{low}, {high})",
+                    [removed.start, removed.stop],
+                )
+
+    # 5. The record's counts and chars are exact.
+    new_window = history if isinstance(window, msgspec.UnsetType) else window
+    if record.removed_message_count != len(removed):
+        check.fail(
+            "record.removedMessageCount",
+            f"{len(removed)} messages left",
+            record.removed_message_count,
+        )
+    before = window_chars(history)
+    if record.window_chars_before != before:
+        check.fail(
+            "record.windowCharsBefore",
+            f"the window held {before} chars",
+            record.window_chars_before,
+        )
+    after = window_chars(new_window)
+    if record.window_chars_after != after:
+        check.fail(
+            "record.windowCharsAfter",
+            f"the new window holds {after} chars",
+            record.window_chars_after,
+        )
+    facts = visit.removal_facts(removed, visit.now())
+    if tuple(record.removed_stage_ids) != facts.removed_stage_ids:
+        check.fail(
+            "record.removedStageIds",
+            f"expected {list(facts.removed_stage_ids)}",
+            list(record.removed_stage_ids),
+        )
+
+    # 6. One eviction per removed index, ascending.
+    indexes = [eviction.index for eviction in result.evictions]
+    if indexes != list(removed):
+        check.fail("evictions", f"expected indexes {list(removed)}", indexes)
+
+    # 7. Folded spans only beside an inserted message that stands for the removed range.
+    if result.folded:
+        if inserted is None:
+            check.fail("folded", "folded spans need an inserted message", len(result.folded))
+        else:
+            stands_for = fingerprint(inserted)
+            gone = history[removed.start : removed.stop]
+            for span in result.folded:
+                if span.summary_fingerprint != stands_for:
+                    check.fail(
+                        "folded.summaryFingerprint",
+                        "must be the inserted message's fingerprint",
+                        span.summary_fingerprint,
+                    )
+                if span.message_count != len(removed):
+                    check.fail(
+                        "folded.messageCount", f"{len(removed)} messages left", span.message_count
+                    )
+                if span.messages is not msgspec.UNSET and tuple(span.messages) != gone:
+                    check.fail(
+                        "folded.messages",
+                        "must be the removed messages in order",
+                        len(span.messages),
+                    )
+
+    # 8. Refusals use the closed set of reasons and point at real turns.
+    turns = visit.turns
+    for refusal in record.refusals:
+        if refusal.reason not in REFUSAL_REASONS:
+            check.fail("record.refusals", "unknown refusal reason", refusal.reason)
+        t = refusal.turn_index
+        if not (_is_count(t) and t < len(turns)):
+            check.fail("record.refusals", f"turnIndex must name one of {len(turns)} turns", t)
+        elif refusal.message_index != turns[t].start:
+            check.fail(
+                "record.refusals",
+                f"messageIndex of turn {t} is {turns[t].start}",
+                refusal.message_index,
+            )
+
+    # 9. A window that opened with a user message still does.
+    if (
+        not isinstance(window, msgspec.UnsetType)
+        and _first_talker(history) == "user"
+        and _first_talker(window) != "user"
+    ):
+        check.fail(
+            "window", "the first non-system message must stay a user message", _first_talker(window)
+        )
