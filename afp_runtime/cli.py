@@ -31,8 +31,11 @@ from afp_runtime.loop import (
     SystemClock,
     TimeOrderedIds,
     build_definition,
+    export_checkpoint,
+    import_checkpoint,
     load_config,
     load_folded_spans,
+    parse_checkpoint,
 )
 from afp_runtime.records import ListRef
 from afp_runtime.store import SqliteStore
@@ -160,6 +163,8 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     try:
         agents = {a.agent_id: a for a in await store.agents()}
         runs = await store.runs(definition.agent_id)
+        spans = await store.folded_spans(definition.agent_id)
+        records = await _window_records(store, [o.run_id for o in outcomes])
     finally:
         await store.aclose()
     agent = agents[definition.agent_id]
@@ -178,14 +183,33 @@ async def cmd_demo(args: argparse.Namespace) -> int:
         "conversation",
         f"{agent.turn} turns, {agent.messages} messages, {agent.model_calls} model calls in all",
     )
+    removed = sum(r.get("removedMessageCount", 0) for r in records)
+    pinned = sorted(
+        {p["toolName"] for r in records for p in (r.get("observations") or {}).get("pinned", [])}
+    )
+    table.add_row(
+        "window",
+        f"{len(records)} records this run, {removed} messages folded out; "
+        f"pins held: {', '.join(pinned) or 'none'}",
+    )
+    table.add_row("folds", f"{len(spans)} folded spans kept with the conversation")
     table.add_row("status", agent.status)
     table.add_row("data", str(await anyio.Path(args.db).resolve()))
     out.print(table)
     last = runs[-1].run_id if runs else "RUN"
-    out.print("next:")
-    out.print(f"  afp runs demo --db {args.db}          # every run of the agent")
-    out.print(f"  afp commits {last} --db {args.db}   # the commit log of the last run")
-    out.print("  scripts/demo                           # continue the same conversation")
+    db = args.db
+
+    def say(line: str) -> None:
+        out.print(line, soft_wrap=True, highlight=False)
+
+    say("next:")
+    say(f"  afp runs demo --db {db}                 # every run of the agent")
+    say(f"  afp commits {last} --db {db}   # the commit log of the last run")
+    say(f"  afp window --agent demo --db {db}       # what each window visit did")
+    if spans:
+        fp = spans[-1].summary_fingerprint
+        say(f"  afp folded demo {fp} --messages --db {db}   # a fold's originals")
+    say("  scripts/demo                               # continue the same conversation")
     return EXIT_OK
 
 
@@ -439,6 +463,41 @@ async def cmd_folded(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def cmd_checkpoint(args: argparse.Namespace) -> int:
+    """Print an agent's conversation checkpoint in portable form (JSON)."""
+    store = await _reader(args.db)
+    try:
+        if await store.conversation_state(args.agent) is None:
+            raise NotFound(f"no agent {args.agent!r}")
+        checkpoint = await export_checkpoint(store, args.agent)
+    finally:
+        await store.aclose()
+    _json(checkpoint)
+    return EXIT_OK
+
+
+async def cmd_import(args: argparse.Namespace) -> int:
+    """Start an agent's conversation from a portable checkpoint (--replace archives the old)."""
+    try:
+        data = await anyio.Path(args.file).read_bytes()
+    except OSError as exc:
+        raise NotFound(f"cannot read {args.file}: {exc}") from exc
+    checkpoint = parse_checkpoint(data, agent_id=args.agent)
+    clock = SystemClock()
+    store = await SqliteStore.open(args.db, now_ms=clock.now_ms())
+    try:
+        state = await import_checkpoint(
+            store, args.agent, checkpoint, now_ms=clock.now_ms(), replace=args.replace
+        )
+    finally:
+        await store.aclose()
+    out.print(
+        f"imported {len(state.history)} messages and {state.folded_count} folded spans "
+        f"into {args.agent!r}"
+    )
+    return EXIT_OK
+
+
 # -- the parser -------------------------------------------------------------------------------
 
 Command = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
@@ -497,6 +556,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("fingerprint", nargs="?", help="a summary message's fingerprint")
     p.add_argument("--messages", action="store_true", help="print the retained originals")
     p.add_argument("--json", action="store_true")
+
+    p = add("checkpoint", cmd_checkpoint, "Print an agent's conversation checkpoint as JSON.")
+    p.add_argument("agent")
+
+    p = add("import", cmd_import, "Start an agent's conversation from a checkpoint file.")
+    p.add_argument("agent")
+    p.add_argument("file", help="a portable checkpoint (JSON)")
+    p.add_argument("--replace", action="store_true", help="archive and replace a conversation")
 
     p = add("doctor", cmd_doctor, "Check the database's integrity and stored bodies.")
     p.add_argument("--json", action="store_true")

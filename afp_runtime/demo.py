@@ -30,15 +30,30 @@ def _seed(order_id: str) -> int:
     return zlib.crc32(order_id.encode("utf-8"))
 
 
+_PRODUCTS = (
+    ("SKU-1101", "trail running shoes", 8_900),
+    ("SKU-2240", "merino base layer", 6_450),
+    ("SKU-3017", "insulated bottle", 2_900),
+    ("SKU-4482", "headlamp 400lm", 3_990),
+    ("SKU-5120", "rain shell jacket", 14_900),
+)
+
+
 async def lookup_order(args: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """An order's record (deterministic from its id)."""
     order_id = str(args["orderId"])
     seed = _seed(order_id)
+    lines = [
+        {"sku": sku, "name": name, "quantity": 1 + (seed >> i) % 2, "unitCents": cents}
+        for i, (sku, name, cents) in enumerate(_PRODUCTS)
+        if (seed >> (i + 3)) % 2
+    ] or [{"sku": "SKU-3017", "name": "insulated bottle", "quantity": 1, "unitCents": 2_900}]
     return {
         "orderId": order_id,
-        "items": 1 + seed % 4,
-        "totalCents": 1_000 + seed % 90_000,
-        "placedOnDay": 1 + seed % 28,
+        "customer": f"CUST-{seed % 9000 + 1000}",
+        "placedOn": f"2026-11-{1 + seed % 28:02d}",
+        "lines": lines,
+        "totalCents": sum(line["quantity"] * line["unitCents"] for line in lines),
     }
 
 

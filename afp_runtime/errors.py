@@ -79,7 +79,7 @@ class InputError(AfpError):
     """A value from outside (a model, a client, an import) is invalid."""
 
 
-class InvalidValue(InputError):
+class InvalidValue(InputError, ValueError):
     """A value cannot be accepted; names its path and the value."""
 
 

@@ -11,7 +11,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "configs" / "demo.toml"
-COMMANDS = ("run", "demo", "agents", "runs", "commits", "inbox", "doctor")
+COMMANDS = (
+    "run",
+    "demo",
+    "agents",
+    "runs",
+    "commits",
+    "inbox",
+    "doctor",
+    "window",
+    "folded",
+    "checkpoint",
+    "import",
+)
 
 
 def afp(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -127,3 +139,22 @@ def test_every_command_has_help(command: str) -> None:
     """Every command answers --help."""
     result = afp(command, "--help")
     assert result.returncode == 0 and "usage: afp" in result.stdout
+
+
+def test_demo_folds_and_recovers_the_originals(tmp_path: Path) -> None:
+    """The demo folds its oldest turns; `afp folded` recovers one fold's originals."""
+    db = str(tmp_path / "afp.db")
+    for _ in range(4):
+        assert afp("demo", "--db", db, "--config", str(DEMO)).returncode == 0
+    spans = json.loads(afp("folded", "demo", "--db", db, "--json").stdout)
+    assert spans and all(s["retained"] == "conversation" for s in spans)
+    span = spans[0]
+    result = afp("folded", "demo", span["summaryFingerprint"], "--messages", "--db", db, "--json")
+    messages = json.loads(result.stdout)
+    assert len(messages) == span["messageCount"]
+    assert messages[0]["role"] == "user" and "order" in messages[0]["content"]
+    records = json.loads(afp("window", "--agent", "demo", "--db", db, "--json").stdout)
+    assert any(r["removedMessageCount"] > 0 for r in records)
+    assert all(r["strategy"] == "summarize-oldest" for r in records)
+    missing = afp("folded", "demo", "0" * 64, "--messages", "--db", db)
+    assert missing.returncode == 1

@@ -20,8 +20,16 @@ from afp_runtime.loop.folded import (
     load_folded_spans,
     resolve_span,
 )
+from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory, SequentialIds, TimeOrderedIds
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
+from afp_runtime.loop.portable import (
+    PortableCheckpoint,
+    check_history,
+    export_checkpoint,
+    import_checkpoint,
+    parse_checkpoint,
+)
 from afp_runtime.loop.route import decide_route, unique_call_ids
 from afp_runtime.loop.run import Run
 
@@ -38,7 +46,9 @@ __all__ = [
     "EventSink",
     "FoldedConversation",
     "IdFactory",
+    "LoopHooks",
     "ModelConfig",
+    "PortableCheckpoint",
     "Run",
     "RunOutcome",
     "SequentialIds",
@@ -48,10 +58,14 @@ __all__ = [
     "WindowConfig",
     "build_definition",
     "build_window",
+    "check_history",
     "decide_route",
+    "export_checkpoint",
+    "import_checkpoint",
     "load_config",
     "load_folded_conversation",
     "load_folded_spans",
+    "parse_checkpoint",
     "resolve_span",
     "unique_call_ids",
 ]

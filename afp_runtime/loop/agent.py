@@ -13,6 +13,7 @@ import structlog
 
 from afp_runtime.loop.definition import AgentDefinition
 from afp_runtime.loop.events import Emitter
+from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.run import Run
@@ -45,6 +46,7 @@ class AgentDriver:
         ids: IdFactory,
         emitter: Emitter | None = None,
         rng: random.Random | None = None,
+        hooks: LoopHooks | None = None,
     ) -> None:
         self.store = store
         self.definition = definition
@@ -52,6 +54,7 @@ class AgentDriver:
         self.ids = ids
         self.emitter = emitter or Emitter()
         self.rng = rng or random.Random()
+        self.hooks = hooks
         self.agent_id = definition.agent_id
 
     async def post(self, text: str, *, idempotency_key: str | None = None) -> Ack:
@@ -167,5 +170,6 @@ class AgentDriver:
             rng=self.rng,
             message_id=message_id,
             text=text,
+            hooks=self.hooks,
         )
         return await run.execute(settle=settle)

@@ -8,6 +8,7 @@ leaving the process) always commits at once, carrying whatever is pending with i
 
 from __future__ import annotations
 
+from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.records import Txn
 from afp_runtime.store import CheckpointStore
 
@@ -15,9 +16,12 @@ from afp_runtime.store import CheckpointStore
 class Committer:
     """Commits or holds stage transactions according to the durability mode."""
 
-    def __init__(self, store: CheckpointStore, durability: str) -> None:
+    def __init__(
+        self, store: CheckpointStore, durability: str, hooks: LoopHooks | None = None
+    ) -> None:
         self._store = store
         self._durability = durability
+        self._hooks = hooks or LoopHooks()
         self._pending: Txn | None = None
 
     @property
@@ -37,6 +41,8 @@ class Committer:
             or (closes and self._durability == "iteration")
         ):
             await self.flush()
+        for bundle in txn.bundles:
+            self._hooks.after_stage(bundle.stage, bundle.iteration)
 
     async def flush(self) -> None:
         """Commit whatever is pending."""

@@ -18,6 +18,7 @@ import structlog
 from afp_runtime.loop.committer import Committer
 from afp_runtime.loop.definition import AgentDefinition
 from afp_runtime.loop.events import Emitter
+from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import decide_route
 from afp_runtime.loop.stages import (
@@ -88,6 +89,7 @@ class Run:
         rng: random.Random,
         message_id: str,
         text: str | None = None,
+        hooks: LoopHooks | None = None,
     ) -> None:
         self.store = store
         self.d = definition
@@ -99,7 +101,8 @@ class Run:
         self.message_id = message_id
         self.text = text
         self.agent_id = definition.agent_id
-        self.committer = Committer(store, definition.durability)
+        self.hooks = hooks or LoopHooks()
+        self.committer = Committer(store, definition.durability, self.hooks)
         self.conv: ConversationState = loaded.state
         self.history: list[Message] = list(loaded.history)
         self.fps: list[str] = list(loaded.fingerprints)

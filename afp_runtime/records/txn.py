@@ -58,10 +58,14 @@ class InboxUpdate(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class JournalRow(msgspec.Struct, frozen=True, kw_only=True):
-    """A tool-journal row: a call ``started`` (may have run) or ``finished`` with its outcome."""
+    """A tool-journal row: a call ``started`` (may have run) or ``finished`` with its outcome.
+
+    Keyed by the turn's inbox message, which no other turn shares (turn numbers restart when
+    an import replaces a conversation; message ids never do).
+    """
 
     agent_id: str
-    turn: int
+    message_id: str
     tool_call_id: str
     state: JournalState
     run_id: str
@@ -80,6 +84,8 @@ class Txn(msgspec.Struct, kw_only=True):
     inbox: list[InboxUpdate] = msgspec.field(default_factory=list)
     journal: list[JournalRow] = msgspec.field(default_factory=list)
     folded: list[StoredFoldedSpan] = msgspec.field(default_factory=list)
+    # Archive the current conversation (checkpoint and folded spans) before writing this one.
+    replace_conversation: bool = False
     full: bool = False
 
     def absorb(self, other: Txn) -> None:
@@ -92,6 +98,7 @@ class Txn(msgspec.Struct, kw_only=True):
         self.inbox.extend(other.inbox)
         self.journal.extend(other.journal)
         self.folded.extend(other.folded)
+        self.replace_conversation = self.replace_conversation or other.replace_conversation
         self.full = self.full or other.full
 
     def empty(self) -> bool:

@@ -48,7 +48,7 @@ class CheckpointStore(Protocol):
         """Accept a person's message durably."""
         ...
 
-    async def journal(self, agent_id: str, turn: int) -> dict[str, JournalEntry]:
+    async def journal(self, agent_id: str, message_id: str) -> dict[str, JournalEntry]:
         """The tool journal of one turn."""
         ...
 

@@ -99,7 +99,7 @@ async def test_crash_after_the_reply_settles_without_asking_again(harness: Harne
         j.state == "finished" and j.tool_call_id == "a" for j in txn.journal
     )
     await harness.crash(driver)
-    journal = await harness.store.journal("ops", 1)
+    journal = await harness.store.journal("ops", "msg-1")
     assert {k: (v.started, v.finished is not None) for k, v in journal.items()} == {
         "a": (True, True),
         "b": (True, False),
@@ -146,7 +146,7 @@ async def test_iteration_durability_repeats_the_lost_iteration(harness: Harness)
     await driver.post("go")
     await harness.crash(driver)
     assert stage_ids(await harness.store.bundles("run-1")) == ["seed#0"]
-    assert await harness.store.journal("ops", 1) == {}
+    assert await harness.store.journal("ops", "msg-1") == {}
 
     await harness.restart()
     driver = harness.driver([reply, answer("done")], durability="iteration")

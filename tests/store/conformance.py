@@ -324,7 +324,13 @@ async def test_duplicate_bundle_fails_and_writes_nothing(store: Store) -> None:
         ],
         conversation=state(agent_id, turn=2, ranges=((0, 3),), next_pos=3),
         journal=[
-            JournalRow(agent_id=agent_id, turn=2, tool_call_id="c1", state="started", run_id=run_id)
+            JournalRow(
+                agent_id=agent_id,
+                message_id="m-2",
+                tool_call_id="c1",
+                state="started",
+                run_id=run_id,
+            )
         ],
     )
     with pytest.raises(StoreError):
@@ -336,7 +342,7 @@ async def test_duplicate_bundle_fails_and_writes_nothing(store: Store) -> None:
     stored = await store.bundles(run_id)
     assert [(b.seq, b.stage) for b in stored] == [(0, "seed")]
     assert stored[0].writes == plain(original.writes)
-    assert await store.journal(agent_id, 2) == {}
+    assert await store.journal(agent_id, "m-2") == {}
     # Position 2 is still free: the failed txn's item was rolled back with the rest.
     await store.commit(Txn(agent_id=agent_id, items=items_at(2, [later])))
     messages, _ = await store.resolve(agent_id, ListRef(ranges=((0, 3),)))
@@ -538,7 +544,7 @@ async def test_tool_journal_reads_back_per_turn(store: Store) -> None:
     def row(call: str, journal_state: Any, run: str, result: bytes | None = None) -> JournalRow:
         return JournalRow(
             agent_id=agent_id,
-            turn=3,
+            message_id="m-3",
             tool_call_id=call,
             state=journal_state,
             run_id=run,
@@ -551,13 +557,13 @@ async def test_tool_journal_reads_back_per_turn(store: Store) -> None:
     await store.commit(Txn(agent_id=agent_id, journal=[row("a", "finished", run_id, outcome)]))
     await store.commit(Txn(agent_id=agent_id, journal=[row("b", "started", recovery_id)]))
 
-    journal = await store.journal(agent_id, 3)
+    journal = await store.journal(agent_id, "m-3")
     assert set(journal) == {"a", "b"}
     assert (journal["a"].started, journal["a"].finished) == (True, outcome)
     assert (journal["b"].started, journal["b"].finished) == (True, None)
-    assert await store.journal(agent_id, 4) == {}
+    assert await store.journal(agent_id, "m-4") == {}
     other = await new_agent(store)
-    assert await store.journal(other, 3) == {}
+    assert await store.journal(other, "m-3") == {}
 
 
 # -- contracts: runs, bundles, agents --------------------------------------------------------

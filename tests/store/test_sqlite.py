@@ -318,7 +318,7 @@ async def build_fixture_database(path: Path) -> dict[str, Any]:
                 journal=[
                     JournalRow(
                         agent_id=agent_id,
-                        turn=1,
+                        message_id=ack.message_id,
                         tool_call_id="c1",
                         state="finished",
                         run_id=run_id,
@@ -330,6 +330,7 @@ async def build_fixture_database(path: Path) -> dict[str, Any]:
         return {
             "agent_id": agent_id,
             "run_id": run_id,
+            "message_id": ack.message_id,
             "messages": tuple(messages),
             "open_turn": open_turn,
         }
@@ -362,7 +363,7 @@ async def test_fixture_database_is_readable(tmp_path: Path) -> None:
             assert (run.status, run.usage, run.bundles) == ("paused", Usage(input=3), 2)
             (message,) = await store.inbox(expected["agent_id"])
             assert (message.text, message.status, message.turn) == ("what is 6x7?", "paused", 1)
-            journal = await store.journal(expected["agent_id"], 1)
+            journal = await store.journal(expected["agent_id"], expected["message_id"])
             assert journal["c1"].finished == b"ok"
             (agent,) = await store.agents()
             assert (agent.turn, agent.messages, agent.status) == (1, 2, "paused")

@@ -41,7 +41,7 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> None
     run.begin("settle" if settling else "tool-calls")
     calls = unique_call_ids(reply.tool_calls, run.used_call_ids)
     assistant = Message(role="assistant", content=reply.content, tool_calls=calls)
-    journal = await run.store.journal(run.agent_id, run.conv.turn) if settling else {}
+    journal = await run.store.journal(run.agent_id, run.message_id) if settling else {}
     planned = plan_batch(calls, run.d.tools_by_name)
     reused: dict[str, ToolOutcome] = {}
     settled: dict[str, str] = {}
@@ -120,7 +120,7 @@ async def _dispatch(
         rows = [
             JournalRow(
                 agent_id=run.agent_id,
-                turn=turn,
+                message_id=run.message_id,
                 tool_call_id=p.call.id,
                 state="started",
                 run_id=run.run_id,
@@ -148,13 +148,14 @@ async def _dispatch(
         if journals:
             row = JournalRow(
                 agent_id=run.agent_id,
-                turn=turn,
+                message_id=run.message_id,
                 tool_call_id=outcome.tool_call_id,
                 state="finished",
                 run_id=run.run_id,
                 outcome=_outcome_encoder.encode(outcome),
             )
             await run.store.commit(Txn(agent_id=run.agent_id, journal=[row]))
+        run.hooks.after_tool_finished(outcome.tool_call_id, run.iteration)
         payload: dict[str, Any] = {
             "toolCallId": outcome.tool_call_id,
             "toolName": outcome.tool_name,

@@ -74,12 +74,12 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         CREATE INDEX inbox_by_status ON inbox (agent, status, position);
         CREATE TABLE tool_journal (
             agent INTEGER NOT NULL,
-            turn INTEGER NOT NULL,
+            message_id TEXT NOT NULL,
             call_id TEXT NOT NULL,
             state TEXT NOT NULL,
             run_id TEXT NOT NULL,
             outcome BLOB,
-            PRIMARY KEY (agent, turn, call_id, state)
+            PRIMARY KEY (agent, message_id, call_id, state)
         ) WITHOUT ROWID;
         """,
     ),
@@ -96,6 +96,20 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             PRIMARY KEY (agent, idx)
         ) WITHOUT ROWID;
         CREATE INDEX folded_by_summary ON folded_spans (agent, summary_fp);
+        """,
+    ),
+    (
+        3,
+        "archived conversations",
+        """
+        -- A conversation replaced by an import is archived here whole (checkpoint and spans);
+        -- its messages stay in the item log, so nothing it referenced is lost.
+        CREATE TABLE archived_conversations (
+            agent INTEGER NOT NULL REFERENCES agents(agent),
+            archived_at_ms INTEGER NOT NULL,
+            state BLOB NOT NULL,
+            folded BLOB NOT NULL
+        );
         """,
     ),
 )

@@ -276,6 +276,8 @@ class SqliteStore:
                         ),
                     )
                     self._run_rowids[start.run_id] = cursor.lastrowid or 0
+                if txn.replace_conversation:
+                    await self._archive_conversation(db, agent, txn)
                 if txn.items:
                     await self._insert_items(db, agent, txn.items)
                 if txn.bundles:
@@ -339,6 +341,24 @@ class SqliteStore:
             ],
         )
 
+    async def _archive_conversation(self, db: aiosqlite.Connection, agent: int, txn: Txn) -> None:
+        """Copy the current checkpoint and spans to the archive; the new conversation starts
+        with no spans but the ones ``txn`` brings."""
+        state = await _rows(db, "SELECT state FROM conversations WHERE agent=?", (agent,))
+        spans = await _rows(
+            db, "SELECT span FROM folded_spans WHERE agent=? ORDER BY idx", (agent,)
+        )
+        await db.execute(
+            "INSERT INTO archived_conversations VALUES (?, ?, ?, ?)",
+            (
+                agent,
+                txn.conversation.checkpointed_at_ms if txn.conversation else 0,
+                state[0][0],
+                _state_encoder.encode([row[0] for row in spans]),
+            ),
+        )
+        await db.execute("DELETE FROM folded_spans WHERE agent=?", (agent,))
+
     async def _update_inbox(self, db: aiosqlite.Connection, update: InboxUpdate) -> None:
         if update.turn is None:
             await db.execute(
@@ -355,7 +375,7 @@ class SqliteStore:
     ) -> None:
         await db.executemany(
             "INSERT OR IGNORE INTO tool_journal VALUES (?, ?, ?, ?, ?, ?)",
-            [(agent, r.turn, r.tool_call_id, r.state, r.run_id, r.outcome) for r in rows],
+            [(agent, r.message_id, r.tool_call_id, r.state, r.run_id, r.outcome) for r in rows],
         )
 
     async def _agent_rowid(self, db: aiosqlite.Connection, agent_id: str) -> int:
@@ -559,12 +579,12 @@ class SqliteStore:
 
     # -- the tool journal -------------------------------------------------------------------
 
-    async def journal(self, agent_id: str, turn: int) -> dict[str, JournalEntry]:
-        """Per tool call of a turn: whether it started and its finished outcome, if any."""
+    async def journal(self, agent_id: str, message_id: str) -> dict[str, JournalEntry]:
+        """Per tool call of a turn (its inbox message): whether it started, its outcome."""
         rows = await self._fetch(
             "SELECT j.call_id, j.state, j.outcome FROM tool_journal j"
-            " JOIN agents a ON a.agent=j.agent WHERE a.agent_id=? AND j.turn=?",
-            (agent_id, turn),
+            " JOIN agents a ON a.agent=j.agent WHERE a.agent_id=? AND j.message_id=?",
+            (agent_id, message_id),
         )
         started: set[str] = set()
         finished: dict[str, bytes] = {}

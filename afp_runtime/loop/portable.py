@@ -1,0 +1,248 @@
+"""The portable conversation checkpoint: export an agent's conversation as one JSON document,
+and import one (``afp checkpoint`` / ``afp import``, host.md §8.2-§8.3).
+
+Imports are validated strictly before anything is written: unknown top-level fields are
+refused, every message is checked, every tool message must answer a call of an earlier
+assistant message. ``system`` messages, calls no tool message answers, and folded spans with a
+foreign (non-hex) summary fingerprint are accepted verbatim (ARCHITECTURE ruling 5): the
+window's refusals protect them, and ``folded_span_for`` never matches a foreign span. An
+import replaces the conversation whole (the old one is archived), never merges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from afp_runtime.errors import (
+    CheckpointInvalid,
+    ConversationMismatch,
+    RunNotResumable,
+    shown,
+)
+from afp_runtime.loop.definition import AGENT_ID
+from afp_runtime.loop.folded import load_folded_spans
+from afp_runtime.messages import Message, Usage, fingerprint
+from afp_runtime.records import (
+    ConversationState,
+    Item,
+    ListRef,
+    StoredFoldedSpan,
+    Txn,
+)
+from afp_runtime.store import CheckpointStore
+from afp_runtime.window import FoldedSpan
+
+PORTABLE_VERSION = 1
+
+
+class PortableCheckpoint(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    rename="camel",
+    omit_defaults=True,
+    forbid_unknown_fields=True,
+):
+    """A conversation checkpoint in portable form: full messages inlined (``version`` 1)."""
+
+    version: int
+    agent_id: str
+    conversation_id: str | None = None
+    turn: int = 0
+    history: tuple[Message, ...] = ()
+    folded: tuple[FoldedSpan, ...] | msgspec.UnsetType = msgspec.UNSET
+    model_calls: int = 0
+    usage_totals: Usage = msgspec.field(default_factory=Usage)
+    last_run_id: str | None = None
+    checkpointed_at_ms: int = 0
+
+
+def _fail(message: str, **context: Any) -> CheckpointInvalid:
+    return CheckpointInvalid(message, **context)
+
+
+def check_history(history: Sequence[Message], *, path: str = "history") -> None:
+    """Every tool message answers a call of an earlier assistant message; call ids are unique.
+
+    Raises:
+        CheckpointInvalid: naming the offending message's path.
+    """
+    called: set[str] = set()
+    for index, message in enumerate(history):
+        for call in message.tool_calls:
+            if call.id in called:
+                raise _fail(
+                    f"{path}[{index}].toolCalls: call id {call.id!r} is used twice",
+                    field=f"{path}[{index}].toolCalls",
+                )
+            called.add(call.id)
+        if message.role == "tool" and message.tool_call_id not in called:
+            raise _fail(
+                f"{path}[{index}] answers call {message.tool_call_id!r}, "
+                "which no earlier assistant message made",
+                field=f"{path}[{index}].toolCallId",
+            )
+
+
+def check_spans(spans: Sequence[FoldedSpan], *, path: str = "folded") -> None:
+    """Folded spans: a non-empty summary fingerprint, counts >= 1, messages iff retained."""
+    for index, span in enumerate(spans):
+        where = f"{path}[{index}]"
+        if not span.summary_fingerprint:
+            raise _fail(f"{where}.summaryFingerprint is empty", field=where)
+        if not span.run_id:
+            raise _fail(f"{where}.runId is empty", field=where)
+        if span.iteration < 1 or span.message_count < 1:
+            raise _fail(f"{where}: iteration and messageCount must be >= 1", field=where)
+        has_messages = span.messages is not msgspec.UNSET
+        if has_messages != (span.retained == "conversation"):
+            raise _fail(
+                f"{where}.messages must be present exactly when retained is 'conversation'",
+                field=f"{where}.messages",
+            )
+
+
+def parse_checkpoint(data: bytes, *, agent_id: str) -> PortableCheckpoint:
+    """Decode and strictly validate a portable checkpoint for ``agent_id``.
+
+    Raises:
+        CheckpointInvalid: malformed, a newer version, an unknown field, a bad message.
+        ConversationMismatch: the checkpoint belongs to another agent.
+    """
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise _fail(f"the checkpoint is not valid JSON: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise _fail(f"a checkpoint must be a JSON object, not {type(raw).__name__}")
+    version = raw.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise _fail(f"version must be the int 1, not {shown(version)}", field="version")
+    if version > PORTABLE_VERSION:
+        raise _fail(
+            f"version {version} was written by a newer afp_runtime (this build reads "
+            f"{PORTABLE_VERSION})",
+            field="version",
+        )
+    if version != PORTABLE_VERSION:
+        raise _fail(f"version must be 1, not {version}", field="version")
+    owner = raw.get("agentId")
+    if not isinstance(owner, str) or not AGENT_ID.match(owner):
+        raise _fail(f"agentId must be an agent id, not {shown(owner)}", field="agentId")
+    if owner != agent_id:
+        raise ConversationMismatch(
+            f"the checkpoint belongs to agent {owner!r}, not {agent_id!r}",
+            field="agentId",
+        )
+    try:
+        checkpoint = msgspec.convert(raw, PortableCheckpoint)
+    except msgspec.ValidationError as exc:
+        raise _fail(f"the checkpoint is invalid: {exc}") from exc
+    for name in ("turn", "model_calls"):
+        if getattr(checkpoint, name) < 0:
+            raise _fail(f"{name} must be >= 0", field=name)
+    check_history(checkpoint.history)
+    if checkpoint.folded is not msgspec.UNSET:
+        check_spans(checkpoint.folded)
+    return checkpoint
+
+
+async def export_checkpoint(store: CheckpointStore, agent_id: str) -> PortableCheckpoint:
+    """The agent's conversation as a portable document, messages and spans inlined."""
+    loaded = await store.load_conversation(agent_id)
+    spans = await load_folded_spans(store, agent_id)
+    state = loaded.state
+    return PortableCheckpoint(
+        version=PORTABLE_VERSION,
+        agent_id=agent_id,
+        turn=state.turn,
+        history=loaded.history,
+        folded=spans if spans else msgspec.UNSET,
+        model_calls=state.model_calls,
+        usage_totals=state.usage_totals,
+        last_run_id=state.last_run_id,
+        checkpointed_at_ms=state.checkpointed_at_ms,
+    )
+
+
+async def import_checkpoint(
+    store: CheckpointStore,
+    agent_id: str,
+    checkpoint: PortableCheckpoint,
+    *,
+    now_ms: int,
+    replace: bool = False,
+) -> ConversationState:
+    """Start ``agent_id``'s conversation from ``checkpoint``, in one transaction.
+
+    Raises:
+        RunNotResumable: the agent already has a conversation and ``replace`` is False, or it
+            has an unfinished turn (finish or dismiss it first).
+    """
+    await store.ensure_agent(agent_id, now_ms=now_ms)
+    current = await store.conversation_state(agent_id)
+    assert current is not None
+    if current.open_turn is not None:
+        raise RunNotResumable(
+            f"agent {agent_id!r} has an unfinished turn ({current.open_turn.status}); "
+            "finish or dismiss it before importing",
+            agent_id=agent_id,
+        )
+    has_conversation = current.turn > 0 or len(current.history) > 0 or current.folded_count > 0
+    if has_conversation and not replace:
+        raise RunNotResumable(
+            f"agent {agent_id!r} already has a conversation; import with replace to archive it",
+            agent_id=agent_id,
+        )
+    pos = current.next_pos
+    items: list[Item] = []
+
+    def append(messages: Sequence[Message]) -> ListRef:
+        nonlocal pos
+        start = pos
+        for message in messages:
+            items.append(Item(pos=pos, fingerprint=fingerprint(message), message=message))
+            pos += 1
+        return ListRef(ranges=((start, pos),) if pos > start else ())
+
+    history = append(checkpoint.history)
+    spans = checkpoint.folded if checkpoint.folded is not msgspec.UNSET else ()
+    stored = [
+        StoredFoldedSpan(
+            summary_fingerprint=span.summary_fingerprint,
+            run_id=span.run_id,
+            iteration=span.iteration,
+            folded_at_ms=span.folded_at_ms,
+            model=span.model,
+            message_count=span.message_count,
+            removed_stage_ids=tuple(span.removed_stage_ids),
+            retained=span.retained,
+            messages=append(span.messages) if span.messages is not msgspec.UNSET else None,
+        )
+        for span in spans
+    ]
+    state = ConversationState(
+        agent_id=agent_id,
+        turn=checkpoint.turn,
+        history=history,
+        next_pos=pos,
+        model_calls=max(checkpoint.model_calls, current.model_calls),
+        usage_totals=checkpoint.usage_totals,
+        folded_count=len(stored),
+        last_run_id=checkpoint.last_run_id,
+        checkpointed_at_ms=now_ms,
+    )
+    await store.commit(
+        Txn(
+            agent_id=agent_id,
+            items=items,
+            conversation=state,
+            folded=stored,
+            replace_conversation=has_conversation,
+            full=True,
+        )
+    )
+    return state
