@@ -43,7 +43,7 @@ async def lookup_order(args: Mapping[str, Any], ctx: ToolContext) -> dict[str, A
     """An order's record (deterministic from its id)."""
     order_id = str(args["orderId"])
     seed = _seed(order_id)
-    lines = [
+    lines: list[dict[str, Any]] = [
         {"sku": sku, "name": name, "quantity": 1 + (seed >> i) % 2, "unitCents": cents}
         for i, (sku, name, cents) in enumerate(_PRODUCTS)
         if (seed >> (i + 3)) % 2

@@ -154,8 +154,8 @@ class TestShapeRules:
         assert caught.value.context["field"] == "toolCalls"
 
     def test_decoding_a_tool_message_without_call_id_is_refused(self) -> None:
-        """Decoding wire JSON of a tool message that lacks toolCallId fails the same way."""
-        with pytest.raises(InvalidValue):
+        """Decoding wire JSON of a tool message that lacks toolCallId fails naming the field."""
+        with pytest.raises(msgspec.ValidationError, match="toolCallId"):
             msgspec.json.decode(b'{"role":"tool","content":"ok"}', type=Message)
 
 
