@@ -1,0 +1,130 @@
+"""Portable checkpoints: strict validation on import, export round trips, imported windows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from afp_runtime.errors import CheckpointInvalid, ConversationMismatch, RunNotResumable
+from afp_runtime.loop import (
+    export_checkpoint,
+    import_checkpoint,
+    load_folded_conversation,
+    parse_checkpoint,
+)
+from afp_runtime.testing import answer, call, tool_reply
+from afp_runtime.window import folded_messages, folded_span_for, sliding_window
+
+from .conftest import Harness
+
+
+def doc(**fields: Any) -> bytes:
+    base: dict[str, Any] = {"version": 1, "agentId": "ops", "history": []}
+    base.update(fields)
+    return msgspec.json.encode(base)
+
+
+IMPORTED = [
+    {"role": "system", "content": "house rules"},
+    {"role": "user", "content": "q1"},
+    {"role": "assistant", "content": "", "toolCalls": [{"id": "x1", "name": "alpha_tool"}]},
+    {"role": "user", "content": "q2"},
+]
+FOREIGN_SPAN = {
+    "summaryFingerprint": "d0472e28",
+    "runId": "elsewhere-7",
+    "iteration": 1,
+    "foldedAtMs": 1,
+    "model": "other-system",
+    "messageCount": 1,
+    "removedStageIds": [],
+    "retained": "conversation",
+    "messages": [{"role": "user", "content": "very old"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        (doc(version=2), "newer"),
+        (doc(version="1"), "version"),
+        (doc(agentId="Bad Id"), "agentId"),
+        (
+            doc(history=[{"role": "user", "content": "a"}, {"role": "tool", "content": "x"}]),
+            "history[1]",
+        ),
+        (doc(history=[{"role": "tool", "content": "x", "toolCallId": "nope"}]), "nope"),
+        (doc(extra=1), "extra"),
+        (doc(turn=-1), "turn"),
+        (b"[1, 2]", "object"),
+        (b"{not json", "JSON"),
+    ],
+)
+def test_strict_validation_names_what_is_wrong(data: bytes, named: str) -> None:
+    """Case 13: a bad checkpoint is refused with a message naming the field or value."""
+    with pytest.raises(CheckpointInvalid, match=named.replace("[", r"\[").replace("]", r"\]")):
+        parse_checkpoint(data, agent_id="ops")
+
+
+def test_another_agents_checkpoint_is_a_mismatch() -> None:
+    """Case 13: a checkpoint of agent billing imported into ops names both ids."""
+    with pytest.raises(ConversationMismatch, match="billing"):
+        parse_checkpoint(doc(agentId="billing"), agent_id="ops")
+
+
+async def test_import_then_export_round_trips(harness: Harness) -> None:
+    """Case 35: system messages, unanswered calls and foreign spans are accepted verbatim."""
+    checkpoint = parse_checkpoint(doc(history=IMPORTED, folded=[FOREIGN_SPAN]), agent_id="ops")
+    await import_checkpoint(harness.store, "ops", checkpoint, now_ms=5)
+    exported = await export_checkpoint(harness.store, "ops")
+    assert exported.history == checkpoint.history
+    assert exported.folded == checkpoint.folded
+    conversation = await load_folded_conversation(harness.store, "ops")
+    assert folded_messages(conversation)[0].content == "very old"
+    for message in exported.history:
+        assert folded_span_for(conversation, message) is None  # a foreign span never matches
+
+
+async def test_import_refuses_to_merge_and_replace_archives(harness: Harness) -> None:
+    """An agent with a conversation refuses a plain import; replace starts a new one."""
+    driver = harness.driver([answer("one")])
+    await driver.post("first")
+    await harness.work(driver)
+    checkpoint = parse_checkpoint(doc(history=IMPORTED), agent_id="ops")
+    with pytest.raises(RunNotResumable, match="replace"):
+        await import_checkpoint(harness.store, "ops", checkpoint, now_ms=5)
+    state = await import_checkpoint(harness.store, "ops", checkpoint, now_ms=5, replace=True)
+    assert state.turn == 0 and len(state.history) == 4
+    assert state.model_calls == 1  # agent-wide call numbers never repeat
+    loaded = await harness.store.load_conversation("ops")
+    assert [m.content for m in loaded.history] == ["house rules", "q1", "", "q2"]
+
+
+async def test_imported_window_keeps_its_envelope(harness: Harness) -> None:
+    """Case 52: the system message and the unanswered call stay in every request while
+    sliding keep 1 drops what it may; the records refuse them system-envelope and
+    unresolved-tool-call."""
+    envelope = [IMPORTED[0], IMPORTED[2], IMPORTED[3]]  # [S rules, A[x1], U q2]
+    checkpoint = parse_checkpoint(doc(history=envelope), agent_id="ops")
+    await import_checkpoint(harness.store, "ops", checkpoint, now_ms=5)
+    script = [tool_reply(call(f"r{i}", "alpha_tool")) for i in range(6)] + [answer("done")]
+    driver = harness.driver(script, window=sliding_window(keep_recent_turns=1))
+    await driver.post("new question")
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered"
+    for request in harness.model.requests:
+        assert request.messages[0].content == "house rules"
+        assert request.messages[1].tool_calls[0].id == "x1"
+    bundles = await harness.store.bundles(outcome.run_id)
+    reasons = {
+        refusal["reason"]
+        for b in bundles
+        for w in b.writes
+        if w["key"] == "compactions"
+        for record in w["value"]
+        for refusal in record["refusals"]
+    }
+    assert {"system-envelope", "unresolved-tool-call"} <= reasons
+    assert not any(m.content == "q2" for m in harness.model.requests[-1].messages)
