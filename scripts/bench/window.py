@@ -8,8 +8,10 @@ sliding-window keep 6, token-budget under a threshold below the measured usage, 
 summarize-oldest with the offline ``ExtractiveSummarizer`` and with an instant summarizer.
 
 Prints JSON: per size and strategy the median visit time (``time.perf_counter``, median of
-several repetitions, fewer at the largest sizes), the cost per message in microseconds, and a
-``linear`` verdict per strategy: the per-message cost at 100,000 messages is within 3x of the
+several repetitions, fewer at the largest sizes), the cost per message in microseconds, the
+full garbage collections that ran during a visit (Python's cyclic collector walks every live
+object, so on a 100,000-message window it adds a constant factor to the per-message cost), and
+a ``linear`` verdict per strategy: the per-message cost at 100,000 messages is within 3x of the
 cost at 1,000.
 
     .venv/bin/python scripts/bench/window.py [--sizes 100 1000 10000 100000]
@@ -148,9 +150,11 @@ async def time_visit(
     origins: tuple[MessageOrigin, ...],
     said: str,
     measured: Usage,
-) -> tuple[float, int]:
-    """Seconds one visit took, and how many messages it removed."""
+) -> tuple[float, int, int]:
+    """Seconds one visit took, how many messages it removed, and how many full (generation 2)
+    garbage collections ran during it."""
     gc.collect()
+    full_before = gc.get_stats()[2]["collections"]
     start = time.perf_counter()
     outcome = await visit_window(
         strategy,
@@ -167,13 +171,19 @@ async def time_visit(
         keep_last_tool_results=2,
     )
     elapsed = time.perf_counter() - start
+    full = gc.get_stats()[2]["collections"] - full_before
     if outcome is None:
         raise AssertionError(f"{strategy.name} did not engage")
-    return elapsed, outcome.record.removed_message_count
+    return elapsed, outcome.record.removed_message_count, full
 
 
-def repetitions(size: int) -> int:
-    return 15 if size <= 1_000 else 7 if size <= 10_000 else 3
+def repetitions(size: int, name: str) -> int:
+    """Fewer repetitions for big windows; the extractive summarizer is the slow one."""
+    if size <= 1_000:
+        return 15
+    if size <= 10_000:
+        return 7
+    return 3 if name.endswith("/extractive") else 5
 
 
 async def measure(sizes: list[int]) -> dict[str, Any]:
@@ -186,10 +196,14 @@ async def measure(sizes: list[int]) -> dict[str, Any]:
         threshold = max(1, measured.input // 2)
         for name, make in strategies(threshold).items():
             times: list[float] = []
+            collections: list[int] = []
             removed = 0
-            for _ in range(repetitions(size)):
-                seconds, removed = await time_visit(make(), history, origin_tuple, said, measured)
+            for _ in range(repetitions(size, name)):
+                seconds, removed, full = await time_visit(
+                    make(), history, origin_tuple, said, measured
+                )
                 times.append(seconds)
+                collections.append(full)
             median = statistics.median(times)
             us_per_message = median * 1e6 / size
             per_message.setdefault(name, {})[size] = us_per_message
@@ -203,6 +217,7 @@ async def measure(sizes: list[int]) -> dict[str, Any]:
                     "medianMs": round(median * 1000, 3),
                     "minMs": round(min(times) * 1000, 3),
                     "usPerMessage": round(us_per_message, 3),
+                    "fullGcPerVisit": statistics.median(collections),
                 }
             )
     verdicts: dict[str, Any] = {}
