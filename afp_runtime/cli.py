@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -38,6 +41,7 @@ from afp_runtime.loop import (
     parse_checkpoint,
 )
 from afp_runtime.records import ListRef
+from afp_runtime.scenario import decode_scenario, encode_result, run_scenario
 from afp_runtime.store import SqliteStore
 
 DEFAULT_DB = "afp.db"
@@ -498,6 +502,32 @@ async def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def cmd_scenario_run(args: argparse.Namespace) -> int:
+    """Run a scenario file offline (scenario.md) and print or write its result JSON."""
+    if not args.verbose:
+        # Scripted failures (tool errors, 5xx replies) log warnings by design: errors only.
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
+    try:
+        data = await anyio.Path(args.file).read_bytes()
+    except OSError as exc:
+        raise NotFound(f"cannot read {args.file}: {exc}") from exc
+    scenario = decode_scenario(data)
+    if args.db is not None:
+        result = await run_scenario(scenario, db_path=args.db)
+    else:
+        folder = await anyio.to_thread.run_sync(tempfile.mkdtemp)
+        try:
+            result = await run_scenario(scenario, db_path=Path(folder) / "scenario.db")
+        finally:
+            await anyio.to_thread.run_sync(shutil.rmtree, folder)
+    encoded = encode_result(result)
+    if args.out is not None:
+        await anyio.Path(args.out).write_bytes(encoded)
+    else:
+        sys.stdout.write(encoded.decode("utf-8"))
+    return EXIT_OK
+
+
 # -- the parser -------------------------------------------------------------------------------
 
 Command = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
@@ -567,6 +597,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("doctor", cmd_doctor, "Check the database's integrity and stored bodies.")
     p.add_argument("--json", action="store_true")
+
+    text = "Offline scenarios: a scripted conversation, model, tools and clock."
+    group = sub.add_parser("scenario", help=text, description=text)
+    scenario_sub = group.add_subparsers(dest="scenario_command", required=True, metavar="COMMAND")
+    text = "Run a scenario file and print its result JSON (or write it with --out)."
+    p = scenario_sub.add_parser("run", help=text, description=text)
+    p.add_argument("file", help="a scenario file (afp-scenario/1 JSON)")
+    p.add_argument("--out", help="write the result JSON to this file instead of printing it")
+    p.add_argument(
+        "--db", help="the SQLite file to create (default: a temporary file, deleted afterwards)"
+    )
+    p.set_defaults(func=cmd_scenario_run)
     return parser
 
 

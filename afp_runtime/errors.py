@@ -8,7 +8,8 @@ leaves stored data half-written.
     ├── ConfigError
     │   ├── AgentDefinitionError
     │   ├── ToolDefinitionError
-    │   └── WindowConfigError
+    │   ├── WindowConfigError
+    │   └── FindingsConfigError
     ├── InputError
     │   ├── InvalidValue
     │   ├── CheckpointInvalid
@@ -73,6 +74,10 @@ class ToolDefinitionError(ConfigError):
 
 class WindowConfigError(ConfigError):
     """A window strategy or its options are invalid (names the factory, option and value)."""
+
+
+class FindingsConfigError(ConfigError):
+    """A findings configuration option is invalid (names the option and the value)."""
 
 
 class InputError(AfpError):

@@ -23,8 +23,9 @@ SOURCE_ROOT = Path(next(iter(afp_runtime.__path__))).resolve()
 # The package's own __init__.py, as a node of the import graph.
 INIT = "__init__"
 ERRORS = "errors"
-# Modules outside the layers that may import any layer and that no layer may import.
-ENTRY_MODULES = frozenset({"cli", "testing", "demo", INIT})
+# Modules (and application-level packages, such as ``scenario``) outside the layers that may
+# import any layer and that no layer may import.
+ENTRY_MODULES = frozenset({"cli", "testing", "demo", "scenario", INIT})
 
 PURE = frozenset({"messages", "records", "window", "findings", "periods", "served"})
 
@@ -222,7 +223,10 @@ def _arrow_reason(source: str, target: str) -> str:
     if source == ERRORS:
         return "errors.py imports nothing of ours"
     if target in ENTRY_MODULES:
-        return f"no layer imports {target} (only cli, testing, demo and __init__ sit above all)"
+        return (
+            f"no layer imports {target} "
+            "(only cli, testing, demo, scenario and __init__ sit above all)"
+        )
     allowed = ", ".join(sorted(ALLOWED[source] | {ERRORS})) or "nothing"
     return f"{source} -> {target} is not an arrow of ruling 6 ({source} may import: {allowed})"
 
@@ -352,7 +356,7 @@ def test_errors_module_imports_nothing_of_ours(scan: Scan) -> None:
 
 
 def test_no_layer_imports_an_entry_module(scan: Scan) -> None:
-    """No layer imports cli, testing, demo or the package __init__."""
+    """No layer imports cli, testing, demo, scenario or the package __init__."""
     found = scan.report("entry")
     assert not found, "\n".join(found)
 
@@ -461,6 +465,14 @@ class TestCheckerSelf:
                 id="layer-imports-testing",
             ),
             pytest.param(
+                "afp_runtime/loop/agent.py",
+                "from afp_runtime.scenario import run_scenario\n",
+                "entry",
+                1,
+                "no layer imports scenario",
+                id="layer-imports-scenario",
+            ),
+            pytest.param(
                 "afp_runtime/host/host.py",
                 "from afp_runtime import __version__\n",
                 "entry",
@@ -551,6 +563,13 @@ class TestCheckerSelf:
                 "afp_runtime/tools/dispatch.py",
                 "from afp_runtime.tools import texts\nfrom . import _results\n",
                 id="same-layer",
+            ),
+            pytest.param(
+                "afp_runtime/scenario/runner.py",
+                "from afp_runtime.loop import AgentDriver\nfrom afp_runtime.store import S\n"
+                "from afp_runtime.testing import FakeClock\nfrom afp_runtime.window import w\n"
+                "from afp_runtime.scenario._world import World\n",
+                id="scenario-imports-anything",
             ),
             pytest.param(
                 "afp_runtime/served/receipt.py",

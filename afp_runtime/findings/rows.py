@@ -1,0 +1,462 @@
+"""The findings ledger's rows: a tagged union on ``kind`` (findings.md §5, §13).
+
+The ledger (run-state key ``findingsLedger``) is shared with other families that file rows
+(the time layer's ``clock``, ``time-reading``, ``time-answer``, ``call-window``, ``call``). The
+findings family owns three kinds — ``basis``, ``standing``, ``conflict`` — and carries every
+other kind as a ``ForeignRow``, key for key, so a ledger read and written back is unchanged.
+
+Two decoders:
+
+* ``rows_from_wire`` is the ordinary load: typed decoding of the findings kinds, every other
+  kind kept as a ``ForeignRow`` (ARCHITECTURE ruling 4).
+* ``validate_rows`` is the strict check of import, migration and ``afp doctor``: every row's
+  kind must be a findings kind or registered with ``register_row_kind``; registered kinds are
+  checked by decoding into their own struct; findings rows are checked for unknown keys, types,
+  enum values and the rules between fields listed in ``_row_problem``. The first bad row raises
+  ``CheckpointInvalid`` naming its index, kind and field. It returns what ``rows_from_wire``
+  returns, so a valid ledger loads the same either way.
+
+Readings settled here:
+
+* The findings row structs forbid unknown keys on every load, ordinary ones included: stored
+  data evolves through the store's schema version and migrations (host.md §8.3), never by an
+  older build reading newer rows.
+* Strict validation also holds the rules this family always writes: ``turn`` and
+  ``iteration`` >= 1, ``malformed`` >= 1, ``cut`` non-empty, free texts of at most 240 code
+  points, ``settles`` only on ``open`` and ``line`` only on ``ruled-out``, no assertions on
+  ``noise``, each assertion's ``stratum`` matching its row's standing and its ``provenance``
+  equal to ``"tool:" + toolCallId``, finite numbers, a conflict with at least two witnesses.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import msgspec
+
+from afp_runtime.errors import CheckpointInvalid, shown
+from afp_runtime.findings.limits import TEXT_CAP
+from afp_runtime.window import Standing
+
+Basis = Literal["direct", "exploratory"]
+Expect = Literal["low", "medium", "high"]
+Stratum = Literal["asserted", "quoted"]
+
+BASES: tuple[str, ...] = ("direct", "exploratory")
+EXPECTS: tuple[str, ...] = ("low", "medium", "high")
+STANDINGS: tuple[str, ...] = ("fact", "open", "noise", "ruled-out")
+
+AssertedValue = str | int | float | bool
+"""An assertion's value: a string, a finite number or a boolean (never ``null``)."""
+
+ConflictKey = tuple[str, str, str]
+"""``(subject.kind, subject.id, predicate)``: the key two assertions conflict on (§5.5)."""
+
+ON_ANSWER: Literal["answer"] = "answer"
+"""``declaredOn`` of a standing declared on the final answer (§12)."""
+
+
+class _Part(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    rename="camel",
+    omit_defaults=True,
+    forbid_unknown_fields=True,
+):
+    """Base of the values rows are built from."""
+
+
+class Subject(_Part, frozen=True, kw_only=True):
+    """What an assertion is about: wire ``{kind, id}``."""
+
+    kind: str
+    id: str
+
+
+class Assertion(_Part, frozen=True, kw_only=True):
+    """One thing the model stands on, as filed on a standing row (§5.3).
+
+    Attributes:
+        subject: the subject (kind and id, each at most 240 code points).
+        predicate: the property asserted.
+        value: a string, a finite number or a boolean.
+        stratum: ``"asserted"`` on a fact, ``"quoted"`` on an open or ruled-out result.
+        provenance: ``"tool:" + <the judged toolCallId>``.
+    """
+
+    subject: Subject
+    predicate: str
+    value: AssertedValue
+    stratum: Stratum
+    provenance: str
+
+
+class DeclaredOn(_Part, frozen=True, kw_only=True):
+    """The call whose arguments carried a declaration: wire ``{toolCallId}``.
+
+    A declaration made on the final answer is the plain string ``"answer"`` instead
+    (``ON_ANSWER``), so the wire shape is exactly ``{"toolCallId": …}`` or ``"answer"``.
+    """
+
+    tool_call_id: str
+
+
+class WitnessRef(_Part, frozen=True, kw_only=True):
+    """One current fact assertion on a conflicting key: wire ``{toolCallId, subject,
+    predicate}`` (§5.5)."""
+
+    tool_call_id: str
+    subject: Subject
+    predicate: str
+
+
+class _Row(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    rename="camel",
+    omit_defaults=True,
+    forbid_unknown_fields=True,
+    tag_field="kind",
+):
+    """Base of the findings rows: tagged on ``kind``; absent keys omitted, never ``null``."""
+
+
+class BasisRow(_Row, frozen=True, kw_only=True, tag="basis"):
+    """Filed when a call's arguments contain ``_findings`` (§5.2).
+
+    Attributes:
+        tool_call_id: the declaring call (wire ``toolCallId``).
+        tool_name: its tool (wire ``toolName``).
+        turn: the conversation's 1-based turn number.
+        iteration: the declaring iteration, >= 1.
+        basis: ``direct`` or ``exploratory``, when valid.
+        expect: ``low``, ``medium`` or ``high``, when valid.
+        proposition: the claim the call tests (<= 240 code points), when valid.
+        predicts: the result that would support it (<= 240 code points), when valid.
+        cut: wire paths of the texts that were cut, when any was.
+        malformed: how many parts were dropped, when any was (>= 1).
+    """
+
+    tool_call_id: str
+    tool_name: str
+    turn: int
+    iteration: int
+    basis: Basis | msgspec.UnsetType = msgspec.UNSET
+    expect: Expect | msgspec.UnsetType = msgspec.UNSET
+    proposition: str | msgspec.UnsetType = msgspec.UNSET
+    predicts: str | msgspec.UnsetType = msgspec.UNSET
+    cut: tuple[str, ...] | msgspec.UnsetType = msgspec.UNSET
+    malformed: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class StandingRow(_Row, frozen=True, kw_only=True, tag="standing"):
+    """One valid ``previous`` entry: the model's standing on an earlier result (§5.3).
+
+    Attributes:
+        tool_call_id: the judged result, exactly as written (wire ``toolCallId``).
+        tool_name: the judged result's tool, when it can be named (wire ``toolName``).
+        standing: ``fact``, ``open``, ``noise`` or ``ruled-out``.
+        sought: whether that result was what its call looked for, when given.
+        settles: what would decide an ``open`` result, when given.
+        line: what a ``ruled-out`` result ruled out, when given.
+        assertions: what the model stands on (``()`` for noise); always written.
+        declared_on: ``DeclaredOn(tool_call_id=…)`` or ``"answer"`` (wire ``declaredOn``).
+        turn: the declaring turn.
+        iteration: the declaring iteration.
+        unknown_id: ``True`` when the id was not known at the declaring call (wire
+            ``unknownId``; §5.4).
+        cut: wire paths of the texts that were cut, when any was.
+        malformed: how many parts were dropped, when any was (>= 1).
+    """
+
+    tool_call_id: str
+    tool_name: str | msgspec.UnsetType = msgspec.UNSET
+    standing: Standing
+    sought: bool | msgspec.UnsetType = msgspec.UNSET
+    settles: str | msgspec.UnsetType = msgspec.UNSET
+    line: str | msgspec.UnsetType = msgspec.UNSET
+    assertions: tuple[Assertion, ...]
+    declared_on: DeclaredOn | Literal["answer"]
+    turn: int
+    iteration: int
+    unknown_id: Literal[True] | msgspec.UnsetType = msgspec.UNSET
+    cut: tuple[str, ...] | msgspec.UnsetType = msgspec.UNSET
+    malformed: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class ConflictRow(_Row, frozen=True, kw_only=True, tag="conflict"):
+    """Filed right after the standing row that made a key newly conflicting (§5.5).
+
+    Attributes:
+        key: ``[subject.kind, subject.id, predicate]``.
+        witnesses: the current fact assertions on that key, in ledger order.
+        turn: the turn of the standing row that made the key conflict.
+        iteration: its iteration.
+    """
+
+    key: ConflictKey
+    witnesses: tuple[WitnessRef, ...]
+    turn: int
+    iteration: int
+
+
+class ForeignRow(msgspec.Struct, frozen=True, kw_only=True):
+    """A row of a kind another family owns, carried key for key and ignored by the fold.
+
+    Attributes:
+        kind: the row's ``kind``.
+        fields: every other key of the row, as decoded JSON values, in their order. Never
+            mutated.
+    """
+
+    kind: str
+    fields: Mapping[str, Any]
+
+
+FindingsRow = BasisRow | StandingRow | ConflictRow
+LedgerRow = BasisRow | StandingRow | ConflictRow | ForeignRow
+
+_OWN_KINDS: dict[str, type[msgspec.Struct]] = {
+    "basis": BasisRow,
+    "standing": StandingRow,
+    "conflict": ConflictRow,
+}
+FINDINGS_KINDS: frozenset[str] = frozenset(_OWN_KINDS)
+
+_registry: dict[str, type[msgspec.Struct]] = dict(_OWN_KINDS)
+
+
+def register_row_kind(kind: str, struct_type: type[msgspec.Struct]) -> None:
+    """Register a row kind another family files in the ledger, for strict validation.
+
+    ``struct_type`` must be a ``msgspec.Struct`` tagged on ``kind`` with tag ``kind``;
+    ``validate_rows`` checks rows of that kind by decoding them into it (its own
+    ``forbid_unknown_fields`` and ``__post_init__`` decide how strict that is). Registering the
+    same pair again is a no-op.
+
+    Raises:
+        ValueError: ``kind`` is a findings kind, or already registered to another type.
+        TypeError: ``struct_type`` is not a Struct tagged on ``kind`` with that tag.
+    """
+    config = getattr(struct_type, "__struct_config__", None)
+    if (
+        not isinstance(struct_type, type)
+        or not issubclass(struct_type, msgspec.Struct)
+        or config is None
+        or config.tag_field != "kind"
+        or config.tag != kind
+    ):
+        raise TypeError(
+            f"row kind {kind!r} needs a msgspec.Struct tagged on 'kind' with tag {kind!r}, "
+            f"not {struct_type!r}"
+        )
+    if kind in _OWN_KINDS:
+        raise ValueError(f"row kind {kind!r} belongs to the findings family")
+    known = _registry.get(kind)
+    if known is not None and known is not struct_type:
+        raise ValueError(f"row kind {kind!r} is already registered to {known.__name__}")
+    _registry[kind] = struct_type
+
+
+def registered_row_kinds() -> frozenset[str]:
+    """Every kind strict validation accepts: the findings kinds and the registered ones."""
+    return frozenset(_registry)
+
+
+# --- wire form ----------------------------------------------------------------------------------
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+
+def row_to_wire(row: LedgerRow | msgspec.Struct) -> dict[str, Any]:
+    """One row as its committed JSON object (camelCase keys, absent keys omitted)."""
+    if isinstance(row, ForeignRow):
+        return {"kind": row.kind, **row.fields}
+    # Through JSON, so arrays come back as lists: exactly what the committed bytes decode to.
+    wire: dict[str, Any] = _decode(_encode(row))
+    return wire
+
+
+def rows_to_wire(rows: Iterable[LedgerRow | msgspec.Struct]) -> list[dict[str, Any]]:
+    """The ledger as its committed JSON list, oldest first."""
+    return [row_to_wire(row) for row in rows]
+
+
+def _kind_of(raw: object) -> object:
+    return raw.get("kind") if isinstance(raw, Mapping) else None
+
+
+def row_from_wire(raw: Mapping[str, Any]) -> LedgerRow:
+    """Decode one committed row: a findings kind to its struct, any other kind to a
+    ``ForeignRow`` keeping every key.
+
+    Raises:
+        msgspec.ValidationError: a findings row is mistyped, or the row has no string kind.
+    """
+    kind = _kind_of(raw)
+    own = _OWN_KINDS.get(kind) if isinstance(kind, str) else None
+    if own is not None:
+        decoded: FindingsRow = msgspec.convert(raw, type=own)  # type: ignore[assignment]
+        return decoded
+    if not isinstance(kind, str):
+        raise msgspec.ValidationError(f"a ledger row needs a string 'kind', not {shown(kind)}")
+    return ForeignRow(kind=kind, fields={k: v for k, v in raw.items() if k != "kind"})
+
+
+def rows_from_wire(raw: Iterable[Mapping[str, Any]]) -> tuple[LedgerRow, ...]:
+    """Decode the committed ledger (ordinary load; see the module docstring)."""
+    return tuple(row_from_wire(item) for item in raw)
+
+
+# --- strict validation --------------------------------------------------------------------------
+
+_AT = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
+_NAMED = re.compile(r"(?:unknown|missing required) field `(?P<name>[^`]*)`")
+
+
+def _field_of(error: msgspec.ValidationError) -> tuple[str, str]:
+    """The wire path and the message of a msgspec validation error."""
+    text = str(error)
+    at = _AT.search(text)
+    path = at.group("path") if at else ""
+    detail = text[: at.start()] if at else text
+    unknown = _NAMED.search(detail)
+    if unknown:
+        path = f"{path}.{unknown.group('name')}" if path else unknown.group("name")
+    return path or "(row)", detail
+
+
+def _invalid(index: int, kind: object, field: str, detail: str) -> CheckpointInvalid:
+    shown_kind = kind if isinstance(kind, str) else shown(kind)
+    return CheckpointInvalid(
+        f"findingsLedger row {index} (kind {shown_kind}) is invalid at {field}: {detail}",
+        index=index,
+        kind=shown_kind,
+        field=field,
+    )
+
+
+def _text_problem(path: str, value: object) -> tuple[str, str] | None:
+    if isinstance(value, str) and len(value) > TEXT_CAP:
+        return path, f"longer than {TEXT_CAP} code points"
+    return None
+
+
+def _assertion_problem(path: str, assertion: Assertion, row: StandingRow) -> tuple[str, str] | None:
+    value = assertion.value
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path}.value", "not a finite number"
+    for sub, text in (
+        ("subject.kind", assertion.subject.kind),
+        ("subject.id", assertion.subject.id),
+        ("predicate", assertion.predicate),
+        ("value", value),
+    ):
+        problem = _text_problem(f"{path}.{sub}", text)
+        if problem:
+            return problem
+    stratum = "asserted" if row.standing == "fact" else "quoted"
+    if assertion.stratum != stratum:
+        return f"{path}.stratum", f"must be {stratum!r} on a {row.standing} row"
+    if assertion.provenance != f"tool:{row.tool_call_id}":
+        return f"{path}.provenance", f"must be 'tool:{row.tool_call_id}'"
+    return None
+
+
+def _counts_problem(row: BasisRow | StandingRow) -> tuple[str, str] | None:
+    if row.turn < 1:
+        return "turn", "must be >= 1"
+    if row.iteration < 1:
+        return "iteration", "must be >= 1"
+    if isinstance(row.malformed, int) and row.malformed < 1:
+        return "malformed", "must be >= 1 when present"
+    if isinstance(row.cut, tuple) and not row.cut:
+        return "cut", "must not be empty when present"
+    return None
+
+
+def _row_problem(row: FindingsRow) -> tuple[str, str] | None:
+    """The first rule a typed findings row breaks, as (wire path, what is wrong)."""
+    if isinstance(row, ConflictRow):
+        if row.turn < 1:
+            return "turn", "must be >= 1"
+        if row.iteration < 1:
+            return "iteration", "must be >= 1"
+        if len(row.witnesses) < 2:
+            return "witnesses", "a conflict needs at least two witnesses"
+        return None
+    problem = _counts_problem(row)
+    if problem:
+        return problem
+    if isinstance(row, BasisRow):
+        for name in ("proposition", "predicts"):
+            problem = _text_problem(name, getattr(row, name))
+            if problem:
+                return problem
+        return None
+    if row.settles is not msgspec.UNSET and row.standing != "open":
+        return "settles", "only an open row carries settles"
+    if row.line is not msgspec.UNSET and row.standing != "ruled-out":
+        return "line", "only a ruled-out row carries line"
+    for name in ("settles", "line"):
+        problem = _text_problem(name, getattr(row, name))
+        if problem:
+            return problem
+    if row.standing == "noise" and row.assertions:
+        return "assertions", "a noise row carries no assertions"
+    for position, assertion in enumerate(row.assertions):
+        problem = _assertion_problem(f"assertions[{position}]", assertion, row)
+        if problem:
+            return problem
+    return None
+
+
+def validate_rows(raw: object) -> tuple[LedgerRow, ...]:
+    """Strictly validate a committed ledger (import, migration, ``afp doctor``; §13).
+
+    Args:
+        raw: the decoded JSON value of ``findingsLedger``.
+
+    Returns:
+        The rows as ``rows_from_wire`` decodes them.
+
+    Raises:
+        CheckpointInvalid: the value is not a list, or a row is invalid: the error names the
+            row's index, its kind and the field (a wire path such as ``standing`` or
+            ``assertions[0].value``). Nothing is dropped or repaired.
+    """
+    if not isinstance(raw, Sequence) or isinstance(raw, str | bytes):
+        raise CheckpointInvalid(
+            f"findingsLedger must be a list of rows, not {shown(raw)}", field="findingsLedger"
+        )
+    rows: list[LedgerRow] = []
+    for index, item in enumerate(raw):
+        kind = _kind_of(item)
+        if not isinstance(item, Mapping):
+            raise _invalid(index, kind, "(row)", f"a row must be a JSON object, not {shown(item)}")
+        if not isinstance(kind, str):
+            raise _invalid(index, kind, "kind", "a row needs a string kind")
+        struct_type = _registry.get(kind)
+        if struct_type is None:
+            raise _invalid(index, kind, "kind", "no family registered this kind")
+        try:
+            typed = msgspec.convert(item, type=struct_type)
+        except msgspec.ValidationError as exc:
+            field, detail = _field_of(exc)
+            raise _invalid(index, kind, field, detail) from exc
+        if isinstance(typed, BasisRow | StandingRow | ConflictRow):
+            problem = _row_problem(typed)
+            if problem:
+                raise _invalid(index, kind, *problem)
+            rows.append(typed)
+        else:
+            rows.append(
+                ForeignRow(kind=kind, fields={k: v for k, v in item.items() if k != "kind"})
+            )
+    return tuple(rows)

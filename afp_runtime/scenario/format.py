@@ -1,0 +1,539 @@
+"""The scenario input format ``afp-scenario/1`` (scenario.md): strict camelCase Structs.
+
+Every object of the format refuses unknown keys (msgspec ``forbid_unknown_fields``), so a
+snake_case spelling or a typo fails with its JSON path. Any object may carry an
+``extensions`` object, which is never read: only what sits under it escapes the check.
+
+Every error names the JSON path of the bad value (``$.turns[3].history[0].toolCallId``).
+Decoding and type errors are ``InvalidValue``; errors the runtime's own validation raises keep
+their class (``ToolDefinitionError``, ``WindowConfigError``, ``CheckpointInvalid``…) with the
+path put in front of their message.
+
+Features the runtime does not have yet are refused with an error that names the path and says
+so: ``resume`` steps, ``{"pause": …}`` tool results, ``agent.findings``, ``agent.time``, a
+message's ``time``, tool ``period`` declarations and ``checkIn`` tools (approval pauses).
+
+Decisions where scenario.md is silent:
+
+* ``tools`` defaults to none; ``provider``, ``clock`` (all but ``zone``) and ``turns`` are
+  required.
+* A usage object needs ``input`` and ``output``; an error reply needs ``status`` (400..599) and
+  may omit ``message``; a reply holds either ``error`` or ``content``/``toolCalls``/``usage``.
+* ``call`` is accepted only with ``tool-start`` / ``tool-end``, ``iteration`` only with a stage
+  name. A ``crash`` step with no ``message``/``continueFrom``/``resume`` step after it is refused
+  up front; several crash steps before one step arm it in order (the next is armed once the
+  previous has fired, e.g. a crash inside the recovery run).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from afp_runtime.errors import AfpError, CheckpointInvalid, InvalidValue
+from afp_runtime.loop import PortableCheckpoint, parse_checkpoint
+from afp_runtime.tools import Tool, ToolFn
+
+SCENARIO_FORMAT = "afp-scenario/1"
+
+AGENT_ID = "scenario"
+"""The id of the one standing agent a scenario runs."""
+
+STAGE_POINTS = (
+    "seed",
+    "settle",
+    "window",
+    "context",
+    "receipt",
+    "call-model",
+    "tool-calls",
+    "wrap-up",
+    "final",
+)
+TOOL_POINTS = ("tool-start", "tool-end")
+
+NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
+PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
+PositiveNumber = Annotated[int, msgspec.Meta(gt=0)] | Annotated[float, msgspec.Meta(gt=0)]
+NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
+PersonText = Annotated[str, msgspec.Meta(min_length=1, max_length=32_000)]
+CrashPoint = Literal[
+    "seed",
+    "settle",
+    "window",
+    "context",
+    "receipt",
+    "call-model",
+    "tool-calls",
+    "wrap-up",
+    "final",
+    "send",
+    "tool-start",
+    "tool-end",
+]
+
+
+class _Input(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """Base of every object of the format: unknown keys are refused, except ``extensions``."""
+
+    extensions: dict[str, Any] | None = None
+
+
+class ClockSpec(_Input, frozen=True, kw_only=True):
+    """The virtual clock: where it starts and how far each kind of work moves it (ms)."""
+
+    start_ms: NonNegativeInt
+    model_call_step_ms: NonNegativeInt
+    tool_step_ms: NonNegativeInt
+    run_gap_ms: NonNegativeInt
+    zone: str = "UTC"  # informational only: recorded, never used as a zone
+
+
+class AgentSpec(_Input, frozen=True, kw_only=True):
+    """The standing agent: the camelCase names of the agent definition's options."""
+
+    model: NonEmptyStr
+    max_iterations: PositiveInt = 10
+    system_prompt: str | None = None
+    keep_last_tool_results: NonNegativeInt | bool = 2
+    durability: Literal["sync", "iteration", "turn"] = "sync"
+    wrap_up: bool = True
+    findings: Any = None
+    time: Any = None
+
+
+class UsageSpec(_Input, frozen=True, kw_only=True):
+    """Token counts a scripted reply reports."""
+
+    input: NonNegativeInt
+    output: NonNegativeInt
+    cache_read: NonNegativeInt | None = None
+    cache_write: NonNegativeInt | None = None
+    reasoning: NonNegativeInt | None = None
+
+
+class ToolCallSpec(_Input, frozen=True, kw_only=True):
+    """A tool call as the scripted model sends it (``argsText``: arguments that did not parse)."""
+
+    id: NonEmptyStr
+    name: str
+    args: dict[str, Any] = {}
+    args_text: str | None = None
+
+
+class ReplyErrorSpec(_Input, frozen=True, kw_only=True):
+    """A scripted failure: the HTTP status decides its classification (host.md §14)."""
+
+    status: Annotated[int, msgspec.Meta(ge=400, le=599)]
+    message: str = ""
+
+
+class ReplySpec(_Input, frozen=True, kw_only=True):
+    """One scripted reply: a text and/or tool calls with usage, or an ``error``."""
+
+    content: str | None = None
+    tool_calls: tuple[ToolCallSpec, ...] | None = None
+    usage: UsageSpec | None = None
+    error: ReplyErrorSpec | None = None
+
+
+class ProviderSpec(_Input, frozen=True, kw_only=True):
+    """The scripted main model: its replies, consumed in order, one per send."""
+
+    replies: tuple[ReplySpec, ...] = ()
+
+
+class SummarizerSpec(_Input, frozen=True, kw_only=True):
+    """The scripted summarizer: its replies, consumed in order, one per summarizer call."""
+
+    replies: tuple[ReplySpec, ...] = ()
+
+
+class SlidingWindowOptions(_Input, frozen=True, kw_only=True):
+    """Options of ``sliding_window`` (window.md §10.1)."""
+
+    keep_recent_turns: PositiveInt
+
+
+class TokenBudgetOptions(_Input, frozen=True, kw_only=True):
+    """Options of ``token_budget`` (window.md §10.2)."""
+
+    threshold_tokens: PositiveNumber
+    keep_recent_turns: PositiveInt = 6
+
+
+class SummarizeOldestOptions(_Input, frozen=True, kw_only=True):
+    """Options of ``summarize_oldest`` (window.md §10.3); ``model`` is the summarizer's id."""
+
+    threshold_tokens: PositiveNumber
+    model: NonEmptyStr
+    keep_recent_turns: PositiveInt = 6
+    retain: Literal["conversation", "discard"] = "conversation"
+
+
+class _StrategySpec(_Input, frozen=True, kw_only=True, tag_field="kind"):
+    """Base of the strategy union, tagged on ``kind``."""
+
+
+class SlidingWindowSpec(_StrategySpec, frozen=True, kw_only=True, tag="slidingWindow"):
+    """``{"kind": "slidingWindow", "options": {...}}``."""
+
+    options: SlidingWindowOptions
+
+
+class TokenBudgetSpec(_StrategySpec, frozen=True, kw_only=True, tag="tokenBudget"):
+    """``{"kind": "tokenBudget", "options": {...}}``."""
+
+    options: TokenBudgetOptions
+
+
+class SummarizeOldestSpec(_StrategySpec, frozen=True, kw_only=True, tag="summarizeOldest"):
+    """``{"kind": "summarizeOldest", "options": {...}, "summarizer": {"replies": [...]}}``."""
+
+    options: SummarizeOldestOptions
+    summarizer: SummarizerSpec
+
+
+StrategySpec = SlidingWindowSpec | TokenBudgetSpec | SummarizeOldestSpec
+
+
+class ToolResultSpec(_Input, frozen=True, kw_only=True):
+    """A scripted tool result other than a plain string: ``{"error": text}``, ``{"text": t,
+    "delayMs": n}`` or ``{"pause": …}`` (refused: pauses are not available yet)."""
+
+    error: str | None = None
+    text: str | None = None
+    delay_ms: NonNegativeInt | None = None
+    pause: Any = msgspec.UNSET
+
+
+class ToolSpec(_Input, frozen=True, kw_only=True):
+    """A scripted tool: its declaration and its results, consumed in call order."""
+
+    name: str
+    input_schema: dict[str, Any]
+    description: str = ""
+    results: tuple[str | ToolResultSpec, ...] = ()
+    idempotent: bool = False
+    parallel_safe: bool = False
+    check_in: bool = False
+    timeout_s: PositiveNumber = 60
+    max_result_chars: PositiveInt = 20_000
+    period: Any = None
+
+
+class MessageSpec(_Input, frozen=True, kw_only=True):
+    """A conversation message of an imported history (the portable checkpoint's wire shape)."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCallSpec, ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    not_dispatched: bool = False
+    injected_by: str | None = None
+
+
+class FoldedSpanSpec(_Input, frozen=True, kw_only=True):
+    """A folded span of an imported conversation (window.md §12.4; foreign ones welcome)."""
+
+    summary_fingerprint: str
+    run_id: str
+    iteration: int
+    folded_at_ms: int
+    model: str
+    message_count: int
+    removed_stage_ids: tuple[str, ...]
+    retained: Literal["conversation", "discard"]
+    messages: tuple[MessageSpec, ...] | None = None
+
+
+class _StepSpec(_Input, frozen=True, kw_only=True, tag_field="kind"):
+    """Base of the step union, tagged on ``kind``."""
+
+
+class MessageStep(_StepSpec, frozen=True, kw_only=True, tag="message"):
+    """Post a person's message and run until the turn is answered, paused or held."""
+
+    message: PersonText
+    time: Any = None
+
+
+class RestartStep(_StepSpec, frozen=True, kw_only=True, tag="restart"):
+    """Drop every in-memory state and open the store with a fresh host; runs nothing."""
+
+
+class ContinueFromStep(_StepSpec, frozen=True, kw_only=True, tag="continueFrom"):
+    """Import a conversation (replacing any), then post ``message`` like a message step."""
+
+    history: tuple[MessageSpec, ...]
+    message: PersonText
+    folded: tuple[FoldedSpanSpec, ...] | None = None
+
+
+class CrashStep(_StepSpec, frozen=True, kw_only=True, tag="crash"):
+    """Arm a simulated crash for the next message, continueFrom or resume step."""
+
+    after: CrashPoint
+    call: str | None = None
+    iteration: PositiveInt | None = None
+
+
+class ResumeStep(_StepSpec, frozen=True, kw_only=True, tag="resume"):
+    """Answer an open question (refused: pause and resume are not available yet)."""
+
+    answer: Any = None
+    question: Any = None
+    abandon: Any = None
+
+
+StepSpec = MessageStep | RestartStep | ContinueFromStep | CrashStep | ResumeStep
+
+
+class Scenario(_Input, frozen=True, kw_only=True):
+    """One scenario file (``"format": "afp-scenario/1"``)."""
+
+    format: Literal["afp-scenario/1"]
+    name: NonEmptyStr
+    clock: ClockSpec
+    agent: AgentSpec
+    provider: ProviderSpec
+    turns: tuple[StepSpec, ...]
+    description: str = ""
+    strategy: StrategySpec | None = None
+    tools: tuple[ToolSpec, ...] = ()
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+def at_path(path: str, error: AfpError) -> AfpError:
+    """Put ``path`` in front of an error's message (the error keeps its class)."""
+    error.message = f"{path}: {error.message}"
+    error.args = (error.message,)
+    error.context.setdefault("field", path)
+    return error
+
+
+def _invalid(path: str, message: str) -> InvalidValue:
+    return InvalidValue(f"{path}: {message}", field=path)
+
+
+def not_available(path: str, feature: str) -> InvalidValue:
+    """The error for a feature of the format the runtime does not have yet."""
+    return _invalid(
+        path, f"{feature} is not available in this afp_runtime yet, so a scenario cannot use it"
+    )
+
+
+_UNKNOWN = re.compile(r"Object contains unknown field `(?P<key>.*)`")
+
+
+def _split_msgspec(text: str, base: str) -> tuple[str, str]:
+    """msgspec's ``message - at `$.a.b``` as (``base.a.b``, message); an unknown key's path
+    names the key itself."""
+    head, sep, where = text.rpartition(" - at `$")
+    if sep and where.endswith("`"):
+        base, text = base + where[:-1], head
+    unknown = _UNKNOWN.fullmatch(text)
+    if unknown is not None:
+        key = unknown["key"]
+        return f"{base}.{key}", (
+            "unknown key (keys are the camelCase names scenario.md lists; only what sits "
+            "under extensions is not checked)"
+        )
+    return base, text
+
+
+# -- decoding and checking -----------------------------------------------------------------------
+
+_decoder = msgspec.json.Decoder(Scenario)
+
+
+def decode_scenario(data: bytes | str) -> Scenario:
+    """Decode a scenario file and check it whole before anything runs.
+
+    Raises:
+        InvalidValue: not JSON, an unknown key, a bad value, or a feature not available yet;
+            the message names the JSON path.
+        AfpError: a tool declaration, strategy or imported conversation the runtime refuses
+            (its own class, the path in front of its message).
+    """
+    try:
+        scenario = _decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        path, message = _split_msgspec(str(exc), "$")
+        raise _invalid(path, message) from None
+    except msgspec.DecodeError as exc:
+        raise _invalid("$", f"the file is not valid JSON: {exc}") from None
+    check_scenario(scenario)
+    return scenario
+
+
+async def _unused_tool(args: Any, ctx: Any) -> None:
+    """Stands in for a scripted tool while its declaration is checked."""
+
+
+def check_scenario(scenario: Scenario) -> None:
+    """Check what the types alone cannot (see ``decode_scenario``)."""
+    agent = scenario.agent
+    for field in ("findings", "time"):
+        if getattr(agent, field) is not None:
+            raise not_available(f"$.agent.{field}", f"agent.{field}")
+    if agent.keep_last_tool_results is True:
+        raise _invalid("$.agent.keepLastToolResults", "must be an int >= 0 or false, not true")
+    _check_replies("$.provider.replies", scenario.provider.replies)
+    if isinstance(scenario.strategy, SummarizeOldestSpec):
+        _check_replies("$.strategy.summarizer.replies", scenario.strategy.summarizer.replies)
+    names: set[str] = set()
+    for index, spec in enumerate(scenario.tools):
+        path = f"$.tools[{index}]"
+        if spec.name in names:
+            raise _invalid(f"{path}.name", f"a second tool is named {spec.name!r}")
+        names.add(spec.name)
+        build_tool(spec, path, _unused_tool)
+        for number, result in enumerate(spec.results):
+            _check_result(f"{path}.results[{number}]", result)
+    _check_steps(scenario.turns)
+
+
+def _check_replies(path: str, replies: Sequence[ReplySpec]) -> None:
+    for index, reply in enumerate(replies):
+        has_reply = (reply.content, reply.tool_calls, reply.usage) != (None, None, None)
+        if reply.error is not None and has_reply:
+            raise _invalid(
+                f"{path}[{index}]",
+                "a reply holds either error or content/toolCalls/usage, not both",
+            )
+
+
+def _check_result(path: str, result: str | ToolResultSpec) -> None:
+    if isinstance(result, str):
+        return
+    if result.pause is not msgspec.UNSET:
+        raise not_available(f"{path}.pause", "a tool pause (ctx.ask_person)")
+    if (result.error is None) == (result.text is None):
+        raise _invalid(path, 'a result object holds exactly one of "error" or "text"')
+    if result.delay_ms is not None and result.text is None:
+        raise _invalid(f"{path}.delayMs", 'delayMs goes with "text"')
+
+
+def _check_steps(steps: Sequence[StepSpec]) -> None:
+    armed: list[int] = []
+    for index, step in enumerate(steps):
+        path = f"$.turns[{index}]"
+        if isinstance(step, ResumeStep):
+            raise not_available(path, "a resume step (pause and resume)")
+        if isinstance(step, MessageStep) and step.time is not None:
+            raise not_available(f"{path}.time", "a message time (the time layer)")
+        if isinstance(step, CrashStep):
+            if step.call is not None and step.after not in TOOL_POINTS:
+                raise _invalid(f"{path}.call", "call goes with after = tool-start or tool-end")
+            if step.iteration is not None and step.after not in STAGE_POINTS:
+                raise _invalid(f"{path}.iteration", "iteration goes with a stage name in after")
+            armed.append(index)
+        if isinstance(step, MessageStep | ContinueFromStep):
+            armed = []
+        if isinstance(step, ContinueFromStep):
+            checkpoint_of(step, path)
+    if armed:
+        raise _invalid(
+            f"$.turns[{armed[0]}]",
+            "this crash is never reached: no message or continueFrom step follows it",
+        )
+
+
+# -- runtime values from the format ------------------------------------------------------------
+
+
+def build_tool(spec: ToolSpec, path: str, fn: ToolFn) -> Tool:
+    """The runtime tool a spec declares, running ``fn``.
+
+    Raises:
+        InvalidValue: a period or check-in (not available yet).
+        ToolDefinitionError: the declaration is refused (reserved arguments, a bad schema…).
+    """
+    if spec.period is not None:
+        raise not_available(f"{path}.period", "a tool period (the time layer)")
+    if spec.check_in:
+        raise not_available(f"{path}.checkIn", "a check-in tool (approval pauses)")
+    try:
+        return Tool(
+            spec.name,
+            spec.description,
+            spec.input_schema,
+            fn,
+            idempotent=spec.idempotent,
+            parallel_safe=spec.parallel_safe,
+            timeout_s=spec.timeout_s,
+            max_result_chars=spec.max_result_chars,
+        )
+    except AfpError as exc:
+        raise at_path(path, exc) from None
+
+
+def checkpoint_of(step: ContinueFromStep, path: str) -> PortableCheckpoint:
+    """The portable checkpoint a continueFrom step imports, strictly validated (host.md §8.3).
+
+    Raises:
+        CheckpointInvalid: the history or a span is refused; names the path under ``path``.
+    """
+    raw: dict[str, Any] = {
+        "version": 1,
+        "agentId": AGENT_ID,
+        "history": [_message_wire(message) for message in step.history],
+    }
+    if step.folded is not None:
+        raw["folded"] = [_span_wire(span) for span in step.folded]
+    try:
+        return parse_checkpoint(msgspec.json.encode(raw), agent_id=AGENT_ID)
+    except CheckpointInvalid as exc:
+        where, message = _split_msgspec(exc.message, path)
+        if where == path and not message.startswith(("history", "folded")):
+            raise at_path(path, exc) from None
+        raise CheckpointInvalid(
+            f"{where}.{message}" if where == path else f"{where}: {message}", field=where
+        ) from None
+
+
+def _call_wire(call: ToolCallSpec) -> dict[str, Any]:
+    wire: dict[str, Any] = {"id": call.id, "name": call.name, "args": call.args}
+    if call.args_text is not None:
+        wire["argsText"] = call.args_text
+    return wire
+
+
+def _message_wire(message: MessageSpec) -> dict[str, Any]:
+    """A message spec in the portable checkpoint's wire shape (absent keys left out)."""
+    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        wire["toolCalls"] = [_call_wire(call) for call in message.tool_calls]
+    for key, value in (
+        ("toolCallId", message.tool_call_id),
+        ("toolName", message.tool_name),
+        ("injectedBy", message.injected_by),
+    ):
+        if value is not None:
+            wire[key] = value
+    if message.not_dispatched:
+        wire["notDispatched"] = True
+    return wire
+
+
+def _span_wire(span: FoldedSpanSpec) -> dict[str, Any]:
+    wire: dict[str, Any] = {
+        "summaryFingerprint": span.summary_fingerprint,
+        "runId": span.run_id,
+        "iteration": span.iteration,
+        "foldedAtMs": span.folded_at_ms,
+        "model": span.model,
+        "messageCount": span.message_count,
+        "removedStageIds": list(span.removed_stage_ids),
+        "retained": span.retained,
+    }
+    if span.messages is not None:
+        wire["messages"] = [_message_wire(message) for message in span.messages]
+    return wire

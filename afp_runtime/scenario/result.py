@@ -1,0 +1,173 @@
+"""The scenario result format ``afp-scenario-result/1`` (scenario.md, Output) and its encoder.
+
+Keys are camelCase in the order scenario.md lists them. Optional keys are left out rather than
+written as ``null``, except ``modelCalls[].response`` (``null`` for a send a crash cut) and
+``toolExecutions[].result`` (``null`` for a call that never returned: a crash or a timeout).
+``encode_result`` is deterministic: the same result gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from afp_runtime.messages import Message, ModelRequest, ToolCall, ToolSchema, Usage
+from afp_runtime.window import FoldedSpan
+
+RESULT_FORMAT = "afp-scenario-result/1"
+
+
+class _Output(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """Base of the result objects: fields defaulting to UNSET are left out when unset."""
+
+
+class RunSummary(_Output, frozen=True, kw_only=True):
+    """One run a step ran: its id, kind and how it ended (``crashed`` when a crash cut it)."""
+
+    run_id: str
+    kind: str
+    status: str
+
+
+class StepResult(_Output, frozen=True, kw_only=True):
+    """One input step. ``restart`` and ``crash`` steps carry only ``index`` and ``kind``.
+
+    Attributes:
+        index: the step's 0-based position in ``turns``.
+        kind: the step's kind.
+        run_id: the last run the step ran (absent when it ran none).
+        outcome: the turn's state when the step ended: ``answered``, ``paused`` or ``held``.
+        answer_status: for ``resume`` steps (not available yet): ``accepted`` or ``re-asked``.
+        runs: every run the step ran, in order.
+        answer: the final answer, only when answered.
+        compactions: every window record of the step's turn so far, all its runs (wire shape).
+        findings_ledger: basis, standing and conflict rows the step added (none yet).
+        time_rows: time rows the step added (none yet).
+    """
+
+    index: int
+    kind: str
+    run_id: str | msgspec.UnsetType = msgspec.UNSET
+    outcome: str | msgspec.UnsetType = msgspec.UNSET
+    answer_status: str | msgspec.UnsetType = msgspec.UNSET
+    runs: tuple[RunSummary, ...] | msgspec.UnsetType = msgspec.UNSET
+    answer: str | msgspec.UnsetType = msgspec.UNSET
+    compactions: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
+    findings_ledger: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
+    time_rows: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
+
+
+class RequestView(_Output, frozen=True, kw_only=True):
+    """A request as the scripted model received it (host.md §5.1, wire form).
+
+    ``system`` is the composed system text; ``messages`` end with the request-only lines.
+    """
+
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSchema, ...]
+    model: str
+
+    @classmethod
+    def of(cls, request: ModelRequest) -> RequestView:
+        """The view of one received request."""
+        return cls(
+            system=request.system,
+            messages=request.messages,
+            tools=request.tools,
+            model=request.model,
+        )
+
+
+class ReplyView(_Output, frozen=True, kw_only=True):
+    """A scripted reply as the model answered it."""
+
+    content: str
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage | msgspec.UnsetType = msgspec.UNSET
+
+
+class ErrorBody(_Output, frozen=True, kw_only=True):
+    """A scripted failure: HTTP status and message."""
+
+    status: int
+    message: str
+
+
+class ErrorView(_Output, frozen=True, kw_only=True):
+    """A scripted failure as a call's response: ``{"error": {status, message}}``."""
+
+    error: ErrorBody
+
+
+class ModelCall(_Output, frozen=True, kw_only=True):
+    """One send to the main model.
+
+    Attributes:
+        seq: 1-based over the whole scenario.
+        turn: the 0-based index of the input step that sent it.
+        run_id: the run whose receipt the send carries.
+        epoch: the receipt's epoch (the iteration).
+        agent_call: the receipt's agent-wide model-call number.
+        attempt: 1-based send of that receipt (in-stage retries count up).
+        clock_ms: the virtual clock when the model answered (after ``modelCallStepMs``).
+        request: what the scripted model received.
+        response: the scripted reply or error; ``None`` when a ``send`` crash cut the send.
+    """
+
+    seq: int
+    turn: int
+    run_id: str
+    epoch: int
+    agent_call: int
+    attempt: int
+    clock_ms: int
+    request: RequestView
+    response: ReplyView | ErrorView | None
+
+
+class SummarizerCall(_Output, frozen=True, kw_only=True):
+    """One summarizer send (never retried, window.md §10.3)."""
+
+    seq: int
+    turn: int
+    run_id: str
+    iteration: int
+    clock_ms: int
+    request: RequestView
+    response: ReplyView | ErrorView
+
+
+class ToolExecution(_Output, frozen=True, kw_only=True):
+    """One execution of a scripted tool function.
+
+    ``call_number`` counts the tool's executions (1-based), which is also the position of the
+    scripted result it took. ``result`` is the text it returned, ``{"error": text}`` when it
+    raised, or ``None`` when it never returned (a crash, or cancelled at its time limit).
+    """
+
+    turn: int
+    tool: str
+    call_number: int
+    tool_call_id: str
+    args: dict[str, Any]
+    result: Any
+
+
+class ScenarioResult(_Output, frozen=True, kw_only=True):
+    """The result of one scenario (``"format": "afp-scenario-result/1"``)."""
+
+    format: str
+    name: str
+    turns: tuple[StepResult, ...]
+    model_calls: tuple[ModelCall, ...]
+    summarizer_calls: tuple[SummarizerCall, ...]
+    tool_executions: tuple[ToolExecution, ...]
+    folded: tuple[FoldedSpan, ...]
+    served: tuple[dict[str, Any], ...]
+
+
+def encode_result(result: ScenarioResult) -> bytes:
+    """The result as indented JSON with a final newline: the same result, the same bytes."""
+    return msgspec.json.format(msgspec.json.encode(result), indent=2) + b"\n"

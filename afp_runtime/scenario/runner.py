@@ -1,0 +1,329 @@
+"""Running a scenario: one standing agent, a real SQLite store, the scripted world, the steps.
+
+The *host* here is what a restart or a crash throws away: the open store, the agent
+definition (its scripted model adapters, its window strategy and the strategy's latch) and the
+driver. The *world* (``_world.World``) is what outlives it: the virtual clock, the id factory,
+the jitter source, the scripts and what was recorded.
+
+Each ``message`` or ``continueFrom`` step drives the agent until its turn is answered, paused or
+held: a stall is retried within the step (the clock moves to ``retryAtMs``), and an armed crash
+drops the host and opens a fresh one whose ``work()`` recovers the turn. The step's runs, answer
+and window records are read back from the store afterwards.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from afp_runtime.errors import AfpError, InvalidValue
+from afp_runtime.loop import (
+    AgentDefinition,
+    AgentDriver,
+    Emitter,
+    import_checkpoint,
+    load_folded_spans,
+)
+from afp_runtime.models import ScriptedModel
+from afp_runtime.scenario._world import Abort, Arm, Crash, World
+from afp_runtime.scenario.format import (
+    AGENT_ID,
+    ContinueFromStep,
+    CrashStep,
+    MessageStep,
+    RestartStep,
+    Scenario,
+    SlidingWindowSpec,
+    StrategySpec,
+    TokenBudgetSpec,
+    at_path,
+    build_tool,
+    checkpoint_of,
+    decode_scenario,
+)
+from afp_runtime.scenario.result import RESULT_FORMAT, RunSummary, ScenarioResult, StepResult
+from afp_runtime.store import SqliteStore
+from afp_runtime.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
+
+
+def _caught(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """``exc`` or the first exception of that kind inside (nested) exception groups."""
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _caught(inner, kind)
+            if found is not None:
+                return found
+    return None
+
+
+class _Host:
+    """The in-memory side of a scenario: the store, the agent definition and its driver."""
+
+    def __init__(self, world: World, db_path: Path) -> None:
+        self.world = world
+        self.db_path = db_path
+        self.store: SqliteStore | None = None
+        self.definition: AgentDefinition | None = None
+        self.driver: AgentDriver | None = None
+
+    async def open(self) -> None:
+        """Start a fresh host on the store (start-up, host.md §13.4)."""
+        world = self.world
+        self.store = await SqliteStore.open(self.db_path, now_ms=world.clock.now_ms())
+        self.definition = self._definition()
+        self.driver = AgentDriver(
+            self.store,
+            self.definition,
+            clock=world.clock,
+            ids=world.ids,
+            emitter=Emitter([world.on_event]),
+            rng=world.rng,
+            hooks=world.hooks(),
+        )
+
+    async def close(self) -> None:
+        """Drop every in-memory object; the store file stays."""
+        definition, store = self.definition, self.store
+        self.driver = self.definition = self.store = None
+        try:
+            if definition is not None:
+                await definition.aclose()
+        finally:
+            if store is not None:
+                await store.aclose()
+
+    def _definition(self) -> AgentDefinition:
+        scenario = self.world.scenario
+        agent = scenario.agent
+        tools = [
+            build_tool(spec, f"$.tools[{index}]", self.world.tool_fn(index))
+            for index, spec in enumerate(scenario.tools)
+        ]
+        window = self._strategy(scenario.strategy) if scenario.strategy is not None else None
+        try:
+            return AgentDefinition(
+                AGENT_ID,
+                ScriptedModel(self.world.main_send, model=agent.model),
+                tools=tools,
+                system_prompt=agent.system_prompt or "",
+                max_iterations=agent.max_iterations,
+                wrap_up=agent.wrap_up,
+                durability=agent.durability,
+                window=window,
+                keep_last_tool_results=agent.keep_last_tool_results,
+            )
+        except AfpError as exc:
+            raise at_path("$.agent", exc) from None
+
+    def _strategy(self, spec: StrategySpec) -> WindowStrategy:
+        try:
+            if isinstance(spec, SlidingWindowSpec):
+                return sliding_window(keep_recent_turns=spec.options.keep_recent_turns)
+            if isinstance(spec, TokenBudgetSpec):
+                return token_budget(
+                    threshold_tokens=spec.options.threshold_tokens,
+                    keep_recent_turns=spec.options.keep_recent_turns,
+                )
+            options = spec.options
+            summarizer = ScriptedModel(self.world.summarize, model=options.model)
+            return summarize_oldest(
+                threshold_tokens=options.threshold_tokens,
+                summarizer=summarizer,
+                model=options.model,
+                keep_recent_turns=options.keep_recent_turns,
+                retain=options.retain,
+            )
+        except AfpError as exc:
+            raise at_path("$.strategy.options", exc) from None
+
+    def live(self) -> tuple[SqliteStore, AgentDriver]:
+        assert self.store is not None and self.driver is not None, "the host is open"
+        return self.store, self.driver
+
+
+class _Runner:
+    """Runs the steps of one scenario in order."""
+
+    def __init__(self, scenario: Scenario, db_path: Path) -> None:
+        self.scenario = scenario
+        self.world = World(scenario)
+        self.host = _Host(self.world, db_path)
+        self.pending: list[Arm] = []
+
+    async def run(self) -> ScenarioResult:
+        await self.host.open()
+        try:
+            steps = [
+                await self._step(index, step) for index, step in enumerate(self.scenario.turns)
+            ]
+            store, _ = self.host.live()
+            folded = await load_folded_spans(store, AGENT_ID)
+        finally:
+            await self.host.close()
+        world = self.world
+        return ScenarioResult(
+            format=RESULT_FORMAT,
+            name=self.scenario.name,
+            turns=tuple(steps),
+            model_calls=tuple(world.model_calls),
+            summarizer_calls=tuple(world.summarizer_calls),
+            tool_executions=tuple(e.frozen() for e in world.executions),
+            folded=folded,
+            served=(),
+        )
+
+    async def _step(self, index: int, step: Any) -> StepResult:
+        self.world.step = index
+        if isinstance(step, RestartStep):
+            await self.host.close()
+            await self.host.open()
+            return StepResult(index=index, kind="restart")
+        if isinstance(step, CrashStep):
+            self.pending.append(Arm(index=index, spec=step))
+            return StepResult(index=index, kind="crash")
+        path = f"$.turns[{index}]"
+        self.world.advance(self.scenario.clock.run_gap_ms)
+        await self._require_idle(path)
+        if isinstance(step, ContinueFromStep):
+            store, _ = self.host.live()
+            checkpoint = checkpoint_of(step, path)
+            await import_checkpoint(
+                store, AGENT_ID, checkpoint, now_ms=self.world.clock.now_ms(), replace=True
+            )
+            kind = "continueFrom"
+        else:
+            assert isinstance(step, MessageStep)
+            kind = "message"
+        _, driver = self.host.live()
+        ack = await driver.post(step.message)
+        self.world.arms, self.pending = self.pending, []
+        run_ids = await self._drive()
+        for arm in self.world.arms:
+            if not arm.fired:
+                raise InvalidValue(
+                    f"$.turns[{arm.index}]: the crash armed here (after {arm.spec.after!r}) "
+                    f"was never reached by step {path}",
+                    field=f"$.turns[{arm.index}]",
+                )
+        self.world.arms = []
+        return await self._report(index, kind, ack.message_id, run_ids)
+
+    async def _require_idle(self, path: str) -> None:
+        store, _ = self.host.live()
+        state = await store.conversation_state(AGENT_ID)
+        if state is not None and state.open_turn is not None:
+            raise InvalidValue(
+                f"{path}: the previous turn is still {state.open_turn.status} "
+                f"({state.open_turn.error_kind or 'no error'}); a scenario cannot post behind it",
+                field=path,
+            )
+
+    async def _drive(self) -> list[tuple[str, str]]:
+        """Work the agent until the turn is answered, paused or held; the runs it ran, each
+        with the kind it was started as (used when its row was never committed)."""
+        runs: list[tuple[str, str]] = []
+        while True:
+            store, driver = self.host.live()
+            state = await store.conversation_state(AGENT_ID)
+            assert state is not None
+            turn = state.open_turn
+            expected = (
+                "initial"
+                if turn is None
+                else {"stalled": "retry", "running": "recovery"}.get(turn.status, "operator")
+            )
+            minted = len(self.world.ids.runs)
+            try:
+                async with self.world.clock.autojump():
+                    await driver.work()
+            except BaseException as exc:
+                runs += [(run_id, expected) for run_id in self.world.ids.runs[minted:]]
+                crash = _caught(exc, Crash)
+                if crash is None:
+                    abort = _caught(exc, Abort)
+                    if isinstance(abort, Abort):
+                        raise abort.error from None
+                    raise
+                # The process died: everything in memory goes; a fresh host recovers the turn.
+                await self.host.close()
+                await self.host.open()
+                continue
+            runs += [(run_id, expected) for run_id in self.world.ids.runs[minted:]]
+            state = await store.conversation_state(AGENT_ID)
+            assert state is not None
+            turn = state.open_turn
+            if turn is not None and turn.status == "stalled" and turn.retry_at_ms is not None:
+                self.world.advance_to(turn.retry_at_ms)
+                continue
+            return runs
+
+    async def _report(
+        self, index: int, kind: str, message_id: str, run_ids: list[tuple[str, str]]
+    ) -> StepResult:
+        store, _ = self.host.live()
+        rows = await store.runs(AGENT_ID)
+        by_id = {row.run_id: row for row in rows}
+        runs = []
+        for run_id, expected in run_ids:
+            row = by_id.get(run_id)
+            if row is None or run_id in self.world.crashed:
+                # A crash cut it: its row (if any commit made one) still says "running".
+                run_kind = row.kind if row is not None else expected
+                runs.append(RunSummary(run_id=run_id, kind=run_kind, status="crashed"))
+            else:
+                runs.append(RunSummary(run_id=run_id, kind=row.kind, status=row.status))
+        state = await store.conversation_state(AGENT_ID)
+        assert state is not None
+        outcome = "answered" if state.open_turn is None else state.open_turn.status
+        turn_runs = [row.run_id for row in rows if row.message_id == message_id]
+        compactions: list[dict[str, Any]] = []
+        answer: str | msgspec.UnsetType = msgspec.UNSET
+        for run_id in turn_runs:
+            for bundle in await store.bundles(run_id):
+                for write in bundle.writes:
+                    if write.get("key") == "compactions":
+                        compactions.extend(write["value"])
+                    elif write.get("key") == "finalAnswer" and outcome == "answered":
+                        answer = write["value"]
+        return StepResult(
+            index=index,
+            kind=kind,
+            run_id=runs[-1].run_id if runs else msgspec.UNSET,
+            outcome=outcome,
+            runs=tuple(runs),
+            answer=answer,
+            compactions=tuple(compactions),
+            findings_ledger=(),
+            time_rows=(),
+        )
+
+
+async def run_scenario(scenario: Scenario | bytes | str, *, db_path: str | Path) -> ScenarioResult:
+    """Run one scenario offline and return its result (scenario.md).
+
+    Args:
+        scenario: the scenario file's bytes or text, or a decoded ``Scenario``.
+        db_path: where the SQLite store is created; the file must not exist yet.
+
+    Raises:
+        InvalidValue: the scenario is malformed, uses a feature not available yet, arms a crash
+            that is never reached, or posts behind a held turn; the message names the JSON path.
+        ScriptExhausted: the provider's (or the summarizer's) replies ran out; names the call.
+        AfpError: a declaration the runtime refuses, with the JSON path in front.
+    """
+    if not isinstance(scenario, bytes | str):
+        # A struct built in code skipped the decoder's constraints: check it as a file would be.
+        scenario = msgspec.json.encode(scenario)
+    scenario = decode_scenario(scenario)
+    path = Path(db_path)
+    if await anyio.Path(path).exists():
+        raise InvalidValue(
+            f"db_path {str(path)!r} already exists; a scenario runs on a fresh database file",
+            field="db_path",
+        )
+    return await _Runner(scenario, path).run()

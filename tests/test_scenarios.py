@@ -1,0 +1,642 @@
+"""Offline scenarios (scenario.md): golden files, determinism, path-naming errors, the command.
+
+Every ``tests/scenarios/NAME.json`` runs twice to byte-identical results equal to
+``NAME.expected.json``, and each expected file is checked for the behaviour its name claims.
+After an intended change, regenerate the expected files (the tests never write) and read the
+diff before committing it:
+
+    AFP_UPDATE_SCENARIOS=1 .venv/bin/python tests/test_scenarios.py [NAME ...]
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+import structlog
+
+from afp_runtime.errors import (
+    AfpError,
+    CheckpointInvalid,
+    InvalidValue,
+    ScriptExhausted,
+    ToolDefinitionError,
+)
+from afp_runtime.scenario import (
+    RESULT_FORMAT,
+    Scenario,
+    decode_scenario,
+    encode_result,
+    run_scenario,
+)
+from afp_runtime.store import SqliteStore
+from afp_runtime.tools import interrupted_text, timeout_text
+from afp_runtime.window import (
+    DROP_NOTICE_PREFIX,
+    NOTICE_KEPT_STATEMENT,
+    SUMMARY_PREFIX,
+    WRAP_UP_PREFIX,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIOS = REPO / "tests" / "scenarios"
+NAMES = sorted(
+    path.name.removesuffix(".json")
+    for path in SCENARIOS.glob("*.json")
+    if not path.name.endswith(".expected.json")
+)
+UPDATE_HINT = "AFP_UPDATE_SCENARIOS=1 .venv/bin/python tests/test_scenarios.py"
+
+Result = dict[str, Any]
+
+
+async def _result_bytes(data: bytes | Scenario, db: Path) -> bytes:
+    return encode_result(await run_scenario(data, db_path=db))
+
+
+async def _read(path: Path) -> bytes:
+    return await anyio.Path(path).read_bytes()
+
+
+async def _expected(name: str) -> Result:
+    data: Result = json.loads(await _read(SCENARIOS / f"{name}.expected.json"))
+    return data
+
+
+# -- golden files -----------------------------------------------------------------------------
+
+
+def test_there_are_golden_scenarios() -> None:
+    """At least ten scenario files exist, each with its expected result beside it."""
+    assert len(NAMES) >= 10
+    missing = [n for n in NAMES if not (SCENARIOS / f"{n}.expected.json").is_file()]
+    assert not missing, f"no expected file for {missing}; run {UPDATE_HINT}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+async def test_scenario_is_deterministic_and_matches_its_expected_result(
+    name: str, tmp_path: Path
+) -> None:
+    """Two runs of a scenario give the same bytes, and those are its expected file's bytes."""
+    data = await _read(SCENARIOS / f"{name}.json")
+    first = await _result_bytes(data, tmp_path / "first.db")
+    second = await _result_bytes(data, tmp_path / "second.db")
+    assert first == second, "the same scenario gave different results"
+    expected = await _read(SCENARIOS / f"{name}.expected.json")
+    assert json.loads(first) == json.loads(expected), f"regenerate with {UPDATE_HINT} {name}"
+    assert first == expected, f"regenerate with {UPDATE_HINT} {name}"
+
+
+async def _receipts(db: Path) -> set[tuple[str, int, int]]:
+    store = await SqliteStore.open(db, read_only=True)
+    try:
+        found = set()
+        for run in await store.runs("scenario"):
+            for bundle in await store.bundles(run.run_id):
+                for write in bundle.writes:
+                    if write["key"] == "receipt":
+                        receipt = write["value"]
+                        basis = receipt["basis"]
+                        found.add((basis["runId"], basis["epoch"], receipt["agentCall"]))
+        return found
+    finally:
+        await store.aclose()
+
+
+# Under iteration or turn durability a lost iteration's receipt is never committed, so the
+# law below holds for sync scenarios only.
+SYNC_NAMES = [
+    n
+    for n in NAMES
+    if '"durability": "iteration"' not in (SCENARIOS / f"{n}.json").read_text()
+    and '"durability": "turn"' not in (SCENARIOS / f"{n}.json").read_text()
+]
+
+
+@pytest.mark.parametrize("name", SYNC_NAMES)
+async def test_every_send_carries_a_committed_receipt(name: str, tmp_path: Path) -> None:
+    """Under sync durability the (runId, epoch, agentCall) of the sends are exactly the
+    receipts the store committed: one set, no send without a receipt and no receipt unsent."""
+    data = await _read(SCENARIOS / f"{name}.json")
+    scenario = decode_scenario(data)
+    assert scenario.agent.durability == "sync"
+    result = json.loads(await _result_bytes(scenario, tmp_path / "afp.db"))
+    sent = {(c["runId"], c["epoch"], c["agentCall"]) for c in result["modelCalls"]}
+    assert sent == await _receipts(tmp_path / "afp.db")
+
+
+# -- what each golden file must show ------------------------------------------------------------
+
+
+def _requests(result: Result) -> list[list[dict[str, Any]]]:
+    return [call["request"]["messages"] for call in result["modelCalls"]]
+
+
+def _sent_starting(result: Result, prefix: str) -> list[dict[str, Any]]:
+    """Every sent message whose content starts with ``prefix`` (empty content is omitted)."""
+    return [m for req in _requests(result) for m in req if m.get("content", "").startswith(prefix)]
+
+
+def _records(result: Result) -> list[dict[str, Any]]:
+    return [record for turn in result["turns"] for record in turn.get("compactions", [])]
+
+
+def _run_statuses(turn: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(run["kind"], run["status"]) for run in turn["runs"]]
+
+
+def _plain_tool_loop(r: Result) -> None:
+    assert _records(r) == [] and r["folded"] == []
+    statuses = {e["toolCallId"]: e["result"] for e in r["toolExecutions"]}
+    assert statuses["b1"] == {"error": "carrier API returned 502"}
+    assert "no result for call 2" in statuses["c1"]["error"]
+    assert statuses["c2"] is None  # stopped at its 2 s limit
+    last = _requests(r)[-1]
+    assert last[-1]["content"] == timeout_text("refund_check", 2)
+    # a1 (400 ms) and a2 (100 ms) ran concurrently: the next call came 400 ms + 1 s later.
+    assert r["modelCalls"][1]["clockMs"] - r["modelCalls"][0]["clockMs"] == 1400
+    assert r["turns"][0]["answer"].startswith("Order 1042")
+
+
+def _sliding_notices(r: Result) -> None:
+    records = _records(r)
+    assert {rec["strategy"] for rec in records} == {"sliding-window"}
+    assert any(rec["removedMessageCount"] > 0 for rec in records)
+    notices = _sent_starting(r, DROP_NOTICE_PREFIX)
+    assert notices and any(NOTICE_KEPT_STATEMENT in m["content"] for m in notices)
+    assert all(sum(m in req for m in notices) <= 1 for req in _requests(r))
+    second = _requests(r)[-1]
+    assert not any(m.get("content") == "Run probes x, y and z." for m in second)
+
+
+def _token_budget(r: Result) -> None:
+    [record] = _records(r)
+    assert record["strategy"] == "token-budget" and record["overBudget"] is True
+    assert record["measuredTokens"] > record["thresholdTokens"]
+    assert record["removedMessageCount"] > 0
+
+
+def _summarize(retain: str) -> Callable[[Result], None]:
+    def check(r: Result) -> None:
+        spans = r["folded"]
+        assert len(spans) == 2 and {s["retained"] for s in spans} == {retain}
+        assert ("messages" in spans[0]) is (retain == "conversation")
+        assert len(r["summarizerCalls"]) == 2
+        assert _sent_starting(r, SUMMARY_PREFIX), "a summary message reached the model"
+        assert all(rec["removedMessageCount"] > 0 for rec in _records(r))
+
+    return check
+
+
+def _summarizer_failure(r: Result) -> None:
+    failed, folded = _records(r)
+    assert failed["refusals"][0]["reason"] == "summarizer-failed"
+    assert failed["removedMessageCount"] == 0
+    assert folded["removedMessageCount"] > 0
+    assert len(r["folded"]) == 1
+    assert r["summarizerCalls"][0]["response"]["error"]["status"] == 500
+
+
+def _recency_pin(r: Result) -> None:
+    records = _records(r)
+    blocked = [rec for rec in records if rec.get("observations", {}).get("pinned")]
+    assert len(blocked) == 2 and all(rec["removedMessageCount"] == 0 for rec in blocked)
+    assert all(p["toolName"] == "look_around" for p in blocked[0]["observations"]["pinned"])
+    stood_down = records[records.index(blocked[1]) + 1]
+    assert stood_down["observations"]["standDown"] is True
+    assert "look_around" in stood_down["droppedObservations"]
+
+
+def _wrap_up(r: Result) -> None:
+    last = r["modelCalls"][-1]["request"]
+    assert last["tools"] == []
+    assert last["messages"][-1]["content"].startswith(WRAP_UP_PREFIX)
+    assert [e["toolCallId"] for e in r["toolExecutions"]] == ["x1"]
+    assert r["turns"][0]["answer"] == r["modelCalls"][-1]["response"]["content"]
+
+
+def _cut_short(r: Result) -> None:
+    assert len(r["modelCalls"]) == 2
+    assert r["turns"][0]["answer"] == "x is up; checking y next."
+    assert [e["toolCallId"] for e in r["toolExecutions"]] == ["x1"]
+
+
+def _stall(r: Result) -> None:
+    turn = r["turns"][0]
+    assert _run_statuses(turn) == [("initial", "stalled"), ("retry", "answered")]
+    first, last = r["modelCalls"][0], r["modelCalls"][-1]
+    assert [c["attempt"] for c in r["modelCalls"][:5]] == [1, 2, 3, 4, 5]
+    assert last["clockMs"] - r["modelCalls"][4]["clockMs"] == 60_000 + 1_000
+    assert last["agentCall"] == first["agentCall"] + 1 and last["attempt"] == 1
+
+
+def _rate_limited(r: Result) -> None:
+    first, second = r["modelCalls"]
+    assert (first["agentCall"], first["epoch"]) == (second["agentCall"], second["epoch"])
+    assert (first["attempt"], second["attempt"]) == (1, 2)
+    assert second["clockMs"] - first["clockMs"] > 1_000  # a backoff wait came in between
+    assert _run_statuses(r["turns"][0]) == [("initial", "answered")]
+
+
+def _auth_held(r: Result) -> None:
+    turn = r["turns"][0]
+    assert turn["outcome"] == "held" and "answer" not in turn
+    assert len(r["modelCalls"]) == 1
+
+
+def _crash_after_call_model(r: Result) -> None:
+    assert r["turns"][0] == {"index": 0, "kind": "crash"}
+    assert _run_statuses(r["turns"][1]) == [("initial", "crashed"), ("recovery", "answered")]
+    assert len(r["modelCalls"]) == 2  # the committed reply was settled, not asked again
+    assert r["modelCalls"][1]["epoch"] == 2
+
+
+def _crash_tool_start(r: Result) -> None:
+    assert _run_statuses(r["turns"][1]) == [("initial", "crashed"), ("recovery", "answered")]
+    assert [(e["toolCallId"], e["result"]) for e in r["toolExecutions"]] == [
+        ("l1", "1042: 25.00 EUR, card on file"),
+        ("p1", None),
+    ]
+    sent = _requests(r)[-1]
+    charge = next(m for m in sent if m.get("toolCallId") == "p1")
+    assert charge["content"] == interrupted_text("charge_card")
+
+
+def _crash_during_send(r: Result) -> None:
+    statuses = _run_statuses(r["turns"][2])
+    assert statuses == [("initial", "crashed"), ("recovery", "crashed"), ("recovery", "answered")]
+    cut = r["modelCalls"][1]
+    assert cut["response"] is None
+    assert r["modelCalls"][2]["request"] == cut["request"]
+    assert r["modelCalls"][2]["agentCall"] == cut["agentCall"] + 1
+
+
+def _crash_iteration(r: Result) -> None:
+    assert _run_statuses(r["turns"][1]) == [("initial", "crashed"), ("recovery", "answered")]
+    assert [e["callNumber"] for e in r["toolExecutions"]] == [1, 2]
+    assert len(r["modelCalls"]) == 3  # the lost iteration's reply was asked for again
+
+
+def _restart(r: Result) -> None:
+    assert r["turns"][1] == {"index": 1, "kind": "restart"}
+    second = _requests(r)[2]
+    assert any(m.get("content") == "Order 1042 is packed." for m in second)
+    assert [c["agentCall"] for c in r["modelCalls"]] == [1, 2, 3, 4]
+
+
+def _continue_from(r: Result) -> None:
+    request = _requests(r)[1]
+    assert request[0] == {"role": "system", "content": "House rule: never promise delivery dates."}
+    assert any(c["id"] == "old-1" for m in request for c in m.get("toolCalls", []))
+    reasons = {x["reason"] for rec in r["turns"][1]["compactions"] for x in rec["refusals"]}
+    assert {"system-envelope", "unresolved-tool-call"} <= reasons
+    assert [s["summaryFingerprint"] for s in r["folded"]] == ["helpdesk-v2:summary-88"]
+    assert not any(m.get("content") == "Where is order 1042?" for m in request)
+
+
+CLAIMS: dict[str, Callable[[Result], None]] = {
+    "auth_error_held": _auth_held,
+    "continue_from_import": _continue_from,
+    "crash_after_call_model": _crash_after_call_model,
+    "crash_at_tool_start_interrupted": _crash_tool_start,
+    "crash_during_send": _crash_during_send,
+    "crash_iteration_durability": _crash_iteration,
+    "cut_short_without_wrap_up": _cut_short,
+    "plain_tool_loop": _plain_tool_loop,
+    "rate_limited_then_success": _rate_limited,
+    "recency_pin_stand_down": _recency_pin,
+    "restart_between_messages": _restart,
+    "sliding_window_keep1_notices": _sliding_notices,
+    "stall_503_retried": _stall,
+    "summarize_oldest_conversation": _summarize("conversation"),
+    "summarize_oldest_discard": _summarize("discard"),
+    "summarizer_failure": _summarizer_failure,
+    "token_budget": _token_budget,
+    "wrap_up_at_max_iterations": _wrap_up,
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+async def test_expected_result_shows_what_the_scenario_claims(name: str) -> None:
+    """Each expected file shows the behaviour its scenario is named for (a fold, a notice…)."""
+    assert name in CLAIMS, f"add a check of what {name} claims to CLAIMS"
+    result = await _expected(name)
+    assert result["format"] == RESULT_FORMAT and result["name"] == name
+    assert result["served"] == []
+    CLAIMS[name](result)
+
+
+# -- errors name their JSON path -----------------------------------------------------------------
+
+BASE: dict[str, Any] = {
+    "format": "afp-scenario/1",
+    "name": "base",
+    "clock": {"startMs": 1_000_000, "modelCallStepMs": 10, "toolStepMs": 5, "runGapMs": 100},
+    "agent": {"model": "mock-main"},
+    "provider": {"replies": [{"content": "hello", "usage": {"input": 3, "output": 1}}]},
+    "tools": [
+        {
+            "name": "probe",
+            "inputSchema": {"type": "object", "properties": {}},
+            "results": ["ok"],
+        }
+    ],
+    "turns": [{"kind": "message", "message": "hi"}],
+}
+
+
+def _scenario(change: Callable[[dict[str, Any]], Any]) -> bytes:
+    data = copy.deepcopy(BASE)
+    change(data)
+    return msgspec.json.encode(data)
+
+
+async def _fails(data: bytes, tmp_path: Path, kind: type[AfpError] = InvalidValue) -> str:
+    with pytest.raises(kind) as caught:
+        await run_scenario(data, db_path=tmp_path / "afp.db")
+    return caught.value.message
+
+
+async def test_base_scenario_runs(tmp_path: Path) -> None:
+    """The base of the error cases below is itself a valid scenario that answers."""
+    result = await run_scenario(_scenario(lambda d: None), db_path=tmp_path / "afp.db")
+    assert result.turns[0].answer == "hello"
+
+
+async def test_a_decoded_scenario_struct_runs_like_its_bytes(tmp_path: Path) -> None:
+    """run_scenario accepts a Scenario struct and gives the same result as its bytes."""
+    data = _scenario(lambda d: None)
+    from_bytes = await _result_bytes(data, tmp_path / "a.db")
+    from_struct = await _result_bytes(decode_scenario(data), tmp_path / "b.db")
+    assert from_bytes == from_struct
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        pytest.param(
+            lambda d: d["agent"].update(max_iterations=3),
+            "$.agent.max_iterations",
+            id="snake-case",
+        ),
+        pytest.param(lambda d: d.update(seed=4), "$.seed", id="unknown-top-level"),
+        pytest.param(
+            lambda d: d["turns"][0].update(text="x"), "$.turns[0].text", id="unknown-in-step"
+        ),
+        pytest.param(lambda d: d["turns"][0].update(message=""), "$.turns[0].message", id="empty"),
+        pytest.param(
+            lambda d: d["agent"].update(maxIterations=0), "$.agent.maxIterations", id="range"
+        ),
+        pytest.param(lambda d: d["turns"].append({"kind": "pause"}), "$.turns[1].kind", id="kind"),
+        pytest.param(lambda d: d.update(format="afp-scenario/2"), "$.format", id="format"),
+        pytest.param(
+            lambda d: d["provider"]["replies"].append({"error": {"status": 200}}),
+            "$.provider.replies[1].error.status",
+            id="status",
+        ),
+        pytest.param(
+            lambda d: d["provider"]["replies"].append({"content": "x", "error": {"status": 500}}),
+            "$.provider.replies[1]",
+            id="error-and-content",
+        ),
+        pytest.param(
+            lambda d: d["tools"][0]["results"].append({"text": "a", "error": "b"}),
+            "$.tools[0].results[1]",
+            id="result-both",
+        ),
+        pytest.param(
+            lambda d: d["tools"].append(d["tools"][0]), "$.tools[1].name", id="duplicate-tool"
+        ),
+        pytest.param(
+            lambda d: d["agent"].update(keepLastToolResults=True),
+            "$.agent.keepLastToolResults",
+            id="keep-true",
+        ),
+        pytest.param(
+            lambda d: d["turns"].insert(0, {"kind": "crash", "after": "send", "call": "x"}),
+            "$.turns[0].call",
+            id="call-on-send",
+        ),
+        pytest.param(
+            lambda d: d["turns"].append({"kind": "crash", "after": "final"}),
+            "$.turns[1]",
+            id="trailing-crash",
+        ),
+    ],
+)
+async def test_a_bad_value_is_refused_naming_its_path(
+    change: Callable[[dict[str, Any]], Any], path: str, tmp_path: Path
+) -> None:
+    """A bad key or value is an InvalidValue whose message starts with its JSON path."""
+    message = await _fails(_scenario(change), tmp_path)
+    assert message.startswith(f"{path}: "), message
+    assert not await anyio.Path(tmp_path / "afp.db").exists()
+
+
+async def test_extensions_are_not_checked(tmp_path: Path) -> None:
+    """Anything under an extensions key passes, at the top level and inside objects."""
+
+    def change(d: dict[str, Any]) -> None:
+        d["extensions"] = {"owner": "qa", "any_key": [1, {"x": None}]}
+        d["agent"]["extensions"] = {"note": "free text"}
+        d["turns"][0]["extensions"] = {"ticket": 42}
+
+    result = await run_scenario(_scenario(change), db_path=tmp_path / "afp.db")
+    assert result.turns[0].outcome == "answered"
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        pytest.param(
+            lambda d: d["turns"].append({"kind": "resume", "answer": "yes"}),
+            "$.turns[1]",
+            id="resume",
+        ),
+        pytest.param(
+            lambda d: d["tools"][0]["results"].append({"pause": {"question": "ok?"}}),
+            "$.tools[0].results[1].pause",
+            id="pause",
+        ),
+        pytest.param(
+            lambda d: d["agent"].update(findings={"keepLedgerFacts": 4}),
+            "$.agent.findings",
+            id="findings",
+        ),
+        pytest.param(lambda d: d["agent"].update(time={"zone": "UTC"}), "$.agent.time", id="time"),
+        pytest.param(
+            lambda d: d["turns"][0].update(time={"zone": "UTC"}), "$.turns[0].time", id="msg-time"
+        ),
+        pytest.param(
+            lambda d: d["tools"][0].update(period={"argument": "window"}),
+            "$.tools[0].period",
+            id="period",
+        ),
+        pytest.param(
+            lambda d: d["tools"][0].update(checkIn=True), "$.tools[0].checkIn", id="check-in"
+        ),
+    ],
+)
+async def test_a_feature_not_available_yet_is_refused_naming_its_path(
+    change: Callable[[dict[str, Any]], Any], path: str, tmp_path: Path
+) -> None:
+    """Pauses, resumes, findings, the time layer and check-ins are refused as not available."""
+    message = await _fails(_scenario(change), tmp_path)
+    assert message.startswith(f"{path}: ") and "not available" in message, message
+
+
+async def test_a_reserved_tool_argument_is_a_tool_definition_error(tmp_path: Path) -> None:
+    """An input schema declaring _findings is refused (ToolDefinitionError) naming the tool."""
+
+    def change(d: dict[str, Any]) -> None:
+        d["tools"][0]["inputSchema"]["properties"]["_findings"] = {"type": "string"}
+
+    message = await _fails(_scenario(change), tmp_path, ToolDefinitionError)
+    assert message.startswith("$.tools[0]: ") and "_findings" in message
+
+
+async def test_an_import_refusal_names_the_history_path(tmp_path: Path) -> None:
+    """A tool message answering no earlier call is refused naming $.turns[i].history[j]."""
+
+    def change(d: dict[str, Any]) -> None:
+        d["turns"] = [
+            {
+                "kind": "continueFrom",
+                "history": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "tool", "content": "x", "toolCallId": "nobody"},
+                ],
+                "message": "go on",
+            }
+        ]
+
+    message = await _fails(_scenario(change), tmp_path, CheckpointInvalid)
+    assert message.startswith("$.turns[0].history[1]"), message
+
+
+async def test_running_out_of_replies_names_the_call(tmp_path: Path) -> None:
+    """A send with no scripted reply left fails the scenario naming the call and the step."""
+    data = _scenario(lambda d: d["turns"].append({"kind": "message", "message": "again"}))
+    message = await _fails(data, tmp_path, ScriptExhausted)
+    assert "model call 2" in message and "$.turns[1]" in message
+
+
+async def test_a_crash_never_reached_names_its_step(tmp_path: Path) -> None:
+    """A crash armed for a tool call the model never makes is an error naming the crash step."""
+    data = _scenario(
+        lambda d: d["turns"].insert(0, {"kind": "crash", "after": "tool-start", "call": "zz"})
+    )
+    message = await _fails(data, tmp_path)
+    assert message.startswith("$.turns[0]: ") and "never reached" in message
+
+
+async def test_posting_behind_a_held_turn_names_the_step(tmp_path: Path) -> None:
+    """A message after a turn the runtime held (here a 401) is an error naming that step."""
+
+    def change(d: dict[str, Any]) -> None:
+        d["provider"]["replies"] = [{"error": {"status": 401, "message": "bad key"}}]
+        d["turns"].append({"kind": "message", "message": "again"})
+
+    message = await _fails(_scenario(change), tmp_path)
+    assert message.startswith("$.turns[1]: ") and "held" in message
+
+
+async def test_the_database_file_must_be_fresh(tmp_path: Path) -> None:
+    """A db_path that already exists is refused; the file is left untouched."""
+    db = tmp_path / "afp.db"
+    await anyio.Path(db).write_bytes(b"keep me")
+    with pytest.raises(InvalidValue, match="already exists"):
+        await run_scenario(_scenario(lambda d: None), db_path=db)
+    assert await anyio.Path(db).read_bytes() == b"keep me"
+
+
+async def test_malformed_json_is_refused_at_the_root(tmp_path: Path) -> None:
+    """A file that is not JSON is an InvalidValue at path $."""
+    message = await _fails(b'{"format": ', tmp_path)
+    assert message.startswith("$: ") and "not valid JSON" in message
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+def _afp(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "afp_runtime.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_command_writes_the_expected_result(tmp_path: Path) -> None:
+    """`afp scenario run FILE --out RESULT` writes the expected bytes and prints nothing."""
+    out = tmp_path / "result.json"
+    done = _afp("scenario", "run", str(SCENARIOS / "crash_during_send.json"), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert out.read_bytes() == (SCENARIOS / "crash_during_send.expected.json").read_bytes()
+
+
+def test_command_prints_the_result_and_keeps_a_given_database(tmp_path: Path) -> None:
+    """Without --out the result is printed; --db keeps the store at the given path."""
+    db = tmp_path / "kept.db"
+    done = _afp("scenario", "run", str(SCENARIOS / "auth_error_held.json"), "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (SCENARIOS / "auth_error_held.expected.json").read_text()
+    assert db.is_file()
+
+
+def test_command_refuses_a_bad_file_with_exit_2_naming_the_path(tmp_path: Path) -> None:
+    """A scenario with a snake_case key exits 2 with a message naming the key's path."""
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(_scenario(lambda d: d["clock"].update(start_ms=0)))
+    done = _afp("scenario", "run", str(bad))
+    assert done.returncode == 2
+    assert "$.clock.start_ms" in done.stderr
+
+
+# -- regenerating the expected files (never run by the tests) -------------------------------------
+
+
+async def _update(names: list[str]) -> None:
+    # Scripted failures log warnings by design; only errors are worth showing here.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
+    for name in names:
+        data = await _read(SCENARIOS / f"{name}.json")
+        folder = await anyio.to_thread.run_sync(tempfile.mkdtemp)
+        try:
+            encoded = await _result_bytes(data, Path(folder) / "afp.db")
+        finally:
+            await anyio.to_thread.run_sync(shutil.rmtree, folder)
+        await anyio.Path(SCENARIOS / f"{name}.expected.json").write_bytes(encoded)
+        sys.stdout.write(f"wrote tests/scenarios/{name}.expected.json\n")
+
+
+def main(argv: list[str]) -> int:
+    """Rewrite the expected files of the named scenarios (all by default)."""
+    if os.environ.get("AFP_UPDATE_SCENARIOS") != "1":
+        sys.stderr.write(f"set AFP_UPDATE_SCENARIOS=1 to rewrite expected files: {UPDATE_HINT}\n")
+        return 2
+    unknown = sorted(set(argv) - set(NAMES))
+    if unknown:
+        sys.stderr.write(f"no scenario named {unknown}; known: {', '.join(NAMES)}\n")
+        return 2
+    anyio.run(_update, argv or NAMES)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
