@@ -11,6 +11,7 @@ import random
 import msgspec
 import structlog
 
+from afp_runtime.errors import RunNotResumable
 from afp_runtime.loop.definition import AgentDefinition
 from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
@@ -116,14 +117,39 @@ class AgentDriver:
         if turn.recoveries >= self.definition.max_recoveries:
             await self._hold_crash_loop(turn.message_id, turn.recoveries)
             return None
-        settle = None
-        last = await self.store.last_bundle(turn.last_run_id)
+        settle = await self._reply_to_settle(turn.last_run_id)
+        log.info("recovering turn", turn=turn.turn, crashed_run=turn.last_run_id)
+        return await self._run("recovery", turn.message_id, settle=settle)
+
+    async def _reply_to_settle(self, run_id: str) -> CommittedReply | None:
+        """The committed reply a run left without its closing stage, if any (never re-asked)."""
+        last = await self.store.last_bundle(run_id)
         if last is not None and last.stage == "call-model":
             for write in last.writes:
                 if write.get("key") == "reply":
-                    settle = _reply_from(write["value"], CommittedReply)
-        log.info("recovering turn", turn=turn.turn, crashed_run=turn.last_run_id)
-        return await self._run("recovery", turn.message_id, settle=settle)
+                    return _reply_from(write["value"], CommittedReply)
+        return None
+
+    async def resume(self) -> list[RunOutcome]:
+        """An operator resumes a held or stalled turn with the current definition, then the
+        queue moves on (host.md §13.6).
+
+        Raises:
+            RunNotResumable: the agent has no held or stalled turn.
+        """
+        state = await self.store.conversation_state(self.agent_id)
+        turn = state.open_turn if state is not None else None
+        if turn is None or turn.status not in ("held", "stalled"):
+            status = turn.status if turn is not None else "idle"
+            raise RunNotResumable(
+                f"agent {self.agent_id!r} has no held or stalled turn to resume ({status})",
+                agent_id=self.agent_id,
+            )
+        settle = await self._reply_to_settle(turn.last_run_id)
+        outcome = await self._run("operator", turn.message_id, settle=settle)
+        if outcome.status != "answered":
+            return [outcome]
+        return [outcome, *await self.work()]
 
     async def _hold_crash_loop(self, message_id: str, recoveries: int) -> None:
         state = await self.store.conversation_state(self.agent_id)

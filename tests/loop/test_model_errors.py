@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from afp_runtime.errors import ModelCallError
+import pytest
+
+from afp_runtime.errors import ModelCallError, RunNotResumable
 from afp_runtime.testing import answer
 
 from .conftest import Harness
@@ -90,3 +92,30 @@ async def test_script_exhausted_names_the_call_number(harness: Harness) -> None:
     [held] = await harness.work(driver)
     assert held.status == "held" and held.error_kind == "script-exhausted"
     assert "call 1" in (held.error or "")
+
+
+async def test_operator_resume_after_fixing_credentials(harness: Harness) -> None:
+    """A turn held on 401 is resumed by an operator with the current definition and answers;
+    then the queued message runs."""
+    driver = harness.driver([error("auth", 401, retryable=False)])
+    await driver.post("go")
+    await driver.post("next")
+    [held] = await harness.work(driver)
+    assert held.status == "held"
+    fixed = harness.driver([answer("now it works"), answer("and the next")])
+    async with harness.clock.autojump():
+        outcomes = await fixed.resume()
+    assert [(o.kind, o.status) for o in outcomes] == [
+        ("operator", "answered"),
+        ("initial", "answered"),
+    ]
+    assert [r.status for r in await harness.store.inbox("ops")] == ["answered", "answered"]
+
+
+async def test_resume_without_a_held_turn_is_refused(harness: Harness) -> None:
+    """Resuming an agent whose turns are all answered is refused, naming the state."""
+    driver = harness.driver([answer("ok")])
+    await driver.post("go")
+    await harness.work(driver)
+    with pytest.raises(RunNotResumable, match="idle"):
+        await driver.resume()

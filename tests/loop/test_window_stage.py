@@ -237,3 +237,13 @@ async def test_a_broken_strategy_holds_the_turn_and_commits_nothing(harness: Har
     assert compactions(bundles) == []
     harness.clock.advance(10_000)
     assert await harness.work(driver) == []  # held turns are never retried automatically
+
+    fixed = harness.driver(
+        [tool_reply(call("r1", "alpha_tool")), answer("fixed")],
+        window=sliding_window(keep_recent_turns=2),
+    )
+    async with harness.clock.autojump():
+        outcome, *_ = await fixed.resume()
+    assert (outcome.kind, outcome.status, outcome.final_answer) == ("operator", "answered", "fixed")
+    seed = (await harness.store.bundles(outcome.run_id))[0]
+    assert {w["key"]: w["value"] for w in seed.writes}["iteration"] == 2
