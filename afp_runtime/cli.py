@@ -25,6 +25,7 @@ from rich.table import Table
 
 from afp_runtime.demo import QUESTIONS
 from afp_runtime.errors import AfpError, ConfigError, StoreError
+from afp_runtime.findings import fold_ledger, rows_from_wire
 from afp_runtime.loop import (
     AgentDefinition,
     AgentDriver,
@@ -467,6 +468,54 @@ async def cmd_folded(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def cmd_findings(args: argparse.Namespace) -> int:
+    """List an agent's ledger rows, its current standing per tool call, and its conflicts."""
+    store = await _reader(args.db)
+    try:
+        if await store.conversation_state(args.agent) is None:
+            raise NotFound(f"no agent {args.agent!r}")
+        rows = await store.ledger(args.agent, kind=args.kind, turn=args.turn)
+        every = await store.ledger(args.agent)
+    finally:
+        await store.aclose()
+    fold = fold_ledger(None, rows_from_wire(every))
+    if args.json:
+        _json(rows)
+        return EXIT_OK
+    table = Table("#", "kind", "turn", "iteration", "tool call", "tool", "detail")
+    for i, row in enumerate(rows):
+        kind = row.get("kind", "?")
+        if kind == "standing":
+            detail = f"{row.get('standing')}; {len(row.get('assertions', []))} assertions"
+            if row.get("unknownId"):
+                detail += "; unknown id"
+        elif kind == "basis":
+            detail = ", ".join(f"{k}={row[k]}" for k in ("basis", "expect") if k in row) or "-"
+        elif kind == "conflict":
+            detail = "/".join(str(k) for k in row.get("key", []))
+        else:
+            detail = ""
+        table.add_row(
+            str(i),
+            kind,
+            str(row.get("turn", "")),
+            str(row.get("iteration", "")),
+            str(row.get("toolCallId", "")),
+            str(row.get("toolName", "")),
+            detail,
+        )
+    out.print(table)
+    if fold.standing_of:
+        standings = ", ".join(f"{cid}: {s}" for cid, s in fold.standing_of.items())
+        out.print(f"current standings: {standings}", soft_wrap=True)
+    conflicts = list(fold.conflicts_in_order())
+    out.print(f"conflicts: {len(conflicts)}")
+    for key, witnesses in conflicts:
+        ids = ", ".join(w.tool_call_id for w in witnesses)
+        out.print(f"  {'/'.join(key)}: {ids}", soft_wrap=True)
+    return EXIT_OK
+
+
 async def cmd_checkpoint(args: argparse.Namespace) -> int:
     """Print an agent's conversation checkpoint in portable form (JSON)."""
     store = await _reader(args.db)
@@ -585,6 +634,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("agent")
     p.add_argument("fingerprint", nargs="?", help="a summary message's fingerprint")
     p.add_argument("--messages", action="store_true", help="print the retained originals")
+    p.add_argument("--json", action="store_true")
+
+    p = add("findings", cmd_findings, "List the findings ledger: rows, standings, conflicts.")
+    p.add_argument("agent")
+    p.add_argument("--kind", help="only rows of this kind (basis, standing, conflict, ...)")
+    p.add_argument("--turn", type=int, help="only rows of this turn")
     p.add_argument("--json", action="store_true")
 
     p = add("checkpoint", cmd_checkpoint, "Print an agent's conversation checkpoint as JSON.")

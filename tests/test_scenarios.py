@@ -470,11 +470,6 @@ async def test_extensions_are_not_checked(tmp_path: Path) -> None:
             "$.tools[0].results[1].pause",
             id="pause",
         ),
-        pytest.param(
-            lambda d: d["agent"].update(findings={"keepLedgerFacts": 4}),
-            "$.agent.findings",
-            id="findings",
-        ),
         pytest.param(lambda d: d["agent"].update(time={"zone": "UTC"}), "$.agent.time", id="time"),
         pytest.param(
             lambda d: d["turns"][0].update(time={"zone": "UTC"}), "$.turns[0].time", id="msg-time"
@@ -492,7 +487,7 @@ async def test_extensions_are_not_checked(tmp_path: Path) -> None:
 async def test_a_feature_not_available_yet_is_refused_naming_its_path(
     change: Callable[[dict[str, Any]], Any], path: str, tmp_path: Path
 ) -> None:
-    """Pauses, resumes, findings, the time layer and check-ins are refused as not available."""
+    """Pauses, resumes, the time layer and check-ins are refused as not available."""
     message = await _fails(_scenario(change), tmp_path)
     assert message.startswith(f"{path}: ") and "not available" in message, message
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import msgspec
 
 from afp_runtime.errors import ConfigError, error_context, shown
+from afp_runtime.findings import FindingsConfig
 from afp_runtime.loop.definition import AgentDefinition, Durability
 from afp_runtime.messages import ModelParams
 from afp_runtime.models import (
@@ -112,6 +113,8 @@ class AgentConfig(_Config):
     retry: RetryPolicy = msgspec.field(default_factory=RetryPolicy)
     window: WindowConfig | None = None
     keep_last_tool_results: int | bool = 2
+    findings: FindingsConfig | None = None
+    keep_ledger_facts: int | bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class ConfigFile(_Config):
@@ -268,6 +271,8 @@ def build_definition(config: AgentConfig, *, field: str = "agents[0]") -> AgentD
         max_recoveries=config.max_recoveries,
         window=window,
         keep_last_tool_results=config.keep_last_tool_results,
+        findings=config.findings,
+        keep_ledger_facts=config.keep_ledger_facts,
     )
     definition.resources.extend(resources)
     return definition

@@ -6,7 +6,10 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import msgspec
+
 from afp_runtime.errors import AgentDefinitionError, shown
+from afp_runtime.findings import FindingsConfig, resolve_fact_limit, validate_findings_config
 from afp_runtime.messages import ModelParams, canonical_json, sha256_hex
 from afp_runtime.models import Model, RetryPolicy
 from afp_runtime.tools import Tool
@@ -48,6 +51,11 @@ class AgentDefinition:
             no-op and requests are byte-identical to a runtime without the window family).
         compaction: shorthand for ``window=summarize_oldest(...)``; setting both is refused.
         keep_last_tool_results: the last-tool-result pin's ceiling (int >= 0, or False = off).
+        findings: arms the agent (findings.md §1): the model may declare standings through a
+            reserved ``_findings`` argument; None leaves the agent byte-identical to a runtime
+            without the findings family.
+        keep_ledger_facts: the agent-level ledger-fact pin ceiling; ``findings``'s own value
+            wins when set (findings.md §9.2). Validated even when unarmed.
 
     Raises:
         AgentDefinitionError: a field is invalid; the message names it.
@@ -70,6 +78,8 @@ class AgentDefinition:
         window: WindowStrategy | None = None,
         compaction: WindowStrategy | None = None,
         keep_last_tool_results: int | bool = 2,
+        findings: FindingsConfig | None = None,
+        keep_ledger_facts: int | bool | msgspec.UnsetType = msgspec.UNSET,
     ) -> None:
         if not isinstance(agent_id, str) or not AGENT_ID.match(agent_id):
             raise AgentDefinitionError(
@@ -97,6 +107,12 @@ class AgentDefinition:
         if strategy is not None:
             validate_strategy(strategy, agent_model_port=model, agent_model=model.model)
         validate_keep_last_tool_results(keep_last_tool_results)
+        if findings is not None:
+            validate_findings_config(findings)
+        fact_limit = resolve_fact_limit(
+            findings.keep_ledger_facts if findings is not None else msgspec.UNSET,
+            keep_ledger_facts,
+        )
         names: set[str] = set()
         for tool in tools:
             if tool.name in names:
@@ -120,6 +136,9 @@ class AgentDefinition:
         self.max_recoveries = max_recoveries
         self.window: WindowStrategy | None = strategy
         self.keep_last_tool_results = keep_last_tool_results
+        self.findings = findings
+        # The fact pin applies only to an armed agent with a window strategy (findings.md §9.2).
+        self.fact_limit = fact_limit if findings is not None and strategy is not None else 0
         # Warnings of the window family are logged at most once per agent definition.
         self.warned: set[str] = set()
         # Adapters this definition owns besides its model (a configured summarizer).
@@ -143,6 +162,8 @@ class AgentDefinition:
             "window": self.window.name if self.window is not None else None,
             "keepLastToolResults": self.keep_last_tool_results,
         }
+        if self.findings is not None:
+            shape["findings"] = self.findings
         return sha256_hex(canonical_json(shape))
 
     def summary(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import msgspec
 import structlog
 
+from afp_runtime.findings import EMPTY_FOLD, LedgerFold
 from afp_runtime.loop.committer import Committer
 from afp_runtime.loop.definition import AgentDefinition
 from afp_runtime.loop.events import Emitter
@@ -121,6 +122,12 @@ class Run:
         self.last_usage: Usage | None = None
         self.usage_missing = False
         self.prior: tuple[PriorVisitRef, ...] = ()
+        # The findings ledger fold (armed agents only): rebuilt once at seed, then updated
+        # from the rows each stage files (ARCHITECTURE ruling 13).
+        self.fold: LedgerFold = EMPTY_FOLD
+        # The window as the last request sent it (stubs applied), and whether its digest did.
+        self.sent: tuple[Message, ...] = ()
+        self.digest_had_substitutions = False
         # Fingerprints of what this iteration's window visit removed (for the receipt).
         self.omitted: tuple[str, ...] = ()
         self.stage = "seed"

@@ -133,6 +133,8 @@ class ConversationState(
         open_turn: the unfinished turn, if any (wire ``openTurn``).
         folded_count: folded spans the conversation carries (wire ``foldedCount``); the spans
             live in their own append-only table.
+        ledger_count: rows of the conversation's ledger (wire ``ledgerCount``); the rows live in
+            their own append-only table.
         last_run_id: the last run of the last finished turn (wire ``lastRunId``).
         checkpointed_at_ms: injected clock at the transaction (wire ``checkpointedAtMs``).
     """
@@ -146,5 +148,6 @@ class ConversationState(
     usage_totals: Usage = msgspec.field(default_factory=Usage)
     open_turn: OpenTurn | None = None
     folded_count: int = 0
+    ledger_count: int = 0
     last_run_id: str | None = None
     checkpointed_at_ms: int = 0

@@ -6,7 +6,7 @@ The loop builds these values; the store writes each one atomically. Under the ``
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -84,6 +84,8 @@ class Txn(msgspec.Struct, kw_only=True):
     inbox: list[InboxUpdate] = msgspec.field(default_factory=list)
     journal: list[JournalRow] = msgspec.field(default_factory=list)
     folded: list[StoredFoldedSpan] = msgspec.field(default_factory=list)
+    # Ledger rows to append, in wire form (each a mapping with a ``kind``).
+    ledger: list[dict[str, Any]] = msgspec.field(default_factory=list)
     # Archive the current conversation (checkpoint and folded spans) before writing this one.
     replace_conversation: bool = False
     full: bool = False
@@ -98,6 +100,7 @@ class Txn(msgspec.Struct, kw_only=True):
         self.inbox.extend(other.inbox)
         self.journal.extend(other.journal)
         self.folded.extend(other.folded)
+        self.ledger.extend(other.ledger)
         self.replace_conversation = self.replace_conversation or other.replace_conversation
         self.full = self.full or other.full
 
@@ -112,4 +115,5 @@ class Txn(msgspec.Struct, kw_only=True):
             or self.inbox
             or self.journal
             or self.folded
+            or self.ledger
         )

@@ -10,7 +10,7 @@ their class (``ToolDefinitionError``, ``WindowConfigError``, ``CheckpointInvalid
 path put in front of their message.
 
 Features the runtime does not have yet are refused with an error that names the path and says
-so: ``resume`` steps, ``{"pause": …}`` tool results, ``agent.findings``, ``agent.time``, a
+so: ``resume`` steps, ``{"pause": …}`` tool results, ``agent.time``, a
 message's ``time``, tool ``period`` declarations and ``checkIn`` tools (approval pauses).
 
 Decisions where scenario.md is silent:
@@ -34,6 +34,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from afp_runtime.errors import AfpError, CheckpointInvalid, InvalidValue
+from afp_runtime.findings import FindingsConfig
 from afp_runtime.loop import PortableCheckpoint, parse_checkpoint
 from afp_runtime.tools import Tool, ToolFn
 
@@ -101,7 +102,7 @@ class AgentSpec(_Input, frozen=True, kw_only=True):
     keep_last_tool_results: NonNegativeInt | bool = 2
     durability: Literal["sync", "iteration", "turn"] = "sync"
     wrap_up: bool = True
-    findings: Any = None
+    findings: FindingsConfig | None = None
     time: Any = None
 
 
@@ -380,9 +381,8 @@ async def _unused_tool(args: Any, ctx: Any) -> None:
 def check_scenario(scenario: Scenario) -> None:
     """Check what the types alone cannot (see ``decode_scenario``)."""
     agent = scenario.agent
-    for field in ("findings", "time"):
-        if getattr(agent, field) is not None:
-            raise not_available(f"$.agent.{field}", f"agent.{field}")
+    if agent.time is not None:
+        raise not_available("$.agent.time", "agent.time")
     if agent.keep_last_tool_results is True:
         raise _invalid("$.agent.keepLastToolResults", "must be an int >= 0 or false, not true")
     _check_replies("$.provider.replies", scenario.provider.replies)

@@ -116,6 +116,7 @@ class _Host:
                 durability=agent.durability,
                 window=window,
                 keep_last_tool_results=agent.keep_last_tool_results,
+                findings=agent.findings,
             )
         except AfpError as exc:
             raise at_path("$.agent", exc) from None
@@ -290,6 +291,12 @@ class _Runner:
                         compactions.extend(write["value"])
                     elif write.get("key") == "finalAnswer" and outcome == "answered":
                         answer = write["value"]
+        message = await store.inbox_message(message_id)
+        ledger = (
+            await store.ledger(AGENT_ID, turn=message.turn)
+            if message is not None and message.turn is not None
+            else []
+        )
         return StepResult(
             index=index,
             kind=kind,
@@ -298,9 +305,12 @@ class _Runner:
             runs=tuple(runs),
             answer=answer,
             compactions=tuple(compactions),
-            findings_ledger=(),
+            findings_ledger=tuple(r for r in ledger if r.get("kind") in FINDINGS_KINDS),
             time_rows=(),
         )
+
+
+FINDINGS_KINDS = frozenset({"basis", "standing", "conflict"})
 
 
 async def run_scenario(scenario: Scenario | bytes | str, *, db_path: str | Path) -> ScenarioResult:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from afp_runtime.messages import Message
 from afp_runtime.records import ConversationState, ListRef, StoredFoldedSpan, Txn
@@ -62,6 +62,12 @@ class CheckpointStore(Protocol):
 
     async def last_bundle(self, run_id: str) -> StoredBundle | None:
         """The last committed bundle of a run."""
+        ...
+
+    async def ledger(
+        self, agent_id: str, *, kind: str | None = None, turn: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The conversation's ledger rows in wire form, oldest first."""
         ...
 
     async def folded_spans(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
 import structlog
 
+from afp_runtime.findings import decorate_schema, offer_ids, serve_findings
 from afp_runtime.messages import (
     Message,
     ModelRequest,
@@ -27,36 +29,66 @@ log = structlog.get_logger()
 def _served_tools(run: Run) -> tuple[ToolSchema, ...]:
     if run.wrap_up_asked:
         return ()
-    return tuple(tool.schema() for tool in run.d.tools)
+    schemas = tuple(tool.schema() for tool in run.d.tools)
+    if run.d.findings is None:
+        return schemas
+    # Armed: every served schema gains the optional _findings argument (findings.md §2.2);
+    # the registry's schemas are never changed.
+    offer = offer_ids(run.history, run.fold.standing_of)
+    return tuple(
+        msgspec.structs.replace(schema, input_schema=decorate_schema(schema.input_schema, offer))
+        for schema in schemas
+    )
 
 
-async def context(run: Run) -> ModelRequest:
-    run.begin("context")
-    system_pieces = (
+def _system_pieces(run: Run) -> tuple[list[dict[str, str]], tuple[Message, ...]]:
+    """The system pieces of this request and the window as served (stubs applied)."""
+    pieces = (
         [{"slot": "instructions", "source": "definition", "text": run.d.system_prompt}]
         if run.d.system_prompt
         else []
     )
+    if run.d.findings is None:
+        return pieces, tuple(run.history)
+    served = serve_findings(run.history, run.fold, run.d.findings)
+    pieces.append({"slot": "findings", "source": "findings", "text": served.instruction})
+    if served.ledger_piece is not None:
+        pieces.append({"slot": "ledger", "source": "findings", "text": served.ledger_piece})
+    return pieces, tuple(served.messages)
+
+
+async def context(run: Run) -> ModelRequest:
+    """Compose the request: system pieces, served tools, the served window, request-only lines."""
+    run.begin("context")
+    system_pieces, sent = _system_pieces(run)
     tools = _served_tools(run)
     request_only = (
         [{"role": "user", "reason": "wrap-up", "text": WRAP_UP_TEXT}] if run.wrap_up_asked else []
     )
+    # Per-request stubs for results the model set aside; history itself is never rewritten.
+    substitutions = [
+        {"index": i, "message": served}
+        for i, (served, kept) in enumerate(zip(sent, run.history, strict=True))
+        if served is not kept
+    ]
     # Keys keep their value until set again, so only what changed is written.
     writes = []
     for key, value in (
         ("systemPieces", system_pieces),
         ("servedTools", list(tools)),
         ("requestOnly", request_only),
+        ("substitutions", substitutions),
     ):
-        if run.served.get(key) != value:
+        if run.served.get(key, [] if key == "substitutions" else None) != value:
             writes.append(Write(key=key, verb="set", value=value))
-            run.served[key] = value
+        run.served[key] = value
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle(writes)]))
+    run.sent = sent
     extra = tuple(Message(role="user", content=line["text"]) for line in request_only)
     return ModelRequest(
         model=run.d.model.model,
-        system=run.d.system_prompt,
-        messages=(*run.history, *extra),
+        system="\n\n".join(piece["text"] for piece in system_pieces),
+        messages=(*sent, *extra),
         tools=tools,
         params=run.d.params,
     )

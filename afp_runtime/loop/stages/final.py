@@ -8,6 +8,7 @@ import msgspec
 import structlog
 
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
+from afp_runtime.loop.stages._findings import ledger_writes, peel_final_answer
 from afp_runtime.messages import (
     Message,
 )
@@ -47,9 +48,15 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
                 "action": "cut-short",
             },
         )
-    items, appended = run.append_history([Message(role="assistant", content=reply.content)])
+    # An armed agent's answer may carry _findings: filed, then peeled from what is delivered
+    # (the call-model bundle keeps the raw reply).
+    delivered, ledger = peel_final_answer(run, reply.content)
+    wire_rows = ledger_writes(ledger)
+    items, appended = run.append_history([Message(role="assistant", content=delivered)])
     writes.append(Write(key="history", verb="append", value=appended))
-    writes.append(Write(key="finalAnswer", verb="set", value=reply.content))
+    writes.append(Write(key="finalAnswer", verb="set", value=delivered))
+    if wire_rows:
+        writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
     if run.stopped_early is not None:
         writes.append(Write(key="stoppedEarly", verb="set", value=run.stopped_early))
     if reply.tool_calls and not cut_short:
@@ -58,13 +65,18 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
         writes.append(Write(key="ignoredToolCalls", verb="set", value=ignored))
     turn = run.conv.open_turn
     assert turn is not None
-    state = run.checkpoint(open_turn=None, last_run_id=run.run_id)
+    state = run.checkpoint(
+        open_turn=None,
+        last_run_id=run.run_id,
+        ledger_count=run.conv.ledger_count + len(wire_rows),
+    )
     await run.committer.stage(
         Txn(
             agent_id=run.agent_id,
             bundles=[run.bundle(writes)],
             items=items,
             conversation=state,
+            ledger=wire_rows,
             run_end=RunEnd(
                 run_id=run.run_id, status="answered", ended_at_ms=now, usage=run.run_usage
             ),
@@ -92,4 +104,4 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
         ended["stoppedEarly"] = run.stopped_early
     run.emit("turn.ended", ended, stage=False)
     log.info("iteration", route="final", epochs=run.epochs)
-    return run.outcome("answered", final_answer=reply.content)
+    return run.outcome("answered", final_answer=delivered)

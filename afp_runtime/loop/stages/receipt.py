@@ -9,6 +9,7 @@ import structlog
 from afp_runtime.messages import (
     ModelRequest,
     ToolSchema,
+    fingerprint,
     salted,
 )
 from afp_runtime.models import EncodedRequest
@@ -28,6 +29,7 @@ from afp_runtime.served import (
     ToolsDigest,
     extend_digest,
     schema_hash,
+    start_digest,
     wire_digest,
 )
 
@@ -49,8 +51,17 @@ async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
     run.begin("receipt")
     model = run.d.model
     encoded = model.encode(request) if model.encoder is not None else None
-    # The window only grows within a run, so the digest extends by the new messages.
-    run.digest = extend_digest(run.run_id, run.digest, run.history, run.fps)
+    # Between window changes the as-sent list only grows, so the digest extends by the new
+    # messages; when stubs change what is sent, it is recomputed over the whole window.
+    substitutions = run.served.get("substitutions") or []
+    if substitutions or run.digest_had_substitutions:
+        fps = list(run.fps)
+        for sub in substitutions:
+            fps[sub["index"]] = fingerprint(sub["message"])
+        run.digest = extend_digest(run.run_id, start_digest(run.run_id), run.sent, fps)
+    else:
+        run.digest = extend_digest(run.run_id, run.digest, run.history, run.fps)
+    run.digest_had_substitutions = bool(substitutions)
     agent_call = run.conv.model_calls + 1
     call_stage_id = runtime_stage_id("call-model", run.seq + 1)
     request_only = tuple(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import structlog
 
+from afp_runtime.findings import fold_ledger, rows_from_wire
 from afp_runtime.messages import (
     Message,
     Usage,
@@ -90,6 +91,13 @@ async def seed(run: Run) -> None:
         # By reference: the spans (and their originals) stay in the store until asked for.
         spans = {"spans": [0, state.folded_count]}
         writes.append(Write(key="foldedSpans", verb="set", value=spans))
+    if state.ledger_count:
+        # By reference, unchanged: armed or not, the ledger belongs to the conversation.
+        rows = {"rows": [0, state.ledger_count]}
+        writes.append(Write(key="findingsLedger", verb="set", value=rows))
+    if run.d.findings is not None:
+        # The one full fold of the run; every later row passes through it once.
+        run.fold = fold_ledger(None, rows_from_wire(await run.store.ledger(run.agent_id)))
     if run.wrap_up_asked:
         writes.append(Write(key="wrapUpAsked", verb="set", value=True))
     if run.stopped_early is not None:

@@ -10,6 +10,7 @@ import structlog
 
 from afp_runtime.loop.outcomes import CommittedReply
 from afp_runtime.loop.route import unique_call_ids
+from afp_runtime.loop.stages._findings import ledger_writes, peel_batch
 from afp_runtime.messages import (
     Message,
     ToolCall,
@@ -40,9 +41,11 @@ _outcome_decoder = msgspec.msgpack.Decoder(ToolOutcome)
 async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> None:
     run.begin("settle" if settling else "tool-calls")
     calls = unique_call_ids(reply.tool_calls, run.used_call_ids)
+    # The assistant message keeps the model's arguments verbatim; tools see them peeled.
     assistant = Message(role="assistant", content=reply.content, tool_calls=calls)
+    dispatched, ledger = peel_batch(run, calls)
     journal = await run.store.journal(run.agent_id, run.message_id) if settling else {}
-    planned = plan_batch(calls, run.d.tools_by_name)
+    planned = plan_batch(dispatched, run.d.tools_by_name)
     reused: dict[str, ToolOutcome] = {}
     settled: dict[str, str] = {}
     to_run = []
@@ -85,17 +88,27 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> None
     items, appended = run.append_history([assistant, *(o.message() for o in ordered)])
     closed = run.iteration
     run.iteration += 1
-    state = run.checkpoint(open_turn=run.open_turn_with(next_iteration=run.iteration))
-    bundle = run.bundle(
-        [
-            Write(key="history", verb="append", value=appended),
-            Write(key="toolResults", verb="set", value=results),
-            Write(key="iteration", verb="set", value=run.iteration),
-        ],
-        iteration=closed,
+    wire_rows = ledger_writes(ledger)
+    state = run.checkpoint(
+        open_turn=run.open_turn_with(next_iteration=run.iteration),
+        ledger_count=run.conv.ledger_count + len(wire_rows),
     )
+    writes = [
+        Write(key="history", verb="append", value=appended),
+        Write(key="toolResults", verb="set", value=results),
+    ]
+    if wire_rows:
+        writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
+    writes.append(Write(key="iteration", verb="set", value=run.iteration))
+    bundle = run.bundle(writes, iteration=closed)
     await run.committer.stage(
-        Txn(agent_id=run.agent_id, bundles=[bundle], items=items, conversation=state),
+        Txn(
+            agent_id=run.agent_id,
+            bundles=[bundle],
+            items=items,
+            conversation=state,
+            ledger=wire_rows,
+        ),
         closes=True,
     )
     run.emit(

@@ -10,12 +10,14 @@ rules holds the turn and commits nothing of the visit.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 import structlog
 
 from afp_runtime.errors import CompactionUnmeasurableError, WindowStrategyError
+from afp_runtime.findings import dropped_standings, turn_standing_of
 from afp_runtime.messages import Message, fingerprint, message_body, salted
 from afp_runtime.records import (
     MAX_RANGES,
@@ -90,6 +92,12 @@ async def window(run: Run) -> RunOutcome | None:
                 for p in run.prior
             ),
             keep_last_tool_results=run.d.keep_last_tool_results,
+            fact_limit=run.d.fact_limit,
+            turn_standing=(
+                partial(turn_standing_of, standing_of=run.fold.standing_of)
+                if run.d.findings is not None
+                else None
+            ),
         )
     except (WindowStrategyError, CompactionUnmeasurableError) as exc:
         # Not a model error: the same code fails the same way, so the turn is held, never
@@ -98,6 +106,12 @@ async def window(run: Run) -> RunOutcome | None:
     if outcome is None:
         await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
         return None
+    if run.d.findings is not None and outcome.evicted:
+        # Armed agents only: each evicted result with the ledger's standing (findings.md §10).
+        dropped = dropped_standings(outcome.evicted, run.fold.standing_of)
+        if dropped:
+            record = msgspec.structs.replace(outcome.record, dropped_standings=dropped)
+            outcome = msgspec.structs.replace(outcome, record=record)
     await _commit_visit(run, outcome, now)
     return None
 

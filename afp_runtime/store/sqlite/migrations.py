@@ -108,8 +108,24 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             agent INTEGER NOT NULL REFERENCES agents(agent),
             archived_at_ms INTEGER NOT NULL,
             state BLOB NOT NULL,
-            folded BLOB NOT NULL
+            folded BLOB NOT NULL,
+            ledger BLOB
         );
+        """,
+    ),
+    (
+        4,
+        "findings ledger",
+        """
+        -- The conversation's append-only ledger (findings, time rows), in wire form, oldest first.
+        CREATE TABLE ledger_rows (
+            agent INTEGER NOT NULL REFERENCES agents(agent),
+            idx INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            turn INTEGER,
+            row BLOB NOT NULL,
+            PRIMARY KEY (agent, idx)
+        ) WITHOUT ROWID;
         """,
     ),
 )

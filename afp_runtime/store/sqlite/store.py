@@ -49,6 +49,7 @@ _state_decoder = msgspec.msgpack.Decoder(ConversationState)
 _usage_decoder = msgspec.msgpack.Decoder(Usage)
 _writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
 _span_decoder = msgspec.msgpack.Decoder(StoredFoldedSpan)
+_ledger_decoder = msgspec.msgpack.Decoder(dict[str, Any])
 
 
 def _fp_key(fingerprint: str) -> bytes:
@@ -310,6 +311,8 @@ class SqliteStore:
                     await self._update_inbox(db, update)
                 if txn.journal:
                     await self._insert_journal(db, agent, txn.journal)
+                if txn.ledger:
+                    await self._insert_ledger(db, agent, txn.ledger)
                 for span in txn.folded:
                     await db.execute(
                         "INSERT INTO folded_spans SELECT ?, COALESCE(MAX(idx) + 1, 0), ?, ?"
@@ -341,23 +344,47 @@ class SqliteStore:
             ],
         )
 
+    async def _insert_ledger(
+        self, db: aiosqlite.Connection, agent: int, rows: list[dict[str, Any]]
+    ) -> None:
+        found = await _rows(
+            db, "SELECT COALESCE(MAX(idx) + 1, 0) FROM ledger_rows WHERE agent=?", (agent,)
+        )
+        start = int(found[0][0])
+        await db.executemany(
+            "INSERT INTO ledger_rows VALUES (?, ?, ?, ?, ?)",
+            [
+                (
+                    agent,
+                    start + i,
+                    str(row.get("kind")),
+                    row.get("turn"),
+                    _state_encoder.encode(row),
+                )
+                for i, row in enumerate(rows)
+            ],
+        )
+
     async def _archive_conversation(self, db: aiosqlite.Connection, agent: int, txn: Txn) -> None:
-        """Copy the current checkpoint and spans to the archive; the new conversation starts
-        with no spans but the ones ``txn`` brings."""
+        """Copy the current checkpoint, spans and ledger to the archive; the new conversation
+        starts with only the spans and rows ``txn`` brings."""
         state = await _rows(db, "SELECT state FROM conversations WHERE agent=?", (agent,))
         spans = await _rows(
             db, "SELECT span FROM folded_spans WHERE agent=? ORDER BY idx", (agent,)
         )
+        ledger = await _rows(db, "SELECT row FROM ledger_rows WHERE agent=? ORDER BY idx", (agent,))
         await db.execute(
-            "INSERT INTO archived_conversations VALUES (?, ?, ?, ?)",
+            "INSERT INTO archived_conversations VALUES (?, ?, ?, ?, ?)",
             (
                 agent,
                 txn.conversation.checkpointed_at_ms if txn.conversation else 0,
                 state[0][0],
                 _state_encoder.encode([row[0] for row in spans]),
+                _state_encoder.encode([row[0] for row in ledger]),
             ),
         )
         await db.execute("DELETE FROM folded_spans WHERE agent=?", (agent,))
+        await db.execute("DELETE FROM ledger_rows WHERE agent=?", (agent,))
 
     async def _update_inbox(self, db: aiosqlite.Connection, update: InboxUpdate) -> None:
         if update.turn is None:
@@ -717,6 +744,26 @@ class SqliteStore:
         except msgspec.DecodeError as exc:
             raise StoreDamaged(
                 f"a folded span of {agent_id!r} does not decode: {exc}", agent_id=agent_id
+            ) from exc
+
+    async def ledger(
+        self, agent_id: str, *, kind: str | None = None, turn: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The conversation's ledger rows in wire form, oldest first (optionally filtered)."""
+        sql = "SELECT l.row FROM ledger_rows l JOIN agents a ON a.agent=l.agent WHERE a.agent_id=?"
+        params: tuple[Any, ...] = (agent_id,)
+        if kind is not None:
+            sql += " AND l.kind=?"
+            params += (kind,)
+        if turn is not None:
+            sql += " AND l.turn=?"
+            params += (turn,)
+        rows = await self._fetch(sql + " ORDER BY l.idx", params)
+        try:
+            return [_ledger_decoder.decode(row[0]) for row in rows]
+        except msgspec.DecodeError as exc:
+            raise StoreDamaged(
+                f"a ledger row of {agent_id!r} does not decode: {exc}", agent_id=agent_id
             ) from exc
 
     async def integrity_check(self) -> list[str]:
