@@ -128,6 +128,8 @@ class Run:
         # The window as the last request sent it (stubs applied), and whether its digest did.
         self.sent: tuple[Message, ...] = ()
         self.digest_had_substitutions = False
+        # Fingerprint counts of the base receipt's as-sent list (served.md §2.4), set at seed.
+        self.base_counts: dict[str, int] = {}
         # Fingerprints of what this iteration's window visit removed (for the receipt).
         self.omitted: tuple[str, ...] = ()
         self.stage = "seed"

@@ -18,7 +18,7 @@ from afp_runtime.records.conversation import (
     StoredFoldedSpan,
     TurnStatus,
 )
-from afp_runtime.records.ports import Clock, RunLog
+from afp_runtime.records.ports import UNKNOWN, Anchor, Clock, MessageRef, RunLog, Unknown
 from afp_runtime.records.txn import (
     InboxStatus,
     InboxUpdate,
@@ -33,6 +33,7 @@ from afp_runtime.records.txn import (
 )
 
 __all__ = [
+    "Anchor",
     "Clock",
     "CommitBundle",
     "ConversationState",
@@ -44,6 +45,7 @@ __all__ = [
     "ListRef",
     "MAX_RANGES",
     "MESSAGE_LIST_KEYS",
+    "MessageRef",
     "OpenTurn",
     "PriorVisitRef",
     "RunEnd",
@@ -55,6 +57,8 @@ __all__ = [
     "StoredFoldedSpan",
     "TurnStatus",
     "Txn",
+    "UNKNOWN",
+    "Unknown",
     "Verb",
     "Write",
     "parse_runtime_stage_id",

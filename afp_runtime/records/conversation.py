@@ -135,6 +135,9 @@ class ConversationState(
             live in their own append-only table.
         ledger_count: rows of the conversation's ledger (wire ``ledgerCount``); the rows live in
             their own append-only table.
+        last_sent: the window the conversation's last receipt digested (wire ``lastSent``),
+            with ``last_sent_subs`` the (index, fingerprint) of its substitutions: the base of
+            the next run's first receipt (served.md §2.4).
         last_run_id: the last run of the last finished turn (wire ``lastRunId``).
         checkpointed_at_ms: injected clock at the transaction (wire ``checkpointedAtMs``).
     """
@@ -149,5 +152,7 @@ class ConversationState(
     open_turn: OpenTurn | None = None
     folded_count: int = 0
     ledger_count: int = 0
+    last_sent: ListRef | None = None
+    last_sent_subs: tuple[tuple[int, str], ...] = ()
     last_run_id: str | None = None
     checkpointed_at_ms: int = 0

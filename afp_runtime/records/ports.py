@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from afp_runtime.messages import Message
+import msgspec
+
 from afp_runtime.records.bundle import CommitBundle
 
 
@@ -30,13 +31,65 @@ class Clock(Protocol):
         ...
 
 
+class Unknown:
+    """The value of a key that was never written (not None, not empty)."""
+
+    _instance: Unknown | None = None
+
+    def __new__(cls) -> Unknown:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNKNOWN = Unknown()
+
+
+class MessageRef(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """A message in a committed list: its body's fingerprint plus the marker flags."""
+
+    fingerprint: str
+    not_dispatched: bool = False
+    injected_by: str | None = None
+
+
+class Anchor(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A bundle that anchors an epoch: a ``receipt`` (or, in a legacy log, a ``call-model``)."""
+
+    seq: int
+    stage: str
+    iteration: int
+
+
 class RunLog(Protocol):
-    """Read interface over one run's commit log (served.md §1.3)."""
+    """Read interface over one run's commit log (served.md §1.3); synchronous by design.
+
+    Message-list keys (``history``) read as tuples of ``MessageRef``; every other key reads as
+    the plain JSON-like value that was written. ``value_at`` answers from per-key indexes, so
+    its cost does not grow with ``seq`` (ARCHITECTURE ruling 3). Served code calls it from a
+    worker thread and never awaits.
+    """
 
     run_id: str
+    has_base: bool
+    live: bool
+
+    def anchors(self) -> tuple[Anchor, ...]:
+        """Every receipt bundle and every call-model bundle, in commit order."""
+        ...
+
+    def anchor_at(self, epoch: int) -> Anchor | None:
+        """The earliest receipt anchor of iteration ``epoch`` (an index lookup), or None."""
+        ...
 
     def bundle(self, seq: int) -> CommitBundle | None:
-        """The bundle at ``seq``, or None."""
+        """The bundle at ``seq`` (message-list values as ``MessageRef`` lists), or None."""
         ...
 
     def bundles(self, from_seq: int = 0) -> Iterator[CommitBundle]:
@@ -44,9 +97,9 @@ class RunLog(Protocol):
         ...
 
     def value_at(self, key: str, seq: int) -> Any:
-        """The value of ``key`` as of bundle ``seq``; raises KeyError when never written."""
+        """The value of ``key`` as of bundle ``seq`` (the fold of its writes), or ``UNKNOWN``."""
         ...
 
-    def messages_at(self, key: str, seq: int) -> tuple[Message, ...]:
-        """A message-list key as of bundle ``seq``, resolved with markers."""
+    def body(self, fingerprint: str) -> bytes | None:
+        """The stored canonical body of a message, or None when it is missing."""
         ...

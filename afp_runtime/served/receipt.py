@@ -7,12 +7,19 @@ messages) while the window only grows (ARCHITECTURE ruling 2).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
 
-from afp_runtime.messages import Message, ModelParams, ToolSchema, canonical_json, salted
+from afp_runtime.messages import (
+    Message,
+    ModelParams,
+    ToolSchema,
+    canonical_json,
+    message_body,
+    salted,
+)
 
 RECEIPT_VERSION = 1
 
@@ -26,11 +33,29 @@ class Basis(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     provider: str
 
 
+class PieceDigest(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One contributing system piece: H of its text, its slot and its source."""
+
+    hash: str
+    slot: str
+    source: str
+
+
 class SystemDigest(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """H of the joined system text and its length in code points."""
+    """H of the joined system text, its length in code points, and each contributing piece."""
 
     hash: str
     chars: int
+    pieces: tuple[PieceDigest, ...] = ()
+
+
+class NewEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """An as-sent entry new since the base receipt: index, role, H(canonical body), tool key."""
+
+    index: int
+    role: str
+    hash: str
+    key: str | None = None
 
 
 class RequestOnlyDigest(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -42,10 +67,12 @@ class RequestOnlyDigest(msgspec.Struct, frozen=True, kw_only=True, rename="camel
 
 
 class MessagesDigest(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """Count of messages sent and the running digest over the as-sent entries."""
+    """Count of messages sent, the running digest over the as-sent entries, the entries new
+    since the base receipt, and the request-only lines."""
 
     count: int
     digest: str
+    new_entries: tuple[NewEntry, ...] = ()
     request_only: tuple[RequestOnlyDigest, ...] = ()
 
 
@@ -122,6 +149,45 @@ def extend_digest(
         )
         digest = salted(run_id, (digest + "\x1f").encode("utf-8") + canonical_json(entry))
     return RunningDigest(count=len(messages), digest=digest)
+
+
+def new_entries(
+    run_id: str,
+    sent: Sequence[Message],
+    fingerprints: Sequence[str],
+    base: Mapping[str, int],
+) -> tuple[NewEntry, ...]:
+    """Entries of ``sent`` new since the base call (ARCHITECTURE ruling 2, served.md §2.4).
+
+    An entry is new when its fingerprint occurs more often here than in the base call
+    (``base`` counts the base call's fingerprints); of a fingerprint's occurrences, the surplus
+    is taken from the last ones.
+    """
+    counts: dict[str, int] = {}
+    for fp in fingerprints:
+        counts[fp] = counts.get(fp, 0) + 1
+    surplus = {fp: n - base.get(fp, 0) for fp, n in counts.items() if n > base.get(fp, 0)}
+    picked: list[int] = []
+    for index in range(len(fingerprints) - 1, -1, -1):
+        fp = fingerprints[index]
+        if surplus.get(fp, 0) > 0:
+            surplus[fp] -= 1
+            picked.append(index)
+    picked.reverse()
+    return tuple(
+        NewEntry(
+            index=index,
+            role=sent[index].role,
+            hash=salted(run_id, message_body(sent[index])),
+            key=sent[index].tool_call_id if sent[index].role == "tool" else None,
+        )
+        for index in picked
+    )
+
+
+def request_only_hash(run_id: str, text: str, role: str = "user") -> str:
+    """H of a request-only line, digested as the message ``{role, content: text}``."""
+    return salted(run_id, message_body(Message(role=role, content=text)))  # type: ignore[arg-type]
 
 
 def schema_hash(run_id: str, schema: ToolSchema) -> str:

@@ -3,6 +3,7 @@
 from afp_runtime.store.base import CheckpointStore
 from afp_runtime.store.sqlite.migrations import SCHEMA_VERSION
 from afp_runtime.store.sqlite.rows import AgentRow, InboxRow, RunRow, StoredBundle
+from afp_runtime.store.sqlite.runlog import SqliteRunLog
 from afp_runtime.store.sqlite.store import (
     Ack,
     JournalEntry,
@@ -19,6 +20,7 @@ __all__ = [
     "LoadedConversation",
     "RunRow",
     "SCHEMA_VERSION",
+    "SqliteRunLog",
     "SqliteStore",
     "StoredBundle",
 ]

@@ -31,6 +31,10 @@ class CheckpointStore(Protocol):
         """Messages and fingerprints of a list reference."""
         ...
 
+    async def fingerprints(self, agent_id: str, ref: ListRef) -> tuple[str, ...]:
+        """Fingerprints of a list reference's items, without bodies."""
+        ...
+
     async def commit(self, txn: Txn) -> None:
         """Write one transaction atomically."""
         ...

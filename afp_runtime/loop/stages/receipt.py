@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -23,11 +23,14 @@ from afp_runtime.served import (
     Basis,
     MessagesDigest,
     OmittedForAttention,
+    PieceDigest,
     Receipt,
     RequestOnlyDigest,
     SystemDigest,
     ToolsDigest,
     extend_digest,
+    new_entries,
+    request_only_hash,
     schema_hash,
     start_digest,
     wire_digest,
@@ -47,6 +50,17 @@ def _schema_hash(run: Run, schema: ToolSchema) -> str:
     return found
 
 
+def _counts(fps: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for fp in fps:
+        counts[fp] = counts.get(fp, 0) + 1
+    return counts
+
+
+def _sub_fps(substitutions: list[Any], sent_fps: list[str]) -> list[tuple[Any, str]]:
+    return [(sub, sent_fps[sub["index"]]) for sub in substitutions]
+
+
 async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
     run.begin("receipt")
     model = run.d.model
@@ -54,23 +68,31 @@ async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
     # Between window changes the as-sent list only grows, so the digest extends by the new
     # messages; when stubs change what is sent, it is recomputed over the whole window.
     substitutions = run.served.get("substitutions") or []
+    sent_fps = list(run.fps)
+    for sub in substitutions:
+        sent_fps[sub["index"]] = fingerprint(sub["message"])
     if substitutions or run.digest_had_substitutions:
-        fps = list(run.fps)
-        for sub in substitutions:
-            fps[sub["index"]] = fingerprint(sub["message"])
-        run.digest = extend_digest(run.run_id, start_digest(run.run_id), run.sent, fps)
+        run.digest = extend_digest(run.run_id, start_digest(run.run_id), run.sent, sent_fps)
     else:
         run.digest = extend_digest(run.run_id, run.digest, run.history, run.fps)
     run.digest_had_substitutions = bool(substitutions)
+    # Per-entry hashes only for what is new since the base receipt (ARCHITECTURE ruling 2).
+    entries = new_entries(run.run_id, run.sent, sent_fps, run.base_counts)
+    run.base_counts = _counts(sent_fps)
     agent_call = run.conv.model_calls + 1
     call_stage_id = runtime_stage_id("call-model", run.seq + 1)
     request_only = tuple(
         RequestOnlyDigest(
-            role="user",
-            hash=salted(run.run_id, line["text"]),
+            role=line["role"],
+            hash=request_only_hash(run.run_id, line["text"], line["role"]),
             reason=line["reason"],
         )
         for line in run.served["requestOnly"]
+    )
+    pieces = tuple(
+        PieceDigest(hash=salted(run.run_id, p["text"]), slot=p["slot"], source=p["source"])
+        for p in run.served["systemPieces"]
+        if p["text"]
     )
     receipt = Receipt(
         version=RECEIPT_VERSION,
@@ -82,9 +104,14 @@ async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
         ),
         agent_call=agent_call,
         call_runtime_stage_id=call_stage_id,
-        system=SystemDigest(hash=salted(run.run_id, request.system), chars=len(request.system)),
+        system=SystemDigest(
+            hash=salted(run.run_id, request.system), chars=len(request.system), pieces=pieces
+        ),
         messages=MessagesDigest(
-            count=len(request.messages), digest=run.digest.digest, request_only=request_only
+            count=len(request.messages),
+            digest=run.digest.digest,
+            new_entries=entries,
+            request_only=request_only,
         ),
         tools=ToolsDigest(
             names=tuple(t.name for t in request.tools),
@@ -108,7 +135,12 @@ async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
             else None
         ),
     )
-    state = run.checkpoint(model_calls=agent_call)
+    # The next run's first receipt takes this call as its base (served.md §2.4).
+    state = run.checkpoint(
+        model_calls=agent_call,
+        last_sent=run.conv.history,
+        last_sent_subs=tuple((sub["index"], fp) for sub, fp in _sub_fps(substitutions, sent_fps)),
+    )
     bundle = run.bundle([Write(key="receipt", verb="set", value=receipt)])
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state))
     run.epochs += 1

@@ -66,6 +66,16 @@ async def seed(run: Run) -> None:
         run.usage_missing = open_turn.usage_missing
         run.prior = open_turn.prior_visits
         run.text = run.text or _last_person_message(run)
+    if run.conv.last_sent is not None:
+        # The base of this run's first receipt: the conversation's last receipt (O(window)).
+        base = list(await run.store.fingerprints(run.agent_id, run.conv.last_sent))
+        for index, fp in run.conv.last_sent_subs:
+            if index < len(base):
+                base[index] = fp
+        counts: dict[str, int] = {}
+        for fp in base:
+            counts[fp] = counts.get(fp, 0) + 1
+        run.base_counts = counts
     # Restored messages are re-stamped to this run's seed (window.md §13.2).
     run.origins = [MessageOrigin(stage_id="seed#0", born_at_ms=now)] * len(run.history)
     state = run.checkpoint(open_turn=open_turn)

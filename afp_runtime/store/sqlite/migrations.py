@@ -57,6 +57,15 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             writes BLOB NOT NULL,
             PRIMARY KEY (run, seq)
         ) WITHOUT ROWID;
+        -- Per-key index of each run's log: which bundles wrote which key, and how.
+        CREATE TABLE key_index (
+            run INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            verb TEXT NOT NULL,
+            PRIMARY KEY (run, key, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX bundles_by_stage ON bundles (run, stage, iteration);
         CREATE TABLE inbox (
             message INTEGER PRIMARY KEY,
             message_id TEXT NOT NULL UNIQUE,

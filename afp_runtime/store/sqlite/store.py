@@ -296,6 +296,14 @@ class SqliteStore:
                             )
                         )
                     await db.executemany("INSERT INTO bundles VALUES (?, ?, ?, ?, ?, ?)", rows)
+                    await db.executemany(
+                        "INSERT INTO key_index VALUES (?, ?, ?, ?)",
+                        [
+                            (row[0], write.key, bundle.seq, write.verb)
+                            for row, bundle in zip(rows, txn.bundles, strict=True)
+                            for write in bundle.writes
+                        ],
+                    )
                 if txn.conversation is not None:
                     await db.execute(
                         "UPDATE conversations SET state=? WHERE agent=?",
@@ -508,6 +516,21 @@ class SqliteStore:
                 )
                 fps.append(fp.hex())
         return tuple(messages), tuple(fps)
+
+    async def fingerprints(self, agent_id: str, ref: ListRef) -> tuple[str, ...]:
+        """The fingerprints of a list reference's items, in order, without reading bodies."""
+        rows = await self._fetch("SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
+        if not rows:
+            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+        agent = rows[0][0]
+        fps: list[str] = []
+        for start, end in ref.ranges:
+            found = await self._fetch(
+                "SELECT fp FROM items WHERE agent=? AND pos>=? AND pos<? ORDER BY pos",
+                (agent, start, end),
+            )
+            fps.extend(row[0].hex() for row in found)
+        return tuple(fps)
 
     # -- the durable inbox ----------------------------------------------------------------
 

@@ -1,0 +1,251 @@
+"""``MemoryRunLog``: an in-memory ``RunLog`` that folds by replay (exports and tests).
+
+It keeps, per key, the writes in commit order; ``value_at(key, seq)`` replays that key's writes
+from its last ``set`` (or ``delete``) at or before ``seq``, so it answers exactly as a full
+replay of the log would, at a cost bounded by the value's own writes.
+
+Readings settled here:
+
+* Values are kept as JSON bytes and decoded afresh on every read, the way a store hands them
+  out: Structs become their wire (camelCase) form, so a caller can never change the log by
+  changing what it was given.
+* In message-list keys (``history``) a write may hold ``Message`` values (their canonical
+  bodies go to the body store and the list keeps references with the markers),
+  ``MessageRef`` values or reference mappings; they always read back as ``MessageRef`` tuples.
+* ``append`` onto an unknown (or non-list) value starts from an empty list; an appended value
+  that is not a list is one element; ``delete`` makes the value unknown again.
+* ``has_base`` is the given flag, or, when none is given, whether the bundle at ``seq == 0`` is
+  a ``seed`` bundle.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, NamedTuple
+
+import msgspec
+
+from afp_runtime.errors import InvalidValue, shown
+from afp_runtime.messages import Message, fingerprint, message_body
+from afp_runtime.records import (
+    MESSAGE_LIST_KEYS,
+    UNKNOWN,
+    Anchor,
+    CommitBundle,
+    MessageRef,
+    Write,
+    runtime_stage_id,
+)
+from afp_runtime.served.view import as_ref, served_enc_hook, thaw_message
+
+_encoder = msgspec.json.Encoder(enc_hook=served_enc_hook)
+_refs_decoder = msgspec.json.Decoder(tuple[MessageRef, ...])
+_any_decoder = msgspec.json.Decoder()
+# Sorts after every write order within one bundle.
+_AFTER = 1 << 62
+
+
+class _Meta(NamedTuple):
+    stage: str
+    runtime_stage_id: str
+    iteration: int
+    committed_at_ms: int
+    writes: tuple[tuple[str, str, bytes | None], ...]
+
+
+class _Entry(NamedTuple):
+    seq: int
+    order: int
+    verb: str
+    data: bytes | None
+
+
+class MemoryRunLog:
+    """An in-memory run log.
+
+    Args:
+        run_id: the run.
+        bundles: bundles to add, in any order (seqs must be distinct).
+        bodies: stored message bodies by fingerprint.
+        has_base: force the fold-base flag (a partial export passes False); by default it is
+            whether seq 0 holds the run's ``seed`` bundle.
+        live: whether the run is still running.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        bundles: Iterable[CommitBundle] = (),
+        bodies: Mapping[str, bytes] | None = None,
+        *,
+        has_base: bool | None = None,
+        live: bool = False,
+    ) -> None:
+        self.run_id = run_id
+        self.live = live
+        self._forced_base = has_base
+        self.has_base = bool(has_base)
+        self._meta: dict[int, _Meta] = {}
+        self._seqs: list[int] = []
+        self._index: dict[str, list[_Entry]] = {}
+        self._bodies: dict[str, bytes] = dict(bodies or {})
+        for bundle in bundles:
+            self.add(bundle)
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def put_body(self, fp: str, body: bytes) -> None:
+        """Store a body under a fingerprint (as given: nothing is checked or repaired)."""
+        self._bodies[fp] = body
+
+    def stored_bodies(self) -> dict[str, bytes]:
+        """A copy of the body store."""
+        return dict(self._bodies)
+
+    def _refs(self, key: str, value: Any) -> bytes:
+        items = value if isinstance(value, list | tuple) else (value,)
+        refs: list[MessageRef] = []
+        for index, item in enumerate(items):
+            if isinstance(item, Message):
+                plain = thaw_message(item)
+                fp = fingerprint(plain)
+                self._bodies.setdefault(fp, message_body(plain))
+                refs.append(
+                    MessageRef(
+                        fingerprint=fp,
+                        not_dispatched=item.not_dispatched,
+                        injected_by=item.injected_by,
+                    )
+                )
+                continue
+            ref = as_ref(item)
+            if ref is None:
+                raise InvalidValue(
+                    f"{key}[{index}] is neither a message nor a message reference",
+                    field=f"{key}[{index}]",
+                    value=shown(item),
+                )
+            refs.append(ref)
+        return _encoder.encode(refs)
+
+    def add(self, bundle: CommitBundle) -> None:
+        """Add one bundle (values normalised to their stored JSON form)."""
+        if bundle.seq in self._meta:
+            raise InvalidValue(f"bundle {bundle.seq} is already in the log", field="seq")
+        writes: list[tuple[str, str, bytes | None]] = []
+        for order, write in enumerate(bundle.writes):
+            data: bytes | None = None
+            if write.verb != "delete":
+                if write.key in MESSAGE_LIST_KEYS:
+                    data = self._refs(write.key, write.value)
+                else:
+                    data = _encoder.encode(write.value)
+            writes.append((write.key, write.verb, data))
+            entries = self._index.setdefault(write.key, [])
+            bisect.insort(entries, _Entry(bundle.seq, order, write.verb, data))
+        self._meta[bundle.seq] = _Meta(
+            stage=bundle.stage,
+            runtime_stage_id=bundle.runtime_stage_id,
+            iteration=bundle.iteration,
+            committed_at_ms=bundle.committed_at_ms,
+            writes=tuple(writes),
+        )
+        bisect.insort(self._seqs, bundle.seq)
+        if self._forced_base is None:
+            first = self._meta.get(0)
+            self.has_base = first is not None and first.stage == "seed"
+
+    def append(
+        self,
+        stage: str,
+        writes: Iterable[Write],
+        *,
+        iteration: int,
+        committed_at_ms: int = 0,
+    ) -> CommitBundle:
+        """Commit a bundle at the next seq and return it as given."""
+        seq = self._seqs[-1] + 1 if self._seqs else 0
+        bundle = CommitBundle(
+            run_id=self.run_id,
+            seq=seq,
+            stage=stage,
+            runtime_stage_id=runtime_stage_id(stage, seq),
+            iteration=iteration,
+            writes=tuple(writes),
+            committed_at_ms=committed_at_ms,
+        )
+        self.add(bundle)
+        return bundle
+
+    # --- the RunLog interface ---------------------------------------------------------------
+
+    @staticmethod
+    def _decode(key: str, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        if key in MESSAGE_LIST_KEYS:
+            return _refs_decoder.decode(data)
+        return _any_decoder.decode(data)
+
+    def anchors(self) -> tuple[Anchor, ...]:
+        """Every ``receipt`` and ``call-model`` bundle, in commit order."""
+        return tuple(
+            Anchor(seq=seq, stage=meta.stage, iteration=meta.iteration)
+            for seq in self._seqs
+            if (meta := self._meta[seq]).stage in ("receipt", "call-model")
+        )
+
+    def bundle(self, seq: int) -> CommitBundle | None:
+        """The bundle at ``seq`` with freshly decoded values, or None."""
+        meta = self._meta.get(seq)
+        if meta is None:
+            return None
+        return CommitBundle(
+            run_id=self.run_id,
+            seq=seq,
+            stage=meta.stage,
+            runtime_stage_id=meta.runtime_stage_id,
+            iteration=meta.iteration,
+            writes=tuple(
+                Write(key=key, verb=verb, value=self._decode(key, data))  # type: ignore[arg-type]
+                for key, verb, data in meta.writes
+            ),
+            committed_at_ms=meta.committed_at_ms,
+        )
+
+    def bundles(self, from_seq: int = 0) -> Iterator[CommitBundle]:
+        """Bundles in commit order from ``from_seq``."""
+        start = bisect.bisect_left(self._seqs, from_seq)
+        for seq in self._seqs[start:]:
+            bundle = self.bundle(seq)
+            if bundle is not None:
+                yield bundle
+
+    def value_at(self, key: str, seq: int) -> Any:
+        """The fold of ``key``'s writes in bundles ``..seq``, or ``UNKNOWN``."""
+        entries = self._index.get(key)
+        if not entries:
+            return UNKNOWN
+        end = bisect.bisect_right(entries, (seq, _AFTER))
+        start = end - 1
+        while start > 0 and entries[start].verb == "append":
+            start -= 1
+        value: Any = UNKNOWN
+        for entry in entries[max(start, 0) : end]:
+            if entry.verb == "set":
+                value = self._decode(key, entry.data)
+            elif entry.verb == "delete":
+                value = UNKNOWN
+            else:
+                items = self._decode(key, entry.data)
+                base = list(value) if isinstance(value, list | tuple) else []
+                base.extend(items if isinstance(items, list | tuple) else (items,))
+                value = base
+        if key in MESSAGE_LIST_KEYS and isinstance(value, list):
+            return tuple(value)
+        return value
+
+    def body(self, fingerprint: str) -> bytes | None:
+        """The stored body under ``fingerprint``, or None when it is missing."""
+        return self._bodies.get(fingerprint)

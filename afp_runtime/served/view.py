@@ -1,0 +1,587 @@
+"""Served views: exactly what one model call was sent, rebuilt from its run's commit log.
+
+Pure functions over the ``RunLog`` read interface (served.md §1.3, §3). A view reads every
+per-request key "as the call read it" (``value_at(key, anchorSeq)``), takes the receipt from
+its anchor bundle, and names what it cannot prove in its ``gaps`` (§4).
+
+Readings settled here (served.md leaves them open or does not cover them):
+
+* Immutability (§3.3): every list is a tuple; JSON-object payloads (a schema's
+  ``inputSchema``, a tool call's ``args``) are ``types.MappingProxyType``, recursively, with
+  JSON arrays inside them as tuples. Writing into one raises ``TypeError``. Encode views with
+  ``encode_served`` (or pass ``served_enc_hook`` to msgspec); ``thaw_message`` and
+  ``ServedTool.as_schema`` give plain values back for digests and encoders.
+* ``messages.asSent`` holds ``Message`` values carrying the markers of their references.
+* A substitution's ``message`` is a full message mapping; a mapping that holds a
+  ``fingerprint`` and no ``role`` is read as a reference and resolved from the body store.
+  A substitution whose index lies outside the list, or whose message cannot be read, is a
+  damaged record: it is ignored, no gap excuses it, and the digest clauses fail.
+* An element of the system pieces, tool schemas or request-only lines that arrives as a bare
+  reference (a ``fingerprint`` without its text) lost its stored text: it is left out and
+  reported by ``body-missing``. Any other malformed element is damage: left out, no gap.
+* A stored body that is present but cannot be decoded into a message is damage, not absence:
+  the message is left out without a gap, so the digest clauses fail and a check given the log
+  names its index.
+* A committed ``history`` that is neither unknown nor a list is damage: ``asSent`` is empty and
+  no gap excuses it.
+* Folding (the one-pass ``served_views`` and ``MemoryRunLog``): ``set`` replaces, ``append``
+  extends (onto an unknown or non-list value it starts from an empty list), ``delete`` makes the
+  value unknown again.
+* A stored receipt is accepted when it is a mapping (or a Struct) with an ``int`` ``version`` in
+  ``1..RECEIPT_VERSION``, an ``int`` ``basis.epoch``, and it decodes into ``Receipt``; extra keys
+  are ignored (the stored record is never touched). A ``receipt`` write holding anything else is
+  ``receipt-shape-rejected``; no write at all (or a legacy ``call-model`` anchor) is
+  ``receipt-missing``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Final, Literal
+
+import msgspec
+
+from afp_runtime.messages import Message, ToolSchema, message_from_body
+from afp_runtime.records import UNKNOWN, Anchor, CommitBundle, MessageRef, RunLog, Write
+from afp_runtime.served.gaps import (
+    ReceiptCause,
+    ServedGap,
+    body_missing_fields,
+    make_gap,
+)
+from afp_runtime.served.locate import (
+    EpochLocation,
+    Locator,
+    check_epoch,
+    find,
+    number_of,
+    readable_int,
+)
+from afp_runtime.served.receipt import RECEIPT_VERSION, Receipt
+
+# The keys a view reads at its call.
+VIEW_KEYS: Final = (
+    "history",
+    "substitutions",
+    "systemPieces",
+    "requestOnly",
+    "servedTools",
+    "wrapUpAsked",
+    "forcedTool",
+)
+_FOLD_KEYS: Final = frozenset({*VIEW_KEYS, "iteration"})
+
+
+# --- immutable payloads ---------------------------------------------------------------------
+
+
+def freeze(value: Any) -> Any:
+    """A read-only copy of a JSON-like value: mappings as MappingProxyType, arrays as tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: freeze(item) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(item) for item in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A plain, mutable copy of a frozen JSON-like value: dicts and lists."""
+    if isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [thaw(item) for item in value]
+    return value
+
+
+def served_enc_hook(obj: Any) -> Any:
+    """msgspec ``enc_hook`` for served values: read-only mappings encode as objects."""
+    if isinstance(obj, MappingProxyType):
+        return dict(obj)
+    raise NotImplementedError(f"cannot encode {type(obj).__name__}")
+
+
+_json_encoder = msgspec.json.Encoder(enc_hook=served_enc_hook)
+
+
+def encode_served(value: Any) -> bytes:
+    """JSON bytes of any served value (view, location, report, receipt)."""
+    return _json_encoder.encode(value)
+
+
+def _frozen_message(message: Message) -> Message:
+    if not message.tool_calls:
+        return message
+    calls = tuple(
+        msgspec.structs.replace(call, args=freeze(call.args)) for call in message.tool_calls
+    )
+    return msgspec.structs.replace(message, tool_calls=calls)
+
+
+def thaw_message(message: Message) -> Message:
+    """The message with plain ``args`` dicts, ready for ``canonical_json`` and encoders."""
+    if not message.tool_calls:
+        return message
+    calls = tuple(
+        msgspec.structs.replace(call, args=thaw(call.args)) for call in message.tool_calls
+    )
+    return msgspec.structs.replace(message, tool_calls=calls)
+
+
+# --- the view -------------------------------------------------------------------------------
+
+
+class ServedBasis(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Model, provider and run of the call, copied from its accepted receipt."""
+
+    model: str
+    provider: str
+    run_id: str
+
+
+class ServedPiece(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One contributing system piece: its text, slot and source."""
+
+    text: str
+    slot: str
+    source: str
+
+
+class ServedSystem(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The joined system text and the contributing pieces in wire order."""
+
+    text: str
+    pieces: tuple[ServedPiece, ...]
+
+
+class RequestOnlyLine(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A line sent only in this one request (never part of the conversation)."""
+
+    role: str
+    text: str
+    reason: str
+
+    def as_message(self) -> Message:
+        """The line as the message it was sent as: ``{role, content: text}``."""
+        return Message(role=self.role, content=self.text)  # type: ignore[arg-type]
+
+
+class ServedMessages(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The conversation as sent (substitutions applied) and the request-only lines after it."""
+
+    as_sent: tuple[Message, ...]
+    request_only: tuple[RequestOnlyLine, ...]
+
+
+class ServedTool(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One served tool schema; ``input_schema`` is a read-only mapping."""
+
+    name: str
+    description: str
+    input_schema: Any
+
+    def as_schema(self) -> ToolSchema:
+        """A plain ``ToolSchema`` with the same content."""
+        return ToolSchema(
+            name=self.name, description=self.description, input_schema=thaw(self.input_schema)
+        )
+
+
+class ServedTools(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """Served tool names and schemas in order; ``forced`` and ``withheld`` absent when unset."""
+
+    names: tuple[str, ...]
+    schemas: tuple[ServedTool, ...]
+    forced: str | None = None
+    withheld: Literal["wrap-up"] | None = None
+
+
+class ServedView(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """What one model call was sent, rebuilt from the log (served.md §3.1).
+
+    Attributes:
+        epoch: the located number of the call.
+        call_runtime_stage_id: the id of the call's ``call-model`` execution; never absent.
+        basis: model, provider and run id from the accepted receipt; absent without one.
+        system: the joined system text and its contributing pieces.
+        messages: the as-sent conversation and the request-only lines.
+        tools: served names and schemas, forced tool, withheld marker.
+        gaps: what this view cannot prove; never empty.
+    """
+
+    epoch: int
+    call_runtime_stage_id: str
+    system: ServedSystem
+    messages: ServedMessages
+    tools: ServedTools
+    gaps: tuple[ServedGap, ...]
+    basis: ServedBasis | None = None
+
+
+# --- reading receipts -----------------------------------------------------------------------
+
+
+def receipt_write(bundle: CommitBundle | None) -> Any:
+    """The value of the anchor bundle's ``receipt`` write, or ``UNKNOWN`` without one."""
+    if bundle is None or bundle.stage != "receipt":
+        return UNKNOWN
+    value: Any = UNKNOWN
+    for write in bundle.writes:
+        if write.key == "receipt" and write.verb == "set":
+            value = write.value
+    return value
+
+
+def accept_receipt(value: Any) -> tuple[Receipt | None, ReceiptCause | None]:
+    """Accept a stored receipt as stored, or say why not (served.md §2.5)."""
+    if value is UNKNOWN:
+        return None, "receipt-missing"
+    if isinstance(value, msgspec.Struct):
+        value = msgspec.to_builtins(value)
+    if not isinstance(value, Mapping):
+        return None, "receipt-shape-rejected"
+    version = readable_int(value.get("version"))
+    basis = value.get("basis")
+    if (
+        version is None
+        or not 1 <= version <= RECEIPT_VERSION
+        or not isinstance(basis, Mapping)
+        or readable_int(basis.get("epoch")) is None
+    ):
+        return None, "receipt-shape-rejected"
+    try:
+        return msgspec.convert(value, Receipt), None
+    except (msgspec.ValidationError, ValueError):
+        return None, "receipt-shape-rejected"
+
+
+# --- resolving message bodies ---------------------------------------------------------------
+
+
+class _Damaged:
+    """A stored body that is present but cannot be read as a message."""
+
+
+_DAMAGED: Final = _Damaged()
+
+
+class Bodies:
+    """Resolves message references through one log, each body read and decoded at most once."""
+
+    def __init__(self, log: RunLog) -> None:
+        self._log = log
+        self._plain: dict[str, Message | _Damaged | None] = {}
+        self._marked: dict[tuple[str, bool, str | None], Message | _Damaged | None] = {}
+
+    def _base(self, fp: str) -> Message | _Damaged | None:
+        if fp not in self._plain:
+            body = self._log.body(fp)
+            found: Message | _Damaged | None = None
+            if body is not None:
+                try:
+                    found = message_from_body(body)
+                except (msgspec.MsgspecError, ValueError):
+                    found = _DAMAGED
+            self._plain[fp] = found
+        return self._plain[fp]
+
+    def resolve(self, ref: MessageRef) -> Message | _Damaged | None:
+        """The referenced message with the reference's markers (None: body missing)."""
+        key = (ref.fingerprint, ref.not_dispatched, ref.injected_by)
+        if key not in self._marked:
+            base = self._base(ref.fingerprint)
+            if isinstance(base, Message):
+                if ref.not_dispatched or ref.injected_by is not None:
+                    base = msgspec.structs.replace(
+                        base, not_dispatched=ref.not_dispatched, injected_by=ref.injected_by
+                    )
+                base = _frozen_message(base)
+            self._marked[key] = base
+        return self._marked[key]
+
+
+def as_ref(item: Any) -> MessageRef | None:
+    """A message reference from a stored list element, or None when it is not one."""
+    if isinstance(item, MessageRef):
+        return item
+    if isinstance(item, Mapping) and isinstance(item.get("fingerprint"), str):
+        try:
+            return msgspec.convert(item, MessageRef)
+        except msgspec.ValidationError:
+            return None
+    return None
+
+
+def _substitute(message: Any) -> MessageRef | Message | None:
+    if not isinstance(message, Mapping):
+        return None
+    if "role" not in message:
+        return as_ref(message)
+    try:
+        return msgspec.convert(message, Message)
+    except (msgspec.ValidationError, ValueError):
+        return None
+
+
+def as_sent_slots(history: Sequence[Any], substitutions: Any) -> list[MessageRef | Message | None]:
+    """The as-sent list before resolving: references, substituted messages, damaged (None)."""
+    slots: list[MessageRef | Message | None] = [as_ref(item) for item in history]
+    if not isinstance(substitutions, list | tuple):
+        return slots
+    for sub in substitutions:
+        if not isinstance(sub, Mapping):
+            continue
+        index = readable_int(sub.get("index"))
+        if index is None or not 0 <= index < len(slots):
+            continue
+        slots[index] = _substitute(sub.get("message"))
+    return slots
+
+
+# --- composing a view -----------------------------------------------------------------------
+
+
+class _Lost:
+    """Collects the containers that lost elements and the fingerprints that went missing."""
+
+    def __init__(self) -> None:
+        self.containers: dict[str, None] = {}
+        self.refs: list[str] = []
+
+    def add(self, container: str, fp: str | None) -> None:
+        self.containers[container] = None
+        if fp is not None:
+            self.refs.append(fp)
+
+
+def _bare_ref(item: Mapping[str, Any], text_key: str) -> str | None:
+    """The fingerprint of an element that arrived as a reference without its text."""
+    fp = item.get("fingerprint")
+    if isinstance(fp, str) and not isinstance(item.get(text_key), str):
+        return fp
+    return None
+
+
+def _pieces(value: Any, lost: _Lost) -> tuple[ServedPiece, ...]:
+    pieces: list[ServedPiece] = []
+    for item in value if isinstance(value, list | tuple) else ():
+        if not isinstance(item, Mapping):
+            continue
+        fp = _bare_ref(item, "text")
+        if fp is not None:
+            lost.add("pieces", fp)
+            continue
+        text, slot, source = item.get("text"), item.get("slot"), item.get("source")
+        if isinstance(text, str) and isinstance(slot, str) and isinstance(source, str) and text:
+            pieces.append(ServedPiece(text=text, slot=slot, source=source))
+    return tuple(pieces)
+
+
+def _request_only(value: Any, lost: _Lost) -> tuple[RequestOnlyLine, ...]:
+    lines: list[RequestOnlyLine] = []
+    for item in value if isinstance(value, list | tuple) else ():
+        if not isinstance(item, Mapping):
+            continue
+        fp = _bare_ref(item, "text")
+        if fp is not None:
+            lost.add("requestOnly", fp)
+            continue
+        role, text, reason = item.get("role"), item.get("text"), item.get("reason")
+        if isinstance(role, str) and isinstance(text, str) and isinstance(reason, str):
+            lines.append(RequestOnlyLine(role=role, text=text, reason=reason))
+    return tuple(lines)
+
+
+def _schemas(value: Any, lost: _Lost) -> tuple[ServedTool, ...]:
+    schemas: list[ServedTool] = []
+    for item in value if isinstance(value, list | tuple) else ():
+        if isinstance(item, msgspec.Struct):
+            item = msgspec.to_builtins(item)
+        if not isinstance(item, Mapping):
+            continue
+        fp = _bare_ref(item, "name")
+        if fp is not None:
+            lost.add("schemas", fp)
+            continue
+        try:
+            schema = msgspec.convert(item, ToolSchema)
+        except (msgspec.ValidationError, ValueError):
+            continue
+        schemas.append(
+            ServedTool(
+                name=schema.name,
+                description=schema.description,
+                input_schema=freeze(schema.input_schema),
+            )
+        )
+    return tuple(schemas)
+
+
+def _as_sent(history: Any, substitutions: Any, bodies: Bodies, lost: _Lost) -> tuple[Message, ...]:
+    if not isinstance(history, list | tuple):
+        return ()
+    sent: list[Message] = []
+    for slot in as_sent_slots(history, substitutions):
+        if isinstance(slot, Message):
+            sent.append(_frozen_message(slot))
+        elif isinstance(slot, MessageRef):
+            found = bodies.resolve(slot)
+            if found is None:
+                lost.add("messages", slot.fingerprint)
+            elif isinstance(found, Message):
+                sent.append(found)
+    return tuple(sent)
+
+
+def compose(
+    *,
+    epoch: int,
+    call_runtime_stage_id: str,
+    has_base: bool,
+    values: Mapping[str, Any],
+    receipt_value: Any,
+    bodies: Bodies,
+) -> ServedView:
+    """Build one view from the values its call read and its anchor's receipt (§3.2)."""
+    receipt, cause = accept_receipt(receipt_value)
+    lost = _Lost()
+    pieces = _pieces(values["systemPieces"], lost)
+    history = values["history"]
+    subs = values["substitutions"]
+    as_sent = _as_sent(history, subs, bodies, lost)
+    request_only = _request_only(values["requestOnly"], lost)
+    schemas = _schemas(values["servedTools"], lost)
+    names = tuple(schema.name for schema in schemas)
+    forced_tool = values["forcedTool"]
+    forced = (
+        forced_tool
+        if isinstance(forced_tool, str) and forced_tool and forced_tool in names
+        else None
+    )
+    withheld: Literal["wrap-up"] | None = "wrap-up" if values["wrapUpAsked"] is True else None
+
+    gaps: list[ServedGap] = []
+    if not has_base:
+        gaps.append(make_gap("no-fold-base"))
+    if history is UNKNOWN:
+        gaps.append(make_gap("no-conversation-on-record"))
+    if lost.containers:
+        gaps.append(
+            make_gap(
+                "body-missing", fields=body_missing_fields(lost.containers), refs=lost.refs
+            )
+        )
+    if receipt is None:
+        gaps.append(make_gap("no-receipt-on-record", cause=cause))
+    else:
+        if receipt.wire is None:
+            gaps.append(make_gap("no-wire-digest"))
+        elif not receipt.wire.deterministic:
+            gaps.append(make_gap("wire-not-reproducible"))
+        gaps.append(make_gap("provider-defaults"))
+
+    return ServedView(
+        epoch=epoch,
+        call_runtime_stage_id=call_runtime_stage_id,
+        basis=(
+            None
+            if receipt is None
+            else ServedBasis(
+                model=receipt.basis.model,
+                provider=receipt.basis.provider,
+                run_id=receipt.basis.run_id,
+            )
+        ),
+        system=ServedSystem(text="\n\n".join(p.text for p in pieces), pieces=pieces),
+        messages=ServedMessages(as_sent=as_sent, request_only=request_only),
+        tools=ServedTools(names=names, schemas=schemas, forced=forced, withheld=withheld),
+        gaps=tuple(gaps),
+    )
+
+
+def _view(log: RunLog, anchor_seq: int, epoch: int, call_runtime_stage_id: str) -> ServedView:
+    return compose(
+        epoch=epoch,
+        call_runtime_stage_id=call_runtime_stage_id,
+        has_base=log.has_base,
+        values={key: log.value_at(key, anchor_seq) for key in VIEW_KEYS},
+        receipt_value=receipt_write(log.bundle(anchor_seq)),
+        bodies=Bodies(log),
+    )
+
+
+def view_of(location: EpochLocation, log: RunLog) -> ServedView:
+    """The served view of a located epoch: one bundle read and one ``value_at`` per key."""
+    return _view(log, location.anchor_seq, location.epoch, location.call_runtime_stage_id)
+
+
+def served_at(log: RunLog, k: int) -> ServedView | None:
+    """The view of epoch ``k``; None only when no epoch numbered ``k`` exists.
+
+    Raises:
+        TypeError: ``k`` is not an ``int`` (or is a ``bool``); the message names ``epoch``.
+    """
+    hit = find(log, check_epoch(k))
+    if hit is None:
+        return None
+    found, number = hit
+    return _view(log, found.anchor.seq, number, found.call_runtime_stage_id)
+
+
+def receipt_at(log: RunLog, k: int) -> Receipt | None:
+    """The accepted receipt of epoch ``k``; None when the epoch or an acceptable receipt lacks.
+
+    Raises:
+        TypeError: ``k`` is not an ``int`` (or is a ``bool``); the message names ``epoch``.
+    """
+    hit = find(log, check_epoch(k))
+    if hit is None:
+        return None
+    receipt, _ = accept_receipt(receipt_write(log.bundle(hit[0].anchor.seq)))
+    return receipt
+
+
+def _apply(fold: dict[str, Any], write: Write) -> None:
+    if write.verb == "set":
+        value = write.value
+        fold[write.key] = list(value) if isinstance(value, list | tuple) else value
+    elif write.verb == "append":
+        base = fold[write.key]
+        if not isinstance(base, list):
+            base = fold[write.key] = []
+        value = write.value
+        base.extend(value if isinstance(value, list | tuple) else (value,))
+    else:
+        fold[write.key] = UNKNOWN
+
+
+def served_views(log: RunLog) -> tuple[ServedView, ...]:
+    """Every epoch's view in commit order, in one pass over the log.
+
+    Each bundle is read once and each body resolved at most once; equal element-wise to
+    ``served_at`` over ``epochs`` when epoch numbers are unique.
+    """
+    fold: dict[str, Any] = dict.fromkeys(_FOLD_KEYS, UNKNOWN)
+    locator = Locator()
+    bodies = Bodies(log)
+    views: list[ServedView] = []
+    for bundle in log.bundles(0):
+        for write in bundle.writes:
+            if write.key in _FOLD_KEYS:
+                _apply(fold, write)
+        if bundle.stage not in ("receipt", "call-model"):
+            continue
+        found = locator.feed(Anchor(seq=bundle.seq, stage=bundle.stage, iteration=bundle.iteration))
+        if found is None:
+            continue
+        views.append(
+            compose(
+                epoch=number_of(fold["iteration"], found.position),
+                call_runtime_stage_id=found.call_runtime_stage_id,
+                has_base=log.has_base,
+                values=fold,
+                receipt_value=receipt_write(bundle),
+                bodies=bodies,
+            )
+        )
+    return tuple(views)

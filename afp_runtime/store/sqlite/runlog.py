@@ -1,0 +1,208 @@
+"""The SQLite implementation of the ``RunLog`` read interface (served.md §1.3).
+
+Synchronous by design: served code never awaits, so callers open and use a ``SqliteRunLog``
+inside a worker thread (``anyio.to_thread.run_sync``). It reads on its own read-only
+connection, answers "value of key K as of bundle S" from the per-key index (the last ``set`` at
+or before S plus the appends after it), and never replays the log (ARCHITECTURE ruling 3).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from afp_runtime.errors import StoreDamaged, StoreUnavailable
+from afp_runtime.records import (
+    MESSAGE_LIST_KEYS,
+    UNKNOWN,
+    Anchor,
+    CommitBundle,
+    ListRef,
+    MessageRef,
+    Write,
+    runtime_stage_id,
+)
+
+_writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
+_NOT_DISPATCHED = 1
+
+
+class SqliteRunLog:
+    """One run's commit log on a SQLite file, read-only.
+
+    Args:
+        path: the database file.
+        run_id: the run to read.
+
+    Raises:
+        StoreUnavailable: the file cannot be opened read-only.
+        KeyError: the run does not exist.
+    """
+
+    def __init__(self, path: str | Path, run_id: str) -> None:
+        try:
+            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open {path} read-only: {exc}") from exc
+        row = self._db.execute(
+            "SELECT run, agent, status FROM runs WHERE run_id=?", (run_id,)
+        ).fetchone()
+        if row is None:
+            self._db.close()
+            raise KeyError(run_id)
+        self.run_id = run_id
+        self._run, self._agent, status = row
+        self.live = status == "running"
+        first = self._db.execute(
+            "SELECT stage FROM bundles WHERE run=? AND seq=0", (self._run,)
+        ).fetchone()
+        self.has_base = first is not None and first[0] == "seed"
+        self.reads = 0
+
+    def close(self) -> None:
+        """Close the read-only connection."""
+        self._db.close()
+
+    def __enter__(self) -> SqliteRunLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- anchors ----------------------------------------------------------------------------
+
+    def anchors(self) -> tuple[Anchor, ...]:
+        """Every receipt and call-model bundle, in commit order."""
+        self.reads += 1
+        rows = self._db.execute(
+            "SELECT seq, stage, iteration FROM bundles"
+            " WHERE run=? AND stage IN ('receipt', 'call-model') ORDER BY seq",
+            (self._run,),
+        ).fetchall()
+        return tuple(Anchor(seq=seq, stage=stage, iteration=it) for seq, stage, it in rows)
+
+    def anchor_at(self, epoch: int) -> Anchor | None:
+        """The earliest receipt anchor of iteration ``epoch``: one index lookup."""
+        self.reads += 1
+        row = self._db.execute(
+            "SELECT seq, iteration FROM bundles WHERE run=? AND stage='receipt' AND iteration=?"
+            " ORDER BY seq LIMIT 1",
+            (self._run, epoch),
+        ).fetchone()
+        return None if row is None else Anchor(seq=row[0], stage="receipt", iteration=row[1])
+
+    # -- bundles ----------------------------------------------------------------------------
+
+    def _decode(self, seq: int, stage: str, iteration: int, at: int, blob: bytes) -> CommitBundle:
+        try:
+            raw = _writes_decoder.decode(blob)
+        except msgspec.DecodeError as exc:
+            raise StoreDamaged(
+                f"bundle {seq} of run {self.run_id!r} does not decode: {exc}", run_id=self.run_id
+            ) from exc
+        writes = tuple(
+            Write(
+                key=w["key"],
+                verb=w["verb"],
+                value=self._refs(w["value"]) if w["key"] in MESSAGE_LIST_KEYS else w.get("value"),
+            )
+            for w in raw
+        )
+        return CommitBundle(
+            run_id=self.run_id,
+            seq=seq,
+            stage=stage,
+            runtime_stage_id=runtime_stage_id(stage, seq),
+            iteration=iteration,
+            writes=writes,
+            committed_at_ms=at,
+        )
+
+    def bundle(self, seq: int) -> CommitBundle | None:
+        """The bundle at ``seq``, message lists as references."""
+        self.reads += 1
+        row = self._db.execute(
+            "SELECT seq, stage, iteration, committed_at_ms, writes FROM bundles"
+            " WHERE run=? AND seq=?",
+            (self._run, seq),
+        ).fetchone()
+        return None if row is None else self._decode(*row)
+
+    def bundles(self, from_seq: int = 0) -> Iterator[CommitBundle]:
+        """Bundles in commit order from ``from_seq``."""
+        rows = self._db.execute(
+            "SELECT seq, stage, iteration, committed_at_ms, writes FROM bundles"
+            " WHERE run=? AND seq>=? ORDER BY seq",
+            (self._run, from_seq),
+        )
+        for row in rows:
+            self.reads += 1
+            yield self._decode(*row)
+
+    # -- values -----------------------------------------------------------------------------
+
+    def _refs(self, value: Any) -> tuple[MessageRef, ...]:
+        """The item references a stored list value (a ListRef) names."""
+        ref = msgspec.convert(value, ListRef)
+        refs: list[MessageRef] = []
+        for start, end in ref.ranges:
+            rows = self._db.execute(
+                "SELECT fp, flags, injected_by FROM items WHERE agent=? AND pos>=? AND pos<?"
+                " ORDER BY pos",
+                (self._agent, start, end),
+            ).fetchall()
+            refs.extend(
+                MessageRef(
+                    fingerprint=fp.hex(),
+                    not_dispatched=bool(flags & _NOT_DISPATCHED),
+                    injected_by=injected_by,
+                )
+                for fp, flags, injected_by in rows
+            )
+        return tuple(refs)
+
+    def _write_of(self, key: str, seq: int) -> Any:
+        bundle = self.bundle(seq)
+        if bundle is None:
+            raise StoreDamaged(f"the index names bundle {seq} of {self.run_id!r}, which is missing")
+        for write in bundle.writes:
+            if write.key == key:
+                return write
+        raise StoreDamaged(f"bundle {seq} of {self.run_id!r} has no write of {key!r}")
+
+    def value_at(self, key: str, seq: int) -> Any:
+        """The value of ``key`` as of bundle ``seq``, from the per-key index; ``UNKNOWN`` when
+        it was never written by then."""
+        self.reads += 1
+        pending: list[int] = []
+        value: Any = UNKNOWN
+        for found_seq, verb in self._db.execute(
+            "SELECT seq, verb FROM key_index WHERE run=? AND key=? AND seq<=? ORDER BY seq DESC",
+            (self._run, key, seq),
+        ):
+            if verb == "append":
+                pending.append(found_seq)
+                continue
+            # A delete means nothing before it counts.
+            value = self._write_of(key, found_seq).value if verb == "set" else UNKNOWN
+            break
+        if not pending:
+            return value
+        items: list[Any] = list(value) if value is not UNKNOWN and value is not None else []
+        for found_seq in reversed(pending):
+            items.extend(self._write_of(key, found_seq).value)
+        return tuple(items) if key in MESSAGE_LIST_KEYS else items
+
+    def body(self, fingerprint: str) -> bytes | None:
+        """The stored canonical body under ``fingerprint``, or None."""
+        self.reads += 1
+        try:
+            key = bytes.fromhex(fingerprint)
+        except ValueError:
+            return None
+        row = self._db.execute("SELECT body FROM bodies WHERE fp=?", (key,)).fetchone()
+        return None if row is None else bytes(row[0])
