@@ -130,6 +130,8 @@ class Run:
         self.digest_had_substitutions = False
         # Fingerprint counts of the base receipt's as-sent list (served.md §2.4), set at seed.
         self.base_counts: dict[str, int] = {}
+        # True while the base receipt is this run's previous call and the window only grew.
+        self.base_is_prefix = False
         # Fingerprints of what this iteration's window visit removed (for the receipt).
         self.omitted: tuple[str, ...] = ()
         self.stage = "seed"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import structlog
 
 from afp_runtime.messages import (
@@ -71,14 +72,26 @@ async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
     sent_fps = list(run.fps)
     for sub in substitutions:
         sent_fps[sub["index"]] = fingerprint(sub["message"])
+    grew_only = run.base_is_prefix and not substitutions and not run.digest_had_substitutions
+    previous = run.digest.count
     if substitutions or run.digest_had_substitutions:
         run.digest = extend_digest(run.run_id, start_digest(run.run_id), run.sent, sent_fps)
     else:
         run.digest = extend_digest(run.run_id, run.digest, run.history, run.fps)
     run.digest_had_substitutions = bool(substitutions)
     # Per-entry hashes only for what is new since the base receipt (ARCHITECTURE ruling 2).
-    entries = new_entries(run.run_id, run.sent, sent_fps, run.base_counts)
-    run.base_counts = _counts(sent_fps)
+    if grew_only and previous <= len(sent_fps):
+        # The base is this run's previous call and the window only grew since: the new
+        # entries are exactly the appended ones (O(new), not O(window)).
+        appended = sent_fps[previous:]
+        entries = new_entries(run.run_id, run.sent[previous:], appended, {})
+        entries = tuple(msgspec.structs.replace(e, index=e.index + previous) for e in entries)
+        for fp in appended:
+            run.base_counts[fp] = run.base_counts.get(fp, 0) + 1
+    else:
+        entries = new_entries(run.run_id, run.sent, sent_fps, run.base_counts)
+        run.base_counts = _counts(sent_fps)
+    run.base_is_prefix = not substitutions
     agent_call = run.conv.model_calls + 1
     call_stage_id = runtime_stage_id("call-model", run.seq + 1)
     request_only = tuple(

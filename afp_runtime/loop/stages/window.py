@@ -168,6 +168,7 @@ def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item],
     run.fps = head_fps + inserted_fps + tail_fps
     # The as-sent list changed other than by appending: the running digest starts again.
     run.digest = start_digest(run.run_id)
+    run.base_is_prefix = False
     run.origins = head_origins + inserted_origins + tail_origins
     run.conv = msgspec.structs.replace(run.conv, history=ref, next_pos=next_pos)
     return items, ref
