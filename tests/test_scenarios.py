@@ -34,6 +34,7 @@ from afp_runtime.errors import (
     ScriptExhausted,
     ToolDefinitionError,
 )
+from afp_runtime.findings import FINDINGS_INSTRUCTION, LEDGER_HEADER
 from afp_runtime.scenario import (
     RESULT_FORMAT,
     Scenario,
@@ -306,6 +307,77 @@ def _continue_from(r: Result) -> None:
     assert not any(m.get("content") == "Where is order 1042?" for m in request)
 
 
+def _stub(standing: str, ident: str) -> str:
+    return f'{{"withheld":true,"standing":"{standing}","toolCallId":"{ident}"}}'
+
+
+def _tool_contents(request: list[dict[str, Any]]) -> dict[str, str]:
+    return {m["toolCallId"]: m.get("content", "") for m in request if m["role"] == "tool"}
+
+
+def _findings_facts_pinned(r: Result) -> None:
+    rows = r["turns"][0]["findingsLedger"]
+    judged = {row["toolCallId"]: row["standing"] for row in rows if row["kind"] == "standing"}
+    assert judged == {"t1": "fact", "p1": "noise", "p2": "noise", "p3": "noise", "p4": "noise"}
+    assert all("_findings" not in e["args"] for e in r["toolExecutions"])
+    sensor = r["toolExecutions"][0]["result"]
+    for call in r["modelCalls"]:
+        for tool in call["request"]["tools"]:
+            schema = tool["inputSchema"]
+            assert "_findings" in schema["properties"]
+            assert "_findings" not in schema.get("required", [])
+    for request in _requests(r)[1:]:
+        assert _tool_contents(request)["t1"] == sensor  # the fact is served in full, always
+    records = _records(r)
+    pins = [rec["ledgerFacts"] for rec in records if "ledgerFacts" in rec]
+    assert len(pins) >= 3
+    for pin in pins:
+        assert pin["limit"] == 4 and "standDown" not in pin
+        assert [(p["toolName"], p["turnIndex"]) for p in pin["pinned"]] == [("read_sensor", 1)]
+    dropped = [d for rec in records for d in rec.get("droppedStandings", [])]
+    assert [d["toolCallId"] for d in dropped] == ["p1", "p2", "p3"]
+    assert {d["standing"] for d in dropped} == {"noise"}
+    last = _tool_contents(_requests(r)[-1])
+    assert set(last) == {"t1", "p4", "p5"}
+    assert last["p4"] == _stub("noise", "p4")
+
+
+def _findings_stand_down(r: Result) -> None:
+    records = _records(r)
+    first = next(i for i, rec in enumerate(records) if rec.get("ledgerFacts", {}).get("standDown"))
+    for blocked in records[first - 2 : first]:
+        assert blocked["removedMessageCount"] == 0 and blocked["ledgerFacts"]["pinned"]
+        assert "ledger-fact" in {x["reason"] for x in blocked["refusals"]}
+    released = records[first]
+    assert released["ledgerFacts"] == {"pinned": [], "yielded": 0, "limit": 4, "standDown": True}
+    assert released["removedMessageCount"] > 0 and "observations" not in released
+    gone = [d["toolCallId"] for d in released["droppedStandings"]]
+    assert gone and {d["standing"] for d in released["droppedStandings"]} == {"fact"}
+    [after] = [c for c in r["modelCalls"] if c["epoch"] == released["iteration"]]
+    assert not set(gone) & set(_tool_contents(after["request"]["messages"]))
+    later = records[first + 1 :]
+    assert later and not any(rec.get("ledgerFacts", {}).get("standDown") for rec in later[:2])
+
+
+def _findings_restart(r: Result) -> None:
+    first, restart, second = r["turns"]
+    assert restart == {"index": 1, "kind": "restart"}
+    assert {row["turn"] for row in first["findingsLedger"]} == {1}
+    assert {row["turn"] for row in second["findingsLedger"]} == {2}
+    opening, closing = [c["request"] for c in r["modelCalls"] if c["turn"] == 2]
+    # Read back from the store alone: the ledger piece is there before turn 2 declares anything.
+    piece = opening["system"].rsplit("\n\n", 1)[-1]
+    assert piece.startswith(LEDGER_HEADER) and "(tool:s1)" in piece
+    assert FINDINGS_INSTRUCTION in opening["system"]
+    served = _tool_contents(closing["messages"])
+    assert served["c1"] == _stub("noise", "c1")
+    assert served["s1"] == _stub("ruled-out", "s1")
+    assert json.loads(second["answer"]) == {"answer": "order 1042 shipped on Tuesday"}
+    assert "_findings" in r["modelCalls"][-1]["response"]["content"]
+    assert second["findingsLedger"][-1]["declaredOn"] == "answer"
+    assert [c["agentCall"] for c in r["modelCalls"]] == [1, 2, 3, 4, 5]
+
+
 CLAIMS: dict[str, Callable[[Result], None]] = {
     "auth_error_held": _auth_held,
     "continue_from_import": _continue_from,
@@ -314,6 +386,9 @@ CLAIMS: dict[str, Callable[[Result], None]] = {
     "crash_during_send": _crash_during_send,
     "crash_iteration_durability": _crash_iteration,
     "cut_short_without_wrap_up": _cut_short,
+    "findings_fact_stand_down": _findings_stand_down,
+    "findings_facts_pinned": _findings_facts_pinned,
+    "findings_restart_ledger": _findings_restart,
     "plain_tool_loop": _plain_tool_loop,
     "rate_limited_then_success": _rate_limited,
     "recency_pin_stand_down": _recency_pin,

@@ -43,6 +43,11 @@ def peel_batch(run: Run, calls: Sequence[ToolCall]) -> tuple[tuple[ToolCall, ...
     known = known_ids(run.history, run.fold)
     name_of = judged_name_of(run.history, run.fold)
     for call in calls:
+        if call.name not in run.d.tools_by_name:
+            # A tool the agent does not have was never decorated: not peeled, nothing filed
+            # (findings.md §2.4); the call is answered unknown-tool.
+            clean.append(call)
+            continue
         args, raw = peel(call.args)
         clean.append(msgspec.structs.replace(call, args=args) if raw is not MISSING else call)
         if raw is MISSING:
