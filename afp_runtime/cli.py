@@ -25,7 +25,7 @@ from rich.table import Table
 
 from afp_runtime.demo import QUESTIONS
 from afp_runtime.errors import AfpError, ConfigError, StoreError
-from afp_runtime.findings import fold_ledger, rows_from_wire
+from afp_runtime.findings import fold_ledger, rows_from_wire, validate_rows
 from afp_runtime.loop import (
     AgentDefinition,
     AgentDriver,
@@ -344,20 +344,28 @@ async def cmd_inbox(args: argparse.Namespace) -> int:
 
 
 async def cmd_doctor(args: argparse.Namespace) -> int:
-    """Check the database: SQLite integrity and every stored body against its fingerprint."""
+    """Check the database: SQLite integrity, every stored body against its fingerprint, and
+    every ledger row strictly (nothing is changed)."""
     store = await _reader(args.db)
     try:
         integrity = await store.integrity_check()
         damaged = await store.body_check()
+        problems = []
+        for agent in await store.agents():
+            try:
+                validate_rows(await store.ledger(agent.agent_id))
+            except AfpError as exc:
+                problems.append(f"{agent.agent_id}: {exc}")
     finally:
         await store.aclose()
-    report = {"integrity": integrity, "damagedBodies": damaged}
-    healthy = integrity == ["ok"] and not damaged
+    report = {"integrity": integrity, "damagedBodies": damaged, "ledgerProblems": problems}
+    healthy = integrity == ["ok"] and not damaged and not problems
     if args.json:
         _json({**report, "healthy": healthy})
     else:
         out.print(f"integrity_check: {', '.join(integrity)}")
         out.print(f"bodies: {damaged if damaged else 'all match their fingerprints'}")
+        out.print(f"ledger: {problems if problems else 'every row is valid'}")
     return EXIT_OK if healthy else EXIT_STORE
 
 

@@ -158,3 +158,33 @@ def test_demo_folds_and_recovers_the_originals(tmp_path: Path) -> None:
     assert all(r["strategy"] == "summarize-oldest" for r in records)
     missing = afp("folded", "demo", "0" * 64, "--messages", "--db", db)
     assert missing.returncode == 1
+
+
+def test_doctor_names_a_damaged_ledger_row_and_changes_nothing(tmp_path: Path) -> None:
+    """findings.md case 20: `afp doctor` names a bad stored ledger row; the file is unchanged."""
+    import sqlite3
+
+    import msgspec
+
+    db = tmp_path / "afp.db"
+    assert afp("run", str(DEMO), "--db", str(db), "--message", "hi").returncode == 0
+    row = {
+        "kind": "standing",
+        "toolCallId": "c1",
+        "standing": "maybe",
+        "assertions": [],
+        "declaredOn": "answer",
+        "turn": 1,
+        "iteration": 1,
+    }
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO ledger_rows VALUES (1, 0, 'standing', 1, ?)",
+            (msgspec.msgpack.encode(row),),
+        )
+    before = db.read_bytes()
+    result = afp("doctor", "--db", str(db), "--json")
+    assert result.returncode == 4
+    report = json.loads(result.stdout)
+    assert report["ledgerProblems"] and "standing" in report["ledgerProblems"][0]
+    assert db.read_bytes() == before

@@ -22,6 +22,7 @@ from afp_runtime.errors import (
     RunNotResumable,
     shown,
 )
+from afp_runtime.findings import validate_rows
 from afp_runtime.loop.definition import AGENT_ID
 from afp_runtime.loop.folded import load_folded_spans
 from afp_runtime.messages import Message, Usage, fingerprint
@@ -54,6 +55,7 @@ class PortableCheckpoint(
     turn: int = 0
     history: tuple[Message, ...] = ()
     folded: tuple[FoldedSpan, ...] | msgspec.UnsetType = msgspec.UNSET
+    findings_ledger: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
     model_calls: int = 0
     usage_totals: Usage = msgspec.field(default_factory=Usage)
     last_run_id: str | None = None
@@ -147,6 +149,9 @@ def parse_checkpoint(data: bytes, *, agent_id: str) -> PortableCheckpoint:
     check_history(checkpoint.history)
     if checkpoint.folded is not msgspec.UNSET:
         check_spans(checkpoint.folded)
+    if checkpoint.findings_ledger is not msgspec.UNSET:
+        # Strict: known kinds, typed fields, valid enums, no unknown keys (findings.md §13).
+        validate_rows(list(checkpoint.findings_ledger))
     return checkpoint
 
 
@@ -154,6 +159,7 @@ async def export_checkpoint(store: CheckpointStore, agent_id: str) -> PortableCh
     """The agent's conversation as a portable document, messages and spans inlined."""
     loaded = await store.load_conversation(agent_id)
     spans = await load_folded_spans(store, agent_id)
+    ledger = await store.ledger(agent_id)
     state = loaded.state
     return PortableCheckpoint(
         version=PORTABLE_VERSION,
@@ -161,6 +167,7 @@ async def export_checkpoint(store: CheckpointStore, agent_id: str) -> PortableCh
         turn=state.turn,
         history=loaded.history,
         folded=spans if spans else msgspec.UNSET,
+        findings_ledger=tuple(ledger) if ledger else msgspec.UNSET,
         model_calls=state.model_calls,
         usage_totals=state.usage_totals,
         last_run_id=state.last_run_id,
@@ -224,9 +231,13 @@ async def import_checkpoint(
         )
         for span in spans
     ]
+    ledger = (
+        list(checkpoint.findings_ledger) if checkpoint.findings_ledger is not msgspec.UNSET else []
+    )
     state = ConversationState(
         agent_id=agent_id,
         turn=checkpoint.turn,
+        ledger_count=len(ledger),
         history=history,
         next_pos=pos,
         model_calls=max(checkpoint.model_calls, current.model_calls),
@@ -241,6 +252,7 @@ async def import_checkpoint(
             items=items,
             conversation=state,
             folded=stored,
+            ledger=ledger,
             replace_conversation=has_conversation,
             full=True,
         )

@@ -353,13 +353,15 @@ def check(
         result.status == "excused" and result.clause.startswith(_COMPOSITION_PREFIXES)
         for result in results_list
     )
+    status: ClauseStatus
+    wire_detail: str | None
     if incomplete:
-        status, detail = "not-checkable", "composition-incomplete"
+        status, wire_detail = "not-checkable", "composition-incomplete"
     else:
-        status, detail = _wire(view, receipt, encoder)
+        status, wire_detail = _wire(view, receipt, encoder)
         if status == "fail" and _CLAUSE_FIELDS["wire"] & excused:
             status = "excused"
-    results_list.append(ClauseResult(clause="wire", status=status, detail=detail))
+    results_list.append(ClauseResult(clause="wire", status=status, detail=wire_detail))
     results = tuple(results_list)
     return ConformanceReport(
         run_id=run_id, epoch=view.epoch, verdict=_verdict(results), clauses=results, gaps=gaps

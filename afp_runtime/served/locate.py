@@ -6,21 +6,23 @@ never from walking the log.
 
 Readings settled here:
 
-* A ``call-model`` anchor is *covered* when the anchor just before it in the index is a
-  ``receipt`` of the same iteration (the iteration stamp of the bundles). Otherwise it anchors
-  an epoch of its own ("no receipt since the previous iteration boundary").
-* A receipt's call is the ``call-model`` anchor that covers it; ``callRuntimeStageId`` is always
-  ``call-model#(n+1)`` for ``receipt#n`` and the bundle's own id for a legacy anchor.
+* A receipt at ``seq == n`` is answered by the ``call-model`` bundle at ``n + 1`` (the receipt
+  commits immediately before its call, and ``callRuntimeStageId`` is ``call-model#(n+1)``), when
+  that bundle exists and has the receipt's iteration stamp. A ``call-model`` anchor that is not
+  directly preceded by a receipt of its iteration anchors an epoch of its own (a legacy or
+  damaged log), with the bundle's own id.
 * The number of an epoch is the folded ``iteration`` at its anchor when that is an ``int``;
   otherwise (unknown, or not an int) its 1-based position among the located epochs.
-* ``epoch_at`` finds candidates by the anchors' iteration stamps and by position, then confirms
-  each with one ``value_at("iteration", seq)``: a handful of reads whatever ``k`` is. A damaged
-  log whose folded counter disagrees with the bundles' stamps may list an epoch under a number
-  that ``epoch_at`` does not find.
-* ``outcome`` and ``attempts`` come from the covering ``call-model`` bundle: ``replied`` when it
-  writes ``reply``, ``failed`` otherwise; ``attempts`` is the ``attempts`` it records (0 when it
-  records none). Without a covering bundle the epoch is ``in-flight`` while the run is live and
-  ``abandoned`` once it has ended, with 0 attempts.
+* ``epoch_at``/``served_at``/``receipt_at`` first ask the index for the earliest receipt stamped
+  with iteration ``k`` (``RunLog.anchor_at``) and confirm it with one
+  ``value_at("iteration", seq)``: a fixed number of reads whatever ``k`` is. Only when that
+  fails (a legacy anchor, a position-numbered epoch of a partial log, a damaged or absent
+  number) do they read the whole anchor list. Numbers below 1 are absent without any read.
+* ``outcome`` and ``attempts`` come from the answering ``call-model`` bundle: ``replied`` when
+  it writes ``reply``, ``failed`` otherwise; ``attempts`` is the ``attempts`` that record
+  holds, and 1 when it holds none (the loop omits the default of one send). Without that bundle
+  the epoch is ``in-flight`` while the run is live and ``abandoned`` once it has ended, with 0
+  attempts.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class EpochLocation(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         anchor_seq: the seq of the anchoring bundle (wire ``anchorSeq``).
         call_runtime_stage_id: the id of the epoch's ``call-model`` execution.
         outcome: ``replied``, ``failed``, ``in-flight`` or ``abandoned``.
-        attempts: the number of sends recorded for the call (0 when none).
+        attempts: the sends recorded for the call (0 when its call never committed).
     """
 
     epoch: int
@@ -54,11 +56,15 @@ class EpochLocation(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class Located(NamedTuple):
-    """An anchor that starts an epoch, before its number is looked up."""
+    """An anchor that starts an epoch, before its number is looked up.
+
+    ``position`` is the 1-based place among located epochs (0 when found through the index
+    without listing); ``call_seq`` is the seq of the bundle that answers it.
+    """
 
     anchor: Anchor
     position: int
-    call_seq: int | None
+    call_seq: int
     call_runtime_stage_id: str
 
 
@@ -69,43 +75,47 @@ def check_epoch(k: object) -> int:
     return k
 
 
+def _receipt(anchor: Anchor, position: int) -> Located:
+    return Located(
+        anchor=anchor,
+        position=position,
+        call_seq=anchor.seq + 1,
+        call_runtime_stage_id=runtime_stage_id("call-model", anchor.seq + 1),
+    )
+
+
 class Locator:
     """Incremental epoch location over anchors in commit order (shared by index and one pass)."""
 
     def __init__(self) -> None:
         self.located: list[Located] = []
-        self._pending: int | None = None
+        self._previous: Anchor | None = None
 
     def feed(self, anchor: Anchor) -> Located | None:
         """Take the next anchor; return the epoch it starts, if it starts one."""
+        previous, self._previous = self._previous, anchor
         if anchor.stage == "receipt":
+            found = _receipt(anchor, len(self.located) + 1)
+        elif anchor.stage != "call-model" or (
+            previous is not None
+            and previous.stage == "receipt"
+            and previous.seq == anchor.seq - 1
+            and previous.iteration == anchor.iteration
+        ):
+            return None
+        else:
             found = Located(
                 anchor=anchor,
                 position=len(self.located) + 1,
-                call_seq=None,
-                call_runtime_stage_id=runtime_stage_id("call-model", anchor.seq + 1),
+                call_seq=anchor.seq,
+                call_runtime_stage_id=runtime_stage_id("call-model", anchor.seq),
             )
-            self.located.append(found)
-            self._pending = len(self.located) - 1
-            return found
-        if anchor.stage != "call-model":
-            return None
-        pending, self._pending = self._pending, None
-        if pending is not None and self.located[pending].anchor.iteration == anchor.iteration:
-            self.located[pending] = self.located[pending]._replace(call_seq=anchor.seq)
-            return None
-        found = Located(
-            anchor=anchor,
-            position=len(self.located) + 1,
-            call_seq=anchor.seq,
-            call_runtime_stage_id=runtime_stage_id("call-model", anchor.seq),
-        )
         self.located.append(found)
         return found
 
 
 def locate_all(anchors: Sequence[Anchor]) -> list[Located]:
-    """Every epoch-starting anchor, in commit order, each with its covering call (if any)."""
+    """Every epoch-starting anchor, in commit order."""
     locator = Locator()
     for anchor in anchors:
         locator.feed(anchor)
@@ -126,10 +136,22 @@ def number_of(iteration: Any, position: int) -> int:
 
 
 def find(log: RunLog, k: int) -> tuple[Located, int] | None:
-    """The earliest epoch numbered ``k`` and its number, from the anchor index."""
+    """The earliest epoch numbered ``k`` and its number.
+
+    One index lookup and one ``value_at`` for a healthy log; the anchor list otherwise.
+    """
+    if k < 1:
+        return None
+    anchor = log.anchor_at(k)
+    if (
+        anchor is not None
+        and anchor.stage == "receipt"
+        and readable_int(log.value_at("iteration", anchor.seq)) == k
+    ):
+        return _receipt(anchor, 0), k
     located = locate_all(log.anchors())
     candidates = [found for found in located if found.anchor.iteration == k]
-    if 1 <= k <= len(located) and located[k - 1] not in candidates:
+    if k <= len(located) and located[k - 1] not in candidates:
         candidates.append(located[k - 1])
     candidates.sort(key=lambda found: found.anchor.seq)
     for found in candidates:
@@ -148,17 +170,18 @@ def _write(bundle: CommitBundle, key: str) -> Any:
 
 
 def _attempts(record: Any) -> int:
+    """Recorded sends; a record without them (the default omitted) stands for one send."""
     if isinstance(record, Mapping):
         found = readable_int(record.get("attempts"))
         if found is not None and found >= 0:
             return found
-    return 0
+    return 1
 
 
 def outcome_of(log: RunLog, found: Located) -> tuple[Outcome, int]:
     """How the epoch's call ended, and its recorded attempts."""
-    bundle = log.bundle(found.call_seq) if found.call_seq is not None else None
-    if bundle is None:
+    bundle = log.bundle(found.call_seq)
+    if bundle is None or bundle.stage != "call-model" or bundle.iteration != found.anchor.iteration:
         return ("in-flight" if log.live else "abandoned"), 0
     reply = _write(bundle, "reply")
     if reply is not None:

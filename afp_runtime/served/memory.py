@@ -89,6 +89,7 @@ class MemoryRunLog:
         self._meta: dict[int, _Meta] = {}
         self._seqs: list[int] = []
         self._index: dict[str, list[_Entry]] = {}
+        self._receipts: dict[int, list[int]] = {}
         self._bodies: dict[str, bytes] = dict(bodies or {})
         for bundle in bundles:
             self.add(bundle)
@@ -152,6 +153,8 @@ class MemoryRunLog:
             writes=tuple(writes),
         )
         bisect.insort(self._seqs, bundle.seq)
+        if bundle.stage == "receipt":
+            bisect.insort(self._receipts.setdefault(bundle.iteration, []), bundle.seq)
         if self._forced_base is None:
             first = self._meta.get(0)
             self.has_base = first is not None and first.stage == "seed"
@@ -195,6 +198,13 @@ class MemoryRunLog:
             for seq in self._seqs
             if (meta := self._meta[seq]).stage in ("receipt", "call-model")
         )
+
+    def anchor_at(self, epoch: int) -> Anchor | None:
+        """The earliest ``receipt`` bundle stamped with iteration ``epoch``, or None."""
+        seqs = self._receipts.get(epoch)
+        if not seqs:
+            return None
+        return Anchor(seq=seqs[0], stage="receipt", iteration=epoch)
 
     def bundle(self, seq: int) -> CommitBundle | None:
         """The bundle at ``seq`` with freshly decoded values, or None."""

@@ -211,11 +211,11 @@ class ServedView(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit
 
     epoch: int
     call_runtime_stage_id: str
+    basis: ServedBasis | None = None
     system: ServedSystem
     messages: ServedMessages
     tools: ServedTools
     gaps: tuple[ServedGap, ...]
-    basis: ServedBasis | None = None
 
 
 # --- reading receipts -----------------------------------------------------------------------
@@ -467,9 +467,7 @@ def compose(
         gaps.append(make_gap("no-conversation-on-record"))
     if lost.containers:
         gaps.append(
-            make_gap(
-                "body-missing", fields=body_missing_fields(lost.containers), refs=lost.refs
-            )
+            make_gap("body-missing", fields=body_missing_fields(lost.containers), refs=lost.refs)
         )
     if receipt is None:
         gaps.append(make_gap("no-receipt-on-record", cause=cause))

@@ -128,3 +128,34 @@ async def test_imported_window_keeps_its_envelope(harness: Harness) -> None:
     }
     assert {"system-envelope", "unresolved-tool-call"} <= reasons
     assert not any(m.content == "q2" for m in harness.model.requests[-1].messages)
+
+
+BAD_ROW = {
+    "kind": "standing",
+    "toolCallId": "c1",
+    "standing": "maybe",
+    "assertions": [],
+    "declaredOn": "answer",
+    "turn": 1,
+    "iteration": 1,
+}
+
+
+def test_a_bad_ledger_row_is_refused_naming_index_kind_and_field() -> None:
+    """findings.md case 20: an imported row with standing 'maybe' names row 0, standing."""
+    with pytest.raises(CheckpointInvalid) as caught:
+        parse_checkpoint(doc(findingsLedger=[BAD_ROW]), agent_id="ops")
+    assert caught.value.context.get("index") == 0
+    assert caught.value.context.get("kind") == "standing"
+    assert "standing" in str(caught.value.context.get("field"))
+
+
+async def test_the_ledger_travels_with_the_checkpoint(harness: Harness) -> None:
+    """Exported ledger rows come back on import, unchanged and counted on the checkpoint."""
+    good = dict(BAD_ROW, standing="fact", toolCallId="c9")
+    checkpoint = parse_checkpoint(doc(findingsLedger=[good]), agent_id="ops")
+    state = await import_checkpoint(harness.store, "ops", checkpoint, now_ms=5)
+    assert state.ledger_count == 1
+    assert await harness.store.ledger("ops") == [good]
+    exported = await export_checkpoint(harness.store, "ops")
+    assert exported.findings_ledger == (good,)
