@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from afp_runtime.demo import QUESTIONS
-from afp_runtime.errors import AfpError, ConfigError, StoreError
+from afp_runtime.errors import AfpError, ConfigError, StoreError, StoreUnavailable
 from afp_runtime.findings import fold_ledger, rows_from_wire, validate_rows
 from afp_runtime.loop import (
     AgentDefinition,
@@ -41,9 +41,25 @@ from afp_runtime.loop import (
     load_folded_spans,
     parse_checkpoint,
 )
+from afp_runtime.models import AnthropicModel, OpenAICompatModel, ScriptedModel
 from afp_runtime.records import ListRef
 from afp_runtime.scenario import decode_scenario, encode_result, run_scenario
-from afp_runtime.store import SqliteStore
+from afp_runtime.served import (
+    ConformanceReport,
+    Receipt,
+    ServedView,
+    check,
+    encode_served,
+    epochs,
+    export_run,
+    load_export,
+    receipt_at,
+    served_at,
+    served_views,
+    thaw_message,
+)
+from afp_runtime.store import SqliteRunLog, SqliteStore
+from afp_runtime.window import SUMMARY_PREFIX
 
 DEFAULT_DB = "afp.db"
 
@@ -524,6 +540,232 @@ async def cmd_findings(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+EXIT_DAMAGED = 3
+
+
+def _open_log(db: str, run_id: str) -> SqliteRunLog:
+    try:
+        return SqliteRunLog(db, run_id)
+    except KeyError:
+        raise NotFound(f"no run {run_id!r}") from None
+
+
+async def _with_log(db: str, run_id: str, work: Callable[[Any], Any]) -> Any:
+    """Run sync served code against a run's log in a worker thread (it never awaits)."""
+    if not await anyio.Path(db).exists():
+        raise StoreUnavailable(f"no database at {db}", path=db)
+
+    def go() -> Any:
+        with _open_log(db, run_id) as log:
+            return work(log)
+
+    return await anyio.to_thread.run_sync(go)
+
+
+def _encoder_for(receipt: Receipt | None) -> Any:
+    """A built-in adapter that can re-encode a receipt's request in this process (default
+    settings: when the run used other settings the wire clause says ``encoder-changed``)."""
+    if receipt is None or receipt.wire is None:
+        return None
+    encoder, model = receipt.wire.encoder, receipt.basis.model
+    if encoder == "scripted/1":
+        return ScriptedModel([], model=model)
+    if encoder == "openai-chat/1":
+        return OpenAICompatModel(base_url="http://127.0.0.1", model=model, api_key="unused")
+    if encoder == "anthropic-messages/1":
+        return AnthropicModel(model=model, api_key="unused")
+    return None
+
+
+async def cmd_epochs(args: argparse.Namespace) -> int:
+    """List a run's epochs (model calls): outcome, attempts, agent-wide call number."""
+
+    def work(log: Any) -> list[dict[str, Any]]:
+        rows = []
+        for location in epochs(log):
+            receipt = receipt_at(log, location.epoch)
+            view = served_at(log, location.epoch)
+            rows.append(
+                {
+                    **msgspec.to_builtins(location),
+                    "agentCall": receipt.agent_call if receipt else None,
+                    "wire": bool(receipt and receipt.wire),
+                    "gaps": [g.gap for g in view.gaps] if view else [],
+                }
+            )
+        return rows
+
+    rows = await _with_log(args.db, args.run, work)
+    if args.json:
+        _json(rows)
+        return EXIT_OK
+    table = Table("epoch", "call", "agent call", "outcome", "attempts", "gaps")
+    for r in rows:
+        table.add_row(
+            str(r["epoch"]),
+            r["callRuntimeStageId"],
+            str(r["agentCall"]),
+            r["outcome"],
+            str(r["attempts"]),
+            ", ".join(r["gaps"]),
+        )
+    out.print(table)
+    return EXIT_OK
+
+
+def _print_view(view: ServedView) -> None:
+    out.print(f"epoch {view.epoch} ({view.call_runtime_stage_id})")
+    if view.system.text:
+        out.print(f"system: {view.system.text}", soft_wrap=True)
+    table = Table("#", "role", "content", "calls / id")
+    for i, m in enumerate(view.messages.as_sent):
+        extra = ", ".join(f"{c.name}({c.id})" for c in m.tool_calls) or (m.tool_call_id or "")
+        table.add_row(str(i), m.role, _brief(m.content, 120), extra)
+    for line in view.messages.request_only:
+        table.add_row("+", line.role, _brief(line.text, 120), line.reason)
+    out.print(table)
+    out.print(f"tools: {', '.join(view.tools.names) or '-'}")
+    out.print(f"gaps: {', '.join(g.gap for g in view.gaps)}")
+
+
+def _diff(a: ServedView, b: ServedView) -> dict[str, Any]:
+    """What changed in the window between two epochs of a run."""
+    from afp_runtime.messages import fingerprint
+
+    def fps(view: ServedView) -> list[str]:
+        return [fingerprint(thaw_message(m)) for m in view.messages.as_sent]
+
+    before, after = fps(a), fps(b)
+    kept = set(before) & set(after)
+    return {
+        "from": a.epoch,
+        "to": b.epoch,
+        "added": [i for i, fp in enumerate(after) if fp not in set(before)],
+        "removed": [i for i, fp in enumerate(before) if fp not in set(after)],
+        "folded": [
+            i
+            for i, m in enumerate(b.messages.as_sent)
+            if m.role == "user" and m.content.startswith(SUMMARY_PREFIX) and after[i] not in kept
+        ],
+        "kept": len(kept),
+    }
+
+
+async def cmd_served(args: argparse.Namespace) -> int:
+    """Rebuild what the model was sent at one epoch (or all; or the change between two)."""
+    if args.file is not None:
+        data = await anyio.Path(args.file).read_bytes()
+        log: Any = load_export(data)
+        views = served_views(log) if args.epoch is None else (served_at(log, args.epoch),)
+    elif args.diff is not None:
+        a, b = args.diff
+
+        def work_diff(log: Any) -> Any:
+            return served_at(log, a), served_at(log, b)
+
+        va, vb = await _with_log(args.db, args.run, work_diff)
+        if va is None or vb is None:
+            raise NotFound(f"run {args.run!r} has no epoch {a if va is None else b}")
+        diff = _diff(va, vb)
+        if args.json:
+            _json(diff)
+        else:
+            out.print(diff)
+        return EXIT_OK
+    else:
+        if args.run is None:
+            raise UsageError("give RUN (or --file EXPORT)")
+
+        def work(log: Any) -> Any:
+            if args.all or args.epoch is None:
+                return served_views(log)
+            return (served_at(log, args.epoch),)
+
+        views = await _with_log(args.db, args.run, work)
+    if any(v is None for v in views):
+        raise NotFound(f"no epoch {args.epoch}")
+    if args.json:
+        body = encode_served(views[0] if len(views) == 1 and args.epoch else list(views))
+        sys.stdout.write(body.decode() + "\n")
+        return EXIT_OK
+    for view in views:
+        if view is not None:
+            _print_view(view)
+    return EXIT_OK
+
+
+async def cmd_receipt(args: argparse.Namespace) -> int:
+    """Print the stored receipt of one epoch."""
+    receipt = await _with_log(args.db, args.run, lambda log: receipt_at(log, args.epoch))
+    if receipt is None:
+        raise NotFound(f"run {args.run!r} has no accepted receipt for epoch {args.epoch}")
+    _json(receipt)
+    return EXIT_OK
+
+
+async def cmd_conform(args: argparse.Namespace) -> int:
+    """Check epochs against their receipts; exit 3 when any epoch is damaged."""
+
+    def work(log: Any) -> list[ConformanceReport]:
+        numbers = [args.epoch] if args.epoch is not None else [e.epoch for e in epochs(log)]
+        reports = []
+        for number in numbers:
+            view = served_at(log, number)
+            if view is None:
+                raise NotFound(f"run {args.run!r} has no epoch {number}")
+            receipt = receipt_at(log, number)
+            encoder = None if args.no_wire else _encoder_for(receipt)
+            reports.append(check(view, receipt, encoder=encoder, log=log))
+        return reports
+
+    reports = await _with_log(args.db, args.run, work)
+    if args.json:
+        _json(reports)
+    else:
+        table = Table("epoch", "verdict", "clauses not passing")
+        for r in reports:
+            bad = [f"{c.clause}: {c.status}" for c in r.clauses if c.status != "pass"]
+            table.add_row(str(r.epoch), r.verdict, "\n".join(bad) or "-")
+        out.print(table)
+    return EXIT_DAMAGED if any(r.verdict == "damaged" for r in reports) else EXIT_OK
+
+
+async def cmd_call(args: argparse.Namespace) -> int:
+    """The agent's n-th model call over its whole life: run, epoch and the served view."""
+    store = await _reader(args.db)
+    try:
+        runs = await store.runs(args.agent)
+    finally:
+        await store.aclose()
+    for run in runs:
+
+        def work(log: Any) -> Any:
+            for location in epochs(log):
+                receipt = receipt_at(log, location.epoch)
+                if receipt is not None and receipt.agent_call == args.n:
+                    return location.epoch, served_at(log, location.epoch)
+            return None
+
+        found = await _with_log(args.db, run.run_id, work)
+        if found is not None:
+            epoch, view = found
+            body = {"agentCall": args.n, "runId": run.run_id, "epoch": epoch, "view": view}
+            if args.json:
+                sys.stdout.write(encode_served(body).decode() + "\n")
+            else:
+                out.print(f"call {args.n}: run {run.run_id}, epoch {epoch}")
+                _print_view(view)
+            return EXIT_OK
+    raise NotFound(f"agent {args.agent!r} has no model call {args.n}")
+
+
+async def cmd_export(args: argparse.Namespace) -> int:
+    """Export a run's log (bodies inlined) for reading without the store."""
+    data = await _with_log(args.db, args.run, lambda log: export_run(log, from_seq=args.from_seq))
+    sys.stdout.write(data.decode() + "\n")
+    return EXIT_OK
+
+
 async def cmd_checkpoint(args: argparse.Namespace) -> int:
     """Print an agent's conversation checkpoint in portable form (JSON)."""
     store = await _reader(args.db)
@@ -649,6 +891,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", help="only rows of this kind (basis, standing, conflict, ...)")
     p.add_argument("--turn", type=int, help="only rows of this turn")
     p.add_argument("--json", action="store_true")
+
+    p = add("epochs", cmd_epochs, "List a run's model calls (epochs).")
+    p.add_argument("run")
+    p.add_argument("--json", action="store_true")
+
+    p = add("served", cmd_served, "Rebuild exactly what the model was sent at an epoch.")
+    p.add_argument("run", nargs="?")
+    p.add_argument("epoch", nargs="?", type=int)
+    p.add_argument("--all", action="store_true", help="every epoch of the run")
+    p.add_argument("--file", help="read a run export instead of the store")
+    p.add_argument("--diff", nargs=2, type=int, metavar=("A", "B"), help="what changed from A to B")
+    p.add_argument("--json", action="store_true")
+
+    p = add("receipt", cmd_receipt, "Print the receipt digested when an epoch was sent.")
+    p.add_argument("run")
+    p.add_argument("epoch", type=int)
+
+    p = add("conform", cmd_conform, "Check epochs against their receipts (exit 3 if damaged).")
+    p.add_argument("run")
+    p.add_argument("epoch", nargs="?", type=int)
+    p.add_argument(
+        "--wire", action="store_true", help="re-encode and check the bytes (the default)"
+    )
+    p.add_argument("--no-wire", action="store_true", help="skip the byte check")
+    p.add_argument("--json", action="store_true")
+
+    p = add("call", cmd_call, "Show the agent's n-th model call (agent-wide number).")
+    p.add_argument("agent")
+    p.add_argument("n", type=int)
+    p.add_argument("--json", action="store_true")
+
+    p = add("export", cmd_export, "Export a run's log as JSON (bodies inlined).")
+    p.add_argument("run")
+    p.add_argument("--from-seq", type=int, default=0)
 
     p = add("checkpoint", cmd_checkpoint, "Print an agent's conversation checkpoint as JSON.")
     p.add_argument("agent")

@@ -188,3 +188,60 @@ def test_doctor_names_a_damaged_ledger_row_and_changes_nothing(tmp_path: Path) -
     report = json.loads(result.stdout)
     assert report["ledgerProblems"] and "standing" in report["ledgerProblems"][0]
     assert db.read_bytes() == before
+
+
+def test_served_views_conform_and_tampering_is_named(tmp_path: Path) -> None:
+    """Every epoch of a real run is verified (bytes re-encoded too); tampering with one stored
+    message body makes that epoch damaged, naming the index, and `afp conform` exits 3."""
+    import sqlite3
+
+    db = tmp_path / "afp.db"
+    first = afp("run", str(DEMO), "--db", str(db), "--message", "Where is order 1042?", "--json")
+    run_id = json.loads(first.stdout)[0]["runId"]
+    reports = json.loads(afp("conform", run_id, "--wire", "--db", str(db), "--json").stdout)
+    assert [r["verdict"] for r in reports] == ["verified", "verified"]
+    assert all(c["status"] == "pass" for r in reports for c in r["clauses"])
+
+    view = json.loads(afp("served", run_id, "2", "--db", str(db), "--json").stdout)
+    tool_message = view["messages"]["asSent"][2]
+    assert tool_message["role"] == "tool"
+    again = afp("served", run_id, "2", "--db", str(db), "--json")
+    assert json.loads(again.stdout) == view  # reading never changes anything
+    assert afp("served", run_id, "7", "--db", str(db)).returncode == 1
+
+    with sqlite3.connect(db) as conn:
+        for fp, body in conn.execute("SELECT fp, body FROM bodies").fetchall():
+            if b'"role":"tool"' in body and b"1042" in body:
+                tampered = bytes(body).replace(b"1042", b"9999", 1)
+                conn.execute("UPDATE bodies SET body=? WHERE fp=?", (tampered, fp))
+                break
+    damaged = afp("conform", run_id, "--db", str(db), "--json")
+    assert damaged.returncode == 3
+    verdicts = json.loads(damaged.stdout)
+    assert verdicts[0]["verdict"] == "verified"  # epoch 1 never sent the tool results
+    clauses = {c["clause"]: c for c in verdicts[1]["clauses"]}
+    assert verdicts[1]["verdict"] == "damaged"
+    assert clauses["messages.digest"]["detail"].startswith("index-2")
+
+
+def test_epochs_call_receipt_and_export(tmp_path: Path) -> None:
+    """`afp epochs`, `afp call`, `afp receipt` and `afp export` read what the run committed."""
+    db = tmp_path / "afp.db"
+    run_id = json.loads(
+        afp("run", str(DEMO), "--db", str(db), "--message", "order 7?", "--json").stdout
+    )[0]["runId"]
+    listing = json.loads(afp("epochs", run_id, "--db", str(db), "--json").stdout)
+    assert [(e["epoch"], e["agentCall"], e["outcome"]) for e in listing] == [
+        (1, 1, "replied"),
+        (2, 2, "replied"),
+    ]
+    call = json.loads(afp("call", "demo", "2", "--db", str(db), "--json").stdout)
+    assert (call["runId"], call["epoch"]) == (run_id, 2)
+    assert afp("call", "demo", "3", "--db", str(db)).returncode == 1
+    receipt = json.loads(afp("receipt", run_id, "1", "--db", str(db)).stdout)
+    assert receipt["basis"]["epoch"] == 1 and "wire" in receipt
+    export = tmp_path / "run.json"
+    export.write_text(afp("export", run_id, "--db", str(db)).stdout)
+    from_file = afp("served", "--file", str(export), "--json")
+    from_store = afp("served", run_id, "--all", "--db", str(db), "--json")
+    assert json.loads(from_file.stdout) == json.loads(from_store.stdout)
