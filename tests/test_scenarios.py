@@ -409,7 +409,12 @@ async def test_expected_result_shows_what_the_scenario_claims(name: str) -> None
     assert name in CLAIMS, f"add a check of what {name} claims to CLAIMS"
     result = await _expected(name)
     assert result["format"] == RESULT_FORMAT and result["name"] == name
-    assert result["served"] == []
+    # Every epoch of every run, abandoned ones included, conforms to its receipt (served.md §5).
+    assert result["served"], "a scenario that calls the model has served views"
+    assert all(entry["conforms"] for entry in result["served"])
+    if name in SYNC_NAMES:  # a lost iteration's receipt is never committed (served.md §2.1)
+        sends = {(c["runId"], c["epoch"]) for c in result["modelCalls"]}
+        assert sends <= {(e["runId"], e["epoch"]) for e in result["served"]}
     CLAIMS[name](result)
 
 

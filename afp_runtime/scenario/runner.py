@@ -45,7 +45,8 @@ from afp_runtime.scenario.format import (
     decode_scenario,
 )
 from afp_runtime.scenario.result import RESULT_FORMAT, RunSummary, ScenarioResult, StepResult
-from afp_runtime.store import SqliteStore
+from afp_runtime.served import check, epochs, receipt_at, served_at
+from afp_runtime.store import SqliteRunLog, SqliteStore
 from afp_runtime.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
 
 
@@ -164,8 +165,10 @@ class _Runner:
             ]
             store, _ = self.host.live()
             folded = await load_folded_spans(store, AGENT_ID)
+            run_ids = [r.run_id for r in await store.runs(AGENT_ID)]
         finally:
             await self.host.close()
+        served = await self._served(steps, run_ids)
         world = self.world
         return ScenarioResult(
             format=RESULT_FORMAT,
@@ -175,8 +178,43 @@ class _Runner:
             summarizer_calls=tuple(world.summarizer_calls),
             tool_executions=tuple(e.frozen() for e in world.executions),
             folded=folded,
-            served=(),
+            served=tuple(served),
         )
+
+    async def _served(self, steps: list[StepResult], run_ids: list[str]) -> list[dict[str, Any]]:
+        """Every epoch of every run (abandoned ones included), rebuilt from the store and
+        checked against its receipt, bytes re-encoded with the scripted encoder."""
+        step_of = {
+            run.run_id: step.index
+            for step in steps
+            if step.runs is not msgspec.UNSET
+            for run in step.runs
+        }
+        encoder = ScriptedModel([], model=self.scenario.agent.model)
+        path = self.host.db_path
+
+        def check_all() -> list[dict[str, Any]]:
+            found = []
+            for run_id in run_ids:
+                with SqliteRunLog(path, run_id) as log:
+                    for location in epochs(log):
+                        view = served_at(log, location.epoch)
+                        assert view is not None
+                        report = check(
+                            view, receipt_at(log, location.epoch), encoder=encoder, log=log
+                        )
+                        found.append(
+                            {
+                                "turn": step_of.get(run_id),
+                                "runId": run_id,
+                                "epoch": location.epoch,
+                                "conforms": report.verdict == "verified",
+                                "gaps": [g.gap for g in view.gaps],
+                            }
+                        )
+            return found
+
+        return await anyio.to_thread.run_sync(check_all)
 
     async def _step(self, index: int, step: Any) -> StepResult:
         self.world.step = index
