@@ -1,0 +1,119 @@
+"""Served-view benchmark: the cost of ``served_at`` at epoch 10, 1,000 and 10,000 of one run.
+
+Builds one run of N iterations (a standing agent under a sliding window, keep 2, one trivial
+tool with a ~300-char result), then rebuilds the served view at each epoch from the SQLite
+``RunLog`` and prints JSON: median milliseconds per rebuild, RunLog reads per rebuild, and the
+ratio of the last epoch's cost to epoch 10's (ARCHITECTURE ruling 3: it must not grow).
+
+    .venv/bin/python scripts/bench/served.py [--iterations 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+
+from afp_runtime.loop import AgentDefinition, AgentDriver, SystemClock, TimeOrderedIds
+from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
+from afp_runtime.models import ScriptedModel
+from afp_runtime.served import check, receipt_at, served_at
+from afp_runtime.store import SqliteRunLog, SqliteStore
+from afp_runtime.tools import Tool, ToolContext
+from afp_runtime.window import sliding_window
+
+RESULT = "r" * 300
+
+
+async def trivial(args: Mapping[str, Any], ctx: ToolContext) -> str:
+    return RESULT
+
+
+def make_script(iterations: int) -> Any:
+    def script(request: ModelRequest, number: int) -> ModelReply:
+        if number < iterations:
+            call = ToolCall(id=f"c{number}", name="trivial", args={"n": number})
+            return ModelReply(tool_calls=(call,), usage=Usage(input=10, output=5))
+        return ModelReply(content="done", usage=Usage(input=10, output=2))
+
+    return script
+
+
+async def build(db: Path, iterations: int) -> str:
+    clock = SystemClock()
+    store = await SqliteStore.open(db)
+    definition = AgentDefinition(
+        "bench",
+        ScriptedModel(make_script(iterations), keep=1),
+        tools=[Tool("trivial", "Returns a fixed text.", {"type": "object"}, trivial)],
+        max_iterations=iterations + 1,
+        window=sliding_window(keep_recent_turns=2),
+    )
+    driver = AgentDriver(store, definition, clock=clock, ids=TimeOrderedIds(clock.now_ms))
+    await driver.post("go")
+    [outcome] = await driver.work()
+    await store.aclose()
+    return outcome.run_id
+
+
+def measure(db: Path, run_id: str, epoch: int, repeats: int) -> dict[str, Any]:
+    times = []
+    with SqliteRunLog(db, run_id) as log:
+        for _ in range(repeats):
+            before = log.reads
+            start = time.perf_counter()
+            view = served_at(log, epoch)
+            times.append(time.perf_counter() - start)
+            reads = log.reads - before
+        assert view is not None
+        encoder = ScriptedModel([])
+        verdict = check(view, receipt_at(log, epoch), encoder=encoder, log=log).verdict
+    return {
+        "epoch": epoch,
+        "medianMs": round(statistics.median(times) * 1000, 3),
+        "runLogReads": reads,
+        "windowMessages": len(view.messages.as_sent),
+        "verdict": verdict,
+    }
+
+
+async def main() -> None:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--iterations", type=int, default=10_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "served.db"
+        start = time.perf_counter()
+        run_id = await build(db, args.iterations)
+        built = time.perf_counter() - start
+        points = [e for e in (10, 1_000, 10_000) if e <= args.iterations]
+        results = [
+            await anyio.to_thread.run_sync(measure, db, run_id, epoch, 25) for epoch in points
+        ]
+    last = results[-1]["medianMs"] / results[0]["medianMs"] if results[0]["medianMs"] else None
+    print(
+        json.dumps(
+            {
+                "benchmark": "served",
+                "iterations": args.iterations,
+                "buildSeconds": round(built, 1),
+                "results": results,
+                "lastOverEpoch10": round(last, 2) if last else None,
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    anyio.run(main)
