@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Coroutine, Sequence
@@ -23,9 +25,12 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
+from afp_runtime.api import DEFAULT_HOST, DEFAULT_PORT, ApiServer, check_binding, create_app
+from afp_runtime.api import open_listener as open_api_listener
 from afp_runtime.demo import QUESTIONS
 from afp_runtime.errors import AfpError, ConfigError, StoreError, StoreUnavailable
 from afp_runtime.findings import fold_ledger, rows_from_wire, validate_rows
+from afp_runtime.host import Host
 from afp_runtime.loop import (
     AgentDefinition,
     AgentDriver,
@@ -827,6 +832,85 @@ async def cmd_scenario_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- serving ----------------------------------------------------------------------------------
+
+
+async def _api_token(token_file: str | None) -> str | None:
+    """The API token: ``--token-file`` (surrounding whitespace stripped) or ``AFP_API_TOKEN``."""
+    if token_file is not None:
+        try:
+            text = await anyio.Path(token_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read api.token from {token_file}: {exc}", field="api.token"
+            ) from exc
+        return text.strip() or None
+    return os.environ.get("AFP_API_TOKEN") or None
+
+
+async def _definitions_from(path: str) -> list[AgentDefinition]:
+    try:
+        text = await anyio.Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read agents file {path}: {exc}", path=path) from exc
+    config = load_config(path, text)
+    return [
+        build_definition(agent, field=f"agents[{index}]")
+        for index, agent in enumerate(config.agents)
+    ]
+
+
+async def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the standing host and the local API until SIGTERM or SIGINT (then exit 0)."""
+    token = await _api_token(args.token_file)
+    check_binding(args.host, token)
+    if not 0 <= args.port <= 65_535:
+        raise UsageError(f"--port must be from 0 to 65535, not {args.port}")
+    definitions = await _definitions_from(args.agents)
+    clock = SystemClock()
+    try:
+        listener = await open_api_listener(args.host, args.port)
+    except OSError as exc:
+        for definition in definitions:
+            await definition.aclose()
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
+    port = listener.getsockname()[1]
+    try:
+        store = await SqliteStore.open(args.db, now_ms=clock.now_ms())
+    except BaseException:
+        listener.close()
+        for definition in definitions:
+            await definition.aclose()
+        raise
+    try:
+        host = Host(store, definitions, clock=clock, ids=TimeOrderedIds(clock.now_ms))
+        async with host:
+            server = ApiServer(create_app(host, args.db, token=token, port=port))
+
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for _ in signals:
+                        # Stop admitting and end the event streams, then let uvicorn finish.
+                        host.stop()
+                        server.should_exit = True
+                        return
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stop_on_signal)
+                err.print(
+                    f"afp: serving {', '.join(host.agent_ids)} on "
+                    f"http://{args.host}:{port} (database {args.db})",
+                    soft_wrap=True,
+                    highlight=False,
+                )
+                await server.serve(sockets=[listener])
+                tg.cancel_scope.cancel()
+    finally:
+        listener.close()
+        await store.aclose()
+    return EXIT_OK
+
+
 # -- the parser -------------------------------------------------------------------------------
 
 Command = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
@@ -936,6 +1020,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("doctor", cmd_doctor, "Check the database's integrity and stored bodies.")
     p.add_argument("--json", action="store_true")
+
+    p = add("serve", cmd_serve, "Run the standing host and the local HTTP API.")
+    p.add_argument("--agents", required=True, help="agents file (TOML, like configs/demo.toml)")
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument(
+        "--token-file", help="file holding the API token (else AFP_API_TOKEN; >= 32 chars)"
+    )
 
     text = "Offline scenarios: a scripted conversation, model, tools and clock."
     group = sub.add_parser("scenario", help=text, description=text)

@@ -1,0 +1,99 @@
+"""What every handler needs: the host, the store's path, and lookups that 404 in one place.
+
+Async reads go through the host's read-only store connection; served reads open a
+``SqliteRunLog`` (read-only, synchronous) inside a worker thread, so served code never runs on
+the event loop and never awaits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+from litestar.datastructures import State
+
+from afp_runtime.api._params import AGENT_ID, RUN_ID, path_param
+from afp_runtime.api._problems import ApiError
+from afp_runtime.host import Host
+from afp_runtime.store import RunRow, SqliteRunLog, SqliteStore
+
+T = TypeVar("T")
+
+
+class ApiContext:
+    """Shared state of one app.
+
+    Args:
+        host: the running host.
+        store_path: the database file served reads open read-only.
+        keepalive_s: seconds between ``: keep-alive`` comments on idle event streams.
+        max_streams: open event streams allowed at once.
+    """
+
+    def __init__(
+        self, host: Host, store_path: Path, *, keepalive_s: float, max_streams: int
+    ) -> None:
+        self.host = host
+        self.store_path = store_path
+        self.keepalive_s = keepalive_s
+        self.max_streams = max_streams
+        self.open_streams = 0
+
+    @property
+    def reader(self) -> SqliteStore:
+        """The host's read-only store connection."""
+        return self.host.reader
+
+    async def agent(self, agent_id: str) -> str:
+        """A validated id of an agent that exists (in the store or on this host); else 404."""
+        path_param("agentId", agent_id, AGENT_ID)
+        if self.host.hosts(agent_id):
+            return agent_id
+        if await self.reader.conversation_state(agent_id) is None:
+            raise ApiError(
+                404,
+                "agent-not-found",
+                f"there is no agent {agent_id!r}",
+                field="agentId",
+                value=agent_id,
+            )
+        return agent_id
+
+    async def run(self, run_id: str) -> RunRow:
+        """The run with a validated id; else 404 ``run-not-found``."""
+        path_param("runId", run_id, RUN_ID)
+        runs = await self.reader.runs(run_id=run_id)
+        if not runs:
+            raise _run_not_found(run_id)
+        return runs[0]
+
+    async def with_log(self, run_id: str, read: Callable[[SqliteRunLog], T]) -> T:
+        """Run ``read`` over the run's log in a worker thread (404 when the run is unknown)."""
+
+        def work() -> T:
+            try:
+                log = SqliteRunLog(self.store_path, run_id)
+            except KeyError:
+                raise _run_not_found(run_id) from None
+            with log:
+                return read(log)
+
+        return await anyio.to_thread.run_sync(work)
+
+
+STATE_KEY = "afp"
+
+
+def context_of(state: State) -> ApiContext:
+    """The context ``create_app`` put in the app's state (handlers take ``state: State``)."""
+    found = state[STATE_KEY]
+    assert isinstance(found, ApiContext)
+    return found
+
+
+def _run_not_found(run_id: str) -> ApiError:
+    return ApiError(
+        404, "run-not-found", f"there is no run {run_id!r}", field="runId", value=run_id
+    )

@@ -1,0 +1,200 @@
+"""The server rules every request passes before routing (served.md §6.1).
+
+An ASGI wrapper around the app's handler, so it runs for every HTTP request — unknown routes
+included — and a refused request never reaches a handler. In order:
+
+1. a correlation id, echoed on every response as ``X-Request-Id``;
+2. only paths under ``/v1/`` exist (404 ``route-not-found``);
+3. without a token, the ``Host`` header must name the loopback address and port being served
+   (400 ``bad-host``: DNS rebinding); with a token, every request except ``GET /v1/health``
+   needs ``Authorization: Bearer <token>`` (401 ``unauthorized``, compared with
+   ``hmac.compare_digest``);
+4. a request with a body must be ``application/json`` when it is a POST (415
+   ``unsupported-media-type``);
+5. the body may not exceed the limit: refused from ``Content-Length`` before reading, and counted
+   while reading otherwise (413 ``body-too-large``). The body is read here in full and handed to
+   the app afterwards, so the handler only ever sees a body within the limit.
+
+The port the ``Host`` header must carry is the one given to the app, or else the port of the
+socket the request arrived on (the ASGI ``server`` of the scope).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import MutableMapping
+from typing import Any
+
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from afp_runtime.api._problems import REQUEST_ID_HEADER, REQUEST_ID_KEY, ApiError
+
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class _TooLarge(Exception):
+    """The body grew past the limit while it was read."""
+
+
+class Guard:
+    """Wraps the app's ASGI handler with the server rules.
+
+    Args:
+        app: the wrapped ASGI handler.
+        token: the bearer token, or None when serving without one.
+        max_body_bytes: the request body limit.
+        port: the port the ``Host`` header must name (default: the socket's).
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, token: str | None, max_body_bytes: int, port: int | None
+    ) -> None:
+        self.app = app
+        self._token = token.encode("utf-8") if token is not None else None
+        self.max_body_bytes = max_body_bytes
+        self.port = port
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = secrets.token_hex(8)
+        raw_scope: MutableMapping[str, Any] = scope  # type: ignore[assignment]
+        raw_scope[REQUEST_ID_KEY] = rid
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                headers.append((REQUEST_ID_HEADER.lower().encode(), rid.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            receive = await self._check(scope, receive)
+        except ApiError as error:
+            await _send_error(send_with_id, error)
+            return
+        await self.app(scope, receive, send_with_id)
+
+    async def _check(self, scope: Scope, receive: Receive) -> Receive:
+        headers = _headers(scope)
+        path: str = scope["path"]
+        method: str = scope["method"]  # type: ignore[typeddict-item]
+        if not path.startswith("/v1/"):
+            raise ApiError(404, "route-not-found", f"no endpoint answers {path[:200]}")
+        if self._token is None:
+            self._check_host(scope, headers.get("host"))
+        elif not (method in ("GET", "HEAD") and path == "/v1/health"):
+            self._check_token(headers.get("authorization"))
+        if method == "POST":
+            kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if kind != "application/json":
+                raise ApiError(
+                    415,
+                    "unsupported-media-type",
+                    "a POST must carry Content-Type: application/json",
+                    field="Content-Type",
+                    value=headers.get("content-type", ""),
+                )
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise self._too_large()
+        if method not in _BODY_METHODS:
+            return receive
+        try:
+            body = await self._read_body(receive)
+        except _TooLarge:
+            raise self._too_large() from None
+        return _replay(body, receive)
+
+    def _too_large(self) -> ApiError:
+        return ApiError(
+            413,
+            "body-too-large",
+            f"the request body may hold at most {self.max_body_bytes} bytes",
+        )
+
+    def _check_host(self, scope: Scope, host: str | None) -> None:
+        port = self.port
+        if port is None:
+            server = scope.get("server")
+            port = server[1] if server and server[1] is not None else None
+        allowed = (
+            {f"{name}:{port}" for name in _LOOPBACK_NAMES}
+            if port is not None
+            else set(_LOOPBACK_NAMES)
+        )
+        if host is None or host.lower() not in allowed:
+            raise ApiError(
+                400,
+                "bad-host",
+                "without a token the API answers only requests addressed to its loopback "
+                "address and port",
+                field="Host",
+                value=host or "",
+            )
+
+    def _check_token(self, authorization: str | None) -> None:
+        assert self._token is not None
+        scheme, _, given = (authorization or "").partition(" ")
+        ok = scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode("utf-8"), self._token
+        )
+        if not ok:
+            raise ApiError(
+                401,
+                "unauthorized",
+                "this API needs Authorization: Bearer <token>",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+
+    async def _read_body(self, receive: Receive) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk: bytes = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """Request headers by lower-case name (the last one wins), decoded as latin-1."""
+    return {
+        name.decode("latin-1").lower(): value.decode("latin-1")
+        for name, value in scope.get("headers", [])
+    }
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the app the body already read, then defers to the client's."""
+    sent = False
+
+    async def replay() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _send_error(send: Send, error: ApiError) -> None:
+    body = error.encoded()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    headers += [(k.lower().encode(), v.encode()) for k, v in error.headers.items()]
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})

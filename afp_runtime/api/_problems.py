@@ -1,0 +1,172 @@
+"""API errors: one JSON shape for every failure, never a stack trace (served.md §6.1, §6.4).
+
+``{"error": {"code", "message", "field"?, "value"?}}``: ``code`` is a short stable code,
+``field`` names the path, query or body field, ``value`` echoes the offending input truncated
+to 200 code points. ``ApiError`` is the API's own control-flow exception: raised by handlers and
+helpers, turned into that body by the exception handlers registered here. Domain errors that
+reach the app unhandled are mapped too (a stopping host is 503 ``shutting-down``, a store that
+cannot be read 503 ``store-unavailable``); anything else is 500 ``internal``, logged with the
+request's correlation id, which the response echoes in ``X-Request-Id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+import structlog
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
+
+from afp_runtime.errors import StoreUnavailable
+from afp_runtime.host import HostStopping
+
+log = structlog.get_logger()
+
+VALUE_LIMIT = 200
+REQUEST_ID_KEY = "afp_request_id"
+REQUEST_ID_HEADER = "X-Request-Id"
+
+
+class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The inside of an error body."""
+
+    code: str
+    message: str
+    field: str | None = None
+    value: str | None = None
+
+
+class ErrorBody(msgspec.Struct, frozen=True, kw_only=True):
+    """Every error response's body."""
+
+    error: ErrorDetail
+
+
+def shown_value(value: object) -> str:
+    """The offending input as text, truncated to 200 code points."""
+    try:
+        text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, UnicodeError):
+        text = repr(value)
+    # Lone surrogates cannot be written as UTF-8 JSON: they are shown as U+FFFD.
+    return "".join(
+        "\ufffd" if 0xD800 <= ord(char) <= 0xDFFF else char for char in text[:VALUE_LIMIT]
+    )
+
+
+class ApiError(Exception):
+    """A request the API answers with an error body.
+
+    Args:
+        status: the HTTP status.
+        code: the stable error code (served.md §6.4).
+        message: a readable explanation in our own words.
+        field: the path, query or body field at fault.
+        value: the offending input (truncated when rendered).
+        headers: extra response headers (``WWW-Authenticate``).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        field: str | None = None,
+        value: object = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.value = None if value is None else shown_value(value)
+        self.headers = dict(headers or {})
+
+    def body(self) -> ErrorBody:
+        """The error body."""
+        return ErrorBody(
+            error=ErrorDetail(
+                code=self.code, message=self.message, field=self.field, value=self.value
+            )
+        )
+
+    def encoded(self) -> bytes:
+        """The error body as JSON bytes."""
+        return msgspec.json.encode(self.body())
+
+
+def request_id(request: Request[Any, Any, Any]) -> str | None:
+    """The correlation id the guard gave this request."""
+    value = request.scope.get(REQUEST_ID_KEY)
+    return value if isinstance(value, str) else None
+
+
+def _response(request: Request[Any, Any, Any], error: ApiError) -> Response[ErrorBody]:
+    # The guard adds X-Request-Id to every response, errors included.
+    return Response(
+        error.body(),
+        status_code=error.status,
+        headers=dict(error.headers),
+        media_type="application/json",
+    )
+
+
+def on_api_error(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+    """Render an ``ApiError``."""
+    assert isinstance(exc, ApiError)
+    return _response(request, exc)
+
+
+def on_http_exception(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+    """Render the framework's own HTTP errors (unknown route, wrong method…) in our shape."""
+    if isinstance(exc, NotFoundException):
+        error = ApiError(404, "route-not-found", f"no endpoint answers {request.url.path}")
+    elif isinstance(exc, MethodNotAllowedException):
+        error = ApiError(
+            405,
+            "method-not-allowed",
+            f"{request.method} is not allowed on {request.url.path}",
+            headers=exc.headers or {},
+        )
+    else:
+        status = exc.status_code if isinstance(exc, HTTPException) else 400
+        error = ApiError(status, "bad-request", "the request could not be read")
+    return _response(request, error)
+
+
+def on_host_stopping(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+    """A write while the host stops: 503 ``shutting-down``."""
+    return _response(request, ApiError(503, "shutting-down", "the host is shutting down"))
+
+
+def on_store_unavailable(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+    """The store cannot be opened or read: 503 ``store-unavailable``."""
+    log.warning("store unavailable", error=str(exc), request_id=request_id(request))
+    return _response(request, ApiError(503, "store-unavailable", "the store cannot be read now"))
+
+
+def on_internal(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+    """Anything unexpected: 500 ``internal``; the trace goes to the log, never to the client."""
+    rid = request_id(request)
+    log.error(
+        "request failed",
+        request_id=rid,
+        method=request.method,
+        path=request.url.path,
+        exc_info=exc,
+    )
+    message = "the server failed to answer; quote the X-Request-Id when reporting it"
+    return _response(request, ApiError(500, "internal", message))
+
+
+EXCEPTION_HANDLERS: Mapping[Any, Any] = {
+    ApiError: on_api_error,
+    HTTPException: on_http_exception,
+    HostStopping: on_host_stopping,
+    StoreUnavailable: on_store_unavailable,
+    Exception: on_internal,
+}

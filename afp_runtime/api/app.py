@@ -1,0 +1,94 @@
+"""The app factory: a Litestar app over a running host (served.md §6).
+
+``create_app(host, store_path, token=…)`` wires the endpoints of ``agents``, ``runs`` and
+``events``, the error shape of ``_problems``, and the server rules of ``_guard`` (which wrap the
+app's ASGI handler, so they run before routing). The OpenAPI document is served at
+``GET /v1/openapi.json``; Litestar's own schema pages are not exposed (the guard answers only
+``/v1/`` paths). No CORS middleware is installed, so no CORS header is ever sent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from litestar import Litestar, Request, get
+from litestar.datastructures import State
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
+
+from afp_runtime.api import agents, events, runs
+from afp_runtime.api._context import STATE_KEY, ApiContext
+from afp_runtime.api._guard import Guard
+from afp_runtime.api._problems import EXCEPTION_HANDLERS
+from afp_runtime.api.server import MAX_BODY_CEILING, check_token
+from afp_runtime.errors import ConfigError
+from afp_runtime.host import Host
+
+DEFAULT_MAX_BODY_BYTES = 262_144
+DEFAULT_KEEPALIVE_S = 15.0
+DEFAULT_MAX_STREAMS = 16
+_SCHEMA_PATH = "/_afp_schema"
+
+
+@get("/v1/openapi.json", include_in_schema=False, media_type="application/vnd.oai.openapi+json")
+async def openapi_document(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    """The OpenAPI document of this API."""
+    return request.app.openapi_schema.to_schema()
+
+
+def create_app(
+    host: Host,
+    store_path: str | Path,
+    *,
+    token: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    port: int | None = None,
+    keepalive_s: float = DEFAULT_KEEPALIVE_S,
+    max_streams: int = DEFAULT_MAX_STREAMS,
+) -> Litestar:
+    """The local HTTP API over ``host``.
+
+    Args:
+        host: the running host (its store, workers, inbox and events).
+        store_path: the database file; served reads open it read-only.
+        token: the bearer token every request but health must carry (None: none, and the
+            ``Host`` header must name the loopback address).
+        max_body_bytes: the request body limit (1 .. 8 MiB).
+        port: the port the ``Host`` header must name (default: the serving socket's).
+        keepalive_s: seconds between keep-alive comments on idle event streams.
+        max_streams: event streams open at once.
+
+    Raises:
+        ConfigError: a token shorter than 32 characters (``api.token``) or a body limit out of
+            range (``api.maxBodyBytes``).
+    """
+    check_token(token)
+    if isinstance(max_body_bytes, bool) or not 1 <= max_body_bytes <= MAX_BODY_CEILING:
+        raise ConfigError(
+            f"api.maxBodyBytes must be from 1 to {MAX_BODY_CEILING}, not {max_body_bytes!r}",
+            field="api.maxBodyBytes",
+        )
+    context = ApiContext(host, Path(store_path), keepalive_s=keepalive_s, max_streams=max_streams)
+
+    app = Litestar(
+        route_handlers=[*agents.HANDLERS, *runs.HANDLERS, *events.HANDLERS, openapi_document],
+        state=State({STATE_KEY: context}),
+        exception_handlers=dict(EXCEPTION_HANDLERS),
+        openapi_config=OpenAPIConfig(
+            title="afp-runtime local API",
+            version=agents.VERSION,
+            path=_SCHEMA_PATH,
+            render_plugins=[JsonRenderPlugin()],
+        ),
+        type_encoders={MappingProxyType: dict},
+        logging_config=None,
+        request_max_body_size=None,
+        debug=False,
+    )
+    # The server rules run before routing, for every request (unknown routes included).
+    app.asgi_handler = Guard(
+        app.asgi_handler, token=token, max_body_bytes=max_body_bytes, port=port
+    )
+    return app

@@ -1,0 +1,144 @@
+"""Server-sent events: one agent's stream and the host-wide one (served.md §6.5).
+
+Frames are ``id: <bootId>-<seq>``, ``event: <type>``, ``data: <envelope JSON>`` and a blank
+line; a ``stream.gap`` marker has no ``id`` (the client's ``Last-Event-ID`` stays on the last
+event it saw). An idle stream gets a ``: keep-alive`` comment every ``keepalive_s`` seconds of
+real time (network time, not the injected clock). The first frame of every stream is an
+``: open`` comment, sent as soon as the subscription is registered, so a client knows from then
+on it misses nothing.
+
+``Last-Event-ID`` resumes from the host's ring buffer; a client whose id is from another boot
+or older than the buffer first gets ``stream.gap`` (``restarted``/``evicted``). A client that
+reads too slowly loses its oldest queued events and gets ``stream.gap`` (``slow-client``);
+publishing never waits for it. A stream ends when the host stops. More than ``max_streams``
+open streams is 429 ``too-many-streams``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import anyio
+import msgspec
+from litestar import get
+from litestar.datastructures import State
+from litestar.response import Stream
+
+from afp_runtime.api._context import ApiContext, context_of
+from afp_runtime.api._params import AGENT_ID, EVENT_PREFIX, PathText, header, query, query_text
+from afp_runtime.api._problems import ApiError
+from afp_runtime.host import Delivered, StreamGap, Subscription
+
+_LAST_EVENT_ID_LIMIT = 200
+_encoder = msgspec.json.Encoder()
+
+
+def frame(item: Delivered, *, boot_id: str) -> bytes:
+    """One SSE frame for an event or a gap marker."""
+    if isinstance(item, StreamGap):
+        return b"event: stream.gap\ndata: " + _encoder.encode(item) + b"\n\n"
+    head = f"id: {boot_id}-{item.id}\nevent: {item.type}\ndata: ".encode()
+    return head + _encoder.encode(item) + b"\n\n"
+
+
+async def _frames(ctx: ApiContext, subscription: Subscription) -> AsyncIterator[bytes]:
+    boot_id = ctx.host.events.boot_id
+    try:
+        yield b": open\n\n"
+        while True:
+            item = None
+            received = False
+            with anyio.move_on_after(ctx.keepalive_s):
+                item = await subscription.next()
+                received = True
+            if not received:
+                yield b": keep-alive\n\n"
+                continue
+            if item is None:
+                return
+            yield frame(item, boot_id=boot_id)
+    finally:
+        subscription.close()
+        ctx.open_streams -= 1
+
+
+def _prefixes(types: str | None) -> list[str] | None:
+    if types is None:
+        return None
+    prefixes = [part.strip() for part in types.split(",") if part.strip()]
+    for prefix in prefixes:
+        if EVENT_PREFIX.fullmatch(prefix) is None:
+            raise ApiError(
+                400,
+                "invalid-query",
+                f"types must be a comma list of event type prefixes matching "
+                f"{EVENT_PREFIX.pattern}",
+                field="types",
+                value=types,
+            )
+    return prefixes or None
+
+
+def _stream(
+    ctx: ApiContext,
+    *,
+    agent_ids: list[str] | None,
+    types: str | None,
+    last_event_id: str | None,
+) -> Stream:
+    prefixes = _prefixes(types)
+    if ctx.open_streams >= ctx.max_streams:
+        raise ApiError(
+            429, "too-many-streams", f"at most {ctx.max_streams} event streams may be open"
+        )
+    resume_from = last_event_id[:_LAST_EVENT_ID_LIMIT] if last_event_id else None
+    subscription = ctx.host.events.subscribe(
+        agent_ids=agent_ids, types=prefixes, last_event_id=resume_from
+    )
+    ctx.open_streams += 1
+    return Stream(
+        _frames(ctx, subscription),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+@get(
+    "/v1/agents/{agent_id:str}/events",
+    summary="One agent's events (SSE)",
+    tags=["events"],
+    media_type="text/event-stream",
+)
+async def agent_events(
+    state: State,
+    agent_id: PathText,
+    types: Annotated[str | None, query("types")] = None,
+    last_event_id: Annotated[str | None, header("Last-Event-ID")] = None,
+) -> Stream:
+    """The agent's live events as server-sent events; resumable with ``Last-Event-ID``."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    return _stream(ctx, agent_ids=[agent_id], types=types, last_event_id=last_event_id)
+
+
+@get(
+    "/v1/events",
+    summary="Every agent's events (SSE)",
+    tags=["events"],
+    media_type="text/event-stream",
+)
+async def all_events(
+    state: State,
+    agent: Annotated[list[str] | None, query("agent")] = None,
+    types: Annotated[str | None, query("types")] = None,
+    last_event_id: Annotated[str | None, header("Last-Event-ID")] = None,
+) -> Stream:
+    """Every agent's live events (filters ``agent``, repeatable, and ``types``)."""
+    ctx = context_of(state)
+    for agent_id in agent or []:
+        query_text("agent", agent_id, AGENT_ID)
+    return _stream(ctx, agent_ids=agent, types=types, last_event_id=last_event_id)
+
+
+HANDLERS = [agent_events, all_events]

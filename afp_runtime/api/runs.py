@@ -1,0 +1,297 @@
+"""Endpoints under ``/v1/runs``: run summary, resume, commit log, epochs, served views,
+receipts, conformance and window records (served.md §6.2).
+
+Every served read opens the run's ``SqliteRunLog`` in a worker thread and calls the pure
+``served`` functions there. Readings settled here:
+
+* An epoch path number that names no epoch (``0`` included) is 404 ``epoch-not-found``; text
+  that is not a number is 400 ``invalid-path-param``.
+* ``…/receipt`` answers the accepted receipt of the epoch; when the epoch exists but has no
+  acceptable receipt (missing, or stored in a shape that is refused) it is 404
+  ``receipt-not-found`` (the served view's gaps say which).
+* ``…/conformance`` uses, with ``wire=true``, the model adapter of the run's agent in this
+  process as the encoder; without it (or when this host does not run the agent) the wire clause
+  is ``not-checkable``. The verdict is data: the answer is 200 whatever it is.
+* ``POST …/resume`` is 202 once the host has accepted the request; 409 ``run-not-resumable``
+  when the run's agent has no held or stalled turn whose latest run is this one, and 409
+  ``agent-not-hosted`` when this host does not run the agent.
+* ``…/commits`` lists bundles as stored (message lists by reference); ``expand=true`` resolves
+  every message list into its messages.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Response, get, post
+from litestar.datastructures import State
+
+from afp_runtime.api._context import context_of
+from afp_runtime.api._params import (
+    Page,
+    PathText,
+    encode_cursor,
+    limit_of,
+    number_param,
+    offset_of,
+    page_of,
+    query,
+    query_flag,
+    query_int,
+)
+from afp_runtime.api._problems import ApiError
+from afp_runtime.api._reads import epoch_entries, epoch_entry
+from afp_runtime.api.agents import window_records
+from afp_runtime.api.shapes import EpochEntry, ResumeAccepted
+from afp_runtime.errors import RunNotResumable
+from afp_runtime.host import AgentNotHosted
+from afp_runtime.records import MESSAGE_LIST_KEYS, ListRef, RunLog
+from afp_runtime.served import (
+    BodyEncoder,
+    ConformanceReport,
+    Receipt,
+    ServedView,
+    check,
+    epoch_at,
+    epochs,
+    receipt_at,
+    served_at,
+    view_of,
+)
+from afp_runtime.store import RunRow, StoredBundle
+
+MAX_SERVED_PAGE = 50
+
+
+def _epoch_not_found(run_id: PathText, epoch: PathText) -> ApiError:
+    return ApiError(
+        404,
+        "epoch-not-found",
+        f"run {run_id!r} has no epoch {epoch}",
+        field="epoch",
+        value=epoch,
+    )
+
+
+@get("/v1/runs/{run_id:str}", summary="One run", tags=["runs"])
+async def one_run(state: State, run_id: PathText) -> RunRow:
+    """The run's summary: agent, turn, kind, status, usage."""
+    ctx = context_of(state)
+    return await ctx.run(run_id)
+
+
+@post(
+    "/v1/runs/{run_id:str}/resume",
+    summary="Resume a held or stalled run",
+    tags=["runs"],
+    status_code=202,
+)
+async def resume_run(state: State, run_id: PathText) -> Response[ResumeAccepted]:
+    """Ask the host to resume the run's held or stalled turn now (an operator run)."""
+    ctx = context_of(state)
+    run = await ctx.run(run_id)
+    try:
+        await ctx.host.resume(run.agent_id, run_id=run_id)
+    except AgentNotHosted as exc:
+        raise ApiError(
+            409, "agent-not-hosted", f"agent {run.agent_id!r} is not run by this host"
+        ) from exc
+    except RunNotResumable as exc:
+        raise ApiError(409, "run-not-resumable", exc.message, field="runId", value=run_id) from exc
+    accepted = ResumeAccepted(run_id=run_id, agent_id=run.agent_id, status="accepted")
+    return Response(accepted, status_code=202)
+
+
+@get("/v1/runs/{run_id:str}/commits", summary="A run's commit log", tags=["runs"])
+async def commits(
+    state: State,
+    run_id: PathText,
+    from_seq: Annotated[str | None, query("fromSeq")] = None,
+    expand: Annotated[str | None, query("expand")] = None,
+    limit: Annotated[str | None, query("limit")] = None,
+    cursor: Annotated[str | None, query("cursor")] = None,
+) -> Page[StoredBundle]:
+    """Commit bundles from ``fromSeq``; message lists by reference unless ``expand=true``."""
+    ctx = context_of(state)
+    run = await ctx.run(run_id)
+    start = query_int("fromSeq", from_seq) or 0
+    expanded = query_flag("expand", expand)
+    size = limit_of(limit)
+    page = page_of(await ctx.reader.bundles(run_id, from_seq=start), limit=size, cursor=cursor)
+    if not expanded:
+        return page
+    items = []
+    for bundle in page.items:
+        writes: list[dict[str, Any]] = []
+        for write in bundle.writes:
+            if write.get("key") in MESSAGE_LIST_KEYS and isinstance(write.get("value"), dict):
+                ref = msgspec.convert(write["value"], ListRef)
+                messages, _ = await ctx.reader.resolve(run.agent_id, ref)
+                write = {**write, "value": list(messages)}
+            writes.append(write)
+        items.append(
+            StoredBundle(
+                run_id=bundle.run_id,
+                seq=bundle.seq,
+                stage=bundle.stage,
+                runtime_stage_id=bundle.runtime_stage_id,
+                iteration=bundle.iteration,
+                committed_at_ms=bundle.committed_at_ms,
+                writes=writes,
+            )
+        )
+    return Page(items=items, next=page.next)
+
+
+@get("/v1/runs/{run_id:str}/epochs", summary="A run's epochs", tags=["served"])
+async def list_epochs(
+    state: State,
+    run_id: PathText,
+    limit: Annotated[str | None, query("limit")] = None,
+    cursor: Annotated[str | None, query("cursor")] = None,
+) -> Page[EpochEntry]:
+    """The run's model calls in commit order, with outcome, usage and gaps."""
+    ctx = context_of(state)
+    await ctx.run(run_id)
+    size = limit_of(limit)
+    start = offset_of(cursor)
+    entries, total = await ctx.with_log(
+        run_id, lambda log: epoch_entries(log, start=start, limit=size)
+    )
+    return Page(items=entries, next=encode_cursor(start + size) if start + size < total else None)
+
+
+@get("/v1/runs/{run_id:str}/epochs/{epoch:str}", summary="One epoch", tags=["served"])
+async def one_epoch(state: State, run_id: PathText, epoch: PathText) -> EpochEntry:
+    """One epoch's listing entry."""
+    ctx = context_of(state)
+    await ctx.run(run_id)
+    number = number_param("epoch", epoch)
+
+    def read(log: RunLog) -> EpochEntry | None:
+        location = epoch_at(log, number)
+        return None if location is None else epoch_entry(log, location, view_of(location, log))
+
+    entry = await ctx.with_log(run_id, read)
+    if entry is None:
+        raise _epoch_not_found(run_id, epoch)
+    return entry
+
+
+@get("/v1/runs/{run_id:str}/epochs/{epoch:str}/served", summary="Served view", tags=["served"])
+async def served_view(state: State, run_id: PathText, epoch: PathText) -> ServedView:
+    """Exactly what the model was sent at this epoch, rebuilt from the log, with its gaps."""
+    ctx = context_of(state)
+    await ctx.run(run_id)
+    number = number_param("epoch", epoch)
+    view = await ctx.with_log(run_id, lambda log: served_at(log, number))
+    if view is None:
+        raise _epoch_not_found(run_id, epoch)
+    return view
+
+
+@get("/v1/runs/{run_id:str}/epochs/{epoch:str}/receipt", summary="Receipt", tags=["served"])
+async def receipt(state: State, run_id: PathText, epoch: PathText) -> Receipt:
+    """The epoch's receipt as stored (digests only, never content)."""
+    ctx = context_of(state)
+    await ctx.run(run_id)
+    number = number_param("epoch", epoch)
+
+    def read(log: RunLog) -> tuple[bool, Receipt | None]:
+        return epoch_at(log, number) is not None, receipt_at(log, number)
+
+    exists, found = await ctx.with_log(run_id, read)
+    if not exists:
+        raise _epoch_not_found(run_id, epoch)
+    if found is None:
+        raise ApiError(
+            404,
+            "receipt-not-found",
+            f"epoch {number} of run {run_id!r} has no acceptable receipt on record",
+            field="epoch",
+            value=epoch,
+        )
+    return found
+
+
+@get(
+    "/v1/runs/{run_id:str}/epochs/{epoch:str}/conformance",
+    summary="Conformance report",
+    tags=["served"],
+)
+async def conformance(
+    state: State,
+    run_id: PathText,
+    epoch: PathText,
+    wire: Annotated[str | None, query("wire")] = None,
+) -> ConformanceReport:
+    """The epoch's view checked against its receipt; ``wire=true`` adds the byte check."""
+    ctx = context_of(state)
+    run = await ctx.run(run_id)
+    number = number_param("epoch", epoch)
+    encoder: BodyEncoder | None = (
+        ctx.host.model_of(run.agent_id) if query_flag("wire", wire) else None
+    )
+
+    def read(log: RunLog) -> ConformanceReport | None:
+        view = served_at(log, number)
+        if view is None:
+            return None
+        return check(view, receipt_at(log, number), encoder=encoder, log=log)
+
+    report = await ctx.with_log(run_id, read)
+    if report is None:
+        raise _epoch_not_found(run_id, epoch)
+    return report
+
+
+@get("/v1/runs/{run_id:str}/served", summary="Served views", tags=["served"])
+async def served_list(
+    state: State,
+    run_id: PathText,
+    from_epoch: Annotated[str | None, query("fromEpoch")] = None,
+    limit: Annotated[str | None, query("limit")] = None,
+    cursor: Annotated[str | None, query("cursor")] = None,
+) -> Page[ServedView]:
+    """The run's served views from ``fromEpoch``, at most 50 per page."""
+    ctx = context_of(state)
+    await ctx.run(run_id)
+    first = query_int("fromEpoch", from_epoch, minimum=1) or 1
+    size = limit_of(limit, maximum=MAX_SERVED_PAGE)
+    start = offset_of(cursor)
+
+    def read(log: RunLog) -> tuple[list[ServedView], int]:
+        located = [loc for loc in epochs(log) if loc.epoch >= first]
+        return [view_of(loc, log) for loc in located[start : start + size]], len(located)
+
+    views, total = await ctx.with_log(run_id, read)
+    return Page(items=views, next=encode_cursor(start + size) if start + size < total else None)
+
+
+@get("/v1/runs/{run_id:str}/window-records", summary="A run's window records", tags=["window"])
+async def run_window_records(
+    state: State,
+    run_id: PathText,
+    limit: Annotated[str | None, query("limit")] = None,
+    cursor: Annotated[str | None, query("cursor")] = None,
+) -> Page[dict[str, Any]]:
+    """The window records the run's window stages filed, in commit order."""
+    ctx = context_of(state)
+    run = await ctx.run(run_id)
+    size = limit_of(limit)
+    return page_of(await window_records(ctx, [run]), limit=size, cursor=cursor)
+
+
+HANDLERS = [
+    one_run,
+    resume_run,
+    commits,
+    list_epochs,
+    one_epoch,
+    served_view,
+    receipt,
+    conformance,
+    served_list,
+    run_window_records,
+]

@@ -1,0 +1,134 @@
+"""The API's own JSON shapes (served.md §6.3); all keys camelCase.
+
+Committed records keep their stored fields as they are (``acceptedAtMs``, ``foldedAtMs``…);
+values the API itself adds (``acceptedAt``) are ISO 8601 instants with ``Z``. Documented fields
+that have no value are ``null`` rather than absent, so a client sees every field of a shape.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import msgspec
+
+from afp_runtime.messages import Message, Usage
+from afp_runtime.served import ServedView
+
+
+def iso_instant(ms: int) -> str:
+    """Epoch milliseconds as an ISO 8601 instant with milliseconds and ``Z``."""
+    moment = datetime.fromtimestamp(ms // 1000, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+
+
+class _Shape(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Base of response shapes."""
+
+
+class Health(_Shape, frozen=True, kw_only=True):
+    """``GET /v1/health``."""
+
+    status: Literal["ok", "starting", "shutting-down"]
+    version: str
+    schema_version: int
+
+
+class AgentView(_Shape, frozen=True, kw_only=True):
+    """One agent: its conversation counters and, when hosted here, its definition."""
+
+    agent_id: str
+    status: str
+    hosted: bool
+    model: str | None
+    provider: str | None
+    window_strategy: str | None
+    turn: int
+    model_calls: int
+    messages: int
+    inbox_depth: int
+    pending_question: str | None
+    active_run: str | None
+    time_zone: str | None
+    usage_totals: Usage
+    created_at_ms: int
+
+
+class InboxPosted(_Shape, frozen=True, kw_only=True):
+    """The acknowledgement of ``POST …/inbox``."""
+
+    message_id: str
+    agent_id: str
+    accepted_at: str
+    status: Literal["queued"]
+    position: int
+
+
+class InboxMessage(_Shape, frozen=True, kw_only=True):
+    """One inbox message as stored, with the run and outcome of its turn when known."""
+
+    message_id: str
+    agent_id: str
+    position: int
+    text: str
+    status: str
+    accepted_at_ms: int
+    turn: int | None
+    idempotency_key: str | None
+    sender: str | None = msgspec.field(name="from")
+    run_id: str | None = None
+    answer: str | None = None
+    error_kind: str | None = None
+    error: str | None = None
+
+
+class ResumeAccepted(_Shape, frozen=True, kw_only=True):
+    """The acknowledgement of ``POST /v1/runs/{runId}/resume``."""
+
+    run_id: str
+    agent_id: str
+    status: Literal["accepted"]
+
+
+class CallView(_Shape, frozen=True, kw_only=True):
+    """The agent's n-th model call: where it sits and what it was sent."""
+
+    agent_call: int
+    run_id: str
+    epoch: int
+    view: ServedView
+
+
+class EpochEntry(_Shape, frozen=True, kw_only=True):
+    """One epoch of a run's listing (served.md §1.2, §6.3)."""
+
+    epoch: int
+    call_runtime_stage_id: str
+    agent_call: int | None
+    outcome: str
+    attempts: int
+    tool_call_count: int
+    usage: dict[str, Any] | None
+    wire: bool
+    gaps: list[str]
+
+
+class FoldedSpanView(_Shape, frozen=True, kw_only=True):
+    """A folded span without its messages (shape owned by window.md §12)."""
+
+    summary_fingerprint: str
+    run_id: str
+    iteration: int
+    folded_at_ms: int
+    model: str
+    message_count: int
+    removed_stage_ids: list[str]
+    retained: str
+
+
+class FoldedMessages(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of a folded span's original messages and where they were read from."""
+
+    items: list[Message]
+    next: str | None
+    source: Literal["span", "log"]

@@ -1,0 +1,33 @@
+"""Host: standing agents on one store, their durable inbox, workers and event bus."""
+
+from afp_runtime.host.events import (
+    DEFAULT_RING_SIZE,
+    DEFAULT_SUBSCRIBER_BUFFER,
+    Delivered,
+    EventBus,
+    GapReason,
+    StreamGap,
+    Subscription,
+)
+from afp_runtime.host.host import (
+    AgentNotHosted,
+    AgentProfile,
+    Host,
+    HostState,
+    HostStopping,
+)
+
+__all__ = [
+    "AgentNotHosted",
+    "AgentProfile",
+    "DEFAULT_RING_SIZE",
+    "DEFAULT_SUBSCRIBER_BUFFER",
+    "Delivered",
+    "EventBus",
+    "GapReason",
+    "Host",
+    "HostState",
+    "HostStopping",
+    "StreamGap",
+    "Subscription",
+]

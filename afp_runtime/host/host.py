@@ -1,0 +1,425 @@
+"""The standing host, minimal form (host.md §13.1-§13.3): agents, inbox, scheduling, stop.
+
+``async with Host(store, definitions, clock=…, ids=…) as host:`` ensures every agent exists in
+the store, opens a read-only connection for readers (``host.reader``), and starts one worker per
+agent in the host's task group. A worker runs ``AgentDriver.work()`` whenever a message is
+posted (``host.post`` wakes it) and at least every ``poll_interval_s`` on the injected clock, so
+rows written by other processes are noticed too. Its first pass finishes what an earlier process
+left unfinished (``work()`` recovers running turns and retries due stalls).
+
+Readings settled here (the full host of host.md §12-§13 comes later):
+
+* One turn at a time per agent (one worker each); agents work in parallel up to
+  ``max_active_turns`` (an ``anyio.CapacityLimiter``, which admits waiting workers in the order
+  they asked: the agent whose worker woke first goes first).
+* Leaving the ``async with`` block (or ``stop()``) stops admitting (``post`` and ``resume``
+  raise ``HostStopping``), ends every event subscription, and cancels the workers at once
+  through the cancel scope of their task group (a group of its own inside the host's, so the
+  code running inside ``async with`` is never cancelled by a stop); a commit in progress
+  completes (commits are shielded), and interrupted runs are recovered at the next start. Then
+  every definition's adapters are closed once and the reader is closed. No grace period and no
+  lease yet.
+* ``resume(agent_id)`` checks synchronously that the agent's turn is held or stalled (and, when
+  a run id is given, that it is the turn's latest run), then asks the worker to run an operator
+  resume; it returns before that run starts.
+* A worker that fails with an unexpected error logs it and tries again at its next wake-up; the
+  host keeps running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+from collections.abc import Sequence
+from typing import Literal
+
+import anyio
+import msgspec
+import structlog
+from anyio.abc import TaskGroup, TaskStatus
+
+from afp_runtime.errors import AgentDefinitionError, RunNotResumable, StateError
+from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
+from afp_runtime.loop import (
+    AgentDefinition,
+    AgentDriver,
+    Emitter,
+    Event,
+    IdFactory,
+    LoopHooks,
+)
+from afp_runtime.models import Model
+from afp_runtime.records import Clock
+from afp_runtime.store import Ack, SqliteStore
+
+log = structlog.get_logger()
+
+HostState = Literal["starting", "running", "stopping", "stopped"]
+
+
+class HostStopping(StateError):
+    """The host is stopping (or not started): it admits no new message or run."""
+
+
+class AgentNotHosted(StateError):
+    """The named agent is not run by this host."""
+
+
+class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """What the host knows of a hosted agent's definition.
+
+    Attributes:
+        agent_id: the agent (wire ``agentId``).
+        model: the model id sent on the wire.
+        provider: the adapter's provider name.
+        tool_names: the agent's tools in declaration order (wire ``toolNames``).
+        max_iterations: the step budget (wire ``maxIterations``).
+        durability: ``sync``, ``iteration`` or ``turn``.
+        window_strategy: the window strategy's name, absent without one (wire
+            ``windowStrategy``).
+    """
+
+    agent_id: str
+    model: str
+    provider: str
+    tool_names: tuple[str, ...]
+    max_iterations: int
+    durability: str
+    window_strategy: str | None = None
+
+
+class _Agent:
+    """A hosted agent's worker state."""
+
+    def __init__(self, definition: AgentDefinition, driver: AgentDriver) -> None:
+        self.definition = definition
+        self.driver = driver
+        self.wake: anyio.Event | None = None
+        self.resume_requested = False
+        self.working = False
+        self.passes = 0
+
+
+class Host:
+    """Runs standing agents on one store.
+
+    Args:
+        store: the open (writer) store.
+        definitions: the agents to host; ids must be unique.
+        clock: the injected clock (timestamps, poll interval).
+        ids: the injected id factory (run and message ids).
+        max_active_turns: agents working at once.
+        poll_interval_s: a worker looks for work at least this often (on ``clock``).
+        ring_size: recent events kept for resuming event streams.
+        subscriber_buffer: the per-subscriber event queue bound.
+        boot_id: the event boot id (random when omitted).
+        rng: random source for the drivers' retry jitter.
+        hooks: loop hooks handed to every driver (tests).
+
+    Raises:
+        AgentDefinitionError: two definitions share an id (field ``agents``).
+    """
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        definitions: Sequence[AgentDefinition],
+        *,
+        clock: Clock,
+        ids: IdFactory,
+        max_active_turns: int = 8,
+        poll_interval_s: float = 1.0,
+        ring_size: int = DEFAULT_RING_SIZE,
+        subscriber_buffer: int = DEFAULT_SUBSCRIBER_BUFFER,
+        boot_id: str | None = None,
+        rng: random.Random | None = None,
+        hooks: LoopHooks | None = None,
+    ) -> None:
+        if isinstance(max_active_turns, bool) or not isinstance(max_active_turns, int):
+            raise AgentDefinitionError(
+                f"maxActiveTurns must be an int >= 1, not {max_active_turns!r}",
+                field="maxActiveTurns",
+            )
+        if max_active_turns < 1:
+            raise AgentDefinitionError(
+                f"maxActiveTurns must be an int >= 1, not {max_active_turns}",
+                field="maxActiveTurns",
+            )
+        if not (math.isfinite(poll_interval_s) and poll_interval_s > 0):
+            raise AgentDefinitionError(
+                f"pollIntervalS must be a finite number > 0, not {poll_interval_s!r}",
+                field="pollIntervalS",
+            )
+        self.store = store
+        self.clock = clock
+        self.ids = ids
+        self.poll_interval_s = poll_interval_s
+        self.max_active_turns = max_active_turns
+        self.events = EventBus(
+            boot_id=boot_id, ring_size=ring_size, subscriber_buffer=subscriber_buffer
+        )
+        self.state: HostState = "starting"
+        self._agents: dict[str, _Agent] = {}
+        rng = rng or random.Random()
+        for definition in definitions:
+            if definition.agent_id in self._agents:
+                raise AgentDefinitionError(
+                    f"two agents are named {definition.agent_id!r}; agent ids must be unique",
+                    field="agents",
+                )
+            driver = AgentDriver(
+                store,
+                definition,
+                clock=clock,
+                ids=ids,
+                emitter=Emitter([self.events.publish]),
+                rng=rng,
+                hooks=hooks,
+            )
+            self._agents[definition.agent_id] = _Agent(definition, driver)
+        self._reader: SqliteStore | None = None
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._workers: TaskGroup | None = None
+        self._stack = contextlib.AsyncExitStack()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Host:
+        try:
+            # Callbacks run last-in first-out: adapters close after the workers have stopped.
+            self._stack.push_async_callback(self._close_definitions)
+            for agent_id in self._agents:
+                await self.store.ensure_agent(agent_id, now_ms=self.clock.now_ms())
+            self._reader = await SqliteStore.open(self.store.path, read_only=True)
+            self._stack.push_async_callback(self._close_reader)
+            self._limiter = anyio.CapacityLimiter(self.max_active_turns)
+            outer = await self._stack.enter_async_context(anyio.create_task_group())
+            await outer.start(self._run_workers)
+        except BaseException:
+            self.state = "stopping"
+            self.events.close()
+            await self._stack.aclose()
+            self.state = "stopped"
+            raise
+        self.state = "running"
+        self._host_event("host.started")
+        log.info("host started", agents=list(self._agents))
+        return self
+
+    async def __aexit__(self, *exc: object) -> bool | None:
+        self.stop()
+        try:
+            return await self._stack.__aexit__(*exc)  # type: ignore[arg-type]
+        finally:
+            self.state = "stopped"
+            log.info("host stopped")
+
+    def stop(self) -> None:
+        """Stop admitting, end every event stream and cancel the workers (idempotent)."""
+        if self.state in ("stopping", "stopped"):
+            return
+        self.state = "stopping"
+        self._host_event("host.stopping")
+        self.events.close()
+        if self._workers is not None:
+            self._workers.cancel_scope.cancel()
+
+    async def _close_reader(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            with anyio.CancelScope(shield=True):
+                await reader.aclose()
+
+    async def _close_definitions(self) -> None:
+        with anyio.CancelScope(shield=True):
+            for agent in self._agents.values():
+                try:
+                    await agent.definition.aclose()
+                except Exception:
+                    log.exception(
+                        "closing an agent's adapters failed", agent_id=agent.driver.agent_id
+                    )
+
+    def _host_event(self, kind: str) -> None:
+        payload = {"bootId": self.events.boot_id, "agents": list(self._agents)}
+        self.events.publish(
+            Event(id=0, type=kind, at_ms=self.clock.now_ms(), agent_id="", payload=payload)
+        )
+
+    # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def reader(self) -> SqliteStore:
+        """The host's read-only connection to its store (open while the host runs)."""
+        if self._reader is None:
+            raise HostStopping("the host is not running")
+        return self._reader
+
+    @property
+    def agent_ids(self) -> tuple[str, ...]:
+        """The hosted agents, in registration order."""
+        return tuple(self._agents)
+
+    def hosts(self, agent_id: str) -> bool:
+        """Whether this host runs ``agent_id``."""
+        return agent_id in self._agents
+
+    def profile(self, agent_id: str) -> AgentProfile | None:
+        """The hosted agent's definition summary, or None when it is not hosted."""
+        agent = self._agents.get(agent_id)
+        if agent is None:
+            return None
+        d = agent.definition
+        return AgentProfile(
+            agent_id=agent_id,
+            model=d.model.model,
+            provider=d.model.provider,
+            tool_names=tuple(tool.name for tool in d.tools),
+            max_iterations=d.max_iterations,
+            durability=d.durability,
+            window_strategy=d.window.name if d.window is not None else None,
+        )
+
+    def model_of(self, agent_id: str) -> Model | None:
+        """The hosted agent's model adapter in this process (the wire check's encoder)."""
+        agent = self._agents.get(agent_id)
+        return agent.definition.model if agent is not None else None
+
+    def working(self, agent_id: str) -> bool:
+        """Whether the agent's worker is inside a pass right now."""
+        agent = self._agents.get(agent_id)
+        return agent is not None and agent.working
+
+    def passes(self, agent_id: str) -> int:
+        """How many work passes the agent's worker has finished (tests wait on it)."""
+        agent = self._agents.get(agent_id)
+        return agent.passes if agent is not None else 0
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _admit(self, agent_id: str) -> _Agent:
+        agent = self._agents.get(agent_id)
+        if agent is None:
+            raise AgentNotHosted(f"agent {agent_id!r} is not run by this host", agent_id=agent_id)
+        if self.state != "running":
+            raise HostStopping(f"the host is {self.state}; it admits nothing new")
+        return agent
+
+    async def post(
+        self,
+        agent_id: str,
+        text: str,
+        *,
+        idempotency_key: str | None = None,
+        sender: str | None = None,
+    ) -> Ack:
+        """Accept a person's message durably and wake the agent; returns after the commit.
+
+        Raises:
+            AgentNotHosted: the agent is not run here.
+            HostStopping: the host is stopping.
+            InvalidValue: the text is empty or too long (field ``text``).
+            IdempotencyConflict: the key was used before with other text.
+        """
+        agent = self._admit(agent_id)
+        now = self.clock.now_ms()
+        ack = await self.store.post(
+            agent_id,
+            text,
+            message_id=self.ids.message_id(),
+            now_ms=now,
+            idempotency_key=idempotency_key,
+            sender=sender,
+        )
+        if not ack.duplicate:
+            agent.driver.emitter.emit(
+                "inbox.accepted",
+                at_ms=now,
+                agent_id=agent_id,
+                payload={
+                    "messageId": ack.message_id,
+                    "position": ack.position,
+                    "textChars": len(text),
+                },
+            )
+        self.wake(agent_id)
+        return ack
+
+    async def resume(self, agent_id: str, *, run_id: str | None = None) -> None:
+        """Ask for an operator resume of the agent's held or stalled turn (host.md §13.6).
+
+        Raises:
+            AgentNotHosted: the agent is not run here.
+            HostStopping: the host is stopping.
+            RunNotResumable: the turn is not held or stalled, or ``run_id`` is not its latest
+                run.
+        """
+        agent = self._admit(agent_id)
+        state = await self.reader.conversation_state(agent_id)
+        turn = state.open_turn if state is not None else None
+        if turn is None or turn.status not in ("held", "stalled"):
+            status = turn.status if turn is not None else "idle"
+            raise RunNotResumable(
+                f"agent {agent_id!r} has no held or stalled turn to resume (it is {status})",
+                agent_id=agent_id,
+            )
+        if run_id is not None and run_id != turn.last_run_id:
+            raise RunNotResumable(
+                f"run {run_id!r} is not the latest run of the held turn ({turn.last_run_id!r})",
+                agent_id=agent_id,
+                run_id=run_id,
+            )
+        agent.resume_requested = True
+        self.wake(agent_id)
+
+    def wake(self, agent_id: str) -> None:
+        """Make the agent's worker look for work now."""
+        agent = self._agents.get(agent_id)
+        if agent is not None and agent.wake is not None:
+            agent.wake.set()
+
+    # -- the workers --------------------------------------------------------------------------
+
+    async def _run_workers(
+        self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        # The workers' own task group: stopping cancels it, never the code inside ``async with``.
+        async with anyio.create_task_group() as workers:
+            self._workers = workers
+            for agent in self._agents.values():
+                await workers.start(self._worker, agent)
+            task_status.started()
+
+    async def _worker(
+        self, agent: _Agent, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        assert self._limiter is not None
+        agent_id = agent.driver.agent_id
+        with structlog.contextvars.bound_contextvars(agent_id=agent_id):
+            agent.wake = anyio.Event()
+            task_status.started()
+            while True:
+                # A post during the pass sets the fresh event, so it is never missed.
+                agent.wake = anyio.Event()
+                async with self._limiter:
+                    agent.working = True
+                    try:
+                        await self._pass(agent)
+                    except Exception:
+                        log.exception("an agent's work pass failed; it retries at its next wake")
+                    finally:
+                        agent.working = False
+                        agent.passes += 1
+                with self.clock.move_on_after(self.poll_interval_s):
+                    await agent.wake.wait()
+
+    async def _pass(self, agent: _Agent) -> None:
+        if agent.resume_requested:
+            agent.resume_requested = False
+            try:
+                await agent.driver.resume()
+            except RunNotResumable as exc:
+                log.warning("operator resume skipped", reason=str(exc))
+            return
+        await agent.driver.work()

@@ -1,0 +1,110 @@
+"""``afp serve`` as a real process: binding refusals, the token, a message answered over HTTP,
+and a clean exit on SIGTERM (served.md §6.1, §7, case 30)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from .conftest import BUSY, TOKEN
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "configs" / "demo.toml"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("AFP_API_TOKEN", None)
+    return env
+
+
+def afp(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "afp_runtime.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env or _env(),
+        cwd=REPO,
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_case_30_serving_a_public_address_without_a_token_exits_2(tmp_path: Path) -> None:
+    """Case 30: `afp serve --host 0.0.0.0` without a token refuses to start, exit 2, naming
+    api.token, and creates no database."""
+    db = tmp_path / "afp.db"
+    done = afp("serve", "--agents", str(DEMO), "--db", str(db), "--host", "0.0.0.0")
+    assert done.returncode == 2, done.stderr
+    assert "api.token" in done.stderr
+    assert not db.exists()
+
+
+def test_a_short_token_is_refused(tmp_path: Path) -> None:
+    """A token under 32 characters (from the environment) is refused with exit 2."""
+    env = {**_env(), "AFP_API_TOKEN": "too-short"}
+    done = afp("serve", "--agents", str(DEMO), "--db", str(tmp_path / "afp.db"), env=env)
+    assert done.returncode == 2 and "api.token" in done.stderr
+
+
+def test_serve_answers_over_http_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    """`afp serve` with a token file serves health openly, refuses requests without the token,
+    answers a posted message, and exits 0 on SIGTERM."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n", encoding="utf-8")
+    port = _free_port()
+    args = ["--agents", str(DEMO), "--db", str(tmp_path / "afp.db"), "--port", str(port)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "afp_runtime.cli", "serve", *args, "--token-file", str(token_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        cwd=REPO,
+    )
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+            deadline = time.monotonic() + 30
+            while True:
+                assert process.poll() is None, process.communicate()[1]
+                try:
+                    if client.get("/v1/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, "the server did not come up"
+                time.sleep(0.05)
+            assert client.get("/v1/agents").status_code == 401
+            agents = client.get("/v1/agents", headers=auth).json()["items"]
+            assert [a["agentId"] for a in agents] == ["demo"]
+            posted = client.post(
+                "/v1/agents/demo/inbox", json={"text": "Where is order 1042?"}, headers=auth
+            )
+            assert posted.status_code == 202
+            path = f"/v1/agents/demo/inbox/{posted.json()['messageId']}"
+            while (one := client.get(path, headers=auth).json())["status"] in BUSY:
+                assert time.monotonic() < deadline + 30, one
+                time.sleep(0.05)
+            assert one["status"] == "answered" and "1042" in one["answer"]
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr
+    assert f"127.0.0.1:{port}" in stderr

@@ -1,0 +1,114 @@
+"""The host's event bus: host-wide ids, filters, bounded subscribers, resuming from the ring
+buffer (host.md §7.1, served.md §6.5)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from afp_runtime.host import EventBus, StreamGap
+from afp_runtime.loop import Event
+
+
+def event(kind: str = "model.started", agent_id: str = "ops", **payload: object) -> Event:
+    """An event as a driver's emitter makes it (its own id is replaced on publish)."""
+    return Event(id=99, type=kind, at_ms=0, agent_id=agent_id, payload=dict(payload))
+
+
+def drain(bus: EventBus, count: int) -> None:
+    """Publish ``count`` numbered events of agent ``ops``."""
+    for n in range(count):
+        bus.publish(event(n=n))
+
+
+async def take(subscription: object, count: int) -> list[Event | StreamGap]:
+    """The next ``count`` items of a subscription (bounded in real time)."""
+    items = []
+    with anyio.fail_after(5):
+        for _ in range(count):
+            item = await subscription.next()  # type: ignore[attr-defined]
+            assert item is not None
+            items.append(item)
+    return items
+
+
+async def test_publish_numbers_events_host_wide_and_filters_deliver() -> None:
+    """Published events get increasing host-wide ids; agent and type-prefix filters apply."""
+    bus = EventBus(boot_id="boot")
+    every = bus.subscribe()
+    ops = bus.subscribe(agent_ids=["ops"])
+    models = bus.subscribe(types=["model."])
+    bus.publish(event("model.started", "ops"))
+    bus.publish(event("tool.started", "other"))
+    bus.publish(event("model.ended", "other"))
+    assert [e.id for e in await take(every, 3)] == [1, 2, 3]  # type: ignore[union-attr]
+    assert [e.type for e in await take(ops, 1)] == ["model.started"]
+    assert [e.type for e in await take(models, 2)] == ["model.started", "model.ended"]
+    assert ops.pending == 0 and bus.last_id == 3 and bus.wire_id(3) == "boot-3"
+
+
+async def test_a_slow_subscriber_loses_the_oldest_and_gets_a_gap() -> None:
+    """A full queue drops its oldest events; the reader first gets a slow-client gap with the
+    count and the first missed id, then the newest events."""
+    bus = EventBus(boot_id="b", subscriber_buffer=3)
+    slow = bus.subscribe()
+    drain(bus, 10)
+    items = await take(slow, 4)
+    assert items[0] == StreamGap(reason="slow-client", count=7, missed_from="b-1")
+    assert [e.id for e in items[1:]] == [8, 9, 10]  # type: ignore[union-attr]
+
+
+async def test_resume_after_a_known_id_replays_the_rest() -> None:
+    """Resuming after id 5 of this boot replays 6.. in order, then live events."""
+    bus = EventBus(boot_id="b")
+    drain(bus, 8)
+    resumed = bus.subscribe(last_event_id="b-5")
+    bus.publish(event())
+    assert [e.id for e in await take(resumed, 4)] == [6, 7, 8, 9]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("last_event_id", "reason"),
+    [("other-5", "restarted"), ("garbage", "restarted"), ("b-1", "evicted")],
+)
+async def test_resume_from_an_unknown_point_starts_with_a_gap(
+    last_event_id: str, reason: str
+) -> None:
+    """An id from another boot (or unreadable) is restarted, one older than the ring evicted;
+    the ring's events follow the marker."""
+    bus = EventBus(boot_id="b", ring_size=3)
+    drain(bus, 10)
+    resumed = bus.subscribe(last_event_id=last_event_id)
+    items = await take(resumed, 4)
+    assert items[0] == StreamGap(reason=reason, missed_from=last_event_id)  # type: ignore[arg-type]
+    assert [e.id for e in items[1:]] == [8, 9, 10]  # type: ignore[union-attr]
+
+
+async def test_closing_the_bus_ends_every_subscription() -> None:
+    """Closing ends waiting readers and later subscriptions at once."""
+    bus = EventBus()
+    first = bus.subscribe()
+    received: list[object] = []
+
+    async def read() -> None:
+        async for item in first:
+            received.append(item)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read)
+        await anyio.wait_all_tasks_blocked()
+        bus.publish(event())
+        bus.close()
+    late = bus.subscribe()
+    assert len(received) == 1 and await late.next() is None and bus.subscribers == 0
+
+
+async def test_a_closed_subscription_stops_receiving() -> None:
+    """A subscription closed by its context manager is unregistered."""
+    bus = EventBus()
+    with bus.subscribe() as subscription:
+        bus.publish(event())
+    bus.publish(event())
+    assert bus.subscribers == 0
+    assert [e.id for e in await take(subscription, 1)] == [1]  # type: ignore[union-attr]
+    assert await subscription.next() is None
