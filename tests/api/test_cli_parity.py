@@ -1,0 +1,39 @@
+"""served.md case 35: the CLI prints exactly what the API answers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import anyio
+
+from afp_runtime.testing import answer, call, tool_reply
+
+from .conftest import Api, agent, post, settle
+
+
+def afp(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "afp_runtime.cli", *args], capture_output=True, timeout=60
+    )
+
+
+async def test_cli_served_json_is_the_api_body(api: Api) -> None:
+    """`afp served RUN 2 --json` prints the API's served body; a missing epoch exits 1;
+    `afp conform` on a healthy run exits 0 with one verified row per epoch."""
+    script = [tool_reply(call("c1", "alpha_tool")), answer("done")]
+    async with api.running(agent(script)) as (host, client):
+        await post(client)
+        await settle(host)
+        body = (await client.get("/v1/runs/run-1/epochs/2/served")).content
+        report = (await client.get("/v1/runs/run-1/epochs/2/conformance?wire=true")).json()
+    db = str(api.path)
+    cli = await anyio.to_thread.run_sync(afp, "served", "run-1", "2", "--json", "--db", db)
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.strip() == body.strip()
+    missing = await anyio.to_thread.run_sync(afp, "served", "run-1", "7", "--db", db)
+    assert missing.returncode == 1
+    conform = await anyio.to_thread.run_sync(afp, "conform", "run-1", "--db", db)
+    assert conform.returncode == 0
+    assert conform.stdout.decode().count("verified") == 2
+    assert report["verdict"] == "verified"
