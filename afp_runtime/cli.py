@@ -832,6 +832,40 @@ async def cmd_scenario_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- writing the inbox ------------------------------------------------------------------------
+
+
+async def cmd_send(args: argparse.Namespace) -> int:
+    """Post a person's message to an agent's durable inbox; prints the ack after the commit.
+
+    The same path as the API's inbox (``SqliteStore.post``: a ``synchronous=FULL`` commit, then
+    the ack); a running host notices the row within its poll interval. No host is needed.
+    """
+    clock = SystemClock()
+    if not await anyio.Path(args.db).exists():
+        raise NotFound(f"no database at {args.db}")
+    store = await SqliteStore.open(args.db, now_ms=clock.now_ms())
+    try:
+        if await store.conversation_state(args.agent) is None:
+            raise NotFound(f"no agent {args.agent!r} in {args.db}")
+        ack = await store.post(
+            args.agent,
+            args.text,
+            message_id=TimeOrderedIds(clock.now_ms).message_id(),
+            now_ms=clock.now_ms(),
+            idempotency_key=args.idempotency_key,
+        )
+    finally:
+        await store.aclose()
+    if args.json:
+        _json(ack)
+    elif ack.duplicate:
+        out.print(f"already accepted as {ack.message_id} (position {ack.position})")
+    else:
+        out.print(f"accepted {ack.message_id} (position {ack.position})")
+    return EXIT_OK
+
+
 # -- serving ----------------------------------------------------------------------------------
 
 
@@ -958,6 +992,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("agent")
     p.add_argument("--status")
     p.add_argument("--json", action="store_true")
+
+    p = add("send", cmd_send, "Post a message to an agent's durable inbox (no host needed).")
+    p.add_argument("agent")
+    p.add_argument("text")
+    p.add_argument(
+        "--idempotency-key", help="a retry with the same key and text is not stored twice"
+    )
+    p.add_argument("--json", action="store_true", help="print the ack as JSON")
 
     p = add("window", cmd_window, "Show window records (what left, what refused, pins).")
     p.add_argument("run", nargs="?", help="one run")

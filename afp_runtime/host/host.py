@@ -12,13 +12,19 @@ Readings settled here (the full host of host.md §12-§13 comes later):
 * One turn at a time per agent (one worker each); agents work in parallel up to
   ``max_active_turns`` (an ``anyio.CapacityLimiter``, which admits waiting workers in the order
   they asked: the agent whose worker woke first goes first).
-* Leaving the ``async with`` block (or ``stop()``) stops admitting (``post`` and ``resume``
-  raise ``HostStopping``), ends every event subscription, and cancels the workers at once
-  through the cancel scope of their task group (a group of its own inside the host's, so the
-  code running inside ``async with`` is never cancelled by a stop); a commit in progress
-  completes (commits are shielded), and interrupted runs are recovered at the next start. Then
-  every definition's adapters are closed once and the reader is closed. No grace period and no
-  lease yet.
+* Graceful shutdown (host.md §13.5): ``stop()`` (``afp serve`` calls it on SIGTERM/SIGINT)
+  stops admitting (``post`` and ``resume`` raise ``HostStopping``, which the API answers 503
+  ``shutting-down``), ends every event subscription and wakes every worker; a worker starts no
+  new pass. Passes in progress get up to ``shutdown_grace_s`` on the injected clock
+  (``clock.move_on_after``); at the deadline the workers are cancelled through the cancel
+  scope of their task group (a group of its own inside the host's, so the code running inside
+  ``async with`` is never cancelled by a stop). A commit in progress completes (commits are
+  shielded), and interrupted runs are recovered at the next start. A second ``stop()`` (a
+  second signal) skips what is left of the grace. Leaving the ``async with`` block waits for
+  the workers; without an earlier ``stop()`` it cancels them at once. Then every definition's
+  adapters are closed once and the reader is closed. A pass finishes its current
+  ``AgentDriver.work()``, which may start the agent's next queued turn inside the grace; no
+  clean-shutdown marker and no lease yet.
 * ``resume(agent_id)`` checks synchronously that the agent's turn is held or stalled (and, when
   a run id is given, that it is the turn's latest run), then asks the worker to run an operator
   resume; it returns before that run starts.
@@ -111,6 +117,8 @@ class Host:
         ids: the injected id factory (run and message ids).
         max_active_turns: agents working at once.
         poll_interval_s: a worker looks for work at least this often (on ``clock``).
+        shutdown_grace_s: how long a stop lets running passes finish (on ``clock``) before
+            cancelling them.
         ring_size: recent events kept for resuming event streams.
         subscriber_buffer: the per-subscriber event queue bound.
         boot_id: the event boot id (random when omitted).
@@ -130,6 +138,7 @@ class Host:
         ids: IdFactory,
         max_active_turns: int = 8,
         poll_interval_s: float = 1.0,
+        shutdown_grace_s: float = 30.0,
         ring_size: int = DEFAULT_RING_SIZE,
         subscriber_buffer: int = DEFAULT_SUBSCRIBER_BUFFER,
         boot_id: str | None = None,
@@ -151,8 +160,18 @@ class Host:
                 f"pollIntervalS must be a finite number > 0, not {poll_interval_s!r}",
                 field="pollIntervalS",
             )
+        if isinstance(shutdown_grace_s, bool) or not (
+            isinstance(shutdown_grace_s, int | float)
+            and math.isfinite(shutdown_grace_s)
+            and shutdown_grace_s >= 0
+        ):
+            raise AgentDefinitionError(
+                f"shutdownGraceS must be a finite number >= 0, not {shutdown_grace_s!r}",
+                field="shutdownGraceS",
+            )
         self.store = store
         self.clock = clock
+        self.shutdown_grace_s = float(shutdown_grace_s)
         self.ids = ids
         self.poll_interval_s = poll_interval_s
         self.max_active_turns = max_active_turns
@@ -181,6 +200,12 @@ class Host:
         self._reader: SqliteStore | None = None
         self._limiter: anyio.CapacityLimiter | None = None
         self._workers: TaskGroup | None = None
+        self._stop_requested = anyio.Event()
+        self._all_idle = anyio.Event()
+        self._live_workers = 0
+        self._grace = self.shutdown_grace_s
+        # Cancelled by a second stop: ends what is left of the grace (entering it then is a no-op).
+        self._grace_scope = anyio.CancelScope()
         self._stack = contextlib.AsyncExitStack()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -208,22 +233,43 @@ class Host:
         return self
 
     async def __aexit__(self, *exc: object) -> bool | None:
-        self.stop()
+        # Leaving without a stop cancels at once (as a process that ends would); after a
+        # stop it waits out that stop's grace (not ``stop()``, which would cut the grace).
+        self._begin_stop(0.0)
         try:
             return await self._stack.__aexit__(*exc)  # type: ignore[arg-type]
         finally:
             self.state = "stopped"
             log.info("host stopped")
 
-    def stop(self) -> None:
-        """Stop admitting, end every event stream and cancel the workers (idempotent)."""
+    def stop(self, grace_s: float | None = None) -> None:
+        """Stop admitting, end every event stream, and let running passes finish for up to
+        ``grace_s`` (default ``shutdown_grace_s``) on the clock before cancelling them.
+
+        A second call skips what is left of the grace: the workers are cancelled now. Leaving
+        the ``async with`` block waits for the workers either way.
+        """
+        if self.state == "stopped":
+            return
+        if self.state == "stopping":
+            self._grace_scope.cancel()
+            return
+        self._begin_stop(grace_s)
+
+    def _begin_stop(self, grace_s: float | None) -> None:
         if self.state in ("stopping", "stopped"):
             return
         self.state = "stopping"
+        if grace_s is not None:
+            self._grace = max(0.0, grace_s)
+        if self._grace == 0:
+            self._grace_scope.cancel()
         self._host_event("host.stopping")
         self.events.close()
-        if self._workers is not None:
-            self._workers.cancel_scope.cancel()
+        self._stop_requested.set()
+        for agent in self._agents.values():
+            if agent.wake is not None:
+                agent.wake.set()
 
     async def _close_reader(self) -> None:
         reader, self._reader = self._reader, None
@@ -388,8 +434,17 @@ class Host:
         async with anyio.create_task_group() as workers:
             self._workers = workers
             for agent in self._agents.values():
+                self._live_workers += 1
                 await workers.start(self._worker, agent)
+            if not self._live_workers:
+                self._all_idle.set()
             task_status.started()
+            await self._stop_requested.wait()
+            with self._grace_scope, self.clock.move_on_after(self._grace):
+                await self._all_idle.wait()
+            if not self._all_idle.is_set():
+                log.warning("shutdown grace over; cancelling the running work", grace_s=self._grace)
+            workers.cancel_scope.cancel()
 
     async def _worker(
         self, agent: _Agent, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -399,20 +454,33 @@ class Host:
         with structlog.contextvars.bound_contextvars(agent_id=agent_id):
             agent.wake = anyio.Event()
             task_status.started()
-            while True:
-                # A post during the pass sets the fresh event, so it is never missed.
-                agent.wake = anyio.Event()
-                async with self._limiter:
-                    agent.working = True
-                    try:
-                        await self._pass(agent)
-                    except Exception:
-                        log.exception("an agent's work pass failed; it retries at its next wake")
-                    finally:
-                        agent.working = False
-                        agent.passes += 1
-                with self.clock.move_on_after(self.poll_interval_s):
-                    await agent.wake.wait()
+            try:
+                await self._work_until_stopped(agent)
+            finally:
+                self._live_workers -= 1
+                if self._live_workers <= 0:
+                    self._all_idle.set()
+
+    async def _work_until_stopped(self, agent: _Agent) -> None:
+        assert self._limiter is not None
+        while not self._stop_requested.is_set():
+            # A post during the pass sets the fresh event, so it is never missed.
+            agent.wake = anyio.Event()
+            async with self._limiter:
+                if self._stop_requested.is_set():
+                    return
+                agent.working = True
+                try:
+                    await self._pass(agent)
+                except Exception:
+                    log.exception("an agent's work pass failed; it retries at its next wake")
+                finally:
+                    agent.working = False
+                    agent.passes += 1
+            if self._stop_requested.is_set():
+                return
+            with self.clock.move_on_after(self.poll_interval_s):
+                await agent.wake.wait()
 
     async def _pass(self, agent: _Agent) -> None:
         if agent.resume_requested:

@@ -36,6 +36,7 @@ import msgspec
 from afp_runtime.errors import AfpError, CheckpointInvalid, InvalidValue
 from afp_runtime.findings import FindingsConfig
 from afp_runtime.loop import PortableCheckpoint, parse_checkpoint
+from afp_runtime.records import STAGES
 from afp_runtime.tools import Tool, ToolFn
 
 SCENARIO_FORMAT = "afp-scenario/1"
@@ -43,17 +44,7 @@ SCENARIO_FORMAT = "afp-scenario/1"
 AGENT_ID = "scenario"
 """The id of the one standing agent a scenario runs."""
 
-STAGE_POINTS = (
-    "seed",
-    "settle",
-    "window",
-    "context",
-    "receipt",
-    "call-model",
-    "tool-calls",
-    "wrap-up",
-    "final",
-)
+STAGE_POINTS = STAGES
 TOOL_POINTS = ("tool-start", "tool-end")
 
 NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]

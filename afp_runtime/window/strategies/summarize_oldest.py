@@ -37,7 +37,7 @@ from afp_runtime.window.folds import (
 from afp_runtime.window.records import SummarizeOldestRecord
 from afp_runtime.window.refusals import Refusal
 from afp_runtime.window.strategies import _options
-from afp_runtime.window.strategies.token_budget import unmeasurable
+from afp_runtime.window.strategies.token_budget import over_budget
 from afp_runtime.window.texts import SUMMARIZER_INSTRUCTION, summarizer_failed_warning
 from afp_runtime.window.turns import Turn, window_chars
 from afp_runtime.window.visit import (
@@ -122,12 +122,8 @@ class SummarizeOldest:
         Raises:
             CompactionUnmeasurableError: the last reading was 0 input and 0 output tokens.
         """
-        measured = visit.measured
+        measured = over_budget(visit, NAME, self.threshold_tokens)
         if measured is None:
-            return None
-        if measured.input == 0 and measured.output == 0:
-            raise unmeasurable(NAME, visit.provider_name)
-        if measured.input <= self.threshold_tokens:
             return None
         history = visit.history
         chars_before = window_chars(history)

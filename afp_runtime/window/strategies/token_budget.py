@@ -7,6 +7,7 @@ Only the input tokens of the previous call of this turn are compared. It never c
 from __future__ import annotations
 
 from afp_runtime.errors import CompactionUnmeasurableError
+from afp_runtime.messages import Usage
 from afp_runtime.window.drop import drop_oldest_span
 from afp_runtime.window.records import TokenBudgetRecord
 from afp_runtime.window.strategies import _options
@@ -44,12 +45,8 @@ class TokenBudget:
         Raises:
             CompactionUnmeasurableError: the last reading was 0 input and 0 output tokens.
         """
-        measured = visit.measured
+        measured = over_budget(visit, NAME, self.threshold_tokens)
         if measured is None:
-            return None
-        if measured.input == 0 and measured.output == 0:
-            raise unmeasurable(NAME, visit.provider_name)
-        if measured.input <= self.threshold_tokens:
             return None
         outcome = drop_oldest_span(visit, self.keep_recent_turns, NAME)
         record = TokenBudgetRecord(
@@ -75,6 +72,21 @@ class TokenBudget:
                 plan_action="evict" if outcome.removed_message_count > 0 else "none",
             ),
         )
+
+
+def over_budget(visit: WindowVisit, strategy: str, threshold_tokens: float) -> Usage | None:
+    """The trigger both token strategies share (window.md §10.2): the measured usage when its
+    input is over the threshold; None when unmeasured or within it.
+
+    Raises:
+        CompactionUnmeasurableError: the last reading was 0 input and 0 output tokens.
+    """
+    measured = visit.measured
+    if measured is None:
+        return None
+    if measured.input == 0 and measured.output == 0:
+        raise unmeasurable(strategy, visit.provider_name)
+    return measured if measured.input > threshold_tokens else None
 
 
 def unmeasurable(strategy: str, provider: str) -> CompactionUnmeasurableError:
