@@ -29,6 +29,7 @@ import json
 import math
 import os
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -367,7 +368,7 @@ def token_count(usage: Mapping[str, Any], key: str, where: str = "usage") -> int
     return value
 
 
-class HttpModel:
+class HttpModel(ABC):
     """Base of the HTTP adapters: owns or borrows an httpx client and posts encoded bodies.
 
     Subclasses set ``provider`` and ``encoder`` and implement ``encode``, ``_headers``,
@@ -404,17 +405,21 @@ class HttpModel:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
 
-    def encode(self, request: ModelRequest) -> EncodedRequest:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def encode(self, request: ModelRequest) -> EncodedRequest:
+        """The provider's request body for ``request`` (pure)."""
 
-    def _headers(self) -> dict[str, str]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _headers(self) -> dict[str, str]:
+        """The provider's request headers (credentials included)."""
 
-    def _decode(self, data: Any) -> ModelReply:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _decode(self, data: Any) -> ModelReply:
+        """The reply a provider's decoded JSON body holds."""
 
-    def _context_length(self, vendor: VendorError) -> bool:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _context_length(self, vendor: VendorError) -> bool:
+        """Whether a vendor error says the prompt was too long."""
 
     def _overloaded(self, vendor: VendorError) -> bool:
         return False

@@ -98,7 +98,7 @@ def served_enc_hook(obj: Any) -> Any:
     """msgspec ``enc_hook`` for served values: read-only mappings encode as objects."""
     if isinstance(obj, MappingProxyType):
         return dict(obj)
-    raise NotImplementedError(f"cannot encode {type(obj).__name__}")
+    raise TypeError(f"a served value cannot hold {type(obj).__name__}")
 
 
 _json_encoder = msgspec.json.Encoder(enc_hook=served_enc_hook)
