@@ -122,12 +122,31 @@ class AgentDriver:
         return await self._run("recovery", turn.message_id, settle=settle)
 
     async def _reply_to_settle(self, run_id: str) -> CommittedReply | None:
-        """The committed reply a run left without its closing stage, if any (never re-asked)."""
-        last = await self.store.last_bundle(run_id)
-        if last is not None and last.stage == "call-model":
-            for write in last.writes:
-                if write.get("key") == "reply":
-                    return _reply_from(write["value"], CommittedReply)
+        """The committed reply a run left without its closing stage, if any (never re-asked).
+
+        A run that committed nothing but its ``seed`` changed nothing: the state is what the
+        run it continued left, so the search follows ``recoveredFrom`` back (a recovery that
+        crashed before settling must not hide the reply it was settling).
+        """
+        seen: set[str] = set()
+        current = run_id
+        while current not in seen:
+            seen.add(current)
+            last = await self.store.last_bundle(current)
+            if last is None:
+                return None
+            if last.stage == "seed":
+                rows = await self.store.runs(run_id=current)
+                previous = rows[0].recovered_from if rows else None
+                if previous is None:
+                    return None
+                current = previous
+                continue
+            if last.stage == "call-model":
+                for write in last.writes:
+                    if write.get("key") == "reply":
+                        return _reply_from(write["value"], CommittedReply)
+            return None
         return None
 
     async def resume(self) -> list[RunOutcome]:

@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 from afp_runtime.messages import Message
 from afp_runtime.records import ConversationState, ListRef, StoredFoldedSpan, Txn
-from afp_runtime.store.sqlite.rows import InboxRow, StoredBundle
+from afp_runtime.store.sqlite.rows import InboxRow, RunRow, StoredBundle
 from afp_runtime.store.sqlite.store import Ack, JournalEntry, LoadedConversation
 
 
@@ -62,6 +62,12 @@ class CheckpointStore(Protocol):
 
     async def inbox_message(self, message_id: str) -> InboxRow | None:
         """One inbox message by id."""
+        ...
+
+    async def runs(
+        self, agent_id: str | None = None, *, run_id: str | None = None
+    ) -> list[RunRow]:
+        """Runs in start order: all, one agent's, or one by id."""
         ...
 
     async def last_bundle(self, run_id: str) -> StoredBundle | None:

@@ -209,3 +209,36 @@ async def test_crash_loop_holds_the_turn(harness: Harness) -> None:
     assert state.open_turn.status == "held" and state.open_turn.error_kind == "crash-loop"
     statuses = [row.status for row in await harness.store.inbox("ops")]
     assert statuses == ["held", "queued"]
+
+
+async def test_a_recovery_cut_after_its_seed_still_settles(harness: Harness) -> None:
+    """A recovery run that crashed right after its seed hides nothing: the next recovery
+    still settles the first run's committed reply, so a non-idempotent call in flight is
+    never run again and the model is not asked again."""
+    never = anyio.Event()
+
+    async def hang(args: Any, ctx: Any) -> str:
+        await never.wait()
+        return "never"
+
+    driver = harness.driver([tool_reply(call("b", "alpha_tool"))], behaviour={"b": hang})
+    await driver.post("go")
+    harness.store.crash_after = lambda txn: any(j.state == "started" for j in txn.journal)
+    await harness.crash(driver)  # run-1: reply committed, b journaled started, process died
+
+    await harness.restart()
+    harness.store.crash_after = committed_stage("seed")
+    await harness.crash(harness.driver([]))  # run-2: recovery dies right after its seed
+
+    await harness.restart()
+    driver = harness.driver([answer("done")])
+    [outcome] = await harness.work(driver)
+    assert (outcome.run_id, outcome.status) == ("run-3", "answered")
+    assert harness.model.calls == 1  # only the call after the settled batch
+    assert "b" not in harness.invocations  # "started" means "may have run": never re-run
+    bundles = await harness.store.bundles("run-3")
+    assert stage_ids(bundles)[:2] == ["seed#0", "settle#1"]
+    results = next(w["value"] for w in bundles[1].writes if w["key"] == "toolResults")
+    assert [(r["toolCallId"], r["settled"], r["status"]) for r in results] == [
+        ("b", "note", "interrupted")
+    ]
