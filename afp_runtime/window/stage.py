@@ -170,6 +170,7 @@ async def visit_window(
         guards=guards,
         origins=origins,
         turn_standing=turn_standing,
+        turns=turns,
     )
     try:
         result = await strategy.plan(visit)

@@ -117,6 +117,8 @@ class WindowVisit:
         guards: bound into ``plan_removal``; strategies never see them.
         origins: one origin per window message.
         turn_standing: a turn's standing, on armed agents only.
+        turns: ``segment(history)`` when the caller already has it (the stage does), so a
+            visit segments its window once.
     """
 
     def __init__(
@@ -132,9 +134,10 @@ class WindowVisit:
         guards: Guards,
         origins: Sequence[MessageOrigin],
         turn_standing: TurnStanding | None = None,
+        turns: tuple[Turn, ...] | None = None,
     ) -> None:
         self.history: tuple[Message, ...] = tuple(history)
-        self.turns: tuple[Turn, ...] = segment(self.history)
+        self.turns: tuple[Turn, ...] = turns if turns is not None else segment(self.history)
         self.measured = measured
         self.iteration = iteration
         self.run_id = run_id
