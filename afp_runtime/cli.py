@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import msgspec
 import structlog
 from rich.console import Console
@@ -27,6 +28,8 @@ from rich.table import Table
 
 from afp_runtime.api import DEFAULT_HOST, DEFAULT_PORT, ApiServer, check_binding, create_app
 from afp_runtime.api import open_listener as open_api_listener
+from afp_runtime.api.questions import question_view
+from afp_runtime.api.shapes import AnswerAccepted, DismissAccepted
 from afp_runtime.demo import QUESTIONS
 from afp_runtime.errors import AfpError, ConfigError, StoreError, StoreUnavailable
 from afp_runtime.findings import fold_ledger, rows_from_wire, validate_rows
@@ -39,7 +42,10 @@ from afp_runtime.loop import (
     RunOutcome,
     SystemClock,
     TimeOrderedIds,
+    abandon_question,
+    answer_question,
     build_definition,
+    dismiss_turn,
     export_checkpoint,
     import_checkpoint,
     load_config,
@@ -866,6 +872,138 @@ async def cmd_send(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _writer(db: str) -> SqliteStore:
+    """The store opened for a write command (it must exist already)."""
+    if not await anyio.Path(db).exists():
+        raise NotFound(f"no database at {db}")
+    return await SqliteStore.open(db, now_ms=SystemClock().now_ms())
+
+
+async def cmd_questions(args: argparse.Namespace) -> int:
+    """List an agent's open check-in questions (``--all``: every status)."""
+    store = await _reader(args.db)
+    try:
+        if await store.conversation_state(args.agent) is None:
+            raise NotFound(f"no agent {args.agent!r} in {args.db}")
+        rows = await store.questions(args.agent, status=None if args.all else "open")
+    finally:
+        await store.aclose()
+    views = [question_view(row) for row in rows]
+    if args.json:
+        _json(views)
+        return EXIT_OK
+    table = Table("question", "kind", "status", "asked", "calls", "prompt")
+    for row in rows:
+        table.add_row(
+            row.question_id,
+            row.kind,
+            row.status,
+            _when(row.asked_at_ms),
+            ", ".join(row.tool_call_ids),
+            _brief(row.prompt, 60),
+        )
+    out.print(table)
+    return EXIT_OK
+
+
+def _answer_value(text: str) -> Any:
+    """A command-line answer: JSON when it parses as a JSON object, ``approve``/``decline``
+    as an approval decision, anything else as free text."""
+    if text in ("approve", "decline"):
+        return {"decision": text}
+    if text.lstrip().startswith("{"):
+        try:
+            return msgspec.json.decode(text)
+        except msgspec.DecodeError:
+            return text
+    return text
+
+
+async def cmd_answer(args: argparse.Namespace) -> int:
+    """Answer a question durably; a running host starts the answer run within its poll
+    interval (the same code path as the API's answer endpoint)."""
+    store = await _writer(args.db)
+    clock = SystemClock()
+    try:
+        if await store.conversation_state(args.agent) is None:
+            raise NotFound(f"no agent {args.agent!r} in {args.db}")
+        if args.abandon:
+            row = await abandon_question(
+                store, args.agent, args.question, now_ms=clock.now_ms(), by=args.sender
+            )
+        else:
+            row = await answer_question(
+                store,
+                args.agent,
+                args.question,
+                _answer_value(args.value),
+                now_ms=clock.now_ms(),
+                by=args.sender,
+            )
+    finally:
+        await store.aclose()
+    if row is None:
+        raise NotFound(f"agent {args.agent!r} has no question {args.question!r}")
+    if args.json:
+        view = question_view(row)
+        accepted = (
+            AnswerAccepted(status="abandoned", question=view)
+            if args.abandon
+            else AnswerAccepted(status="accepted", question=view)
+        )
+        _json(accepted)
+    else:
+        out.print(f"{row.question_id} {row.status}")
+    return EXIT_OK
+
+
+async def cmd_dismiss(args: argparse.Namespace) -> int:
+    """Close a held turn ``dismissed`` (by one of its runs) so the agent's queue moves on."""
+    store = await _writer(args.db)
+    clock = SystemClock()
+    try:
+        rows = await store.runs(run_id=args.run)
+        if not rows:
+            raise NotFound(f"no run {args.run!r} in {args.db}")
+        agent_id = rows[0].agent_id
+        message_id = await dismiss_turn(store, agent_id, run_id=args.run, clock=clock)
+    finally:
+        await store.aclose()
+    if args.json:
+        _json(
+            DismissAccepted(
+                run_id=args.run, agent_id=agent_id, message_id=message_id, status="dismissed"
+            )
+        )
+    else:
+        out.print(f"dismissed {message_id} (agent {agent_id})")
+    return EXIT_OK
+
+
+async def cmd_resume(args: argparse.Namespace) -> int:
+    """Ask the running host (through its API) to resume a held or stalled run."""
+    token = os.environ.get("AFP_API_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    url = f"{args.api.rstrip('/')}/v1/runs/{args.run}/resume"
+    try:
+        async with httpx.AsyncClient(timeout=30.0) as client:
+            response = await client.post(url, json={}, headers=headers)
+    except httpx.HTTPError as exc:
+        raise StoreUnavailable(
+            f"resume needs a running host; none answered at {args.api} ({exc})"
+        ) from exc
+    if response.status_code == 404:
+        raise NotFound(response.json().get("error", {}).get("message", "not found"))
+    if response.status_code >= 400:
+        detail = response.json().get("error", {}).get("message", response.text)
+        raise UsageError(f"the host refused the resume: {detail}")
+    if args.json:
+        out.print(response.text, soft_wrap=True, highlight=False)
+    else:
+        out.print(f"resume of {args.run} accepted")
+    return EXIT_OK
+
+
 # -- serving ----------------------------------------------------------------------------------
 
 
@@ -917,28 +1055,39 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             await definition.aclose()
         raise
     try:
-        host = Host(store, definitions, clock=clock, ids=TimeOrderedIds(clock.now_ms))
-        async with host:
-            server = ApiServer(create_app(host, args.db, token=token, port=port))
+        host = Host(
+            store,
+            definitions,
+            clock=clock,
+            ids=TimeOrderedIds(clock.now_ms),
+            shutdown_grace_s=args.grace,
+        )
+        servers: list[ApiServer] = []
 
-            async def stop_on_signal() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                    async for _ in signals:
-                        # Stop admitting and end the event streams, then let uvicorn finish.
-                        host.stop()
+        async def stop_on_signals() -> None:
+            # The receiver outlives the API server: a second signal during the grace skips
+            # what is left of it (host.md §13.5).
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    host.stop()
+                    for server in servers:
                         server.should_exit = True
-                        return
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(stop_on_signal)
-                err.print(
-                    f"afp: serving {', '.join(host.agent_ids)} on "
-                    f"http://{args.host}:{port} (database {args.db})",
-                    soft_wrap=True,
-                    highlight=False,
-                )
-                await server.serve(sockets=[listener])
-                tg.cancel_scope.cancel()
+        async with anyio.create_task_group() as watch:
+            watch.start_soon(stop_on_signals)
+            try:
+                async with host:
+                    server = ApiServer(create_app(host, args.db, token=token, port=port))
+                    servers.append(server)
+                    err.print(
+                        f"afp: serving {', '.join(host.agent_ids)} on "
+                        f"http://{args.host}:{port} (database {args.db})",
+                        soft_wrap=True,
+                        highlight=False,
+                    )
+                    await server.serve(sockets=[listener])
+            finally:
+                watch.cancel_scope.cancel()
     finally:
         listener.close()
         await store.aclose()
@@ -1000,6 +1149,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--idempotency-key", help="a retry with the same key and text is not stored twice"
     )
     p.add_argument("--json", action="store_true", help="print the ack as JSON")
+
+    p = add("questions", cmd_questions, "List an agent's open check-in questions.")
+    p.add_argument("agent")
+    p.add_argument("--all", action="store_true", help="every question, closed ones too")
+    p.add_argument("--json", action="store_true")
+
+    p = add("answer", cmd_answer, "Answer a check-in question (text, approve/decline, JSON).")
+    p.add_argument("agent")
+    p.add_argument("question")
+    p.add_argument("value")
+    p.add_argument("--from", dest="sender", help="the answering principal")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(abandon=False)
+
+    p = add("abandon", cmd_answer, "Close a check-in question without an answer.")
+    p.add_argument("agent")
+    p.add_argument("question")
+    p.add_argument("--from", dest="sender", help="the principal closing it")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(abandon=True, value=None)
+
+    p = add("dismiss", cmd_dismiss, "Dismiss a held turn (by a run) so the queue moves on.")
+    p.add_argument("run")
+    p.add_argument("--json", action="store_true")
+
+    p = add("resume", cmd_resume, "Ask the running host to resume a held or stalled run.")
+    p.add_argument("run")
+    p.add_argument(
+        "--api", default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}", help="the host's API URL"
+    )
+    p.add_argument("--json", action="store_true")
 
     p = add("window", cmd_window, "Show window records (what left, what refused, pins).")
     p.add_argument("run", nargs="?", help="one run")
@@ -1069,6 +1249,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument(
         "--token-file", help="file holding the API token (else AFP_API_TOKEN; >= 32 chars)"
+    )
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        help="seconds running work may finish after SIGTERM/SIGINT (default 30); "
+        "a second signal skips the rest",
     )
 
     text = "Offline scenarios: a scripted conversation, model, tools and clock."

@@ -14,9 +14,13 @@ leaves stored data half-written.
     │   ├── InvalidValue
     │   ├── CheckpointInvalid
     │   ├── ConversationMismatch
-    │   └── IdempotencyConflict
+    │   ├── IdempotencyConflict
+    │   ├── NotOwner
+    │   └── InvalidAnswer         (reason)
     ├── StateError
     │   ├── RunNotResumable
+    │   ├── RunNotHeld
+    │   ├── QuestionClosed
     │   └── ScriptExhausted
     ├── ModelCallError            (error_kind, status, retryable, provider)
     ├── WindowStrategyError       (strategy, field, detail) holds the turn: window-strategy
@@ -24,7 +28,8 @@ leaves stored data half-written.
     └── StoreError
         ├── StoreUnavailable
         ├── SchemaTooNew
-        └── StoreDamaged
+        ├── StoreDamaged
+        └── LeaseLost
 """
 
 from __future__ import annotations
@@ -100,12 +105,32 @@ class IdempotencyConflict(InputError):
     """An idempotency key was reused with different content."""
 
 
+class NotOwner(InputError):
+    """A message or answer came from a principal other than the conversation's owner."""
+
+
+class InvalidAnswer(InputError):
+    """An answer does not fit its question's kind; ``reason`` is a short code."""
+
+    def __init__(self, message: str, *, reason: str, **context: Any) -> None:
+        super().__init__(message, reason=reason, **context)
+        self.reason = reason
+
+
 class StateError(AfpError):
     """An operation does not fit the current state."""
 
 
 class RunNotResumable(StateError):
     """A run or turn cannot be resumed in its current state."""
+
+
+class RunNotHeld(StateError):
+    """A dismiss named a run whose turn is not held."""
+
+
+class QuestionClosed(StateError):
+    """The question was already answered or abandoned."""
 
 
 class ScriptExhausted(StateError):
@@ -179,6 +204,11 @@ class SchemaTooNew(StoreError):
 
 class StoreDamaged(StoreError):
     """The database is damaged or is not an afp_runtime database."""
+
+
+class LeaseLost(StoreError):
+    """This host no longer holds the lease (or the claim) its commit was fenced by; nothing
+    of the transaction was written."""
 
 
 @contextmanager

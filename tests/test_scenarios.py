@@ -30,6 +30,7 @@ import structlog
 from afp_runtime.errors import (
     AfpError,
     CheckpointInvalid,
+    InvalidAnswer,
     InvalidValue,
     ScriptExhausted,
     ToolDefinitionError,
@@ -43,7 +44,14 @@ from afp_runtime.scenario import (
     run_scenario,
 )
 from afp_runtime.store import SqliteStore
-from afp_runtime.tools import interrupted_text, timeout_text
+from afp_runtime.tools import (
+    declined_text,
+    interrupted_text,
+    no_reply_text,
+    not_dispatched_text,
+    person_reply_text,
+    timeout_text,
+)
 from afp_runtime.window import (
     DROP_NOTICE_PREFIX,
     NOTICE_KEPT_STATEMENT,
@@ -378,8 +386,110 @@ def _findings_restart(r: Result) -> None:
     assert [c["agentCall"] for c in r["modelCalls"]] == [1, 2, 3, 4, 5]
 
 
+HOST_QUESTION = "Which host should I restart first?"
+
+
+def _by_call(request: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {m["toolCallId"]: m for m in request if m["role"] == "tool"}
+
+
+def _paused_first(r: Result) -> dict[str, Any]:
+    """The message step ended paused: its one run paused, no answer; the model was asked once."""
+    first = r["turns"][0]
+    assert first["outcome"] == "paused" and "answer" not in first
+    assert _run_statuses(first) == [("initial", "paused")]
+    assert [c["turn"] for c in r["modelCalls"]].count(0) == 1
+    return first
+
+
+def _checkin_tool_ask(r: Result) -> None:
+    _paused_first(r)
+    resume = r["turns"][1]
+    assert resume["answerStatus"] == "accepted" and resume["outcome"] == "answered"
+    assert _run_statuses(resume) == [("answer", "answered")]
+    assert resume["answer"] == r["modelCalls"][-1]["response"]["content"]
+    asked = {e["toolCallId"]: e["result"] for e in r["toolExecutions"]}
+    assert asked["k1"] == {"pause": {"question": HOST_QUESTION}}
+    assert [e["toolCallId"] for e in r["toolExecutions"]] == ["s1", "k1", "r1"]  # k1 ran once
+    after = _by_call(_requests(r)[1])
+    assert after["s1"]["content"] == asked["s1"]  # finished before the ask: kept
+    reply = person_reply_text("pick_host", HOST_QUESTION, "web-2, it serves the checkout")
+    assert after["k1"]["content"] == reply and "notDispatched" not in after["k1"]
+    # runGapMs before the resume, then the model call step.
+    assert r["modelCalls"][1]["clockMs"] - r["modelCalls"][0]["clockMs"] == 200 + 60_000 + 1_000
+    assert (
+        r["modelCalls"][1]["epoch"] == 2
+        and r["modelCalls"][1]["runId"] == resume["runs"][0]["runId"]
+    )
+
+
+def _checkin_approval(r: Result) -> None:
+    _paused_first(r)
+    declined, approved = r["turns"][1:]
+    assert declined["outcome"] == "paused" and declined["runs"] == []
+    assert "runId" not in declined and declined["answerStatus"] == "accepted"
+    assert approved["outcome"] == "answered" and _run_statuses(approved) == [("answer", "answered")]
+    assert [(e["toolCallId"], e["turn"]) for e in r["toolExecutions"]] == [("d1", 2), ("c1", 2)]
+    after = _by_call(_requests(r)[-1])
+    assert after["d1"]["content"] == "api deployed: build 512"
+    assert after["d2"]["content"] == declined_text("deploy") and after["d2"]["notDispatched"]
+    assert list(after) == ["d1", "d2", "c1"]  # committed in the model's order
+
+
+def _checkin_abandoned(r: Result) -> None:
+    _paused_first(r)
+    resume = r["turns"][1]
+    assert _run_statuses(resume) == [("answer", "answered")] and resume["answer"]
+    after = _by_call(_requests(r)[-1])
+    assert after["k1"]["content"] == no_reply_text("pick_host", HOST_QUESTION)
+    assert "notDispatched" not in after["k1"]
+    assert after["r1"]["content"] == not_dispatched_text("restart_host")
+    assert after["r1"]["notDispatched"] is True
+    assert [e["toolCallId"] for e in r["toolExecutions"]] == ["k1"]
+
+
+def _checkin_restart(r: Result) -> None:
+    _paused_first(r)
+    assert r["turns"][1] == {"index": 1, "kind": "restart"}
+    resume, later = r["turns"][2:]
+    assert _run_statuses(resume) == [("answer", "answered")]
+    assert _run_statuses(later) == [("initial", "answered")]
+    reply = person_reply_text("pick_host", HOST_QUESTION, "web-2")
+    assert _by_call(_requests(r)[-1])["k1"]["content"] == reply  # read back from the store
+    assert [c["agentCall"] for c in r["modelCalls"]] == [1, 2, 3, 4]
+
+
+def _checkin_crash_in_answer_run(r: Result) -> None:
+    _paused_first(r)
+    assert r["turns"][1] == {"index": 1, "kind": "crash"}
+    resume = r["turns"][2]
+    assert _run_statuses(resume) == [("answer", "crashed"), ("recovery", "answered")]
+    assert [(e["toolCallId"], e["result"]) for e in r["toolExecutions"]] == [("p1", None)]
+    charge = _by_call(_requests(r)[-1])["p1"]
+    assert charge["content"] == interrupted_text("charge_card")
+    assert len(r["modelCalls"]) == 2
+
+
+def _checkin_crash_after_settle(r: Result) -> None:
+    _paused_first(r)
+    resume = r["turns"][2]
+    assert _run_statuses(resume) == [("answer", "crashed"), ("recovery", "answered")]
+    crashed, recovery = (run["runId"] for run in resume["runs"])
+    # The answer run died after its settle: it sent nothing; the recovery went on from there.
+    assert {c["runId"] for c in r["modelCalls"][1:]} == {recovery} != {crashed}
+    reply = person_reply_text("pick_host", HOST_QUESTION, "web-2")
+    assert _by_call(_requests(r)[1])["k1"]["content"] == reply
+    assert [e["toolCallId"] for e in r["toolExecutions"]] == ["k1", "r1"]
+
+
 CLAIMS: dict[str, Callable[[Result], None]] = {
     "auth_error_held": _auth_held,
+    "checkin_abandoned": _checkin_abandoned,
+    "checkin_approval_approve_and_decline": _checkin_approval,
+    "checkin_crash_after_settle": _checkin_crash_after_settle,
+    "checkin_crash_in_answer_run": _checkin_crash_in_answer_run,
+    "checkin_restart_while_paused": _checkin_restart,
+    "checkin_tool_ask_answered": _checkin_tool_ask,
     "continue_from_import": _continue_from,
     "crash_after_call_model": _crash_after_call_model,
     "crash_at_tool_start_interrupted": _crash_tool_start,
@@ -514,6 +624,39 @@ async def test_a_decoded_scenario_struct_runs_like_its_bytes(tmp_path: Path) -> 
             "$.turns[1]",
             id="trailing-crash",
         ),
+        pytest.param(
+            lambda d: d["tools"][0]["results"].append({"pause": {"question": "?"}, "text": "a"}),
+            "$.tools[0].results[1]",
+            id="pause-and-text",
+        ),
+        pytest.param(
+            lambda d: d["tools"][0]["results"].append({"pause": {"prompt": "?"}}),
+            "$.tools[0].results[1].pause.prompt",
+            id="pause-unknown-key",
+        ),
+        pytest.param(
+            lambda d: d["turns"].append({"kind": "resume"}), "$.turns[1]", id="resume-empty"
+        ),
+        pytest.param(
+            lambda d: d["turns"].append({"kind": "resume", "answer": "x", "abandon": True}),
+            "$.turns[1]",
+            id="resume-answer-and-abandon",
+        ),
+        pytest.param(
+            lambda d: d["turns"].append({"kind": "resume", "answer": "x", "question": -1}),
+            "$.turns[1].question",
+            id="resume-negative-position",
+        ),
+        pytest.param(
+            lambda d: d["turns"].append({"kind": "resume", "answer": {"decision": "maybe"}}),
+            "$.turns[1].answer.decision",
+            id="resume-bad-decision",
+        ),
+        pytest.param(
+            lambda d: d["turns"].append({"kind": "resume", "answer": 3}),
+            "$.turns[1].answer",
+            id="resume-answer-type",
+        ),
     ],
 )
 async def test_a_bad_value_is_refused_naming_its_path(
@@ -540,16 +683,6 @@ async def test_extensions_are_not_checked(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "path"),
     [
-        pytest.param(
-            lambda d: d["turns"].append({"kind": "resume", "answer": "yes"}),
-            "$.turns[1]",
-            id="resume",
-        ),
-        pytest.param(
-            lambda d: d["tools"][0]["results"].append({"pause": {"question": "ok?"}}),
-            "$.tools[0].results[1].pause",
-            id="pause",
-        ),
         pytest.param(lambda d: d["agent"].update(time={"zone": "UTC"}), "$.agent.time", id="time"),
         pytest.param(
             lambda d: d["turns"][0].update(time={"zone": "UTC"}), "$.turns[0].time", id="msg-time"
@@ -559,15 +692,13 @@ async def test_extensions_are_not_checked(tmp_path: Path) -> None:
             "$.tools[0].period",
             id="period",
         ),
-        pytest.param(
-            lambda d: d["tools"][0].update(checkIn=True), "$.tools[0].checkIn", id="check-in"
-        ),
     ],
 )
 async def test_a_feature_not_available_yet_is_refused_naming_its_path(
     change: Callable[[dict[str, Any]], Any], path: str, tmp_path: Path
 ) -> None:
-    """Pauses, resumes, the time layer and check-ins are refused as not available."""
+    """The time layer (agent.time, a message's time, tool periods) is refused as not
+    available."""
     message = await _fails(_scenario(change), tmp_path)
     assert message.startswith(f"{path}: ") and "not available" in message, message
 
@@ -626,6 +757,135 @@ async def test_posting_behind_a_held_turn_names_the_step(tmp_path: Path) -> None
 
     message = await _fails(_scenario(change), tmp_path)
     assert message.startswith("$.turns[1]: ") and "held" in message
+
+
+def _ask_first(d: dict[str, Any]) -> None:
+    """The base scenario with probe asking the person, then a final answer."""
+    d["provider"]["replies"] = [
+        {"toolCalls": [{"id": "p1", "name": "probe", "args": {}}]},
+        {"content": "done", "usage": {"input": 3, "output": 1}},
+    ]
+    d["tools"][0]["results"] = [{"pause": {"question": "go on?"}}]
+
+
+def _approval_first(d: dict[str, Any]) -> None:
+    """The base scenario with probe a check-in tool the model calls once."""
+    _ask_first(d)
+    d["tools"][0].update(checkIn=True, results=["probed"])
+
+
+async def test_a_resume_with_no_open_question_names_the_step(tmp_path: Path) -> None:
+    """Resuming after an answered turn (or before any) is an error naming the resume step."""
+    data = _scenario(lambda d: d["turns"].append({"kind": "resume", "answer": "yes"}))
+    message = await _fails(data, tmp_path)
+    assert message.startswith("$.turns[1]: ") and "no open question" in message
+    data = _scenario(lambda d: d["turns"].insert(0, {"kind": "resume", "abandon": True}))
+    await anyio.Path(tmp_path / "first").mkdir()
+    message = await _fails(data, tmp_path / "first")
+    assert message.startswith("$.turns[0]: ") and "no turn is open" in message
+
+
+async def test_a_message_while_paused_names_the_step(tmp_path: Path) -> None:
+    """Posting behind a paused turn is an error naming the message step (host.md §10.5)."""
+
+    def change(d: dict[str, Any]) -> None:
+        _ask_first(d)
+        d["turns"].append({"kind": "message", "message": "anyone there?"})
+
+    message = await _fails(_scenario(change), tmp_path)
+    assert message.startswith("$.turns[1]: ") and "paused" in message
+    assert "1 open question" in message
+
+
+@pytest.mark.parametrize(
+    ("setup", "answer", "reason"),
+    [
+        pytest.param(_approval_first, "yes please", "not-a-decision", id="text-to-approval"),
+        pytest.param(_ask_first, {"decision": "approve"}, "not-text", id="decision-to-ask"),
+        pytest.param(_ask_first, "", "length", id="empty-text"),
+    ],
+)
+async def test_an_answer_that_does_not_fit_its_question_names_the_step_and_reason(
+    setup: Callable[[dict[str, Any]], None], answer: Any, reason: str, tmp_path: Path
+) -> None:
+    """The runtime's InvalidAnswer stops the scenario: its reason kept, the message naming
+    $.turns[i].answer, the question's kind and the reason code."""
+
+    def change(d: dict[str, Any]) -> None:
+        setup(d)
+        d["turns"].append({"kind": "resume", "answer": answer})
+
+    with pytest.raises(InvalidAnswer) as caught:
+        await run_scenario(_scenario(change), db_path=tmp_path / "afp.db")
+    assert caught.value.reason == reason
+    message = caught.value.message
+    assert message.startswith("$.turns[1].answer: ") and f"(reason {reason})" in message
+    assert "q-1" in message
+
+
+async def test_a_question_position_past_the_open_ones_names_the_step(tmp_path: Path) -> None:
+    """question: 1 with one question open is an error at $.turns[i].question."""
+
+    def change(d: dict[str, Any]) -> None:
+        _ask_first(d)
+        d["turns"].append({"kind": "resume", "question": 1, "answer": "yes"})
+
+    message = await _fails(_scenario(change), tmp_path)
+    assert message.startswith("$.turns[1].question: ") and "1 open" in message
+
+
+async def test_a_crash_armed_on_a_resume_that_runs_nothing_is_never_reached(
+    tmp_path: Path,
+) -> None:
+    """Two approvals open; the first resume closes one and runs nothing: its crash is never
+    reached, an error naming the crash step."""
+
+    def change(d: dict[str, Any]) -> None:
+        _approval_first(d)
+        d["provider"]["replies"][0]["toolCalls"].append({"id": "p2", "name": "probe", "args": {}})
+        d["turns"] += [
+            {"kind": "crash", "after": "settle"},
+            {"kind": "resume", "answer": {"decision": "approve"}},
+        ]
+
+    message = await _fails(_scenario(change), tmp_path)
+    assert message.startswith("$.turns[1]: ") and "never reached" in message
+
+
+async def test_a_blank_pause_question_is_a_tool_error(tmp_path: Path) -> None:
+    """ctx.ask_person refuses a blank question: the call fails like any tool error and the
+    turn goes on (as the runtime does), recorded as an error execution."""
+
+    def change(d: dict[str, Any]) -> None:
+        _ask_first(d)
+        d["tools"][0]["results"] = [{"pause": {"question": "   "}}]
+
+    result = await run_scenario(_scenario(change), db_path=tmp_path / "afp.db")
+    assert result.turns[0].outcome == "answered"
+    [execution] = result.tool_executions
+    assert "non-empty question" in execution.result["error"]
+
+
+async def test_a_resume_with_a_position_answers_that_question(tmp_path: Path) -> None:
+    """question: 1 picks the second open question; abandoning an approval declines its call;
+    the step that leaves a question open ends paused and runs nothing."""
+
+    def change(d: dict[str, Any]) -> None:
+        _approval_first(d)
+        d["provider"]["replies"][0]["toolCalls"].append({"id": "p2", "name": "probe", "args": {}})
+        d["turns"] += [
+            {"kind": "resume", "question": 1, "abandon": True},
+            {"kind": "resume", "answer": {"decision": "approve", "note": "fine"}},
+        ]
+
+    result = json.loads(await _result_bytes(_scenario(change), tmp_path / "afp.db"))
+    paused, first, last = result["turns"]
+    assert paused["outcome"] == first["outcome"] == "paused"
+    assert first["runs"] == [] and first["answerStatus"] == "accepted"
+    assert _run_statuses(last) == [("answer", "answered")] and last["answer"] == "done"
+    assert [e["toolCallId"] for e in result["toolExecutions"]] == ["p1"]
+    sent = _by_call(_requests(result)[-1])
+    assert sent["p2"]["content"] == declined_text("probe")
 
 
 async def test_the_database_file_must_be_fresh(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
 
-from afp_runtime.errors import StoreUnavailable
+from afp_runtime.errors import NotOwner, StoreUnavailable
 from afp_runtime.host import HostStopping
 
 log = structlog.get_logger()
@@ -36,6 +36,7 @@ class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     message: str
     field: str | None = None
     value: str | None = None
+    reason: str | None = None
 
 
 class ErrorBody(msgspec.Struct, frozen=True, kw_only=True):
@@ -77,8 +78,10 @@ class ApiError(Exception):
         field: str | None = None,
         value: object = None,
         headers: Mapping[str, str] | None = None,
+        reason: str | None = None,
     ) -> None:
         super().__init__(message)
+        self.reason = reason
         self.status = status
         self.code = code
         self.message = message
@@ -90,7 +93,11 @@ class ApiError(Exception):
         """The error body."""
         return ErrorBody(
             error=ErrorDetail(
-                code=self.code, message=self.message, field=self.field, value=self.value
+                code=self.code,
+                message=self.message,
+                field=self.field,
+                value=self.value,
+                reason=self.reason,
             )
         )
 
@@ -143,6 +150,12 @@ def on_host_stopping(request: Request[Any, Any, Any], exc: Exception) -> Respons
     return _response(request, ApiError(503, "shutting-down", "the host is shutting down"))
 
 
+def on_not_owner(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+    """A message or answer from a principal other than the owner: 403 ``not-owner``."""
+    message = exc.message if isinstance(exc, NotOwner) else "not the conversation's owner"
+    return _response(request, ApiError(403, "not-owner", message, field="from"))
+
+
 def on_store_unavailable(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
     """The store cannot be opened or read: 503 ``store-unavailable``."""
     log.warning("store unavailable", error=str(exc), request_id=request_id(request))
@@ -167,6 +180,7 @@ EXCEPTION_HANDLERS: Mapping[Any, Any] = {
     ApiError: on_api_error,
     HTTPException: on_http_exception,
     HostStopping: on_host_stopping,
+    NotOwner: on_not_owner,
     StoreUnavailable: on_store_unavailable,
     Exception: on_internal,
 }

@@ -52,6 +52,7 @@ from afp_runtime.api._params import (
 )
 from afp_runtime.api._problems import ApiError
 from afp_runtime.api._reads import find_call, folded_from_log
+from afp_runtime.api.questions import question_view
 from afp_runtime.api.shapes import (
     AgentView,
     CallView,
@@ -95,6 +96,7 @@ async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:
     state = await ctx.reader.conversation_state(row.agent_id)
     turn = state.open_turn if state is not None else None
     queued = await ctx.reader.inbox(row.agent_id, status="queued")
+    open_questions = await ctx.reader.questions(row.agent_id, status="open")
     return AgentView(
         agent_id=row.agent_id,
         status=row.status if profile is not None else "not-leased",
@@ -106,7 +108,8 @@ async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:
         model_calls=row.model_calls,
         messages=row.messages,
         inbox_depth=len(queued),
-        pending_question=None,
+        pending_question=open_questions[0].question_id if open_questions else None,
+        open_questions=[question_view(q) for q in open_questions],
         active_run=turn.last_run_id if turn is not None and turn.status == "running" else None,
         time_zone=None,
         usage_totals=row.usage_totals,

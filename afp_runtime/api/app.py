@@ -18,7 +18,7 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 
-from afp_runtime.api import agents, events, runs
+from afp_runtime.api import agents, events, questions, runs
 from afp_runtime.api._context import STATE_KEY, ApiContext
 from afp_runtime.api._guard import Guard
 from afp_runtime.api._problems import EXCEPTION_HANDLERS
@@ -73,7 +73,13 @@ def create_app(
     context = ApiContext(host, Path(store_path), keepalive_s=keepalive_s, max_streams=max_streams)
 
     app = Litestar(
-        route_handlers=[*agents.HANDLERS, *runs.HANDLERS, *events.HANDLERS, openapi_document],
+        route_handlers=[
+            *agents.HANDLERS,
+            *questions.HANDLERS,
+            *runs.HANDLERS,
+            *events.HANDLERS,
+            openapi_document,
+        ],
         state=State({STATE_KEY: context}),
         exception_handlers=dict(EXCEPTION_HANDLERS),
         openapi_config=OpenAPIConfig(

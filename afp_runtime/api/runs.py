@@ -43,8 +43,8 @@ from afp_runtime.api._params import (
 from afp_runtime.api._problems import ApiError
 from afp_runtime.api._reads import epoch_entries, epoch_entry
 from afp_runtime.api.agents import window_records
-from afp_runtime.api.shapes import EpochEntry, ResumeAccepted
-from afp_runtime.errors import RunNotResumable
+from afp_runtime.api.shapes import DismissAccepted, EpochEntry, ResumeAccepted
+from afp_runtime.errors import RunNotHeld, RunNotResumable
 from afp_runtime.host import AgentNotHosted
 from afp_runtime.records import MESSAGE_LIST_KEYS, ListRef, RunLog
 from afp_runtime.served import (
@@ -101,6 +101,24 @@ async def resume_run(state: State, run_id: PathText) -> Response[ResumeAccepted]
         raise ApiError(409, "run-not-resumable", exc.message, field="runId", value=run_id) from exc
     accepted = ResumeAccepted(run_id=run_id, agent_id=run.agent_id, status="accepted")
     return Response(accepted, status_code=202)
+
+
+@post("/v1/runs/{run_id:str}/dismiss", summary="Dismiss a held run", tags=["runs"], status_code=200)
+async def dismiss_run(state: State, run_id: PathText) -> DismissAccepted:
+    """Close the run's held turn ``dismissed``: its messages stay, the inbox moves on."""
+    ctx = context_of(state)
+    run = await ctx.run(run_id)
+    try:
+        message_id = await ctx.host.dismiss(run.agent_id, run_id=run_id)
+    except AgentNotHosted as exc:
+        raise ApiError(
+            409, "agent-not-hosted", f"agent {run.agent_id!r} is not run by this host"
+        ) from exc
+    except RunNotHeld as exc:
+        raise ApiError(409, "run-not-held", exc.message, field="runId", value=run_id) from exc
+    return DismissAccepted(
+        run_id=run_id, agent_id=run.agent_id, message_id=message_id, status="dismissed"
+    )
 
 
 @get("/v1/runs/{run_id:str}/commits", summary="A run's commit log", tags=["runs"])
@@ -286,6 +304,7 @@ async def run_window_records(
 HANDLERS = [
     one_run,
     resume_run,
+    dismiss_run,
     commits,
     list_epochs,
     one_epoch,

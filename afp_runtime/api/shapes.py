@@ -48,6 +48,7 @@ class AgentView(_Shape, frozen=True, kw_only=True):
     messages: int
     inbox_depth: int
     pending_question: str | None
+    open_questions: list[QuestionView]
     active_run: str | None
     time_zone: str | None
     usage_totals: Usage
@@ -80,6 +81,39 @@ class InboxMessage(_Shape, frozen=True, kw_only=True):
     answer: str | None = None
     error_kind: str | None = None
     error: str | None = None
+
+
+class QuestionView(_Shape, frozen=True, kw_only=True):
+    """A check-in question (host.md §10.1); ``askedAt``/``answeredAt`` are ISO instants."""
+
+    question_id: str
+    agent_id: str
+    run_id: str
+    turn: int
+    kind: str
+    prompt: str
+    tool_call_ids: list[str]
+    asked_at: str
+    status: str
+    repeat: int
+    answer: Any = None
+    answered_at: str | None = None
+
+
+class AnswerAccepted(_Shape, frozen=True, kw_only=True):
+    """The result of ``POST …/questions/{id}/answer`` or ``…/abandon``."""
+
+    status: Literal["accepted", "abandoned"]
+    question: QuestionView
+
+
+class DismissAccepted(_Shape, frozen=True, kw_only=True):
+    """The result of ``POST /v1/runs/{runId}/dismiss``."""
+
+    run_id: str
+    agent_id: str
+    message_id: str
+    status: Literal["dismissed"]
 
 
 class ResumeAccepted(_Shape, frozen=True, kw_only=True):

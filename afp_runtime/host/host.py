@@ -24,7 +24,10 @@ Readings settled here (the full host of host.md §12-§13 comes later):
   the workers; without an earlier ``stop()`` it cancels them at once. Then every definition's
   adapters are closed once and the reader is closed. A pass finishes its current
   ``AgentDriver.work()``, which may start the agent's next queued turn inside the grace; no
-  clean-shutdown marker and no lease yet.
+  clean-shutdown marker yet.
+* Leases (host.md §12, ``host/leases.py``): start-up acquires the host lease, fences the store
+  and claims the agents; a keeper task renews every ``lease_ttl_s / 3``; a pass runs only on an
+  agent this host holds; a clean exit releases the lease after the workers stopped.
 * ``resume(agent_id)`` checks synchronously that the agent's turn is held or stalled (and, when
   a run id is given, that it is the turn's latest run), then asks the worker to run an operator
   resume; it returns before that run starts.
@@ -38,15 +41,16 @@ import contextlib
 import math
 import random
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import msgspec
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
-from afp_runtime.errors import AgentDefinitionError, RunNotResumable, StateError
+from afp_runtime.errors import AgentDefinitionError, RunNotResumable, StateError, StoreDamaged
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
+from afp_runtime.host.leases import HostLease
 from afp_runtime.loop import (
     AgentDefinition,
     AgentDriver,
@@ -54,9 +58,11 @@ from afp_runtime.loop import (
     Event,
     IdFactory,
     LoopHooks,
+    abandon_question,
+    answer_question,
 )
 from afp_runtime.models import Model
-from afp_runtime.records import Clock
+from afp_runtime.records import Clock, QuestionRow
 from afp_runtime.store import Ack, SqliteStore
 
 log = structlog.get_logger()
@@ -103,6 +109,8 @@ class _Agent:
         self.driver = driver
         self.wake: anyio.Event | None = None
         self.resume_requested = False
+        # Held by a work pass and by a dismiss: the two never change the turn at once.
+        self.lock = anyio.Lock()
         self.working = False
         self.passes = 0
 
@@ -124,9 +132,13 @@ class Host:
         boot_id: the event boot id (random when omitted).
         rng: random source for the drivers' retry jitter.
         hooks: loop hooks handed to every driver (tests).
+        host_id: this host's lease id (default: the machine's host name and a hash of the
+            database file's absolute path, so a restart takes its lease over at once).
+        lease_ttl_s: how long the host lease lives unrenewed; renewed every third of it.
 
     Raises:
-        AgentDefinitionError: two definitions share an id (field ``agents``).
+        AgentDefinitionError: two definitions share an id (field ``agents``), a bad
+            ``hostId`` or ``leaseTtlS``.
     """
 
     def __init__(
@@ -144,6 +156,8 @@ class Host:
         boot_id: str | None = None,
         rng: random.Random | None = None,
         hooks: LoopHooks | None = None,
+        host_id: str | None = None,
+        lease_ttl_s: float = 30.0,
     ) -> None:
         if isinstance(max_active_turns, bool) or not isinstance(max_active_turns, int):
             raise AgentDefinitionError(
@@ -207,6 +221,15 @@ class Host:
         # Cancelled by a second stop: ends what is left of the grace (entering it then is a no-op).
         self._grace_scope = anyio.CancelScope()
         self._stack = contextlib.AsyncExitStack()
+        self._lease = HostLease(
+            store,
+            clock=clock,
+            host_id=host_id,
+            ttl_s=lease_ttl_s,
+            agent_ids=self._agents,
+            events=self.events,
+            wake=self.wake,
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -214,10 +237,16 @@ class Host:
         try:
             # Callbacks run last-in first-out: adapters close after the workers have stopped.
             self._stack.push_async_callback(self._close_definitions)
+            await self._check_store()
             for agent_id in self._agents:
                 await self.store.ensure_agent(agent_id, now_ms=self.clock.now_ms())
             self._reader = await SqliteStore.open(self.store.path, read_only=True)
             self._stack.push_async_callback(self._close_reader)
+            # Released after the workers stopped (the callbacks run last-in first-out).
+            self._stack.push_async_callback(self._lease.release)
+            await self._lease.acquire()
+            # Runs first at exit, once the workers have stopped: nothing is half-written then.
+            self._stack.push_async_callback(self.store.mark_clean_shutdown)
             self._limiter = anyio.CapacityLimiter(self.max_active_turns)
             outer = await self._stack.enter_async_context(anyio.create_task_group())
             await outer.start(self._run_workers)
@@ -270,6 +299,19 @@ class Host:
         for agent in self._agents.values():
             if agent.wake is not None:
                 agent.wake.set()
+
+    async def _check_store(self) -> None:
+        """host.md §13.4 step 1: after an unclean stop, ``quick_check`` before anything runs;
+        refuse to start on damage. Then clear the marker until this host stops cleanly."""
+        if not await self.store.clean_shutdown():
+            problems = await self.store.quick_check()
+            if problems != ["ok"]:
+                raise StoreDamaged(
+                    f"{self.store.path} failed quick_check after an unclean stop: "
+                    f"{'; '.join(problems[:5])}; run `afp doctor` and restore a backup",
+                    path=str(self.store.path),
+                )
+        await self.store.begin_serving()
 
     async def _close_reader(self) -> None:
         reader, self._reader = self._reader, None
@@ -342,6 +384,26 @@ class Host:
         agent = self._agents.get(agent_id)
         return agent.passes if agent is not None else 0
 
+    @property
+    def host_id(self) -> str:
+        """This host's lease id (derived from a relative database path: known from start-up)."""
+        return self._lease.host_id
+
+    @property
+    def lease_epoch(self) -> int | None:
+        """The epoch of the lease this host holds, None before start-up or once lost."""
+        return self._lease.epoch
+
+    @property
+    def lease_periods(self) -> int:
+        """How many lease periods the keeper has finished (tests wait on it)."""
+        return self._lease.periods
+
+    def status_override(self, agent_id: str) -> Literal["not-leased"] | None:
+        """``not-leased`` when this host does not hold the agent's claim now (its status then
+        says so, host.md §13.7), else None: the stored status stands."""
+        return self._lease.status_override(agent_id)
+
     # -- writing ------------------------------------------------------------------------------
 
     def _admit(self, agent_id: str) -> _Agent:
@@ -367,6 +429,7 @@ class Host:
             HostStopping: the host is stopping.
             InvalidValue: the text is empty or too long (field ``text``).
             IdempotencyConflict: the key was used before with other text.
+            NotOwner: ``sender`` is not the conversation's owner (nothing is stored).
         """
         agent = self._admit(agent_id)
         now = self.clock.now_ms()
@@ -377,6 +440,7 @@ class Host:
             now_ms=now,
             idempotency_key=idempotency_key,
             sender=sender,
+            shared=agent.definition.shared,
         )
         if not ack.duplicate:
             agent.driver.emitter.emit(
@@ -419,6 +483,68 @@ class Host:
         agent.resume_requested = True
         self.wake(agent_id)
 
+    async def answer(
+        self, agent_id: str, question_id: str, value: Any, *, sender: str | None = None
+    ) -> QuestionRow | None:
+        """Answer an open question of the agent's paused turn durably, then wake the agent
+        (its worker starts the answer run once every question of the batch is closed).
+
+        Returns:
+            The closed question, or None when the agent has no question of that id.
+
+        Raises:
+            AgentNotHosted / HostStopping: as ``post``.
+            InvalidAnswer: the value does not fit the question's kind.
+            QuestionClosed: the question is no longer open.
+            NotOwner: ``sender`` is not the conversation's owner.
+        """
+        agent = self._admit(agent_id)
+        closed = await answer_question(
+            self.store,
+            agent_id,
+            question_id,
+            value,
+            now_ms=self.clock.now_ms(),
+            by=sender,
+            shared=agent.definition.shared,
+        )
+        self.wake(agent_id)
+        return closed
+
+    async def abandon(
+        self, agent_id: str, question_id: str, *, sender: str | None = None
+    ) -> QuestionRow | None:
+        """Close an open question unanswered (host.md §10.4), then wake the agent.
+
+        Raises:
+            As ``answer``, without ``InvalidAnswer``.
+        """
+        agent = self._admit(agent_id)
+        closed = await abandon_question(
+            self.store,
+            agent_id,
+            question_id,
+            now_ms=self.clock.now_ms(),
+            by=sender,
+            shared=agent.definition.shared,
+        )
+        self.wake(agent_id)
+        return closed
+
+    async def dismiss(self, agent_id: str, *, run_id: str | None = None) -> str:
+        """Close the agent's held turn ``dismissed`` so its queue moves on (host.md §13.6);
+        returns the dismissed message's id.
+
+        Raises:
+            AgentNotHosted / HostStopping: as ``post``.
+            RunNotHeld: the turn is not held, or ``run_id`` is not one of its runs.
+        """
+        agent = self._admit(agent_id)
+        async with agent.lock:
+            message_id = await agent.driver.dismiss(run_id)
+        self.wake(agent_id)
+        return message_id
+
     def wake(self, agent_id: str) -> None:
         """Make the agent's worker look for work now."""
         agent = self._agents.get(agent_id)
@@ -433,6 +559,7 @@ class Host:
         # The workers' own task group: stopping cancels it, never the code inside ``async with``.
         async with anyio.create_task_group() as workers:
             self._workers = workers
+            workers.start_soon(self._lease.keep)
             for agent in self._agents.values():
                 self._live_workers += 1
                 await workers.start(self._worker, agent)
@@ -471,7 +598,7 @@ class Host:
                     return
                 agent.working = True
                 try:
-                    await self._pass(agent)
+                    await self._lease.run_pass(agent.driver.agent_id, lambda: self._pass(agent))
                 except Exception:
                     log.exception("an agent's work pass failed; it retries at its next wake")
                 finally:
@@ -483,6 +610,10 @@ class Host:
                 await agent.wake.wait()
 
     async def _pass(self, agent: _Agent) -> None:
+        async with agent.lock:
+            await self._pass_locked(agent)
+
+    async def _pass_locked(self, agent: _Agent) -> None:
         if agent.resume_requested:
             agent.resume_requested = False
             try:
@@ -490,4 +621,5 @@ class Host:
             except RunNotResumable as exc:
                 log.warning("operator resume skipped", reason=str(exc))
             return
-        await agent.driver.work()
+        # A stopping host finishes the run in progress but starts no new one (host.md §13.5).
+        await agent.driver.work(admit=lambda: self.state == "running")

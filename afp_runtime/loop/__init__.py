@@ -1,6 +1,12 @@
 """Loop: stages, runs and iterations of a standing agent's turns, and the events they emit."""
 
-from afp_runtime.loop.agent import AgentDriver
+from afp_runtime.loop.agent import AgentDriver, dismiss_turn
+from afp_runtime.loop.checkins import (
+    ANSWER_LIMIT,
+    abandon_question,
+    answer_question,
+    validate_answer,
+)
 from afp_runtime.loop.clock import SystemClock
 from afp_runtime.loop.config import (
     AgentConfig,
@@ -12,7 +18,7 @@ from afp_runtime.loop.config import (
     build_window,
     load_config,
 )
-from afp_runtime.loop.definition import AgentDefinition, Durability
+from afp_runtime.loop.definition import AgentDefinition, Durability, TurnFailure
 from afp_runtime.loop.events import Emitter, Event, EventRecorder, EventSink
 from afp_runtime.loop.folded import (
     FoldedConversation,
@@ -34,6 +40,7 @@ from afp_runtime.loop.route import decide_route, unique_call_ids
 from afp_runtime.loop.run import Run
 
 __all__ = [
+    "ANSWER_LIMIT",
     "AgentConfig",
     "AgentDefinition",
     "AgentDriver",
@@ -55,11 +62,15 @@ __all__ = [
     "SystemClock",
     "TimeOrderedIds",
     "ToolConfig",
+    "TurnFailure",
     "WindowConfig",
+    "abandon_question",
+    "answer_question",
     "build_definition",
     "build_window",
     "check_history",
     "decide_route",
+    "dismiss_turn",
     "export_checkpoint",
     "import_checkpoint",
     "load_config",
@@ -68,4 +79,5 @@ __all__ = [
     "parse_checkpoint",
     "resolve_span",
     "unique_call_ids",
+    "validate_answer",
 ]

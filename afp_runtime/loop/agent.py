@@ -7,18 +7,19 @@ directly. A turn is only ever continued from what the store committed.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import msgspec
 import structlog
 
-from afp_runtime.errors import RunNotResumable
+from afp_runtime.errors import RunNotHeld, RunNotResumable
 from afp_runtime.loop.definition import AgentDefinition
 from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.run import Run
-from afp_runtime.records import Clock, InboxUpdate, RunKind, Txn
+from afp_runtime.records import Clock, InboxUpdate, OpenTurn, PendingBatch, RunKind, Txn
 from afp_runtime.store import Ack, CheckpointStore
 
 log = structlog.get_logger()
@@ -58,7 +59,9 @@ class AgentDriver:
         self.hooks = hooks
         self.agent_id = definition.agent_id
 
-    async def post(self, text: str, *, idempotency_key: str | None = None) -> Ack:
+    async def post(
+        self, text: str, *, idempotency_key: str | None = None, sender: str | None = None
+    ) -> Ack:
         """Accept a person's message durably; returns only after it is on disk."""
         await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
         ack = await self.store.post(
@@ -67,6 +70,8 @@ class AgentDriver:
             message_id=self.ids.message_id(),
             now_ms=self.clock.now_ms(),
             idempotency_key=idempotency_key,
+            sender=sender,
+            shared=self.definition.shared,
         )
         self.emitter.emit(
             "inbox.accepted",
@@ -76,22 +81,28 @@ class AgentDriver:
         )
         return ack
 
-    async def work(self) -> list[RunOutcome]:
+    async def work(self, *, admit: Callable[[], bool] | None = None) -> list[RunOutcome]:
         """Continue the unfinished turn if it may run now, then answer queued messages.
 
-        Returns every run's outcome, in order. Stops early at a turn that is held, paused or
-        stalled into the future: later messages wait behind it.
+        Returns every run's outcome, in order. Stops early at a turn that is paused, held or
+        stalled into the future: later messages wait behind it (with ``on_turn_failure="skip"``
+        a held turn is dismissed and the queue moves on). ``admit`` is asked before every new
+        run; once it says no, nothing more starts (a stopping host).
         """
         await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
         outcomes: list[RunOutcome] = []
-        while True:
+        while admit is None or admit():
             state = await self.store.conversation_state(self.agent_id)
             assert state is not None
             if state.open_turn is not None:
                 outcome = await self._continue()
                 if outcome is None:
+                    if await self._skip_held():
+                        continue
                     return outcomes
                 outcomes.append(outcome)
+                if outcome.status == "held" and await self._skip_held():
+                    continue
                 if outcome.status != "answered":
                     return outcomes
                 continue
@@ -101,8 +112,21 @@ class AgentDriver:
             message = queued[0]
             outcome = await self._run("initial", message.message_id, text=message.text)
             outcomes.append(outcome)
+            if outcome.status == "held" and await self._skip_held():
+                continue
             if outcome.status != "answered":
                 return outcomes
+        return outcomes
+
+    async def _skip_held(self) -> bool:
+        """``on_turn_failure="skip"``: dismiss a held turn at once (host.md §13.6)."""
+        if self.definition.on_turn_failure != "skip":
+            return False
+        state = await self.store.conversation_state(self.agent_id)
+        if state is None or state.open_turn is None or state.open_turn.status != "held":
+            return False
+        await self.dismiss()
+        return True
 
     async def _continue(self) -> RunOutcome | None:
         state = await self.store.conversation_state(self.agent_id)
@@ -112,14 +136,43 @@ class AgentDriver:
             if turn.retry_at_ms is not None and turn.retry_at_ms > self.clock.now_ms():
                 return None
             return await self._run("retry", turn.message_id)
+        if turn.status == "paused":
+            if turn.pending_batch is None or not await self._answered(turn):
+                return None  # waits for the person
+            return await self._run("answer", turn.message_id, answers=turn.pending_batch)
         if turn.status != "running":
-            return None  # paused or held: waits for a person or an operator
+            return None  # held: waits for an operator
         if turn.recoveries >= self.definition.max_recoveries:
             await self._hold_crash_loop(turn.message_id, turn.recoveries)
             return None
-        settle = await self._reply_to_settle(turn.last_run_id)
         log.info("recovering turn", turn=turn.turn, crashed_run=turn.last_run_id)
+        if turn.pending_batch is not None:
+            # An answer run crashed before its settle committed: settle the batch again.
+            return await self._run("recovery", turn.message_id, answers=turn.pending_batch)
+        settle = await self._reply_to_settle(turn.last_run_id)
         return await self._run("recovery", turn.message_id, settle=settle)
+
+    async def _answered(self, turn: OpenTurn) -> bool:
+        """Whether every question of the paused batch is closed; open questions past the
+        agent's ``pause_timeout_s`` are abandoned first (host.md §10.4)."""
+        assert turn.pending_batch is not None
+        questions = await self.store.questions(
+            self.agent_id, question_ids=turn.pending_batch.question_ids
+        )
+        timeout = self.definition.pause_timeout_s
+        now = self.clock.now_ms()
+        still_open = False
+        for question in questions:
+            if question.status != "open":
+                continue
+            if timeout is not None and question.asked_at_ms + timeout * 1000 <= now:
+                await self.store.close_question(
+                    question.question_id, status="abandoned", now_ms=now
+                )
+                log.info("question abandoned by pause timeout", question_id=question.question_id)
+                continue
+            still_open = True
+        return not still_open
 
     async def _reply_to_settle(self, run_id: str) -> CommittedReply | None:
         """The committed reply a run left without its closing stage, if any (never re-asked).
@@ -165,10 +218,18 @@ class AgentDriver:
                 agent_id=self.agent_id,
             )
         settle = await self._reply_to_settle(turn.last_run_id)
-        outcome = await self._run("operator", turn.message_id, settle=settle)
+        outcome = await self._run(
+            "operator", turn.message_id, settle=settle, answers=turn.pending_batch
+        )
         if outcome.status != "answered":
             return [outcome]
         return [outcome, *await self.work()]
+
+    async def dismiss(self, run_id: str | None = None) -> str:
+        """Close the agent's held turn ``dismissed`` (``dismiss_turn``); returns its message id."""
+        return await dismiss_turn(
+            self.store, self.agent_id, run_id=run_id, clock=self.clock, emitter=self.emitter
+        )
 
     async def _hold_crash_loop(self, message_id: str, recoveries: int) -> None:
         state = await self.store.conversation_state(self.agent_id)
@@ -198,6 +259,7 @@ class AgentDriver:
         *,
         text: str | None = None,
         settle: CommittedReply | None = None,
+        answers: PendingBatch | None = None,
     ) -> RunOutcome:
         loaded = await self.store.load_conversation(self.agent_id)
         if text is None:
@@ -216,5 +278,65 @@ class AgentDriver:
             message_id=message_id,
             text=text,
             hooks=self.hooks,
+            ids=self.ids,
         )
-        return await run.execute(settle=settle)
+        return await run.execute(settle=settle, answers=answers)
+
+
+async def dismiss_turn(
+    store: CheckpointStore,
+    agent_id: str,
+    *,
+    run_id: str | None = None,
+    clock: Clock,
+    emitter: Emitter | None = None,
+) -> str:
+    """Close the agent's held turn ``dismissed`` so the queue moves on (host.md §13.6).
+
+    The turn's committed messages stay in ``history``; its runs keep their logs and statuses.
+    One ``synchronous=FULL`` commit. Returns the dismissed message's id.
+
+    Raises:
+        RunNotHeld: the agent has no held turn, or ``run_id`` is not one of its runs.
+    """
+    state = await store.conversation_state(agent_id)
+    turn = state.open_turn if state is not None else None
+    if state is None or turn is None or turn.status != "held":
+        status = turn.status if turn is not None else "idle"
+        raise RunNotHeld(
+            f"agent {agent_id!r} has no held turn to dismiss (it is {status})",
+            agent_id=agent_id,
+        )
+    if run_id is not None:
+        rows = await store.runs(run_id=run_id)
+        if not rows or rows[0].message_id != turn.message_id:
+            raise RunNotHeld(f"run {run_id!r} is not a run of the held turn", run_id=run_id)
+    now = clock.now_ms()
+    closed = msgspec.structs.replace(
+        state, open_turn=None, last_run_id=turn.last_run_id, checkpointed_at_ms=now
+    )
+    await store.commit(
+        Txn(
+            agent_id=agent_id,
+            conversation=closed,
+            inbox=[InboxUpdate(message_id=turn.message_id, status="dismissed")],
+            full=True,
+        )
+    )
+    log.info("turn dismissed", agent_id=agent_id, turn=turn.turn, error_kind=turn.error_kind)
+    if emitter is not None:
+        emitter.emit(
+            "turn.ended",
+            at_ms=now,
+            agent_id=agent_id,
+            payload={
+                "turn": turn.turn,
+                "messageId": turn.message_id,
+                "status": "dismissed",
+                "runs": turn.runs,
+                "iterations": max(turn.next_iteration - 1, 0),
+            },
+            run_id=turn.last_run_id,
+            turn=turn.turn,
+        )
+    return turn.message_id

@@ -71,6 +71,7 @@ class ToolConfig(_Config):
     input_schema: dict[str, Any] | None = None
     idempotent: bool = False
     parallel_safe: bool = False
+    check_in: bool = False
     timeout_s: float = 60.0
     max_result_chars: int = 20_000
 
@@ -115,6 +116,10 @@ class AgentConfig(_Config):
     keep_last_tool_results: int | bool = 2
     findings: FindingsConfig | None = None
     keep_ledger_facts: int | bool | msgspec.UnsetType = msgspec.UNSET
+    shared: bool = False
+    on_turn_failure: Literal["hold", "skip"] = "hold"
+    max_stall_s: float = 86_400.0
+    pause_timeout_s: float | None = None
 
 
 class ConfigFile(_Config):
@@ -213,6 +218,7 @@ def build_tool(config: ToolConfig, *, field: str) -> Tool:
         target,
         idempotent=config.idempotent,
         parallel_safe=config.parallel_safe,
+        check_in=config.check_in,
         timeout_s=config.timeout_s,
         max_result_chars=config.max_result_chars,
     )
@@ -273,6 +279,10 @@ def build_definition(config: AgentConfig, *, field: str = "agents[0]") -> AgentD
         keep_last_tool_results=config.keep_last_tool_results,
         findings=config.findings,
         keep_ledger_facts=config.keep_ledger_facts,
+        shared=config.shared,
+        on_turn_failure=config.on_turn_failure,
+        max_stall_s=config.max_stall_s,
+        pause_timeout_s=config.pause_timeout_s,
     )
     definition.resources.extend(resources)
     return definition

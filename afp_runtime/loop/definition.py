@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -22,12 +23,25 @@ from afp_runtime.window import (
 AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 Durability = Literal["sync", "iteration", "turn"]
+TurnFailure = Literal["hold", "skip"]
 
 
 def _positive_int(field: str, value: Any, *, minimum: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise AgentDefinitionError(
             f"{field} must be an int >= {minimum}, not {shown(value)}", field=field
+        )
+
+
+def _positive_seconds(field: str, value: Any) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise AgentDefinitionError(
+            f"{field} must be a finite number of seconds > 0, not {shown(value)}", field=field
         )
 
 
@@ -54,6 +68,14 @@ class AgentDefinition:
         findings: arms the agent (findings.md §1): the model may declare standings through a
             reserved ``_findings`` argument; None leaves the agent byte-identical to a runtime
             without the findings family.
+        shared: skip the owner check: any principal may post and answer (host.md §12).
+        on_turn_failure: ``hold`` (default: a held turn waits for an operator and later
+            messages wait behind it) or ``skip`` (a held turn is dismissed at once and the
+            queue moves on), host.md §13.6.
+        max_stall_s: how long a turn may stay stalled, counted from its first stall, before it
+            is held (``stall-limit``); default 24 h.
+        pause_timeout_s: abandon a paused turn's open questions this long after they were
+            asked (on the injected clock); None (default) waits for ever.
         keep_ledger_facts: the agent-level ledger-fact pin ceiling; ``findings``'s own value
             wins when set (findings.md §9.2). Validated even when unarmed.
 
@@ -80,6 +102,10 @@ class AgentDefinition:
         keep_last_tool_results: int | bool = 2,
         findings: FindingsConfig | None = None,
         keep_ledger_facts: int | bool | msgspec.UnsetType = msgspec.UNSET,
+        shared: bool = False,
+        on_turn_failure: TurnFailure = "hold",
+        max_stall_s: float = 86_400.0,
+        pause_timeout_s: float | None = None,
     ) -> None:
         if not isinstance(agent_id, str) or not AGENT_ID.match(agent_id):
             raise AgentDefinitionError(
@@ -97,6 +123,18 @@ class AgentDefinition:
             raise AgentDefinitionError(
                 f"wrapUp must be a bool, not {shown(wrap_up)}", field="wrapUp"
             )
+        if not isinstance(shared, bool):
+            raise AgentDefinitionError(
+                f"shared must be a bool, not {shown(shared)}", field="shared"
+            )
+        if on_turn_failure not in ("hold", "skip"):
+            raise AgentDefinitionError(
+                f"onTurnFailure must be hold or skip, not {shown(on_turn_failure)}",
+                field="onTurnFailure",
+            )
+        _positive_seconds("maxStallS", max_stall_s)
+        if pause_timeout_s is not None:
+            _positive_seconds("pauseTimeoutS", pause_timeout_s)
         if window is not None and compaction is not None:
             raise AgentDefinitionError(
                 f"a window strategy is already set by window= ({window.name!r}); "
@@ -134,6 +172,10 @@ class AgentDefinition:
         self.params = params or ModelParams()
         self.retry = retry or RetryPolicy()
         self.max_recoveries = max_recoveries
+        self.shared = shared
+        self.on_turn_failure: TurnFailure = on_turn_failure
+        self.max_stall_s = float(max_stall_s)
+        self.pause_timeout_s = None if pause_timeout_s is None else float(pause_timeout_s)
         self.window: WindowStrategy | None = strategy
         self.keep_last_tool_results = keep_last_tool_results
         self.findings = findings

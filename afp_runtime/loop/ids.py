@@ -19,6 +19,8 @@ class IdFactory(Protocol):
 
     def message_id(self) -> str: ...
 
+    def question_id(self) -> str: ...
+
 
 class TimeOrderedIds:
     """UUIDv7-shaped ids from a clock and a random source (both injected)."""
@@ -40,6 +42,9 @@ class TimeOrderedIds:
     def message_id(self) -> str:
         return "msg-" + self._uuid7()
 
+    def question_id(self) -> str:
+        return "q-" + self._uuid7()
+
 
 class SequentialIds:
     """Deterministic ids ``run-1, run-2, …`` and ``msg-1, …`` (tests, scenarios)."""
@@ -47,6 +52,7 @@ class SequentialIds:
     def __init__(self, *, start: int = 1) -> None:
         self._runs = start - 1
         self._messages = start - 1
+        self._questions = start - 1
 
     def run_id(self) -> str:
         self._runs += 1
@@ -55,3 +61,7 @@ class SequentialIds:
     def message_id(self) -> str:
         self._messages += 1
         return f"msg-{self._messages}"
+
+    def question_id(self) -> str:
+        self._questions += 1
+        return f"q-{self._questions}"

@@ -12,6 +12,7 @@ import random
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import anyio
 import msgspec
 import structlog
 
@@ -20,6 +21,7 @@ from afp_runtime.loop.committer import Committer
 from afp_runtime.loop.definition import AgentDefinition
 from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
+from afp_runtime.loop.ids import IdFactory, SequentialIds
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import decide_route
 from afp_runtime.loop.stages import (
@@ -28,6 +30,7 @@ from afp_runtime.loop.stages import (
     final,
     receipt,
     seed,
+    settle_answers,
     tool_calls,
     window,
     wrap_up,
@@ -45,6 +48,7 @@ from afp_runtime.records import (
     Item,
     ListRef,
     OpenTurn,
+    PendingBatch,
     PriorVisitRef,
     RunEnd,
     RunKind,
@@ -91,6 +95,7 @@ class Run:
         message_id: str,
         text: str | None = None,
         hooks: LoopHooks | None = None,
+        ids: IdFactory | None = None,
     ) -> None:
         self.store = store
         self.d = definition
@@ -103,6 +108,7 @@ class Run:
         self.text = text
         self.agent_id = definition.agent_id
         self.hooks = hooks or LoopHooks()
+        self.ids: IdFactory = ids or SequentialIds()
         self.committer = Committer(store, definition.durability, self.hooks)
         self.conv: ConversationState = loaded.state
         self.history: list[Message] = list(loaded.history)
@@ -202,19 +208,62 @@ class Run:
 
     # -- the run ----------------------------------------------------------------------------
 
-    async def execute(self, *, settle: CommittedReply | None = None) -> RunOutcome:
-        """Run to the end of the turn, a stall or a hold."""
+    async def execute(
+        self, *, settle: CommittedReply | None = None, answers: PendingBatch | None = None
+    ) -> RunOutcome:
+        """Run to the end of the turn, a pause, a stall or a hold.
+
+        ``settle`` completes a reply committed before a crash; ``answers`` completes a paused
+        batch whose questions are all closed (an answer run, or the recovery of one).
+        """
         with structlog.contextvars.bound_contextvars(agent_id=self.agent_id, run_id=self.run_id):
-            await seed(self)
-            if settle is not None:
-                outcome = await self._settle(settle)
-                if outcome is not None:
-                    return outcome
-            while True:
-                with structlog.contextvars.bound_contextvars(iteration=self.iteration):
-                    outcome = await self._iteration()
-                if outcome is not None:
-                    return outcome
+            try:
+                return await self._execute(settle, answers)
+            except anyio.get_cancelled_exc_class():
+                await self._end_cancelled()
+                raise
+
+    async def _end_cancelled(self) -> None:
+        """A shutdown cancelled the run: mark it ``cancelled`` (host.md §13.5). The turn stays
+        ``running`` with nothing partial committed, so the next start recovers it (§9.3)."""
+        if self.seq == 0:
+            return  # not even the seed committed: there is no run row to end
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.store.commit(
+                    Txn(
+                        agent_id=self.agent_id,
+                        run_end=RunEnd(
+                            run_id=self.run_id,
+                            status="cancelled",
+                            ended_at_ms=self.now(),
+                            usage=self.run_usage,
+                        ),
+                    )
+                )
+            except Exception:
+                log.warning("could not mark the cancelled run", exc_info=True)
+                return
+        log.info("run cancelled")
+        self.emit_run_ended("cancelled")
+
+    async def _execute(
+        self, settle: CommittedReply | None, answers: PendingBatch | None
+    ) -> RunOutcome:
+        await seed(self)
+        if answers is not None:
+            outcome = await settle_answers(self, answers)
+            if outcome is not None:
+                return outcome
+        elif settle is not None:
+            outcome = await self._settle(settle)
+            if outcome is not None:
+                return outcome
+        while True:
+            with structlog.contextvars.bound_contextvars(iteration=self.iteration):
+                outcome = await self._iteration()
+            if outcome is not None:
+                return outcome
 
     async def _iteration(self) -> RunOutcome | None:
         held = await window(self)
@@ -243,8 +292,7 @@ class Run:
             stage=False,
         )
         if route == "tool-calls":
-            await tool_calls(self, reply, settling=settling)
-            return None
+            return await tool_calls(self, reply, settling=settling)
         if route == "wrap-up":
             await wrap_up(self, reply, settling=settling)
             return None
@@ -271,6 +319,15 @@ class Run:
         turn = self.conv.open_turn
         assert turn is not None
         status: Literal["stalled", "held"]
+        since = turn.stalled_since_ms if turn.stalled_since_ms is not None else self.now()
+        if retry_at_ms is not None and retry_at_ms - since > self.d.max_stall_s * 1000:
+            # host.md §13.6: past max_stall_s a stalled turn is held for an operator.
+            error = (
+                f"the turn stayed stalled longer than {self.d.max_stall_s:g} s "
+                f"(last failure {error_kind}: {error})"
+            )
+            error_kind = "stall-limit"
+            retry_at_ms = None
         if retry_at_ms is not None:
             status = "stalled"
             open_turn = self.open_turn_with(
@@ -279,6 +336,7 @@ class Run:
                 error_kind=error_kind,
                 error=error,
                 retry_at_ms=retry_at_ms,
+                stalled_since_ms=since,
             )
         else:
             status = "held"

@@ -81,6 +81,22 @@ class StoredFoldedSpan(
     messages: ListRef | None = None
 
 
+class PendingBatch(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The tool batch a paused turn waits to finish (host.md §1.2 ``pendingBatch``).
+
+    Attributes:
+        question_ids: the questions of the pause, in asking order (wire ``questionIds``).
+        tool_call_ids: the calls of the batch with no result committed yet, in call order
+            (wire ``toolCallIds``); the answer run's ``settle`` answers exactly these.
+        kind: ``tool-ask`` (a tool asked mid-execution; calls after it are not run) or
+            ``approval`` (the batch paused before any dispatch).
+    """
+
+    question_ids: tuple[str, ...]
+    tool_call_ids: tuple[str, ...]
+    kind: str
+
+
 class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
     """The unfinished turn of a conversation (host.md §8.1).
 
@@ -98,6 +114,10 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
             ``lastUsage``): what the next window visit measures (window.md §11).
         usage_missing: a call of this turn reported no usage since the last good reading.
         prior_visits: the turn's last two filed window records, for the stand-down rule.
+        stalled_since_ms: when the turn first stalled (wire ``stalledSinceMs``); the stall
+            limit counts from it.
+        pending_batch: the paused batch (wire ``pendingBatch``), kept until the ``settle``
+            that answers it commits, so a crash of the answer run settles it again.
     """
 
     turn: int
@@ -113,6 +133,8 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
     last_usage: Usage | None = None
     usage_missing: bool = False
     prior_visits: tuple[PriorVisitRef, ...] = ()
+    pending_batch: PendingBatch | None = None
+    stalled_since_ms: int | None = None
     error_kind: str | None = None
     error: str | None = None
     retry_at_ms: int | None = None

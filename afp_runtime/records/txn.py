@@ -72,6 +72,46 @@ class JournalRow(msgspec.Struct, frozen=True, kw_only=True):
     outcome: bytes | None = None
 
 
+QuestionKind = Literal["tool-ask", "approval", "time"]
+QuestionStatus = Literal["open", "answered", "abandoned", "unsettled"]
+
+
+class QuestionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """A check-in question a paused turn waits on (host.md §10.1).
+
+    Attributes:
+        question_id: the question (wire ``questionId``).
+        agent_id: the agent whose turn asks.
+        message_id: the inbox message of the turn (wire ``messageId``).
+        run_id: the run that asked.
+        turn: the turn number.
+        kind: ``tool-ask``, ``approval`` or ``time``.
+        prompt: what the person is asked.
+        tool_call_ids: the calls waiting on the answer (wire ``toolCallIds``).
+        asked_at_ms: when the pause committed (injected clock).
+        status: ``open``, ``answered``, ``abandoned`` or ``unsettled``.
+        repeat: how many times the question was asked again (time questions).
+        answer: the answer value once answered (a str or a JSON object, per kind).
+        answered_at_ms: when it was closed.
+        answered_by: the principal that answered, when one was given.
+    """
+
+    question_id: str
+    agent_id: str
+    message_id: str
+    run_id: str
+    turn: int
+    kind: QuestionKind
+    prompt: str
+    tool_call_ids: tuple[str, ...]
+    asked_at_ms: int
+    status: QuestionStatus = "open"
+    repeat: int = 0
+    answer: Any = None
+    answered_at_ms: int | None = None
+    answered_by: str | None = None
+
+
 class Txn(msgspec.Struct, kw_only=True):
     """The writes of one transaction; ``full`` asks for ``synchronous=FULL`` at its commit."""
 
@@ -86,6 +126,8 @@ class Txn(msgspec.Struct, kw_only=True):
     folded: list[StoredFoldedSpan] = msgspec.field(default_factory=list)
     # Ledger rows to append, in wire form (each a mapping with a ``kind``).
     ledger: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    # Check-in questions asked by a pause, inserted open.
+    questions: list[QuestionRow] = msgspec.field(default_factory=list)
     # Archive the current conversation (checkpoint and folded spans) before writing this one.
     replace_conversation: bool = False
     full: bool = False
@@ -101,6 +143,7 @@ class Txn(msgspec.Struct, kw_only=True):
         self.journal.extend(other.journal)
         self.folded.extend(other.folded)
         self.ledger.extend(other.ledger)
+        self.questions.extend(other.questions)
         self.replace_conversation = self.replace_conversation or other.replace_conversation
         self.full = self.full or other.full
 
@@ -116,4 +159,5 @@ class Txn(msgspec.Struct, kw_only=True):
             or self.journal
             or self.folded
             or self.ledger
+            or self.questions
         )

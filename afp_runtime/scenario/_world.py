@@ -143,6 +143,9 @@ class RecordingIds:
     def message_id(self) -> str:
         return self._ids.message_id()
 
+    def question_id(self) -> str:
+        return self._ids.question_id()
+
 
 @dataclass
 class Arm:
@@ -375,6 +378,15 @@ class World:
             if result.error is not None:
                 execution.result = {"error": result.error}
                 raise ToolError(result.error)
+            if result.pause is not None:
+                question = result.pause.question
+                execution.result = {"pause": {"question": question}}
+                try:
+                    ctx.ask_person(question)
+                except ValueError as exc:
+                    # A blank or over-long question: the call fails like any tool error.
+                    execution.result = {"error": str(exc)}
+                    raise
             assert result.text is not None
             execution.result = result.text
             return result.text

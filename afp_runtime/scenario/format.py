@@ -10,8 +10,9 @@ their class (``ToolDefinitionError``, ``WindowConfigError``, ``CheckpointInvalid
 path put in front of their message.
 
 Features the runtime does not have yet are refused with an error that names the path and says
-so: ``resume`` steps, ``{"pause": …}`` tool results, ``agent.time``, a
-message's ``time``, tool ``period`` declarations and ``checkIn`` tools (approval pauses).
+so: the time layer (``agent.time``, a message's ``time`` and tool ``period`` declarations).
+Check-ins are available: ``{"pause": {"question": …}}`` tool results, ``checkIn`` tools and
+``resume`` steps (host.md §10).
 
 Decisions where scenario.md is silent:
 
@@ -23,6 +24,15 @@ Decisions where scenario.md is silent:
   name. A ``crash`` step with no ``message``/``continueFrom``/``resume`` step after it is refused
   up front; several crash steps before one step arm it in order (the next is armed once the
   previous has fired, e.g. a crash inside the recovery run).
+* A result object holds exactly one of ``error``, ``text`` or ``pause``; ``delayMs`` goes with
+  ``text`` only. ``pause.question`` is any string: the scripted tool hands it to
+  ``ctx.ask_person`` as is, so a blank or over-long question fails the call like any tool error
+  (as the runtime does), rather than being refused up front.
+* A ``resume`` step holds either ``answer`` or ``"abandon": true`` (``"abandon": false`` is the
+  same as leaving it out). ``answer`` is a string or a decision object ``{"decision":
+  "approve" | "decline", "note"?: text}`` (unknown keys refused here); whether it fits the
+  question's kind is the runtime's check when the step runs (``InvalidAnswer``, see
+  ``runner.run_scenario``). ``question`` is an int >= 0.
 """
 
 from __future__ import annotations
@@ -192,14 +202,21 @@ class SummarizeOldestSpec(_StrategySpec, frozen=True, kw_only=True, tag="summari
 StrategySpec = SlidingWindowSpec | TokenBudgetSpec | SummarizeOldestSpec
 
 
+class PauseSpec(_Input, frozen=True, kw_only=True):
+    """``{"question": text}``: the scripted tool asks the person (``ctx.ask_person``)."""
+
+    question: str
+
+
 class ToolResultSpec(_Input, frozen=True, kw_only=True):
     """A scripted tool result other than a plain string: ``{"error": text}``, ``{"text": t,
-    "delayMs": n}`` or ``{"pause": …}`` (refused: pauses are not available yet)."""
+    "delayMs": n}`` or ``{"pause": {"question": text}}`` (the tool asks the person, pausing
+    the turn; host.md §10.2)."""
 
     error: str | None = None
     text: str | None = None
     delay_ms: NonNegativeInt | None = None
-    pause: Any = msgspec.UNSET
+    pause: PauseSpec | None = None
 
 
 class ToolSpec(_Input, frozen=True, kw_only=True):
@@ -274,12 +291,39 @@ class CrashStep(_StepSpec, frozen=True, kw_only=True, tag="crash"):
     iteration: PositiveInt | None = None
 
 
-class ResumeStep(_StepSpec, frozen=True, kw_only=True, tag="resume"):
-    """Answer an open question (refused: pause and resume are not available yet)."""
+class DecisionSpec(_Input, frozen=True, kw_only=True):
+    """The answer to an approval: ``{"decision": "approve" | "decline", "note"?: text}``."""
 
-    answer: Any = None
-    question: Any = None
-    abandon: Any = None
+    decision: Literal["approve", "decline"]
+    note: str | None = None
+
+    def value(self) -> dict[str, Any]:
+        """The answer value as the API takes it (``extensions`` left out)."""
+        value: dict[str, Any] = {"decision": self.decision}
+        if self.note is not None:
+            value["note"] = self.note
+        return value
+
+
+class ResumeStep(_StepSpec, frozen=True, kw_only=True, tag="resume"):
+    """Answer (or abandon) one open question of the paused turn, then run the answer run once
+    the batch's last question closes (host.md §10.3, §10.4).
+
+    Attributes:
+        answer: text (a tool ask) or a decision object (an approval).
+        question: the 0-based position among the open questions; the oldest when absent.
+        abandon: true closes the question abandoned instead of answering it.
+    """
+
+    answer: str | DecisionSpec | None = None
+    question: NonNegativeInt | None = None
+    abandon: bool = False
+
+    def value(self) -> Any:
+        """The answer value handed to ``answer_question``."""
+        if isinstance(self.answer, DecisionSpec):
+            return self.answer.value()
+        return self.answer
 
 
 StepSpec = MessageStep | RestartStep | ContinueFromStep | CrashStep | ResumeStep
@@ -404,10 +448,9 @@ def _check_replies(path: str, replies: Sequence[ReplySpec]) -> None:
 def _check_result(path: str, result: str | ToolResultSpec) -> None:
     if isinstance(result, str):
         return
-    if result.pause is not msgspec.UNSET:
-        raise not_available(f"{path}.pause", "a tool pause (ctx.ask_person)")
-    if (result.error is None) == (result.text is None):
-        raise _invalid(path, 'a result object holds exactly one of "error" or "text"')
+    held = [value for value in (result.error, result.text, result.pause) if value is not None]
+    if len(held) != 1:
+        raise _invalid(path, 'a result object holds exactly one of "error", "text" or "pause"')
     if result.delay_ms is not None and result.text is None:
         raise _invalid(f"{path}.delayMs", 'delayMs goes with "text"')
 
@@ -416,8 +459,12 @@ def _check_steps(steps: Sequence[StepSpec]) -> None:
     armed: list[int] = []
     for index, step in enumerate(steps):
         path = f"$.turns[{index}]"
-        if isinstance(step, ResumeStep):
-            raise not_available(path, "a resume step (pause and resume)")
+        if isinstance(step, ResumeStep) and (step.answer is None) != step.abandon:
+            raise _invalid(
+                path,
+                'a resume step holds either "answer" or "abandon": true'
+                + (", not both" if step.abandon else ""),
+            )
         if isinstance(step, MessageStep) and step.time is not None:
             raise not_available(f"{path}.time", "a message time (the time layer)")
         if isinstance(step, CrashStep):
@@ -426,14 +473,14 @@ def _check_steps(steps: Sequence[StepSpec]) -> None:
             if step.iteration is not None and step.after not in STAGE_POINTS:
                 raise _invalid(f"{path}.iteration", "iteration goes with a stage name in after")
             armed.append(index)
-        if isinstance(step, MessageStep | ContinueFromStep):
+        if isinstance(step, MessageStep | ContinueFromStep | ResumeStep):
             armed = []
         if isinstance(step, ContinueFromStep):
             checkpoint_of(step, path)
     if armed:
         raise _invalid(
             f"$.turns[{armed[0]}]",
-            "this crash is never reached: no message or continueFrom step follows it",
+            "this crash is never reached: no message, continueFrom or resume step follows it",
         )
 
 
@@ -443,14 +490,14 @@ def _check_steps(steps: Sequence[StepSpec]) -> None:
 def build_tool(spec: ToolSpec, path: str, fn: ToolFn) -> Tool:
     """The runtime tool a spec declares, running ``fn``.
 
+    ``checkIn`` maps to ``check_in=True``: a call of it pauses its batch for an approval.
+
     Raises:
-        InvalidValue: a period or check-in (not available yet).
+        InvalidValue: a period (the time layer is not available yet).
         ToolDefinitionError: the declaration is refused (reserved arguments, a bad schema…).
     """
     if spec.period is not None:
         raise not_available(f"{path}.period", "a tool period (the time layer)")
-    if spec.check_in:
-        raise not_available(f"{path}.checkIn", "a check-in tool (approval pauses)")
     try:
         return Tool(
             spec.name,
@@ -461,6 +508,7 @@ def build_tool(spec: ToolSpec, path: str, fn: ToolFn) -> Tool:
             parallel_safe=spec.parallel_safe,
             timeout_s=spec.timeout_s,
             max_result_chars=spec.max_result_chars,
+            check_in=spec.check_in,
         )
     except AfpError as exc:
         raise at_path(path, exc) from None

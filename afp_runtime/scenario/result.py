@@ -38,11 +38,12 @@ class StepResult(_Output, frozen=True, kw_only=True):
         kind: the step's kind.
         run_id: the last run the step ran (absent when it ran none).
         outcome: the turn's state when the step ended: ``answered``, ``paused`` or ``held``.
-        answer_status: for ``resume`` steps (not available yet): ``accepted`` or ``re-asked``.
+        answer_status: for ``resume`` steps: ``accepted`` (``re-asked`` is for time questions,
+            which are not available yet).
         runs: every run the step ran, in order.
         answer: the final answer, only when answered.
         compactions: every window record of the step's turn so far, all its runs (wire shape).
-        findings_ledger: basis, standing and conflict rows the step added (none yet).
+        findings_ledger: basis, standing and conflict rows the step added.
         time_rows: time rows the step added (none yet).
     """
 
@@ -144,7 +145,8 @@ class ToolExecution(_Output, frozen=True, kw_only=True):
 
     ``call_number`` counts the tool's executions (1-based), which is also the position of the
     scripted result it took. ``result`` is the text it returned, ``{"error": text}`` when it
-    raised, or ``None`` when it never returned (a crash, or cancelled at its time limit).
+    raised, ``{"pause": {"question": text}}`` when it asked the person (``ctx.ask_person``), or
+    ``None`` when it never returned (a crash, or cancelled at its time limit).
     """
 
     turn: int

@@ -7,8 +7,24 @@ the jitter source, the scripts and what was recorded.
 
 Each ``message`` or ``continueFrom`` step drives the agent until its turn is answered, paused or
 held: a stall is retried within the step (the clock moves to ``retryAtMs``), and an armed crash
-drops the host and opens a fresh one whose ``work()`` recovers the turn. The step's runs, answer
-and window records are read back from the store afterwards.
+drops the host and opens a fresh one whose ``work()`` recovers the turn. A ``resume`` step
+answers or abandons one open question of the paused turn (``answer_question`` /
+``abandon_question``, as the API does) and drives the agent the same way: once the batch's last
+question is closed, ``work()`` runs the ``answer`` run. The step's runs, answer and window
+records are read back from the store afterwards.
+
+Decisions where scenario.md is silent:
+
+* An answer that does not fit its question's kind (text for an approval, a decision for a tool
+  ask, an empty or over-long text) is the runtime's ``InvalidAnswer`` (as the API's 422): the
+  scenario stops with that class, its ``reason`` kept, the message starting with the step's
+  ``$.turns[i].answer`` path and naming the question, its kind and the reason code.
+* A ``question`` position past the open questions is an ``InvalidValue`` at
+  ``$.turns[i].question``; resuming when no question is open at all is one at ``$.turns[i]``.
+* A ``message`` or ``continueFrom`` step while the previous turn is paused (or held, or anything
+  but finished) is an ``InvalidValue`` at ``$.turns[i]`` saying so; nothing is posted.
+* A resume step's ``findingsLedger`` holds the rows of the turn added since the step began (the
+  message step that paused already showed its own).
 """
 
 from __future__ import annotations
@@ -19,11 +35,13 @@ from typing import Any
 import anyio
 import msgspec
 
-from afp_runtime.errors import AfpError, InvalidValue
+from afp_runtime.errors import AfpError, InvalidAnswer, InvalidValue
 from afp_runtime.loop import (
     AgentDefinition,
     AgentDriver,
     Emitter,
+    abandon_question,
+    answer_question,
     import_checkpoint,
     load_folded_spans,
 )
@@ -35,6 +53,7 @@ from afp_runtime.scenario.format import (
     CrashStep,
     MessageStep,
     RestartStep,
+    ResumeStep,
     Scenario,
     SlidingWindowSpec,
     StrategySpec,
@@ -227,19 +246,25 @@ class _Runner:
             return StepResult(index=index, kind="crash")
         path = f"$.turns[{index}]"
         self.world.advance(self.scenario.clock.run_gap_ms)
-        await self._require_idle(path)
-        if isinstance(step, ContinueFromStep):
-            store, _ = self.host.live()
-            checkpoint = checkpoint_of(step, path)
-            await import_checkpoint(
-                store, AGENT_ID, checkpoint, now_ms=self.world.clock.now_ms(), replace=True
-            )
-            kind = "continueFrom"
+        ledger_from = 0
+        answer_status: str | msgspec.UnsetType = msgspec.UNSET
+        if isinstance(step, ResumeStep):
+            message_id, ledger_from = await self._resume(step, path)
+            kind, answer_status = "resume", "accepted"
         else:
-            assert isinstance(step, MessageStep)
-            kind = "message"
-        _, driver = self.host.live()
-        ack = await driver.post(step.message)
+            await self._require_idle(path)
+            if isinstance(step, ContinueFromStep):
+                store, _ = self.host.live()
+                checkpoint = checkpoint_of(step, path)
+                await import_checkpoint(
+                    store, AGENT_ID, checkpoint, now_ms=self.world.clock.now_ms(), replace=True
+                )
+                kind = "continueFrom"
+            else:
+                assert isinstance(step, MessageStep)
+                kind = "message"
+            _, driver = self.host.live()
+            message_id = (await driver.post(step.message)).message_id
         self.world.arms, self.pending = self.pending, []
         run_ids = await self._drive()
         for arm in self.world.arms:
@@ -250,17 +275,70 @@ class _Runner:
                     field=f"$.turns[{arm.index}]",
                 )
         self.world.arms = []
-        return await self._report(index, kind, ack.message_id, run_ids)
+        return await self._report(
+            index, kind, message_id, run_ids, ledger_from=ledger_from, answer_status=answer_status
+        )
 
     async def _require_idle(self, path: str) -> None:
         store, _ = self.host.live()
         state = await store.conversation_state(AGENT_ID)
-        if state is not None and state.open_turn is not None:
+        if state is None or state.open_turn is None:
+            return
+        turn = state.open_turn
+        if turn.status == "paused":
+            waiting = len(await store.questions(AGENT_ID, status="open"))
             raise InvalidValue(
-                f"{path}: the previous turn is still {state.open_turn.status} "
-                f"({state.open_turn.error_kind or 'no error'}); a scenario cannot post behind it",
+                f"{path}: the previous turn is still paused ({waiting} open question(s)); "
+                "a scenario cannot post behind it: resume it first (host.md §10.5)",
                 field=path,
             )
+        raise InvalidValue(
+            f"{path}: the previous turn is still {turn.status} "
+            f"({turn.error_kind or 'no error'}); a scenario cannot post behind it",
+            field=path,
+        )
+
+    async def _resume(self, step: ResumeStep, path: str) -> tuple[str, int]:
+        """Answer or abandon the open question a resume step picks; the question's inbox
+        message and how many ledger rows its turn held before (host.md §10.3, §10.4).
+
+        Raises:
+            InvalidValue: no question is open, or ``question`` is past the open ones.
+            InvalidAnswer: the answer does not fit the question's kind (path and reason named).
+        """
+        store, _ = self.host.live()
+        waiting = await store.questions(AGENT_ID, status="open")
+        if not waiting:
+            state = await store.conversation_state(AGENT_ID)
+            turn = state.open_turn if state is not None else None
+            where = "no turn is open" if turn is None else f"the turn is {turn.status}"
+            raise InvalidValue(f"{path}: there is no open question to resume ({where})", field=path)
+        position = step.question or 0
+        if position >= len(waiting):
+            raise InvalidValue(
+                f"{path}.question: position {position} is past the {len(waiting)} open "
+                "question(s) (0-based, in asking order)",
+                field=f"{path}.question",
+            )
+        question = waiting[position]
+        ledger_from = len(await store.ledger(AGENT_ID, turn=question.turn))
+        now_ms = self.world.clock.now_ms()
+        if step.abandon:
+            await abandon_question(store, AGENT_ID, question.question_id, now_ms=now_ms)
+            return question.message_id, ledger_from
+        try:
+            await answer_question(
+                store, AGENT_ID, question.question_id, step.value(), now_ms=now_ms
+            )
+        except InvalidAnswer as exc:
+            where = f"{path}.answer"
+            raise InvalidAnswer(
+                f"{where}: the answer does not fit question {question.question_id} "
+                f"({question.kind}, {question.prompt!r}): {exc.message} (reason {exc.reason})",
+                reason=exc.reason,
+                field=where,
+            ) from None
+        return question.message_id, ledger_from
 
     async def _drive(self) -> list[tuple[str, str]]:
         """Work the agent until the turn is answered, paused or held; the runs it ran, each
@@ -274,7 +352,9 @@ class _Runner:
             expected = (
                 "initial"
                 if turn is None
-                else {"stalled": "retry", "running": "recovery"}.get(turn.status, "operator")
+                else {"stalled": "retry", "running": "recovery", "paused": "answer"}.get(
+                    turn.status, "operator"
+                )
             )
             minted = len(self.world.ids.runs)
             try:
@@ -302,7 +382,14 @@ class _Runner:
             return runs
 
     async def _report(
-        self, index: int, kind: str, message_id: str, run_ids: list[tuple[str, str]]
+        self,
+        index: int,
+        kind: str,
+        message_id: str,
+        run_ids: list[tuple[str, str]],
+        *,
+        ledger_from: int = 0,
+        answer_status: str | msgspec.UnsetType = msgspec.UNSET,
     ) -> StepResult:
         store, _ = self.host.live()
         rows = await store.runs(AGENT_ID)
@@ -335,11 +422,13 @@ class _Runner:
             if message is not None and message.turn is not None
             else []
         )
+        ledger = ledger[ledger_from:]
         return StepResult(
             index=index,
             kind=kind,
             run_id=runs[-1].run_id if runs else msgspec.UNSET,
             outcome=outcome,
+            answer_status=answer_status,
             runs=tuple(runs),
             answer=answer,
             compactions=tuple(compactions),
@@ -359,8 +448,12 @@ async def run_scenario(scenario: Scenario | bytes | str, *, db_path: str | Path)
         db_path: where the SQLite store is created; the file must not exist yet.
 
     Raises:
-        InvalidValue: the scenario is malformed, uses a feature not available yet, arms a crash
-            that is never reached, or posts behind a held turn; the message names the JSON path.
+        InvalidValue: the scenario is malformed, uses a feature not available yet (the time
+            layer), arms a crash that is never reached, posts behind a paused or held turn, or
+            resumes when no question is open (or past the open ones); the message names the
+            JSON path of the step.
+        InvalidAnswer: a resume step's answer does not fit its question's kind; ``reason`` is
+            the runtime's code, and the message names ``$.turns[i].answer`` and the reason.
         ScriptExhausted: the provider's (or the summarizer's) replies ran out; names the call.
         AfpError: a declaration the runtime refuses, with the JSON path in front.
     """

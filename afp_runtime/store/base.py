@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from afp_runtime.messages import Message
-from afp_runtime.records import ConversationState, ListRef, StoredFoldedSpan, Txn
+from afp_runtime.records import ConversationState, ListRef, QuestionRow, StoredFoldedSpan, Txn
 from afp_runtime.store.sqlite.rows import InboxRow, RunRow, StoredBundle
 from afp_runtime.store.sqlite.store import Ack, JournalEntry, LoadedConversation
 
@@ -48,8 +49,32 @@ class CheckpointStore(Protocol):
         now_ms: int,
         idempotency_key: str | None = None,
         sender: str | None = None,
+        shared: bool = False,
     ) -> Ack:
-        """Accept a person's message durably."""
+        """Accept a person's message durably (the owner check included)."""
+        ...
+
+    async def questions(
+        self,
+        agent_id: str,
+        *,
+        status: str | None = None,
+        question_ids: Sequence[str] | None = None,
+    ) -> list[QuestionRow]:
+        """An agent's check-in questions in asking order."""
+        ...
+
+    async def close_question(
+        self,
+        question_id: str,
+        *,
+        status: str,
+        now_ms: int,
+        answer: Any = None,
+        by: str | None = None,
+        shared: bool = False,
+    ) -> QuestionRow | None:
+        """Close an open question durably."""
         ...
 
     async def journal(self, agent_id: str, message_id: str) -> dict[str, JournalEntry]:
@@ -64,9 +89,7 @@ class CheckpointStore(Protocol):
         """One inbox message by id."""
         ...
 
-    async def runs(
-        self, agent_id: str | None = None, *, run_id: str | None = None
-    ) -> list[RunRow]:
+    async def runs(self, agent_id: str | None = None, *, run_id: str | None = None) -> list[RunRow]:
         """Runs in start order: all, one agent's, or one by id."""
         ...
 

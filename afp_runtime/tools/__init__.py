@@ -4,7 +4,13 @@ This layer imports only ``afp_runtime.messages`` and ``afp_runtime.errors`` of o
 it needs is its own structural Protocol, ``ToolClock``.
 """
 
-from afp_runtime.tools.context import ProgressSink, ToolClock, ToolContext
+from afp_runtime.tools.context import (
+    QUESTION_LIMIT,
+    PersonAsked,
+    ProgressSink,
+    ToolClock,
+    ToolContext,
+)
 from afp_runtime.tools.dispatch import (
     NOT_DISPATCHED_STATUSES,
     CallFinishedHook,
@@ -18,6 +24,7 @@ from afp_runtime.tools.dispatch import (
     plan_batch,
     plan_call,
     run_batch,
+    unrun_outcome,
 )
 from afp_runtime.tools.schema import JSON_TYPES, check_schema, format_path, validate_args
 from afp_runtime.tools.texts import (
@@ -26,11 +33,14 @@ from afp_runtime.tools.texts import (
     ERROR_MESSAGE_LIMIT,
     NO_OUTPUT,
     PROBLEM_LIMIT,
+    approval_prompt,
     declined_text,
     error_text,
     interrupted_text,
     invalid_args_text,
+    no_reply_text,
     not_dispatched_text,
+    person_reply_text,
     refused_text,
     timeout_text,
     truncation_note,
@@ -51,8 +61,10 @@ __all__ = [
     "NOT_DISPATCHED_STATUSES",
     "NO_OUTPUT",
     "PROBLEM_LIMIT",
+    "PersonAsked",
     "PlannedCall",
     "ProgressSink",
+    "QUESTION_LIMIT",
     "RESERVED_ARGUMENTS",
     "Tool",
     "ToolClock",
@@ -60,6 +72,7 @@ __all__ = [
     "ToolFn",
     "ToolOutcome",
     "ToolStatus",
+    "approval_prompt",
     "as_tool",
     "check_schema",
     "declined_text",
@@ -68,7 +81,9 @@ __all__ = [
     "format_path",
     "interrupted_text",
     "invalid_args_text",
+    "no_reply_text",
     "not_dispatched_text",
+    "person_reply_text",
     "plan_batch",
     "plan_call",
     "refused_text",
@@ -78,5 +93,6 @@ __all__ = [
     "truncation_note",
     "unencodable_text",
     "unknown_tool_text",
+    "unrun_outcome",
     "validate_args",
 ]

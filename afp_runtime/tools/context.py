@@ -10,7 +10,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
+
+QUESTION_LIMIT = 4_096
+"""Most code points of a question a tool may ask the person."""
+
+
+class PersonAsked(BaseException):
+    """Raised by ``ToolContext.ask_person``: the call pauses the turn with ``question``.
+
+    A ``BaseException`` so a tool's own ``except Exception`` cannot swallow the pause; the
+    dispatcher catches it around the tool function and nowhere else.
+    """
+
+    def __init__(self, question: str) -> None:
+        super().__init__(question)
+        self.question = question
+
 
 ProgressSink = Callable[[Any], None]
 """Receives a tool's progress payloads (the loop turns them into ``tool.progress`` events)."""
@@ -67,3 +83,23 @@ class ToolContext:
         """
         if self.on_progress is not None:
             self.on_progress(payload)
+
+    def ask_person(self, question: str) -> NoReturn:
+        """Pause the turn and ask the person ``question`` (host.md §10); never returns.
+
+        The tool is not invoked again: after the answer, the call's result is the person's
+        reply, framed as such. Works from async and from sync (worker thread) tools.
+
+        Raises:
+            PersonAsked: always (the dispatcher turns it into a pause).
+            ValueError: ``question`` is not a str of 1 to 4,096 code points (the call then
+                fails like any tool error).
+        """
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("ask_person needs a non-empty question text")
+        if len(question) > QUESTION_LIMIT:
+            raise ValueError(
+                f"ask_person's question holds {len(question)} code points; at most "
+                f"{QUESTION_LIMIT:,} are allowed"
+            )
+        raise PersonAsked(question)

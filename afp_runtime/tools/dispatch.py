@@ -32,7 +32,7 @@ from afp_runtime.errors import ConfigError, shown
 from afp_runtime.messages import Message, ToolCall, tool_result
 from afp_runtime.tools import texts
 from afp_runtime.tools._results import Unencodable, capped, result_text
-from afp_runtime.tools.context import ToolClock, ToolContext
+from afp_runtime.tools.context import PersonAsked, ToolClock, ToolContext
 from afp_runtime.tools.schema import format_path, validate_args
 from afp_runtime.tools.tool import Tool
 
@@ -49,6 +49,7 @@ ToolStatus = Literal[
     "unencodable",
     "declined",
     "refused",
+    "asked",
 ]
 
 NOT_DISPATCHED_STATUSES: frozenset[str] = frozenset(
@@ -64,8 +65,11 @@ class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omi
         tool_call_id: the call answered (wire ``toolCallId``).
         tool_name: the name the model called (wire ``toolName``).
         status: ``ok``, ``error``, ``timeout``, ``invalid-args``, ``unknown-tool``,
-            ``not-dispatched``, ``interrupted``, ``unencodable``, ``declined`` or ``refused``.
-        content: the observation text, as the tool message carries it.
+            ``not-dispatched``, ``interrupted``, ``unencodable``, ``declined``, ``refused``,
+            or ``asked``: the tool called ``ctx.ask_person`` (never committed as a result:
+            the turn pauses and the person's answer becomes the result).
+        content: the observation text, as the tool message carries it (for ``asked``, the
+            question).
         result_chars: code points of the observation before any cut (wire ``resultChars``);
             equal to ``len(content)`` unless ``truncated``.
         duration_ms: milliseconds the call took on the injected clock (wire ``durationMs``);
@@ -125,7 +129,9 @@ CallFinishedHook = Callable[[ToolOutcome, int], Awaitable[None]]
 ContextFactory = Callable[[PlannedCall], ToolContext]
 
 
-def _not_run(call: ToolCall, status: ToolStatus, content: str) -> ToolOutcome:
+def unrun_outcome(call: ToolCall, status: ToolStatus, content: str) -> ToolOutcome:
+    """The outcome of a call whose function did not run now (pre-decided, declined, answered
+    from elsewhere): ``content`` is the observation, no duration."""
     return ToolOutcome(
         tool_call_id=call.id,
         tool_name=call.name,
@@ -151,11 +157,13 @@ def plan_call(call: ToolCall, tools: Mapping[str, Tool]) -> PlannedCall:
     if found is None:
         return PlannedCall(
             call=call,
-            outcome=_not_run(call, "unknown-tool", texts.unknown_tool_text(call.name, tools)),
+            outcome=unrun_outcome(call, "unknown-tool", texts.unknown_tool_text(call.name, tools)),
         )
     if call.args_text is not None:
         content = texts.invalid_args_text(call.name, (texts.ARGS_NOT_OBJECT,))
-        return PlannedCall(call=call, tool=found, outcome=_not_run(call, "invalid-args", content))
+        return PlannedCall(
+            call=call, tool=found, outcome=unrun_outcome(call, "invalid-args", content)
+        )
     problems = validate_args(found.input_schema, call.args)
     args: Any = None
     try:
@@ -170,7 +178,9 @@ def plan_call(call: ToolCall, tools: Mapping[str, Tool]) -> PlannedCall:
             problems = (_struct_problem(exc),)
     if problems:
         content = texts.invalid_args_text(call.name, problems)
-        return PlannedCall(call=call, tool=found, outcome=_not_run(call, "invalid-args", content))
+        return PlannedCall(
+            call=call, tool=found, outcome=unrun_outcome(call, "invalid-args", content)
+        )
     return PlannedCall(call=call, tool=found, args=args)
 
 
@@ -235,6 +245,10 @@ async def run_batch(
         on_call_finished: awaited with each outcome and the call's position as the call ends,
             in completion order, one at a time. It is not called for pre-decided outcomes.
 
+    A call that asks the person (``ctx.ask_person``) ends the batch: the rest of its group
+    runs to completion (those calls had started), later groups never start and their calls
+    come back ``not-dispatched`` (host.md §6.3).
+
     Returns:
         One outcome per entry of ``planned``, in the same order, pre-decided ones included.
 
@@ -269,20 +283,28 @@ async def run_batch(
             async with finish_lock:
                 await on_call_finished(outcome, position)
 
+    asked = False
     for group in _group_positions(planned):
+        if asked:
+            for position in group:
+                call = planned[position].call
+                content = texts.not_dispatched_text(call.name)
+                outcomes[position] = unrun_outcome(call, "not-dispatched", content)
+            continue
         if on_group_start is not None:
             await on_group_start([planned[p] for p in group])
         if len(group) == 1:
             await run_one(group[0], False)
-            continue
-        try:
-            async with anyio.create_task_group() as task_group:
-                for position in group:
-                    task_group.start_soon(run_one, position, True)
-        except BaseExceptionGroup as group_error:
-            if len(group_error.exceptions) == 1:
-                raise group_error.exceptions[0] from None
-            raise
+        else:
+            try:
+                async with anyio.create_task_group() as task_group:
+                    for position in group:
+                        task_group.start_soon(run_one, position, True)
+            except BaseExceptionGroup as group_error:
+                if len(group_error.exceptions) == 1:
+                    raise group_error.exceptions[0] from None
+                raise
+        asked = any(getattr(outcomes[p], "status", None) == "asked" for p in group)
     done = [outcome for outcome in outcomes if outcome is not None]
     assert len(done) == len(planned), "every call of the batch has an outcome"
     return tuple(done)
@@ -319,6 +341,15 @@ async def _run_call(item: PlannedCall, context: ToolContext, clock: ToolClock) -
                 result = await _invoke(tool, item.args, context)
             except anyio.get_cancelled_exc_class():
                 raise
+            except PersonAsked as ask:
+                return ToolOutcome(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    status="asked",
+                    content=ask.question,
+                    result_chars=0,
+                    duration_ms=clock.now_ms() - started,
+                )
             except Exception as exc:  # the tool's own failure, its own TimeoutError included
                 failure = exc
     except TimeoutError:

@@ -115,3 +115,21 @@ def refused_text(tool_name: str, reason: str) -> str:
     """The observation for a call refused before dispatch; ``reason`` is authored by the caller
     (periods.md §12.6)."""
     return f"This call to {_name(tool_name)} did not run: {reason}"
+
+
+def person_reply_text(tool_name: str, question: str, reply: str) -> str:
+    """The result of a call that asked the person: their reply, framed as theirs."""
+    return f"The tool {_name(tool_name)} asked the person: {question}\nThe person replied: {reply}"
+
+
+def no_reply_text(tool_name: str, question: str) -> str:
+    """The result of a call whose question the person closed without replying."""
+    return (
+        f"The tool {_name(tool_name)} asked the person: {question}\n"
+        "The person did not reply; the question was closed without an answer."
+    )
+
+
+def approval_prompt(tool_name: str, args_json: str) -> str:
+    """The question of an approval check-in: may this call run, with these arguments?"""
+    return f"May the agent run {_name(tool_name)} with these arguments? {args_json}"

@@ -154,9 +154,10 @@ async def test_case_32_ack_is_durable_and_processed_once_after_a_kill(api: Api) 
     assert [(r["messageId"], r["status"]) for r in rows] == [("msg-1", "answered")]
     assert one["turn"] == 1 and model.calls == 1
     assert [m.content for m in model.requests[0].messages] == ["go"]
+    # Leaving the host cancelled the stuck run: it ended `cancelled` (host.md §13.5).
     assert [(r["kind"], r["status"]) for r in runs] == [
         ("recovery", "answered"),
-        ("initial", "running"),
+        ("initial", "cancelled"),
     ]
 
 

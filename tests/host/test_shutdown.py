@@ -90,7 +90,8 @@ async def test_the_grace_deadline_cancels_and_the_next_start_settles_the_call(ap
     async with api.host(agent(again, tools=[slow.tool()])) as host:
         await settle(host)
     assert slow.started == 1  # not re-run: it is not idempotent and may have run
-    assert await _runs(api) == [("initial", "running"), ("recovery", "answered")]
+    # Case 26: the cancelled run ends `cancelled`; its turn stayed `running` for the recovery.
+    assert await _runs(api) == [("initial", "cancelled"), ("recovery", "answered")]
     assert await _inbox_statuses(api) == ["answered"]
     tool_results = [m for m in again.requests[0].messages if m.role == "tool"]
     assert len(tool_results) == 1 and "slept" not in tool_results[0].content
@@ -207,3 +208,21 @@ async def _integrity(api: Api) -> list[str]:
         return await store.integrity_check()
     finally:
         await store.aclose()
+
+
+async def test_no_new_turn_starts_during_the_grace(api: Api) -> None:
+    """The turn in progress may finish within the grace, but the agent's next queued message
+    waits for the next start (host.md §13.5 step 1)."""
+    slow = SlowTool(10.0)
+    model = ScriptedModel([tool_reply(call("c1", "slow")), answer("one"), answer("two")])
+    async with api.host(agent(model, tools=[slow.tool()]), shutdown_grace_s=30.0) as host:
+        await host.post("ops", "go")
+        await host.post("ops", "and again")
+        with anyio.fail_after(10):
+            await slow.running.wait()
+        host.stop()
+        await anyio.wait_all_tasks_blocked()
+        api.clock.advance(10.0)
+        await until(lambda: not host.working("ops"))
+    assert await _inbox_statuses(api) == ["answered", "queued"]
+    assert model.calls == 2

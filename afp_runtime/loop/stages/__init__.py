@@ -5,7 +5,7 @@ from afp_runtime.loop.stages.context import context
 from afp_runtime.loop.stages.final import final
 from afp_runtime.loop.stages.receipt import receipt
 from afp_runtime.loop.stages.seed import seed
-from afp_runtime.loop.stages.tool_calls import tool_calls
+from afp_runtime.loop.stages.tool_calls import settle_answers, tool_calls
 from afp_runtime.loop.stages.window import window
 from afp_runtime.loop.stages.wrap_up import wrap_up
 
@@ -15,6 +15,7 @@ __all__ = [
     "final",
     "receipt",
     "seed",
+    "settle_answers",
     "tool_calls",
     "window",
     "wrap_up",

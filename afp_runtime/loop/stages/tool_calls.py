@@ -1,14 +1,44 @@
-"""The ``tool-calls`` stage (and ``settle`` of a batch): plan, journal, dispatch, commit."""
+"""The ``tool-calls`` stage and the ``settle`` of a batch: plan, journal, dispatch, commit — or
+pause the turn for the person (host.md §6, §9.4, §10).
+
+Three ways into one batch core:
+
+* ``tool_calls(run, reply, settling=False)``: a fresh reply's batch.
+* ``tool_calls(run, reply, settling=True)``: a reply committed before a crash; the journal
+  decides per call (journaled result reused, in-flight call re-run only when idempotent,
+  never-started call dispatched).
+* ``settle_answers(run, batch)``: the answer run of a paused turn answers the calls the pause
+  left waiting, from the closed questions; approved calls are dispatched (through the journal,
+  so a crash of the answer run settles them like any other).
+
+A batch that asks the person ends in a **pause** instead of closing its iteration: one bundle
+appends the assistant turn (when not committed yet) and the results already produced, sets
+``pendingBatch``, and inserts the questions — all in one ``synchronous=FULL`` transaction with
+the turn ``paused``. The iteration stays open; the answer run's ``settle`` closes it.
+
+Readings where the spec is silent (written down here):
+
+* A tool-ask pause commits the results produced so far in call order, leaving out the asking
+  call(s) and the calls never started; those are appended by the answer run's ``settle``, in
+  call order. So results of one batch may straddle two bundles (the wire formats accept tool
+  results in any order after the assistant turn).
+* A pre-dispatch pause (approval) commits the assistant turn alone; the calls' pre-decided
+  outcomes (unknown tool, invalid arguments) are committed with the rest by ``settle``.
+* The result of a tool-ask call answered by the person, or closed without a reply, has status
+  ``ok`` and no ``not_dispatched`` marker: the tool ran and asked (host.md §6.4).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 import structlog
 
-from afp_runtime.loop.outcomes import CommittedReply
+from afp_runtime.errors import CheckpointInvalid
+from afp_runtime.findings import peel
+from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import unique_call_ids
 from afp_runtime.loop.stages._findings import ledger_writes, peel_batch
 from afp_runtime.messages import (
@@ -16,16 +46,29 @@ from afp_runtime.messages import (
     ToolCall,
 )
 from afp_runtime.records import (
+    InboxUpdate,
     JournalRow,
+    PendingBatch,
+    QuestionRow,
+    RunEnd,
     Txn,
     Write,
 )
+from afp_runtime.store import JournalEntry
 from afp_runtime.tools import (
+    PlannedCall,
     ToolContext,
     ToolOutcome,
+    approval_prompt,
+    declined_text,
     interrupted_text,
+    no_reply_text,
+    not_dispatched_text,
+    person_reply_text,
     plan_batch,
+    plan_call,
     run_batch,
+    unrun_outcome,
 )
 
 if TYPE_CHECKING:
@@ -38,26 +81,98 @@ _outcome_encoder = msgspec.msgpack.Encoder()
 _outcome_decoder = msgspec.msgpack.Decoder(ToolOutcome)
 
 
-async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> None:
+async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunOutcome | None:
+    """Run a reply's tool batch; returns the run's outcome when the turn pauses, else None."""
     run.begin("settle" if settling else "tool-calls")
     calls = unique_call_ids(reply.tool_calls, run.used_call_ids)
     # The assistant message keeps the model's arguments verbatim; tools see them peeled.
     assistant = Message(role="assistant", content=reply.content, tool_calls=calls)
     dispatched, ledger = peel_batch(run, calls)
-    journal = await run.store.journal(run.agent_id, run.message_id) if settling else {}
     planned = plan_batch(dispatched, run.d.tools_by_name)
+    approvals = [p for p in planned if p.runnable and p.tool is not None and p.tool.check_in]
+    if approvals:
+        # host.md §6.2 step 7: the whole batch waits, nothing runs before the answers.
+        asks = [
+            ("approval", approval_prompt(p.call.name, _args_json(p.call)), (p.call.id,))
+            for p in approvals
+        ]
+        return await _pause(
+            run,
+            kind="approval",
+            messages=[assistant],
+            results=[],
+            waiting=[p.call.id for p in planned],
+            asks=asks,
+            ledger=ledger,
+        )
+    journal = await _journal(run) if settling else None
+    outcomes, settled = await _run_planned(run, planned, journal, mark_predecided=True)
+    return await _close_batch(
+        run, planned, outcomes, settled, assistant=assistant, ledger=ledger, batch_size=len(calls)
+    )
+
+
+async def settle_answers(run: Run, batch: PendingBatch) -> RunOutcome | None:
+    """The answer run's ``settle``: answer every call the paused batch left waiting (host.md
+    §10.3, §10.4); returns the run's outcome when an approved call pauses again, else None."""
+    run.begin("settle")
+    questions = await run.store.questions(run.agent_id, question_ids=batch.question_ids)
+    by_call: dict[str, QuestionRow] = {}
+    for question in questions:
+        for call_id in question.tool_call_ids:
+            by_call[call_id] = question
+    calls = _waiting_calls(run, batch.tool_call_ids)
+    planned: list[PlannedCall] = []
+    for call in calls:
+        found = by_call.get(call.id)
+        if batch.kind == "approval":
+            plan = plan_call(call, run.d.tools_by_name)
+            if found is not None and not _approved(found):
+                plan = PlannedCall(call=call, tool=plan.tool, outcome=_declined(call))
+            planned.append(plan)
+        elif found is not None:
+            planned.append(PlannedCall(call=call, outcome=_person_outcome(call, found)))
+        else:
+            # A call after the asking one that never started (host.md §10.3).
+            planned.append(PlannedCall(call=call, outcome=_not_dispatched(call)))
+    journal = await _journal(run)
+    outcomes, settled = await _run_planned(run, planned, journal, mark_predecided=False)
+    return await _close_batch(
+        run, planned, outcomes, settled, assistant=None, ledger=[], batch_size=len(calls)
+    )
+
+
+# -- the batch core -------------------------------------------------------------------------
+
+
+async def _journal(run: Run) -> dict[str, JournalEntry] | None:
+    if not run.committer.journals:
+        return None
+    return await run.store.journal(run.agent_id, run.message_id)
+
+
+async def _run_planned(
+    run: Run,
+    planned: Sequence[PlannedCall],
+    journal: Mapping[str, JournalEntry] | None,
+    *,
+    mark_predecided: bool,
+) -> tuple[dict[str, ToolOutcome], dict[str, str]]:
+    """Outcomes of every planned call: from the journal when settling (host.md §9.4), else by
+    running them. ``settled`` records how each call was settled (settling only)."""
     reused: dict[str, ToolOutcome] = {}
     settled: dict[str, str] = {}
     to_run = []
     for plan in planned:
         call_id = plan.call.id
-        entry = journal.get(call_id)
-        if settling and entry is not None and entry.finished is not None:
+        # A pre-decided outcome (an answer, a decline) wins over the journal: the asking
+        # call's "started" row must not turn the person's reply into an interruption.
+        entry = journal.get(call_id) if journal is not None and plan.outcome is None else None
+        if entry is not None and entry.finished is not None:
             reused[call_id] = _outcome_decoder.decode(entry.finished)
             settled[call_id] = "journal"
-        elif settling and entry is not None and entry.started:
-            tool = run.d.tools_by_name.get(plan.call.name)
-            if tool is not None and tool.idempotent:
+        elif entry is not None and entry.started:
+            if plan.tool is not None and plan.tool.idempotent and plan.runnable:
                 to_run.append(plan)
                 settled[call_id] = "rerun"
             else:
@@ -65,32 +180,48 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> None
                 settled[call_id] = "note"
         else:
             to_run.append(plan)
-            if settling:
+            if journal is not None and (mark_predecided or plan.runnable):
                 settled[call_id] = "dispatched"
-    outcomes = {o.tool_call_id: o for o in await _dispatch(run, to_run, batch_size=len(calls))}
+    outcomes = {o.tool_call_id: o for o in await _dispatch(run, to_run, batch_size=len(planned))}
     outcomes.update(reused)
+    return outcomes, settled
+
+
+async def _close_batch(
+    run: Run,
+    planned: Sequence[PlannedCall],
+    outcomes: Mapping[str, ToolOutcome],
+    settled: Mapping[str, str],
+    *,
+    assistant: Message | None,
+    ledger: list[Any],
+    batch_size: int,
+) -> RunOutcome | None:
+    """Commit the batch's results and close the iteration, or pause when a call asked."""
     ordered = [outcomes[plan.call.id] for plan in planned]
-    results = []
-    for outcome in ordered:
-        result: dict[str, Any] = {
-            "toolCallId": outcome.tool_call_id,
-            "toolName": outcome.tool_name,
-            "status": outcome.status,
-            "resultChars": outcome.result_chars,
-        }
-        if outcome.duration_ms is not None:
-            result["durationMs"] = outcome.duration_ms
-        if outcome.truncated:
-            result["truncated"] = True
-        if outcome.tool_call_id in settled:
-            result["settled"] = settled[outcome.tool_call_id]
-        results.append(result)
-    items, appended = run.append_history([assistant, *(o.message() for o in ordered)])
+    asked = [o for o in ordered if o.status == "asked"]
+    if asked:
+        # Calls after the asking one never started: they wait with it (host.md §6.3).
+        waiting = {o.tool_call_id for o in ordered if o.status in ("asked", "not-dispatched")}
+        produced = [o for o in ordered if o.tool_call_id not in waiting]
+        asks = [("tool-ask", o.content, (o.tool_call_id,)) for o in asked]
+        return await _pause(
+            run,
+            kind="tool-ask",
+            messages=[*([assistant] if assistant else []), *(o.message() for o in produced)],
+            results=[_result(o, settled) for o in produced],
+            waiting=[o.tool_call_id for o in ordered if o.tool_call_id in waiting],
+            asks=asks,
+            ledger=ledger,
+        )
+    results = [_result(o, settled) for o in ordered]
+    messages = [*([assistant] if assistant else []), *(o.message() for o in ordered)]
+    items, appended = run.append_history(messages)
     closed = run.iteration
     run.iteration += 1
     wire_rows = ledger_writes(ledger)
     state = run.checkpoint(
-        open_turn=run.open_turn_with(next_iteration=run.iteration),
+        open_turn=run.open_turn_with(next_iteration=run.iteration, pending_batch=None),
         ledger_count=run.conv.ledger_count + len(wire_rows),
     )
     writes = [
@@ -113,21 +244,113 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> None
     )
     run.emit(
         "iteration.ended",
-        {"iteration": closed, "route": "tool-calls", "toolCallCount": len(calls)},
+        {"iteration": closed, "route": "tool-calls", "toolCallCount": batch_size},
         stage=False,
     )
-    log.info("iteration", route="tool-calls", tool_calls=len(calls), epochs=run.epochs)
+    log.info("iteration", route="tool-calls", tool_calls=batch_size, epochs=run.epochs)
+    return None
+
+
+async def _pause(
+    run: Run,
+    *,
+    kind: str,
+    messages: Sequence[Message],
+    results: list[dict[str, Any]],
+    waiting: Sequence[str],
+    asks: Sequence[tuple[str, str, tuple[str, ...]]],
+    ledger: list[Any],
+) -> RunOutcome:
+    """Commit the pause (host.md §10.2): one bundle, the questions, the turn ``paused``, the run
+    ended — one ``synchronous=FULL`` transaction in every durability mode."""
+    now = run.now()
+    questions = [
+        QuestionRow(
+            question_id=run.ids.question_id(),
+            agent_id=run.agent_id,
+            message_id=run.message_id,
+            run_id=run.run_id,
+            turn=run.conv.turn,
+            kind=ask_kind,  # type: ignore[arg-type]
+            prompt=prompt,
+            tool_call_ids=call_ids,
+            asked_at_ms=now,
+        )
+        for ask_kind, prompt, call_ids in asks
+    ]
+    question_ids = tuple(q.question_id for q in questions)
+    batch = PendingBatch(question_ids=question_ids, tool_call_ids=tuple(waiting), kind=kind)
+    items, appended = run.append_history(messages)
+    wire_rows = ledger_writes(ledger)
+    state = run.checkpoint(
+        open_turn=run.open_turn_with(
+            status="paused", next_iteration=run.iteration, pending_batch=batch
+        ),
+        ledger_count=run.conv.ledger_count + len(wire_rows),
+    )
+    writes = []
+    if messages:
+        writes.append(Write(key="history", verb="append", value=appended))
+    if results:
+        writes.append(Write(key="toolResults", verb="set", value=results))
+    if wire_rows:
+        writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
+    writes.append(
+        Write(
+            key="pendingBatch",
+            verb="set",
+            value={"questionIds": list(question_ids), "toolCallIds": list(waiting)},
+        )
+    )
+    await run.committer.stage(
+        Txn(
+            agent_id=run.agent_id,
+            bundles=[run.bundle(writes)],
+            items=items,
+            conversation=state,
+            ledger=wire_rows,
+            questions=questions,
+            run_end=RunEnd(
+                run_id=run.run_id, status="paused", ended_at_ms=now, usage=run.run_usage
+            ),
+            inbox=[InboxUpdate(message_id=run.message_id, status="paused")],
+            full=True,
+        ),
+        closes=True,
+    )
+    await run.committer.flush()
+    kinds = sorted({q.kind for q in questions})
+    run.emit("turn.paused", {"questionIds": list(question_ids), "kinds": kinds}, stage=False)
+    log.info("turn paused", questions=len(questions), kinds=kinds)
+    run.emit_run_ended("paused")
+    return run.outcome("paused")
+
+
+def _result(outcome: ToolOutcome, settled: Mapping[str, str]) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "toolCallId": outcome.tool_call_id,
+        "toolName": outcome.tool_name,
+        "status": outcome.status,
+        "resultChars": outcome.result_chars,
+    }
+    if outcome.duration_ms is not None:
+        result["durationMs"] = outcome.duration_ms
+    if outcome.truncated:
+        result["truncated"] = True
+    if outcome.tool_call_id in settled:
+        result["settled"] = settled[outcome.tool_call_id]
+    return result
 
 
 async def _dispatch(
-    run: Run, planned: Sequence[Any], *, batch_size: int
+    run: Run, planned: Sequence[PlannedCall], *, batch_size: int
 ) -> tuple[ToolOutcome, ...]:
     if not planned:
         return ()
     turn = run.conv.turn
     journals = run.committer.journals
 
-    async def on_group_start(group: Sequence[Any]) -> None:
+    async def on_group_start(group: Sequence[PlannedCall]) -> None:
         if not journals:
             return
         rows = [
@@ -145,7 +368,7 @@ async def _dispatch(
             # "started" means "may have run": it must be on disk before any tool runs.
             await run.store.commit(Txn(agent_id=run.agent_id, journal=rows, full=True))
 
-    def on_call_started(plan: Any, index: int, size: int, concurrent: bool) -> None:
+    def on_call_started(plan: PlannedCall, index: int, size: int, concurrent: bool) -> None:
         run.emit(
             "tool.started",
             {
@@ -158,6 +381,9 @@ async def _dispatch(
         )
 
     async def on_call_finished(outcome: ToolOutcome, index: int) -> None:
+        if outcome.status == "asked":
+            # Not a result: the person's answer will be (the call stays "started" only).
+            return
         if journals:
             row = JournalRow(
                 agent_id=run.agent_id,
@@ -187,7 +413,7 @@ async def _dispatch(
 
         return sink
 
-    def context_for(plan: Any) -> ToolContext:
+    def context_for(plan: PlannedCall) -> ToolContext:
         return ToolContext(
             tool_call_id=plan.call.id,
             tool_name=plan.call.name,
@@ -210,13 +436,61 @@ async def _dispatch(
     )
 
 
+# -- answers --------------------------------------------------------------------------------
+
+
+def _waiting_calls(run: Run, call_ids: Sequence[str]) -> list[ToolCall]:
+    """The waiting calls, as tools see them (reserved arguments peeled, never re-filed), found
+    in the committed assistant turn of the paused batch (a backward scan of the batch)."""
+    wanted = set(call_ids)
+    for message in reversed(run.history):
+        if message.role == "assistant" and any(c.id in wanted for c in message.tool_calls):
+            by_id = {c.id: c for c in message.tool_calls}
+            missing = [i for i in call_ids if i not in by_id]
+            if missing:
+                break
+            calls = [by_id[i] for i in call_ids]
+            if run.d.findings is None:
+                return calls
+            return [msgspec.structs.replace(c, args=peel(c.args)[0]) for c in calls]
+    raise CheckpointInvalid(
+        "the paused batch's calls are not in the conversation's history",
+        agent_id=run.agent_id,
+        tool_call_ids=list(call_ids),
+    )
+
+
+def _approved(question: QuestionRow) -> bool:
+    answer = question.answer
+    return (
+        question.status == "answered"
+        and isinstance(answer, dict)
+        and answer.get("decision") == "approve"
+    )
+
+
+def _person_outcome(call: ToolCall, question: QuestionRow) -> ToolOutcome:
+    if question.status == "answered" and isinstance(question.answer, str):
+        content = person_reply_text(call.name, question.prompt, question.answer)
+    else:
+        content = no_reply_text(call.name, question.prompt)
+    return unrun_outcome(call, "ok", content)
+
+
+def _declined(call: ToolCall) -> ToolOutcome:
+    return unrun_outcome(call, "declined", declined_text(call.name))
+
+
+def _not_dispatched(call: ToolCall) -> ToolOutcome:
+    return unrun_outcome(call, "not-dispatched", not_dispatched_text(call.name))
+
+
+def _args_json(call: ToolCall) -> str:
+    if call.args_text is not None:
+        return call.args_text
+    return msgspec.json.encode(peel(call.args)[0]).decode()
+
+
 def interrupted_outcome(call: ToolCall) -> ToolOutcome:
     """The outcome of a non-idempotent call cut off by a crash: never run again."""
-    content = interrupted_text(call.name)
-    return ToolOutcome(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        status="interrupted",
-        content=content,
-        result_chars=len(content),
-    )
+    return unrun_outcome(call, "interrupted", interrupted_text(call.name))

@@ -137,6 +137,53 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        5,
+        "check-in questions and the conversation owner",
+        """
+        -- Questions a paused turn waits on (host.md §10): asked in the pause's transaction,
+        -- closed by an answer or an abandon (each its own FULL commit).
+        CREATE TABLE questions (
+            question INTEGER PRIMARY KEY,
+            question_id TEXT NOT NULL UNIQUE,
+            agent INTEGER NOT NULL REFERENCES agents(agent),
+            message_id TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            turn INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            prompt TEXT NOT NULL,
+            tool_call_ids BLOB NOT NULL,
+            asked_at_ms INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            repeat INTEGER NOT NULL DEFAULT 0,
+            answer BLOB,
+            answered_at_ms INTEGER,
+            answered_by TEXT
+        );
+        CREATE INDEX questions_by_agent ON questions (agent, status, question);
+        -- identity.owner (host.md §12): set by the first message that names a principal.
+        ALTER TABLE agents ADD COLUMN owner TEXT;
+        """,
+    ),
+    (
+        6,
+        "host leases and agent claims",
+        """
+        -- One row per host process (host.md §12, ARCHITECTURE rulings 12 and 16): renewed once
+        -- per period; raising lease_epoch makes every claim made under the old epoch stale.
+        CREATE TABLE host_leases (
+            host_id TEXT PRIMARY KEY,
+            lease_epoch INTEGER NOT NULL,
+            expires_at_ms INTEGER NOT NULL,
+            renewed_at_ms INTEGER NOT NULL
+        );
+        -- The claim fencing every commit for an agent: (claim_host, claim_epoch).
+        ALTER TABLE agents ADD COLUMN claim_host TEXT;
+        ALTER TABLE agents ADD COLUMN claim_epoch INTEGER;
+        -- A take-over asks whether any claim still rests on an expired lease's epoch.
+        CREATE INDEX agents_by_claim ON agents (claim_host, claim_epoch);
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -22,6 +22,8 @@ import msgspec
 from afp_runtime.errors import (
     IdempotencyConflict,
     InvalidValue,
+    NotOwner,
+    QuestionClosed,
     SchemaTooNew,
     StoreDamaged,
     StoreError,
@@ -34,10 +36,13 @@ from afp_runtime.records import (
     Item,
     JournalRow,
     ListRef,
+    QuestionRow,
     StoredFoldedSpan,
     Txn,
     runtime_stage_id,
 )
+from afp_runtime.store.sqlite import leases
+from afp_runtime.store.sqlite.leases import AgentClaim, LeaseRenewal
 from afp_runtime.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 from afp_runtime.store.sqlite.rows import AgentRow, InboxRow, RunRow, StoredBundle
 
@@ -50,6 +55,13 @@ _usage_decoder = msgspec.msgpack.Decoder(Usage)
 _writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
 _span_decoder = msgspec.msgpack.Decoder(StoredFoldedSpan)
 _ledger_decoder = msgspec.msgpack.Decoder(dict[str, Any])
+_ids_decoder = msgspec.msgpack.Decoder(tuple[str, ...])
+_any_decoder = msgspec.msgpack.Decoder()
+_QUESTION_COLUMNS = (
+    "q.question_id, a.agent_id, q.message_id, q.run_id, q.turn, q.kind, q.prompt,"
+    " q.tool_call_ids, q.asked_at_ms, q.status, q.repeat, q.answer, q.answered_at_ms,"
+    " q.answered_by"
+)
 
 
 def _fp_key(fingerprint: str) -> bytes:
@@ -106,6 +118,9 @@ class SqliteStore:
         self.transactions = 0
         self._closed = False
         self.full_transactions = 0
+        self.quick_checks = 0
+        # (host_id, lease_epoch) every commit is fenced by; None: unfenced (one process).
+        self._fence: tuple[str, int] | None = None
 
     # -- opening -------------------------------------------------------------------------
 
@@ -236,6 +251,13 @@ class SqliteStore:
                 await self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise StoreUnavailable(f"cannot start a transaction: {exc}") from exc
+            except BaseException:
+                # Cancelled while BEGIN was queued: it still runs on the connection's thread,
+                # which runs requests in order, so roll it back after it (else the connection
+                # stays inside a transaction and every later BEGIN fails).
+                with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error):
+                    await self._conn.execute("ROLLBACK")
+                raise
             try:
                 yield self._conn
                 await self._conn.execute("COMMIT")
@@ -260,6 +282,8 @@ class SqliteStore:
         # Shielded: once a commit has begun it completes or rolls back, never half-way.
         with anyio.CancelScope(shield=True):
             async with self._transaction(full=txn.full) as db:
+                if self._fence is not None:  # before any write: a lost lease writes nothing
+                    await leases.check_fence(db, txn.agent_id, *self._fence)
                 agent = await self._agent_rowid(db, txn.agent_id)
                 if txn.run_start is not None:
                     start = txn.run_start
@@ -321,6 +345,28 @@ class SqliteStore:
                     await self._insert_journal(db, agent, txn.journal)
                 if txn.ledger:
                     await self._insert_ledger(db, agent, txn.ledger)
+                if txn.questions:
+                    await db.executemany(
+                        "INSERT INTO questions (question_id, agent, message_id, run_id, turn,"
+                        " kind, prompt, tool_call_ids, asked_at_ms, status, repeat)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [
+                            (
+                                q.question_id,
+                                agent,
+                                q.message_id,
+                                q.run_id,
+                                q.turn,
+                                q.kind,
+                                q.prompt,
+                                _state_encoder.encode(q.tool_call_ids),
+                                q.asked_at_ms,
+                                q.status,
+                                q.repeat,
+                            )
+                            for q in txn.questions
+                        ],
+                    )
                 for span in txn.folded:
                     await db.execute(
                         "INSERT INTO folded_spans SELECT ?, COALESCE(MAX(idx) + 1, 0), ?, ?"
@@ -543,12 +589,18 @@ class SqliteStore:
         now_ms: int,
         idempotency_key: str | None = None,
         sender: str | None = None,
+        shared: bool = False,
     ) -> Ack:
         """Accept a person's message durably (a ``synchronous=FULL`` commit), then acknowledge.
+
+        The first message naming a ``sender`` makes it the conversation's owner (write-once,
+        host.md §12); later messages from another principal are refused unless ``shared``.
+        Messages without a sender are always accepted (single-user local use).
 
         Raises:
             InvalidValue: the text is empty or longer than 32,000 code points.
             IdempotencyConflict: the key was used before with other text.
+            NotOwner: ``sender`` is not the owner; nothing is stored.
         """
         if not 1 <= len(text) <= 32_000:
             raise InvalidValue(
@@ -556,6 +608,7 @@ class SqliteStore:
             )
         async with self._transaction(full=True) as db:
             agent = await self._agent_rowid(db, agent_id)
+            await self._check_owner(db, agent, agent_id, sender, shared=shared, claim=True)
             if idempotency_key is not None:
                 rows = await _rows(
                     db,
@@ -586,6 +639,142 @@ class SqliteStore:
                 (message_id, agent, position, text, now_ms, idempotency_key, sender),
             )
         return Ack(message_id=message_id, accepted_at_ms=now_ms, position=position)
+
+    async def _check_owner(
+        self,
+        db: aiosqlite.Connection,
+        agent: int,
+        agent_id: str,
+        sender: str | None,
+        *,
+        shared: bool,
+        claim: bool,
+    ) -> None:
+        if sender is None or shared:
+            return
+        rows = await _rows(db, "SELECT owner FROM agents WHERE agent=?", (agent,))
+        owner = rows[0][0] if rows else None
+        if owner is None:
+            if claim:
+                await db.execute("UPDATE agents SET owner=? WHERE agent=?", (sender, agent))
+            return
+        if owner != sender:
+            raise NotOwner(
+                f"agent {agent_id!r} belongs to another principal; {sender!r} may not write to it",
+                agent_id=agent_id,
+                principal=sender,
+            )
+
+    async def owner(self, agent_id: str) -> str | None:
+        """The conversation's owner (``identity.owner``), None until a message names one."""
+        rows = await self._fetch("SELECT owner FROM agents WHERE agent_id=?", (agent_id,))
+        return rows[0][0] if rows else None
+
+    # -- check-in questions ---------------------------------------------------------------
+
+    async def questions(
+        self,
+        agent_id: str,
+        *,
+        status: str | None = None,
+        question_ids: Sequence[str] | None = None,
+    ) -> list[QuestionRow]:
+        """An agent's questions in asking order (optionally one status, or these ids)."""
+        sql = (
+            f"SELECT {_QUESTION_COLUMNS} FROM questions q JOIN agents a ON a.agent=q.agent"
+            " WHERE a.agent_id=?"
+        )
+        params: tuple[Any, ...] = (agent_id,)
+        if status is not None:
+            sql += " AND q.status=?"
+            params += (status,)
+        if question_ids is not None:
+            sql += f" AND q.question_id IN ({', '.join('?' * len(question_ids))})"
+            params += tuple(question_ids)
+        rows = await self._fetch(sql + " ORDER BY q.question", params)
+        return [self._question(row) for row in rows]
+
+    async def question(self, question_id: str) -> QuestionRow | None:
+        """One question by id, or None."""
+        rows = await self._fetch(
+            f"SELECT {_QUESTION_COLUMNS} FROM questions q JOIN agents a ON a.agent=q.agent"
+            " WHERE q.question_id=?",
+            (question_id,),
+        )
+        return self._question(rows[0]) if rows else None
+
+    def _question(self, row: Any) -> QuestionRow:
+        try:
+            return QuestionRow(
+                question_id=row[0],
+                agent_id=row[1],
+                message_id=row[2],
+                run_id=row[3],
+                turn=row[4],
+                kind=row[5],
+                prompt=row[6],
+                tool_call_ids=_ids_decoder.decode(row[7]),
+                asked_at_ms=row[8],
+                status=row[9],
+                repeat=row[10],
+                answer=_any_decoder.decode(row[11]) if row[11] is not None else None,
+                answered_at_ms=row[12],
+                answered_by=row[13],
+            )
+        except msgspec.DecodeError as exc:
+            raise StoreDamaged(
+                f"question {row[0]!r} does not decode: {exc}", question_id=row[0]
+            ) from exc
+
+    async def close_question(
+        self,
+        question_id: str,
+        *,
+        status: str,
+        now_ms: int,
+        answer: Any = None,
+        by: str | None = None,
+        shared: bool = False,
+    ) -> QuestionRow | None:
+        """Close an open question ``answered`` (with ``answer``) or ``abandoned``, durably (a
+        ``synchronous=FULL`` commit) — the answer acknowledgement of host.md §11.
+
+        Returns:
+            The closed question, or None when no question has that id.
+
+        Raises:
+            QuestionClosed: the question is no longer open; nothing changes.
+            NotOwner: ``by`` is not the conversation's owner; nothing changes.
+        """
+        async with self._transaction(full=True) as db:
+            rows = await _rows(
+                db,
+                "SELECT q.status, q.agent, a.agent_id FROM questions q"
+                " JOIN agents a ON a.agent=q.agent WHERE q.question_id=?",
+                (question_id,),
+            )
+            if not rows:
+                return None
+            current, agent, agent_id = rows[0]
+            if current != "open":
+                raise QuestionClosed(
+                    f"question {question_id!r} is already {current}",
+                    question_id=question_id,
+                    status=current,
+                )
+            await self._check_owner(db, agent, agent_id, by, shared=shared, claim=False)
+            await db.execute(
+                "UPDATE questions SET status=?, answer=?, answered_at_ms=?, answered_by=?"
+                " WHERE question_id=?",
+                (
+                    status,
+                    None if answer is None else _state_encoder.encode(answer),
+                    now_ms,
+                    by,
+                    question_id,
+                ),
+            )
+        return await self.question(question_id)
 
     async def inbox(self, agent_id: str, *, status: str | None = None) -> list[InboxRow]:
         """An agent's inbox messages in position order, optionally of one status."""
@@ -789,6 +978,34 @@ class SqliteStore:
                 f"a ledger row of {agent_id!r} does not decode: {exc}", agent_id=agent_id
             ) from exc
 
+    # -- clean shutdown (host.md §13.4 step 1, §13.5 step 4) ------------------------------
+
+    async def clean_shutdown(self) -> bool:
+        """Whether the last host on this file recorded a clean shutdown."""
+        rows = await self._fetch("SELECT value FROM meta WHERE key='clean_shutdown'")
+        return bool(rows) and rows[0][0] == "1"
+
+    async def begin_serving(self) -> None:
+        """Clear the clean-shutdown marker: a host is about to write (a crash leaves it clear)."""
+        async with self._transaction(full=True) as db:
+            await db.execute("INSERT OR REPLACE INTO meta VALUES ('clean_shutdown', '0')")
+
+    async def mark_clean_shutdown(self) -> None:
+        """Record a clean shutdown and checkpoint the WAL into the main file."""
+        async with self._transaction(full=True) as db:
+            await db.execute("INSERT OR REPLACE INTO meta VALUES ('clean_shutdown', '1')")
+        async with self._lock:
+            with contextlib.suppress(sqlite3.Error):
+                await self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    async def quick_check(self) -> list[str]:
+        """``PRAGMA quick_check``: ``['ok']`` on a healthy file (counted in ``quick_checks``)."""
+        self.quick_checks += 1
+        try:
+            return [str(r[0]) for r in await self._fetch("PRAGMA quick_check")]
+        except StoreError as exc:
+            return [str(exc)]
+
     async def integrity_check(self) -> list[str]:
         """``PRAGMA integrity_check``: ``['ok']`` on a healthy file."""
         return [str(r[0]) for r in await self._fetch("PRAGMA integrity_check")]
@@ -801,3 +1018,72 @@ class SqliteStore:
             return [fp.hex() for fp, body in rows if hashlib.sha256(body).digest() != fp]
 
         return await anyio.to_thread.run_sync(check)
+
+    # -- host leases and agent claims (host.md §12) -------------------------------------------
+
+    def fence_with(self, host_id: str | None, epoch: int | None = None) -> None:
+        """Fence every later ``commit`` by this host's claim: it writes only while the agent is
+        claimed by ``(host_id, epoch)`` and the host's lease row still carries ``epoch``, and
+        raises ``LeaseLost`` otherwise. ``fence_with(None)`` removes the fence."""
+        self._fence = None if host_id is None or epoch is None else (host_id, epoch)
+
+    @property
+    def fence(self) -> tuple[str, int] | None:
+        """The ``(host_id, lease_epoch)`` commits are fenced by, or None."""
+        return self._fence
+
+    async def acquire_lease(
+        self, host_id: str, *, now_ms: int, ttl_ms: int, only_if_expired: bool = False
+    ) -> int | None:
+        """Take ``host_id``'s lease with a new epoch and return it (ruling 16: at once, even
+        when the row is live); with ``only_if_expired`` a live row is left alone (None)."""
+        async with self._transaction() as db:
+            return await leases.acquire(
+                db, host_id, now_ms=now_ms, ttl_ms=ttl_ms, only_if_expired=only_if_expired
+            )
+
+    async def renew_lease(
+        self, host_id: str, epoch: int, *, now_ms: int, ttl_ms: int, take_over: bool = True
+    ) -> LeaseRenewal:
+        """One period's transaction: extend the lease and (when it was still ours and
+        ``take_over``) take over the expired leases of other hosts."""
+        async with self._transaction() as db:
+            if not await leases.renew(db, host_id, epoch, now_ms=now_ms, ttl_ms=ttl_ms):
+                return LeaseRenewal(renewed=False)
+            taken = await leases.take_over_expired(db, host_id, now_ms=now_ms) if take_over else ()
+            return LeaseRenewal(renewed=True, taken_over=taken)
+
+    async def claim_agents(
+        self, agent_ids: Sequence[str], host_id: str, epoch: int, *, now_ms: int
+    ) -> set[str]:
+        """Claim what may be claimed of ``agent_ids`` in one transaction; returns the ids now
+        claimed by ``(host_id, epoch)`` (skipping agents under another host's live lease)."""
+        if not agent_ids:
+            return set()
+        async with self._transaction() as db:
+            return await leases.claim(db, list(agent_ids), host_id, epoch, now_ms=now_ms)
+
+    async def claim_agent(self, agent_id: str, host_id: str, epoch: int, *, now_ms: int) -> bool:
+        """Claim one agent; False when another host's live lease holds it."""
+        return agent_id in await self.claim_agents([agent_id], host_id, epoch, now_ms=now_ms)
+
+    async def release_lease(self, host_id: str, epoch: int) -> bool:
+        """Expire the lease and drop its claims (clean shutdown); False when already lost."""
+        async with self._transaction() as db:
+            return await leases.release(db, host_id, epoch)
+
+    async def agent_claims(
+        self, agent_ids: Sequence[str] | None = None, *, now_ms: int
+    ) -> list[AgentClaim]:
+        """The claim state of the named agents (every agent when None), by agent id."""
+        try:
+            return await leases.claims_of(
+                self._conn, None if agent_ids is None else list(agent_ids), now_ms=now_ms
+            )
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"a store read failed: {exc}") from exc
+
+    async def agent_claim(self, agent_id: str, *, now_ms: int) -> AgentClaim | None:
+        """The claim state of one agent, or None when the store does not know it."""
+        found = await self.agent_claims([agent_id], now_ms=now_ms)
+        return found[0] if found else None

@@ -1,0 +1,179 @@
+"""Check-in questions over HTTP (served.md §6.2, host.md §10): list, answer, abandon.
+
+Readings settled here:
+
+* ``GET …/questions`` lists the agent's **open** questions in asking order; ``status=`` (one of
+  ``open``, ``answered``, ``abandoned``, ``unsettled``, ``all``) widens it.
+* ``POST …/answer`` takes ``{"value": …, "from"?: principal}``; ``…/abandon`` takes an empty
+  body or ``{"from"?: principal}``. Both answer 200 once the question is closed on disk (a
+  ``synchronous=FULL`` commit). 404 ``question-not-found``, 409 ``question-closed``, 422
+  ``invalid-answer`` with a ``reason`` code, 403 ``not-owner``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, get, post
+from litestar.datastructures import State
+
+from afp_runtime.api._context import context_of
+from afp_runtime.api._params import RUN_ID, PathText, path_param, query, query_choice
+from afp_runtime.api._problems import ApiError
+from afp_runtime.api.shapes import AnswerAccepted, QuestionView, iso_instant
+from afp_runtime.errors import InvalidAnswer, QuestionClosed
+from afp_runtime.host import AgentNotHosted
+from afp_runtime.records import QuestionRow
+
+QUESTION_STATUSES = ("open", "answered", "abandoned", "unsettled", "all")
+_SENDER_LIMIT = 128
+
+
+def question_view(row: QuestionRow) -> QuestionView:
+    """A stored question as the API shows it."""
+    return QuestionView(
+        question_id=row.question_id,
+        agent_id=row.agent_id,
+        run_id=row.run_id,
+        turn=row.turn,
+        kind=row.kind,
+        prompt=row.prompt,
+        tool_call_ids=list(row.tool_call_ids),
+        asked_at=iso_instant(row.asked_at_ms),
+        status=row.status,
+        repeat=row.repeat,
+        answer=row.answer,
+        answered_at=iso_instant(row.answered_at_ms) if row.answered_at_ms is not None else None,
+    )
+
+
+@get("/v1/agents/{agent_id:str}/questions", summary="Pending questions", tags=["questions"])
+async def list_questions(
+    state: State,
+    agent_id: PathText,
+    status: Annotated[str | None, query("status")] = None,
+) -> list[QuestionView]:
+    """The agent's open questions (tool asks, approvals), oldest first."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    chosen = query_choice("status", status, QUESTION_STATUSES) or "open"
+    rows = await ctx.reader.questions(agent_id, status=None if chosen == "all" else chosen)
+    return [question_view(row) for row in rows]
+
+
+async def _body(request: Request[Any, Any, Any], fields: frozenset[str]) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        body = None
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid-body", "the body must be a JSON object")
+    for field in body:
+        if field not in fields:
+            raise ApiError(
+                422,
+                "invalid-body",
+                f"{field} is not a field of this request",
+                field=field,
+                value=body[field],
+            )
+    sender = body.get("from")
+    if sender is not None and (
+        not isinstance(sender, str) or not 1 <= len(sender) <= _SENDER_LIMIT
+    ):
+        raise ApiError(
+            422,
+            "invalid-body",
+            f"from must be a string of 1 to {_SENDER_LIMIT} characters",
+            field="from",
+            value=sender,
+        )
+    return body
+
+
+def _not_hosted(agent_id: str) -> ApiError:
+    return ApiError(409, "agent-not-hosted", f"agent {agent_id!r} is not run by this host")
+
+
+def _already_closed(exc: QuestionClosed, question_id: str) -> ApiError:
+    return ApiError(409, "question-closed", exc.message, field="questionId", value=question_id)
+
+
+def _closed(row: QuestionRow | None, agent_id: str, question_id: str) -> QuestionRow:
+    if row is None:
+        raise ApiError(
+            404,
+            "question-not-found",
+            f"agent {agent_id!r} has no question {question_id!r}",
+            field="questionId",
+            value=question_id,
+        )
+    return row
+
+
+@post(
+    "/v1/agents/{agent_id:str}/questions/{question_id:str}/answer",
+    summary="Answer a question",
+    tags=["questions"],
+    status_code=200,
+)
+async def answer(
+    state: State, agent_id: PathText, question_id: PathText, request: Request[Any, Any, Any]
+) -> AnswerAccepted:
+    """Answer an open question; the turn resumes once its batch's questions are all closed."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    path_param("questionId", question_id, RUN_ID)
+    body = await _body(request, frozenset({"value", "from"}))
+    if "value" not in body:
+        raise ApiError(422, "invalid-body", "value is required", field="value", value=None)
+    try:
+        row = await ctx.host.answer(agent_id, question_id, body["value"], sender=body.get("from"))
+    except AgentNotHosted as exc:
+        raise _not_hosted(agent_id) from exc
+    except InvalidAnswer as exc:
+        raise ApiError(
+            422,
+            "invalid-answer",
+            exc.message,
+            field=str(exc.context.get("field", "value")),
+            value=body["value"],
+            reason=exc.reason,
+        ) from exc
+    except QuestionClosed as exc:
+        raise _already_closed(exc, question_id) from exc
+    return AnswerAccepted(
+        status="accepted", question=question_view(_closed(row, agent_id, question_id))
+    )
+
+
+@post(
+    "/v1/agents/{agent_id:str}/questions/{question_id:str}/abandon",
+    summary="Abandon a question",
+    tags=["questions"],
+    status_code=200,
+)
+async def abandon(
+    state: State, agent_id: PathText, question_id: PathText, request: Request[Any, Any, Any]
+) -> AnswerAccepted:
+    """Close an open question unanswered; waiting calls are declined or told nobody replied."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    path_param("questionId", question_id, RUN_ID)
+    body = await _body(request, frozenset({"from"}))
+    try:
+        row = await ctx.host.abandon(agent_id, question_id, sender=body.get("from"))
+    except AgentNotHosted as exc:
+        raise _not_hosted(agent_id) from exc
+    except QuestionClosed as exc:
+        raise _already_closed(exc, question_id) from exc
+    return AnswerAccepted(
+        status="abandoned", question=question_view(_closed(row, agent_id, question_id))
+    )
+
+
+HANDLERS = [list_questions, answer, abandon]

@@ -1,0 +1,327 @@
+"""The host's lease and its claims on agents (host.md §12, §13.4 step 2; ARCHITECTURE rulings 7,
+12 and 16).
+
+Several host processes may share one store. Each holds one lease row, renewed every
+``lease_ttl_s / 3`` on the injected clock in one small transaction however many agents it runs,
+and claims an agent before running it; the store fences every commit by the claim
+(``SqliteStore.fence_with``), so a host that lost an agent writes nothing more for it.
+
+Readings settled here:
+
+* The default ``host_id`` is the machine's host name and the first 8 hex digits of the SHA-256
+  of the database file's absolute path. It is stable across restarts of the same service, so a
+  crashed host that restarts takes its lease over at once (ruling 16) — and two hosts started
+  on one machine and one file must therefore be given distinct ids.
+* Each period the keeper renews (and, in the same transaction, takes over other hosts' expired
+  leases), reads the claims of its agents once, forgets the claims another host took (their
+  passes are cancelled), and claims what became claimable, waking those agents' workers.
+* A pass starts only on an agent this host holds (a worker tries to claim it first). A commit
+  that raises ``LeaseLost`` ends the pass; the agent is ``not-leased`` until a later claim.
+* A renewal that finds the epoch raised cancels every pass in progress and forgets every claim.
+  From then on the keeper takes its row back (new epoch) only once the row has expired: a row
+  kept live means another process with this ``host_id`` holds it now, and wresting it back each
+  period would make the two fence each other out forever.
+* A clean exit releases the lease (expired at once, claims dropped) after the workers stopped,
+  and unfences the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import socket
+from collections.abc import Awaitable, Callable, Collection
+from typing import Literal
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from afp_runtime.errors import AgentDefinitionError, LeaseLost
+from afp_runtime.host.events import EventBus
+from afp_runtime.loop import Event
+from afp_runtime.records import Clock
+from afp_runtime.store import SqliteStore
+
+log = structlog.get_logger()
+
+DEFAULT_LEASE_TTL_S = 30.0
+_HOST_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9.-]+")
+
+
+def default_host_id(database: str | os.PathLike[str]) -> str:
+    """``<hostname>-<8 hex of sha256(absolute database path)>``: stable across restarts of one
+    service on one machine, distinct for another machine or another file.
+
+    A relative path is made absolute with the working directory (a blocking call: call this
+    off the event loop for a relative path).
+    """
+    name = _UNSAFE.sub("-", socket.gethostname()).strip("-")[:64] or "host"
+    text = os.fspath(database)
+    absolute = os.path.normpath(text) if os.path.isabs(text) else os.path.abspath(text)
+    digest = hashlib.sha256(absolute.encode()).hexdigest()[:8]
+    return f"{name}-{digest}"
+
+
+def _checked_host_id(host_id: object) -> str:
+    if not isinstance(host_id, str) or not _HOST_ID.match(host_id):
+        raise AgentDefinitionError(
+            f"hostId must be 1 to 128 characters of letters, digits and . _ : @ -, not {host_id!r}",
+            field="hostId",
+        )
+    return host_id
+
+
+def _checked_ttl(ttl_s: object) -> float:
+    if (
+        isinstance(ttl_s, bool)
+        or not isinstance(ttl_s, int | float)
+        or not (math.isfinite(ttl_s) and ttl_s > 0)
+    ):
+        raise AgentDefinitionError(
+            f"leaseTtlS must be a finite number > 0, not {ttl_s!r}", field="leaseTtlS"
+        )
+    return float(ttl_s)
+
+
+class HostLease:
+    """This host's lease row, its claims, and the per-period keeper.
+
+    Args:
+        store: the host's writer store; fenced once the lease is acquired.
+        clock: the injected clock (lease times, the renewal period).
+        host_id: the lease row's id; default from the machine and the database file.
+        ttl_s: how long a lease lives without renewal (renewed every third of it).
+        agent_ids: the hosted agents, claimed in this order.
+        events: where ``lease.lost`` is published.
+        wake: asks an agent's worker to look for work now (after a claim).
+
+    Raises:
+        AgentDefinitionError: a bad ``host_id`` (field ``hostId``) or ``ttl_s``
+            (field ``leaseTtlS``).
+    """
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        *,
+        clock: Clock,
+        host_id: str | None,
+        ttl_s: float,
+        agent_ids: Collection[str],
+        events: EventBus,
+        wake: Callable[[str], None],
+    ) -> None:
+        self.ttl_s = _checked_ttl(ttl_s)
+        # A relative database path needs the working directory: resolved at ``acquire``.
+        if host_id is None and os.path.isabs(store.path):
+            host_id = default_host_id(store.path)
+        self._host_id = None if host_id is None else _checked_host_id(host_id)
+        self.store = store
+        self.clock = clock
+        self.agent_ids = tuple(agent_ids)
+        self.events = events
+        self.wake = wake
+        self.epoch: int | None = None
+        self.held: set[str] = set()
+        self.periods = 0
+        self._passes: dict[str, anyio.CancelScope] = {}
+
+    @property
+    def host_id(self) -> str:
+        """The lease row's id (for a default id on a relative path, known from start-up)."""
+        return self._host_id or ""
+
+    @property
+    def ttl_ms(self) -> int:
+        return max(1, round(self.ttl_s * 1000))
+
+    # -- start and stop ---------------------------------------------------------------------
+
+    async def acquire(self) -> None:
+        """Take this host's lease with a new epoch (at once, ruling 16), fence the store by it
+        and claim every agent not held under another host's live lease (host.md §13.4)."""
+        if self._host_id is None:
+            self._host_id = await anyio.to_thread.run_sync(default_host_id, self.store.path)
+        epoch = await self.store.acquire_lease(
+            self.host_id, now_ms=self.clock.now_ms(), ttl_ms=self.ttl_ms
+        )
+        assert epoch is not None  # an unconditional acquire always takes the row
+        self._hold(epoch)
+        await self._claim(list(self.agent_ids))
+        log.info(
+            "host lease acquired",
+            host_id=self.host_id,
+            lease_epoch=epoch,
+            not_leased=[a for a in self.agent_ids if a not in self.held],
+        )
+
+    async def release(self) -> None:
+        """Release the lease (clean exit, after the workers stopped) and unfence the store."""
+        epoch, self.epoch = self.epoch, None
+        self.held.clear()
+        with anyio.CancelScope(shield=True):
+            try:
+                if epoch is not None and await self.store.release_lease(self.host_id, epoch):
+                    log.info("host lease released", host_id=self.host_id, lease_epoch=epoch)
+            except Exception:
+                log.exception("releasing the host lease failed; it lapses at its expiry")
+            finally:
+                self.store.fence_with(None)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def status_override(self, agent_id: str) -> Literal["not-leased"] | None:
+        """``not-leased`` when this host does not hold the agent now, else None."""
+        return None if agent_id in self.held else "not-leased"
+
+    # -- the keeper -------------------------------------------------------------------------
+
+    async def keep(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run a lease period every ``ttl_s / 3`` on the clock until cancelled."""
+        task_status.started()
+        while True:
+            await self.clock.sleep(self.ttl_s / 3)
+            try:
+                await self.period()
+            except Exception:
+                log.exception("a lease period failed; the next period tries again")
+            self.periods += 1
+
+    async def period(self) -> None:
+        """Renew (or take the row back once expired), drop claims other hosts took, and claim
+        what became claimable."""
+        now = self.clock.now_ms()
+        if self.epoch is None:
+            epoch = await self.store.acquire_lease(
+                self.host_id, now_ms=now, ttl_ms=self.ttl_ms, only_if_expired=True
+            )
+            if epoch is None:
+                return
+            self._hold(epoch)
+            log.info("host lease acquired again", host_id=self.host_id, lease_epoch=epoch)
+        else:
+            renewal = await self.store.renew_lease(
+                self.host_id, self.epoch, now_ms=now, ttl_ms=self.ttl_ms
+            )
+            if not renewal.renewed:
+                self._lose_everything()
+                return
+            if renewal.taken_over:
+                log.warning("took over expired host leases", hosts=list(renewal.taken_over))
+        claims = await self.store.agent_claims(self.agent_ids, now_ms=now)
+        ours = (self.host_id, self.epoch)
+        for claim in claims:
+            if claim.agent_id in self.held and (claim.host_id, claim.lease_epoch) != ours:
+                self.lost(claim.agent_id, f"claimed by {claim.host_id!r}")
+        claimable = [
+            c.agent_id
+            for c in claims
+            if c.agent_id not in self.held and (not c.live or c.host_id == self.host_id)
+        ]
+        if claimable:
+            await self._claim(claimable)
+
+    # -- passes -----------------------------------------------------------------------------
+
+    async def run_pass(self, agent_id: str, work: Callable[[], Awaitable[None]]) -> None:
+        """Run one work pass if this host holds (or can now claim) the agent; a ``LeaseLost``
+        ends it, and losing the lease cancels it, nothing more being committed either way."""
+        if not await self._ready(agent_id):
+            return
+        reason: str | None = None
+        with anyio.CancelScope() as scope:
+            self._passes[agent_id] = scope
+            try:
+                await work()
+            except* LeaseLost as group:
+                reason = _first_leaf(group)
+            finally:
+                self._passes.pop(agent_id, None)
+        if reason is not None:
+            self.lost(agent_id, reason)
+
+    async def _ready(self, agent_id: str) -> bool:
+        if self.epoch is None:
+            return False
+        if agent_id in self.held:
+            return True
+        # A read first: the write transaction of a claim only when it can succeed.
+        claim = await self.store.agent_claim(agent_id, now_ms=self.clock.now_ms())
+        if claim is not None and claim.live and claim.host_id != self.host_id:
+            return False
+        return agent_id in await self._claim([agent_id])
+
+    def lost(self, agent_id: str, reason: str) -> None:
+        """Forget the claim on one agent, stop its pass, and say so (``lease.lost``)."""
+        if agent_id not in self.held:
+            return
+        self.held.discard(agent_id)
+        scope = self._passes.get(agent_id)
+        if scope is not None:
+            scope.cancel()
+        self._publish(agent_id)
+        log.warning(
+            "agent lease lost",
+            agent_id=agent_id,
+            host_id=self.host_id,
+            lease_epoch=self.epoch,
+            reason=reason,
+        )
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _hold(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.store.fence_with(self.host_id, epoch)
+
+    async def _claim(self, agent_ids: list[str]) -> set[str]:
+        assert self.epoch is not None
+        claimed = await self.store.claim_agents(
+            agent_ids, self.host_id, self.epoch, now_ms=self.clock.now_ms()
+        )
+        fresh = claimed - self.held
+        self.held |= claimed
+        for agent_id in self.agent_ids:
+            if agent_id in fresh:
+                self.wake(agent_id)
+        return claimed
+
+    def _lose_everything(self) -> None:
+        epoch, self.epoch = self.epoch, None
+        self.held.clear()
+        for scope in self._passes.values():
+            scope.cancel()
+        self._publish(None, epoch)
+        log.warning(
+            "host lease lost: its epoch was raised; every agent's work stops",
+            host_id=self.host_id,
+            lease_epoch=epoch,
+        )
+
+    def _publish(self, agent_id: str | None, epoch: int | None = None) -> None:
+        payload: dict[str, object] = {
+            "hostId": self.host_id,
+            "hostLeaseEpoch": epoch if agent_id is None else self.epoch,
+        }
+        if agent_id is not None:
+            payload["agentId"] = agent_id
+        self.events.publish(
+            Event(
+                id=0,
+                type="lease.lost",
+                at_ms=self.clock.now_ms(),
+                agent_id=agent_id or "",
+                payload=payload,
+            )
+        )
+
+
+def _first_leaf(group: BaseExceptionGroup[LeaseLost]) -> str:
+    found: BaseException = group
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    return str(found)

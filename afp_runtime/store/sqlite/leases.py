@@ -1,0 +1,210 @@
+"""The SQL of host leases and agent claims (host.md §12, ARCHITECTURE rulings 12 and 16).
+
+A host process holds one ``host_leases`` row, ``(host_id, lease_epoch, expires_at_ms)``, renewed
+once per period in one small transaction however many agents it runs. Before running an agent
+it claims it by writing ``(claim_host, claim_epoch)`` on the agent's row. A claim is *live*
+while its host's row still carries the claim's epoch and has not expired; any other claim may be
+replaced. Every commit of a fenced store checks the agent's claim and the lease row's epoch in
+the same transaction (``check_fence``), so a host that lost either writes nothing more.
+
+Expiry compares ``expires_at_ms`` with the *reader's* clock: hosts sharing a file are assumed to
+have clocks in step to well within a TTL. Each function runs inside a transaction the caller
+opened; none commits.
+"""
+
+from __future__ import annotations
+
+import aiosqlite
+import msgspec
+
+from afp_runtime.errors import LeaseLost
+
+
+class AgentClaim(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Who holds an agent, as one read of its row and its claimant's lease row.
+
+    Attributes:
+        agent_id: the agent.
+        host_id: the claiming host, None when the agent was never claimed or was released.
+        lease_epoch: the lease epoch the claim was made under (wire ``leaseEpoch``).
+        live: the claimant's lease row still carries that epoch and has not expired, so no
+            other host may claim the agent now.
+    """
+
+    agent_id: str
+    host_id: str | None
+    lease_epoch: int | None
+    live: bool
+
+
+class LeaseRenewal(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The result of one renewal period.
+
+    Attributes:
+        renewed: this host's row still carried its epoch and was extended; False means the
+            lease was lost (someone raised the epoch), and nothing was written.
+        taken_over: hosts whose expired lease this period took over (their epoch raised by 1).
+    """
+
+    renewed: bool
+    taken_over: tuple[str, ...] = ()
+
+
+_CLAIMABLE = (
+    "(claim_host IS NULL OR claim_host = :host OR NOT EXISTS ("
+    " SELECT 1 FROM host_leases l WHERE l.host_id = agents.claim_host"
+    " AND l.lease_epoch = agents.claim_epoch AND l.expires_at_ms > :now))"
+)
+# Our own row must still carry the epoch we claim under: a host whose lease was taken over
+# cannot hand out claims under its dead epoch.
+_OURS = "EXISTS (SELECT 1 FROM host_leases WHERE host_id = :host AND lease_epoch = :epoch)"
+_CHUNK = 500  # agent ids per statement, well under SQLite's bound on parameters
+
+
+async def acquire(
+    db: aiosqlite.Connection, host_id: str, *, now_ms: int, ttl_ms: int, only_if_expired: bool
+) -> int | None:
+    """Take this host's row with a new epoch: 1 for a new host, the row's epoch + 1 otherwise.
+
+    A host starting with the id of an existing row takes it over at once (ruling 16).
+    ``only_if_expired`` leaves a live row alone (None): a host that lost its lease does not
+    wrest it back from a restarted process that now holds its id.
+    """
+    sql = (
+        "INSERT INTO host_leases VALUES (:host, 1, :expires, :now) ON CONFLICT (host_id)"
+        " DO UPDATE SET lease_epoch = lease_epoch + 1, expires_at_ms = excluded.expires_at_ms,"
+        " renewed_at_ms = excluded.renewed_at_ms"
+    )
+    if only_if_expired:
+        sql += " WHERE host_leases.expires_at_ms <= :now"
+    rows = await db.execute_fetchall(
+        sql + " RETURNING lease_epoch",
+        {"host": host_id, "expires": now_ms + ttl_ms, "now": now_ms},
+    )
+    found = list(rows)
+    return int(found[0][0]) if found else None
+
+
+async def renew(
+    db: aiosqlite.Connection, host_id: str, epoch: int, *, now_ms: int, ttl_ms: int
+) -> bool:
+    """Extend this host's lease; False when its epoch was raised by someone else (lost)."""
+    cursor = await db.execute(
+        "UPDATE host_leases SET expires_at_ms = ?, renewed_at_ms = ?"
+        " WHERE host_id = ? AND lease_epoch = ?",
+        (now_ms + ttl_ms, now_ms, host_id, epoch),
+    )
+    return cursor.rowcount == 1
+
+
+async def take_over_expired(
+    db: aiosqlite.Connection, host_id: str, *, now_ms: int
+) -> tuple[str, ...]:
+    """Raise by 1 the epoch of every other host's expired lease that still backs a claim.
+
+    Every claim made under the old epoch is stale from then on, and the dead host's renewal
+    (should it wake) finds its lease lost. A lease no claim rests on is left as it is, so the
+    same dead row is not raised again every period.
+    """
+    rows = await db.execute_fetchall(
+        "UPDATE host_leases SET lease_epoch = lease_epoch + 1"
+        " WHERE host_id != :host AND expires_at_ms <= :now AND EXISTS ("
+        " SELECT 1 FROM agents a WHERE a.claim_host = host_leases.host_id"
+        " AND a.claim_epoch = host_leases.lease_epoch) RETURNING host_id",
+        {"host": host_id, "now": now_ms},
+    )
+    return tuple(sorted(str(row[0]) for row in rows))
+
+
+async def claim(
+    db: aiosqlite.Connection, agent_ids: list[str], host_id: str, epoch: int, *, now_ms: int
+) -> set[str]:
+    """Claim the agents that are unclaimed, already ours, or claimed under a lease that is
+    expired or whose epoch moved on; returns the ids now claimed by ``(host_id, epoch)``."""
+    claimed: set[str] = set()
+    for start in range(0, len(agent_ids), _CHUNK):
+        chunk = agent_ids[start : start + _CHUNK]
+        params: dict[str, object] = {"host": host_id, "epoch": epoch, "now": now_ms}
+        names = []
+        for i, agent_id in enumerate(chunk):
+            params[f"a{i}"] = agent_id
+            names.append(f":a{i}")
+        rows = await db.execute_fetchall(
+            "UPDATE agents SET claim_host = :host, claim_epoch = :epoch"
+            f" WHERE agent_id IN ({', '.join(names)}) AND {_OURS} AND {_CLAIMABLE}"
+            " RETURNING agent_id",
+            params,
+        )
+        claimed.update(str(row[0]) for row in rows)
+    return claimed
+
+
+async def release(db: aiosqlite.Connection, host_id: str, epoch: int) -> bool:
+    """Expire this host's lease and drop its claims, so other hosts may claim at once.
+
+    Nothing happens when the epoch moved on (the lease was lost already); returns whether the
+    lease was released.
+    """
+    cursor = await db.execute(
+        "UPDATE host_leases SET expires_at_ms = 0 WHERE host_id = ? AND lease_epoch = ?",
+        (host_id, epoch),
+    )
+    if cursor.rowcount != 1:
+        return False
+    await db.execute(
+        "UPDATE agents SET claim_host = NULL, claim_epoch = NULL"
+        " WHERE claim_host = ? AND claim_epoch = ?",
+        (host_id, epoch),
+    )
+    return True
+
+
+async def claims_of(
+    db: aiosqlite.Connection, agent_ids: list[str] | None, *, now_ms: int
+) -> list[AgentClaim]:
+    """The claim state of the named agents (every agent when None), by agent id."""
+    sql = (
+        "SELECT a.agent_id, a.claim_host, a.claim_epoch,"
+        " l.lease_epoch = a.claim_epoch AND l.expires_at_ms > ?"
+        " FROM agents a LEFT JOIN host_leases l ON l.host_id = a.claim_host"
+    )
+    params: list[object] = [now_ms]
+    if agent_ids is not None:
+        sql += f" WHERE a.agent_id IN ({', '.join('?' * len(agent_ids))})"
+        params.extend(agent_ids)
+    rows = await db.execute_fetchall(sql + " ORDER BY a.agent_id", params)
+    return [
+        AgentClaim(agent_id=r[0], host_id=r[1], lease_epoch=r[2], live=bool(r[3])) for r in rows
+    ]
+
+
+async def check_fence(db: aiosqlite.Connection, agent_id: str, host_id: str, epoch: int) -> None:
+    """Raise ``LeaseLost`` unless the agent is claimed by ``(host_id, epoch)`` and the host's
+    lease row still carries ``epoch``: one indexed read, on every fenced commit.
+
+    Expiry is not checked here: a lease nobody took over is still this host's to renew.
+    """
+    rows = list(
+        await db.execute_fetchall(
+            "SELECT a.claim_host, a.claim_epoch, l.lease_epoch FROM agents a"
+            " LEFT JOIN host_leases l ON l.host_id = ? WHERE a.agent_id = ?",
+            (host_id, agent_id),
+        )
+    )
+    if rows and rows[0][0] == host_id and rows[0][1] == epoch and rows[0][2] == epoch:
+        return
+    if not rows:
+        why = "the agent is not in the store"
+    elif rows[0][0] is None:
+        why = "the agent is not claimed"
+    elif rows[0][2] != epoch:
+        why = f"the host's lease epoch is now {rows[0][2]}"
+    else:
+        why = f"the agent is claimed by {rows[0][0]!r} under lease epoch {rows[0][1]}"
+    raise LeaseLost(
+        f"host {host_id!r} (lease epoch {epoch}) no longer holds agent {agent_id!r}: {why};"
+        " nothing was written",
+        agent_id=agent_id,
+        host_id=host_id,
+        lease_epoch=epoch,
+    )

@@ -1,0 +1,322 @@
+"""Host leases across processes (host.md §12, §13.4 step 2, §13.7, test case 31; ARCHITECTURE
+rulings 7, 12 and 16).
+
+Two hosts on one file stand for two processes: each has its own store connection and its own
+fake clock (a host whose clock is not advanced has stopped renewing). They share one id
+factory so their run ids never collide. Waiting uses the same bounded real-time polls as the
+other host tests; the lease timing is all on the fake clocks.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from afp_runtime.errors import AgentDefinitionError
+from afp_runtime.host import Host
+from afp_runtime.host.leases import default_host_id
+from afp_runtime.loop import AgentDefinition, SequentialIds
+from afp_runtime.messages import ModelReply, ModelRequest
+from afp_runtime.models import ScriptedModel
+from afp_runtime.store import SqliteStore
+from afp_runtime.testing import FakeClock, answer
+from tests.api.conftest import agent, settle, until
+
+TTL_S = 30.0
+PERIOD_S = TTL_S / 3
+
+
+@asynccontextmanager
+async def running(
+    path: Path,
+    definitions: Sequence[AgentDefinition],
+    *,
+    clock: FakeClock,
+    ids: SequentialIds,
+    **options: Any,
+) -> AsyncIterator[Host]:
+    """A host process on ``path``: its own writer connection, clock and lease."""
+    store = await SqliteStore.open(path, now_ms=clock.now_ms())
+    try:
+        async with Host(store, definitions, clock=clock, ids=ids, **options) as host:
+            yield host
+    finally:
+        await store.aclose()
+
+
+async def raw(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """One statement on a separate connection, off the event loop."""
+
+    def run() -> list[tuple[Any, ...]]:
+        conn = sqlite3.connect(path)
+        try:
+            with conn:
+                return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
+
+    return await anyio.to_thread.run_sync(run)
+
+
+async def lease_of(path: Path, host_id: str) -> tuple[int, int]:
+    """(lease_epoch, expires_at_ms) of a host's row."""
+    rows = await raw(
+        path, "SELECT lease_epoch, expires_at_ms FROM host_leases WHERE host_id=?", (host_id,)
+    )
+    return rows[0]
+
+
+async def claim_of(path: Path, agent_id: str) -> tuple[str | None, int | None]:
+    """(claim_host, claim_epoch) of an agent's row."""
+    rows = await raw(
+        path, "SELECT claim_host, claim_epoch FROM agents WHERE agent_id=?", (agent_id,)
+    )
+    return rows[0]
+
+
+async def row_counts(path: Path) -> dict[str, int]:
+    """Rows per table a turn writes to."""
+    tables = ("runs", "bundles", "key_index", "items", "inbox", "tool_journal")
+    return {t: (await raw(path, f"SELECT COUNT(*) FROM {t}"))[0][0] for t in tables}
+
+
+async def period(host: Host, clock: FakeClock) -> None:
+    """Advance ``clock`` by one lease period and wait until the host's keeper finished it."""
+    done = host.lease_periods + 1
+    clock.advance(PERIOD_S)
+    await until(lambda: host.lease_periods >= done)
+
+
+class Gated:
+    """A model whose first call blocks until ``gate`` is set (the turn stays open, its seed
+    to receipt committed); later calls answer at once."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.gate = anyio.Event()
+        self.sent = anyio.Event()
+        self.model = ScriptedModel(self, model="mock")
+
+    async def __call__(self, request: ModelRequest, number: int) -> ModelReply:
+        if number == 1:
+            self.sent.set()
+            await self.gate.wait()
+        return answer(self.text)
+
+
+async def _open_turn(host: Host, gated: Gated) -> None:
+    await host.post("ops", "go")
+    with anyio.fail_after(10):
+        await gated.sent.wait()
+
+
+async def test_case_31_a_host_that_stops_renewing_is_taken_over(tmp_path: Path, logs: Any) -> None:
+    """Host case 31: B does not run ``ops`` while A renews; once A stops renewing, B takes A's
+    lease over after the TTL (A's epoch + 1), claims ``ops`` and recovers the open turn; A's
+    next commit then fails with LeaseLost and writes nothing."""
+    path, ids = tmp_path / "afp.db", SequentialIds()
+    clock_a, clock_b = FakeClock(), FakeClock()
+    held_by_a = Gated("from a")
+    model_b = ScriptedModel([answer("recovered by b")], model="mock")
+    async with running(
+        path, [agent(held_by_a.model)], clock=clock_a, ids=ids, host_id="host-a"
+    ) as a:
+        assert (a.host_id, a.lease_epoch, a.status_override("ops")) == ("host-a", 1, None)
+        assert await claim_of(path, "ops") == ("host-a", 1)
+        await _open_turn(a, held_by_a)
+        lost = a.events.subscribe(types=["lease.lost"])
+        async with running(path, [agent(model_b)], clock=clock_b, ids=ids, host_id="host-b") as b:
+            assert b.status_override("ops") == "not-leased"
+            for _ in range(6):  # 60 s on both clocks: twice the TTL, A renewing throughout
+                await period(a, clock_a)
+                await period(b, clock_b)
+            assert await lease_of(path, "host-a") == (1, clock_a.now_ms() + 30_000)
+            assert await claim_of(path, "ops") == ("host-a", 1)
+            assert b.status_override("ops") == "not-leased" and model_b.calls == 0
+            assert b.passes("ops") > 1  # B's worker looked, and left ops alone each time
+
+            # A stops renewing: only B's clock moves. Within the TTL nothing changes.
+            await period(b, clock_b)
+            await period(b, clock_b)
+            assert b.status_override("ops") == "not-leased" and model_b.calls == 0
+            await period(b, clock_b)  # B's time reaches A's expiry
+            assert (await lease_of(path, "host-a"))[0] == 2
+            assert await claim_of(path, "ops") == ("host-b", 1)
+            assert b.status_override("ops") is None
+            await settle(b)
+            runs = [(r.kind, r.status) for r in await b.reader.runs("ops")]
+            assert runs == [("initial", "running"), ("recovery", "answered")]
+            assert model_b.calls == 1
+
+            # A wakes up: its reply's commit is fenced out and writes nothing.
+            before = await row_counts(path)
+            held_by_a.gate.set()
+            with anyio.fail_after(10):
+                event = await lost.next()
+            assert await row_counts(path) == before
+            assert getattr(event, "type", None) == "lease.lost"
+            assert getattr(event, "payload", None) == {
+                "hostId": "host-a",
+                "hostLeaseEpoch": 1,
+                "agentId": "ops",
+            }
+            assert a.status_override("ops") == "not-leased"
+            assert await claim_of(path, "ops") == ("host-b", 1)
+    lost_logs = [e for e in logs if e["event"] == "agent lease lost"]
+    assert len(lost_logs) == 1 and "LeaseLost" not in lost_logs[0]["reason"]
+    assert "no longer holds agent 'ops'" in lost_logs[0]["reason"]
+
+
+async def test_one_renewal_transaction_per_period_for_a_thousand_agents(tmp_path: Path) -> None:
+    """Host case 31: with 1,000 claimed agents a period writes one transaction, not one per
+    agent."""
+    path, clock = tmp_path / "afp.db", FakeClock()
+    definitions = [agent([], agent_id=f"agent-{n:04d}") for n in range(1000)]
+    async with running(
+        path, definitions, clock=clock, ids=SequentialIds(), poll_interval_s=3600.0
+    ) as host:
+        await until(lambda: all(host.passes(d.agent_id) >= 1 for d in definitions), within_s=60)
+        claimed = await raw(
+            path,
+            "SELECT COUNT(*) FROM agents WHERE claim_host=? AND claim_epoch=1",
+            (host.host_id,),
+        )
+        assert claimed == [(1000,)]
+        assert all(host.status_override(d.agent_id) is None for d in definitions)
+        for _ in range(3):
+            before = host.store.transactions
+            await period(host, clock)
+            assert host.store.transactions == before + 1
+            assert (await lease_of(path, host.host_id))[1] == clock.now_ms() + 30_000
+
+
+async def test_a_restart_with_the_same_host_id_takes_over_at_once(tmp_path: Path) -> None:
+    """Ruling 16: a host starting with the id of a live lease takes it over with a new epoch
+    and recovers the open turn without waiting for the TTL; the old process's commit, fenced
+    by the old epoch, fails with LeaseLost and writes nothing."""
+    path, ids, clock = tmp_path / "afp.db", SequentialIds(), FakeClock()
+    crashed = Gated("from the old process")
+    restarted = ScriptedModel([answer("recovered")], model="mock")
+    async with running(path, [agent(crashed.model)], clock=clock, ids=ids, host_id="h") as old:
+        await _open_turn(old, crashed)
+        lost = old.events.subscribe(types=["lease.lost"])
+        started = clock.now_ms()
+        async with running(path, [agent(restarted)], clock=clock, ids=ids, host_id="h") as new:
+            assert new.lease_epoch == 2 and await lease_of(path, "h") == (2, started + 30_000)
+            assert await claim_of(path, "ops") == ("h", 2)
+            await settle(new)
+            runs = [(r.kind, r.status) for r in await new.reader.runs("ops")]
+            assert runs == [("initial", "running"), ("recovery", "answered")]
+            assert clock.now_ms() == started  # no TTL was waited for
+            before = await row_counts(path)
+            crashed.gate.set()
+            with anyio.fail_after(10):
+                event = await lost.next()
+            assert await row_counts(path) == before
+            assert getattr(event, "payload", {}).get("agentId") == "ops"
+
+
+async def test_a_different_host_id_waits_for_the_lease_to_expire(tmp_path: Path) -> None:
+    """Another host id does not claim an agent under a live lease, even one nobody renews,
+    before the TTL has passed on its clock; at the expiry it does."""
+    path, ids = tmp_path / "afp.db", SequentialIds()
+    clock_a, clock_b = FakeClock(), FakeClock()
+    async with (
+        running(path, [agent([])], clock=clock_a, ids=ids, host_id="a"),
+        running(path, [agent([])], clock=clock_b, ids=ids, host_id="b") as b,
+    ):
+        await period(b, clock_b)
+        await period(b, clock_b)
+        assert b.status_override("ops") == "not-leased"
+        assert await claim_of(path, "ops") == ("a", 1)
+        await period(b, clock_b)
+        assert b.status_override("ops") is None
+        assert await claim_of(path, "ops") == ("b", 1)
+        assert (await lease_of(path, "a"))[0] == 2
+
+
+async def test_a_clean_shutdown_releases_the_lease_for_another_host_at_once(
+    tmp_path: Path,
+) -> None:
+    """After A exits cleanly its lease is expired and its claims dropped, so B claims ``ops``
+    at start-up and answers it without any time passing."""
+    path, ids, clock = tmp_path / "afp.db", SequentialIds(), FakeClock()
+    async with running(path, [agent([])], clock=clock, ids=ids, host_id="a") as a:
+        await a.store.post("ops", "queued while a stops", message_id="msg-x", now_ms=0)
+        a.stop(0)
+    assert await lease_of(path, "a") == (1, 0)
+    assert await claim_of(path, "ops") == (None, None)
+    model = ScriptedModel([answer("b answers")], model="mock")
+    async with running(path, [agent(model)], clock=clock, ids=ids, host_id="b") as b:
+        assert b.status_override("ops") is None
+        await settle(b)
+        row = await b.reader.inbox_message("msg-x")
+    assert row is not None and row.status == "answered" and model.calls == 1
+
+
+async def test_a_renewal_that_finds_its_epoch_raised_stops_every_agent(tmp_path: Path) -> None:
+    """When another process took this host's id, the renewal finds the epoch raised: the pass
+    in progress is cancelled, one host-wide lease.lost is published and every agent is
+    not-leased. The lease is taken back only once that other process let it expire; then the
+    host claims its agents again and recovers the open turn."""
+    path, ids, clock = tmp_path / "afp.db", SequentialIds(), FakeClock()
+    gated = Gated("after the lease came back")
+    async with running(path, [agent(gated.model)], clock=clock, ids=ids, host_id="h") as host:
+        await _open_turn(host, gated)
+        lost = host.events.subscribe(types=["lease.lost"])
+        other = await SqliteStore.open(path, now_ms=clock.now_ms())
+        try:
+            assert await other.acquire_lease("h", now_ms=clock.now_ms(), ttl_ms=30_000) == 2
+        finally:
+            await other.aclose()
+        await period(host, clock)
+        with anyio.fail_after(10):
+            event = await lost.next()
+        assert getattr(event, "payload", None) == {"hostId": "h", "hostLeaseEpoch": 1}
+        await until(lambda: not host.working("ops"))  # the blocked model call was cancelled
+        assert host.lease_epoch is None and host.status_override("ops") == "not-leased"
+        await period(host, clock)  # 20 s: the other process's lease is still live
+        assert host.lease_epoch is None and await lease_of(path, "h") == (2, 1_750_000_030_000)
+        await period(host, clock)  # 30 s: expired, taken back with a new epoch
+        assert host.lease_epoch == 3 and host.status_override("ops") is None
+        await settle(host)
+        runs = [(r.kind, r.status) for r in await host.reader.runs("ops")]
+    assert runs == [("initial", "running"), ("recovery", "answered")]
+    assert gated.model.calls == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"lease_ttl_s": 0}, "leaseTtlS"),
+        ({"lease_ttl_s": float("inf")}, "leaseTtlS"),
+        ({"lease_ttl_s": True}, "leaseTtlS"),
+        ({"host_id": ""}, "hostId"),
+        ({"host_id": "has space"}, "hostId"),
+    ],
+)
+async def test_bad_lease_options_are_refused(
+    tmp_path: Path, options: dict[str, Any], field: str
+) -> None:
+    """A bad TTL or host id is refused naming its camelCase key, before anything is written."""
+    store = await SqliteStore.open(tmp_path / "afp.db", now_ms=0)
+    try:
+        with pytest.raises(AgentDefinitionError) as caught:
+            Host(store, [agent([])], clock=FakeClock(), ids=SequentialIds(), **options)
+    finally:
+        await store.aclose()
+    assert caught.value.context["field"] == field
+
+
+def test_the_default_host_id_names_the_machine_and_the_file(tmp_path: Path) -> None:
+    """Stable for one file (a restart takes its lease over at once), distinct for another."""
+    one = default_host_id(tmp_path / "one.db")
+    assert one == default_host_id(tmp_path / "x" / ".." / "one.db")
+    assert one != default_host_id(tmp_path / "two.db")
+    assert one.rsplit("-", 1)[1].isalnum() and len(one.rsplit("-", 1)[1]) == 8

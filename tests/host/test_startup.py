@@ -1,0 +1,241 @@
+"""Start-up and operator cases of host.md §16: 27 (start-up resumes everything), 30 (operator
+resume through a newly added window strategy), 18 (a crash loop dismissed moves the queue on),
+the stall limit, and the clean-shutdown marker with ``quick_check`` at start (§13.4 step 1)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import pytest
+
+from afp_runtime.errors import ModelCallError, StoreDamaged
+from afp_runtime.host import Host
+from afp_runtime.loop import AgentDriver
+from afp_runtime.messages import ModelReply, ModelRequest
+from afp_runtime.models import RetryPolicy, ScriptedModel
+from afp_runtime.store import SqliteStore
+from afp_runtime.testing import answer, call, tool_reply
+from afp_runtime.tools import Tool, ToolContext
+from afp_runtime.window import sliding_window
+from tests.api.conftest import Api, agent, settle, until
+
+
+class Died(BaseException):
+    """Stands for the process dying inside a send."""
+
+
+def _dies(request: ModelRequest, number: int) -> ModelReply:
+    raise Died
+
+
+async def _ask(args: Mapping[str, Any], ctx: ToolContext) -> Any:
+    ctx.ask_person("which host?")
+
+
+def _asking() -> Tool:
+    return Tool("beta_tool", "asks", {"type": "object"}, _ask)
+
+
+async def _leave(api: Api, agent_id: str, model: Any, **options: Any) -> None:
+    """One earlier process leaves ``agent_id`` with a turn in some state."""
+    store = await SqliteStore.open(api.path, now_ms=api.clock.now_ms())
+    try:
+        driver = AgentDriver(
+            store, agent(model, agent_id=agent_id, **options), clock=api.clock, ids=api.ids
+        )
+        await driver.post("go")
+        with contextlib.suppress(Died):
+            await driver.work()
+    finally:
+        await store.aclose()
+
+
+async def test_case_27_start_up_resumes_everything(api: Api) -> None:
+    """Three running turns, one paused, one held, one stalled due in the past: three recovery
+    runs and one retry run start; the paused and held turns wait."""
+    for name in ("r1", "r2", "r3"):
+        await _leave(api, name, ScriptedModel(_dies, model="mock"))
+    await _leave(
+        api, "paused", ScriptedModel([tool_reply(call("c1", "beta_tool"))]), tools=[_asking()]
+    )
+    auth = ModelCallError("no key", error_kind="auth", provider="scripted")
+    await _leave(api, "held", ScriptedModel([auth], model="mock"))
+    down = ModelCallError("down", error_kind="server", provider="scripted", retryable=True)
+    await _leave(
+        api,
+        "stalled",
+        ScriptedModel([down], model="mock"),
+        retry=RetryPolicy(max_attempts=1),
+    )
+    api.clock.advance(61)  # the stall's retryAtMs (60 s) is now in the past
+
+    definitions = [
+        *(
+            agent(ScriptedModel([answer(f"{n} ok")], model="mock"), agent_id=n)
+            for n in ("r1", "r2", "r3")
+        ),
+        agent(ScriptedModel([answer("never")]), agent_id="paused", tools=[_asking()]),
+        agent(ScriptedModel([answer("never")], model="mock"), agent_id="held"),
+        agent(ScriptedModel([answer("stalled ok")], model="mock"), agent_id="stalled"),
+    ]
+    async with api.host(*definitions) as host:
+        for name in ("r1", "r2", "r3", "stalled"):
+            await settle(host, name)
+        await until(lambda: not any(host.working(d.agent_id) for d in definitions))
+        kinds = {
+            d.agent_id: [(r.kind, r.status) for r in await host.reader.runs(d.agent_id)]
+            for d in definitions
+        }
+        statuses = {
+            d.agent_id: (await host.reader.inbox(d.agent_id))[0].status for d in definitions
+        }
+    for name in ("r1", "r2", "r3"):
+        assert kinds[name] == [("initial", "running"), ("recovery", "answered")]
+    assert kinds["stalled"] == [("initial", "stalled"), ("retry", "answered")]
+    assert kinds["paused"] == [("initial", "paused")]
+    assert kinds["held"] == [("initial", "held")]
+    assert statuses == {
+        "r1": "answered",
+        "r2": "answered",
+        "r3": "answered",
+        "paused": "paused",
+        "held": "held",
+        "stalled": "answered",
+    }
+
+
+async def test_case_30_operator_resume_through_a_new_window_strategy(api: Api) -> None:
+    """A turn held for context-length; the operator adds a sliding window and resumes: the
+    operator run's window stage drops the old turns and the recomposed call answers."""
+    too_long = ModelCallError(
+        "prompt is too long", error_kind="context-length", provider="scripted", status=400
+    )
+    first = ScriptedModel([answer("one"), answer("two"), too_long], model="mock")
+    async with api.host(agent(first)) as host:
+        for text in ("first", "second", "third"):
+            await host.post("ops", text)
+        await until(lambda: _held(host))
+    fixed = ScriptedModel([answer("third, at last")], model="mock")
+    windowed = agent(fixed, window=sliding_window(keep_recent_turns=1))
+    async with api.host(windowed) as host:
+        [held] = [r for r in await host.reader.runs("ops") if r.status == "held"]
+        await host.resume("ops", run_id=held.run_id)
+        await until(lambda: _answered_third(host))
+        runs = await host.reader.runs("ops")
+        bundles = await host.reader.bundles(runs[-1].run_id)
+    assert (runs[-1].kind, runs[-1].status) == ("operator", "answered")
+    window = next(b for b in bundles if b.stage == "window")
+    [record] = next(w["value"] for w in window.writes if w["key"] == "compactions")
+    assert record["strategy"] == "sliding-window" and record["removedMessageCount"] == 4
+    assert [m.content for m in fixed.requests[0].messages] == ["third"]
+
+
+async def _answered_third(host: Any) -> bool:
+    rows = await host.reader.inbox("ops")
+    return rows[-1].status == "answered"
+
+
+async def _held(host: Any) -> bool:
+    state = await host.reader.conversation_state("ops")
+    return (
+        state is not None
+        and state.open_turn is not None
+        and state.open_turn.status == "held"
+        and not host.working("ops")
+    )
+
+
+async def test_case_18_a_crash_loop_dismissed_moves_the_queue_on(api: Api) -> None:
+    """A held crash loop keeps later messages waiting until it is dismissed."""
+    store = await SqliteStore.open(api.path, now_ms=0)
+    try:
+        driver = AgentDriver(
+            store, agent(ScriptedModel(_dies), max_recoveries=0), clock=api.clock, ids=api.ids
+        )
+        await driver.post("go")
+        await driver.post("then this")
+        with pytest.raises(Died):
+            await driver.work()
+        assert await driver.work() == []  # the crash loop is held
+        assert [r.status for r in await store.inbox("ops")] == ["held", "queued"]
+        driver = AgentDriver(
+            store, agent(ScriptedModel([answer("next")])), clock=api.clock, ids=api.ids
+        )
+        await driver.dismiss()
+        [outcome] = await driver.work()
+        statuses = [r.status for r in await store.inbox("ops")]
+    finally:
+        await store.aclose()
+    assert outcome.final_answer == "next"
+    assert statuses == ["dismissed", "answered"]
+
+
+async def test_a_turn_stalled_past_max_stall_s_is_held(api: Api) -> None:
+    down = ModelCallError("down", error_kind="server", provider="scripted", retryable=True)
+    store = await SqliteStore.open(api.path, now_ms=0)
+    try:
+        driver = AgentDriver(
+            store,
+            agent(
+                ScriptedModel([down] * 10, model="mock"),
+                retry=RetryPolicy(max_attempts=1),
+                max_stall_s=200,
+            ),
+            clock=api.clock,
+            ids=api.ids,
+        )
+        await driver.post("go")
+        outcomes = []
+        for _ in range(4):
+            outcomes += await driver.work()
+            api.clock.advance(3600)
+        state = await store.conversation_state("ops")
+    finally:
+        await store.aclose()
+    # Stalls at +0 (retry at 60 s) and +3600 s (retry 120 s later): the second passes 200 s.
+    assert [o.status for o in outcomes] == ["stalled", "held"]
+    assert state is not None and state.open_turn is not None
+    assert state.open_turn.error_kind == "stall-limit"
+    assert "server" in (state.open_turn.error or "")
+
+
+async def test_an_unclean_stop_runs_quick_check_and_refuses_a_damaged_file(api: Api) -> None:
+    """A host that stopped cleanly leaves a marker and the next start skips quick_check;
+    without it (a crash) the next start runs quick_check, and a damaged file is refused."""
+
+    async def start_once() -> int:
+        store = await SqliteStore.open(api.path, now_ms=api.clock.now_ms())
+        try:
+            definition = agent(ScriptedModel([answer("a")], model="mock"))
+            async with Host(store, [definition], clock=api.clock, ids=api.ids):
+                pass
+            return store.quick_checks
+        finally:
+            await store.aclose()
+
+    assert await start_once() == 1  # a new file has no marker yet
+    assert await start_once() == 0  # the previous host stopped cleanly
+    store = await SqliteStore.open(api.path)
+    try:
+        await store.begin_serving()  # a host started, then died without its clean stop
+        [(root,)] = await store._fetch("SELECT rootpage FROM sqlite_master WHERE name='runs'")
+        [(page_size,)] = await store._fetch("PRAGMA page_size")
+    finally:
+        await store.aclose()
+    assert await start_once() == 1
+
+    store = await SqliteStore.open(api.path)
+    try:
+        await store.begin_serving()
+    finally:
+        await store.aclose()
+    path = anyio.Path(api.path)
+    raw = bytearray(await path.read_bytes())
+    start = (root - 1) * page_size
+    raw[start : start + 12] = b"\xff" * 12  # the runs table's root page header
+    await path.write_bytes(bytes(raw))
+    with pytest.raises(StoreDamaged, match="quick_check"):
+        await start_once()

@@ -1,0 +1,100 @@
+"""`afp questions`, `afp answer`, `afp abandon`, `afp dismiss`: real processes on a real file,
+against turns paused and held by an in-process driver (the host's own code path)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from afp_runtime.errors import ModelCallError
+from afp_runtime.loop import AgentDefinition, AgentDriver, SequentialIds
+from afp_runtime.models import ScriptedModel
+from afp_runtime.store import SqliteStore
+from afp_runtime.testing import FakeClock, answer, call, tool_reply
+from afp_runtime.tools import Tool, ToolContext
+
+from .test_cli import afp
+
+
+async def _ask(args: Mapping[str, Any], ctx: ToolContext) -> Any:
+    ctx.ask_person("which host?")
+
+
+def _definition(script: list[Any]) -> AgentDefinition:
+    tool = Tool("beta_tool", "asks", {"type": "object"}, _ask)
+    return AgentDefinition("ops", ScriptedModel(script), tools=[tool])
+
+
+async def _work(db: Path, script: list[Any], post: str | None = None, start: int = 1) -> list[Any]:
+    store = await SqliteStore.open(db)
+    try:
+        driver = AgentDriver(
+            store, _definition(script), clock=FakeClock(), ids=SequentialIds(start=start)
+        )
+        if post is not None:
+            await driver.post(post)
+        return await driver.work()
+    finally:
+        await store.aclose()
+
+
+def test_questions_answer_and_the_turn_completes(tmp_path: Path) -> None:
+    db = tmp_path / "afp.db"
+    script = [tool_reply(call("c1", "beta_tool")), answer("using db-1")]
+    [paused] = anyio.run(_work, db, script, "go")
+    assert paused.status == "paused"
+
+    listed = afp("questions", "ops", "--db", str(db), "--json")
+    assert listed.returncode == 0, listed.stderr
+    [question] = json.loads(listed.stdout)
+    assert (question["questionId"], question["kind"], question["prompt"]) == (
+        "q-1",
+        "tool-ask",
+        "which host?",
+    )
+    table = afp("questions", "ops", "--db", str(db))
+    assert "which host?" in table.stdout
+
+    missing = afp("answer", "ops", "q-9", "x", "--db", str(db))
+    assert missing.returncode == 1
+    answered = afp("answer", "ops", "q-1", "db-1", "--db", str(db), "--json")
+    assert answered.returncode == 0, answered.stderr
+    body = json.loads(answered.stdout)
+    assert body["status"] == "accepted" and body["question"]["answer"] == "db-1"
+    again = afp("answer", "ops", "q-1", "db-2", "--db", str(db))
+    assert again.returncode == 2 and "already answered" in again.stderr
+    assert json.loads(afp("questions", "ops", "--db", str(db), "--json").stdout) == []
+
+    [done] = anyio.run(_work, db, script[1:], None, 10)
+    assert (done.kind, done.status, done.final_answer) == ("answer", "answered", "using db-1")
+
+
+def test_abandon_from_the_command_line(tmp_path: Path) -> None:
+    db = tmp_path / "afp.db"
+    script = [tool_reply(call("c1", "beta_tool")), answer("fine")]
+    anyio.run(_work, db, script, "go")
+    result = afp("abandon", "ops", "q-1", "--db", str(db), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["question"]["status"] == "abandoned"
+    [done] = anyio.run(_work, db, script[1:], None, 10)
+    assert done.status == "answered"
+
+
+def test_dismiss_from_the_command_line(tmp_path: Path) -> None:
+    db = tmp_path / "afp.db"
+    refused = ModelCallError("the key was refused", error_kind="auth", provider="scripted")
+    [held] = anyio.run(_work, db, [refused], "go")
+    assert held.status == "held"
+    wrong = afp("dismiss", "nope", "--db", str(db))
+    assert wrong.returncode == 1
+    result = afp("dismiss", held.run_id, "--db", str(db), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["messageId"] == "msg-1"
+    again = afp("dismiss", held.run_id, "--db", str(db))
+    assert again.returncode == 2 and "no held turn" in again.stderr
+    inbox = json.loads(afp("inbox", "ops", "--db", str(db), "--json").stdout)
+    assert [m["status"] for m in inbox] == ["dismissed"]
