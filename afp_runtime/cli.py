@@ -39,6 +39,7 @@ from afp_runtime.loop import (
     AgentDriver,
     Emitter,
     EventRecorder,
+    HostConfig,
     RunOutcome,
     SystemClock,
     TimeOrderedIds,
@@ -860,9 +861,12 @@ async def cmd_send(args: argparse.Namespace) -> int:
             message_id=TimeOrderedIds(clock.now_ms).message_id(),
             now_ms=clock.now_ms(),
             idempotency_key=args.idempotency_key,
+            sender=args.sender,
         )
     finally:
         await store.aclose()
+    if args.wait:
+        return await _wait_for(args, ack.message_id)
     if args.json:
         _json(ack)
     elif ack.duplicate:
@@ -1004,6 +1008,42 @@ async def cmd_resume(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_SETTLED = ("answered", "paused", "held", "dismissed")
+
+
+async def _wait_for(args: argparse.Namespace, message_id: str) -> int:
+    """Poll the store (read-only) until the message is answered, paused, held or dismissed."""
+    with anyio.move_on_after(args.timeout):
+        while True:
+            store = await _reader(args.db)
+            try:
+                row = await store.inbox_message(message_id)
+                answer: str | None = None
+                if row is not None and row.status == "answered":
+                    runs = [r for r in await store.runs(row.agent_id) if r.message_id == message_id]
+                    last = await store.last_bundle(runs[-1].run_id) if runs else None
+                    found = [
+                        w["value"]
+                        for w in (last.writes if last else [])
+                        if w["key"] == "finalAnswer"
+                    ]
+                    answer = found[0] if found else None
+            finally:
+                await store.aclose()
+            if row is not None and row.status in _SETTLED:
+                if args.json:
+                    _json({"messageId": message_id, "status": row.status, "answer": answer})
+                else:
+                    out.print(f"{message_id} {row.status}")
+                    if answer is not None:
+                        out.print(answer, soft_wrap=True, highlight=False)
+                return EXIT_OK
+            await anyio.sleep(0.25)
+    raise UsageError(
+        f"{message_id} was not answered within {args.timeout:g} s (is a host serving the agent?)"
+    )
+
+
 # -- serving ----------------------------------------------------------------------------------
 
 
@@ -1020,14 +1060,15 @@ async def _api_token(token_file: str | None) -> str | None:
     return os.environ.get("AFP_API_TOKEN") or None
 
 
-async def _definitions_from(path: str) -> list[AgentDefinition]:
+async def _definitions_from(path: str) -> tuple[HostConfig, list[AgentDefinition]]:
     try:
         text = await anyio.Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read agents file {path}: {exc}", path=path) from exc
     config = load_config(path, text)
-    return [
-        build_definition(agent, field=f"agents[{index}]")
+    durability = config.host.durability or "sync"
+    return config.host, [
+        build_definition(agent, field=f"agents[{index}]", durability=durability)
         for index, agent in enumerate(config.agents)
     ]
 
@@ -1038,7 +1079,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     check_binding(args.host, token)
     if not 0 <= args.port <= 65_535:
         raise UsageError(f"--port must be from 0 to 65535, not {args.port}")
-    definitions = await _definitions_from(args.agents)
+    settings, definitions = await _definitions_from(args.agents)
     clock = SystemClock()
     try:
         listener = await open_api_listener(args.host, args.port)
@@ -1060,7 +1101,11 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             definitions,
             clock=clock,
             ids=TimeOrderedIds(clock.now_ms),
-            shutdown_grace_s=args.grace,
+            max_active_turns=settings.max_active_turns,
+            poll_interval_s=settings.poll_interval_s,
+            shutdown_grace_s=settings.shutdown_grace_s if args.grace is None else args.grace,
+            host_id=settings.host_id,
+            lease_ttl_s=settings.lease_ttl_s,
         )
         servers: list[ApiServer] = []
 
@@ -1148,6 +1193,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--idempotency-key", help="a retry with the same key and text is not stored twice"
     )
+    p.add_argument("--from", dest="sender", help="the sending principal (owner check)")
+    p.add_argument(
+        "--wait", action="store_true", help="wait until it is answered, paused, held or dismissed"
+    )
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds --wait waits at most")
     p.add_argument("--json", action="store_true", help="print the ack as JSON")
 
     p = add("questions", cmd_questions, "List an agent's open check-in questions.")
@@ -1253,9 +1303,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--grace",
         type=float,
-        default=30.0,
-        help="seconds running work may finish after SIGTERM/SIGINT (default 30); "
-        "a second signal skips the rest",
+        default=None,
+        help="seconds running work may finish after SIGTERM/SIGINT (default: the file's "
+        "[host] shutdownGraceS, else 30); a second signal skips the rest",
     )
 
     text = "Offline scenarios: a scripted conversation, model, tools and clock."

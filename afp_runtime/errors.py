@@ -8,6 +8,7 @@ leaves stored data half-written.
     ├── ConfigError
     │   ├── AgentDefinitionError
     │   ├── ToolDefinitionError
+    │   ├── PeriodDeclarationError (field)
     │   ├── WindowConfigError
     │   └── FindingsConfigError
     ├── InputError
@@ -25,6 +26,7 @@ leaves stored data half-written.
     ├── ModelCallError            (error_kind, status, retryable, provider)
     ├── WindowStrategyError       (strategy, field, detail) holds the turn: window-strategy
     ├── CompactionUnmeasurableError (provider)      holds the turn: usage-unmeasurable
+    ├── TimeReaderError                             holds the turn: time-reader
     └── StoreError
         ├── StoreUnavailable
         ├── SchemaTooNew
@@ -75,6 +77,10 @@ class AgentDefinitionError(ConfigError):
 
 class ToolDefinitionError(ConfigError):
     """A tool declaration is invalid (names the tool and the property)."""
+
+
+class PeriodDeclarationError(ConfigError):
+    """A tool's period declaration is invalid (periods.md §7.4); names the field."""
 
 
 class WindowConfigError(ConfigError):
@@ -188,6 +194,13 @@ class CompactionUnmeasurableError(AfpError):
     def __init__(self, message: str, *, provider: str, **context: Any) -> None:
         super().__init__(message, provider=provider, **context)
         self.provider = provider
+
+
+class TimeReaderError(AfpError):
+    """A time reader returned output that is not shaped ``{mentions: [...]}``; the turn is held
+    (periods.md §3.1)."""
+
+    error_kind = "time-reader"
 
 
 class StoreError(AfpError):

@@ -4,6 +4,9 @@ against turns paused and held by an in-process driver (the host's own code path)
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -98,3 +101,34 @@ def test_dismiss_from_the_command_line(tmp_path: Path) -> None:
     assert again.returncode == 2 and "no held turn" in again.stderr
     inbox = json.loads(afp("inbox", "ops", "--db", str(db), "--json").stdout)
     assert [m["status"] for m in inbox] == ["dismissed"]
+
+
+def test_send_from_checks_the_owner_and_wait_prints_the_answer(tmp_path: Path) -> None:
+    db = tmp_path / "afp.db"
+    anyio.run(_work, db, [answer("hi")], "hello", 1)
+    first = afp("send", "ops", "one", "--from", "alice", "--db", str(db))
+    assert first.returncode == 0, first.stderr
+    other = afp("send", "ops", "two", "--from", "bob", "--db", str(db))
+    assert other.returncode == 2 and "another principal" in other.stderr
+    timed_out = afp("send", "ops", "three", "--wait", "--timeout", "0.5", "--db", str(db))
+    assert timed_out.returncode == 2 and "not answered within" in timed_out.stderr
+
+    command = ["send", "ops", "four", "--wait", "--json", "--db", str(db)]
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "afp_runtime.cli", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while "four" not in afp("inbox", "ops", "--db", str(db), "--json").stdout:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        anyio.run(_work, db, [answer("a1"), answer("a3"), answer("four done")], None, 20)
+        stdout, stderr = waiting.communicate(timeout=60)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    assert waiting.returncode == 0, stderr
+    assert json.loads(stdout)["answer"] == "four done"

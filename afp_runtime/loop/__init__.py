@@ -11,6 +11,7 @@ from afp_runtime.loop.clock import SystemClock
 from afp_runtime.loop.config import (
     AgentConfig,
     ConfigFile,
+    HostConfig,
     ModelConfig,
     ToolConfig,
     WindowConfig,
@@ -52,6 +53,7 @@ __all__ = [
     "EventRecorder",
     "EventSink",
     "FoldedConversation",
+    "HostConfig",
     "IdFactory",
     "LoopHooks",
     "ModelConfig",

@@ -107,7 +107,7 @@ class AgentConfig(_Config):
     tools: list[ToolConfig] = []
     max_iterations: int = 10
     wrap_up: bool = True
-    durability: Durability = "sync"
+    durability: Durability | None = None
     max_concurrent_tools: int = 4
     max_recoveries: int = 3
     params: ModelParams = msgspec.field(default_factory=ModelParams)
@@ -122,10 +122,25 @@ class AgentConfig(_Config):
     pause_timeout_s: float | None = None
 
 
+class HostConfig(_Config):
+    """The ``[host]`` table of an agents file (host.md §13.1): settings of the standing host.
+
+    ``durability`` is the default of every agent that does not set its own.
+    """
+
+    max_active_turns: int = 8
+    shutdown_grace_s: float = 30.0
+    poll_interval_s: float = 1.0
+    lease_ttl_s: float = 30.0
+    host_id: str | None = None
+    durability: Durability | None = None
+
+
 class ConfigFile(_Config):
-    """A config file: its agents."""
+    """A config file: its agents, and optionally the host's settings."""
 
     agents: list[AgentConfig]
+    host: HostConfig = msgspec.field(default_factory=HostConfig)
 
 
 def load_config(path: str | Path, text: str) -> ConfigFile:
@@ -255,8 +270,11 @@ def build_window(
         )
 
 
-def build_definition(config: AgentConfig, *, field: str = "agents[0]") -> AgentDefinition:
-    """The agent definition an agent config describes."""
+def build_definition(
+    config: AgentConfig, *, field: str = "agents[0]", durability: Durability = "sync"
+) -> AgentDefinition:
+    """The agent definition an agent config describes (``durability``: the host's default,
+    used when the agent sets none)."""
     resources: list[Any] = []
     window = (
         build_window(config.window, field=f"{field}.window", resources=resources)
@@ -270,7 +288,7 @@ def build_definition(config: AgentConfig, *, field: str = "agents[0]") -> AgentD
         system_prompt=config.system_prompt,
         max_iterations=config.max_iterations,
         wrap_up=config.wrap_up,
-        durability=config.durability,
+        durability=config.durability or durability,
         max_concurrent_tools=config.max_concurrent_tools,
         params=config.params,
         retry=config.retry,

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
 
 from afp_runtime.host import Host
 from afp_runtime.models import ScriptedModel
@@ -122,9 +123,11 @@ async def test_writes_answer_503_while_the_host_stops(api: Api) -> None:
     assert await _inbox_statuses(api) == ["answered"]
 
 
-def test_sigterm_while_a_tool_sleeps_exits_0_with_a_clean_file(tmp_path: Path) -> None:
-    """SIGTERM to `afp serve` while a tool sleeps lets the tool finish, exits 0 well within the
-    grace, and leaves `PRAGMA integrity_check` ok with every run and journal row complete."""
+def _serve_then_signal(
+    tmp_path: Path, *, sleep_s: float, serve_args: list[str], signals: int
+) -> tuple[int, str, float, Path, Path]:
+    """Run `afp serve`, post a message whose tool sleeps ``sleep_s``, send SIGTERM ``signals``
+    times once the tool started; returns (exit code, stderr, seconds to exit, db, calls file)."""
     db, invocations, agents = tmp_path / "afp.db", tmp_path / "calls.txt", tmp_path / "a.toml"
     agents.write_text(
         agents_toml(["a1"], special="a1", special_tool="crash_tools:SLOW_STATUS"),
@@ -134,11 +137,11 @@ def test_sigterm_while_a_tool_sleeps_exits_0_with_a_clean_file(tmp_path: Path) -
     env.pop("AFP_API_TOKEN", None)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(REPO), env.get("PYTHONPATH", "")])
     env["AFP_TEST_INVOCATIONS"] = str(invocations)
-    env["AFP_TEST_TOOL_SLEEP_S"] = "1.5"
+    env["AFP_TEST_TOOL_SLEEP_S"] = str(sleep_s)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
-    args = ["serve", "--agents", str(agents), "--db", str(db), "--port", str(port)]
+    args = ["serve", "--agents", str(agents), "--db", str(db), "--port", str(port), *serve_args]
     process = subprocess.Popen(
         [sys.executable, "-m", "afp_runtime.cli", *args],
         stdout=subprocess.DEVNULL,
@@ -165,14 +168,25 @@ def test_sigterm_while_a_tool_sleeps_exits_0_with_a_clean_file(tmp_path: Path) -
             assert time.monotonic() < deadline, "the tool never started"
             time.sleep(0.01)
         signalled = time.monotonic()
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=30)
+        for _ in range(signals):
+            process.send_signal(signal.SIGTERM)
+            time.sleep(0.2)
+        _, stderr = process.communicate(timeout=60)
         took = time.monotonic() - signalled
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
-    assert process.returncode == 0, stderr
+    return process.returncode, stderr, took, db, invocations
+
+
+def test_sigterm_while_a_tool_sleeps_exits_0_with_a_clean_file(tmp_path: Path) -> None:
+    """SIGTERM to `afp serve` while a tool sleeps lets the tool finish, exits 0 well within the
+    grace, and leaves `PRAGMA integrity_check` ok with every run and journal row complete."""
+    code, stderr, took, db, invocations = _serve_then_signal(
+        tmp_path, sleep_s=1.5, serve_args=[], signals=1
+    )
+    assert code == 0, stderr
     assert 0.5 < took < 30  # it waited for the tool, well within the 30 s grace
     lines = invocations.read_text(encoding="utf-8").splitlines()
     assert [line.split()[0] for line in lines] == ["start", "end"]
@@ -180,6 +194,36 @@ def test_sigterm_while_a_tool_sleeps_exits_0_with_a_clean_file(tmp_path: Path) -
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         assert conn.execute("SELECT status FROM inbox").fetchall() == [("answered",)]
         assert conn.execute("SELECT kind, status FROM runs").fetchall() == [("initial", "answered")]
+        marker = conn.execute("SELECT value FROM meta WHERE key='clean_shutdown'").fetchall()
+    assert marker == [("1",)]
+
+
+@pytest.mark.parametrize(
+    ("serve_args", "signals"),
+    [(["--grace", "0.5"], 1), (["--grace", "60"], 2)],
+    ids=["grace-over", "second-signal"],
+)
+def test_past_the_grace_the_run_is_cancelled_and_exit_is_0(
+    tmp_path: Path, serve_args: list[str], signals: int
+) -> None:
+    """A tool longer than the grace (or a second SIGTERM) is cancelled: exit 0 long before the
+    tool would end, the run ends `cancelled`, the turn stays `running` for the next start, and
+    the file is intact with its clean-shutdown marker."""
+    code, stderr, took, db, invocations = _serve_then_signal(
+        tmp_path, sleep_s=30.0, serve_args=serve_args, signals=signals
+    )
+    assert code == 0, stderr
+    assert took < 20
+    lines = invocations.read_text(encoding="utf-8").splitlines()
+    assert [line.split()[0] for line in lines] == ["start"]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert conn.execute("SELECT status FROM inbox").fetchall() == [("running",)]
+        assert conn.execute("SELECT kind, status FROM runs").fetchall() == [
+            ("initial", "cancelled")
+        ]
+        marker = conn.execute("SELECT value FROM meta WHERE key='clean_shutdown'").fetchall()
+    assert marker == [("1",)]
 
 
 async def _runs(api: Api) -> list[tuple[str, str]]:
