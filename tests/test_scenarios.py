@@ -888,6 +888,48 @@ async def test_a_resume_with_a_position_answers_that_question(tmp_path: Path) ->
     assert sent["p2"]["content"] == declined_text("probe")
 
 
+async def test_a_resume_step_lists_only_the_ledger_rows_it_added(tmp_path: Path) -> None:
+    """Findings armed: the message step shows the rows filed up to the pause, the resume step
+    only the rows its answer run added (same turn)."""
+
+    def change(d: dict[str, Any]) -> None:
+        d["agent"]["findings"] = {}
+        schema = {"type": "object", "properties": {}}
+        d["tools"] = [
+            {"name": "look", "inputSchema": schema, "results": ["x", "y"]},
+            {"name": "ask", "inputSchema": schema, "results": [{"pause": {"question": "which?"}}]},
+        ]
+
+        def calls(ident: str, name: str, findings: dict[str, Any]) -> dict[str, Any]:
+            return {"toolCalls": [{"id": ident, "name": name, "args": {"_findings": findings}}]}
+
+        d["provider"]["replies"] = [
+            calls("s1", "look", {"basis": "direct", "proposition": "p"}),
+            calls(
+                "a1",
+                "ask",
+                {"basis": "direct", "previous": [{"toolCallId": "s1", "standing": "fact"}]},
+            ),
+            calls(
+                "s2",
+                "look",
+                {"basis": "direct", "previous": [{"toolCallId": "a1", "standing": "noise"}]},
+            ),
+            {"content": "done"},
+        ]
+        d["turns"].append({"kind": "resume", "answer": "this one"})
+
+    result = await run_scenario(_scenario(change), db_path=tmp_path / "afp.db")
+    paused, resumed = result.turns
+    assert paused.outcome == "paused" and resumed.outcome == "answered"
+
+    def rows(step: Any) -> list[tuple[str, str]]:
+        return [(row["kind"], row["toolCallId"]) for row in step.findings_ledger]
+
+    assert rows(paused) == [("basis", "s1"), ("standing", "s1"), ("basis", "a1")]
+    assert rows(resumed) == [("standing", "a1"), ("basis", "s2")]
+
+
 async def test_the_database_file_must_be_fresh(tmp_path: Path) -> None:
     """A db_path that already exists is refused; the file is left untouched."""
     db = tmp_path / "afp.db"

@@ -19,7 +19,7 @@ import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
 
-from afp_runtime.errors import NotOwner, StoreUnavailable
+from afp_runtime.errors import LeaseLost, NotOwner, StoreUnavailable
 from afp_runtime.host import HostStopping
 
 log = structlog.get_logger()
@@ -156,6 +156,12 @@ def on_not_owner(request: Request[Any, Any, Any], exc: Exception) -> Response[Er
     return _response(request, ApiError(403, "not-owner", message, field="from"))
 
 
+def on_lease_lost(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+    """A write to an agent another host holds now: 409 ``agent-not-leased``."""
+    message = "another host holds this agent now; write through that host"
+    return _response(request, ApiError(409, "agent-not-leased", message))
+
+
 def on_store_unavailable(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
     """The store cannot be opened or read: 503 ``store-unavailable``."""
     log.warning("store unavailable", error=str(exc), request_id=request_id(request))
@@ -181,6 +187,7 @@ EXCEPTION_HANDLERS: Mapping[Any, Any] = {
     HTTPException: on_http_exception,
     HostStopping: on_host_stopping,
     NotOwner: on_not_owner,
+    LeaseLost: on_lease_lost,
     StoreUnavailable: on_store_unavailable,
     Exception: on_internal,
 }

@@ -99,7 +99,9 @@ async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:
     open_questions = await ctx.reader.questions(row.agent_id, status="open")
     return AgentView(
         agent_id=row.agent_id,
-        status=row.status if profile is not None else "not-leased",
+        status=(ctx.host.status_override(row.agent_id) or row.status)
+        if profile is not None
+        else "not-leased",
         hosted=profile is not None,
         model=profile.model if profile is not None else None,
         provider=profile.provider if profile is not None else None,

@@ -330,7 +330,11 @@ class Host:
                     )
 
     def _host_event(self, kind: str) -> None:
-        payload = {"bootId": self.events.boot_id, "agents": list(self._agents)}
+        payload = {
+            "hostId": self._lease.host_id,
+            "bootId": self.events.boot_id,
+            "agents": list(self._agents),
+        }
         self.events.publish(
             Event(id=0, type=kind, at_ms=self.clock.now_ms(), agent_id="", payload=payload)
         )

@@ -137,6 +137,7 @@ class HostLease:
 
     @property
     def ttl_ms(self) -> int:
+        """The TTL in whole milliseconds, as lease rows store it."""
         return max(1, round(self.ttl_s * 1000))
 
     # -- start and stop ---------------------------------------------------------------------

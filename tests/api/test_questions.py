@@ -7,6 +7,7 @@ from typing import Any
 
 from afp_runtime.errors import ModelCallError
 from afp_runtime.models import ScriptedModel
+from afp_runtime.store import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 
@@ -193,3 +194,25 @@ async def test_approval_over_http(api: Api) -> None:
     assert wrong.status_code == 422 and error_of(wrong)["reason"] == "decision"
     assert ok.status_code == 200
     assert ran == ["d1"]
+
+
+async def test_an_agent_held_by_another_host_is_not_leased(api: Api) -> None:
+    """host.md §13.7: an agent this host runs but another live host holds shows `not-leased`,
+    and its queued message is not answered here."""
+    store = await SqliteStore.open(api.path, now_ms=api.clock.now_ms())
+    try:
+        await store.ensure_agent("ops", now_ms=api.clock.now_ms())
+        epoch = await store.acquire_lease("elsewhere", now_ms=api.clock.now_ms(), ttl_ms=600_000)
+        assert epoch is not None
+        assert await store.claim_agent("ops", "elsewhere", epoch, now_ms=api.clock.now_ms())
+    finally:
+        await store.aclose()
+    model = ScriptedModel([answer("not here")], model="mock")
+    async with api.running(agent(model)) as (host, client):
+        await post(client)
+        await until(lambda: host.passes("ops") >= 1)
+        summary = (await client.get("/v1/agents/ops")).json()
+        inbox = (await client.get("/v1/agents/ops/inbox")).json()["items"]
+    assert summary["status"] == "not-leased"
+    assert [m["status"] for m in inbox] == ["queued"]
+    assert model.calls == 0

@@ -14,6 +14,8 @@ opened; none commits.
 
 from __future__ import annotations
 
+from typing import Any
+
 import aiosqlite
 import msgspec
 
@@ -168,14 +170,23 @@ async def claims_of(
         " l.lease_epoch = a.claim_epoch AND l.expires_at_ms > ?"
         " FROM agents a LEFT JOIN host_leases l ON l.host_id = a.claim_host"
     )
-    params: list[object] = [now_ms]
-    if agent_ids is not None:
-        sql += f" WHERE a.agent_id IN ({', '.join('?' * len(agent_ids))})"
-        params.extend(agent_ids)
-    rows = await db.execute_fetchall(sql + " ORDER BY a.agent_id", params)
-    return [
-        AgentClaim(agent_id=r[0], host_id=r[1], lease_epoch=r[2], live=bool(r[3])) for r in rows
-    ]
+    chunks = (
+        [None]
+        if agent_ids is None
+        else [agent_ids[i : i + _CHUNK] for i in range(0, len(agent_ids), _CHUNK)]
+    )
+    found: list[Any] = []
+    for chunk in chunks:
+        params: list[object] = [now_ms]
+        where = ""
+        if chunk is not None:
+            where = f" WHERE a.agent_id IN ({', '.join('?' * len(chunk))})"
+            params.extend(chunk)
+        found.extend(await db.execute_fetchall(sql + where, params))
+    return sorted(
+        (AgentClaim(agent_id=r[0], host_id=r[1], lease_epoch=r[2], live=bool(r[3])) for r in found),
+        key=lambda claim: claim.agent_id,
+    )
 
 
 async def check_fence(db: aiosqlite.Connection, agent_id: str, host_id: str, epoch: int) -> None:

@@ -1,0 +1,204 @@
+"""Facts a tool declares about its data, and checking a range against them (periods.md §7.3,
+§10.2, §10.4).
+
+Facts are descriptions, not preferences: a range the facts rule out is refused before the call
+runs, with one of the ``TimeRefusal`` codes, and the model is told why in terms of the facts.
+
+Readings settled here:
+
+* ``tool_facts`` keeps the declared spelling of the cap it picks (the largest; on a tie, the
+  first form's), so ``{maxRange: 7d}`` stays ``7d``.
+* ``partly_beyond_retention`` is true when the range begins strictly before ``now −
+  retention`` and ends strictly after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, Literal
+
+import msgspec
+
+from afp_runtime.periods._check import check_choice, check_duration, refuse
+from afp_runtime.periods.durations import FACT_UNITS, parse_duration
+from afp_runtime.periods.forms import Form
+from afp_runtime.periods.instants import NS_PER_MS, Instant
+from afp_runtime.periods.ranges import TimeRange
+
+Direction = Literal["past", "future", "any"]
+"""Which side of now a tool's data lies on."""
+
+DIRECTIONS: Final[tuple[str, ...]] = ("past", "future", "any")
+
+TimeRefusal = Literal[
+    "time-future",
+    "time-past",
+    "beyond-retention",
+    "over-max-range",
+    "multi-day",
+    "dst-gap",
+    "no-form-holds",
+]
+"""Why a call may not run with a window (§10.2, §12.6)."""
+
+TIME_REFUSALS: Final[tuple[str, ...]] = (
+    "time-future",
+    "time-past",
+    "beyond-retention",
+    "over-max-range",
+    "multi-day",
+    "dst-gap",
+    "no-form-holds",
+)
+
+DEFAULT_GRANULARITY_MS: Final = 60_000
+"""The step assumed where one is needed and the tool declares no ``granularity`` (§7.3)."""
+
+
+def check_facts(
+    *,
+    direction: object,
+    retention: object,
+    max_range: object,
+    granularity: object,
+    filters_to_asked: object,
+    wall_zone: object,
+) -> None:
+    """Check fact values, raising ``PeriodDeclarationError`` naming the wire field (§7.4)."""
+    if direction is not None:
+        check_choice(direction, DIRECTIONS, "direction")
+    check_duration(retention, "retention")
+    check_duration(max_range, "maxRange")
+    check_duration(granularity, "granularity")
+    if not isinstance(filters_to_asked, bool):
+        raise refuse("filtersToAsked", "must be true or false", filters_to_asked)
+    if wall_zone is not None and wall_zone != "agent":
+        raise refuse("wallZone", 'can only be "agent"', wall_zone)
+
+
+class Facts(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    rename="camel",
+    omit_defaults=True,
+    forbid_unknown_fields=True,
+):
+    """Facts about a tool's data (§7.3); a fact that is absent is not checked.
+
+    Attributes:
+        direction: ``past``, ``future`` or ``any``.
+        retention: how far back the data goes, a duration (``smhdw``).
+        max_range: the longest window one call can read, a duration (wire ``maxRange``).
+        granularity: the data's time step, a duration; one minute where a step is needed and
+            none is given.
+        filters_to_asked: the tool itself discards anything outside ``ctx.time.asked`` (wire
+            ``filtersToAsked``); a widened fill then records ``trimmedByTool`` (§10.4).
+        wall_zone: ``"agent"`` lets ``wall``, ``date`` and ``day`` forms without a zone argument
+            use the agent's zone (wire ``wallZone``).
+
+    Raises:
+        PeriodDeclarationError: a value is invalid (names the wire field).
+    """
+
+    direction: Direction | None = None
+    retention: str | None = None
+    max_range: str | None = None
+    granularity: str | None = None
+    filters_to_asked: bool = False
+    wall_zone: Literal["agent"] | None = None
+
+    def __post_init__(self) -> None:
+        check_facts(
+            direction=self.direction,
+            retention=self.retention,
+            max_range=self.max_range,
+            granularity=self.granularity,
+            filters_to_asked=self.filters_to_asked,
+            wall_zone=self.wall_zone,
+        )
+
+    @property
+    def retention_ms(self) -> int | None:
+        """``retention`` in milliseconds, or None."""
+        return None if self.retention is None else parse_duration(self.retention, FACT_UNITS)
+
+    @property
+    def max_range_ms(self) -> int | None:
+        """``max_range`` in milliseconds, or None."""
+        return None if self.max_range is None else parse_duration(self.max_range, FACT_UNITS)
+
+    @property
+    def granularity_ms(self) -> int:
+        """``granularity`` in milliseconds, or one minute when none is declared."""
+        if self.granularity is None:
+            return DEFAULT_GRANULARITY_MS
+        return parse_duration(self.granularity, FACT_UNITS)
+
+
+def period_fact_problem(window: TimeRange, facts: Facts, now: Instant) -> TimeRefusal | None:
+    """The first fact ``window`` breaks, or None (§10.2).
+
+    In order: ``direction: past`` and ``from > now`` → ``time-future`` (a range beginning
+    exactly at now passes); ``direction: future`` and ``to ≤ now`` → ``time-past`` (a range
+    still running at now passes); ``to ≤ now − retention`` → ``beyond-retention``; reach >
+    ``maxRange`` → ``over-max-range``.
+    """
+    start, end = window.bounds()
+    if facts.direction == "past" and start > now.ns:
+        return "time-future"
+    if facts.direction == "future" and end <= now.ns:
+        return "time-past"
+    retention = facts.retention_ms
+    if retention is not None and end <= now.ns - retention * NS_PER_MS:
+        return "beyond-retention"
+    cap = facts.max_range_ms
+    if cap is not None and window.reach_ns > cap * NS_PER_MS:
+        return "over-max-range"
+    return None
+
+
+def partly_beyond_retention(window: TimeRange, facts: Facts, now: Instant) -> bool:
+    """Whether ``window`` begins before ``now − retention`` but ends after it (§10.3 step 2):
+    the call still runs, and its row says so."""
+    retention = facts.retention_ms
+    if retention is None:
+        return False
+    edge = now.ns - retention * NS_PER_MS
+    start, end = window.bounds()
+    return start < edge < end
+
+
+def form_cap(form: Form, facts: Facts) -> str | None:
+    """The cap that applies to one form: its own ``maxRange``, else the period's."""
+    return form.max_range if form.max_range is not None else facts.max_range
+
+
+def tool_facts(forms: Sequence[Form], facts: Facts) -> Facts:
+    """The facts that judge a window for the tool as a whole (§10.2).
+
+    When no form has its own cap, the declared facts. Otherwise the cap is the largest among
+    the forms (each form's own, or the period's when it has none), and there is no cap at all
+    as soon as one form has none.
+    """
+    if not any(form.max_range is not None for form in forms):
+        return facts
+    caps = [form_cap(form, facts) for form in forms]
+    largest: str | None = None
+    if all(cap is not None for cap in caps):
+        for cap in caps:
+            if cap is not None and (
+                largest is None
+                or parse_duration(cap, FACT_UNITS) > parse_duration(largest, FACT_UNITS)
+            ):
+                largest = cap
+    return msgspec.structs.replace(facts, max_range=largest)
+
+
+def form_facts(form: Form, facts: Facts) -> Facts:
+    """The facts that judge a window the model sent through ``form``: the declared facts with
+    the cap replaced by the form's own, if it has one (§10.2)."""
+    if form.max_range is None:
+        return facts
+    return msgspec.structs.replace(facts, max_range=form.max_range)
+

@@ -1,0 +1,248 @@
+"""Zone names, the zone database, and local times around clock changes (periods.md §14).
+
+Zones come from the ``tzdata`` package, always: names are checked against the package's own
+``zones`` list and each zone is loaded with ``ZoneInfo.from_file`` over the package's resources
+(``importlib.resources``), never from the system's files and without changing the global search
+path, so every machine gives the same answers (§14.1, developer's choice). Loaded zones are
+cached for the life of the process; one ``ZoneInfo`` object per name.
+
+Readings settled here:
+
+* Loading reads a package resource file: that is the only I/O of this pure layer, it happens
+  once per zone name, and the layer test allows ``importlib`` (it forbids ``os``, ``pathlib``
+  and the like). The first use of a zone inside an event loop would read a small file on the
+  loop; ``preload_zones`` lets a host warm the cache beforehand (in a worker thread).
+* Without ``tzdata`` installed (it is a dependency, so only in a broken install) the system
+  database is used through ``zoneinfo.ZoneInfo`` and ``TZDATA_VERSION`` is ``"unknown"``.
+* An instant written "in a zone" uses the zone's offset at that instant; an offset that is not
+  a whole minute (local mean time before standard time) cannot be written strictly, and UTC is
+  used instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import zoneinfo
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta, timezone
+from typing import Final, Literal
+from zoneinfo import ZoneInfo
+
+import msgspec
+
+from afp_runtime.errors import InvalidValue, shown
+from afp_runtime.periods.instants import NS_PER_S, Instant
+
+try:
+    import tzdata as _tzdata
+except ImportError:  # pragma: no cover - tzdata is a dependency
+    _tzdata = None
+
+TZDATA_VERSION: Final[str] = str(getattr(_tzdata, "IANA_VERSION", "unknown"))
+"""The zone database version every answer here comes from (e.g. ``2026f``), or ``unknown``;
+stored on each ``time-reading`` row (§14.1)."""
+
+ZONE_NAME_LIMIT: Final = 64
+"""The longest zone name accepted, in code points."""
+
+_UTC_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_NAIVE_EPOCH: Final = datetime(1970, 1, 1)
+
+Zone = ZoneInfo | str
+"""A zone given as a loaded ``ZoneInfo`` or as a name (checked and loaded on use)."""
+
+WallPolicy = Literal["compatible", "earlier", "later", "reject"]
+"""How ``wall_to_instant`` settles a repeated or skipped local time (§14.2)."""
+
+
+@functools.cache
+def zone_names() -> frozenset[str]:
+    """Every zone name in the database (the ``tzdata`` package's ``zones`` list)."""
+    if _tzdata is None:  # pragma: no cover - tzdata is a dependency
+        return frozenset(zoneinfo.available_timezones())
+    text = importlib.resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8")
+    return frozenset(text.split())
+
+
+def is_zone_name(name: object) -> bool:
+    """Whether ``name`` is an accepted zone name (§14.1).
+
+    It is ``UTC`` or ``GMT``, or has at least one ``/`` (``Area/Location``); the database
+    contains it; it is at most 64 code points. So ``PST``, ``+05:30``, ``utc`` and
+    ``EST5EDT`` (in the database, but not of the pattern) are refused. Names are exact and
+    case-sensitive.
+    """
+    if not isinstance(name, str) or len(name) > ZONE_NAME_LIMIT:
+        return False
+    if name not in ("UTC", "GMT") and "/" not in name:
+        return False
+    return name in zone_names()
+
+
+@functools.cache
+def _load(name: str) -> ZoneInfo:
+    if _tzdata is None:  # pragma: no cover - tzdata is a dependency
+        return ZoneInfo(name)
+    resource = importlib.resources.files("tzdata.zoneinfo").joinpath(*name.split("/"))
+    with resource.open("rb") as data:
+        return ZoneInfo.from_file(data, key=name)
+
+
+def load_zone(zone: Zone) -> ZoneInfo:
+    """The database zone of an accepted name (a ``ZoneInfo`` is returned as is).
+
+    Raises:
+        InvalidValue: ``zone`` is not an accepted zone name (§14.1).
+    """
+    if isinstance(zone, ZoneInfo):
+        return zone
+    if not is_zone_name(zone):
+        raise InvalidValue(f"{shown(zone)} is not a zone name (Area/Location, UTC or GMT)")
+    return _load(zone)
+
+
+def preload_zones(names: Iterable[str] | None = None) -> None:
+    """Load and cache zones now (every zone of the database when ``names`` is None).
+
+    Loading all of them reads some 600 small files; a host can call this in a worker thread
+    so that no zone file is read on the event loop later.
+
+    Raises:
+        InvalidValue: a name is not an accepted zone name.
+    """
+    chosen = sorted(n for n in zone_names() if is_zone_name(n)) if names is None else names
+    for name in chosen:
+        load_zone(name)
+
+
+def _naive_seconds(naive: datetime) -> int:
+    delta = naive.replace(microsecond=0, tzinfo=None, fold=0) - _NAIVE_EPOCH
+    return delta.days * 86_400 + delta.seconds
+
+
+def _offset_seconds(moment: datetime) -> int:
+    delta = moment.utcoffset()
+    assert delta is not None  # an aware datetime from a ZoneInfo
+    return delta.days * 86_400 + delta.seconds
+
+
+def _strict_offset(offset: int) -> int:
+    return offset if offset % 60 == 0 else 0
+
+
+def to_zone(instant: Instant, zone: Zone) -> Instant:
+    """The same instant written at the offset ``zone`` has at that instant."""
+    local = (_UTC_EPOCH + timedelta(seconds=instant.seconds)).astimezone(load_zone(zone))
+    return instant.at_offset(_strict_offset(_offset_seconds(local)))
+
+
+def to_local(instant: Instant, zone: Zone) -> datetime:
+    """The naive local date and time of ``instant`` in ``zone`` (to the microsecond)."""
+    local = (_UTC_EPOCH + timedelta(seconds=instant.seconds)).astimezone(load_zone(zone))
+    return local.replace(tzinfo=None, microsecond=instant.subsecond_ns // 1000)
+
+
+def local_date(instant: Instant, zone: Zone) -> date:
+    """The date ``instant`` falls on in ``zone``."""
+    return to_local(instant, zone).date()
+
+
+class WallUnique(msgspec.Struct, frozen=True, kw_only=True, tag="unique", tag_field="kind"):
+    """A local time that occurs exactly once.
+
+    Attributes:
+        instant: that instant, written at the zone's offset.
+    """
+
+    instant: Instant
+
+
+class WallOverlap(msgspec.Struct, frozen=True, kw_only=True, tag="overlap", tag_field="kind"):
+    """A local time that occurs twice (the clocks went back).
+
+    Attributes:
+        earlier: the first occurrence (the offset in force before the change).
+        later: the second occurrence (the offset in force after it).
+    """
+
+    earlier: Instant
+    later: Instant
+
+
+class WallGap(msgspec.Struct, frozen=True, kw_only=True, tag="gap", tag_field="kind"):
+    """A local time that never occurs (the clocks went forward over it).
+
+    Attributes:
+        earlier: the time read with the offset in force *after* the change.
+        later: the time read with the offset in force *before* it (the time "pushed forward").
+
+    Both are written at the zone's real offset at those instants.
+    """
+
+    earlier: Instant
+    later: Instant
+
+
+WallReading = WallUnique | WallOverlap | WallGap
+"""What a local time means in a zone (§14.2)."""
+
+
+def read_wall(naive: datetime, zone: Zone) -> WallReading:
+    """Interpret a local (naive) date and time in ``zone`` (§14.2).
+
+    With Python's ``fold``: ``a`` is the time with ``fold=0``, ``b`` with ``fold=1``. The same
+    UTC offset for both → unique; offsets that differ and ``a`` converts back to the same local
+    time → overlap ``{earlier: a, later: b}``; otherwise a gap ``{earlier: b, later: a}``.
+    Microseconds are carried alongside the whole-second arithmetic.
+
+    Raises:
+        InvalidValue: ``zone`` is not an accepted zone name.
+    """
+    tz = load_zone(zone)
+    whole = naive.replace(microsecond=0, tzinfo=None, fold=0)
+    sub_ns = naive.microsecond * 1000
+    first = whole.replace(tzinfo=tz, fold=0)
+    second = whole.replace(tzinfo=tz, fold=1)
+    local_s = _naive_seconds(whole)
+
+    def at(moment: datetime) -> Instant:
+        ns = (local_s - _offset_seconds(moment)) * NS_PER_S + sub_ns
+        return to_zone(Instant(ns=ns), tz)
+
+    a, b = at(first), at(second)
+    if first.utcoffset() == second.utcoffset():
+        return WallUnique(instant=a)
+    back = first.astimezone(timezone.utc).astimezone(tz).replace(tzinfo=None, fold=0)
+    if back == whole:
+        return WallOverlap(earlier=a, later=b)
+    return WallGap(earlier=b, later=a)
+
+
+def wall_to_instant(
+    naive: datetime, zone: Zone, policy: WallPolicy = "compatible"
+) -> Instant | None:
+    """The instant a local time stands for, settling repeated and skipped times by ``policy``.
+
+    ``compatible``: repeated → earlier, skipped → later (pushed forward); ``earlier`` and
+    ``later``: that one in both cases; ``reject``: None in both cases.
+    """
+    reading = read_wall(naive, zone)
+    if isinstance(reading, WallUnique):
+        return reading.instant
+    if policy == "reject":
+        return None
+    if policy == "earlier":
+        return reading.earlier
+    if policy == "later":
+        return reading.later
+    return reading.earlier if isinstance(reading, WallOverlap) else reading.later
+
+
+def date_start(day: date, zone: Zone) -> Instant:
+    """The first instant of ``day`` in ``zone``: midnight, or, when midnight is skipped, the
+    ``compatible`` reading of midnight (``America/Santiago`` 2026-09-06 begins at
+    ``01:00:00-03:00``)."""
+    start = wall_to_instant(datetime(day.year, day.month, day.day), zone, "compatible")
+    assert start is not None  # compatible always answers
+    return start
