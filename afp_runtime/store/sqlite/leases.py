@@ -5,7 +5,7 @@ once per period in one small transaction however many agents it runs. Before run
 it claims it by writing ``(claim_host, claim_epoch)`` on the agent's row. A claim is *live*
 while its host's row still carries the claim's epoch and has not expired; any other claim may be
 replaced. Every commit of a fenced store checks the agent's claim and the lease row's epoch in
-the same transaction (``check_fence``), so a host that lost either writes nothing more.
+the same transaction (``writes.check_fence``), so a host that lost either writes nothing more.
 
 Expiry compares ``expires_at_ms`` with the *reader's* clock: hosts sharing a file are assumed to
 have clocks in step to well within a TTL. Each function runs inside a transaction the caller
@@ -18,8 +18,6 @@ from typing import Any
 
 import aiosqlite
 import msgspec
-
-from afp_runtime.errors import LeaseLost
 
 
 class AgentClaim(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -186,36 +184,4 @@ async def claims_of(
     return sorted(
         (AgentClaim(agent_id=r[0], host_id=r[1], lease_epoch=r[2], live=bool(r[3])) for r in found),
         key=lambda claim: claim.agent_id,
-    )
-
-
-async def check_fence(db: aiosqlite.Connection, agent_id: str, host_id: str, epoch: int) -> None:
-    """Raise ``LeaseLost`` unless the agent is claimed by ``(host_id, epoch)`` and the host's
-    lease row still carries ``epoch``: one indexed read, on every fenced commit.
-
-    Expiry is not checked here: a lease nobody took over is still this host's to renew.
-    """
-    rows = list(
-        await db.execute_fetchall(
-            "SELECT a.claim_host, a.claim_epoch, l.lease_epoch FROM agents a"
-            " LEFT JOIN host_leases l ON l.host_id = ? WHERE a.agent_id = ?",
-            (host_id, agent_id),
-        )
-    )
-    if rows and rows[0][0] == host_id and rows[0][1] == epoch and rows[0][2] == epoch:
-        return
-    if not rows:
-        why = "the agent is not in the store"
-    elif rows[0][0] is None:
-        why = "the agent is not claimed"
-    elif rows[0][2] != epoch:
-        why = f"the host's lease epoch is now {rows[0][2]}"
-    else:
-        why = f"the agent is claimed by {rows[0][0]!r} under lease epoch {rows[0][1]}"
-    raise LeaseLost(
-        f"host {host_id!r} (lease epoch {epoch}) no longer holds agent {agent_id!r}: {why};"
-        " nothing was written",
-        agent_id=agent_id,
-        host_id=host_id,
-        lease_epoch=epoch,
     )

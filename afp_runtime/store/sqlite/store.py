@@ -10,10 +10,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import anyio
@@ -29,22 +29,21 @@ from afp_runtime.errors import (
     StoreError,
     StoreUnavailable,
 )
-from afp_runtime.messages import Message, Usage, message_body, message_from_body
+from afp_runtime.messages import Message, Usage, message_from_body
 from afp_runtime.records import (
     ConversationState,
-    InboxUpdate,
-    Item,
-    JournalRow,
     ListRef,
     QuestionRow,
     StoredFoldedSpan,
     Txn,
     runtime_stage_id,
 )
-from afp_runtime.store.sqlite import leases
+from afp_runtime.store.sqlite import leases, writes
 from afp_runtime.store.sqlite.leases import AgentClaim, LeaseRenewal
 from afp_runtime.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 from afp_runtime.store.sqlite.rows import AgentRow, InboxRow, RunRow, StoredBundle
+
+T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 5_000
 _NOT_DISPATCHED = 1
@@ -112,8 +111,9 @@ class SqliteStore:
         self._conn = conn
         self._read_only = read_only
         self._lock = anyio.Lock()
-        self._agent_rowids: dict[str, int] = {}
-        self._run_rowids: dict[str, int] = {}
+        self._ids = writes.RowIds()
+        self._agent_rowids = self._ids.agents
+        self._run_rowids = self._ids.runs
         self._synchronous: str | None = None
         self.transactions = 0
         self._closed = False
@@ -275,189 +275,42 @@ class SqliteStore:
             self.transactions += 1
             self.full_transactions += int(full)
 
+    async def _write(self, work: Callable[[sqlite3.Connection], T], *, full: bool = False) -> T:
+        """Run ``work`` in one transaction on the connection's own thread: a single hop from
+        the event loop, however many statements it holds. Shielded: once begun it completes
+        or rolls back, never half-way."""
+        if self._read_only:
+            raise StoreError("this store was opened read-only")
+        level = "FULL" if full else "NORMAL"
+
+        def run(conn: sqlite3.Connection) -> T:
+            if self._synchronous != level:
+                conn.execute(f"PRAGMA synchronous={level}")
+                self._synchronous = level
+            return writes.in_transaction(conn, work)
+
+        with anyio.CancelScope(shield=True):
+            async with self._lock:
+                try:
+                    # aiosqlite runs queued functions on its connection thread, in order.
+                    result: T = await self._conn._execute(run, self._conn._conn)
+                except BaseException as exc:
+                    # Rowids cached inside the rolled-back transaction may name rows that
+                    # never were.
+                    self._ids.clear()
+                    if isinstance(exc, sqlite3.Error):
+                        raise StoreError(f"a store transaction failed: {exc}") from exc
+                    raise
+                self.transactions += 1
+                self.full_transactions += int(full)
+        return result
+
     async def commit(self, txn: Txn) -> None:
         """Write ``txn`` in one transaction; nothing of it is written if any part fails."""
         if txn.empty():
             return
-        # Shielded: once a commit has begun it completes or rolls back, never half-way.
-        with anyio.CancelScope(shield=True):
-            async with self._transaction(full=txn.full) as db:
-                if self._fence is not None:  # before any write: a lost lease writes nothing
-                    await leases.check_fence(db, txn.agent_id, *self._fence)
-                agent = await self._agent_rowid(db, txn.agent_id)
-                if txn.run_start is not None:
-                    start = txn.run_start
-                    cursor = await db.execute(
-                        "INSERT INTO runs (run_id, agent, turn, kind, message_id, recovered_from,"
-                        " status, started_at_ms) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
-                        (
-                            start.run_id,
-                            agent,
-                            start.turn,
-                            start.kind,
-                            start.message_id,
-                            start.recovered_from,
-                            start.started_at_ms,
-                        ),
-                    )
-                    self._run_rowids[start.run_id] = cursor.lastrowid or 0
-                if txn.replace_conversation:
-                    await self._archive_conversation(db, agent, txn)
-                if txn.items:
-                    await self._insert_items(db, agent, txn.items)
-                if txn.bundles:
-                    rows = []
-                    for bundle in txn.bundles:
-                        run = await self._run_rowid(db, bundle.run_id)
-                        rows.append(
-                            (
-                                run,
-                                bundle.seq,
-                                bundle.stage,
-                                bundle.iteration,
-                                bundle.committed_at_ms,
-                                _state_encoder.encode(bundle.writes),
-                            )
-                        )
-                    await db.executemany("INSERT INTO bundles VALUES (?, ?, ?, ?, ?, ?)", rows)
-                    await db.executemany(
-                        "INSERT INTO key_index VALUES (?, ?, ?, ?)",
-                        [
-                            (row[0], write.key, bundle.seq, write.verb)
-                            for row, bundle in zip(rows, txn.bundles, strict=True)
-                            for write in bundle.writes
-                        ],
-                    )
-                if txn.conversation is not None:
-                    await db.execute(
-                        "UPDATE conversations SET state=? WHERE agent=?",
-                        (_state_encoder.encode(txn.conversation), agent),
-                    )
-                if txn.run_end is not None:
-                    end = txn.run_end
-                    await db.execute(
-                        "UPDATE runs SET status=?, ended_at_ms=?, usage=? WHERE run_id=?",
-                        (end.status, end.ended_at_ms, _state_encoder.encode(end.usage), end.run_id),
-                    )
-                for update in txn.inbox:
-                    await self._update_inbox(db, update)
-                if txn.journal:
-                    await self._insert_journal(db, agent, txn.journal)
-                if txn.ledger:
-                    await self._insert_ledger(db, agent, txn.ledger)
-                if txn.questions:
-                    await db.executemany(
-                        "INSERT INTO questions (question_id, agent, message_id, run_id, turn,"
-                        " kind, prompt, tool_call_ids, asked_at_ms, status, repeat)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [
-                            (
-                                q.question_id,
-                                agent,
-                                q.message_id,
-                                q.run_id,
-                                q.turn,
-                                q.kind,
-                                q.prompt,
-                                _state_encoder.encode(q.tool_call_ids),
-                                q.asked_at_ms,
-                                q.status,
-                                q.repeat,
-                            )
-                            for q in txn.questions
-                        ],
-                    )
-                for span in txn.folded:
-                    await db.execute(
-                        "INSERT INTO folded_spans SELECT ?, COALESCE(MAX(idx) + 1, 0), ?, ?"
-                        " FROM folded_spans WHERE agent=?",
-                        (
-                            agent,
-                            _fp_key(span.summary_fingerprint),
-                            _state_encoder.encode(span),
-                            agent,
-                        ),
-                    )
-
-    async def _insert_items(self, db: aiosqlite.Connection, agent: int, items: list[Item]) -> None:
-        await db.executemany(
-            "INSERT OR IGNORE INTO bodies VALUES (?, ?)",
-            [(bytes.fromhex(i.fingerprint), message_body(i.message)) for i in items],
-        )
-        await db.executemany(
-            "INSERT INTO items VALUES (?, ?, ?, ?, ?)",
-            [
-                (
-                    agent,
-                    i.pos,
-                    bytes.fromhex(i.fingerprint),
-                    _NOT_DISPATCHED if i.message.not_dispatched else 0,
-                    i.message.injected_by,
-                )
-                for i in items
-            ],
-        )
-
-    async def _insert_ledger(
-        self, db: aiosqlite.Connection, agent: int, rows: list[dict[str, Any]]
-    ) -> None:
-        found = await _rows(
-            db, "SELECT COALESCE(MAX(idx) + 1, 0) FROM ledger_rows WHERE agent=?", (agent,)
-        )
-        start = int(found[0][0])
-        await db.executemany(
-            "INSERT INTO ledger_rows VALUES (?, ?, ?, ?, ?)",
-            [
-                (
-                    agent,
-                    start + i,
-                    str(row.get("kind")),
-                    row.get("turn"),
-                    _state_encoder.encode(row),
-                )
-                for i, row in enumerate(rows)
-            ],
-        )
-
-    async def _archive_conversation(self, db: aiosqlite.Connection, agent: int, txn: Txn) -> None:
-        """Copy the current checkpoint, spans and ledger to the archive; the new conversation
-        starts with only the spans and rows ``txn`` brings."""
-        state = await _rows(db, "SELECT state FROM conversations WHERE agent=?", (agent,))
-        spans = await _rows(
-            db, "SELECT span FROM folded_spans WHERE agent=? ORDER BY idx", (agent,)
-        )
-        ledger = await _rows(db, "SELECT row FROM ledger_rows WHERE agent=? ORDER BY idx", (agent,))
-        await db.execute(
-            "INSERT INTO archived_conversations VALUES (?, ?, ?, ?, ?)",
-            (
-                agent,
-                txn.conversation.checkpointed_at_ms if txn.conversation else 0,
-                state[0][0],
-                _state_encoder.encode([row[0] for row in spans]),
-                _state_encoder.encode([row[0] for row in ledger]),
-            ),
-        )
-        await db.execute("DELETE FROM folded_spans WHERE agent=?", (agent,))
-        await db.execute("DELETE FROM ledger_rows WHERE agent=?", (agent,))
-
-    async def _update_inbox(self, db: aiosqlite.Connection, update: InboxUpdate) -> None:
-        if update.turn is None:
-            await db.execute(
-                "UPDATE inbox SET status=? WHERE message_id=?", (update.status, update.message_id)
-            )
-        else:
-            await db.execute(
-                "UPDATE inbox SET status=?, turn=? WHERE message_id=?",
-                (update.status, update.turn, update.message_id),
-            )
-
-    async def _insert_journal(
-        self, db: aiosqlite.Connection, agent: int, rows: Sequence[JournalRow]
-    ) -> None:
-        await db.executemany(
-            "INSERT OR IGNORE INTO tool_journal VALUES (?, ?, ?, ?, ?, ?)",
-            [(agent, r.message_id, r.tool_call_id, r.state, r.run_id, r.outcome) for r in rows],
-        )
+        fence = self._fence
+        await self._write(lambda conn: writes.write_txn(conn, txn, self._ids, fence), full=txn.full)
 
     async def _agent_rowid(self, db: aiosqlite.Connection, agent_id: str) -> int:
         rowid = self._agent_rowids.get(agent_id)
