@@ -28,6 +28,7 @@ from afp_runtime.models import ScriptedModel
 from afp_runtime.records import Txn
 from afp_runtime.store import SqliteStore
 from afp_runtime.tools import Tool, ToolContext
+from afp_runtime.window import sliding_window
 
 ITERATIONS_PER_TURN = 10
 RESULT = "x" * 300
@@ -64,7 +65,9 @@ def disk_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
-async def measure(iterations: int, durability: str, folder: Path) -> dict[str, Any]:
+async def measure(
+    iterations: int, durability: str, folder: Path, window: int | None = None
+) -> dict[str, Any]:
     db = folder / f"bench-{iterations}.db"
     clock = SystemClock()
     store = await TimedStore.open(db)
@@ -75,6 +78,7 @@ async def measure(iterations: int, durability: str, folder: Path) -> dict[str, A
         tools=[tool],
         max_iterations=ITERATIONS_PER_TURN + 1,
         durability=durability,  # type: ignore[arg-type]
+        window=sliding_window(keep_recent_turns=window) if window else None,
     )
     driver = AgentDriver(store, definition, clock=clock, ids=TimeOrderedIds(clock.now_ms))
     turns = max(1, iterations // ITERATIONS_PER_TURN)
@@ -98,12 +102,14 @@ async def measure(iterations: int, durability: str, folder: Path) -> dict[str, A
     return {
         "iterations": done,
         "durability": durability,
+        "window": f"slidingWindow({window})" if window else None,
         "iterationsPerSecond": round(done / elapsed, 1),
         "iterationsPerSecondFirstTenth": round(1 / first, 1),
         "iterationsPerSecondLastTenth": round(1 / last, 1),
         "commits": len(latencies),
         "commitLatencyMedianMs": round(statistics.median(latencies) * 1000, 3),
         "commitLatencyP99Ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 3),
+        "commitTimeShare": round(sum(latencies) / elapsed, 3),
         "bytesOnDisk": disk_bytes(db),
         "bytesPerIteration": round(disk_bytes(db) / done, 1),
     }
@@ -114,9 +120,17 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--iterations", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--durability", default="sync", choices=["sync", "iteration", "turn"])
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        help="keepRecentTurns of a sliding window (default none)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        results = [await measure(n, args.durability, Path(tmp)) for n in args.iterations]
+        results = [
+            await measure(n, args.durability, Path(tmp), args.window) for n in args.iterations
+        ]
     print(json.dumps({"benchmark": "commit", "results": results}, indent=2))
 
 

@@ -127,6 +127,8 @@ async def test_crash_after_the_reply_settles_without_asking_again(harness: Harne
     assert not next(m for m in history if m.tool_call_id == "b").not_dispatched
     iteration = next(w["value"] for w in bundles[1].writes if w["key"] == "iteration")
     assert iteration == 2
+    # The turn is closed: its settlements live in the log, the journal rows are gone.
+    assert await harness.store.journal("ops", "msg-1") == {}
 
 
 async def test_iteration_durability_repeats_the_lost_iteration(harness: Harness) -> None:

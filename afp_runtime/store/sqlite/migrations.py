@@ -184,6 +184,30 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         CREATE INDEX agents_by_claim ON agents (claim_host, claim_epoch);
         """,
     ),
+    (
+        7,
+        "bundles as a rowid table",
+        """
+        -- A WITHOUT ROWID row keeps at most ~1,000 bytes in its page and spills the rest to an
+        -- overflow page of its own: a receipt bundle of 1.1 KB took 8 KB. A rowid table keeps
+        -- rows up to ~4 KB in place; the commit log is unchanged.
+        CREATE TABLE bundles_v7 (
+            run INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            stage TEXT NOT NULL,
+            iteration INTEGER NOT NULL,
+            committed_at_ms INTEGER NOT NULL,
+            writes BLOB NOT NULL,
+            UNIQUE (run, seq)
+        );
+        INSERT INTO bundles_v7 (run, seq, stage, iteration, committed_at_ms, writes)
+            SELECT run, seq, stage, iteration, committed_at_ms, writes FROM bundles
+            ORDER BY run, seq;
+        DROP TABLE bundles;
+        ALTER TABLE bundles_v7 RENAME TO bundles;
+        CREATE INDEX bundles_by_stage ON bundles (run, stage, iteration);
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

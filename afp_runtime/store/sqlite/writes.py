@@ -22,6 +22,7 @@ from afp_runtime.records import InboxUpdate, Item, JournalRow, Txn
 T = TypeVar("T")
 
 NOT_DISPATCHED = 1
+_TURN_CLOSED = frozenset({"answered", "dismissed"})
 
 _encoder = msgspec.msgpack.Encoder()
 
@@ -180,6 +181,14 @@ def write_txn(
         )
     for update in txn.inbox:
         _update_inbox(conn, update)
+        if update.status in _TURN_CLOSED:
+            # The journal only settles calls of an unfinished turn (host.md §9.4); once the
+            # turn is closed its settlements live in the commit log, so the rows (each holding
+            # a result body) are dropped rather than kept for ever.
+            conn.execute(
+                "DELETE FROM tool_journal WHERE agent=? AND message_id=?",
+                (agent, update.message_id),
+            )
     if txn.journal:
         _insert_journal(conn, agent, txn.journal)
     if txn.ledger:
