@@ -50,6 +50,7 @@ class CheckpointStore(Protocol):
         idempotency_key: str | None = None,
         sender: str | None = None,
         shared: bool = False,
+        time: dict[str, Any] | None = None,
     ) -> Ack:
         """Accept a person's message durably (the owner check included)."""
         ...

@@ -208,6 +208,14 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         CREATE INDEX bundles_by_stage ON bundles (run, stage, iteration);
         """,
     ),
+    (
+        8,
+        "the time a message carries",
+        """
+        -- An inbox message's optional `time` {now?, zone?, window?} (periods.md §2.1), as sent.
+        ALTER TABLE inbox ADD COLUMN time BLOB;
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

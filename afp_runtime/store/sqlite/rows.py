@@ -49,6 +49,7 @@ class InboxRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
     turn: int | None = None
     idempotency_key: str | None = None
     sender: str | None = None
+    time: dict[str, Any] | None = None
 
 
 class StoredBundle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

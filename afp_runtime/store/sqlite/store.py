@@ -443,8 +443,12 @@ class SqliteStore:
         idempotency_key: str | None = None,
         sender: str | None = None,
         shared: bool = False,
+        time: dict[str, Any] | None = None,
     ) -> Ack:
         """Accept a person's message durably (a ``synchronous=FULL`` commit), then acknowledge.
+
+        ``time`` is the message's ``{now?, zone?, window?}`` (periods.md §2.1), validated by
+        the caller and kept as sent.
 
         The first message naming a ``sender`` makes it the conversation's owner (write-once,
         host.md §12); later messages from another principal are refused unless ``shared``.
@@ -488,8 +492,17 @@ class SqliteStore:
             position = int(rows[0][0])
             await db.execute(
                 "INSERT INTO inbox (message_id, agent, position, text, status, accepted_at_ms,"
-                " idempotency_key, sender) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)",
-                (message_id, agent, position, text, now_ms, idempotency_key, sender),
+                " idempotency_key, sender, time) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+                (
+                    message_id,
+                    agent,
+                    position,
+                    text,
+                    now_ms,
+                    idempotency_key,
+                    sender,
+                    None if time is None else _state_encoder.encode(time),
+                ),
             )
         return Ack(message_id=message_id, accepted_at_ms=now_ms, position=position)
 
@@ -633,7 +646,7 @@ class SqliteStore:
         """An agent's inbox messages in position order, optionally of one status."""
         sql = (
             "SELECT i.message_id, i.position, i.text, i.status, i.accepted_at_ms, i.turn,"
-            " i.idempotency_key, i.sender FROM inbox i JOIN agents a ON a.agent=i.agent"
+            " i.idempotency_key, i.sender, i.time FROM inbox i JOIN agents a ON a.agent=i.agent"
             " WHERE a.agent_id=?"
         )
         params: tuple[Any, ...] = (agent_id,)
@@ -652,6 +665,7 @@ class SqliteStore:
                 turn=r[5],
                 idempotency_key=r[6],
                 sender=r[7],
+                time=_ledger_decoder.decode(r[8]) if r[8] is not None else None,
             )
             for r in rows
         ]
