@@ -10,6 +10,7 @@ the file. A scripted model names its script the same way (a list of replies or a
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import tomllib
@@ -30,6 +31,7 @@ from afp_runtime.models import (
     RetryPolicy,
     ScriptedModel,
 )
+from afp_runtime.periods import Period, period_from_wire
 from afp_runtime.tools import Tool
 from afp_runtime.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
 
@@ -74,6 +76,7 @@ class ToolConfig(_Config):
     check_in: bool = False
     timeout_s: float = 60.0
     max_result_chars: int = 20_000
+    period: Period | None = None
 
 
 class WindowConfig(_Config):
@@ -153,6 +156,7 @@ def load_config(path: str | Path, text: str) -> ConfigFile:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}", path=str(path)) from exc
+    _check_periods(raw)
     try:
         config = msgspec.convert(raw, ConfigFile)
     except msgspec.ValidationError as exc:
@@ -160,6 +164,18 @@ def load_config(path: str | Path, text: str) -> ConfigFile:
     if not config.agents:
         raise ConfigError(f"{path} declares no agents", path=str(path))
     return config
+
+
+def _check_periods(raw: dict[str, Any]) -> None:
+    """Decode every ``agents[i].tools[j].period`` first, so that a bad declaration raises
+    ``PeriodDeclarationError`` naming its key path (periods.md §7.4)."""
+    agents = raw.get("agents")
+    for i, agent in enumerate(agents if isinstance(agents, list) else []):
+        tools = agent.get("tools") if isinstance(agent, dict) else None
+        for j, tool in enumerate(tools if isinstance(tools, list) else []):
+            if isinstance(tool, dict) and tool.get("period") is not None:
+                with error_context(path=f"agents[{i}].tools[{j}].period"):
+                    period_from_wire(tool["period"])
 
 
 def resolve_ref(ref: str, *, field: str) -> Any:
@@ -221,7 +237,9 @@ def build_tool(config: ToolConfig, *, field: str) -> Tool:
     """The tool a tool config references."""
     target = resolve_ref(config.ref, field=f"{field}.ref")
     if isinstance(target, Tool):
-        return target
+        return (
+            target if config.period is None else dataclasses.replace(target, period=config.period)
+        )
     if not callable(target):
         raise ConfigError(f"{field}.ref names neither a Tool nor a function", field=field)
     if config.name is None:
@@ -236,6 +254,7 @@ def build_tool(config: ToolConfig, *, field: str) -> Tool:
         check_in=config.check_in,
         timeout_s=config.timeout_s,
         max_result_chars=config.max_result_chars,
+        period=config.period,
     )
 
 

@@ -23,7 +23,8 @@ def prefixed(exc: PeriodDeclarationError, prefix: str) -> PeriodDeclarationError
     field = str(exc.context.get("field", ""))
     path = f"{prefix}.{field}" if field else prefix
     context = {**exc.context, "field": path}
-    message = exc.message.replace(f"period declaration: {field} ", f"period declaration: {path} ", 1)
+    old, new = f"period declaration: {field} ", f"period declaration: {path} "
+    message = exc.message.replace(old, new, 1)
     return PeriodDeclarationError(message, **context)
 
 

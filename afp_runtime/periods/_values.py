@@ -87,8 +87,3 @@ def read_epoch(value: object, *, in_string: bool) -> int | None:
 def is_safe(number: int) -> bool:
     """Whether ``number`` is a safe integer."""
     return abs(number) <= SAFE_INTEGER
-
-
-def ms_step(has_fraction: bool) -> int:
-    """The step of a written end: 1 ms with a fractional second, else 1 s (§8)."""
-    return NS_PER_MS if has_fraction else NS_PER_S

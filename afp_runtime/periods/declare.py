@@ -64,9 +64,7 @@ AS_SENT: Final = "as-sent"
 """The default missing-period rule: the call runs as the model sent it."""
 
 
-class Assume(
-    msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True
-):
+class Assume(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
     """The missing-period rule ``assume(L)``: a span of length L ending now (§7.3).
 
     Attributes:
@@ -157,7 +155,7 @@ class Period(
                 if needs_zone(form) and zone_argument_of(form) is None:
                     raise refuse(
                         f"forms[{index}].zone",
-                        'is needed by a wall, date or day form unless the period declares '
+                        "is needed by a wall, date or day form unless the period declares "
                         'wallZone: "agent"',
                     )
 
@@ -255,8 +253,7 @@ def forms_of(period: Period) -> tuple[Form, ...]:
     if period.argument is None:
         return ()
     return tuple(
-        _expand(period.argument, spelling, period.zone_argument)
-        for spelling in _spellings(period)
+        _expand(period.argument, spelling, period.zone_argument) for spelling in _spellings(period)
     )
 
 
@@ -330,11 +327,12 @@ def _form_from_wire(raw: object, prefix: str) -> Form:
         if isinstance(nested, Mapping):
             _check_keys(nested, _PART_KEYS[part], _join(prefix, key))
     try:
-        form: Form = msgspec.convert(raw, form_type)
+        form = msgspec.convert(raw, form_type)
     except msgspec.ValidationError as exc:
         raise _from_validation(exc, prefix) from exc
     except PeriodDeclarationError as exc:
         raise prefixed(exc, prefix) from exc
+    assert isinstance(form, BoundsForm | JoinedForm | ObjectForm | DayForm | LookbackForm)
     return form
 
 
@@ -365,7 +363,7 @@ def period_from_wire(value: object) -> Period:
 
 def period_to_wire(period: Period) -> dict[str, Any]:
     """A period as its TOML/JSON value (camelCase keys, defaults left out)."""
-    wire: dict[str, Any] = msgspec.to_builtins(period)
+    wire: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(period))
     return wire
 
 

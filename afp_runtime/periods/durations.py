@@ -39,8 +39,9 @@ def check_units(units: object) -> str | None:
     """
     if not isinstance(units, str) or not units:
         return "must be a non-empty string of letters from smhdw"
-    if set(units) - set(FACT_UNITS):
-        return f"may only hold letters from smhdw, not {''.join(sorted(set(units) - set(FACT_UNITS)))!r}"
+    stray = "".join(sorted(set(units) - set(FACT_UNITS)))
+    if stray:
+        return f"may only hold letters from smhdw, not {stray!r}"
     if len(set(units)) != len(units):
         return "must not repeat a letter"
     return None
@@ -92,9 +93,3 @@ def smallest_unit_ms(units: str) -> int:
     """Milliseconds in the smallest unit of ``units`` (the step a look-back length rounds up
     to, §8)."""
     return min(UNIT_MS[letter] for letter in units)
-
-
-def round_up_ms(length_ms: int, units: str) -> int:
-    """``length_ms`` rounded up to a whole number of the smallest unit of ``units``."""
-    step = smallest_unit_ms(units)
-    return -(-length_ms // step) * step

@@ -8,7 +8,7 @@ Readings settled here:
 
 * ``tool_facts`` keeps the declared spelling of the cap it picks (the largest; on a tie, the
   first form's), so ``{maxRange: 7d}`` stays ``7d``.
-* ``partly_beyond_retention`` is true when the range begins strictly before ``now −
+* ``partly_beyond_retention`` is true when the range begins strictly before ``now -
   retention`` and ends strictly after it.
 """
 
@@ -141,7 +141,7 @@ def period_fact_problem(window: TimeRange, facts: Facts, now: Instant) -> TimeRe
 
     In order: ``direction: past`` and ``from > now`` → ``time-future`` (a range beginning
     exactly at now passes); ``direction: future`` and ``to ≤ now`` → ``time-past`` (a range
-    still running at now passes); ``to ≤ now − retention`` → ``beyond-retention``; reach >
+    still running at now passes); ``to ≤ now - retention`` → ``beyond-retention``; reach >
     ``maxRange`` → ``over-max-range``.
     """
     start, end = window.bounds()
@@ -159,7 +159,7 @@ def period_fact_problem(window: TimeRange, facts: Facts, now: Instant) -> TimeRe
 
 
 def partly_beyond_retention(window: TimeRange, facts: Facts, now: Instant) -> bool:
-    """Whether ``window`` begins before ``now − retention`` but ends after it (§10.3 step 2):
+    """Whether ``window`` begins before ``now - retention`` but ends after it (§10.3 step 2):
     the call still runs, and its row says so."""
     retention = facts.retention_ms
     if retention is None:
@@ -201,4 +201,3 @@ def form_facts(form: Form, facts: Facts) -> Facts:
     if form.max_range is None:
         return facts
     return msgspec.structs.replace(facts, max_range=form.max_range)
-

@@ -58,7 +58,7 @@ class _Part(
     """Base of the parts of a form."""
 
 
-class ZoneArgument(_Part):
+class ZoneArgument(_Part, frozen=True):
     """The argument a form writes the zone name into.
 
     Attributes:
@@ -68,7 +68,7 @@ class ZoneArgument(_Part):
     argument: str
 
 
-class Bound(_Part):
+class Bound(_Part, frozen=True):
     """One end of a ``bounds`` form.
 
     Attributes:
@@ -83,7 +83,7 @@ class Bound(_Part):
     edge: Edge | None = None
 
 
-class ObjectKeys(_Part):
+class ObjectKeys(_Part, frozen=True):
     """The two keys of an ``object`` form's value.
 
     Attributes:
@@ -95,7 +95,7 @@ class ObjectKeys(_Part):
     end: str = msgspec.field(name="to")
 
 
-class _Form(_Part, tag_field="kind"):
+class _Form(_Part, frozen=True, tag_field="kind"):
     """Base of the form kinds (tagged on ``kind``)."""
 
 
@@ -118,7 +118,7 @@ def _check_bound(bound: object, field: str) -> None:
         check_choice(bound.edge, EDGES, f"{field}.edge")
 
 
-class BoundsForm(_Form, tag="bounds"):
+class BoundsForm(_Form, frozen=True, tag="bounds"):
     """Two arguments, one per end (§7.2).
 
     Attributes:
@@ -147,7 +147,7 @@ class BoundsForm(_Form, tag="bounds"):
         check_duration(self.max_range, "maxRange")
 
 
-class JoinedForm(_Form, tag="joined"):
+class JoinedForm(_Form, frozen=True, tag="joined"):
     """One string ``a<joiner>b`` (§7.2).
 
     Attributes:
@@ -175,7 +175,7 @@ class JoinedForm(_Form, tag="joined"):
         check_duration(self.max_range, "maxRange")
 
 
-class ObjectForm(_Form, tag="object"):
+class ObjectForm(_Form, frozen=True, tag="object"):
     """One object ``{keys.from: a, keys.to: b}`` (§7.2).
 
     Attributes:
@@ -210,7 +210,7 @@ class ObjectForm(_Form, tag="object"):
         check_duration(self.max_range, "maxRange")
 
 
-class DayForm(_Form, tag="day"):
+class DayForm(_Form, frozen=True, tag="day"):
     """One local date ``YYYY-MM-DD`` (§7.2).
 
     Attributes:
@@ -229,7 +229,7 @@ class DayForm(_Form, tag="day"):
         check_duration(self.max_range, "maxRange")
 
 
-class LookbackForm(_Form, tag="lookback"):
+class LookbackForm(_Form, frozen=True, tag="lookback"):
     """One length ending now, ``<n><unit>``, with a leading ``-`` when signed (§7.2).
 
     Attributes:

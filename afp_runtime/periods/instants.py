@@ -21,7 +21,7 @@ Readings settled here:
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Final
 
@@ -35,7 +35,7 @@ NS_PER_S: Final = 1_000_000_000
 """Nanoseconds in a second."""
 _S_PER_DAY: Final = 86_400
 _EPOCH_ORDINAL: Final = date(1970, 1, 1).toordinal()
-_UTC_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_UTC_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MINUTE_NS: Final = 60 * NS_PER_S
 
 # [0-9] rather than \d: \d also matches non-ASCII digits.

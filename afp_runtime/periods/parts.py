@@ -19,17 +19,17 @@ Wire shapes (JSON keys camelCase, absent keys omitted, never ``null`` when writt
   - ``{kind: "fixed", year?, month, day}`` — an ISO date or a date with a month name; ``year``
     only when typed (four digits).
 
-* ``wall {h, m?, s?, meridiem?: "am" | "pm", clock?: "24h"}`` — ``h`` 0–23, ``m`` and ``s``
-  0–59 (``s`` only with ``m``). ``meridiem`` only with ``h`` 1–12; ``clock: "24h"`` marks an
-  hour that is on the 24-hour clock (an ISO time, an hour written ``00``–``09``, ``0`` or
-  13–23) and never appears with ``meridiem``. A wall without either is a 12-hour-clock hour that
+* ``wall {h, m?, s?, meridiem?: "am" | "pm", clock?: "24h"}`` — ``h`` 0-23, ``m`` and ``s``
+  0-59 (``s`` only with ``m``). ``meridiem`` only with ``h`` 1-12; ``clock: "24h"`` marks an
+  hour that is on the 24-hour clock (an ISO time, an hour written ``00``-``09``, ``0`` or
+  13-23) and never appears with ``meridiem``. A wall without either is a 12-hour-clock hour that
   may be morning or evening. A fraction of a second typed in an ISO instant is not kept: the
   wall names its whole second.
 * ``zoneToken`` — the zone text exactly as typed (``PST``, ``America/Los_Angeles``,
-  ``UTC+05:30``, ``-07:00``, ``Z``, ``London time``), 1–100 code points.
-* ``relative`` — ``{unit: "day", offset}`` for a day word (``offset`` −1 yesterday, 0 today,
+  ``UTC+05:30``, ``-07:00``, ``Z``, ``London time``), 1-100 code points.
+* ``relative`` — ``{unit: "day", offset}`` for a day word (``offset`` -1 yesterday, 0 today,
   +1 tomorrow), or a span ending now ``{unit: "minute" | "hour" | "day" | "week", count}`` with
-  ``count`` 1–100000. Exactly one of ``offset`` and ``count``.
+  ``count`` 1-100000. Exactly one of ``offset`` and ``count``.
 * ``partOfDay`` — ``morning | afternoon | evening | night | noon | midnight``.
 * ``anchor: "previous"`` — a reference to a window talked about earlier.
 * ``rangeOf: [side, side]`` — a two-sided range; a ``side`` is ``{date?, wall?, zoneToken?,
@@ -52,7 +52,7 @@ import msgspec
 Meridiem = Literal["am", "pm"]
 """AM or PM as typed (``AM``, ``a.m.``, ``pm`` … all written in lower case, without dots)."""
 
-LookbackUnit = Literal["minute", "hour", "day", "week"]
+RelativeUnit = Literal["minute", "hour", "day", "week"]
 """The units of a span ending now; ``day`` is also the unit of a day word."""
 
 PartOfDay = Literal["morning", "afternoon", "evening", "night", "noon", "midnight"]
@@ -72,7 +72,7 @@ PARTS_OF_DAY: Final[tuple[str, ...]] = (
 MAX_LOOKBACK_COUNT: Final[int] = 100_000
 """The largest ``count`` of a span ending now (§3.2)."""
 MAX_DAY_OFFSET: Final[int] = 100_000
-"""The largest ``offset`` (either sign) of a day word; the English reader writes only −1..1."""
+"""The largest ``offset`` (either sign) of a day word; the English reader writes only -1..1."""
 MAX_ZONE_TOKEN: Final[int] = 100
 """The longest ``zoneToken``, in code points."""
 
@@ -111,7 +111,9 @@ class NumericDate(_Part, frozen=True, kw_only=True, tag_field="kind", tag="numer
         if self.year_digits == 4:
             wide = [i for i, f in enumerate(self.fields) if f > 99]
             if len(wide) != 1 or wide[0] not in (0, 2) or not 1000 <= self.fields[wide[0]] <= 9999:
-                raise ValueError("with yearDigits 4 exactly the first or last field is a year 1000-9999")
+                raise ValueError(
+                    "with yearDigits 4 exactly the first or last field is a year 1000-9999"
+                )
         elif any(f > 99 for f in self.fields):
             raise ValueError("numeric date fields have at most two digits unless yearDigits is 4")
 
@@ -120,9 +122,9 @@ class FixedDate(_Part, frozen=True, kw_only=True, tag_field="kind", tag="fixed")
     """A date whose month and day are known: wire ``{kind: "fixed", year?, month, day}``.
 
     Attributes:
-        month: 1–12.
-        day: 1–31 (whether the date exists is the resolver's question).
-        year: the year when typed (1–9999), else absent.
+        month: 1-12.
+        day: 1-31 (whether the date exists is the resolver's question).
+        year: the year when typed (1-9999), else absent.
     """
 
     month: int
@@ -146,9 +148,9 @@ class Wall(_Part, frozen=True, kw_only=True):
     """A time of day as typed: wire ``{h, m?, s?, meridiem?, clock?}``.
 
     Attributes:
-        h: the hour as typed, 0–23 (1–12 with a meridiem).
-        m: minutes 0–59, when typed.
-        s: seconds 0–59, when typed (only with minutes).
+        h: the hour as typed, 0-23 (1-12 with a meridiem).
+        m: minutes 0-59, when typed.
+        s: seconds 0-59, when typed (only with minutes).
         meridiem: ``am`` or ``pm`` when typed.
         clock: ``"24h"`` when the hour is on the 24-hour clock (see the module docstring).
     """
@@ -178,11 +180,11 @@ class Relative(_Part, frozen=True, kw_only=True):
 
     Attributes:
         unit: ``day`` for a day word; ``minute``, ``hour``, ``day`` or ``week`` for a span.
-        offset: days from the clock's date (−1 yesterday, 0 today, +1 tomorrow).
-        count: the span's length in ``unit``, 1–100000.
+        offset: days from the clock's date (-1 yesterday, 0 today, +1 tomorrow).
+        count: the span's length in ``unit``, 1-100000.
     """
 
-    unit: LookbackUnit
+    unit: RelativeUnit
     offset: int | None = None
     count: int | None = None
 
@@ -207,7 +209,9 @@ class Relative(_Part, frozen=True, kw_only=True):
 
 def _check_zone_token(token: str | None) -> None:
     if token is not None and (not token.strip() or len(token) > MAX_ZONE_TOKEN):
-        raise ValueError(f"zoneToken must be non-blank text of at most {MAX_ZONE_TOKEN} code points")
+        raise ValueError(
+            f"zoneToken must be non-blank text of at most {MAX_ZONE_TOKEN} code points"
+        )
 
 
 class RangeSide(_Part, frozen=True, kw_only=True):

@@ -28,9 +28,7 @@ WINDOW_SOURCES: Final[tuple[str, ...]] = ("answered", "derived-from-reading", "c
 
 def _ends(start: object, end: object) -> tuple[Instant, Instant]:
     if not isinstance(start, str) or not isinstance(end, str):
-        raise InvalidValue(
-            "a range's from and to must be instant text", value=shown((start, end))
-        )
+        raise InvalidValue("a range's from and to must be instant text", value=shown((start, end)))
     first, last = parse_instant(start), parse_instant(end)
     if not first < last:
         raise InvalidValue(f"a range needs from < to, got {start} .. {end}", value=shown(start))
@@ -89,13 +87,13 @@ class TimeRange(
 
     @property
     def length_ns(self) -> int:
-        """``to − from``, in nanoseconds."""
+        """``to - from``, in nanoseconds."""
         first, last = self.bounds()
         return last - first
 
     @property
     def reach_ns(self) -> int:
-        """``to − 1 ms − from``: the distance from the first to the last instant covered.
+        """``to - 1 ms - from``: the distance from the first to the last instant covered.
 
         A cap is broken only when the reach exceeds it; a reach equal to it is within it.
         """
@@ -118,9 +116,9 @@ class TimeRange(
 
 
 def lookback_range(now: Instant, length_ms: int) -> TimeRange:
-    """The look-back range of length L ending at ``now``: ``[now − L, now + 1 ms)`` (§1.3).
+    """The look-back range of length L ending at ``now``: ``[now - L, now + 1 ms)`` (§1.3).
 
-    It covers ``now − L`` through ``now`` inclusive, so its reach is exactly L. Both ends are
+    It covers ``now - L`` through ``now`` inclusive, so its reach is exactly L. Both ends are
     written in ``now``'s offset: ``24h`` at ``2026-10-09T15:40:00Z`` →
     ``2026-10-08T15:40:00Z .. 2026-10-09T15:40:00.001Z``.
     """
@@ -128,7 +126,7 @@ def lookback_range(now: Instant, length_ms: int) -> TimeRange:
 
 
 def lookback_bounds(now: Instant, length_ms: int) -> TimeRange:
-    """The look-back as bounds, ``[now − L, now)`` in ``now``'s offset; a binding accepts it
+    """The look-back as bounds, ``[now - L, now)`` in ``now``'s offset; a binding accepts it
     for a span ending now (§12.3)."""
     return TimeRange.of(now.plus(-length_ms * NS_PER_MS), now)
 
@@ -142,7 +140,7 @@ def from_inclusive(start: Instant, last: Instant, step_ns: int) -> TimeRange:
 
 
 def last_included(time_range: TimeRange, step_ns: int) -> Instant:
-    """The inclusive end that expresses ``[from, to)``: ``to − step`` (§1.3)."""
+    """The inclusive end that expresses ``[from, to)``: ``to - step`` (§1.3)."""
     return time_range.end_instant.plus(-step_ns)
 
 

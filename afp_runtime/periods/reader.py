@@ -7,13 +7,14 @@ they could not be read. A reader resolves nothing — no clock, zone or policy r
 Whatever a reader returns goes through ``validate_reading`` before anything is filed, so a
 model-kind reader that invents a quote or a shape cannot put words in the person's mouth:
 
-| check | when it fails |
-|---|---|
-| the output is ``{mentions: [...]}`` | ``TimeReaderError`` (the turn is held, ``time-reader``) |
-| ``quote`` occurs character for character in the text | the mention is refused ``quote-not-in-text`` |
-| the mention and its parts have the documented shapes | refused ``malformed`` |
-| ``problem: "unreadable"`` only with empty ``parses`` | refused ``malformed`` |
-| at most 16 mentions, at most 4 parses each | the surplus mentions, and a mention with more parses, are refused ``malformed`` |
+* the output is ``{mentions: [...]}``, else ``TimeReaderError`` (the turn is held with
+  ``errorKind: time-reader``);
+* ``quote`` occurs character for character in the text, else the mention is refused
+  ``quote-not-in-text``;
+* the mention and its parts have the documented shapes, else it is refused ``malformed``;
+* ``problem: "unreadable"`` comes only with empty ``parses``, else ``malformed``;
+* at most 16 mentions and at most 4 parses each: the surplus mentions, and a mention with
+  more parses, are refused ``malformed``.
 
 Readings settled here:
 
@@ -51,7 +52,7 @@ ReaderKind = Literal["rule", "model"]
 """``rule``: deterministic rules; ``model``: a model reads the words (its single window may
 fill a call as ``derived-from-reading``, §1.4)."""
 
-Refusal = Literal["quote-not-in-text", "malformed"]
+MentionRefusal = Literal["quote-not-in-text", "malformed"]
 """Why a mention of a reader's output was refused."""
 
 
@@ -76,7 +77,7 @@ class Mention(_Value, frozen=True, kw_only=True):
     """
 
     quote: str
-    parses: tuple[TimeParts, ...] = ()
+    parses: tuple[TimeParts, ...]
     problem: Literal["unreadable"] | None = None
 
     def __post_init__(self) -> None:
@@ -97,7 +98,7 @@ class Reading(_Value, frozen=True, kw_only=True):
         mentions: the mentions; empty when the message names no time.
     """
 
-    mentions: tuple[Mention, ...] = ()
+    mentions: tuple[Mention, ...]
 
 
 class RefusedMention(_Value, frozen=True, kw_only=True):
@@ -107,10 +108,10 @@ class RefusedMention(_Value, frozen=True, kw_only=True):
         refused: ``quote-not-in-text`` or ``malformed``.
     """
 
-    refused: Refusal
+    refused: MentionRefusal
 
 
-Checked = Mention | RefusedMention
+CheckedMention = Mention | RefusedMention
 """One mention after validation: accepted as it came, or refused."""
 
 
@@ -195,7 +196,7 @@ def _zone_tokens(parts: TimeParts) -> list[str]:
     return tokens
 
 
-def _check_mention(text: str, raw: object) -> Checked:
+def _check_mention(text: str, raw: object) -> CheckedMention:
     if not isinstance(raw, Mapping):
         return RefusedMention(refused="malformed")
     quote = raw.get("quote")
@@ -213,7 +214,7 @@ def _check_mention(text: str, raw: object) -> Checked:
     return mention
 
 
-def validate_reading(text: str, raw: object) -> tuple[Checked, ...]:
+def validate_reading(text: str, raw: object) -> tuple[CheckedMention, ...]:
     """Check a reader's output for the message ``text`` (§3.1), mention by mention.
 
     Args:
@@ -228,7 +229,7 @@ def validate_reading(text: str, raw: object) -> tuple[Checked, ...]:
     Raises:
         TimeReaderError: the output is not shaped ``{mentions: [...]}``.
     """
-    checked: list[Checked] = []
+    checked: list[CheckedMention] = []
     for index, raw_mention in enumerate(_mentions_of(raw)):
         if index >= MAX_MENTIONS:
             checked.append(RefusedMention(refused="malformed"))

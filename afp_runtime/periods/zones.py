@@ -8,10 +8,11 @@ cached for the life of the process; one ``ZoneInfo`` object per name.
 
 Readings settled here:
 
-* Loading reads a package resource file: that is the only I/O of this pure layer, it happens
-  once per zone name, and the layer test allows ``importlib`` (it forbids ``os``, ``pathlib``
-  and the like). The first use of a zone inside an event loop would read a small file on the
-  loop; ``preload_zones`` lets a host warm the cache beforehand (in a worker thread).
+* Reading package resources is the only I/O of this pure layer, and the layer test allows
+  ``importlib`` (it forbids ``os``, ``pathlib`` and the like). The list of names is read once,
+  at import, so ``is_zone_name`` never touches a file. Each zone's file is read on its first
+  use and cached; inside an event loop that first use would read a small file on the loop, so
+  ``preload_zones`` lets a host warm the cache beforehand (in a worker thread).
 * Without ``tzdata`` installed (it is a dependency, so only in a broken install) the system
   database is used through ``zoneinfo.ZoneInfo`` and ``TZDATA_VERSION`` is ``"unknown"``.
 * An instant written "in a zone" uses the zone's offset at that instant; an offset that is not
@@ -25,7 +26,7 @@ import functools
 import importlib.resources
 import zoneinfo
 from collections.abc import Iterable
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import Final, Literal
 from zoneinfo import ZoneInfo
 
@@ -46,7 +47,7 @@ stored on each ``time-reading`` row (§14.1)."""
 ZONE_NAME_LIMIT: Final = 64
 """The longest zone name accepted, in code points."""
 
-_UTC_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_UTC_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _NAIVE_EPOCH: Final = datetime(1970, 1, 1)
 
 Zone = ZoneInfo | str
@@ -56,13 +57,21 @@ WallPolicy = Literal["compatible", "earlier", "later", "reject"]
 """How ``wall_to_instant`` settles a repeated or skipped local time (§14.2)."""
 
 
-@functools.cache
-def zone_names() -> frozenset[str]:
-    """Every zone name in the database (the ``tzdata`` package's ``zones`` list)."""
+def _read_zone_names() -> frozenset[str]:
     if _tzdata is None:  # pragma: no cover - tzdata is a dependency
         return frozenset(zoneinfo.available_timezones())
     text = importlib.resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8")
     return frozenset(text.split())
+
+
+# Read once at import (one small resource): checking a zone name then never reads a file, so
+# it is safe on an event loop.
+_ZONE_NAMES: Final = _read_zone_names()
+
+
+def zone_names() -> frozenset[str]:
+    """Every zone name in the database (the ``tzdata`` package's ``zones`` list)."""
+    return _ZONE_NAMES
 
 
 def is_zone_name(name: object) -> bool:
@@ -213,7 +222,7 @@ def read_wall(naive: datetime, zone: Zone) -> WallReading:
     a, b = at(first), at(second)
     if first.utcoffset() == second.utcoffset():
         return WallUnique(instant=a)
-    back = first.astimezone(timezone.utc).astimezone(tz).replace(tzinfo=None, fold=0)
+    back = first.astimezone(UTC).astimezone(tz).replace(tzinfo=None, fold=0)
     if back == whole:
         return WallOverlap(earlier=a, later=b)
     return WallGap(earlier=b, later=a)

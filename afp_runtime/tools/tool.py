@@ -16,8 +16,9 @@ from typing import Any
 
 import msgspec
 
-from afp_runtime.errors import ToolDefinitionError, shown
+from afp_runtime.errors import ToolDefinitionError, error_context, shown
 from afp_runtime.messages import ToolSchema
+from afp_runtime.periods import Period, check_against_schema
 from afp_runtime.tools.context import ToolContext
 from afp_runtime.tools.schema import check_schema
 
@@ -98,9 +99,13 @@ class Tool:
         check_in: every call asks the person for approval first.
         args_type: when set (see ``from_struct``), arguments are also decoded into this Struct
             and ``fn`` receives the Struct instead of a mapping.
+        period: the period forms and facts the tool declares (periods.md §7); its arguments
+            are checked against ``input_schema`` here.
 
     Raises:
         ToolDefinitionError: naming the tool and the property at fault.
+        PeriodDeclarationError: ``period`` does not fit ``input_schema`` (names the tool and
+            the period field, periods.md §7.4).
     """
 
     name: str
@@ -114,6 +119,7 @@ class Tool:
     max_result_chars: int = 20_000
     check_in: bool = False
     args_type: type[msgspec.Struct] | None = None
+    period: Period | None = None
     is_async: bool = field(init=False, default=False)
     """True when ``fn`` is a coroutine function (derived, not an argument)."""
 
@@ -150,6 +156,11 @@ class Tool:
             isinstance(self.args_type, type) and issubclass(self.args_type, msgspec.Struct)
         ):
             raise _refuse(name, "args_type", "must be a msgspec.Struct type", self.args_type)
+        if self.period is not None:
+            if not isinstance(self.period, Period):
+                raise _refuse(name, "period", "must be a Period", self.period)
+            with error_context(tool=name):
+                check_against_schema(self.period, self.input_schema)
 
     def _checked_schema(self) -> dict[str, Any]:
         """A private JSON copy of the input schema, after checking it."""

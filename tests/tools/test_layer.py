@@ -7,7 +7,7 @@ from pathlib import Path
 
 import afp_runtime.tools
 
-ALLOWED = {"afp_runtime.messages", "afp_runtime.errors", "afp_runtime.tools"}
+ALLOWED = {"afp_runtime.messages", "afp_runtime.errors", "afp_runtime.periods", "afp_runtime.tools"}
 
 
 def test_all_is_sorted_and_importable() -> None:
@@ -17,7 +17,7 @@ def test_all_is_sorted_and_importable() -> None:
     assert all(hasattr(afp_runtime.tools, name) for name in names)
 
 
-def test_imports_only_messages_and_errors() -> None:
+def test_imports_only_messages_errors_and_periods() -> None:
     """Modules of the tools layer import only messages, errors and the layer itself of ours."""
     package = Path(afp_runtime.tools.__file__).parent
     found: set[str] = set()
