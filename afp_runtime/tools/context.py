@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+
+if TYPE_CHECKING:
+    from afp_runtime.periods import ToolTime
 
 QUESTION_LIMIT = 4_096
 """Most code points of a question a tool may ask the person."""
@@ -64,6 +67,10 @@ class ToolContext:
         iteration: the iteration number within the turn.
         clock: the clock the call runs under; tools sleep on it, never on the wall clock.
         on_progress: where ``progress`` payloads go; ``None`` drops them.
+        time: the call's time (``ToolTime``: the asked range, the turn's zone and clock, when
+            the call was dispatched), present only for a call with a ``call-window`` row in
+            this turn (periods.md §13.3); a tool declaring ``filtersToAsked`` must keep its
+            output within ``time.asked``.
     """
 
     tool_call_id: str
@@ -74,6 +81,7 @@ class ToolContext:
     iteration: int
     clock: ToolClock
     on_progress: ProgressSink | None = None
+    time: ToolTime | None = None
 
     def progress(self, payload: Any) -> None:
         """Report progress of the call (a JSON-able payload); a no-op without a sink.

@@ -230,6 +230,7 @@ async def run_batch(
     on_group_start: GroupStartHook | None = None,
     on_call_started: CallStartedHook | None = None,
     on_call_finished: CallFinishedHook | None = None,
+    prepare: Callable[[PlannedCall], PlannedCall] | None = None,
 ) -> tuple[ToolOutcome, ...]:
     """Run the runnable calls group after group; return one outcome per call, in call order.
 
@@ -244,6 +245,8 @@ async def run_batch(
             the batch size and whether its group holds more than one call.
         on_call_finished: awaited with each outcome and the call's position as the call ends,
             in completion order, one at a time. It is not called for pre-decided outcomes.
+        prepare: called with a call just before it runs (its concurrency slot taken); the plan
+            it returns is what runs (the loop redraws a period argument there, periods.md §13).
 
     A call that asks the person (``ctx.ask_person``) ends the batch: the rest of its group
     runs to completion (those calls had started), later groups never start and their calls
@@ -274,6 +277,8 @@ async def run_batch(
     async def run_one(position: int, concurrent: bool) -> None:
         item = planned[position]
         async with limiter:
+            if prepare is not None:
+                item = prepare(item)
             context = context_for(item)
             if on_call_started is not None:
                 on_call_started(item, position, len(planned), concurrent)

@@ -1,0 +1,403 @@
+"""The time question: its shape, judging an answer, and recording it (periods.md §11).
+
+When a call waits on an open mention (``not-filled / open-reading``), the batch pauses and the
+person is asked. ``time_question`` builds the question for one mention and the calls waiting on
+it; ``check_time_answer`` judges a typed value; ``time_answer_row`` files the accepted answer, and
+``answered_call_windows`` gives every waiting call its second ``call-window`` row.
+
+Readings settled here:
+
+* ``TimeQuestion`` holds the time-specific fields; the host adds ``questionId``, ``agentId``,
+  ``runId``, ``repeat``, ``askedAt``, ``status`` and ``refused`` (host.md §10.1).
+* ``zone`` on a ``time-range`` question is the readings' zone (the mention's zone; the first
+  reading's when several), else the clock's zone; a ``zone`` question carries the clock's zone
+  only when it is known.
+* A ``zone`` question is asked when the mention's filed choice has the open question ``zone``
+  (an unmapped abbreviation, an unresolved ``<Place> time``, an unknown clock zone). After the
+  zone answer the host resolves the mention again and calls ``time_question`` with the new
+  readings and ``needs_zone=False``.
+* Labels show times as ``HH:MM`` (seconds, and a fraction, only when not zero), and the end as
+  the range's exclusive end ("from 08:00 until 08:41").
+* An answer "is one of the offered choices" when its range has the same instants as an offered
+  reading; its text is kept as typed in the ``time-answer`` row.
+* In ``check_time_answer`` a part that is an instant without a zone designator is
+  ``no-offset``; anything else that is not a strict instant is ``not-an-instant``. A part names
+  a skipped local time when its written local time falls in a gap of the person's zone and its
+  written offset is one of the two offsets around that change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Final, Literal
+
+import msgspec
+
+from afp_runtime.errors import InvalidAnswer, InvalidValue, shown
+from afp_runtime.periods.convert import PeriodContext, Refusal, convert_for_tool
+from afp_runtime.periods.decide import CallDecision, CallToBind, decide_call
+from afp_runtime.periods.facts import Facts, period_fact_problem, tool_facts
+from afp_runtime.periods.instants import Instant, local_parts, parse_instant
+from afp_runtime.periods.ranges import TimeRange
+from afp_runtime.periods.rows import TimeAnswerRow
+from afp_runtime.periods.texts import ANSWER_REASON_TEXTS, WEEKDAYS
+from afp_runtime.periods.windows import OpenMention, OpenReading, TurnWindows
+from afp_runtime.periods.zones import WallGap, is_zone_name, read_wall, to_zone
+
+QuestionFormat = Literal["zone", "time-range"]
+"""What a time question asks for: a zone name, or a ``from/to`` range (§11.2)."""
+
+AnswerReason = Literal[
+    "not-a-zone",
+    "not-a-range",
+    "no-offset",
+    "not-an-instant",
+    "out-of-order",
+    "dst-gap",
+    "time-future",
+    "time-past",
+    "beyond-retention",
+    "over-max-range",
+]
+"""Why a time answer was not accepted (§11.3); the order of ``texts.ANSWER_REASONS``."""
+
+ANSWER_LIMIT: Final = 4_096
+"""The longest answer value accepted, in code points; longer is a 422, not an attempt."""
+
+_EXAMPLE: Final = "2026-10-09T08:00:00-07:00/2026-10-09T09:00:00-07:00"
+_NO_OFFSET = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?")
+
+
+class TimeChoice(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One offered reading: wire ``{value, label}``.
+
+    Attributes:
+        value: the reading written ``from/to`` (as filed).
+        label: the weekday, date and times in the reading's zone, the zone named.
+    """
+
+    value: str
+    label: str
+
+
+class TimeQuestion(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """The time-specific part of a ``time`` question (§11.2).
+
+    Wire: ``{kind: "time", format, turn, mention, quote, prompt, zone?, choices, freeEntry:
+    true, toolCallIds}``; the host adds the common question fields.
+
+    Attributes:
+        kind: always ``"time"``.
+        format: ``zone`` or ``time-range``.
+        turn: the turn.
+        mention: the mention asked about.
+        quote: the person's words.
+        prompt: the question, in afp_runtime's words.
+        choices: the offered readings (none for a ``zone`` question).
+        free_entry: always true (wire ``freeEntry``).
+        tool_call_ids: the calls waiting on the answer (wire ``toolCallIds``).
+        zone: the readings' zone (see the module docstring).
+    """
+
+    kind: Literal["time"]
+    format: QuestionFormat
+    turn: int
+    mention: int
+    quote: str
+    prompt: str
+    choices: tuple[TimeChoice, ...]
+    free_entry: Literal[True]
+    tool_call_ids: tuple[str, ...]
+    zone: str | None = None
+
+    def wire(self) -> dict[str, object]:
+        """The question as its JSON object (camelCase keys, arrays as lists)."""
+        built: dict[str, object] = msgspec.json.decode(msgspec.json.encode(self))
+        return built
+
+
+def _clock_text(instant: Instant) -> tuple[str, str, str]:
+    day, of_day, sub = local_parts(instant)
+    hours, rest = divmod(of_day, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = f"{hours:02d}:{minutes:02d}"
+    if seconds or sub:
+        text += f":{seconds:02d}"
+        if sub:
+            text += "." + f"{sub:09d}".rstrip("0")
+    return WEEKDAYS[day.weekday()], day.isoformat(), text
+
+
+def choice_label(time_range: TimeRange, zone: str) -> str:
+    """A reading's label: weekday, date and times in ``zone``, the zone named.
+
+    ``Friday, 2026-10-09, from 08:00 until 08:41 (America/Los_Angeles)``; a range over several
+    dates names both: ``from Thursday, 2026-10-08, 00:00 until Friday, 2026-10-09, 00:00 (…)``.
+    """
+    start, end = time_range.start_instant, time_range.end_instant
+    if is_zone_name(zone):
+        start, end = to_zone(start, zone), to_zone(end, zone)
+    s_weekday, s_day, s_clock = _clock_text(start)
+    e_weekday, e_day, e_clock = _clock_text(end)
+    if s_day == e_day:
+        return f"{s_weekday}, {s_day}, from {s_clock} until {e_clock} ({zone})"
+    return f"from {s_weekday}, {s_day}, {s_clock} until {e_weekday}, {e_day}, {e_clock} ({zone})"
+
+
+def zone_prompt(quote: str) -> str:
+    """The prompt of a ``zone`` question (§11.2)."""
+    return (
+        f'Which time zone are you in? It is needed to know what "{quote}" means. Please answer '
+        "with a zone name such as America/Los_Angeles, Europe/London or UTC."
+    )
+
+
+def range_prompt(quote: str, *, with_choices: bool) -> str:
+    """The prompt of a ``time-range`` question (§11.2)."""
+    typed = f"as start/end with UTC offsets, for example {_EXAMPLE}"
+    if with_choices:
+        return (
+            f'Which time did you mean by "{quote}"? Choose one of the options, or type the '
+            f"range you meant {typed}."
+        )
+    return f'What time did you mean by "{quote}"? Please type the range you meant {typed}.'
+
+
+def _accepted(reading: OpenReading, calls: Sequence[CallToBind], ctx: PeriodContext) -> bool:
+    for call in calls:
+        local = PeriodContext(
+            now=ctx.now,
+            zone=reading.zone,
+            agent_zone=ctx.agent_zone,
+            granularity_ms=call.facts.granularity_ms,
+        )
+        if isinstance(convert_for_tool(reading.asked(), call.forms, call.facts, local), Refusal):
+            return False
+    return True
+
+
+def offered_readings(
+    mention: OpenMention, calls: Sequence[CallToBind], ctx: PeriodContext
+) -> tuple[OpenReading, ...]:
+    """The readings a question offers: those ``convert_for_tool`` accepts for every waiting
+    call (§11.2)."""
+    return tuple(r for r in mention.readings if _accepted(r, calls, ctx))
+
+
+def time_question(
+    mention: OpenMention, calls: Sequence[CallToBind], ctx: PeriodContext, *, turn: int
+) -> TimeQuestion:
+    """The time question for one open mention and the calls waiting on it (§11.2).
+
+    Args:
+        mention: the open mention (``TurnWindows.open``), or the same mention resolved again
+            after a zone answer.
+        calls: the calls of the batch waiting on it.
+        ctx: the turn's ``now``, the clock zone (None when unknown) and the agent's zone.
+        turn: the turn.
+    """
+    ids = tuple(call.tool_call_id for call in calls)
+    if mention.needs_zone:
+        return TimeQuestion(
+            kind="time",
+            format="zone",
+            turn=turn,
+            mention=mention.mention,
+            quote=mention.quote,
+            prompt=zone_prompt(mention.quote),
+            choices=(),
+            free_entry=True,
+            tool_call_ids=ids,
+            zone=ctx.zone,
+        )
+    offered = offered_readings(mention, calls, ctx)
+    zone = (
+        offered[0].zone if offered else (mention.readings[0].zone if mention.readings else ctx.zone)
+    )
+    return TimeQuestion(
+        kind="time",
+        format="time-range",
+        turn=turn,
+        mention=mention.mention,
+        quote=mention.quote,
+        prompt=range_prompt(mention.quote, with_choices=bool(offered)),
+        choices=tuple(
+            TimeChoice(value=r.range.interval("/"), label=choice_label(r.range, r.zone))
+            for r in offered
+        ),
+        free_entry=True,
+        tool_call_ids=ids,
+        zone=zone,
+    )
+
+
+class AnswerProblem(msgspec.Struct, frozen=True, kw_only=True):
+    """Why an answer was not accepted (§11.3).
+
+    Attributes:
+        reason: the reason code.
+        sentence: the authored sentence explaining it.
+    """
+
+    reason: AnswerReason
+    sentence: str
+
+
+def _problem(reason: AnswerReason) -> AnswerProblem:
+    return AnswerProblem(reason=reason, sentence=ANSWER_REASON_TEXTS[reason])
+
+
+def _part_problem(part: str) -> AnswerReason | None:
+    try:
+        parse_instant(part)
+    except ValueError:
+        return "no-offset" if _NO_OFFSET.fullmatch(part) else "not-an-instant"
+    return None
+
+
+def _names_gap(part: str, zone: str) -> bool:
+    instant = parse_instant(part)
+    day, of_day, sub = local_parts(instant)
+    hours, rest = divmod(of_day, 3600)
+    naive = datetime(day.year, day.month, day.day, hours, rest // 60, rest % 60, sub // 1000)
+    reading = read_wall(naive, zone)
+    if not isinstance(reading, WallGap):
+        return False
+    return instant.offset in (reading.earlier.offset, reading.later.offset)
+
+
+def _facts_list(facts: Facts | Sequence[Facts] | None) -> tuple[Facts, ...]:
+    if facts is None:
+        return ()
+    if isinstance(facts, Facts):
+        return (facts,)
+    return tuple(facts)
+
+
+def check_time_answer(
+    format: QuestionFormat,
+    value: object,
+    zone: str | None = None,
+    facts: Facts | Sequence[Facts] | None = None,
+    *,
+    now: Instant | None = None,
+) -> AnswerProblem | None:
+    """Judge an answer to a time question (§11.3); None when it is accepted.
+
+    Checks, in order: ``zone`` — a valid zone name (``not-a-zone``). ``time-range`` — exactly
+    one ``/`` (``not-a-range``); each part a strict instant with an offset (``no-offset``,
+    ``not-an-instant``); the first part earlier (``out-of-order``); when the person's zone is
+    known, no part names a local time the zone skips, written with either offset around the
+    change (``dst-gap``); the facts of every waiting tool (``time-future``, ``time-past``,
+    ``beyond-retention``, ``over-max-range``).
+
+    Args:
+        format: the question's format.
+        value: the answer.
+        zone: the person's zone; None when it is not known (the ``dst-gap`` check is then off).
+        facts: the judged facts of each waiting tool (``tool_facts(forms, facts)``, see
+            ``waiting_facts``).
+        now: the turn's ``now``; required when ``facts`` are given.
+
+    Raises:
+        InvalidAnswer: the value is not a string (reason ``not-a-string``) or is longer than
+            4,096 code points (``too-long``): a 422, not counted as an attempt.
+        ValueError: ``facts`` are given without ``now``.
+    """
+    if not isinstance(value, str):
+        raise InvalidAnswer("a time answer must be a string", reason="not-a-string")
+    if len(value) > ANSWER_LIMIT:
+        raise InvalidAnswer(
+            f"a time answer holds at most {ANSWER_LIMIT} code points", reason="too-long"
+        )
+    if format == "zone":
+        return None if is_zone_name(value) else _problem("not-a-zone")
+    parts = value.split("/")
+    if len(parts) != 2:
+        return _problem("not-a-range")
+    for part in parts:
+        reason = _part_problem(part)
+        if reason is not None:
+            return _problem(reason)
+    start, end = parse_instant(parts[0]), parse_instant(parts[1])
+    if not start < end:
+        return _problem("out-of-order")
+    if zone is not None and is_zone_name(zone) and any(_names_gap(p, zone) for p in parts):
+        return _problem("dst-gap")
+    judged = _facts_list(facts)
+    if judged and now is None:
+        raise ValueError("check_time_answer needs now to judge facts")
+    answered = TimeRange(start=parts[0], end=parts[1])
+    for declared in judged:
+        assert now is not None
+        problem = period_fact_problem(answered, declared, now)
+        if problem is not None:
+            return _problem(problem)  # type: ignore[arg-type]
+    return None
+
+
+def waiting_facts(calls: Sequence[CallToBind]) -> tuple[Facts, ...]:
+    """The facts that judge an answer, one per waiting call: ``tool_facts(forms, facts)``."""
+    return tuple(tool_facts(call.forms, call.facts) for call in calls)
+
+
+def time_answer_row(
+    question: TimeQuestion,
+    value: str,
+    *,
+    iteration: int,
+    typed_zone: str,
+) -> TimeAnswerRow:
+    """The ``time-answer`` row of an accepted ``time-range`` answer (§11.4).
+
+    ``how`` is ``confirmed`` when the value is one of the question's choices (same instants)
+    and ``edited`` otherwise; ``zone`` is the readings' zone (the question's ``zone``) for a
+    chosen reading, or ``typed_zone`` for a typed range.
+
+    Args:
+        question: the question answered.
+        value: the accepted answer, ``from/to`` (already judged by ``check_time_answer``).
+        iteration: the paused batch's iteration.
+        typed_zone: the zone a typed range is recorded in: the clock's zone.
+
+    Raises:
+        InvalidValue: ``value`` is not a strict ``from/to`` range.
+    """
+    parts = value.split("/")
+    if len(parts) != 2:
+        raise InvalidValue("a time answer is written from/to", value=shown(value))
+    start, end = parts
+    answered = TimeRange(start=start, end=end)
+    chosen = any(_choice_range(choice) == answered for choice in question.choices)
+    zone = question.zone if chosen and question.zone is not None else typed_zone
+    return TimeAnswerRow(
+        turn=question.turn,
+        iteration=iteration,
+        mention=question.mention,
+        start=start,
+        end=end,
+        zone=zone,
+        how="confirmed" if chosen else "edited",
+    )
+
+
+def _choice_range(choice: TimeChoice) -> TimeRange | None:
+    start, _, end = choice.value.partition("/")
+    try:
+        return TimeRange(start=start, end=end)
+    except ValueError:
+        return None
+
+
+def answered_call_windows(
+    calls: Sequence[CallToBind], windows: TurnWindows, ctx: PeriodContext
+) -> list[CallDecision]:
+    """The second decision of every waiting call, once the answer is filed (§11.4).
+
+    ``windows`` must be read from the rows including the new ``time-answer``; each call is then
+    ``filled`` from the answered window (with ``sent``/``differs`` when widened) or ``refused``
+    when the range fits none of its forms.
+    """
+    return [decide_call(call, windows, ctx) for call in calls]
