@@ -54,6 +54,7 @@ from afp_runtime.loop import (
     parse_checkpoint,
 )
 from afp_runtime.models import AnthropicModel, OpenAICompatModel, ScriptedModel
+from afp_runtime.periods import message_time_from_wire
 from afp_runtime.records import ListRef
 from afp_runtime.scenario import decode_scenario, encode_result, run_scenario
 from afp_runtime.served import (
@@ -862,6 +863,7 @@ async def cmd_send(args: argparse.Namespace) -> int:
             now_ms=clock.now_ms(),
             idempotency_key=args.idempotency_key,
             sender=args.sender,
+            time=_message_time(args),
         )
     finally:
         await store.aclose()
@@ -950,11 +952,12 @@ async def cmd_answer(args: argparse.Namespace) -> int:
         raise NotFound(f"agent {args.agent!r} has no question {args.question!r}")
     if args.json:
         view = question_view(row)
-        accepted = (
-            AnswerAccepted(status="abandoned", question=view)
+        status: Any = (
+            "abandoned"
             if args.abandon
-            else AnswerAccepted(status="accepted", question=view)
+            else {"open": "re-asked", "unsettled": "unsettled"}.get(row.status, "accepted")
         )
+        accepted = AnswerAccepted(status=status, question=view)
         _json(accepted)
     else:
         out.print(f"{row.question_id} {row.status}")
@@ -1009,6 +1012,15 @@ async def cmd_resume(args: argparse.Namespace) -> int:
 
 
 _SETTLED = ("answered", "paused", "held", "dismissed")
+
+
+def _message_time(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--zone``/``--now`` as the message's ``time``, checked like the API checks it."""
+    time = {key: value for key, value in (("zone", args.zone), ("now", args.now)) if value}
+    if not time:
+        return None
+    message_time_from_wire(time)
+    return time
 
 
 async def _wait_for(args: argparse.Namespace, message_id: str) -> int:
@@ -1193,6 +1205,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--idempotency-key", help="a retry with the same key and text is not stored twice"
     )
+    p.add_argument("--zone", help="the person's zone for this message (time-enabled agents)")
+    p.add_argument("--now", help="the instant the message speaks from (strict ISO 8601)")
     p.add_argument("--from", dest="sender", help="the sending principal (owner check)")
     p.add_argument(
         "--wait", action="store_true", help="wait until it is answered, paused, held or dismissed"

@@ -17,6 +17,7 @@ leaves stored data half-written.
     │   ├── ConversationMismatch
     │   ├── IdempotencyConflict
     │   ├── NotOwner
+    │   ├── TimeNotEnabled
     │   └── InvalidAnswer         (reason)
     ├── StateError
     │   ├── RunNotResumable
@@ -109,6 +110,11 @@ class ConversationMismatch(InputError):
 
 class IdempotencyConflict(InputError):
     """An idempotency key was reused with different content."""
+
+
+class TimeNotEnabled(InputError):
+    """A message carried ``time`` for an agent without the time layer (422
+    ``time-not-enabled``)."""
 
 
 class NotOwner(InputError):

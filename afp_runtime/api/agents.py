@@ -8,9 +8,9 @@ Readings settled here:
   does not run is ``not-leased``.
 * ``POST …/inbox`` takes ``{text, idempotencyKey?, from?, time?}``. A body that is not a JSON
   object is 400 ``invalid-body``; a wrong field is 422 ``invalid-body`` naming it (unknown
-  fields included); ``time`` is 422 ``time-not-enabled`` (no agent has time enabled in this
-  build). ``from`` is 1..128 code points. The 200 of an idempotent repeat carries the original
-  acknowledgement (status ``queued``).
+  fields included, ``time.zone`` and the like too); ``time`` for an agent without time is 422
+  ``time-not-enabled``. ``from`` is 1..128 code points. The 200 of an idempotent repeat
+  carries the original acknowledgement (status ``queued``).
 * An inbox message's ``runId`` is the latest run of its turn (in lists too). Only the one-message
   endpoint fills ``answer`` (that run's final answer once the message is answered) and
   ``errorKind``/``error`` (from the open turn while the message is stalled or held); lists
@@ -63,7 +63,7 @@ from afp_runtime.api.shapes import (
     InboxPosted,
     iso_instant,
 )
-from afp_runtime.errors import IdempotencyConflict, InvalidValue
+from afp_runtime.errors import IdempotencyConflict, InvalidValue, TimeNotEnabled
 from afp_runtime.host import AgentNotHosted
 from afp_runtime.records import StoredFoldedSpan
 from afp_runtime.store import SCHEMA_VERSION, AgentRow, InboxRow, RunRow
@@ -196,16 +196,13 @@ async def post_inbox(
     if key is not None and (not isinstance(key, str) or IDEMPOTENCY_KEY.fullmatch(key) is None):
         raise _invalid("idempotencyKey", "idempotencyKey must be 1 to 128 of [A-Za-z0-9._:-]", key)
     sender = _text_field(body, "from", _SENDER_LIMIT)
-    if body.get("time") is not None:
-        raise ApiError(
-            422,
-            "time-not-enabled",
-            f"agent {agent_id!r} does not have time enabled; send the message without time",
-            field="time",
-            value=body["time"],
-        )
+    time = body.get("time")
+    if time is not None and not isinstance(time, dict):
+        raise _invalid("time", "time must be an object {now?, zone?, window?}", time)
     try:
-        ack = await ctx.host.post(agent_id, text, idempotency_key=key, sender=sender)
+        ack = await ctx.host.post(agent_id, text, idempotency_key=key, sender=sender, time=time)
+    except TimeNotEnabled as exc:
+        raise ApiError(422, "time-not-enabled", exc.message, field="time", value=time) from exc
     except AgentNotHosted as exc:
         raise ApiError(
             409, "agent-not-hosted", f"agent {agent_id!r} is not run by this host"
@@ -220,7 +217,8 @@ async def post_inbox(
         ) from exc
     except InvalidValue as exc:
         field = str(exc.context.get("field", "text"))
-        raise _invalid(field, exc.message, body.get(field)) from exc
+        value = body.get(field) if "." not in field else time
+        raise _invalid(field, exc.message, value) from exc
     posted = InboxPosted(
         message_id=ack.message_id,
         agent_id=agent_id,

@@ -12,7 +12,7 @@ Readings settled here:
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import Request, get, post
@@ -45,7 +45,33 @@ def question_view(row: QuestionRow) -> QuestionView:
         repeat=row.repeat,
         answer=row.answer,
         answered_at=iso_instant(row.answered_at_ms) if row.answered_at_ms is not None else None,
+        **_time_fields(row),
     )
+
+
+def _time_fields(row: QuestionRow) -> dict[str, Any]:
+    """What a time question shows besides the common fields (periods.md §11.2)."""
+    if row.kind != "time" or row.detail is None:
+        return {}
+    asked = row.detail.get("question") or {}
+    fields: dict[str, Any] = {
+        "format": asked.get("format"),
+        "mention": asked.get("mention"),
+        "quote": asked.get("quote"),
+        "choices": list(asked.get("choices") or []),
+        "free_entry": bool(asked.get("freeEntry", True)),
+        "zone": asked.get("zone"),
+    }
+    refused = row.detail.get("refused")
+    if refused is not None:
+        fields["refused"] = {"answer": refused.get("answer"), "reason": refused.get("reason")}
+    return fields
+
+
+def _answer_status(row: QuestionRow) -> Literal["accepted", "re-asked", "unsettled"]:
+    if row.status == "open":
+        return "re-asked"
+    return "unsettled" if row.status == "unsettled" else "accepted"
 
 
 @get("/v1/agents/{agent_id:str}/questions", summary="Pending questions", tags=["questions"])
@@ -146,9 +172,8 @@ async def answer(
         ) from exc
     except QuestionClosed as exc:
         raise _already_closed(exc, question_id) from exc
-    return AnswerAccepted(
-        status="accepted", question=question_view(_closed(row, agent_id, question_id))
-    )
+    closed = _closed(row, agent_id, question_id)
+    return AnswerAccepted(status=_answer_status(closed), question=question_view(closed))
 
 
 @post(

@@ -98,12 +98,21 @@ class QuestionView(_Shape, frozen=True, kw_only=True):
     repeat: int
     answer: Any = None
     answered_at: str | None = None
+    format: str | None = None
+    mention: int | None = None
+    quote: str | None = None
+    choices: list[Any] | None = None
+    free_entry: bool | None = None
+    zone: str | None = None
+    refused: Any = None
 
 
 class AnswerAccepted(_Shape, frozen=True, kw_only=True):
-    """The result of ``POST …/questions/{id}/answer`` or ``…/abandon``."""
+    """The result of ``POST …/questions/{id}/answer`` or ``…/abandon``: ``accepted``,
+    ``abandoned``, ``re-asked`` (a time answer refused; the question carries ``refused`` and
+    its next ``repeat``) or ``unsettled`` (refused once too often; the calls do not run)."""
 
-    status: Literal["accepted", "abandoned"]
+    status: Literal["accepted", "abandoned", "re-asked", "unsettled"]
     question: QuestionView
 
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import anyio
@@ -60,6 +60,7 @@ from afp_runtime.loop import (
     LoopHooks,
     abandon_question,
     answer_question,
+    check_message_time,
 )
 from afp_runtime.models import Model
 from afp_runtime.records import Clock, QuestionRow
@@ -425,8 +426,12 @@ class Host:
         *,
         idempotency_key: str | None = None,
         sender: str | None = None,
+        time: Mapping[str, Any] | None = None,
     ) -> Ack:
         """Accept a person's message durably and wake the agent; returns after the commit.
+
+        ``time`` (``{now?, zone?, window?}``, periods.md §2.1) is accepted only by an agent
+        with time enabled.
 
         Raises:
             AgentNotHosted: the agent is not run here.
@@ -436,6 +441,7 @@ class Host:
             NotOwner: ``sender`` is not the conversation's owner (nothing is stored).
         """
         agent = self._admit(agent_id)
+        checked = check_message_time(agent.definition, time)
         now = self.clock.now_ms()
         ack = await self.store.post(
             agent_id,
@@ -445,6 +451,7 @@ class Host:
             idempotency_key=idempotency_key,
             sender=sender,
             shared=agent.definition.shared,
+            time=checked,
         )
         if not ack.duplicate:
             agent.driver.emitter.emit(

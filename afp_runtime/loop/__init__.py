@@ -5,6 +5,7 @@ from afp_runtime.loop.checkins import (
     ANSWER_LIMIT,
     abandon_question,
     answer_question,
+    check_message_time,
     validate_answer,
 )
 from afp_runtime.loop.clock import SystemClock
@@ -71,6 +72,7 @@ __all__ = [
     "build_definition",
     "build_window",
     "check_history",
+    "check_message_time",
     "decide_route",
     "dismiss_turn",
     "export_checkpoint",

@@ -7,12 +7,14 @@ directly. A turn is only ever continued from what the store committed.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import msgspec
 import structlog
 
 from afp_runtime.errors import RunNotHeld, RunNotResumable
+from afp_runtime.loop.checkins import check_message_time
 from afp_runtime.loop.definition import AgentDefinition
 from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
@@ -60,9 +62,20 @@ class AgentDriver:
         self.agent_id = definition.agent_id
 
     async def post(
-        self, text: str, *, idempotency_key: str | None = None, sender: str | None = None
+        self,
+        text: str,
+        *,
+        idempotency_key: str | None = None,
+        sender: str | None = None,
+        time: Mapping[str, Any] | None = None,
     ) -> Ack:
-        """Accept a person's message durably; returns only after it is on disk."""
+        """Accept a person's message durably; returns only after it is on disk.
+
+        Raises:
+            TimeNotEnabled: ``time`` for an agent without the time layer.
+            InvalidValue: a field of ``time`` is wrong.
+        """
+        checked = check_message_time(self.definition, time)
         await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
         ack = await self.store.post(
             self.agent_id,
@@ -72,6 +85,7 @@ class AgentDriver:
             idempotency_key=idempotency_key,
             sender=sender,
             shared=self.definition.shared,
+            time=checked,
         )
         self.emitter.emit(
             "inbox.accepted",
@@ -262,10 +276,15 @@ class AgentDriver:
         answers: PendingBatch | None = None,
     ) -> RunOutcome:
         loaded = await self.store.load_conversation(self.agent_id)
-        if text is None:
-            # A continuation run works on the same person's message as the turn's first run.
+        message_time: dict[str, Any] | None = None
+        accepted_at_ms = 0
+        if text is None or self.definition.time is not None:
+            # A continuation run works on the same person's message as the turn's first run;
+            # the time layer needs the message's own time and when the inbox accepted it.
             message = await self.store.inbox_message(message_id)
-            text = message.text if message is not None else None
+            if message is not None:
+                text = message.text if text is None else text
+                message_time, accepted_at_ms = message.time, message.accepted_at_ms
         run = Run(
             store=self.store,
             definition=self.definition,
@@ -279,6 +298,8 @@ class AgentDriver:
             text=text,
             hooks=self.hooks,
             ids=self.ids,
+            message_time=message_time,
+            accepted_at_ms=accepted_at_ms,
         )
         return await run.execute(settle=settle, answers=answers)
 

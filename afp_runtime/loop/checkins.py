@@ -8,9 +8,27 @@ paused turn whose questions are all closed).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from afp_runtime.errors import InvalidAnswer, InvalidValue, QuestionClosed, shown
+import msgspec
+
+from afp_runtime.errors import (
+    InvalidAnswer,
+    InvalidValue,
+    QuestionClosed,
+    TimeNotEnabled,
+    shown,
+)
+from afp_runtime.loop.definition import AgentDefinition
+from afp_runtime.periods import (
+    AnswerProblem,
+    Facts,
+    TimeQuestion,
+    check_time_answer,
+    message_time_from_wire,
+    parse_instant,
+)
 from afp_runtime.records import QuestionRow
 from afp_runtime.store import CheckpointStore
 
@@ -73,6 +91,22 @@ def validate_answer(kind: str, value: Any) -> Any:
                 field="value.note",
             )
         return dict(value)
+    if kind == "time":
+        # The structure only (a 422 when wrong, not counted as an attempt, periods.md §11.3);
+        # the content is judged against the question by ``answer_question``.
+        if not isinstance(value, str):
+            raise InvalidAnswer(
+                f"a time question is answered with text, not {shown(value)}",
+                reason="not-a-string",
+                field="value",
+            )
+        if len(value) > ANSWER_LIMIT:
+            raise InvalidAnswer(
+                f"an answer holds at most {ANSWER_LIMIT:,} code points, not {len(value)}",
+                reason="too-long",
+                field="value",
+            )
+        return value
     raise InvalidAnswer(
         f"questions of kind {kind!r} cannot be answered by this build",
         reason="kind-not-supported",
@@ -91,7 +125,9 @@ async def answer_question(
     shared: bool = False,
 ) -> QuestionRow | None:
     """Validate ``value`` and close the question ``answered``; None when the agent has no such
-    question.
+    question. A time answer the question's checks refuse keeps it open (its ``repeat`` + 1 and
+    the refusal on its ``detail``: the caller answers ``re-asked``), or closes it
+    ``unsettled`` past the agent's limit.
 
     Raises:
         InvalidAnswer: the value does not fit the question's kind (nothing is written).
@@ -102,8 +138,55 @@ async def answer_question(
     if question is None:
         return None
     checked = validate_answer(question.kind, value)
+    if question.kind == "time" and question.detail is not None:
+        problem = _judge_time(question, checked)
+        if problem is not None:
+            return await _refuse_time(store, question, checked, problem, now_ms, by, shared)
     return await store.close_question(
         question_id, status="answered", answer=checked, now_ms=now_ms, by=by, shared=shared
+    )
+
+
+def _judge_time(question: QuestionRow, value: str) -> AnswerProblem | None:
+    """periods.md §11.3, with what the question kept of its waiting tools and the turn."""
+    assert question.detail is not None
+    detail = question.detail
+    asked = msgspec.convert(detail["question"], TimeQuestion)
+    facts = [msgspec.convert(f, Facts) for f in detail.get("facts", [])]
+    now = parse_instant(detail["now"]) if isinstance(detail.get("now"), str) else None
+    return check_time_answer(
+        asked.format, value, zone=detail.get("personZone"), facts=facts, now=now
+    )
+
+
+async def _refuse_time(
+    store: CheckpointStore,
+    question: QuestionRow,
+    value: str,
+    problem: AnswerProblem,
+    now_ms: int,
+    by: str | None,
+    shared: bool,
+) -> QuestionRow | None:
+    """A refused time answer re-asks (``repeat`` + 1, the refusal kept on the question), or
+    closes the question ``unsettled`` once ``maxAnswerRepeats`` were used (§11.3)."""
+    assert question.detail is not None
+    detail = {
+        **question.detail,
+        "refused": {"answer": value, "reason": problem.reason, "why": problem.sentence},
+    }
+    limit = int(question.detail.get("maxAnswerRepeats", 3))
+    if question.repeat >= limit:
+        return await store.close_question(
+            question.question_id,
+            status="unsettled",
+            now_ms=now_ms,
+            by=by,
+            shared=shared,
+            detail=detail,
+        )
+    return await store.reask_question(
+        question.question_id, repeat=question.repeat + 1, detail=detail, by=by, shared=shared
     )
 
 
@@ -147,3 +230,24 @@ async def _open_question(
             status=question.status,
         )
     return question
+
+
+def check_message_time(
+    definition: AgentDefinition, time: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """The ``time`` of an inbox message, checked strictly (periods.md §2.1), as it is stored.
+
+    Raises:
+        TimeNotEnabled: the agent does not have time enabled.
+        InvalidValue: a field is wrong (named ``time.now``, ``time.zone``, ``time.window``…).
+    """
+    if time is None:
+        return None
+    if definition.time is None:
+        raise TimeNotEnabled(
+            f"agent {definition.agent_id!r} does not have time enabled; send the message "
+            "without time",
+            field="time",
+        )
+    message_time_from_wire(time)
+    return dict(time)

@@ -31,7 +31,7 @@ from afp_runtime.models import (
     RetryPolicy,
     ScriptedModel,
 )
-from afp_runtime.periods import Period, period_from_wire
+from afp_runtime.periods import Period, period_from_wire, time_config_from_wire
 from afp_runtime.tools import Tool
 from afp_runtime.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
 
@@ -123,6 +123,7 @@ class AgentConfig(_Config):
     on_turn_failure: Literal["hold", "skip"] = "hold"
     max_stall_s: float = 86_400.0
     pause_timeout_s: float | None = None
+    time: dict[str, Any] | None = None
 
 
 class HostConfig(_Config):
@@ -320,6 +321,7 @@ def build_definition(
         on_turn_failure=config.on_turn_failure,
         max_stall_s=config.max_stall_s,
         pause_timeout_s=config.pause_timeout_s,
+        time=time_config_from_wire(config.time) if config.time is not None else None,
     )
     definition.resources.extend(resources)
     return definition

@@ -13,6 +13,7 @@ from afp_runtime.errors import AgentDefinitionError, shown
 from afp_runtime.findings import FindingsConfig, resolve_fact_limit, validate_findings_config
 from afp_runtime.messages import ModelParams, canonical_json, sha256_hex
 from afp_runtime.models import Model, RetryPolicy
+from afp_runtime.periods import TimeConfig, time_config_to_wire
 from afp_runtime.tools import Tool
 from afp_runtime.window import (
     WindowStrategy,
@@ -74,6 +75,10 @@ class AgentDefinition:
             queue moves on), host.md §13.6.
         max_stall_s: how long a turn may stay stalled, counted from its first stall, before it
             is held (``stall-limit``); default 24 h.
+        time: enables the time layer (periods.md): the person's words are read for time
+            windows, tools that declare periods are filled, bound or refused with a
+            ``call-window`` row, and every request carries the time line. None: off, and
+            requests are byte-identical to an agent without it.
         pause_timeout_s: abandon a paused turn's open questions this long after they were
             asked (on the injected clock); None (default) waits for ever.
         keep_ledger_facts: the agent-level ledger-fact pin ceiling; ``findings``'s own value
@@ -106,6 +111,7 @@ class AgentDefinition:
         on_turn_failure: TurnFailure = "hold",
         max_stall_s: float = 86_400.0,
         pause_timeout_s: float | None = None,
+        time: TimeConfig | None = None,
     ) -> None:
         if not isinstance(agent_id, str) or not AGENT_ID.match(agent_id):
             raise AgentDefinitionError(
@@ -135,6 +141,10 @@ class AgentDefinition:
         _positive_seconds("maxStallS", max_stall_s)
         if pause_timeout_s is not None:
             _positive_seconds("pauseTimeoutS", pause_timeout_s)
+        if time is not None and not isinstance(time, TimeConfig):
+            raise AgentDefinitionError(
+                f"time must be a TimeConfig, not {shown(time)}", field="time"
+            )
         if window is not None and compaction is not None:
             raise AgentDefinitionError(
                 f"a window strategy is already set by window= ({window.name!r}); "
@@ -176,6 +186,7 @@ class AgentDefinition:
         self.on_turn_failure: TurnFailure = on_turn_failure
         self.max_stall_s = float(max_stall_s)
         self.pause_timeout_s = None if pause_timeout_s is None else float(pause_timeout_s)
+        self.time = time
         self.window: WindowStrategy | None = strategy
         self.keep_last_tool_results = keep_last_tool_results
         self.findings = findings
@@ -206,6 +217,9 @@ class AgentDefinition:
         }
         if self.findings is not None:
             shape["findings"] = self.findings
+        if self.time is not None:
+            # Only when enabled: an agent without time keeps its fingerprint (periods.md §15.3).
+            shape["time"] = time_config_to_wire(self.time)
         return sha256_hex(canonical_json(shape))
 
     def summary(self) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from afp_runtime.loop.stages import (
     window,
     wrap_up,
 )
+from afp_runtime.loop.stages._time import TimeTurn
 from afp_runtime.messages import (
     Message,
     Usage,
@@ -96,6 +97,8 @@ class Run:
         text: str | None = None,
         hooks: LoopHooks | None = None,
         ids: IdFactory | None = None,
+        message_time: dict[str, Any] | None = None,
+        accepted_at_ms: int = 0,
     ) -> None:
         self.store = store
         self.d = definition
@@ -109,6 +112,12 @@ class Run:
         self.agent_id = definition.agent_id
         self.hooks = hooks or LoopHooks()
         self.ids: IdFactory = ids or SequentialIds()
+        # The time layer (agents with ``time`` only): the message's own time and when the
+        # inbox accepted it fix the turn's clock at its first seed (periods.md §2).
+        self.message_time = message_time
+        self.accepted_at_ms = accepted_at_ms
+        self.time: TimeTurn | None = None
+        self.time_failure: str | None = None
         self.committer = Committer(store, definition.durability, self.hooks)
         self.conv: ConversationState = loaded.state
         self.history: list[Message] = list(loaded.history)
@@ -251,6 +260,9 @@ class Run:
         self, settle: CommittedReply | None, answers: PendingBatch | None
     ) -> RunOutcome:
         await seed(self)
+        if self.time_failure is not None:
+            # periods.md §3.1: a reader whose output is unusable holds the turn.
+            return await self.stop_turn(error_kind="time-reader", error=self.time_failure)
         if answers is not None:
             outcome = await settle_answers(self, answers)
             if outcome is not None:

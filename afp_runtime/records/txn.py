@@ -94,6 +94,9 @@ class QuestionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omi
         answer: the answer value once answered (a str or a JSON object, per kind).
         answered_at_ms: when it was closed.
         answered_by: the principal that answered, when one was given.
+        detail: kind-specific data: for a time question its format, mention, quote, choices,
+            zone, the waiting tools' facts, the turn's now, the answer limit and the last
+            refused answer (periods.md §11.2, §11.3).
     """
 
     question_id: str
@@ -110,6 +113,7 @@ class QuestionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omi
     answer: Any = None
     answered_at_ms: int | None = None
     answered_by: str | None = None
+    detail: dict[str, Any] | None = None
 
 
 class Txn(msgspec.Struct, kw_only=True):

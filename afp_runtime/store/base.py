@@ -74,8 +74,22 @@ class CheckpointStore(Protocol):
         answer: Any = None,
         by: str | None = None,
         shared: bool = False,
+        repeat: int | None = None,
+        detail: dict[str, Any] | None = None,
     ) -> QuestionRow | None:
         """Close an open question durably."""
+        ...
+
+    async def reask_question(
+        self,
+        question_id: str,
+        *,
+        repeat: int,
+        detail: dict[str, Any],
+        by: str | None = None,
+        shared: bool = False,
+    ) -> QuestionRow | None:
+        """Keep a question open after a refused answer."""
         ...
 
     async def journal(self, agent_id: str, message_id: str) -> dict[str, JournalEntry]:

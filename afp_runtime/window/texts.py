@@ -28,7 +28,16 @@ DROP_NOTICE_PREFIX = "[afp:window-notice]"
 SUMMARY_PREFIX = "[afp:folded-summary]"
 WRAP_UP_PREFIX = "[afp:wrap-up]"
 
-AUTHORED_PREFIXES: tuple[str, ...] = (DROP_NOTICE_PREFIX, SUMMARY_PREFIX, WRAP_UP_PREFIX)
+TIME_LINE_PREFIX = "[Clock note from the runtime, not written by the person]"
+"""The start of the served time line (periods.md §13.4); the time layer writes the line and a
+test keeps the two constants equal (the window layer may not import periods)."""
+
+AUTHORED_PREFIXES: tuple[str, ...] = (
+    DROP_NOTICE_PREFIX,
+    SUMMARY_PREFIX,
+    WRAP_UP_PREFIX,
+    TIME_LINE_PREFIX,
+)
 
 WRAP_UP_TEXT = (
     f"{WRAP_UP_PREFIX} The step budget for this request is spent: no further tools can be "

@@ -8,6 +8,7 @@ import msgspec
 import structlog
 
 from afp_runtime.findings import decorate_schema, offer_ids, serve_findings
+from afp_runtime.loop.stages._time import has_forms, time_line_text, with_time_quote
 from afp_runtime.messages import (
     Message,
     ModelRequest,
@@ -30,6 +31,12 @@ def _served_tools(run: Run) -> tuple[ToolSchema, ...]:
     if run.wrap_up_asked:
         return ()
     schemas = tuple(tool.schema() for tool in run.d.tools)
+    if run.time is not None:
+        # Every tool with period forms may say which words its period came from (§12.3).
+        schemas = tuple(
+            with_time_quote(schema) if has_forms(tool) else schema
+            for tool, schema in zip(run.d.tools, schemas, strict=True)
+        )
     if run.d.findings is None:
         return schemas
     # Armed: every served schema gains the optional _findings argument (findings.md §2.2);
@@ -65,6 +72,11 @@ async def context(run: Run) -> ModelRequest:
     request_only = (
         [{"role": "user", "reason": "wrap-up", "text": WRAP_UP_TEXT}] if run.wrap_up_asked else []
     )
+    if run.time is not None:
+        # periods.md §13.4: the turn's clock, at the end of every request of the turn.
+        request_only.append(
+            {"role": "user", "reason": "time-line", "text": time_line_text(run.time)}
+        )
     # Per-request stubs for results the model set aside; history itself is never rewritten.
     substitutions = [
         {"index": i, "message": served}

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import structlog
 
+from afp_runtime.errors import TimeReaderError
 from afp_runtime.findings import fold_ledger, rows_from_wire
+from afp_runtime.loop.stages._time import continuation_rows, first_run_rows
 from afp_runtime.messages import (
     Message,
     Usage,
@@ -105,9 +107,24 @@ async def seed(run: Run) -> None:
         # By reference, unchanged: armed or not, the ledger belongs to the conversation.
         rows = {"rows": [0, state.ledger_count]}
         writes.append(Write(key="findingsLedger", verb="set", value=rows))
+    ledger: list[Any] | None = None
+    if run.d.findings is not None or run.d.time is not None:
+        ledger = await run.store.ledger(run.agent_id)
     if run.d.findings is not None:
         # The one full fold of the run; every later row passes through it once.
-        run.fold = fold_ledger(None, rows_from_wire(await run.store.ledger(run.agent_id)))
+        assert ledger is not None
+        run.fold = fold_ledger(None, rows_from_wire(ledger))
+    time_rows: list[dict[str, Any]] = []
+    if run.d.time is not None:
+        assert ledger is not None
+        time_rows = await _time_of_turn(run, ledger)
+    if time_rows:
+        # The turn's clock and readings join the ledger in the seed's own transaction.
+        state = run.checkpoint(ledger_count=state.ledger_count + len(time_rows))
+        writes = [w for w in writes if w.key != "findingsLedger"]
+        writes.append(
+            Write(key="findingsLedger", verb="set", value={"rows": [0, state.ledger_count]})
+        )
     if run.wrap_up_asked:
         writes.append(Write(key="wrapUpAsked", verb="set", value=True))
     if run.stopped_early is not None:
@@ -127,6 +144,7 @@ async def seed(run: Run) -> None:
             recovered_from=recovered_from,
         ),
         inbox=[InboxUpdate(message_id=run.message_id, status="running", turn=state.turn)],
+        ledger=time_rows,
     )
     await run.committer.stage(txn, closes=True)
     payload: dict[str, Any] = {"runId": run.run_id, "turn": state.turn, "kind": run.kind}
@@ -135,6 +153,25 @@ async def seed(run: Run) -> None:
     run.emit("run.started", payload)
     if run.kind == "initial":
         run.emit("turn.started", {"turn": state.turn, "messageId": run.message_id})
+
+
+async def _time_of_turn(run: Run, ledger: list[Any]) -> list[dict[str, Any]]:
+    """The time layer at seed: a first run fixes the clock and reads the person's words (rows
+    to file); a continuation reads the turn's rows back (nothing to file)."""
+    if run.kind != "initial":
+        run.time = await continuation_rows(run, ledger, run.conv.turn)
+        return []
+    try:
+        run.time = await first_run_rows(
+            run,
+            message_time=run.message_time,
+            accepted_at_ms=run.accepted_at_ms,
+            ledger=ledger,
+        )
+    except TimeReaderError as exc:
+        run.time_failure = exc.message
+        return []
+    return list(run.time.rows)
 
 
 def _last_person_message(run: Run) -> str | None:

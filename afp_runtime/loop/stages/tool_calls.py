@@ -41,6 +41,17 @@ from afp_runtime.findings import peel
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import unique_call_ids
 from afp_runtime.loop.stages._findings import ledger_writes, peel_batch
+from afp_runtime.loop.stages._time import (
+    Ask,
+    Dispatching,
+    decide_batch,
+    filled_outcome,
+    question_for,
+    settle_time,
+    split_quotes,
+    take_time_rows,
+    time_questions,
+)
 from afp_runtime.messages import (
     Message,
     ToolCall,
@@ -88,14 +99,23 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunO
     # The assistant message keeps the model's arguments verbatim; tools see them peeled.
     assistant = Message(role="assistant", content=reply.content, tool_calls=calls)
     dispatched, ledger = peel_batch(run, calls)
-    planned = plan_batch(dispatched, run.d.tools_by_name)
+    quotes: dict[str, str | None] = {}
+    if run.time is not None:
+        dispatched, quotes = split_quotes(run, dispatched)
+    planned = list(plan_batch(dispatched, run.d.tools_by_name))
+    asks: list[Ask] = []
+    if run.time is not None:
+        # periods.md §12: every call to a period tool is decided before anything runs.
+        planned, time_plan = await decide_batch(run, planned, quotes)
+        if time_plan.asking:
+            asks += await time_questions(run, time_plan, time_plan.asking)
     approvals = [p for p in planned if p.runnable and p.tool is not None and p.tool.check_in]
-    if approvals:
-        # host.md §6.2 step 7: the whole batch waits, nothing runs before the answers.
-        asks = [
-            ("approval", approval_prompt(p.call.name, _args_json(p.call)), (p.call.id,))
-            for p in approvals
-        ]
+    asks += [
+        ("approval", approval_prompt(p.call.name, _args_json(p.call)), (p.call.id,), None)
+        for p in approvals
+    ]
+    if asks:
+        # host.md §6.2 step 7, periods.md §11.1: the whole batch waits, nothing runs first.
         return await _pause(
             run,
             kind="approval",
@@ -122,12 +142,29 @@ async def settle_answers(run: Run, batch: PendingBatch) -> RunOutcome | None:
         for call_id in question.tool_call_ids:
             by_call[call_id] = question
     calls = _waiting_calls(run, batch.tool_call_ids)
+    timed: dict[str, PlannedCall] = {}
+    if run.time is not None and any(q.kind == "time" for q in questions):
+        timed, mention, binds = await settle_time(run, calls, questions)
+        if mention is not None:
+            # A zone answer: the mention is read again in that zone and asked as a range.
+            ask = await question_for(run, mention, binds)
+            kept = tuple(q.question_id for q in questions if q.kind != "time")
+            return await _pause(
+                run,
+                kind="approval",
+                messages=[],
+                results=[],
+                waiting=list(batch.tool_call_ids),
+                asks=[ask],
+                ledger=[],
+                keep_questions=kept,
+            )
     planned: list[PlannedCall] = []
     for call in calls:
         found = by_call.get(call.id)
         if batch.kind == "approval":
-            plan = plan_call(call, run.d.tools_by_name)
-            if found is not None and not _approved(found):
+            plan = timed.get(call.id) or plan_call(call, run.d.tools_by_name)
+            if found is not None and found.kind == "approval" and not _approved(found):
                 plan = PlannedCall(call=call, tool=plan.tool, outcome=_declined(call))
             planned.append(plan)
         elif found is not None:
@@ -184,6 +221,9 @@ async def _run_planned(
                 settled[call_id] = "dispatched"
     outcomes = {o.tool_call_id: o for o in await _dispatch(run, to_run, batch_size=len(planned))}
     outcomes.update(reused)
+    if run.time is not None:
+        for call_id, outcome in outcomes.items():
+            outcomes[call_id] = filled_outcome(outcome, run.time.decisions.get(call_id))
     return outcomes, settled
 
 
@@ -204,7 +244,7 @@ async def _close_batch(
         # Calls after the asking one never started: they wait with it (host.md §6.3).
         waiting = {o.tool_call_id for o in ordered if o.status in ("asked", "not-dispatched")}
         produced = [o for o in ordered if o.tool_call_id not in waiting]
-        asks = [("tool-ask", o.content, (o.tool_call_id,)) for o in asked]
+        asks: list[Ask] = [("tool-ask", o.content, (o.tool_call_id,), None) for o in asked]
         return await _pause(
             run,
             kind="tool-ask",
@@ -219,7 +259,7 @@ async def _close_batch(
     items, appended = run.append_history(messages)
     closed = run.iteration
     run.iteration += 1
-    wire_rows = ledger_writes(ledger)
+    wire_rows = [*ledger_writes(ledger), *take_time_rows(run)]
     state = run.checkpoint(
         open_turn=run.open_turn_with(next_iteration=run.iteration, pending_batch=None),
         ledger_count=run.conv.ledger_count + len(wire_rows),
@@ -258,8 +298,9 @@ async def _pause(
     messages: Sequence[Message],
     results: list[dict[str, Any]],
     waiting: Sequence[str],
-    asks: Sequence[tuple[str, str, tuple[str, ...]]],
+    asks: Sequence[Ask],
     ledger: list[Any],
+    keep_questions: tuple[str, ...] = (),
 ) -> RunOutcome:
     """Commit the pause (host.md §10.2): one bundle, the questions, the turn ``paused``, the run
     ended — one ``synchronous=FULL`` transaction in every durability mode."""
@@ -275,13 +316,16 @@ async def _pause(
             prompt=prompt,
             tool_call_ids=call_ids,
             asked_at_ms=now,
+            detail=detail,
         )
-        for ask_kind, prompt, call_ids in asks
+        for ask_kind, prompt, call_ids, detail in asks
     ]
-    question_ids = tuple(q.question_id for q in questions)
+    # Questions of the batch already closed (approvals answered before a zone answer made
+    # the batch ask again) stay in it, so their answers still count at the next settle.
+    question_ids = (*keep_questions, *(q.question_id for q in questions))
     batch = PendingBatch(question_ids=question_ids, tool_call_ids=tuple(waiting), kind=kind)
     items, appended = run.append_history(messages)
-    wire_rows = ledger_writes(ledger)
+    wire_rows = [*ledger_writes(ledger), *take_time_rows(run)]
     state = run.checkpoint(
         open_turn=run.open_turn_with(
             status="paused", next_iteration=run.iteration, pending_batch=batch
@@ -320,7 +364,11 @@ async def _pause(
     )
     await run.committer.flush()
     kinds = sorted({q.kind for q in questions})
-    run.emit("turn.paused", {"questionIds": list(question_ids), "kinds": kinds}, stage=False)
+    run.emit(
+        "turn.paused",
+        {"questionIds": [q.question_id for q in questions], "kinds": kinds},
+        stage=False,
+    )
     log.info("turn paused", questions=len(questions), kinds=kinds)
     run.emit_run_ended("paused")
     return run.outcome("paused")
@@ -349,6 +397,7 @@ async def _dispatch(
         return ()
     turn = run.conv.turn
     journals = run.committer.journals
+    timing = Dispatching(run) if run.time is not None else None
 
     async def on_group_start(group: Sequence[PlannedCall]) -> None:
         if not journals:
@@ -423,6 +472,7 @@ async def _dispatch(
             iteration=run.iteration,
             clock=run.clock,
             on_progress=progress_sink(plan.call.id),
+            time=timing.times.get(plan.call.id) if timing is not None else None,
         )
 
     return await run_batch(
@@ -433,6 +483,7 @@ async def _dispatch(
         on_group_start=on_group_start,
         on_call_started=on_call_started,
         on_call_finished=on_call_finished,
+        prepare=timing.prepare if timing is not None else None,
     )
 
 

@@ -216,6 +216,25 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         ALTER TABLE inbox ADD COLUMN time BLOB;
         """,
     ),
+    (
+        9,
+        "time questions",
+        """
+        -- What a time question offers and how its answers are judged (periods.md §11.2):
+        -- format, mention, quote, choices, zone, the waiting tools' facts, refused answers.
+        ALTER TABLE questions ADD COLUMN detail BLOB;
+        """,
+    ),
+    (
+        10,
+        "the epoch-anchor index carries seq",
+        """
+        -- In a rowid table the index must hold `seq` itself, or finding an epoch's receipt
+        -- (stage + iteration, first by seq) scans the run in seq order instead (ruling 3).
+        DROP INDEX bundles_by_stage;
+        CREATE INDEX bundles_by_stage ON bundles (run, stage, iteration, seq);
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -59,7 +59,7 @@ _any_decoder = msgspec.msgpack.Decoder()
 _QUESTION_COLUMNS = (
     "q.question_id, a.agent_id, q.message_id, q.run_id, q.turn, q.kind, q.prompt,"
     " q.tool_call_ids, q.asked_at_ms, q.status, q.repeat, q.answer, q.answered_at_ms,"
-    " q.answered_by"
+    " q.answered_by, q.detail"
 )
 
 
@@ -586,6 +586,7 @@ class SqliteStore:
                 answer=_any_decoder.decode(row[11]) if row[11] is not None else None,
                 answered_at_ms=row[12],
                 answered_by=row[13],
+                detail=_ledger_decoder.decode(row[14]) if row[14] is not None else None,
             )
         except msgspec.DecodeError as exc:
             raise StoreDamaged(
@@ -601,8 +602,12 @@ class SqliteStore:
         answer: Any = None,
         by: str | None = None,
         shared: bool = False,
+        repeat: int | None = None,
+        detail: dict[str, Any] | None = None,
     ) -> QuestionRow | None:
-        """Close an open question ``answered`` (with ``answer``) or ``abandoned``, durably (a
+        """Close an open question ``answered`` (with ``answer``), ``abandoned`` or
+        ``unsettled`` (a time question whose answers were refused too often; ``repeat`` and
+        ``detail`` then record the last refusal), durably (a
         ``synchronous=FULL`` commit) — the answer acknowledgement of host.md §11.
 
         Returns:
@@ -639,6 +644,55 @@ class SqliteStore:
                     by,
                     question_id,
                 ),
+            )
+            if repeat is not None or detail is not None:
+                await db.execute(
+                    "UPDATE questions SET repeat=COALESCE(?, repeat),"
+                    " detail=COALESCE(?, detail) WHERE question_id=?",
+                    (
+                        repeat,
+                        None if detail is None else _state_encoder.encode(detail),
+                        question_id,
+                    ),
+                )
+        return await self.question(question_id)
+
+    async def reask_question(
+        self,
+        question_id: str,
+        *,
+        repeat: int,
+        detail: dict[str, Any],
+        by: str | None = None,
+        shared: bool = False,
+    ) -> QuestionRow | None:
+        """Keep an open question open after a refused answer: its ``repeat`` and ``detail``
+        (the refusal) change, in a ``synchronous=FULL`` commit (the answer's acknowledgement).
+
+        Raises:
+            QuestionClosed: the question is no longer open.
+            NotOwner: ``by`` is not the conversation's owner.
+        """
+        async with self._transaction(full=True) as db:
+            rows = await _rows(
+                db,
+                "SELECT q.status, q.agent, a.agent_id FROM questions q"
+                " JOIN agents a ON a.agent=q.agent WHERE q.question_id=?",
+                (question_id,),
+            )
+            if not rows:
+                return None
+            current, agent, agent_id = rows[0]
+            if current != "open":
+                raise QuestionClosed(
+                    f"question {question_id!r} is already {current}",
+                    question_id=question_id,
+                    status=current,
+                )
+            await self._check_owner(db, agent, agent_id, by, shared=shared, claim=False)
+            await db.execute(
+                "UPDATE questions SET repeat=?, detail=? WHERE question_id=?",
+                (repeat, _state_encoder.encode(detail), question_id),
             )
         return await self.question(question_id)
 

@@ -196,8 +196,8 @@ def write_txn(
     if txn.questions:
         conn.executemany(
             "INSERT INTO questions (question_id, agent, message_id, run_id, turn,"
-            " kind, prompt, tool_call_ids, asked_at_ms, status, repeat)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " kind, prompt, tool_call_ids, asked_at_ms, status, repeat, detail)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     q.question_id,
@@ -211,6 +211,7 @@ def write_txn(
                     q.asked_at_ms,
                     q.status,
                     q.repeat,
+                    None if q.detail is None else _encoder.encode(q.detail),
                 )
                 for q in txn.questions
             ],

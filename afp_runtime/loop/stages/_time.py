@@ -1,0 +1,529 @@
+"""The time layer in the loop's stages (periods.md; agents with ``time`` only).
+
+* ``seed`` of a turn's first run fixes the clock and reads the person's words once; both are
+  filed as ledger rows (``clock``, ``time-reading``). Continuation runs read them back.
+* ``context`` adds the served time line and the optional ``_timeQuote`` property of every tool
+  with period forms.
+* ``tool-calls`` decides every call to such a tool before anything runs (``call-window`` rows):
+  a refused call gets its observation, a filled one its written values, and a call waiting for
+  an open reading makes the whole batch pause with a time question (§11).
+* at dispatch each such call gets its ``call`` row (``dispatchedAt``, drift) and ``ctx.time``.
+* the answer run's ``settle`` files ``time-answer`` rows and second ``call-window`` rows.
+
+Everything that may load a zone file runs in a worker thread (zones load lazily, and a file
+read must not block the event loop).
+
+Readings settled here (the spec is silent):
+
+* The conversation's answered zone (§14.3) is the zone of the latest ``time-answer`` row filed
+  in a turn whose clock zone was unknown.
+* A zone answer files no row; the mention is resolved again with that zone and the batch pauses
+  again with a ``time-range`` question (new id). Approvals already answered in the batch keep
+  their answers (their question ids stay in the new pending batch).
+* An abandoned time question, and one closed ``unsettled``, answer the waiting calls
+  ``not-dispatched`` with their own observation texts; their rows stay ``not-filled``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+
+from afp_runtime.messages import ToolCall, ToolSchema
+from afp_runtime.periods import (
+    DEFAULT_GRANULARITY_MS,
+    TIME_QUOTE,
+    TIME_QUOTE_DESCRIPTION,
+    CallDecision,
+    CallToBind,
+    Facts,
+    Instant,
+    MessageTime,
+    OpenMention,
+    OpenReading,
+    PeriodContext,
+    TimeClock,
+    TimeParts,
+    TimeQuestion,
+    TurnWindows,
+    abandoned_observation,
+    clock_from_wire,
+    clock_row,
+    decide_call,
+    dispatch_call,
+    facts_of,
+    filled_note,
+    forms_of,
+    is_zone_name,
+    message_time_from_wire,
+    preload_zones,
+    read_message,
+    refusal_observation,
+    resolve,
+    time_answer_row,
+    time_line,
+    time_question,
+    tool_facts,
+    tool_time,
+    turn_clock,
+    turn_windows_of,
+    unsettled_observation,
+)
+from afp_runtime.records import QuestionRow
+from afp_runtime.tools import PlannedCall, Tool, ToolOutcome, plan_call, unrun_outcome
+
+if TYPE_CHECKING:
+    from afp_runtime.loop.run import Run
+
+TIME_KINDS = frozenset({"clock", "time-reading", "time-answer", "call-window", "call"})
+
+Ask = tuple[str, str, tuple[str, ...], dict[str, Any] | None]
+"""A question a pause asks: kind, prompt, the calls waiting on it, kind-specific detail."""
+
+
+def wire(row: Any) -> dict[str, Any]:
+    """A time row (a Struct) in its wire form, as the ledger keeps it."""
+    if isinstance(row, dict):
+        return row
+    return dict(msgspec.to_builtins(row))
+
+
+class TimeTurn:
+    """The turn's clock and time rows, kept on the run (rebuilt from the ledger at seed)."""
+
+    def __init__(self, clock: TimeClock, rows: list[dict[str, Any]], turn: int) -> None:
+        self.clock = clock
+        self.rows = rows
+        self.turn = turn
+        self.windows: TurnWindows = turn_windows_of(rows, turn)
+        # Per call of this run: its latest decision (for the ``call`` row and drift).
+        self.decisions: dict[str, CallDecision] = {}
+        # Rows filed since the last bundle that carried rows (the next closing or pause
+        # bundle appends them to the ledger).
+        self.pending: list[dict[str, Any]] = []
+
+    def add(self, rows: Sequence[Any]) -> list[dict[str, Any]]:
+        """File ``rows`` on the turn (the next bundle commits them); returns their wire form."""
+        added = [wire(row) for row in rows]
+        self.rows.extend(added)
+        self.pending.extend(added)
+        self.windows = turn_windows_of(self.rows, self.turn)
+        return added
+
+    @property
+    def zone(self) -> str | None:
+        """The person's zone, None while it is unknown (§14.3)."""
+        return self.clock.zone if self.clock.zone_source != "unknown" else None
+
+    def context(
+        self, tool: Tool | None, *, zone: str | None = None, agent_zone: str | None
+    ) -> PeriodContext:
+        """What a conversion for ``tool`` needs: the turn's now, the zone, the tool's step."""
+        assert tool is not None
+        facts = _facts(tool)
+        return PeriodContext(
+            now=self.clock.now_instant,
+            zone=zone if zone is not None else self.zone,
+            agent_zone=agent_zone,
+            granularity_ms=facts.granularity_ms or DEFAULT_GRANULARITY_MS,
+        )
+
+
+def take_time_rows(run: Run) -> list[dict[str, Any]]:
+    """The time rows waiting for a bundle, handed over once."""
+    if run.time is None:
+        return []
+    rows, run.time.pending = run.time.pending, []
+    return rows
+
+
+def _facts(tool: Tool) -> Facts:
+    assert tool.period is not None
+    return facts_of(tool.period)
+
+
+def has_forms(tool: Tool | None) -> bool:
+    """Whether calls to ``tool`` are decided by the time layer (a period with forms)."""
+    return tool is not None and tool.period is not None and bool(forms_of(tool.period))
+
+
+# -- seed ---------------------------------------------------------------------------------------
+
+
+def answered_zone(ledger: Sequence[Mapping[str, Any]]) -> str | None:
+    """The zone the person gave in an earlier turn whose clock zone was unknown (§14.3)."""
+    unknown_turns = {
+        row.get("turn")
+        for row in ledger
+        if row.get("kind") == "clock" and row.get("zoneSource") == "unknown"
+    }
+    zone = None
+    for row in ledger:
+        if row.get("kind") == "time-answer" and row.get("turn") in unknown_turns:
+            zone = row.get("zone")
+    return zone if isinstance(zone, str) else None
+
+
+async def first_run_rows(
+    run: Run, *, message_time: Mapping[str, Any] | None, accepted_at_ms: int, ledger: list[Any]
+) -> TimeTurn:
+    """The clock and reading rows of a turn's first run (read once, §3.1).
+
+    Raises:
+        TimeReaderError: the reader's output is not shaped ``{mentions: [...]}``.
+    """
+    config = run.d.time
+    assert config is not None and run.text is not None
+    text = run.text
+    turn = run.conv.turn
+    earlier_zone = answered_zone(ledger)
+
+    def work() -> tuple[TimeClock, list[Any]]:
+        time: MessageTime | None = (
+            message_time_from_wire(message_time) if message_time is not None else None
+        )
+        clock = turn_clock(
+            time, agent_zone=config.zone, answered_zone=earlier_zone, accepted_at_ms=accepted_at_ms
+        )
+        rows = [
+            clock_row(clock, turn=turn),
+            *read_message(text, clock=clock, config=config, turn=turn),
+        ]
+        return clock, rows
+
+    clock, rows = await anyio.to_thread.run_sync(work)
+    await _preload(clock, config.zone)
+    return TimeTurn(clock, [wire(row) for row in rows], turn)
+
+
+async def _preload(clock: TimeClock, agent_zone: str | None) -> None:
+    """Load the turn's zones in a worker thread, so the stages never read a zone file on
+    the event loop."""
+    names = {name for name in (clock.zone, agent_zone) if name and is_zone_name(name)}
+    await anyio.to_thread.run_sync(preload_zones, sorted(names))
+
+
+async def continuation_rows(
+    run: Run, ledger: Sequence[Mapping[str, Any]], turn: int
+) -> TimeTurn | None:
+    """The turn's time rows as filed by its earlier runs; None when it filed no clock."""
+    rows = [
+        dict(row) for row in ledger if row.get("turn") == turn and row.get("kind") in TIME_KINDS
+    ]
+    clock_wire = next((row for row in rows if row.get("kind") == "clock"), None)
+    if clock_wire is None:
+        return None
+    clock = clock_from_wire(clock_wire)
+    await _preload(clock, run.d.time.zone if run.d.time is not None else None)
+    return TimeTurn(clock, rows, turn)
+
+
+# -- context ------------------------------------------------------------------------------------
+
+
+def time_line_text(state: TimeTurn) -> str:
+    """The served time line of every request of the turn (§13.4)."""
+    clock = state.clock
+    return time_line(clock.now_instant, clock.zone, zone_unknown=clock.zone_source == "unknown")
+
+
+def with_time_quote(schema: ToolSchema) -> ToolSchema:
+    """The served schema with the optional ``_timeQuote`` property (§12.3 step 4)."""
+    input_schema = dict(schema.input_schema)
+    properties = dict(input_schema.get("properties") or {})
+    properties[TIME_QUOTE] = {"type": "string", "description": TIME_QUOTE_DESCRIPTION}
+    input_schema["properties"] = properties
+    return msgspec.structs.replace(schema, input_schema=input_schema)
+
+
+# -- tool-calls ---------------------------------------------------------------------------------
+
+
+def split_quotes(
+    run: Run, calls: Sequence[ToolCall]
+) -> tuple[tuple[ToolCall, ...], dict[str, str | None]]:
+    """Peel ``_timeQuote`` off calls to period tools (it never reaches the tool, §12.1)."""
+    quotes: dict[str, str | None] = {}
+    clean = []
+    for call in calls:
+        tool = run.d.tools_by_name.get(call.name)
+        if not has_forms(tool) or call.args_text is not None:
+            clean.append(call)
+            continue
+        quote = call.args.get(TIME_QUOTE)
+        quotes[call.id] = quote if isinstance(quote, str) else None
+        if TIME_QUOTE in call.args:
+            args = {k: v for k, v in call.args.items() if k != TIME_QUOTE}
+            clean.append(msgspec.structs.replace(call, args=args))
+        else:
+            clean.append(call)
+    return tuple(clean), quotes
+
+
+def _bind(run: Run, plan: PlannedCall, quote: str | None) -> CallToBind:
+    tool = plan.tool
+    assert tool is not None and tool.period is not None
+    return CallToBind(
+        tool_call_id=plan.call.id,
+        tool_name=plan.call.name,
+        turn=run.conv.turn,
+        iteration=run.iteration,
+        args=dict(plan.call.args),
+        forms=forms_of(tool.period),
+        facts=facts_of(tool.period),
+        missing=tool.period.missing,
+        quote=quote,
+    )
+
+
+class TimePlan:
+    """The time layer's view of one batch: decisions, rows to file, questions to ask."""
+
+    def __init__(self) -> None:
+        self.decisions: dict[str, CallDecision] = {}
+        self.binds: dict[str, CallToBind] = {}
+        self.asking: list[str] = []
+
+
+async def decide_batch(
+    run: Run, planned: Sequence[PlannedCall], quotes: Mapping[str, str | None]
+) -> tuple[list[PlannedCall], TimePlan]:
+    """Decide every call to a period tool (§12); returns the batch as it will run."""
+    state = run.time
+    assert state is not None
+    plan = TimePlan()
+    agent_zone = run.d.time.zone if run.d.time is not None else None
+    binds = [
+        (index, _bind(run, item, quotes.get(item.call.id)), item)
+        for index, item in enumerate(planned)
+        if item.runnable and has_forms(item.tool)
+    ]
+
+    def work() -> list[CallDecision]:
+        return [
+            decide_call(bind, state.windows, state.context(item.tool, agent_zone=agent_zone))
+            for _, bind, item in binds
+        ]
+
+    decisions = await anyio.to_thread.run_sync(work) if binds else []
+    result = list(planned)
+    for (index, bind, item), decision in zip(binds, decisions, strict=True):
+        plan.decisions[bind.tool_call_id] = decision
+        plan.binds[bind.tool_call_id] = bind
+        result[index] = _apply(run, item, decision)
+        if decision.asks:
+            plan.asking.append(bind.tool_call_id)
+    state.add([decision.row for decision in decisions])
+    state.decisions.update(plan.decisions)
+    return result, plan
+
+
+def _apply(run: Run, item: PlannedCall, decision: CallDecision) -> PlannedCall:
+    """The planned call after its decision: refused (never runs) or with its arguments."""
+    row = decision.row
+    if row.how == "refused":
+        assert item.tool is not None and item.tool.period is not None
+        facts = facts_of(item.tool.period)
+        text = refusal_observation(
+            item.call.name, row.refused or "no-form-holds", facts, argument=row.argument
+        )
+        return PlannedCall(
+            call=item.call, tool=item.tool, outcome=unrun_outcome(item.call, "refused", text)
+        )
+    if decision.arguments == dict(item.call.args):
+        return item
+    return plan_call(
+        msgspec.structs.replace(item.call, args=decision.arguments), run.d.tools_by_name
+    )
+
+
+async def time_questions(run: Run, plan: TimePlan, calls: Sequence[str]) -> list[Ask]:
+    """The time question of a batch that waits for the person (§11.1, §11.2): calls wait
+    only on the turn's single open mention (§6.2)."""
+    state = run.time
+    assert state is not None and state.windows.open
+    mention = state.windows.open[0]
+    binds = [plan.binds[call_id] for call_id in calls]
+    return [await question_for(run, mention, binds)]
+
+
+async def question_for(run: Run, mention: OpenMention, binds: Sequence[CallToBind]) -> Ask:
+    """The question about ``mention`` for the calls waiting on it, with what judging its
+    answers needs (kept on the question: the API judges answers without the loop)."""
+    state = run.time
+    assert state is not None
+    agent_zone = run.d.time.zone if run.d.time is not None else None
+    ctx = PeriodContext(now=state.clock.now_instant, zone=state.zone, agent_zone=agent_zone)
+
+    def work() -> TimeQuestion:
+        return time_question(mention, binds, ctx, turn=state.turn)
+
+    question = await anyio.to_thread.run_sync(work)
+    config = run.d.time
+    detail = {
+        "question": msgspec.to_builtins(question),
+        "facts": [msgspec.to_builtins(tool_facts(b.forms, b.facts)) for b in binds],
+        "binds": [msgspec.to_builtins(b) for b in binds],
+        "now": state.clock.now,
+        "personZone": state.zone,
+        "maxAnswerRepeats": config.max_answer_repeats if config is not None else 3,
+    }
+    return ("time", question.prompt, question.tool_call_ids, detail)
+
+
+def filled_outcome(outcome: ToolOutcome, decision: CallDecision | None) -> ToolOutcome:
+    """A filled call's observation says where its period came from (§12.4)."""
+    if decision is None or decision.row.how != "filled" or outcome.status != "ok":
+        return outcome
+    note = filled_note(decision.row)
+    if not note:
+        return outcome
+    content = f"{outcome.content}\n\n{note}"
+    return msgspec.structs.replace(
+        outcome, content=content, result_chars=outcome.result_chars + len(note) + 2
+    )
+
+
+# -- dispatch -----------------------------------------------------------------------------------
+
+
+class Dispatching:
+    """Per batch: the ``call`` rows filed and each call's ``ctx.time``."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.times: dict[str, Any] = {}
+
+    def prepare(self, plan: PlannedCall) -> PlannedCall:
+        """Read the clock once as the call is handed over: ``call`` row, drift, ``ctx.time``."""
+        state = self.run.time
+        if state is None:
+            return plan
+        decision = state.decisions.get(plan.call.id)
+        if decision is None or plan.tool is None or plan.tool.period is None:
+            return plan
+        agent_zone = self.run.d.time.zone if self.run.d.time is not None else None
+        zone = decision.window.zone if decision.window is not None else state.zone
+        ctx = state.context(plan.tool, zone=zone, agent_zone=agent_zone)
+        at = Instant(ns=self.run.clock.now_ms() * 1_000_000)
+        done = dispatch_call(
+            decision.row,
+            plan.args if isinstance(plan.args, dict) else decision.arguments,
+            forms_of(plan.tool.period),
+            ctx,
+            at,
+        )
+        state.add([done.row])
+        self.times[plan.call.id] = tool_time(
+            decision.row,
+            zone=state.clock.zone,
+            now=state.clock.now,
+            dispatched_at=done.row.dispatched_at,
+            zone_unknown=state.clock.zone_source == "unknown",
+        )
+        if done.arguments == plan.args:
+            return plan
+        return plan_call(
+            msgspec.structs.replace(plan.call, args=done.arguments), self.run.d.tools_by_name
+        )
+
+
+# -- settle (answers) ---------------------------------------------------------------------------
+
+
+def unanswered_time(call: ToolCall, question: QuestionRow) -> ToolOutcome:
+    """The observation of a call whose time question closed without a usable answer."""
+    if question.status == "unsettled":
+        return unrun_outcome(call, "not-dispatched", unsettled_observation(call.name))
+    return unrun_outcome(call, "not-dispatched", abandoned_observation(call.name))
+
+
+async def settle_time(
+    run: Run, calls: Sequence[ToolCall], questions: Sequence[QuestionRow]
+) -> tuple[dict[str, PlannedCall], OpenMention | None, list[CallToBind]]:
+    """Apply the closed time questions of a paused batch (§11.4).
+
+    Returns the planned calls decided again (by call id; their ``time-answer`` and second
+    ``call-window`` rows wait for the settle bundle), and — after a zone answer — the mention
+    resolved again with the calls waiting on it (the batch then asks a ``time-range``
+    question).
+    """
+    state = run.time
+    assert state is not None
+    by_id = {call.id: call for call in calls}
+    planned: dict[str, PlannedCall] = {}
+    for question in questions:
+        if question.kind != "time" or question.detail is None:
+            continue
+        waiting = [by_id[i] for i in question.tool_call_ids if i in by_id]
+        if question.status != "answered":
+            for call in waiting:
+                tool = run.d.tools_by_name.get(call.name)
+                planned[call.id] = PlannedCall(
+                    call=call, tool=tool, outcome=unanswered_time(call, question)
+                )
+            continue
+        asked = msgspec.convert(question.detail["question"], TimeQuestion)
+        binds = [msgspec.convert(b, CallToBind) for b in question.detail.get("binds", [])]
+        if asked.format == "zone":
+            mention = await _resolve_again(run, asked.mention, str(question.answer))
+            return planned, mention, binds
+        row = time_answer_row(
+            asked, str(question.answer), iteration=run.iteration, typed_zone=state.clock.zone
+        )
+        state.add([row])
+        agent_zone = run.d.time.zone if run.d.time is not None else None
+        for call, bind in zip(waiting, binds, strict=False):
+            tool = run.d.tools_by_name.get(call.name)
+            if tool is None or not has_forms(tool):
+                continue
+            ctx = state.context(tool, agent_zone=agent_zone)
+            decision = await anyio.to_thread.run_sync(_decide, bind, state.windows, ctx)
+            state.decisions[call.id] = decision
+            state.add([decision.row])
+            item = plan_call(call, run.d.tools_by_name)
+            if item.runnable:
+                item = _apply(run, item, decision)
+            planned[call.id] = item
+    return planned, None, []
+
+
+def _decide(bind: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallDecision:
+    return decide_call(bind, windows, ctx)
+
+
+async def _resolve_again(run: Run, mention_index: int, zone: str) -> OpenMention:
+    state = run.time
+    assert state is not None
+    config = run.d.time
+    reading = next(
+        row
+        for row in state.rows
+        if row.get("kind") == "time-reading" and row.get("mention") == mention_index
+    )
+    parses = [msgspec.convert(p, TimeParts) for p in reading.get("parses") or []]
+
+    def work() -> Any:
+        return resolve(
+            parses,
+            clock=state.clock,
+            policy=config.policy if config is not None else None,
+            zone_answer=zone,
+        )
+
+    resolution = await anyio.to_thread.run_sync(work)
+    readings = tuple(
+        OpenReading(
+            range=c.range,
+            zone=c.zone,
+            lookback=c.lookback,
+            candidate=i,
+        )
+        for i, c in enumerate(resolution.candidates)
+    )
+    return OpenMention(
+        mention=mention_index, quote=str(reading.get("quote", "")), readings=readings
+    )

@@ -1,0 +1,325 @@
+"""Whole turns with the time layer (periods.md §16 cases 38-50, 52, 54): a scripted model, the
+durable inbox, real SQLite, the fake clock fixed at 2026-10-09T15:40:00Z (08:40 in Los Angeles).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from afp_runtime.errors import TimeNotEnabled
+from afp_runtime.loop import (
+    AgentDefinition,
+    AgentDriver,
+    Emitter,
+    abandon_question,
+    answer_question,
+    check_message_time,
+)
+from afp_runtime.models import ScriptedModel
+from afp_runtime.periods import (
+    Bound,
+    BoundsForm,
+    LookbackForm,
+    Period,
+    TimeConfig,
+    TimePolicy,
+)
+from afp_runtime.testing import FakeClock, answer, call, tool_reply
+from afp_runtime.tools import Tool, ToolContext
+from afp_runtime.window import TIME_LINE_PREFIX
+
+from .conftest import Harness
+
+LA = "America/Los_Angeles"
+NOW_MS = 1791560400000  # 2026-10-09T15:40:00Z
+EPOCH = BoundsForm(
+    start=Bound(argument="start_time", as_="epoch-ms"),
+    end=Bound(argument="end_time", as_="epoch-ms", edge="exclusive"),
+)
+SCHEMA_EPOCH = {
+    "type": "object",
+    "properties": {"start_time": {"type": "integer"}, "end_time": {"type": "integer"}},
+}
+SCHEMA_WINDOW = {"type": "object", "properties": {"window": {"type": "string"}}}
+
+
+class Seen:
+    """What each tool call received: its arguments and ``ctx.time``."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any], Any]] = []
+
+    def tool(self, name: str, schema: dict[str, Any], period: Period) -> Tool:
+        async def fn(args: Mapping[str, Any], ctx: ToolContext) -> str:
+            self.calls.append((ctx.tool_call_id, dict(args), ctx.time))
+            return f"{name} ok"
+
+        return Tool(name, f"{name}.", schema, fn, period=period)
+
+
+def driver_for(harness: Harness, script: list[Any], tools: list[Tool], **time: Any) -> AgentDriver:
+    assert harness.store is not None
+    harness.model = ScriptedModel(script)
+    definition = AgentDefinition(
+        "ops", harness.model, tools=tools, time=TimeConfig(zone=LA, **time)
+    )
+    return AgentDriver(
+        harness.store,
+        definition,
+        clock=harness.clock,
+        ids=harness.ids,
+        emitter=Emitter([harness.recorder]),
+    )
+
+
+@pytest.fixture(name="harness")
+async def fixture_harness(tmp_path: Any) -> Any:
+    harness = Harness(tmp_path / "afp.db", FakeClock(start_ms=NOW_MS))
+    await harness.open()
+    yield harness
+    await harness.close()
+
+
+async def ledger(harness: Harness, kind: str) -> list[dict[str, Any]]:
+    assert harness.store is not None
+    return await harness.store.ledger("ops", kind=kind)
+
+
+async def test_case_38_a_control_window_fills_the_call(harness: Harness) -> None:
+    seen = Seen()
+    tool = seen.tool("activity", SCHEMA_WINDOW, Period(argument="window", accepts=("iso-range",)))
+    driver = driver_for(harness, [tool_reply(call("c1", "activity")), answer("done")], [tool])
+    window = {"from": "2026-10-09T14:00:00Z", "to": "2026-10-09T15:00:00Z"}
+    await driver.post("any activity?", time={"window": window})
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered"
+    [(_, args, time)] = seen.calls
+    assert args == {"window": "2026-10-09T14:00:00Z..2026-10-09T14:59:59Z"}
+    assert time.asked.start == "2026-10-09T14:00:00Z" and time.asked.end == "2026-10-09T15:00:00Z"
+    assert (time.zone, time.now) == (LA, "2026-10-09T15:40:00Z")
+    [clock] = await ledger(harness, "clock")
+    assert clock["nowSource"] == "inbox" and clock["window"]["source"] == "control"
+    [row] = await ledger(harness, "call-window")
+    assert row["how"] == "filled" and row["person"]["source"] == "control"
+    assert "mention" not in row["person"]
+    [dispatched] = await ledger(harness, "call")
+    assert dispatched["dispatchedAt"] == time.dispatched_at
+
+
+async def test_case_39_an_open_reading_asks_and_the_answer_fills(harness: Harness) -> None:
+    seen = Seen()
+    tool = seen.tool("client_activity", SCHEMA_EPOCH, Period(forms=(EPOCH,)))
+    script = [tool_reply(call("c1", "client_activity")), answer("none")]
+    driver = driver_for(harness, script, [tool])
+    await driver.post("any client activity in the last 2 hours?")
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "paused"
+    assert seen.calls == []
+    [row] = await ledger(harness, "call-window")
+    assert (row["how"], row["why"]) == ("not-filled", "open-reading")
+    assert harness.store is not None
+    [question] = await harness.store.questions("ops", status="open")
+    assert question.kind == "time"
+    assert question.detail is not None
+    choices = question.detail["question"]["choices"]
+    assert [c["value"] for c in choices] == ["2026-10-09T13:40:00Z/2026-10-09T15:40:00.001Z"]
+
+    await answer_question(
+        harness.store, "ops", question.question_id, choices[0]["value"], now_ms=NOW_MS
+    )
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered"
+    [(_, args, _)] = seen.calls
+    assert args == {"start_time": 1791553200000, "end_time": 1791560400000}
+    [answered] = await ledger(harness, "time-answer")
+    assert answered == {
+        "kind": "time-answer",
+        "turn": 1,
+        "iteration": 1,
+        "mention": 0,
+        "from": "2026-10-09T13:40:00Z",
+        "to": "2026-10-09T15:40:00.001Z",
+        "zone": LA,
+        "how": "confirmed",
+    }
+    rows = await ledger(harness, "call-window")
+    assert [r["how"] for r in rows] == ["not-filled", "filled"]
+
+
+async def test_case_45_a_late_answer_shifts_a_lookback(harness: Harness) -> None:
+    seen = Seen()
+    tool = seen.tool("errors", SCHEMA_WINDOW, Period(forms=(LookbackForm(argument="window"),)))
+    driver = driver_for(harness, [tool_reply(call("c1", "errors")), answer("ok")], [tool])
+    await driver.post("any errors yesterday?")
+    await harness.work(driver)
+    assert harness.store is not None
+    [question] = await harness.store.questions("ops", status="open")
+    harness.clock.advance(600)  # the person answers 10 minutes later
+    value = question.detail["question"]["choices"][0]["value"]  # type: ignore[index]
+    await answer_question(harness.store, "ops", question.question_id, value, now_ms=NOW_MS)
+    await harness.work(driver)
+    [(_, args, time)] = seen.calls
+    assert args == {"window": "1960m"}
+    assert time.asked.start == "2026-10-08T00:00:00-07:00"
+    [dispatched] = await ledger(harness, "call")
+    assert dispatched["dispatchedAt"] == "2026-10-09T15:50:00Z"
+    assert dispatched["drift"] == {"byMs": 600000, "outcome": "shifted"}
+
+
+async def test_case_44_a_reading_every_tool_rejects_is_refused_without_a_question(
+    harness: Harness,
+) -> None:
+    seen = Seen()
+    period = Period(forms=(EPOCH,), direction="past")
+    tool = seen.tool("client_activity", SCHEMA_EPOCH, period)
+    driver = driver_for(
+        harness,
+        [tool_reply(call("c1", "client_activity")), answer("not yet")],
+        [tool],
+        policy=TimePolicy(date_order="MDY"),
+    )
+    await driver.post("client activity on 10/20/26")
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered"
+    assert seen.calls == []
+    [row] = await ledger(harness, "call-window")
+    assert (row["how"], row["refused"]) == ("refused", "time-future")
+    assert not {"asked", "form", "person"} & set(row)
+    history = (await harness.store.load_conversation("ops")).history  # type: ignore[union-attr]
+    assert "client_activity" in history[2].content and history[2].not_dispatched
+
+
+async def test_case_54_the_time_line_ends_every_request(harness: Harness) -> None:
+    seen = Seen()
+    tool = seen.tool("client_activity", SCHEMA_EPOCH, Period(forms=(EPOCH,)))
+    driver = driver_for(harness, [tool_reply(call("c1", "client_activity")), answer("ok")], [tool])
+    await driver.post("hello")
+    await harness.work(driver)
+    lines = [request.messages[-1].content for request in harness.model.requests]
+    assert len(lines) == 2 and lines[0] == lines[1]
+    assert lines[0].startswith(TIME_LINE_PREFIX)
+    for part in ("Friday", "2026-10-09", "08:40", LA, "-07:00"):
+        assert part in lines[0]
+    schema = harness.model.requests[0].tools[0].input_schema
+    assert "_timeQuote" in schema["properties"]
+    assert "_timeQuote" not in tool.input_schema.get("properties", {})
+
+
+async def test_case_52_time_disabled_refuses_a_message_time() -> None:
+    definition = AgentDefinition("ops", ScriptedModel([answer("x")]))
+    with pytest.raises(TimeNotEnabled):
+        check_message_time(definition, {"zone": "UTC"})
+    assert check_message_time(definition, None) is None
+
+
+async def test_a_time_quote_never_reaches_the_tool(harness: Harness) -> None:
+    seen = Seen()
+    tool = seen.tool("client_activity", SCHEMA_EPOCH, Period(forms=(EPOCH,)))
+    sent = call(
+        "c1",
+        "client_activity",
+        start_time=1791558000000,
+        end_time=1791560460000,
+        _timeQuote="this morning",
+    )
+    driver = driver_for(harness, [tool_reply(sent), answer("ok")], [tool])
+    await driver.post("hi")
+    await harness.work(driver)
+    [(_, args, _)] = seen.calls
+    assert args == {"start_time": 1791558000000, "end_time": 1791560460000}
+    [row] = await ledger(harness, "call-window")
+    assert row["how"] == "model"
+
+
+def unknown_zone_driver(harness: Harness, script: list[Any], tools: list[Tool]) -> AgentDriver:
+    assert harness.store is not None
+    harness.model = ScriptedModel(script)
+    definition = AgentDefinition("ops", harness.model, tools=tools, time=TimeConfig())
+    return AgentDriver(harness.store, definition, clock=harness.clock, ids=harness.ids)
+
+
+async def test_case_50_an_unknown_zone_is_asked_first_then_the_range(harness: Harness) -> None:
+    seen = Seen()
+    tool = seen.tool("client_activity", SCHEMA_EPOCH, Period(forms=(EPOCH,)))
+    script = [tool_reply(call("c1", "client_activity")), answer("done"), answer("next")]
+    driver = unknown_zone_driver(harness, script, [tool])
+    assert harness.store is not None
+    await driver.post("any client activity yesterday?")
+    await harness.work(driver)
+    [clock] = await ledger(harness, "clock")
+    assert (clock["zone"], clock["zoneSource"]) == ("UTC", "unknown")
+    [first] = await harness.store.questions("ops", status="open")
+    assert first.detail is not None and first.detail["question"]["format"] == "zone"
+    await answer_question(harness.store, "ops", first.question_id, LA, now_ms=NOW_MS)
+    [paused] = await harness.work(driver)
+    assert paused.status == "paused"
+    [second] = await harness.store.questions("ops", status="open")
+    assert second.question_id != first.question_id
+    assert second.detail is not None
+    choices = [c["value"] for c in second.detail["question"]["choices"]]
+    assert choices == ["2026-10-08T00:00:00-07:00/2026-10-09T00:00:00-07:00"]
+    await answer_question(harness.store, "ops", second.question_id, choices[0], now_ms=NOW_MS)
+    [done] = await harness.work(driver)
+    assert done.status == "answered"
+    [(_, args, time)] = seen.calls
+    assert args == {"start_time": 1791442800000, "end_time": 1791529200000}
+    assert time.zone == "UTC" and time.zone_unknown
+    [answered] = await ledger(harness, "time-answer")
+    assert (answered["zone"], answered["how"]) == (LA, "confirmed")
+    await driver.post("and today?")
+    await harness.work(driver)
+    clocks = await ledger(harness, "clock")
+    assert (clocks[1]["zone"], clocks[1]["zoneSource"]) == (LA, "answered")
+
+
+async def test_case_51_refused_answers_are_re_asked_then_unsettled(harness: Harness) -> None:
+    seen = Seen()
+    tool = seen.tool("client_activity", SCHEMA_EPOCH, Period(forms=(EPOCH,)))
+    driver = driver_for(harness, [tool_reply(call("c1", "client_activity")), answer("ok")], [tool])
+    assert harness.store is not None
+    await driver.post("any client activity in the last 2 hours?")
+    await harness.work(driver)
+    [question] = await harness.store.questions("ops", status="open")
+    reasons = []
+    for value in ("yesterday", "2026-10-09T08:00/2026-10-09T09:00", "x/y", "z"):
+        row = await answer_question(
+            harness.store, "ops", question.question_id, value, now_ms=NOW_MS
+        )
+        assert row is not None and row.detail is not None
+        reasons.append((row.status, row.repeat, row.detail["refused"]["reason"]))
+    assert reasons == [
+        ("open", 1, "not-a-range"),
+        ("open", 2, "no-offset"),
+        ("open", 3, "not-an-instant"),
+        ("unsettled", 3, "not-a-range"),
+    ]
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered"
+    assert seen.calls == []
+    history = (await harness.store.load_conversation("ops")).history
+    assert history[2].not_dispatched and "client_activity" in history[2].content
+
+
+async def test_an_abandoned_time_question_runs_nothing(harness: Harness) -> None:
+    seen = Seen()
+    tool = seen.tool("client_activity", SCHEMA_EPOCH, Period(forms=(EPOCH,)))
+    driver = driver_for(harness, [tool_reply(call("c1", "client_activity")), answer("ok")], [tool])
+    assert harness.store is not None
+    await driver.post("any client activity in the last 2 hours?")
+    await harness.work(driver)
+    [question] = await harness.store.questions("ops", status="open")
+    await abandon_question(harness.store, "ops", question.question_id, now_ms=NOW_MS)
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered" and seen.calls == []
+    rows = await ledger(harness, "call-window")
+    assert [(r["how"], r.get("why")) for r in rows] == [("not-filled", "open-reading")]
+
+
+def test_the_window_layer_knows_the_time_line_prefix() -> None:
+    """The window treats the time line as authored text; the two constants must agree."""
+    from afp_runtime import periods
+
+    assert periods.TIME_LINE_PREFIX == TIME_LINE_PREFIX
