@@ -1,0 +1,387 @@
+"""Comparison benchmark: afp-runtime against LangGraph's SQLite saver and a raw-SQLite ceiling.
+
+Every contender runs the same ReAct loop for N iterations (turns of ten: nine calls of one
+trivial tool with a 300-character result, then a short answer; the model is a zero-latency
+script deciding by call number) on a fresh SQLite file, each in a process of its own:
+
+* ``afp-sliding``: one standing agent in the default durability (``sync``) under a sliding
+  window keeping 20 turns, as a standing agent would run;
+* ``afp-full-history``: the same agent with no window strategy (the whole history re-sent);
+* ``langgraph``: a ``StateGraph`` over ``MessagesState`` (``add_messages``) with a model node
+  (a plain async function returning the scripted ``AIMessage``; it encodes nothing, so it is
+  cheaper than afp's scripted model, which encodes the wire request a receipt digests) and the
+  prebuilt ``ToolNode``, routed by ``tools_condition``, checkpointed by ``AsyncSqliteSaver`` on a
+  file, one thread, ``durability="sync"``;
+* ``ceiling-full`` / ``ceiling-normal``: raw aiosqlite in WAL mode inserting the bytes afp
+  stores for the same messages (``message_body``), one transaction per iteration, at
+  ``synchronous=FULL`` (ARCHITECTURE ruling 1's ceiling) and ``NORMAL``.
+
+Per N it prints JSON per contender: iterations per second, median and p99 step latency (the
+time between consecutive iteration ends; a turn's first iteration includes posting the person
+message), bytes on disk after close, peak RSS of the child, and the ratios afp/LangGraph and
+afp/ceiling. Repetitions alternate the order of the contenders (A/B, then B/A) and report the
+median of each figure.
+
+    .venv/bin/python scripts/bench/compare.py [--iterations 100 1000 10000]
+        [--langgraph-max 1000] [--full-history-max 1000] [--repeats 1] [--once-above N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import anyio
+from _common import (
+    ITERATIONS_PER_TURN,
+    KEEP_RECENT_TURNS,
+    RESULT,
+    IterationMarks,
+    bench_agent,
+    disk_bytes,
+    latency_figures,
+    peak_rss_mb,
+    quiet_logs,
+    ratio,
+    rss_mb,
+    run_child,
+    step_latencies,
+)
+
+from afp_runtime.loop import AgentDriver, SystemClock, TimeOrderedIds
+from afp_runtime.messages import Message, ToolCall, message_body
+from afp_runtime.store import SqliteStore
+from afp_runtime.window import sliding_window
+
+CONTENDERS = ("afp-sliding", "afp-full-history", "langgraph", "ceiling-full", "ceiling-normal")
+SIZES = (100, 1_000, 10_000)
+
+
+def figures(n: int, start: float, marks: list[float], db: Path) -> dict[str, Any]:
+    """The figures every contender reports from its iteration-end marks."""
+    elapsed = marks[-1] - start
+    latencies = step_latencies(start, marks)
+    tenth = max(1, len(latencies) // 10)
+    first = sum(latencies[:tenth]) / tenth
+    last = sum(latencies[-tenth:]) / tenth
+    size = disk_bytes(db)
+    return {
+        "iterations": len(marks),
+        "seconds": round(elapsed, 3),
+        "iterationsPerSecond": round(len(marks) / elapsed, 1),
+        "iterationsPerSecondFirstTenth": round(1 / first, 1),
+        "iterationsPerSecondLastTenth": round(1 / last, 1),
+        **latency_figures(latencies),
+        "bytesOnDisk": size,
+        "bytesPerIteration": round(size / n, 1),
+    }
+
+
+# -- contenders (each runs in a child process) -------------------------------------------------
+
+
+async def afp(n: int, folder: Path, window: bool) -> dict[str, Any]:
+    db = folder / "afp.db"
+    clock = SystemClock()
+    store = await SqliteStore.open(db)
+    marks = IterationMarks()
+    strategy = sliding_window(keep_recent_turns=KEEP_RECENT_TURNS) if window else None
+    driver = AgentDriver(
+        store,
+        bench_agent(window=strategy),
+        clock=clock,
+        ids=TimeOrderedIds(clock.now_ms),
+        hooks=marks,
+    )
+    baseline = rss_mb()
+    start = time.perf_counter()
+    for turn in range(n // ITERATIONS_PER_TURN):
+        await driver.post(f"turn {turn}")
+        await driver.work()
+    await store.aclose()
+    return {
+        **figures(n, start, marks.marks, db),
+        "durability": "sync",
+        "window": f"sliding-window keep {KEEP_RECENT_TURNS}" if window else None,
+        "rssBaselineMb": baseline,
+    }
+
+
+async def langgraph(n: int, folder: Path) -> dict[str, Any]:
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    @tool
+    async def trivial(n: int) -> str:
+        """Returns a fixed text."""
+        return RESULT
+
+    calls = 0
+
+    async def model(state: MessagesState) -> dict[str, Any]:
+        # The same script as afp's: nine tool calls, then an answer, by call number.
+        nonlocal calls
+        calls += 1
+        if calls % ITERATIONS_PER_TURN:
+            call = {"name": "trivial", "args": {"n": calls}, "id": f"c{calls}"}
+            return {"messages": [AIMessage(content="", tool_calls=[call])]}
+        return {"messages": [AIMessage(content="done")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", model)
+    builder.add_node("tools", ToolNode([trivial]))
+    builder.add_edge(START, "model")
+    builder.add_conditional_edges("model", tools_condition)
+    builder.add_edge("tools", "model")
+    db = folder / "langgraph.db"
+    marks: list[float] = []
+    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+        graph = builder.compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "bench"}, "recursion_limit": 100}
+        baseline = rss_mb()
+        start = time.perf_counter()
+        for turn in range(n // ITERATIONS_PER_TURN):
+            async for update in graph.astream(
+                {"messages": [HumanMessage(content=f"turn {turn}")]},
+                config,  # type: ignore[arg-type]
+                stream_mode="updates",
+                durability="sync",
+            ):
+                done = update.get("model")
+                if "tools" in update or (done and not done["messages"][-1].tool_calls):
+                    marks.append(time.perf_counter())
+        synchronous = (await (await saver.conn.execute("PRAGMA synchronous")).fetchone())[0]
+        journal = (await (await saver.conn.execute("PRAGMA journal_mode")).fetchone())[0]
+    return {
+        **figures(n, start, marks, db),
+        "durability": "sync",
+        "saver": "AsyncSqliteSaver",
+        "journalMode": journal,
+        "synchronous": {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}.get(synchronous),
+        "rssBaselineMb": baseline,
+    }
+
+
+def ceiling_rows(number: int, first_of_turn: bool) -> list[bytes]:
+    """The bodies afp stores for iteration ``number``: the person message on a turn's first
+    iteration, then the assistant call and its tool result, or the answer."""
+    rows = []
+    if first_of_turn:
+        rows.append(message_body(Message(role="user", content=f"turn {number}")))
+    if number % ITERATIONS_PER_TURN:
+        call = ToolCall(id=f"c{number}", name="trivial", args={"n": number})
+        rows.append(message_body(Message(role="assistant", content="", tool_calls=(call,))))
+        tool = Message(role="tool", content=RESULT, tool_call_id=call.id, tool_name="trivial")
+        rows.append(message_body(tool))
+    else:
+        rows.append(message_body(Message(role="assistant", content="done")))
+    return rows
+
+
+async def ceiling(n: int, folder: Path, synchronous: str) -> dict[str, Any]:
+    import aiosqlite
+
+    db = folder / "ceiling.db"
+    marks: list[float] = []
+    async with aiosqlite.connect(db, isolation_level=None) as conn:
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute(f"PRAGMA synchronous={synchronous}")
+        await conn.execute("CREATE TABLE message (seq INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        baseline = rss_mb()
+        start = time.perf_counter()
+        for number in range(1, n + 1):
+            rows = ceiling_rows(number, number % ITERATIONS_PER_TURN == 1)
+            await conn.execute("BEGIN")
+            await conn.executemany("INSERT INTO message (body) VALUES (?)", [(r,) for r in rows])
+            await conn.execute("COMMIT")
+            marks.append(time.perf_counter())
+        await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return {
+        **figures(n, start, marks, db),
+        "synchronous": synchronous,
+        "transactions": "one per iteration",
+        "rssBaselineMb": baseline,
+    }
+
+
+async def child(name: str, n: int, folder: Path) -> dict[str, Any]:
+    quiet_logs()
+    if name == "afp-sliding":
+        result = await afp(n, folder, window=True)
+    elif name == "afp-full-history":
+        result = await afp(n, folder, window=False)
+    elif name == "langgraph":
+        result = await langgraph(n, folder)
+    elif name == "ceiling-full":
+        result = await ceiling(n, folder, "FULL")
+    elif name == "ceiling-normal":
+        result = await ceiling(n, folder, "NORMAL")
+    else:
+        raise SystemExit(f"unknown contender {name!r}")
+    return {"contender": name, **result, "peakRssMb": peak_rss_mb()}
+
+
+# -- the parent: A/B order, medians, ratios ----------------------------------------------------
+
+
+def runs_at(n: int, args: argparse.Namespace) -> list[str]:
+    """The contenders that run at ``n`` (the quadratic ones are capped)."""
+    names = []
+    for name in CONTENDERS:
+        if name == "langgraph" and n > args.langgraph_max:
+            continue
+        if name == "afp-full-history" and n > args.full_history_max:
+            continue
+        names.append(name)
+    return names
+
+
+def median_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per figure, the median over repetitions (non-numbers from the first run)."""
+    merged: dict[str, Any] = {}
+    for key, value in runs[0].items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            values = [r[key] for r in runs]
+            middle = statistics.median(values)
+            whole = all(isinstance(v, int) for v in values)
+            merged[key] = round(middle) if whole else round(middle, 3)
+        else:
+            merged[key] = value
+    merged["repetitions"] = len(runs)
+    if len(runs) > 1:
+        merged["iterationsPerSecondRuns"] = [r["iterationsPerSecond"] for r in runs]
+    return merged
+
+
+def compare_ratios(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """afp/LangGraph at the largest N LangGraph ran; afp/ceiling and the 10k/1k growth of the
+    sliding-window agent."""
+    by_n = {r["iterations"]: r["contenders"] for r in results}
+
+    def fig(n: int, name: str, key: str) -> Any:
+        return by_n.get(n, {}).get(name, {}).get(key)
+
+    lg_n = max((n for n, c in by_n.items() if "langgraph" in c), default=None)
+    top = max(by_n)
+    out: dict[str, Any] = {"langgraphIterations": lg_n, "ceilingIterations": top}
+    if lg_n is not None:
+        out["itsAfpOverLanggraph"] = ratio(
+            fig(lg_n, "afp-sliding", "iterationsPerSecond"),
+            fig(lg_n, "langgraph", "iterationsPerSecond"),
+        )
+        out["itsAfpFullHistoryOverLanggraph"] = ratio(
+            fig(lg_n, "afp-full-history", "iterationsPerSecond"),
+            fig(lg_n, "langgraph", "iterationsPerSecond"),
+        )
+        out["bytesLanggraphOverAfp"] = ratio(
+            fig(lg_n, "langgraph", "bytesOnDisk"), fig(lg_n, "afp-sliding", "bytesOnDisk")
+        )
+        out["bytesLanggraphOverAfpFullHistory"] = ratio(
+            fig(lg_n, "langgraph", "bytesOnDisk"), fig(lg_n, "afp-full-history", "bytesOnDisk")
+        )
+        out["p99AfpOverLanggraph"] = ratio(
+            fig(lg_n, "afp-sliding", "stepLatencyP99Ms"),
+            fig(lg_n, "langgraph", "stepLatencyP99Ms"),
+        )
+    out["itsAfpOverCeiling"] = ratio(
+        fig(top, "afp-sliding", "iterationsPerSecond"),
+        fig(top, "ceiling-full", "iterationsPerSecond"),
+        3,
+    )
+    out["itsAfpOverCeilingNormal"] = ratio(
+        fig(top, "afp-sliding", "iterationsPerSecond"),
+        fig(top, "ceiling-normal", "iterationsPerSecond"),
+        3,
+    )
+    out["its10kOver1k"] = ratio(
+        fig(10_000, "afp-sliding", "iterationsPerSecond"),
+        fig(1_000, "afp-sliding", "iterationsPerSecond"),
+    )
+    out["bytesGrowth10kOver1k"] = ratio(
+        fig(10_000, "afp-sliding", "bytesOnDisk"), fig(1_000, "afp-sliding", "bytesOnDisk")
+    )
+    return out
+
+
+def versions() -> dict[str, str | None]:
+    import sqlite3
+
+    found: dict[str, str | None] = {"sqlite": sqlite3.sqlite_version}
+    for package in ("afp-runtime", "aiosqlite", "langgraph", "langgraph-checkpoint-sqlite"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = None
+    return found
+
+
+def parent(args: argparse.Namespace) -> dict[str, Any]:
+    script = Path(__file__).resolve()
+    results = []
+    for n in args.iterations:
+        names = runs_at(n, args)
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        repeats = 1 if args.once_above is not None and n > args.once_above else args.repeats
+        for rep in range(repeats):
+            # A/B then B/A: a contender that runs first on a cold cache, or while the
+            # machine is busy, does so in half the repetitions only.
+            order = names if rep % 2 == 0 else list(reversed(names))
+            for name in order:
+                folder = Path(tempfile.mkdtemp(prefix=f"afp-compare-{name}-"))
+                try:
+                    runs[name].append(
+                        run_child(script, ["--child", name, "--n", str(n), "--dir", str(folder)])
+                    )
+                finally:
+                    shutil.rmtree(folder, ignore_errors=True)
+                print(
+                    f"compare: N={n} {name} rep {rep + 1}: "
+                    f"{runs[name][-1]['iterationsPerSecond']} it/s",
+                    file=sys.stderr,
+                )
+        contenders = {name: median_figures(r) for name, r in runs.items()}
+        results.append({"iterations": n, "contenders": contenders})
+    return {
+        "benchmark": "compare",
+        "repeats": args.repeats,
+        "onceAbove": args.once_above,
+        "langgraphMax": args.langgraph_max,
+        "fullHistoryMax": args.full_history_max,
+        "versions": versions(),
+        "results": results,
+        "ratios": compare_ratios(results),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--iterations", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--langgraph-max", type=int, default=1_000)
+    parser.add_argument("--full-history-max", type=int, default=1_000)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument(
+        "--once-above", type=int, default=None, help="sizes above this run once, not --repeats"
+    )
+    parser.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
+    parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    result = anyio.run(child, args.child, args.n, args.dir) if args.child else parent(args)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
