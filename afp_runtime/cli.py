@@ -32,7 +32,7 @@ from afp_runtime.api.questions import question_view
 from afp_runtime.api.shapes import AnswerAccepted, DismissAccepted
 from afp_runtime.demo import QUESTIONS
 from afp_runtime.errors import AfpError, ConfigError, StoreError, StoreUnavailable
-from afp_runtime.findings import fold_ledger, rows_from_wire, validate_rows
+from afp_runtime.findings import fold_ledger, rows_from_wire
 from afp_runtime.host import Host
 from afp_runtime.loop import (
     AgentDefinition,
@@ -52,6 +52,7 @@ from afp_runtime.loop import (
     load_config,
     load_folded_spans,
     parse_checkpoint,
+    validate_ledger,
 )
 from afp_runtime.models import AnthropicModel, OpenAICompatModel, ScriptedModel
 from afp_runtime.periods import message_time_from_wire
@@ -382,7 +383,7 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
         problems = []
         for agent in await store.agents():
             try:
-                validate_rows(await store.ledger(agent.agent_id))
+                validate_ledger(await store.ledger(agent.agent_id))
             except AfpError as exc:
                 problems.append(f"{agent.agent_id}: {exc}")
     finally:
@@ -531,7 +532,7 @@ async def cmd_findings(args: argparse.Namespace) -> int:
         elif kind == "conflict":
             detail = "/".join(str(k) for k in row.get("key", []))
         else:
-            detail = ""
+            detail = _time_detail(row)
         table.add_row(
             str(i),
             kind,
@@ -551,6 +552,35 @@ async def cmd_findings(args: argparse.Namespace) -> int:
         ids = ", ".join(w.tool_call_id for w in witnesses)
         out.print(f"  {'/'.join(key)}: {ids}", soft_wrap=True)
     return EXIT_OK
+
+
+def _time_detail(row: dict[str, Any]) -> str:
+    """A one-line summary of a time row (periods.md §15.1) for the findings table."""
+    kind = row.get("kind")
+    if kind == "call-window":
+        parts = [str(row.get("how"))]
+        for key in ("why", "refused", "by", "argument", "assumed"):
+            if key in row:
+                parts.append(f"{key}={row[key]}")
+        if "form" in row:
+            parts.append(f"form={row['form']}")
+        asked = row.get("asked")
+        if isinstance(asked, dict):
+            parts.append(f"asked={asked.get('from')}/{asked.get('to')}")
+        return "; ".join(parts)
+    if kind == "clock":
+        now = f"now={row.get('now')} ({row.get('nowSource')})"
+        return f"{now}; zone={row.get('zone')} ({row.get('zoneSource')})"
+    if kind == "time-reading":
+        if row.get("mentions") == 0:
+            return "no time mentioned"
+        return f"mention {row.get('mention')}: {row.get('quote', row.get('refused', ''))!r}"
+    if kind == "time-answer":
+        return f"mention {row.get('mention')}: {row.get('from')}/{row.get('to')} ({row.get('how')})"
+    if kind == "call":
+        drift = row.get("drift")
+        return f"dispatched {row.get('dispatchedAt')}" + (f"; drift {drift}" if drift else "")
+    return ""
 
 
 EXIT_DAMAGED = 3

@@ -29,13 +29,24 @@ import structlog
 
 from afp_runtime.errors import (
     AfpError,
+    AgentDefinitionError,
     CheckpointInvalid,
     InvalidAnswer,
     InvalidValue,
+    PeriodDeclarationError,
     ScriptExhausted,
+    TimeNotEnabled,
     ToolDefinitionError,
 )
 from afp_runtime.findings import FINDINGS_INSTRUCTION, LEDGER_HEADER
+from afp_runtime.periods import (
+    TIME_LINE_PREFIX,
+    TIME_QUOTE,
+    TIME_ROW_KINDS,
+    Facts,
+    refusal_observation,
+    unsettled_observation,
+)
 from afp_runtime.scenario import (
     RESULT_FORMAT,
     Scenario,
@@ -482,6 +493,189 @@ def _checkin_crash_after_settle(r: Result) -> None:
     assert [e["toolCallId"] for e in r["toolExecutions"]] == ["k1", "r1"]
 
 
+LA = "America/Los_Angeles"
+# 2026-03-08 in Los Angeles: 02:00 PST jumps to 03:00 PDT, so the date lasts 23 hours.
+MAR7 = "2026-03-07T00:00:00-08:00"
+MAR8 = "2026-03-08T00:00:00-08:00"
+MAR8_NOON = "2026-03-08T12:00:00-07:00"
+MAR9 = "2026-03-09T00:00:00-07:00"
+MS = {  # epoch milliseconds of the instants above (and 03:00 PDT on 2026-03-08)
+    MAR7: 1772870400000,
+    MAR8: 1772956800000,
+    "2026-03-08T03:00:00-07:00": 1772964000000,
+    MAR8_NOON: 1772996400000,
+    MAR9: 1773039600000,
+}
+
+
+def _time_rows(turn: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = turn["timeRows"]
+    assert {row["kind"] for row in rows} <= set(TIME_ROW_KINDS)
+    return [row for row in rows if row["kind"] == kind]
+
+
+def _latest_windows(turn: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The most recent call-window row of each call the step decided."""
+    return {row["toolCallId"]: row for row in _time_rows(turn, "call-window")}
+
+
+def _executed(r: Result) -> dict[str, dict[str, Any]]:
+    return {e["toolCallId"]: e["args"] for e in r["toolExecutions"]}
+
+
+def _time_lines(r: Result) -> list[str]:
+    """The time line ending every request (periods.md §13.4); one text per turn."""
+    lines = [req[-1]["content"] for req in _requests(r)]
+    assert all(line.startswith(TIME_LINE_PREFIX) for line in lines)
+    return lines
+
+
+def _period_tools_offer_a_time_quote(r: Result) -> None:
+    for call in r["modelCalls"]:
+        for tool in call["request"]["tools"]:
+            assert TIME_QUOTE in tool["inputSchema"]["properties"]
+    assert all(TIME_QUOTE not in args for args in _executed(r).values())
+
+
+def _time_dst_control_window(r: Result) -> None:
+    [turn] = r["turns"]
+    assert turn["outcome"] == "answered" and _run_statuses(turn) == [("initial", "answered")]
+    [clock] = _time_rows(turn, "clock")
+    control = {"from": MAR8, "to": MAR8_NOON, "source": "control"}
+    assert clock["window"] == control and (clock["zone"], clock["zoneSource"]) == (LA, "agent")
+    assert clock["now"] == "2026-03-08T20:00:00Z"  # startMs + runGapMs, from the inbox
+    [reading] = _time_rows(turn, "time-reading")
+    assert reading["mentions"] == 0
+    rows = _latest_windows(turn)
+    assert [(k, v["how"]) for k, v in rows.items()] == [
+        ("c1", "filled"),
+        ("c2", "bound"),
+        ("c3", "model-chosen"),
+        ("c4", "refused"),
+        ("c5", "filled"),
+    ]
+    assert rows["c1"]["person"] == control and rows["c1"]["asked"] == {
+        "from": MAR8,
+        "to": MAR8_NOON,
+    }
+    assert rows["c2"]["by"] == "value" and rows["c2"]["person"] == control
+    assert rows["c3"]["person"] == control
+    assert rows["c3"]["asked"] == {"from": "2026-03-08T10:00:00Z", "to": "2026-03-08T19:00:00Z"}
+    gap = rows["c4"]
+    assert (gap["refused"], gap["argument"], gap["form"]) == ("dst-gap", "start", 0)
+    assert "asked" not in gap
+    # The day form covers the whole local date: 23 hours, the rest noted as extra.
+    assert rows["c5"]["sent"] == {"from": "2026-03-08T08:00:00Z", "to": "2026-03-09T07:00:00Z"}
+    assert rows["c5"]["differs"] == {
+        "extra": [{"from": "2026-03-08T19:00:00Z", "to": "2026-03-09T07:00:00Z"}]
+    }
+    assert [row["toolCallId"] for row in _time_rows(turn, "call")] == ["c1", "c2", "c3", "c5"]
+    args = _executed(r)
+    assert list(args) == ["c1", "c2", "c3", "c5"]  # the dst-gap call never ran
+    assert args["c1"] == args["c2"] == {"start_time": MS[MAR8], "end_time": MS[MAR8_NOON]}
+    assert args["c3"]["start_time"] == MS["2026-03-08T03:00:00-07:00"]
+    assert args["c5"] == {"date": "2026-03-08", "tz": LA}
+    sent = _by_call(_requests(r)[-1])
+    refused = refusal_observation(
+        "search_logs", "dst-gap", Facts(direction="past"), argument="start"
+    )
+    assert sent["c4"]["content"] == refused and sent["c4"]["notDispatched"] is True
+    first, second = _time_lines(r)
+    assert first == second and "Sunday, 2026-03-08, 13:00" in first and "UTC-07:00" in first
+    _period_tools_offer_a_time_quote(r)
+
+
+def _time_question_confirmed(r: Result) -> None:
+    paused = _paused_first(r)
+    opened = _latest_windows(paused)
+    assert {k: (v["how"], v["why"]) for k, v in opened.items()} == {
+        "e1": ("not-filled", "open-reading"),
+        "d1": ("not-filled", "open-reading"),
+    }
+    [reading] = _time_rows(paused, "time-reading")
+    assert reading["quote"] == "yesterday"
+    assert [c["range"] for c in reading["candidates"]] == [{"from": MAR8, "to": MAR9}]
+    assert _time_rows(paused, "call") == []
+    assert {e["turn"] for e in r["toolExecutions"]} == {1}  # nothing ran before the answer
+    resume = r["turns"][1]
+    assert resume["answerStatus"] == "accepted" and resume["outcome"] == "answered"
+    assert _run_statuses(resume) == [("answer", "answered")]
+    assert _time_rows(resume, "clock") == []  # the turn keeps the clock of its first seed
+    [answered] = _time_rows(resume, "time-answer")
+    assert answered == {
+        "kind": "time-answer",
+        "turn": 1,
+        "iteration": 1,
+        "mention": 0,
+        "from": MAR8,
+        "to": MAR9,
+        "zone": LA,
+        "how": "confirmed",
+    }
+    rows = _latest_windows(resume)
+    person = {"from": MAR8, "to": MAR9, "source": "answered", "mention": 0}
+    assert rows["e1"]["how"] == rows["d1"]["how"] == "filled"
+    assert rows["e1"]["person"] == rows["d1"]["person"] == person
+    assert "sent" not in rows["d1"]  # the 23-hour date is written exactly
+    bound = rows["s1"]
+    assert (bound["how"], bound["by"], bound["iteration"]) == ("bound", "value", 2)
+    assert bound["person"] == person
+    args = _executed(r)
+    assert args["e1"] == {"start_time": MS[MAR8], "end_time": MS[MAR9]}
+    assert args["d1"] == {"date": "2026-03-08", "tz": LA}
+    assert args["s1"] == {"start": "2026-03-08T00:00", "end": "2026-03-09T00:00", "tz": LA}
+    assert len(set(_time_lines(r))) == 1
+    _period_tools_offer_a_time_quote(r)
+
+
+def _time_reasked_multi_day(r: Result) -> None:
+    paused = _paused_first(r)
+    [reading] = _time_rows(paused, "time-reading")
+    assert (reading["quote"], reading["problem"]) == ("the weekend", "unreadable")
+    reasked, accepted = r["turns"][1:]
+    assert reasked["answerStatus"] == "re-asked" and reasked["outcome"] == "paused"
+    assert reasked["runs"] == [] and "runId" not in reasked and reasked["timeRows"] == []
+    assert accepted["answerStatus"] == "accepted" and accepted["outcome"] == "answered"
+    [answered] = _time_rows(accepted, "time-answer")
+    assert (answered["from"], answered["to"], answered["how"]) == (MAR7, MAR9, "edited")
+    rows = _latest_windows(accepted)
+    person = {"from": MAR7, "to": MAR9, "source": "answered", "mention": 0}
+    day = rows["d1"]
+    assert (day["how"], day["refused"], day["person"]) == ("refused", "multi-day", person)
+    assert day["asked"] == {"from": MAR7, "to": MAR9} and "form" not in day
+    assert (rows["e1"]["how"], rows["e1"]["person"]) == ("filled", person)
+    assert [row["toolCallId"] for row in _time_rows(accepted, "call")] == ["e1"]
+    assert _executed(r) == {"e1": {"start_time": MS[MAR7], "end_time": MS[MAR9]}}
+    assert MS[MAR9] - MS[MAR7] == 47 * 3_600_000  # two dates, one of them 23 hours long
+    sent = _by_call(_requests(r)[-1])
+    refused = refusal_observation("daily_report", "multi-day", Facts(direction="past"))
+    assert sent["d1"]["content"] == refused and sent["d1"]["notDispatched"] is True
+
+
+def _time_zone_asked(r: Result) -> None:
+    paused = _paused_first(r)
+    [clock] = _time_rows(paused, "clock")
+    assert (clock["zone"], clock["zoneSource"]) == ("UTC", "unknown")
+    [reading] = _time_rows(paused, "time-reading")
+    assert reading["choice"] == {"by": "open", "remaining": [], "open": ["zone"]}
+    not_a_zone, zone, confirmed, later = r["turns"][1:]
+    assert not_a_zone["answerStatus"] == "re-asked" and not_a_zone["runs"] == []
+    # The zone is accepted; the answer run asks the range question next and pauses again.
+    assert zone["answerStatus"] == "accepted" and zone["outcome"] == "paused"
+    assert _run_statuses(zone) == [("answer", "paused")] and zone["timeRows"] == []
+    assert confirmed["outcome"] == "answered"
+    [answered] = _time_rows(confirmed, "time-answer")
+    assert (answered["from"], answered["to"], answered["zone"]) == (MAR8, MAR9, LA)
+    assert answered["how"] == "confirmed"
+    assert _executed(r) == {"e1": {"start_time": MS[MAR8], "end_time": MS[MAR9]}}
+    [next_clock] = _time_rows(later, "clock")
+    assert (next_clock["zone"], next_clock["zoneSource"]) == (LA, "answered")
+    [today] = _time_rows(later, "time-reading")
+    assert today["candidates"][0]["range"] == {"from": MAR9, "to": "2026-03-10T00:00:00-07:00"}
+    lines = _time_lines(r)
+    assert "not known" in lines[0] and "not known" not in lines[-1] and LA in lines[-1]
+
+
 CLAIMS: dict[str, Callable[[Result], None]] = {
     "auth_error_held": _auth_held,
     "checkin_abandoned": _checkin_abandoned,
@@ -508,6 +702,10 @@ CLAIMS: dict[str, Callable[[Result], None]] = {
     "summarize_oldest_conversation": _summarize("conversation"),
     "summarize_oldest_discard": _summarize("discard"),
     "summarizer_failure": _summarizer_failure,
+    "time_answer_reasked_multi_day": _time_reasked_multi_day,
+    "time_dst_control_window_calls": _time_dst_control_window,
+    "time_question_confirmed": _time_question_confirmed,
+    "time_zone_asked_then_range": _time_zone_asked,
     "token_budget": _token_budget,
     "wrap_up_at_max_iterations": _wrap_up,
 }
@@ -680,27 +878,291 @@ async def test_extensions_are_not_checked(tmp_path: Path) -> None:
     assert result.turns[0].outcome == "answered"
 
 
+WINDOW_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "window": {"type": "string"},
+        "tz": {"type": "string"},
+        "n": {"type": "integer"},
+    },
+}
+
+
+def _timed(change: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], None]:
+    """``change`` applied to the base scenario with time on (Los Angeles) and a probe tool
+    whose schema has ``window``, ``tz`` and ``n``."""
+
+    def both(d: dict[str, Any]) -> None:
+        d["agent"]["time"] = {"zone": LA}
+        d["tools"][0]["inputSchema"] = copy.deepcopy(WINDOW_SCHEMA)
+        change(d)
+
+    return both
+
+
+def _period(period: Any) -> Callable[[dict[str, Any]], Any]:
+    return _timed(lambda d: d["tools"][0].update(period=period))
+
+
 @pytest.mark.parametrize(
-    ("change", "path"),
+    ("change", "path", "kind"),
     [
-        pytest.param(lambda d: d["agent"].update(time={"zone": "UTC"}), "$.agent.time", id="time"),
         pytest.param(
-            lambda d: d["turns"][0].update(time={"zone": "UTC"}), "$.turns[0].time", id="msg-time"
+            _timed(lambda d: d["agent"]["time"].update(maxAnswerRepeats=-1)),
+            "$.agent.time.maxAnswerRepeats",
+            AgentDefinitionError,
+            id="repeats",
         ),
         pytest.param(
-            lambda d: d["tools"][0].update(period={"argument": "window"}),
-            "$.tools[0].period",
-            id="period",
+            _timed(lambda d: d["agent"]["time"].update(zone="PST")),
+            "$.agent.time.zone",
+            AgentDefinitionError,
+            id="zone",
         ),
+        pytest.param(
+            _timed(lambda d: d["agent"]["time"].update(policy={"dateOrder": "XYZ"})),
+            "$.agent.time.policy.dateOrder",
+            AgentDefinitionError,
+            id="date-order",
+        ),
+        pytest.param(
+            _timed(lambda d: d["agent"]["time"].update(max_answer_repeats=2)),
+            "$.agent.time.max_answer_repeats",
+            AgentDefinitionError,
+            id="time-snake-case",
+        ),
+        pytest.param(
+            _timed(lambda d: d["agent"]["time"].update(reader="acme/llm-reader")),
+            "$.agent.time.reader",
+            AgentDefinitionError,
+            id="reader-is-code",
+        ),
+        pytest.param(
+            lambda d: d["agent"].update(time="LA"), "$.agent.time", AgentDefinitionError, id="type"
+        ),
+        pytest.param(
+            lambda d: d["turns"][0].update(time={"zone": "UTC"}),
+            "$.turns[0].time",
+            TimeNotEnabled,
+            id="msg-time-without-agent-time",
+        ),
+        pytest.param(
+            _timed(lambda d: d["turns"][0].update(time={"now": "2026-10-09T15:40:00"})),
+            "$.turns[0].time.now",
+            InvalidValue,
+            id="msg-now-no-offset",
+        ),
+        pytest.param(
+            _timed(lambda d: d["turns"][0].update(time={"when": "now"})),
+            "$.turns[0].time.when",
+            InvalidValue,
+            id="msg-time-unknown-key",
+        ),
+        pytest.param(
+            _timed(
+                lambda d: d["turns"][0].update(
+                    time={"window": {"from": "2026-10-09T15:40:00Z", "to": 3}}
+                )
+            ),
+            "$.turns[0].time.window.to",
+            InvalidValue,
+            id="msg-window-type",
+        ),
+        pytest.param(
+            _timed(
+                lambda d: d["turns"][0].update(
+                    time={"window": {"from": "2026-10-09T15:40:00Z", "to": "2026-10-09T15:00Z"}}
+                )
+            ),
+            "$.turns[0].time.window",
+            InvalidValue,
+            id="msg-window-backwards",
+        ),
+        pytest.param(
+            _period({"argument": "window", "spelling": "iso-range", "zone_argument": "tz"}),
+            "$.tools[0].period.zone_argument",
+            PeriodDeclarationError,
+            id="period-snake-case",
+        ),
+        pytest.param(
+            _period({"argument": "window", "spelling": "wall-range"}),
+            "$.tools[0].period.zoneArgument",
+            PeriodDeclarationError,
+            id="wall-range-without-zone",
+        ),
+        pytest.param(
+            _period(
+                {
+                    "forms": [
+                        {
+                            "kind": "bounds",
+                            "from": {"argument": "window", "as": "iso"},
+                            "to": {"argument": "tz", "as": "iso"},
+                        }
+                    ]
+                }
+            ),
+            "$.tools[0].period.forms[0].to.edge",
+            PeriodDeclarationError,
+            id="bounds-without-edge",
+        ),
+        pytest.param(
+            _period({"forms": [{"kind": "day", "argument": "n", "zone": {"argument": "tz"}}]}),
+            "$.tools[0].period.forms[0].argument",
+            PeriodDeclarationError,
+            id="day-on-an-integer",
+        ),
+        pytest.param(
+            _period({"argument": "window", "accepts": ["iso-range"], "retention": "30 days"}),
+            "$.tools[0].period.retention",
+            PeriodDeclarationError,
+            id="retention",
+        ),
+        pytest.param(_period([1]), "$.tools[0].period", PeriodDeclarationError, id="not-object"),
     ],
 )
-async def test_a_feature_not_available_yet_is_refused_naming_its_path(
-    change: Callable[[dict[str, Any]], Any], path: str, tmp_path: Path
+async def test_a_bad_time_value_is_refused_naming_its_path(
+    change: Callable[[dict[str, Any]], Any], path: str, kind: type[AfpError], tmp_path: Path
 ) -> None:
-    """The time layer (agent.time, a message's time, tool periods) is refused as not
-    available."""
-    message = await _fails(_scenario(change), tmp_path)
-    assert message.startswith(f"{path}: ") and "not available" in message, message
+    """agent.time, a message's time and tool periods are decoded by the runtime's own
+    decoders: their errors keep the runtime's class, the message starting with the JSON path,
+    and nothing runs."""
+    message = await _fails(_scenario(change), tmp_path, kind)
+    assert message.startswith(f"{path}: "), message
+    assert not await anyio.Path(tmp_path / "afp.db").exists()
+
+
+@pytest.mark.parametrize("timed", [True, False], ids=["time-on", "time-off"])
+async def test_a_time_quote_in_a_schema_is_a_tool_definition_error(
+    timed: bool, tmp_path: Path
+) -> None:
+    """An input schema defining _timeQuote is refused on every tool, time on or off, with a
+    period or without (host.md §6.1)."""
+
+    def change(d: dict[str, Any]) -> None:
+        if timed:
+            _period({"argument": "window", "accepts": ["iso-range"]})(d)
+        d["tools"][0]["inputSchema"]["properties"][TIME_QUOTE] = {"type": "string"}
+
+    message = await _fails(_scenario(change), tmp_path, ToolDefinitionError)
+    assert message.startswith("$.tools[0]: ") and TIME_QUOTE in message
+
+
+async def test_a_period_without_agent_time_changes_nothing(tmp_path: Path) -> None:
+    """A tool period on an agent without time is accepted and inert, as in the runtime
+    (periods.md §15.3): no rows, no _timeQuote, the base result unchanged."""
+
+    def change(d: dict[str, Any]) -> None:
+        _period({"argument": "window", "accepts": ["iso-range"]})(d)
+        d["agent"]["time"] = None
+
+    def plain(d: dict[str, Any]) -> None:
+        d["tools"][0]["inputSchema"] = copy.deepcopy(WINDOW_SCHEMA)
+
+    with_period = await _result_bytes(_scenario(change), tmp_path / "a.db")
+    without = await _result_bytes(_scenario(plain), tmp_path / "b.db")
+    assert with_period == without
+    assert json.loads(with_period)["turns"][0]["timeRows"] == []
+
+
+async def test_a_message_time_sets_the_turn_clock(tmp_path: Path) -> None:
+    """A message's time {now, zone} is what the turn's clock row says (periods.md §2.1)."""
+
+    def change(d: dict[str, Any]) -> None:
+        time = {"now": "2026-10-09T08:40:00-07:00", "zone": "Europe/London"}
+        _timed(lambda d: d["turns"][0].update(time=time))(d)
+
+    result = json.loads(await _result_bytes(_scenario(change), tmp_path / "afp.db"))
+    [clock] = _time_rows(result["turns"][0], "clock")
+    assert (clock["now"], clock["nowSource"]) == ("2026-10-09T08:40:00-07:00", "message")
+    assert (clock["zone"], clock["zoneSource"]) == ("Europe/London", "message")
+    assert result["turns"][0]["findingsLedger"] == []
+    [line] = _time_lines(result)
+    assert "Europe/London" in line and "16:40" in line
+
+
+def _time_asked(d: dict[str, Any]) -> None:
+    """Time on with one answer allowed to be refused; the model calls a look-back tool with no
+    period about "the last 2 hours", so the turn pauses with a time question."""
+    d["agent"]["time"] = {"zone": LA, "maxAnswerRepeats": 1}
+    d["tools"][0].update(
+        inputSchema=copy.deepcopy(WINDOW_SCHEMA),
+        period={"argument": "window", "spelling": "lookback"},
+        results=["3 errors"],
+    )
+    d["provider"]["replies"] = [
+        {"toolCalls": [{"id": "w1", "name": "probe", "args": {}}]},
+        {"content": "could not agree on a time", "usage": {"input": 3, "output": 1}},
+    ]
+    d["turns"][0]["message"] = "any errors in the last 2 hours?"
+
+
+async def test_a_refused_answer_past_the_repeats_is_unsettled(tmp_path: Path) -> None:
+    """Refused time answers are re-asked (the step runs nothing) until maxAnswerRepeats is
+    used; the next refusal closes the question unsettled (answerStatus as the API says it) and
+    the answer run goes on without running the waiting call (periods.md §11.3)."""
+
+    def change(d: dict[str, Any]) -> None:
+        _time_asked(d)
+        d["turns"] += [
+            {"kind": "resume", "answer": "yesterday"},
+            {"kind": "resume", "answer": "2026-10-09T08:00/2026-10-09T09:00"},
+        ]
+
+    db = tmp_path / "afp.db"
+    result = json.loads(await _result_bytes(_scenario(change), db))
+    paused, reasked, unsettled = result["turns"]
+    assert paused["outcome"] == "paused"
+    assert (reasked["answerStatus"], reasked["outcome"], reasked["runs"]) == (
+        "re-asked",
+        "paused",
+        [],
+    )
+    assert unsettled["answerStatus"] == "unsettled" and unsettled["outcome"] == "answered"
+    assert _run_statuses(unsettled) == [("answer", "answered")]
+    assert result["toolExecutions"] == []
+    assert unsettled["timeRows"] == []  # no answer, no second call-window row, no call row
+    sent = _by_call(_requests(result)[-1])
+    assert sent["w1"]["content"] == unsettled_observation("probe")
+    assert sent["w1"]["notDispatched"] is True
+    store = await SqliteStore.open(db, read_only=True)
+    try:
+        [question] = await store.questions("scenario")
+    finally:
+        await store.aclose()
+    assert (question.kind, question.status, question.repeat) == ("time", "unsettled", 1)
+    assert question.detail is not None and question.detail["refused"]["reason"] == "no-offset"
+
+
+async def test_the_re_asked_golden_answer_was_refused_for_its_dst_gap(tmp_path: Path) -> None:
+    """The re-asked step of time_answer_reasked_multi_day was refused dst-gap: 02:30 on
+    2026-03-08 never happens in Los Angeles (the result does not carry the reason; the
+    store's question does)."""
+    db = tmp_path / "afp.db"
+    await _result_bytes(await _read(SCENARIOS / "time_answer_reasked_multi_day.json"), db)
+    store = await SqliteStore.open(db, read_only=True)
+    try:
+        [question] = await store.questions("scenario")
+    finally:
+        await store.aclose()
+    assert (question.status, question.repeat) == ("answered", 1)
+    assert question.detail is not None
+    refused = question.detail["refused"]
+    assert refused["reason"] == "dst-gap" and refused["answer"].startswith("2026-03-08T02:30")
+
+
+async def test_a_decision_to_a_time_question_is_an_invalid_answer(tmp_path: Path) -> None:
+    """A time question takes text; a decision object is the runtime's InvalidAnswer (422,
+    not counted as an attempt), naming the step's answer path."""
+
+    def change(d: dict[str, Any]) -> None:
+        _time_asked(d)
+        d["turns"].append({"kind": "resume", "answer": {"decision": "approve"}})
+
+    with pytest.raises(InvalidAnswer) as caught:
+        await run_scenario(_scenario(change), db_path=tmp_path / "afp.db")
+    assert caught.value.reason == "not-a-string"
+    assert caught.value.message.startswith("$.turns[1].answer: ")
 
 
 async def test_a_reserved_tool_argument_is_a_tool_definition_error(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -417,11 +417,16 @@ def _row_problem(row: FindingsRow) -> tuple[str, str] | None:
     return None
 
 
-def validate_rows(raw: object) -> tuple[LedgerRow, ...]:
+def validate_rows(
+    raw: object, *, checked_elsewhere: Callable[[int, Mapping[str, Any]], bool] | None = None
+) -> tuple[LedgerRow, ...]:
     """Strictly validate a committed ledger (import, migration, ``afp doctor``; §13).
 
     Args:
         raw: the decoded JSON value of ``findingsLedger``.
+        checked_elsewhere: called with a row's index and the row first; when it returns True
+            the row was validated by its own family (the time rows, periods.md §15.1) and is
+            kept as a foreign row.
 
     Returns:
         The rows as ``rows_from_wire`` decodes them.
@@ -442,6 +447,11 @@ def validate_rows(raw: object) -> tuple[LedgerRow, ...]:
             raise _invalid(index, kind, "(row)", f"a row must be a JSON object, not {shown(item)}")
         if not isinstance(kind, str):
             raise _invalid(index, kind, "kind", "a row needs a string kind")
+        if checked_elsewhere is not None and checked_elsewhere(index, item):
+            rows.append(
+                ForeignRow(kind=kind, fields={k: v for k, v in item.items() if k != "kind"})
+            )
+            continue
         struct_type = _registry.get(kind)
         if struct_type is None:
             raise _invalid(index, kind, "kind", "no family registered this kind")

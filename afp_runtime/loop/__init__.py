@@ -37,6 +37,7 @@ from afp_runtime.loop.portable import (
     export_checkpoint,
     import_checkpoint,
     parse_checkpoint,
+    validate_ledger,
 )
 from afp_runtime.loop.route import decide_route, unique_call_ids
 from afp_runtime.loop.run import Run
@@ -84,4 +85,5 @@ __all__ = [
     "resolve_span",
     "unique_call_ids",
     "validate_answer",
+    "validate_ledger",
 ]

@@ -11,7 +11,7 @@ import replaces the conversation whole (the old one is archived), never merges.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -26,6 +26,7 @@ from afp_runtime.findings import validate_rows
 from afp_runtime.loop.definition import AGENT_ID
 from afp_runtime.loop.folded import load_folded_spans
 from afp_runtime.messages import Message, Usage, fingerprint
+from afp_runtime.periods import TIME_ROW_KINDS, validate_time_row
 from afp_runtime.records import (
     ConversationState,
     Item,
@@ -150,9 +151,26 @@ def parse_checkpoint(data: bytes, *, agent_id: str) -> PortableCheckpoint:
     if checkpoint.folded is not msgspec.UNSET:
         check_spans(checkpoint.folded)
     if checkpoint.findings_ledger is not msgspec.UNSET:
-        # Strict: known kinds, typed fields, valid enums, no unknown keys (findings.md §13).
-        validate_rows(list(checkpoint.findings_ledger))
+        # Strict: known kinds, typed fields, valid enums, no unknown keys (findings.md §13;
+        # the time rows by their own family's rules, periods.md §15.1).
+        validate_ledger(list(checkpoint.findings_ledger))
     return checkpoint
+
+
+def validate_ledger(rows: list[Any]) -> None:
+    """Strictly validate a conversation's ledger: findings rows and time rows alike.
+
+    Raises:
+        CheckpointInvalid: a row is invalid; the error names its index and the field.
+    """
+
+    def time_row(index: int, row: Mapping[str, Any]) -> bool:
+        if row.get("kind") not in TIME_ROW_KINDS:
+            return False
+        validate_time_row(dict(row), index)
+        return True
+
+    validate_rows(rows, checked_elsewhere=time_row)
 
 
 async def export_checkpoint(store: CheckpointStore, agent_id: str) -> PortableCheckpoint:

@@ -9,10 +9,18 @@ Decoding and type errors are ``InvalidValue``; errors the runtime's own validati
 their class (``ToolDefinitionError``, ``WindowConfigError``, ``CheckpointInvalid``…) with the
 path put in front of their message.
 
-Features the runtime does not have yet are refused with an error that names the path and says
-so: the time layer (``agent.time``, a message's ``time`` and tool ``period`` declarations).
+The time layer is available (periods.md): ``agent.time`` is decoded as the runtime's
+``TimeConfig`` (``time_config_from_wire``), a message's ``time`` as its ``MessageTime``
+(``message_time_from_wire``) and a tool's ``period`` as its ``Period`` (``period_from_wire``,
+then checked against the input schema when the tool is built). Their errors keep the runtime's
+class (``AgentDefinitionError``, ``InvalidValue``, ``PeriodDeclarationError``) with the runtime's
+field path placed under the JSON path (``$.agent.time.policy.dateOrder``,
+``$.turns[2].time.window``, ``$.tools[0].period.forms[1].to.edge``). What the runtime cannot do
+from a file stays refused by the runtime's own check, with its message: a time reader other
+than the built-in ``"afp/english"`` (readers are code, given in Python).
 Check-ins are available: ``{"pause": {"question": …}}`` tool results, ``checkIn`` tools and
-``resume`` steps (host.md §10).
+``resume`` steps (host.md §10); a resume step answers a time question with a string (a zone
+name, or a ``from/to`` range).
 
 Decisions where scenario.md is silent:
 
@@ -33,6 +41,10 @@ Decisions where scenario.md is silent:
   "approve" | "decline", "note"?: text}`` (unknown keys refused here); whether it fits the
   question's kind is the runtime's check when the step runs (``InvalidAnswer``, see
   ``runner.run_scenario``). ``question`` is an int >= 0.
+* A message ``time`` while ``agent.time`` is null is refused up front as the runtime's
+  ``TimeNotEnabled`` at ``$.turns[i].time`` (the inbox's 422 ``time-not-enabled``). A tool
+  ``period`` on an agent without time is accepted and, as in the runtime, has no effect
+  (periods.md §15.3).
 """
 
 from __future__ import annotations
@@ -43,9 +55,22 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from afp_runtime.errors import AfpError, CheckpointInvalid, InvalidValue
+from afp_runtime.errors import (
+    AfpError,
+    CheckpointInvalid,
+    InvalidValue,
+    PeriodDeclarationError,
+    TimeNotEnabled,
+)
 from afp_runtime.findings import FindingsConfig
 from afp_runtime.loop import PortableCheckpoint, parse_checkpoint
+from afp_runtime.periods import (
+    Period,
+    TimeConfig,
+    message_time_from_wire,
+    period_from_wire,
+    time_config_from_wire,
+)
 from afp_runtime.records import STAGES
 from afp_runtime.tools import Tool, ToolFn
 
@@ -104,7 +129,7 @@ class AgentSpec(_Input, frozen=True, kw_only=True):
     durability: Literal["sync", "iteration", "turn"] = "sync"
     wrap_up: bool = True
     findings: FindingsConfig | None = None
-    time: Any = None
+    time: Any = None  # a TimeConfig in wire form, decoded by ``time_config_of``
 
 
 class UsageSpec(_Input, frozen=True, kw_only=True):
@@ -231,7 +256,7 @@ class ToolSpec(_Input, frozen=True, kw_only=True):
     check_in: bool = False
     timeout_s: PositiveNumber = 60
     max_result_chars: PositiveInt = 20_000
-    period: Any = None
+    period: Any = None  # a period declaration in wire form, decoded by ``period_of``
 
 
 class MessageSpec(_Input, frozen=True, kw_only=True):
@@ -265,10 +290,11 @@ class _StepSpec(_Input, frozen=True, kw_only=True, tag_field="kind"):
 
 
 class MessageStep(_StepSpec, frozen=True, kw_only=True, tag="message"):
-    """Post a person's message and run until the turn is answered, paused or held."""
+    """Post a person's message (with its optional ``time {now?, zone?, window?}``, periods.md
+    §2.1) and run until the turn is answered, paused or held."""
 
     message: PersonText
-    time: Any = None
+    time: Any = None  # checked by ``message_time_of``
 
 
 class RestartStep(_StepSpec, frozen=True, kw_only=True, tag="restart"):
@@ -310,7 +336,8 @@ class ResumeStep(_StepSpec, frozen=True, kw_only=True, tag="resume"):
     the batch's last question closes (host.md §10.3, §10.4).
 
     Attributes:
-        answer: text (a tool ask) or a decision object (an approval).
+        answer: text (a tool ask; a time question: a zone name or a ``from/to`` range) or a
+            decision object (an approval).
         question: the 0-based position among the open questions; the oldest when absent.
         abandon: true closes the question abandoned instead of answering it.
     """
@@ -358,11 +385,25 @@ def _invalid(path: str, message: str) -> InvalidValue:
     return InvalidValue(f"{path}: {message}", field=path)
 
 
-def not_available(path: str, feature: str) -> InvalidValue:
-    """The error for a feature of the format the runtime does not have yet."""
-    return _invalid(
-        path, f"{feature} is not available in this afp_runtime yet, so a scenario cannot use it"
-    )
+def under_path(base: str, error: AfpError, *, root: str = "") -> AfpError:
+    """Put the JSON path of the runtime's ``field`` in front of an error's message: ``base``
+    followed by the field path the runtime named (the error keeps its class).
+
+    ``root`` is the runtime's name for ``base`` itself (``"period"`` for a period declaration,
+    whose other fields are named relative to it, ``forms[1].to.edge``); a field equal to it
+    names ``base``.
+    """
+    field = str(error.context.get("field", "") or "")
+    if not field or field == root:
+        path = base
+    elif field.startswith("["):
+        path = base + field
+    else:
+        path = f"{base}.{field}"
+    error.message = f"{path}: {error.message}"
+    error.args = (error.message,)
+    error.context["field"] = path
+    return error
 
 
 _UNKNOWN = re.compile(r"Object contains unknown field `(?P<key>.*)`")
@@ -393,10 +434,12 @@ def decode_scenario(data: bytes | str) -> Scenario:
     """Decode a scenario file and check it whole before anything runs.
 
     Raises:
-        InvalidValue: not JSON, an unknown key, a bad value, or a feature not available yet;
-            the message names the JSON path.
-        AfpError: a tool declaration, strategy or imported conversation the runtime refuses
-            (its own class, the path in front of its message).
+        InvalidValue: not JSON, an unknown key or a bad value; the message names the JSON
+            path.
+        TimeNotEnabled: a message step carries ``time`` while ``agent.time`` is null.
+        AfpError: a tool declaration (its period included), ``agent.time``, a strategy or an
+            imported conversation the runtime refuses (its own class, the path in front of its
+            message).
     """
     try:
         scenario = _decoder.decode(data)
@@ -416,8 +459,7 @@ async def _unused_tool(args: Any, ctx: Any) -> None:
 def check_scenario(scenario: Scenario) -> None:
     """Check what the types alone cannot (see ``decode_scenario``)."""
     agent = scenario.agent
-    if agent.time is not None:
-        raise not_available("$.agent.time", "agent.time")
+    time_config_of(agent)
     if agent.keep_last_tool_results is True:
         raise _invalid("$.agent.keepLastToolResults", "must be an int >= 0 or false, not true")
     _check_replies("$.provider.replies", scenario.provider.replies)
@@ -432,7 +474,7 @@ def check_scenario(scenario: Scenario) -> None:
         build_tool(spec, path, _unused_tool)
         for number, result in enumerate(spec.results):
             _check_result(f"{path}.results[{number}]", result)
-    _check_steps(scenario.turns)
+    _check_steps(scenario.turns, timed=agent.time is not None)
 
 
 def _check_replies(path: str, replies: Sequence[ReplySpec]) -> None:
@@ -455,7 +497,7 @@ def _check_result(path: str, result: str | ToolResultSpec) -> None:
         raise _invalid(f"{path}.delayMs", 'delayMs goes with "text"')
 
 
-def _check_steps(steps: Sequence[StepSpec]) -> None:
+def _check_steps(steps: Sequence[StepSpec], *, timed: bool) -> None:
     armed: list[int] = []
     for index, step in enumerate(steps):
         path = f"$.turns[{index}]"
@@ -465,8 +507,8 @@ def _check_steps(steps: Sequence[StepSpec]) -> None:
                 'a resume step holds either "answer" or "abandon": true'
                 + (", not both" if step.abandon else ""),
             )
-        if isinstance(step, MessageStep) and step.time is not None:
-            raise not_available(f"{path}.time", "a message time (the time layer)")
+        if isinstance(step, MessageStep):
+            message_time_of(step, path, timed=timed)
         if isinstance(step, CrashStep):
             if step.call is not None and step.after not in TOOL_POINTS:
                 raise _invalid(f"{path}.call", "call goes with after = tool-start or tool-end")
@@ -487,17 +529,71 @@ def _check_steps(steps: Sequence[StepSpec]) -> None:
 # -- runtime values from the format ------------------------------------------------------------
 
 
+def time_config_of(agent: AgentSpec) -> TimeConfig | None:
+    """The agent's ``TimeConfig`` (None: time off), decoded from ``agent.time``.
+
+    Raises:
+        AgentDefinitionError: an unknown key, a wrong type or an invalid value; the message
+            starts with its path (``$.agent.time.maxAnswerRepeats``).
+    """
+    if agent.time is None:
+        return None
+    try:
+        return time_config_from_wire(agent.time)
+    except AfpError as exc:
+        raise under_path("$.agent", exc) from None
+
+
+def message_time_of(step: MessageStep, path: str, *, timed: bool) -> dict[str, Any] | None:
+    """A message step's ``time``, checked as the inbox checks it (periods.md §2.1); None when
+    it has none. ``timed``: the agent has time enabled.
+
+    Raises:
+        TimeNotEnabled: the step carries ``time`` while ``agent.time`` is null.
+        InvalidValue: a field of ``time`` is wrong (``$.turns[i].time.now`` …).
+    """
+    if step.time is None:
+        return None
+    if not timed:
+        raise TimeNotEnabled(
+            f"{path}.time: a message carries time, but agent.time is null (the inbox refuses "
+            "it: time-not-enabled); set agent.time or leave the time out",
+            field=f"{path}.time",
+        )
+    try:
+        message_time_from_wire(step.time)
+    except AfpError as exc:
+        raise under_path(path, exc) from None
+    time: dict[str, Any] = step.time
+    return time
+
+
+def period_of(spec: ToolSpec, path: str) -> Period | None:
+    """The tool's ``Period`` (None: no period), decoded from ``tools[i].period``.
+
+    Raises:
+        PeriodDeclarationError: the declaration breaks a rule of periods.md §7.4; the message
+            starts with its path (``$.tools[0].period.forms[1].to.edge``).
+    """
+    if spec.period is None:
+        return None
+    try:
+        return period_from_wire(spec.period)
+    except AfpError as exc:
+        raise under_path(f"{path}.period", exc, root="period") from None
+
+
 def build_tool(spec: ToolSpec, path: str, fn: ToolFn) -> Tool:
     """The runtime tool a spec declares, running ``fn``.
 
     ``checkIn`` maps to ``check_in=True``: a call of it pauses its batch for an approval.
+    ``period`` is decoded and then checked against the input schema (periods.md §7.4).
 
     Raises:
-        InvalidValue: a period (the time layer is not available yet).
+        PeriodDeclarationError: the period is refused (named under ``$.tools[i].period``).
         ToolDefinitionError: the declaration is refused (reserved arguments, a bad schema…).
     """
-    if spec.period is not None:
-        raise not_available(f"{path}.period", "a tool period (the time layer)")
+    period = period_of(spec, path)
     try:
         return Tool(
             spec.name,
@@ -509,7 +605,10 @@ def build_tool(spec: ToolSpec, path: str, fn: ToolFn) -> Tool:
             timeout_s=spec.timeout_s,
             max_result_chars=spec.max_result_chars,
             check_in=spec.check_in,
+            period=period,
         )
+    except PeriodDeclarationError as exc:
+        raise under_path(f"{path}.period", exc, root="period") from None
     except AfpError as exc:
         raise at_path(path, exc) from None
 

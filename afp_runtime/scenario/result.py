@@ -38,13 +38,15 @@ class StepResult(_Output, frozen=True, kw_only=True):
         kind: the step's kind.
         run_id: the last run the step ran (absent when it ran none).
         outcome: the turn's state when the step ended: ``answered``, ``paused`` or ``held``.
-        answer_status: for ``resume`` steps: ``accepted`` (``re-asked`` is for time questions,
-            which are not available yet).
+        answer_status: for ``resume`` steps, as the API answers: ``accepted``, ``re-asked``
+            (a refused time answer: the question stays open, the step runs nothing) or
+            ``unsettled`` (a refused time answer past ``maxAnswerRepeats``).
         runs: every run the step ran, in order.
         answer: the final answer, only when answered.
         compactions: every window record of the step's turn so far, all its runs (wire shape).
         findings_ledger: basis, standing and conflict rows the step added.
-        time_rows: time rows the step added (none yet).
+        time_rows: time rows the step added (``clock``, ``time-reading``, ``time-answer``,
+            ``call-window``, ``call``; periods.md §15.1), oldest first.
     """
 
     index: int

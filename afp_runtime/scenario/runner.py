@@ -23,8 +23,16 @@ Decisions where scenario.md is silent:
   ``$.turns[i].question``; resuming when no question is open at all is one at ``$.turns[i]``.
 * A ``message`` or ``continueFrom`` step while the previous turn is paused (or held, or anything
   but finished) is an ``InvalidValue`` at ``$.turns[i]`` saying so; nothing is posted.
-* A resume step's ``findingsLedger`` holds the rows of the turn added since the step began (the
-  message step that paused already showed its own).
+* A resume step's ``findingsLedger`` and ``timeRows`` hold the rows of the turn added since the
+  step began (the message step that paused already showed its own). Both lists come from the
+  one ledger, split by ``kind``: ``basis``/``standing``/``conflict`` and the time kinds
+  (``clock``, ``time-reading``, ``time-answer``, ``call-window``, ``call``; periods.md §15.1).
+* ``answerStatus`` is what the API answers for the step's answer: ``accepted``; ``re-asked``
+  when a time answer was refused and its question stays open (the step then runs nothing and
+  ends ``paused``); ``unsettled`` when a refused time answer found the question's repeats used
+  up, so it closed unsettled and the answer run went on without its calls (periods.md §11.3;
+  scenario.md lists only the first two, the API has the third). An abandon step says
+  ``accepted``.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from afp_runtime.loop import (
     load_folded_spans,
 )
 from afp_runtime.models import ScriptedModel
+from afp_runtime.periods import TIME_ROW_KINDS
 from afp_runtime.scenario._world import Abort, Arm, Crash, World
 from afp_runtime.scenario.format import (
     AGENT_ID,
@@ -62,6 +71,8 @@ from afp_runtime.scenario.format import (
     build_tool,
     checkpoint_of,
     decode_scenario,
+    message_time_of,
+    time_config_of,
 )
 from afp_runtime.scenario.result import RESULT_FORMAT, RunSummary, ScenarioResult, StepResult
 from afp_runtime.served import check, epochs, receipt_at, served_at
@@ -137,6 +148,7 @@ class _Host:
                 window=window,
                 keep_last_tool_results=agent.keep_last_tool_results,
                 findings=agent.findings,
+                time=time_config_of(agent),
             )
         except AfpError as exc:
             raise at_path("$.agent", exc) from None
@@ -249,8 +261,8 @@ class _Runner:
         ledger_from = 0
         answer_status: str | msgspec.UnsetType = msgspec.UNSET
         if isinstance(step, ResumeStep):
-            message_id, ledger_from = await self._resume(step, path)
-            kind, answer_status = "resume", "accepted"
+            message_id, ledger_from, answer_status = await self._resume(step, path)
+            kind = "resume"
         else:
             await self._require_idle(path)
             if isinstance(step, ContinueFromStep):
@@ -264,7 +276,12 @@ class _Runner:
                 assert isinstance(step, MessageStep)
                 kind = "message"
             _, driver = self.host.live()
-            message_id = (await driver.post(step.message)).message_id
+            time = (
+                message_time_of(step, path, timed=self.scenario.agent.time is not None)
+                if isinstance(step, MessageStep)
+                else None
+            )
+            message_id = (await driver.post(step.message, time=time)).message_id
         self.world.arms, self.pending = self.pending, []
         run_ids = await self._drive()
         for arm in self.world.arms:
@@ -298,9 +315,10 @@ class _Runner:
             field=path,
         )
 
-    async def _resume(self, step: ResumeStep, path: str) -> tuple[str, int]:
+    async def _resume(self, step: ResumeStep, path: str) -> tuple[str, int, str]:
         """Answer or abandon the open question a resume step picks; the question's inbox
-        message and how many ledger rows its turn held before (host.md §10.3, §10.4).
+        message, how many ledger rows its turn held before (host.md §10.3, §10.4) and the
+        answer's status (``accepted``, ``re-asked`` or ``unsettled``, periods.md §11.3).
 
         Raises:
             InvalidValue: no question is open, or ``question`` is past the open ones.
@@ -325,9 +343,9 @@ class _Runner:
         now_ms = self.world.clock.now_ms()
         if step.abandon:
             await abandon_question(store, AGENT_ID, question.question_id, now_ms=now_ms)
-            return question.message_id, ledger_from
+            return question.message_id, ledger_from, "accepted"
         try:
-            await answer_question(
+            row = await answer_question(
                 store, AGENT_ID, question.question_id, step.value(), now_ms=now_ms
             )
         except InvalidAnswer as exc:
@@ -338,7 +356,9 @@ class _Runner:
                 reason=exc.reason,
                 field=where,
             ) from None
-        return question.message_id, ledger_from
+        assert row is not None, "the question was open a moment ago"
+        status = {"open": "re-asked", "unsettled": "unsettled"}.get(row.status, "accepted")
+        return question.message_id, ledger_from, status
 
     async def _drive(self) -> list[tuple[str, str]]:
         """Work the agent until the turn is answered, paused or held; the runs it ran, each
@@ -433,11 +453,12 @@ class _Runner:
             answer=answer,
             compactions=tuple(compactions),
             findings_ledger=tuple(r for r in ledger if r.get("kind") in FINDINGS_KINDS),
-            time_rows=(),
+            time_rows=tuple(r for r in ledger if r.get("kind") in TIME_KINDS),
         )
 
 
 FINDINGS_KINDS = frozenset({"basis", "standing", "conflict"})
+TIME_KINDS = frozenset(TIME_ROW_KINDS)
 
 
 async def run_scenario(scenario: Scenario | bytes | str, *, db_path: str | Path) -> ScenarioResult:
@@ -448,14 +469,15 @@ async def run_scenario(scenario: Scenario | bytes | str, *, db_path: str | Path)
         db_path: where the SQLite store is created; the file must not exist yet.
 
     Raises:
-        InvalidValue: the scenario is malformed, uses a feature not available yet (the time
-            layer), arms a crash that is never reached, posts behind a paused or held turn, or
-            resumes when no question is open (or past the open ones); the message names the
-            JSON path of the step.
+        InvalidValue: the scenario is malformed, arms a crash that is never reached, posts
+            behind a paused or held turn, or resumes when no question is open (or past the open
+            ones); the message names the JSON path of the step.
+        TimeNotEnabled: a message step carries ``time`` while ``agent.time`` is null.
         InvalidAnswer: a resume step's answer does not fit its question's kind; ``reason`` is
             the runtime's code, and the message names ``$.turns[i].answer`` and the reason.
         ScriptExhausted: the provider's (or the summarizer's) replies ran out; names the call.
-        AfpError: a declaration the runtime refuses, with the JSON path in front.
+        AfpError: a declaration the runtime refuses (a tool, its period, ``agent.time``, a
+            strategy), with the JSON path in front.
     """
     if not isinstance(scenario, bytes | str):
         # A struct built in code skipped the decoder's constraints: check it as a file would be.

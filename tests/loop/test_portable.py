@@ -159,3 +159,62 @@ async def test_the_ledger_travels_with_the_checkpoint(harness: Harness) -> None:
     assert await harness.store.ledger("ops") == [good]
     exported = await export_checkpoint(harness.store, "ops")
     assert exported.findings_ledger == (good,)
+
+
+CLOCK = {
+    "kind": "clock",
+    "turn": 1,
+    "iteration": 1,
+    "now": "2026-10-09T15:40:00Z",
+    "nowSource": "inbox",
+    "zone": "America/Los_Angeles",
+    "zoneSource": "agent",
+}
+FILLED = {
+    "kind": "call-window",
+    "turn": 1,
+    "iteration": 1,
+    "toolCallId": "c1",
+    "toolName": "client_activity",
+    "how": "filled",
+    "form": 0,
+    "asked": {"from": "2026-10-09T15:00:00Z", "to": "2026-10-09T15:41:00Z"},
+}
+DST_GAP = {
+    "kind": "call-window",
+    "turn": 1,
+    "iteration": 1,
+    "toolCallId": "c1",
+    "toolName": "search_logs",
+    "how": "refused",
+    "refused": "dst-gap",
+    "form": 0,
+}
+ANSWER = {
+    "kind": "time-answer",
+    "turn": 1,
+    "iteration": 1,
+    "mention": 0,
+    "from": "2026-10-09T15:00:00Z",
+    "to": "2026-10-09T15:41:00Z",
+    "zone": "America/Los_Angeles",
+    "how": "confirmed",
+}
+
+
+@pytest.mark.parametrize(
+    ("row", "named"),
+    [
+        (FILLED, "person"),
+        (DST_GAP, "argument"),
+        ({**ANSWER, "label": "x"}, "label"),
+        ({**CLOCK, "now": "2026-10-09t15:40:00z"}, "now"),
+    ],
+)
+def test_case_53_time_rows_are_validated_strictly_on_import(
+    row: dict[str, Any], named: str
+) -> None:
+    """periods.md case 53: bad time rows are refused, naming the field; valid ones pass."""
+    with pytest.raises(CheckpointInvalid, match=named):
+        parse_checkpoint(doc(findingsLedger=[CLOCK, row]), agent_id="ops")
+    assert parse_checkpoint(doc(findingsLedger=[CLOCK, ANSWER]), agent_id="ops")

@@ -323,3 +323,166 @@ def test_the_window_layer_knows_the_time_line_prefix() -> None:
     from afp_runtime import periods
 
     assert periods.TIME_LINE_PREFIX == TIME_LINE_PREFIX
+
+
+async def _ask_and_answer(
+    harness: Harness, driver: AgentDriver, text: str, value: str | None = None
+) -> Any:
+    """Post ``text``, expect one time question, answer it with ``value`` (or its first
+    choice); returns the question as it was asked."""
+    assert harness.store is not None
+    await driver.post(text)
+    [paused] = await harness.work(driver)
+    assert paused.status == "paused"
+    [question] = await harness.store.questions("ops", status="open")
+    assert question.detail is not None
+    chosen = value or question.detail["question"]["choices"][0]["value"]
+    await answer_question(harness.store, "ops", question.question_id, chosen, now_ms=NOW_MS)
+    [done] = await harness.work(driver)
+    assert done.status == "answered"
+    return question
+
+
+ISO_OR_LOOKBACK = Period(argument="window", accepts=("iso-range", "signed-lookback"))
+
+
+async def test_case_40_a_confirmed_span_and_a_control_window_in_an_iso_range(
+    tmp_path: Any,
+) -> None:
+    later = Harness(tmp_path / "later.db", FakeClock(start_ms=NOW_MS + 20 * 60_000))
+    await later.open()
+    try:
+        seen = Seen()
+        tool = seen.tool("activity", SCHEMA_WINDOW, ISO_OR_LOOKBACK)
+        script = [tool_reply(call("c1", "activity")), answer("ok")]
+        await _ask_and_answer(later, driver_for(later, script, [tool]), "last 2 hours?")
+        assert seen.calls[0][1] == {"window": "2026-10-09T14:00:00Z..2026-10-09T15:59:59Z"}
+    finally:
+        await later.close()
+
+
+async def test_case_40_control_window_keeps_its_offset(harness: Harness) -> None:
+    seen = Seen()
+    tool = seen.tool("activity", SCHEMA_WINDOW, ISO_OR_LOOKBACK)
+    driver = driver_for(harness, [tool_reply(call("c1", "activity")), answer("ok")], [tool])
+    window = {"from": "2026-10-09T08:00:00-07:00", "to": "2026-10-09T08:40:00-07:00"}
+    await driver.post("this", time={"window": window})
+    await harness.work(driver)
+    assert seen.calls[0][1] == {"window": "2026-10-09T08:00:00-07:00..2026-10-09T08:39:59-07:00"}
+
+
+async def test_case_41_an_unreadable_mention_gets_a_free_entry_question(
+    harness: Harness,
+) -> None:
+    seen = Seen()
+    tool = seen.tool("smb", SCHEMA_WINDOW, ISO_OR_LOOKBACK)
+    driver = driver_for(harness, [tool_reply(call("c1", "smb")), answer("ok")], [tool])
+    question = await _ask_and_answer(
+        harness,
+        driver,
+        "any SMB errors yesterday morning?",
+        "2026-10-08T06:00:00-07:00/2026-10-08T12:00:00-07:00",
+    )
+    assert question.detail["question"]["choices"] == []
+    assert question.detail["question"]["freeEntry"] is True
+    assert seen.calls[0][1] == {"window": "2026-10-08T06:00:00-07:00..2026-10-08T11:59:59-07:00"}
+    [answered] = await ledger(harness, "time-answer")
+    assert answered["how"] == "edited"
+    latest = (await ledger(harness, "call-window"))[-1]
+    assert latest["how"] == "filled"
+    assert (latest["person"]["source"], latest["person"]["mention"]) == ("answered", 0)
+
+
+async def test_case_42_an_unreadable_span_answered_fills_a_lookback(tmp_path: Any) -> None:
+    later = Harness(tmp_path / "later.db", FakeClock(start_ms=NOW_MS + 20 * 60_000))
+    await later.open()
+    try:
+        seen = Seen()
+        period = Period(forms=(LookbackForm(argument="window", units="smhdw"),))
+        tool = seen.tool("cluster", SCHEMA_WINDOW, period)
+        await _ask_and_answer(
+            later,
+            driver_for(later, [tool_reply(call("c1", "cluster")), answer("ok")], [tool]),
+            "who talked to cluster 006 since 8 AM?",
+            "2026-10-09T08:00:00-07:00/2026-10-09T09:00:00-07:00",
+        )
+        assert seen.calls[0][1] == {"window": "1h"}
+    finally:
+        await later.close()
+
+
+@pytest.mark.parametrize("direction", [None, "future"])
+async def test_case_43_an_unmapped_abbreviation_asks_the_zone_first(
+    harness: Harness, direction: str | None
+) -> None:
+    seen = Seen()
+    period = Period(forms=(EPOCH,), direction=direction) if direction else Period(forms=(EPOCH,))
+    tool = seen.tool("client_activity", SCHEMA_EPOCH, period)
+    driver = driver_for(harness, [tool_reply(call("c1", "client_activity")), answer("ok")], [tool])
+    assert harness.store is not None
+    await driver.post("Show client activity 10/09/26 8 AM to 8:40 AM PST")
+    await harness.work(driver)
+    [first] = await harness.store.questions("ops", status="open")
+    assert first.detail is not None and first.detail["question"]["format"] == "zone"
+    await answer_question(harness.store, "ops", first.question_id, LA, now_ms=NOW_MS)
+    await harness.work(driver)
+    [second] = await harness.store.questions("ops", status="open")
+    assert second.detail is not None
+    choices = [c["value"] for c in second.detail["question"]["choices"]]
+    expected = [
+        "2026-10-09T08:00:00-07:00/2026-10-09T08:41:00-07:00",
+        "2026-09-10T08:00:00-07:00/2026-09-10T08:41:00-07:00",
+        "2010-09-26T08:00:00-07:00/2010-09-26T08:41:00-07:00",
+    ]
+    assert choices == (expected[:1] if direction else expected)
+    if direction:
+        return
+    await answer_question(harness.store, "ops", second.question_id, choices[0], now_ms=NOW_MS)
+    await harness.work(driver)
+    assert seen.calls[0][1] == {"start_time": 1791558000000, "end_time": 1791560460000}
+
+
+async def test_case_46_a_reading_no_form_can_hold_is_refused(harness: Harness) -> None:
+    seen = Seen()
+    period = Period(forms=(LookbackForm(argument="window"),), max_range="24h")
+    tool = seen.tool("errors", SCHEMA_WINDOW, period)
+    driver = driver_for(harness, [tool_reply(call("c1", "errors")), answer("ok")], [tool])
+    await driver.post("any errors yesterday?")
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered" and seen.calls == []
+    [row] = await ledger(harness, "call-window")
+    assert (row["how"], row["refused"]) == ("refused", "no-form-holds")
+
+
+async def test_case_47_a_control_day_for_a_lookback_tool_is_refused(harness: Harness) -> None:
+    seen = Seen()
+    tool = seen.tool("errors", SCHEMA_WINDOW, Period(forms=(LookbackForm(argument="window"),)))
+    driver = driver_for(harness, [tool_reply(call("c1", "errors")), answer("ok")], [tool])
+    today = {"from": "2026-10-09T00:00:00-07:00", "to": "2026-10-10T00:00:00-07:00"}
+    await driver.post("any errors?", time={"window": today})
+    await harness.work(driver)
+    [row] = await ledger(harness, "call-window")
+    assert (row["how"], row["refused"]) == ("refused", "no-form-holds")
+    assert row["asked"] == today and row["person"]["source"] == "control"
+
+
+async def test_case_48_drift_redraws_a_filled_lookback(harness: Harness) -> None:
+    seen = Seen()
+    period = Period(forms=(LookbackForm(argument="window"), EPOCH))
+    schema = {
+        "type": "object",
+        "properties": {**SCHEMA_WINDOW["properties"], **SCHEMA_EPOCH["properties"]},
+    }
+    tool = seen.tool("activity", schema, period)
+    driver = driver_for(harness, [tool_reply(call("c1", "activity")), answer("ok")], [tool])
+    window = {"from": "2026-10-09T14:40:00Z", "to": "2026-10-09T15:40:00Z"}
+    await driver.post("show activity", time={"window": window})
+    harness.clock.advance(1800)  # the turn starts 30 minutes after the message arrived
+    await harness.work(driver)
+    [(_, args, time)] = seen.calls
+    assert args == {"start_time": 1791556800000, "end_time": 1791560400000}
+    [dispatched] = await ledger(harness, "call")
+    assert dispatched["drift"] == {"byMs": 1800000, "outcome": "redrawn", "form": 1}
+    assert time.asked.start == "2026-10-09T14:40:00Z"
+    [row] = await ledger(harness, "call-window")
+    assert row["how"] == "filled" and row["form"] == 0
