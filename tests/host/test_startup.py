@@ -20,7 +20,7 @@ from afp_runtime.store import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import sliding_window
-from tests.api.conftest import Api, agent, settle, until
+from tests.api.conftest import Api, agent, until
 
 
 class Died(BaseException):
@@ -83,7 +83,7 @@ async def test_case_27_start_up_resumes_everything(api: Api) -> None:
     ]
     async with api.host(*definitions) as host:
         for name in ("r1", "r2", "r3", "stalled"):
-            await settle(host, name)
+            await until(lambda name=name: _answered(host, name))
         await until(lambda: not any(host.working(d.agent_id) for d in definitions))
         kinds = {
             d.agent_id: [(r.kind, r.status) for r in await host.reader.runs(d.agent_id)]
@@ -105,6 +105,11 @@ async def test_case_27_start_up_resumes_everything(api: Api) -> None:
         "held": "held",
         "stalled": "answered",
     }
+
+
+async def _answered(host: Any, agent_id: str) -> bool:
+    rows = await host.reader.inbox(agent_id)
+    return bool(rows) and rows[0].status == "answered"
 
 
 async def test_case_30_operator_resume_through_a_new_window_strategy(api: Api) -> None:
