@@ -2,7 +2,8 @@
 
 Read commands open the SQLite store read-only, so they work while an agent runs. ``--json``
 prints data as JSON; otherwise rich tables. Exit codes: 0 success, 1 the named thing does not
-exist, 2 usage or config error, 4 the store cannot be opened or is damaged.
+exist, 2 usage or config error, 3 a conformance verdict ``damaged``, 4 the store cannot be
+opened or is damaged, 5 refused (ownership, a closed question, a turn in the wrong state).
 """
 
 from __future__ import annotations
@@ -31,7 +32,17 @@ from afp_runtime.api import open_listener as open_api_listener
 from afp_runtime.api.questions import question_view
 from afp_runtime.api.shapes import AnswerAccepted, DismissAccepted
 from afp_runtime.demo import QUESTIONS
-from afp_runtime.errors import AfpError, ConfigError, StoreError, StoreUnavailable
+from afp_runtime.errors import (
+    AfpError,
+    ConfigError,
+    IdempotencyConflict,
+    NotOwner,
+    QuestionClosed,
+    RunNotHeld,
+    RunNotResumable,
+    StoreError,
+    StoreUnavailable,
+)
 from afp_runtime.findings import fold_ledger, rows_from_wire
 from afp_runtime.host import Host
 from afp_runtime.loop import (
@@ -77,7 +88,7 @@ from afp_runtime.window import SUMMARY_PREFIX
 
 DEFAULT_DB = "afp.db"
 
-EXIT_OK, EXIT_MISSING, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 4
+EXIT_OK, EXIT_MISSING, EXIT_USAGE, EXIT_STORE, EXIT_REFUSED = 0, 1, 2, 4, 5
 
 out = Console()
 err = Console(stderr=True)
@@ -85,6 +96,10 @@ err = Console(stderr=True)
 
 class NotFound(Exception):
     """The named thing does not exist (exit code 1)."""
+
+
+class Refused(Exception):
+    """The host refused the request (auth, ownership, conflict: exit code 5)."""
 
 
 class UsageError(Exception):
@@ -926,7 +941,8 @@ async def cmd_questions(args: argparse.Namespace) -> int:
         await store.aclose()
     views = [question_view(row) for row in rows]
     if args.json:
-        _json(views)
+        # Exactly the API's body: one page holding every question.
+        _json({"items": views, "next": None})
         return EXIT_OK
     table = Table("question", "kind", "status", "asked", "calls", "prompt")
     for row in rows:
@@ -943,8 +959,9 @@ async def cmd_questions(args: argparse.Namespace) -> int:
 
 
 def _answer_value(text: str) -> Any:
-    """A command-line answer: JSON when it parses as a JSON object, ``approve``/``decline``
-    as an approval decision, anything else as free text."""
+    """An approval's command-line answer: ``approve``/``decline``, or the decision as a JSON
+    object (``{"decision": "approve", "note": "..."}``). Other questions take the text as
+    typed."""
     if text in ("approve", "decline"):
         return {"decision": text}
     if text.lstrip().startswith("{"):
@@ -968,11 +985,13 @@ async def cmd_answer(args: argparse.Namespace) -> int:
                 store, args.agent, args.question, now_ms=clock.now_ms(), by=args.sender
             )
         else:
+            asked = await store.questions(args.agent, question_ids=[args.question])
+            kind = asked[0].kind if asked else None
             row = await answer_question(
                 store,
                 args.agent,
                 args.question,
-                _answer_value(args.value),
+                _answer_value(args.value) if kind == "approval" else args.value,
                 now_ms=clock.now_ms(),
                 by=args.sender,
             )
@@ -1031,6 +1050,9 @@ async def cmd_resume(args: argparse.Namespace) -> int:
         ) from exc
     if response.status_code == 404:
         raise NotFound(response.json().get("error", {}).get("message", "not found"))
+    if response.status_code in (401, 403, 409):
+        detail = response.json().get("error", {}).get("message", response.text)
+        raise Refused(f"the host refused the resume: {detail}")
     if response.status_code >= 400:
         detail = response.json().get("error", {}).get("message", response.text)
         raise UsageError(f"the host refused the resume: {detail}")
@@ -1381,6 +1403,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         err.print(f"afp: {exc}")
         return EXIT_USAGE
+    except (NotOwner, QuestionClosed, RunNotHeld, RunNotResumable, IdempotencyConflict) as exc:
+        # served.md §7: a write the state or ownership refuses.
+        err.print(f"afp: {exc}")
+        return EXIT_REFUSED
+    except Refused as exc:
+        err.print(f"afp: {exc}")
+        return EXIT_REFUSED
     except StoreError as exc:
         err.print(f"afp: {exc}")
         return EXIT_STORE

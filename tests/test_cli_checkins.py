@@ -53,7 +53,7 @@ def test_questions_answer_and_the_turn_completes(tmp_path: Path) -> None:
 
     listed = afp("questions", "ops", "--db", str(db), "--json")
     assert listed.returncode == 0, listed.stderr
-    [question] = json.loads(listed.stdout)
+    [question] = json.loads(listed.stdout)["items"]
     assert (question["questionId"], question["kind"], question["prompt"]) == (
         "q-1",
         "tool-ask",
@@ -69,8 +69,8 @@ def test_questions_answer_and_the_turn_completes(tmp_path: Path) -> None:
     body = json.loads(answered.stdout)
     assert body["status"] == "accepted" and body["question"]["answer"] == "db-1"
     again = afp("answer", "ops", "q-1", "db-2", "--db", str(db))
-    assert again.returncode == 2 and "already answered" in again.stderr
-    assert json.loads(afp("questions", "ops", "--db", str(db), "--json").stdout) == []
+    assert again.returncode == 5 and "already answered" in again.stderr
+    assert json.loads(afp("questions", "ops", "--db", str(db), "--json").stdout)["items"] == []
 
     [done] = anyio.run(_work, db, script[1:], None, 10)
     assert (done.kind, done.status, done.final_answer) == ("answer", "answered", "using db-1")
@@ -98,7 +98,7 @@ def test_dismiss_from_the_command_line(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["messageId"] == "msg-1"
     again = afp("dismiss", held.run_id, "--db", str(db))
-    assert again.returncode == 2 and "no held turn" in again.stderr
+    assert again.returncode == 5 and "no held turn" in again.stderr
     inbox = json.loads(afp("inbox", "ops", "--db", str(db), "--json").stdout)
     assert [m["status"] for m in inbox] == ["dismissed"]
 
@@ -109,7 +109,7 @@ def test_send_from_checks_the_owner_and_wait_prints_the_answer(tmp_path: Path) -
     first = afp("send", "ops", "one", "--from", "alice", "--db", str(db))
     assert first.returncode == 0, first.stderr
     other = afp("send", "ops", "two", "--from", "bob", "--db", str(db))
-    assert other.returncode == 2 and "another principal" in other.stderr
+    assert other.returncode == 5 and "another principal" in other.stderr
     timed_out = afp("send", "ops", "three", "--wait", "--timeout", "0.5", "--db", str(db))
     assert timed_out.returncode == 2 and "not answered within" in timed_out.stderr
 
@@ -132,3 +132,13 @@ def test_send_from_checks_the_owner_and_wait_prints_the_answer(tmp_path: Path) -
             waiting.kill()
     assert waiting.returncode == 0, stderr
     assert json.loads(stdout)["answer"] == "four done"
+
+
+def test_a_tool_question_takes_approve_as_text(tmp_path: Path) -> None:
+    """Only an approval reads `approve`/`decline` as a decision; a tool question's answer is
+    the text as typed, JSON-looking or not."""
+    db = tmp_path / "afp.db"
+    anyio.run(_work, db, [tool_reply(call("c1", "beta_tool")), answer("ok")], "go")
+    result = afp("answer", "ops", "q-1", "approve", "--db", str(db), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["question"]["answer"] == "approve"

@@ -113,7 +113,7 @@ async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:
         pending_question=open_questions[0].question_id if open_questions else None,
         open_questions=[question_view(q) for q in open_questions],
         active_run=turn.last_run_id if turn is not None and turn.status == "running" else None,
-        time_zone=None,
+        time_zone=profile.time_zone if profile is not None else None,
         usage_totals=row.usage_totals,
         created_at_ms=row.created_at_ms,
     )

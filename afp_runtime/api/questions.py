@@ -2,8 +2,9 @@
 
 Readings settled here:
 
-* ``GET …/questions`` lists the agent's **open** questions in asking order; ``status=`` (one of
-  ``open``, ``answered``, ``abandoned``, ``unsettled``, ``all``) widens it.
+* ``GET …/questions`` lists the agent's **open** questions in asking order, paged like every
+  list (``{items, next}``); ``status=`` (``open``, ``answered``, ``abandoned``, ``unsettled``,
+  ``all``) widens it.
 * ``POST …/answer`` takes ``{"value": …, "from"?: principal}``; ``…/abandon`` takes an empty
   body or ``{"from"?: principal}``. Both answer 200 once the question is closed on disk (a
   ``synchronous=FULL`` commit). 404 ``question-not-found``, 409 ``question-closed``, 422
@@ -19,7 +20,16 @@ from litestar import Request, get, post
 from litestar.datastructures import State
 
 from afp_runtime.api._context import context_of
-from afp_runtime.api._params import RUN_ID, PathText, path_param, query, query_choice
+from afp_runtime.api._params import (
+    RUN_ID,
+    Page,
+    PathText,
+    limit_of,
+    page_of,
+    path_param,
+    query,
+    query_choice,
+)
 from afp_runtime.api._problems import ApiError
 from afp_runtime.api.shapes import AnswerAccepted, QuestionView, iso_instant
 from afp_runtime.errors import InvalidAnswer, QuestionClosed
@@ -64,7 +74,11 @@ def _time_fields(row: QuestionRow) -> dict[str, Any]:
     }
     refused = row.detail.get("refused")
     if refused is not None:
-        fields["refused"] = {"answer": refused.get("answer"), "reason": refused.get("reason")}
+        fields["refused"] = {
+            "answer": refused.get("answer"),
+            "reason": refused.get("reason"),
+            "why": refused.get("why"),
+        }
     return fields
 
 
@@ -79,13 +93,16 @@ async def list_questions(
     state: State,
     agent_id: PathText,
     status: Annotated[str | None, query("status")] = None,
-) -> list[QuestionView]:
-    """The agent's open questions (tool asks, approvals), oldest first."""
+    limit: Annotated[str | None, query("limit")] = None,
+    cursor: Annotated[str | None, query("cursor")] = None,
+) -> Page[QuestionView]:
+    """The agent's open questions (tool asks, approvals, time asks), oldest first, paged."""
     ctx = context_of(state)
     await ctx.agent(agent_id)
     chosen = query_choice("status", status, QUESTION_STATUSES) or "open"
+    size = limit_of(limit)
     rows = await ctx.reader.questions(agent_id, status=None if chosen == "all" else chosen)
-    return [question_view(row) for row in rows]
+    return page_of([question_view(row) for row in rows], limit=size, cursor=cursor)
 
 
 async def _body(request: Request[Any, Any, Any], fields: frozenset[str]) -> dict[str, Any]:

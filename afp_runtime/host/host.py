@@ -91,6 +91,7 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, rename="camel", om
         durability: ``sync``, ``iteration`` or ``turn``.
         window_strategy: the window strategy's name, absent without one (wire
             ``windowStrategy``).
+        time_zone: the agent's configured zone (time layer), absent without one.
     """
 
     agent_id: str
@@ -100,6 +101,7 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, rename="camel", om
     max_iterations: int
     durability: str
     window_strategy: str | None = None
+    time_zone: str | None = None
 
 
 class _Agent:
@@ -372,6 +374,7 @@ class Host:
             max_iterations=d.max_iterations,
             durability=d.durability,
             window_strategy=d.window.name if d.window is not None else None,
+            time_zone=d.time.zone if d.time is not None else None,
         )
 
     def model_of(self, agent_id: str) -> Model | None:

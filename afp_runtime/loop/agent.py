@@ -21,6 +21,7 @@ from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.run import Run
+from afp_runtime.messages import Usage
 from afp_runtime.records import Clock, InboxUpdate, OpenTurn, PendingBatch, RunKind, Txn
 from afp_runtime.store import Ack, CheckpointStore
 
@@ -356,6 +357,9 @@ async def dismiss_turn(
                 "status": "dismissed",
                 "runs": turn.runs,
                 "iterations": max(turn.next_iteration - 1, 0),
+                "epochs": turn.epochs_before,
+                "usage": msgspec.to_builtins(turn.usage_before or Usage()),
+                "durationMs": max(now - turn.started_at_ms, 0) if turn.started_at_ms else 0,
             },
             run_id=turn.last_run_id,
             turn=turn.turn,

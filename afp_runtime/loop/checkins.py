@@ -100,10 +100,10 @@ def validate_answer(kind: str, value: Any) -> Any:
                 reason="not-a-string",
                 field="value",
             )
-        if len(value) > ANSWER_LIMIT:
+        if not 1 <= len(value) <= ANSWER_LIMIT:
             raise InvalidAnswer(
-                f"an answer holds at most {ANSWER_LIMIT:,} code points, not {len(value)}",
-                reason="too-long",
+                f"an answer holds 1 to {ANSWER_LIMIT:,} code points, not {len(value)}",
+                reason="length",
                 field="value",
             )
         return value

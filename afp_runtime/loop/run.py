@@ -215,6 +215,17 @@ class Run:
         assert self.conv.open_turn is not None
         return msgspec.structs.replace(self.conv.open_turn, **changes)
 
+    def run_ends_early(self) -> dict[str, Any]:
+        """Open-turn changes of a run that ends without the turn (a pause, a stall, a hold):
+        its epochs and usage join the turn's (``turn.ended`` reports the whole turn)."""
+        turn = self.conv.open_turn
+        assert turn is not None
+        before = turn.usage_before or Usage()
+        return {
+            "epochs_before": turn.epochs_before + self.epochs,
+            "usage_before": before + self.run_usage,
+        }
+
     # -- the run ----------------------------------------------------------------------------
 
     async def execute(
@@ -343,6 +354,7 @@ class Run:
         if retry_at_ms is not None:
             status = "stalled"
             open_turn = self.open_turn_with(
+                **self.run_ends_early(),
                 status="stalled",
                 stalls=turn.stalls + 1,
                 error_kind=error_kind,
@@ -352,7 +364,9 @@ class Run:
             )
         else:
             status = "held"
-            open_turn = self.open_turn_with(status="held", error_kind=error_kind, error=error)
+            open_turn = self.open_turn_with(
+                status="held", error_kind=error_kind, error=error, **self.run_ends_early()
+            )
         state = self.checkpoint(open_turn=open_turn)
         await self.committer.stage(
             Txn(

@@ -90,11 +90,15 @@ class PendingBatch(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             (wire ``toolCallIds``); the answer run's ``settle`` answers exactly these.
         kind: ``tool-ask`` (a tool asked mid-execution; calls after it are not run) or
             ``approval`` (the batch paused before any dispatch).
+        outcomes: results already produced for waiting calls that come after the asking call
+            in call order (run alongside it, or decided at planning), by call id in wire form;
+            the answer run commits them in call order with the rest.
     """
 
     question_ids: tuple[str, ...]
     tool_call_ids: tuple[str, ...]
     kind: str
+    outcomes: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
@@ -114,6 +118,9 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
             ``lastUsage``): what the next window visit measures (window.md §11).
         usage_missing: a call of this turn reported no usage since the last good reading.
         prior_visits: the turn's last two filed window records, for the stand-down rule.
+        started_at_ms: when the turn's first run started (wire ``startedAtMs``).
+        epochs_before: epochs of the turn's runs that ended before this one (paused, stalled,
+            held); with ``usage_before`` they make ``turn.ended`` a per-turn figure.
         stalled_since_ms: when the turn first stalled (wire ``stalledSinceMs``); the stall
             limit counts from it.
         pending_batch: the paused batch (wire ``pendingBatch``), kept until the ``settle``
@@ -135,6 +142,9 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
     prior_visits: tuple[PriorVisitRef, ...] = ()
     pending_batch: PendingBatch | None = None
     stalled_since_ms: int | None = None
+    started_at_ms: int = 0
+    epochs_before: int = 0
+    usage_before: Usage | None = None
     error_kind: str | None = None
     error: str | None = None
     retry_at_ms: int | None = None

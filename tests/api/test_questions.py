@@ -39,7 +39,7 @@ async def test_acceptance_a_restart_while_a_question_is_pending_then_the_answer(
     async with api.running(agent(script, tools=[asking_tool(invoked)])) as (host, client):
         await post(client)
         await until(lambda: paused(host))
-        listed = (await client.get("/v1/agents/ops/questions")).json()
+        listed = (await client.get("/v1/agents/ops/questions")).json()["items"]
         summary = (await client.get("/v1/agents/ops")).json()
     [question] = listed
     assert question["kind"] == "tool-ask" and question["prompt"] == "which host?"
@@ -51,7 +51,7 @@ async def test_acceptance_a_restart_while_a_question_is_pending_then_the_answer(
     # A fresh host process on the same file: nothing of the pause lived in memory.
     model = ScriptedModel([answer("using db-1")], model="mock")
     async with api.running(agent(model, tools=[asking_tool(invoked)])) as (host, client):
-        assert (await client.get("/v1/agents/ops/questions")).json() == listed
+        assert (await client.get("/v1/agents/ops/questions")).json()["items"] == listed
         bad = await client.post(
             f"/v1/agents/ops/questions/{question['questionId']}/answer", json={"value": ""}
         )
@@ -64,7 +64,7 @@ async def test_acceptance_a_restart_while_a_question_is_pending_then_the_answer(
         )
         message = (await client.get("/v1/agents/ops/inbox/msg-1")).json()
         missing = await client.post("/v1/agents/ops/questions/q-99/answer", json={"value": "x"})
-        left = (await client.get("/v1/agents/ops/questions")).json()
+        left = (await client.get("/v1/agents/ops/questions")).json()["items"]
     assert bad.status_code == 422
     assert error_of(bad)["code"] == "invalid-answer" and error_of(bad)["reason"] == "length"
     assert ok.status_code == 200
@@ -92,12 +92,12 @@ async def test_abandon_over_http_lets_the_model_answer(api: Api) -> None:
     async with api.running(agent(script, tools=[asking_tool()])) as (host, client):
         await post(client)
         await until(lambda: paused(host))
-        [question] = (await client.get("/v1/agents/ops/questions")).json()
+        [question] = (await client.get("/v1/agents/ops/questions")).json()["items"]
         response = await client.post(
             f"/v1/agents/ops/questions/{question['questionId']}/abandon", json={}
         )
         await until(lambda: _answered(host))
-        closed = (await client.get("/v1/agents/ops/questions?status=all")).json()
+        closed = (await client.get("/v1/agents/ops/questions?status=all")).json()["items"]
     assert response.status_code == 200 and response.json()["status"] == "abandoned"
     assert [q["status"] for q in closed] == ["abandoned"]
 
@@ -112,10 +112,10 @@ async def test_case_32_ownership(api: Api) -> None:
         refused = await client.post("/v1/agents/ops/inbox", json={"text": "me", "from": "bob"})
         anonymous = await client.post("/v1/agents/ops/inbox", json={"text": "go"})
         await until(lambda: paused(host))
-        [question] = (await client.get("/v1/agents/ops/questions")).json()
+        [question] = (await client.get("/v1/agents/ops/questions")).json()["items"]
         path = f"/v1/agents/ops/questions/{question['questionId']}/answer"
         bob_answer = await client.post(path, json={"value": "db-9", "from": "bob"})
-        still_open = (await client.get("/v1/agents/ops/questions")).json()
+        still_open = (await client.get("/v1/agents/ops/questions")).json()["items"]
         alice_answer = await client.post(path, json={"value": "db-1", "from": "alice"})
         inbox = (await client.get("/v1/agents/ops/inbox")).json()["items"]
     assert first.status_code == 202 and anonymous.status_code == 202
@@ -185,7 +185,7 @@ async def test_approval_over_http(api: Api) -> None:
     async with api.running(agent(script, tools=[tool])) as (host, client):
         await post(client)
         await until(lambda: paused(host))
-        [question] = (await client.get("/v1/agents/ops/questions")).json()
+        [question] = (await client.get("/v1/agents/ops/questions")).json()["items"]
         path = f"/v1/agents/ops/questions/{question['questionId']}/answer"
         wrong = await client.post(path, json={"value": {"decision": "maybe"}})
         ok = await client.post(path, json={"value": {"decision": "approve", "note": "go"}})

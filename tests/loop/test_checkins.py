@@ -399,3 +399,41 @@ async def test_an_invalid_question_is_a_tool_error_not_a_pause(harness: Harness)
     assert outcome.status == "answered"
     history = (await harness.store.load_conversation("ops")).history
     assert "ValueError" in history[2].content
+
+
+async def test_turn_ended_reports_the_whole_turn_across_a_pause(harness: Harness) -> None:
+    """host.md §7.2: per-turn figures on turn.ended, the paused run's epoch and usage included."""
+    from afp_runtime.messages import Usage
+
+    script = [
+        tool_reply(call("c1", "beta_tool"), usage=Usage(input=10, output=1)),
+        answer("done", usage=Usage(input=20, output=2)),
+    ]
+    driver = harness.driver(script, behaviour={"beta_tool": ask_which_host})
+    await driver.post("go")
+    await harness.work(driver)
+    harness.clock.advance(90)
+    await answer_open(harness, "db-1")
+    await harness.work(driver)
+    [ended] = harness.recorder.of_type("turn.ended")
+    assert ended.payload["epochs"] == 2
+    assert ended.payload["usage"] == {"input": 30, "output": 3}
+    assert ended.payload["durationMs"] >= 90_000
+
+
+async def test_results_after_the_asking_call_keep_call_order(harness: Harness) -> None:
+    """[ask, gamma (unknown tool)]: gamma's result is decided at planning but committed after
+    the asking call's, with the answer (host.md §6.3)."""
+    script = [tool_reply(call("ask", "beta_tool"), call("x", "gamma")), answer("ok")]
+    driver = harness.driver(script, behaviour={"beta_tool": ask_which_host})
+    await driver.post("go")
+    await harness.work(driver)
+    pause = writes((await harness.store.bundles("run-1"))[-1])
+    assert "toolResults" not in pause
+    assert pause["pendingBatch"]["toolCallIds"] == ["ask", "x"]
+    await answer_open(harness, "db-1")
+    await harness.work(driver)
+    history = (await harness.store.load_conversation("ops")).history
+    tools = [m for m in history if m.role == "tool"]
+    assert [m.tool_call_id for m in tools] == ["ask", "x"]
+    assert "No tool named" in tools[1].content

@@ -486,3 +486,29 @@ async def test_case_48_drift_redraws_a_filled_lookback(harness: Harness) -> None
     assert time.asked.start == "2026-10-09T14:40:00Z"
     [row] = await ledger(harness, "call-window")
     assert row["how"] == "filled" and row["form"] == 0
+
+
+async def test_a_refused_call_of_a_paused_batch_stays_refused_after_the_answer(
+    harness: Harness,
+) -> None:
+    """The answer run dispatches only what the decisions allow: a call refused before the
+    pause never runs, and a call the model sent runs with its call row and ctx.time."""
+    seen = Seen()
+    waiting = seen.tool("client_activity", SCHEMA_EPOCH, Period(forms=(EPOCH,)))
+    past = seen.tool("past", SCHEMA_EPOCH, Period(forms=(EPOCH,), direction="past"))
+    sent = seen.tool("sent", SCHEMA_EPOCH, Period(forms=(EPOCH,)))
+    reply = tool_reply(
+        call("c1", "client_activity"),
+        call("p1", "past", start_time=1791644400000, end_time=1791646860000),
+        call("s1", "sent", start_time=1791558000000, end_time=1791560460000),
+    )
+    driver = driver_for(harness, [reply, answer("ok")], [waiting, past, sent])
+    await _ask_and_answer(harness, driver, "errors in the last 2 hours?")
+    ran = {call_id: time for call_id, _, time in seen.calls}
+    assert set(ran) == {"c1", "s1"}
+    assert ran["s1"] is not None and ran["s1"].asked is not None
+    calls = {row["toolCallId"] for row in await ledger(harness, "call")}
+    assert calls == {"c1", "s1"}
+    history = (await harness.store.load_conversation("ops")).history  # type: ignore[union-attr]
+    refused = next(m for m in history if m.tool_call_id == "p1")
+    assert refused.not_dispatched and "past" in refused.content

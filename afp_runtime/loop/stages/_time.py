@@ -50,12 +50,14 @@ from afp_runtime.periods import (
     TimeQuestion,
     TurnWindows,
     abandoned_observation,
+    call_window_of_call,
     clock_from_wire,
     clock_row,
     decide_call,
     dispatch_call,
     facts_of,
     filled_note,
+    form_facts,
     forms_of,
     is_zone_name,
     message_time_from_wire,
@@ -71,6 +73,7 @@ from afp_runtime.periods import (
     turn_clock,
     turn_windows_of,
     unsettled_observation,
+    without_time_quote,
 )
 from afp_runtime.records import QuestionRow
 from afp_runtime.tools import PlannedCall, Tool, ToolOutcome, plan_call, unrun_outcome
@@ -153,18 +156,29 @@ def has_forms(tool: Tool | None) -> bool:
 # -- seed ---------------------------------------------------------------------------------------
 
 
-def answered_zone(ledger: Sequence[Mapping[str, Any]]) -> str | None:
-    """The zone the person gave in an earlier turn whose clock zone was unknown (§14.3)."""
+def answered_zone(
+    questions: Sequence[QuestionRow], ledger: Sequence[Mapping[str, Any]]
+) -> str | None:
+    """The zone the person gave in an earlier turn whose clock zone was unknown (§14.3): the
+    latest answered ``zone`` question of such a turn (a zone answer files no row of its own;
+    the question keeps it)."""
     unknown_turns = {
         row.get("turn")
         for row in ledger
         if row.get("kind") == "clock" and row.get("zoneSource") == "unknown"
     }
     zone = None
-    for row in ledger:
-        if row.get("kind") == "time-answer" and row.get("turn") in unknown_turns:
-            zone = row.get("zone")
-    return zone if isinstance(zone, str) else None
+    for question in questions:
+        asked = (question.detail or {}).get("question") or {}
+        if (
+            question.kind == "time"
+            and question.status == "answered"
+            and asked.get("format") == "zone"
+            and question.turn in unknown_turns
+            and isinstance(question.answer, str)
+        ):
+            zone = question.answer
+    return zone
 
 
 async def first_run_rows(
@@ -179,7 +193,7 @@ async def first_run_rows(
     assert config is not None and run.text is not None
     text = run.text
     turn = run.conv.turn
-    earlier_zone = answered_zone(ledger)
+    earlier_zone = answered_zone(await run.store.questions(run.agent_id, status="answered"), ledger)
 
     def work() -> tuple[TimeClock, list[Any]]:
         time: MessageTime | None = (
@@ -326,7 +340,15 @@ def _apply(run: Run, item: PlannedCall, decision: CallDecision) -> PlannedCall:
     row = decision.row
     if row.how == "refused":
         assert item.tool is not None and item.tool.period is not None
-        facts = facts_of(item.tool.period)
+        declared = facts_of(item.tool.period)
+        forms = forms_of(item.tool.period)
+        # §12.6: explain with the facts that refused it: a sent window was judged with its
+        # form's facts, a fill with the tool's (the largest cap among its forms).
+        facts = (
+            form_facts(forms[row.form], declared)
+            if row.form is not None and row.form < len(forms)
+            else tool_facts(forms, declared)
+        )
         text = refusal_observation(
             item.call.name, row.refused or "no-form-holds", facts, argument=row.argument
         )
@@ -455,6 +477,15 @@ async def settle_time(
     assert state is not None
     by_id = {call.id: call for call in calls}
     planned: dict[str, PlannedCall] = {}
+    waiting_ids = {i for q in questions if q.kind == "time" for i in q.tool_call_ids}
+    for call in calls:
+        # A call of the batch not waiting on a time question keeps the decision filed before
+        # the pause (§11.4: only waiting calls get a second row): refused stays refused.
+        if call.id in waiting_ids:
+            continue
+        decided = kept_decision(run, call)
+        if decided is not None:
+            planned[call.id] = decided
     for question in questions:
         if question.kind != "time" or question.detail is None:
             continue
@@ -489,6 +520,22 @@ async def settle_time(
                 item = _apply(run, item, decision)
             planned[call.id] = item
     return planned, None, []
+
+
+def kept_decision(run: Run, call: ToolCall) -> PlannedCall | None:
+    """The planned call from the call's latest ``call-window`` row of this turn, if it has one
+    (a continuation run dispatches it as decided then: refused, or with its arguments)."""
+    state = run.time
+    tool = run.d.tools_by_name.get(call.name)
+    if state is None or not has_forms(tool):
+        return None
+    row = call_window_of_call(state.rows, call.id, state.turn)
+    if row is None:
+        return None
+    decision = CallDecision(row=row, arguments=without_time_quote(call.args))
+    state.decisions[call.id] = decision
+    item = plan_call(msgspec.structs.replace(call, args=decision.arguments), run.d.tools_by_name)
+    return _apply(run, item, decision) if item.runnable else item
 
 
 def _decide(bind: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallDecision:

@@ -11,6 +11,7 @@ from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.stages._findings import ledger_writes, peel_final_answer
 from afp_runtime.messages import (
     Message,
+    Usage,
 )
 from afp_runtime.records import (
     InboxUpdate,
@@ -97,8 +98,10 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
         "status": "answered",
         "runs": turn.runs,
         "iterations": run.iteration,
-        "epochs": run.epochs,
-        "usage": msgspec.to_builtins(run.run_usage),
+        # Per turn (host.md §7.2): this run's figures plus those of the turn's earlier runs.
+        "epochs": turn.epochs_before + run.epochs,
+        "usage": msgspec.to_builtins((turn.usage_before or Usage()) + run.run_usage),
+        "durationMs": max(now - turn.started_at_ms, 0) if turn.started_at_ms else 0,
     }
     if run.stopped_early is not None:
         ended["stoppedEarly"] = run.stopped_early

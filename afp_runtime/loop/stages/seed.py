@@ -46,6 +46,7 @@ async def seed(run: Run) -> None:
             status="running",
             last_run_id=run.run_id,
             next_iteration=1,
+            started_at_ms=now,
         )
         recovered_from = None
     else:

@@ -143,7 +143,8 @@ async def settle_answers(run: Run, batch: PendingBatch) -> RunOutcome | None:
             by_call[call_id] = question
     calls = _waiting_calls(run, batch.tool_call_ids)
     timed: dict[str, PlannedCall] = {}
-    if run.time is not None and any(q.kind == "time" for q in questions):
+    if run.time is not None:
+        # Every period call keeps its decision; calls waiting on a time question get theirs.
         timed, mention, binds = await settle_time(run, calls, questions)
         if mention is not None:
             # A zone answer: the mention is read again in that zone and asked as a range.
@@ -167,6 +168,10 @@ async def settle_answers(run: Run, batch: PendingBatch) -> RunOutcome | None:
             if found is not None and found.kind == "approval" and not _approved(found):
                 plan = PlannedCall(call=call, tool=plan.tool, outcome=_declined(call))
             planned.append(plan)
+        elif call.id in batch.outcomes:
+            # Produced before the pause (alongside the asking call, or at planning).
+            done = msgspec.convert(batch.outcomes[call.id], ToolOutcome)
+            planned.append(PlannedCall(call=call, outcome=done))
         elif found is not None:
             planned.append(PlannedCall(call=call, outcome=_person_outcome(call, found)))
         else:
@@ -241,18 +246,27 @@ async def _close_batch(
     ordered = [outcomes[plan.call.id] for plan in planned]
     asked = [o for o in ordered if o.status == "asked"]
     if asked:
-        # Calls after the asking one never started: they wait with it (host.md §6.3).
-        waiting = {o.tool_call_id for o in ordered if o.status in ("asked", "not-dispatched")}
-        produced = [o for o in ordered if o.tool_call_id not in waiting]
+        # Results are committed in call order (host.md §6.3): the calls before the first asking
+        # one now, everything from it on with the answer. Results already produced after it
+        # (run alongside, or decided at planning) wait on the pending batch; calls that never
+        # started are answered not-dispatched then.
+        first = next(i for i, o in enumerate(ordered) if o.status == "asked")
+        produced, later = ordered[:first], ordered[first:]
+        kept = {
+            o.tool_call_id: msgspec.to_builtins(o)
+            for o in later
+            if o.status not in ("asked", "not-dispatched")
+        }
         asks: list[Ask] = [("tool-ask", o.content, (o.tool_call_id,), None) for o in asked]
         return await _pause(
             run,
             kind="tool-ask",
             messages=[*([assistant] if assistant else []), *(o.message() for o in produced)],
             results=[_result(o, settled) for o in produced],
-            waiting=[o.tool_call_id for o in ordered if o.tool_call_id in waiting],
+            waiting=[o.tool_call_id for o in later],
             asks=asks,
             ledger=ledger,
+            outcomes=kept,
         )
     results = [_result(o, settled) for o in ordered]
     messages = [*([assistant] if assistant else []), *(o.message() for o in ordered)]
@@ -301,6 +315,7 @@ async def _pause(
     asks: Sequence[Ask],
     ledger: list[Any],
     keep_questions: tuple[str, ...] = (),
+    outcomes: dict[str, Any] | None = None,
 ) -> RunOutcome:
     """Commit the pause (host.md §10.2): one bundle, the questions, the turn ``paused``, the run
     ended — one ``synchronous=FULL`` transaction in every durability mode."""
@@ -323,12 +338,20 @@ async def _pause(
     # Questions of the batch already closed (approvals answered before a zone answer made
     # the batch ask again) stay in it, so their answers still count at the next settle.
     question_ids = (*keep_questions, *(q.question_id for q in questions))
-    batch = PendingBatch(question_ids=question_ids, tool_call_ids=tuple(waiting), kind=kind)
+    batch = PendingBatch(
+        question_ids=question_ids,
+        tool_call_ids=tuple(waiting),
+        kind=kind,
+        outcomes=dict(outcomes or {}),
+    )
     items, appended = run.append_history(messages)
     wire_rows = [*ledger_writes(ledger), *take_time_rows(run)]
     state = run.checkpoint(
         open_turn=run.open_turn_with(
-            status="paused", next_iteration=run.iteration, pending_batch=batch
+            status="paused",
+            next_iteration=run.iteration,
+            pending_batch=batch,
+            **run.run_ends_early(),
         ),
         ledger_count=run.conv.ledger_count + len(wire_rows),
     )
