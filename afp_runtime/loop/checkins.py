@@ -49,19 +49,7 @@ def validate_answer(kind: str, value: Any) -> Any:
         InvalidAnswer: the value does not fit the kind; ``reason`` names the rule broken.
     """
     if kind == "tool-ask":
-        if not isinstance(value, str):
-            raise InvalidAnswer(
-                f"a tool question is answered with text, not {shown(value)}",
-                reason="not-text",
-                field="value",
-            )
-        if not 1 <= len(value) <= ANSWER_LIMIT:
-            raise InvalidAnswer(
-                f"an answer holds 1 to {ANSWER_LIMIT:,} code points, not {len(value)}",
-                reason="length",
-                field="value",
-            )
-        return value
+        return _text("a tool question", value, not_text="not-text")
     if kind == "approval":
         if not isinstance(value, dict):
             raise InvalidAnswer(
@@ -94,24 +82,26 @@ def validate_answer(kind: str, value: Any) -> Any:
     if kind == "time":
         # The structure only (a 422 when wrong, not counted as an attempt, periods.md §11.3);
         # the content is judged against the question by ``answer_question``.
-        if not isinstance(value, str):
-            raise InvalidAnswer(
-                f"a time question is answered with text, not {shown(value)}",
-                reason="not-a-string",
-                field="value",
-            )
-        if not 1 <= len(value) <= ANSWER_LIMIT:
-            raise InvalidAnswer(
-                f"an answer holds 1 to {ANSWER_LIMIT:,} code points, not {len(value)}",
-                reason="length",
-                field="value",
-            )
-        return value
+        return _text("a time question", value, not_text="not-a-string")
     raise InvalidAnswer(
         f"questions of kind {kind!r} cannot be answered by this build",
         reason="kind-not-supported",
         field="kind",
     )
+
+
+def _text(what: str, value: Any, *, not_text: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidAnswer(
+            f"{what} is answered with text, not {shown(value)}", reason=not_text, field="value"
+        )
+    if not 1 <= len(value) <= ANSWER_LIMIT:
+        raise InvalidAnswer(
+            f"an answer holds 1 to {ANSWER_LIMIT:,} code points, not {len(value)}",
+            reason="length",
+            field="value",
+        )
+    return value
 
 
 async def answer_question(

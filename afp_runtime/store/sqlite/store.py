@@ -618,22 +618,8 @@ class SqliteStore:
             NotOwner: ``by`` is not the conversation's owner; nothing changes.
         """
         async with self._transaction(full=True) as db:
-            rows = await _rows(
-                db,
-                "SELECT q.status, q.agent, a.agent_id FROM questions q"
-                " JOIN agents a ON a.agent=q.agent WHERE q.question_id=?",
-                (question_id,),
-            )
-            if not rows:
+            if not await self._writable_question(db, question_id, by, shared=shared):
                 return None
-            current, agent, agent_id = rows[0]
-            if current != "open":
-                raise QuestionClosed(
-                    f"question {question_id!r} is already {current}",
-                    question_id=question_id,
-                    status=current,
-                )
-            await self._check_owner(db, agent, agent_id, by, shared=shared, claim=False)
             await db.execute(
                 "UPDATE questions SET status=?, answer=?, answered_at_ms=?, answered_by=?"
                 " WHERE question_id=?",
@@ -657,6 +643,28 @@ class SqliteStore:
                 )
         return await self.question(question_id)
 
+    async def _writable_question(
+        self, db: aiosqlite.Connection, question_id: str, by: str | None, *, shared: bool
+    ) -> bool:
+        """Whether the question exists; raises unless it is open and ``by`` may write it."""
+        rows = await _rows(
+            db,
+            "SELECT q.status, q.agent, a.agent_id FROM questions q"
+            " JOIN agents a ON a.agent=q.agent WHERE q.question_id=?",
+            (question_id,),
+        )
+        if not rows:
+            return False
+        current, agent, agent_id = rows[0]
+        if current != "open":
+            raise QuestionClosed(
+                f"question {question_id!r} is already {current}",
+                question_id=question_id,
+                status=current,
+            )
+        await self._check_owner(db, agent, agent_id, by, shared=shared, claim=False)
+        return True
+
     async def reask_question(
         self,
         question_id: str,
@@ -674,22 +682,8 @@ class SqliteStore:
             NotOwner: ``by`` is not the conversation's owner.
         """
         async with self._transaction(full=True) as db:
-            rows = await _rows(
-                db,
-                "SELECT q.status, q.agent, a.agent_id FROM questions q"
-                " JOIN agents a ON a.agent=q.agent WHERE q.question_id=?",
-                (question_id,),
-            )
-            if not rows:
+            if not await self._writable_question(db, question_id, by, shared=shared):
                 return None
-            current, agent, agent_id = rows[0]
-            if current != "open":
-                raise QuestionClosed(
-                    f"question {question_id!r} is already {current}",
-                    question_id=question_id,
-                    status=current,
-                )
-            await self._check_owner(db, agent, agent_id, by, shared=shared, claim=False)
             await db.execute(
                 "UPDATE questions SET repeat=?, detail=? WHERE question_id=?",
                 (repeat, _state_encoder.encode(detail), question_id),
