@@ -512,3 +512,32 @@ async def test_a_refused_call_of_a_paused_batch_stays_refused_after_the_answer(
     history = (await harness.store.load_conversation("ops")).history  # type: ignore[union-attr]
     refused = next(m for m in history if m.tool_call_id == "p1")
     assert refused.not_dispatched and "past" in refused.content
+
+
+class BrokenReader:
+    """A model-kind reader whose output is not shaped {mentions: [...]}."""
+
+    id = "test/broken"
+    version = "1"
+    locale = "en-US"
+    kind = "model"
+
+    def read(self, text: str) -> Any:
+        return {"x": 1}
+
+
+async def test_host_case_38_a_broken_time_reader_holds_the_turn(harness: Harness) -> None:
+    """host.md case 38 (and periods.md §3.1): the turn is held with errorKind time-reader and
+    never retried automatically."""
+    assert harness.store is not None
+    harness.model = ScriptedModel([answer("never")])
+    definition = AgentDefinition(
+        "ops", harness.model, time=TimeConfig(zone=LA, reader=BrokenReader())
+    )
+    driver = AgentDriver(harness.store, definition, clock=harness.clock, ids=harness.ids)
+    await driver.post("any errors yesterday?")
+    [outcome] = await harness.work(driver)
+    assert (outcome.status, outcome.error_kind) == ("held", "time-reader")
+    harness.clock.advance(86_400)
+    assert await harness.work(driver) == []
+    assert harness.model.calls == 0
