@@ -541,3 +541,24 @@ async def test_host_case_38_a_broken_time_reader_holds_the_turn(harness: Harness
     harness.clock.advance(86_400)
     assert await harness.work(driver) == []
     assert harness.model.calls == 0
+
+
+async def test_after_a_zone_answer_no_question_when_every_reading_is_rejected(
+    harness: Harness,
+) -> None:
+    """§11.2: readings exist but the waiting tool rejects each one: no range question; the call
+    is refused with the first reading's code and the model answers."""
+    seen = Seen()
+    tool = seen.tool("client_activity", SCHEMA_EPOCH, Period(forms=(EPOCH,), direction="past"))
+    script = [tool_reply(call("c1", "client_activity")), answer("cannot")]
+    driver = unknown_zone_driver(harness, script, [tool])
+    assert harness.store is not None
+    await driver.post("any client activity tomorrow?")
+    await harness.work(driver)
+    [zone] = await harness.store.questions("ops", status="open")
+    await answer_question(harness.store, "ops", zone.question_id, LA, now_ms=NOW_MS)
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered" and seen.calls == []
+    assert await harness.store.questions("ops", status="open") == []
+    rows = await ledger(harness, "call-window")
+    assert (rows[-1]["how"], rows[-1]["refused"]) == ("refused", "time-future")

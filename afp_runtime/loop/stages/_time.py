@@ -39,20 +39,24 @@ from afp_runtime.periods import (
     TIME_QUOTE_DESCRIPTION,
     CallDecision,
     CallToBind,
+    CallWindowRow,
     Facts,
     Instant,
     MessageTime,
     OpenMention,
     OpenReading,
     PeriodContext,
+    Refusal,
     TimeClock,
     TimeParts,
     TimeQuestion,
+    TimeRefusal,
     TurnWindows,
     abandoned_observation,
     call_window_of_call,
     clock_from_wire,
     clock_row,
+    convert_for_tool,
     decide_call,
     dispatch_call,
     facts_of,
@@ -536,6 +540,57 @@ def kept_decision(run: Run, call: ToolCall) -> PlannedCall | None:
     state.decisions[call.id] = decision
     item = plan_call(msgspec.structs.replace(call, args=decision.arguments), run.d.tools_by_name)
     return _apply(run, item, decision) if item.runnable else item
+
+
+async def refuse_unreachable(
+    run: Run, mention: OpenMention, binds: Sequence[CallToBind], calls: Sequence[ToolCall]
+) -> dict[str, PlannedCall] | None:
+    """After a zone answer: when readings exist but every waiting call rejects every one of
+    them, no question is asked and the calls are refused with the first reading's code
+    (§11.2, §12.4 step 4); None when a question is worth asking."""
+    state = run.time
+    assert state is not None
+    if not mention.readings:
+        return None
+    agent_zone = run.d.time.zone if run.d.time is not None else None
+    by_id = {call.id: call for call in calls}
+
+    def first_refusal(bind: CallToBind) -> TimeRefusal | None:
+        codes: list[TimeRefusal] = []
+        for reading in mention.readings:
+            ctx = PeriodContext(
+                now=state.clock.now_instant,
+                zone=reading.zone,
+                agent_zone=agent_zone,
+                granularity_ms=bind.facts.granularity_ms or DEFAULT_GRANULARITY_MS,
+            )
+            found = convert_for_tool(reading.asked(), bind.forms, bind.facts, ctx)
+            if not isinstance(found, Refusal):
+                return None
+            codes.append(found.refused)
+        return codes[0]
+
+    refusals = await anyio.to_thread.run_sync(lambda: [first_refusal(b) for b in binds])
+    if any(code is None for code in refusals):
+        return None
+    planned: dict[str, PlannedCall] = {}
+    for bind, code in zip(binds, refusals, strict=True):
+        row = CallWindowRow(
+            turn=bind.turn,
+            iteration=run.iteration,
+            tool_call_id=bind.tool_call_id,
+            tool_name=bind.tool_name,
+            how="refused",
+            refused=code,
+        )
+        state.add([row])
+        call = by_id.get(bind.tool_call_id)
+        if call is None:
+            continue
+        decision = CallDecision(row=row, arguments=without_time_quote(call.args))
+        state.decisions[call.id] = decision
+        planned[call.id] = _apply(run, plan_call(call, run.d.tools_by_name), decision)
+    return planned
 
 
 def _decide(bind: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallDecision:

@@ -47,6 +47,7 @@ from afp_runtime.loop.stages._time import (
     decide_batch,
     filled_outcome,
     question_for,
+    refuse_unreachable,
     settle_time,
     split_quotes,
     take_time_rows,
@@ -146,7 +147,12 @@ async def settle_answers(run: Run, batch: PendingBatch) -> RunOutcome | None:
     if run.time is not None:
         # Every period call keeps its decision; calls waiting on a time question get theirs.
         timed, mention, binds = await settle_time(run, calls, questions)
-        if mention is not None:
+        refused = (
+            await refuse_unreachable(run, mention, binds, calls) if mention is not None else None
+        )
+        if refused is not None:
+            timed.update(refused)
+        elif mention is not None:
             # A zone answer: the mention is read again in that zone and asked as a range.
             ask = await question_for(run, mention, binds)
             kept = tuple(q.question_id for q in questions if q.kind != "time")
