@@ -29,6 +29,7 @@ from rich.table import Table
 
 from afp_runtime.api import DEFAULT_HOST, DEFAULT_PORT, ApiServer, check_binding, create_app
 from afp_runtime.api import open_listener as open_api_listener
+from afp_runtime.api.agents import inbox_messages
 from afp_runtime.api.questions import question_view
 from afp_runtime.api.shapes import AnswerAccepted, DismissAccepted
 from afp_runtime.demo import QUESTIONS
@@ -305,7 +306,8 @@ async def cmd_runs(args: argparse.Namespace) -> int:
     if args.id and not runs:
         raise NotFound(f"no run {args.id!r}")
     if args.json:
-        _json(runs)
+        # Exactly the API's bodies: one run (GET /v1/runs/{id}), else a page newest first.
+        _json(runs[0] if args.id else {"items": list(reversed(runs)), "next": None})
         return EXIT_OK
     table = Table("run", "agent", "turn", "kind", "status", "bundles", "started", "recovered from")
     for r in runs:
@@ -369,10 +371,12 @@ async def cmd_inbox(args: argparse.Namespace) -> int:
     store = await _reader(args.db)
     try:
         rows = await store.inbox(args.agent, status=args.status)
+        runs = await store.runs(args.agent) if args.json else []
     finally:
         await store.aclose()
     if args.json:
-        _json(rows)
+        # Exactly the API's body (GET …/inbox): one page holding every message.
+        _json({"items": inbox_messages(rows, runs), "next": None})
         return EXIT_OK
     table = Table("message", "position", "status", "turn", "accepted", "text")
     for r in rows:

@@ -49,11 +49,12 @@ def test_run_answers_and_the_store_shows_it(tmp_path: Path) -> None:
 
     [agent] = json.loads(afp("agents", "--db", db, "--json").stdout)
     assert (agent["agentId"], agent["turn"], agent["messages"]) == ("demo", 2, 10)
-    runs = json.loads(afp("runs", "demo", "--db", db, "--json").stdout)
+    runs = json.loads(afp("runs", "demo", "--db", db, "--json").stdout)["items"]
     assert [r["status"] for r in runs] == ["answered", "answered"]
-    run_id = runs[0]["runId"]
+    assert [r["turn"] for r in runs] == [2, 1]  # newest first, as the API lists them
+    run_id = runs[-1]["runId"]
     one = json.loads(afp("runs", "--id", run_id, "--db", db, "--json").stdout)
-    assert [r["runId"] for r in one] == [run_id]
+    assert one["runId"] == run_id
 
     bundles = json.loads(afp("commits", run_id, "--db", db, "--json").stdout)
     assert [b["runtimeStageId"] for b in bundles][-1] == "final#10"
@@ -63,7 +64,7 @@ def test_run_answers_and_the_store_shows_it(tmp_path: Path) -> None:
     table = afp("commits", run_id, "--db", db)
     assert table.returncode == 0 and "tool-calls#5" in table.stdout
 
-    inbox = json.loads(afp("inbox", "demo", "--db", db, "--json").stdout)
+    inbox = json.loads(afp("inbox", "demo", "--db", db, "--json").stdout)["items"]
     assert [r["status"] for r in inbox] == ["answered", "answered"]
     doctor = afp("doctor", "--db", db)
     assert doctor.returncode == 0 and "ok" in doctor.stdout

@@ -99,7 +99,7 @@ def test_dismiss_from_the_command_line(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["messageId"] == "msg-1"
     again = afp("dismiss", held.run_id, "--db", str(db))
     assert again.returncode == 5 and "no held turn" in again.stderr
-    inbox = json.loads(afp("inbox", "ops", "--db", str(db), "--json").stdout)
+    inbox = json.loads(afp("inbox", "ops", "--db", str(db), "--json").stdout)["items"]
     assert [m["status"] for m in inbox] == ["dismissed"]
 
 

@@ -76,7 +76,7 @@ def test_send_carries_the_message_time(tmp_path: Path) -> None:
         str(db),
     )
     assert sent.returncode == 0, sent.stderr
-    inbox = json.loads(afp("inbox", "ops", "--db", str(db), "--json").stdout)
+    inbox = json.loads(afp("inbox", "ops", "--db", str(db), "--json").stdout)["items"]
     assert inbox[-1]["time"] == {"zone": "Europe/Paris", "now": "2026-10-09T16:00:00Z"}
     bad = afp("send", "ops", "x", "--zone", "PST", "--db", str(db))
     assert bad.returncode == 2 and "zone" in bad.stderr

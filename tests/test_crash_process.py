@@ -81,10 +81,10 @@ def test_sigkill_mid_run_then_restart_continues(tmp_path: Path) -> None:
 
     finished = afp(*demo, "--turns", "0")
     assert finished.returncode == 0, finished.stderr
-    inbox = json.loads(afp("inbox", "demo", "--db", str(db), "--json").stdout)
+    inbox = json.loads(afp("inbox", "demo", "--db", str(db), "--json").stdout)["items"]
     assert len(inbox) == turns
     assert all(row["status"] == "answered" for row in inbox)
-    runs = json.loads(afp("runs", "demo", "--db", str(db), "--json").stdout)
+    runs = json.loads(afp("runs", "demo", "--db", str(db), "--json").stdout)["items"]
     recoveries = [r for r in runs if r["kind"] == "recovery"]
     assert recoveries and all(r["recoveredFrom"] for r in recoveries)
     answered_turns = sorted(r["turn"] for r in runs if r["status"] == "answered")

@@ -22,6 +22,7 @@ Readings settled here:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from importlib import metadata
 from typing import Annotated, Any, Literal
 
@@ -240,8 +241,16 @@ def _message(row: InboxRow, **extra: Any) -> InboxMessage:
         turn=row.turn,
         idempotency_key=row.idempotency_key,
         sender=row.sender,
+        time=row.time,
         **extra,
     )
+
+
+def inbox_messages(rows: Sequence[InboxRow], runs: Sequence[RunRow]) -> list[InboxMessage]:
+    """Inbox rows as the API lists them, each with its turn's latest run (``afp inbox``
+    prints the same)."""
+    latest = {run.message_id: run.run_id for run in runs}
+    return [_message(row, run_id=latest.get(row.message_id)) for row in rows]
 
 
 @get("/v1/agents/{agent_id:str}/inbox", summary="List the inbox", tags=["inbox"])
@@ -258,8 +267,7 @@ async def list_inbox(
     query_choice("status", status, INBOX_STATUSES)
     size = limit_of(limit)
     rows = await ctx.reader.inbox(agent_id, status=status)
-    latest = {run.message_id: run.run_id for run in await ctx.reader.runs(agent_id)}
-    messages = [_message(row, run_id=latest.get(row.message_id)) for row in rows]
+    messages = inbox_messages(rows, await ctx.reader.runs(agent_id))
     return page_of(messages, limit=size, cursor=cursor)
 
 

@@ -77,6 +77,7 @@ class InboxMessage(_Shape, frozen=True, kw_only=True):
     turn: int | None
     idempotency_key: str | None
     sender: str | None = msgspec.field(name="from")
+    time: dict[str, Any] | None = None
     run_id: str | None = None
     answer: str | None = None
     error_kind: str | None = None

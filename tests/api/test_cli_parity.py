@@ -37,3 +37,31 @@ async def test_cli_served_json_is_the_api_body(api: Api) -> None:
     assert conform.returncode == 0
     assert conform.stdout.decode().count("verified") == 2
     assert report["verdict"] == "verified"
+
+
+async def test_cli_inbox_runs_and_questions_json_are_the_api_bodies(api: Api) -> None:
+    """`afp inbox`, `afp runs AGENT`, `afp runs --id` and `afp questions` print, with --json,
+    the same JSON values as the API's list and summary endpoints."""
+    import json
+
+    script = [answer("one"), answer("two")]
+    async with api.running(agent(script)) as (host, client):
+        await post(client, "first")
+        await settle(host)
+        await post(client, "second")
+        await settle(host)
+        inbox = (await client.get("/v1/agents/ops/inbox")).json()
+        runs = (await client.get("/v1/agents/ops/runs")).json()
+        one = (await client.get("/v1/runs/run-1")).json()
+        questions = (await client.get("/v1/agents/ops/questions")).json()
+    db = str(api.path)
+
+    async def cli(*args: str) -> object:
+        done = await anyio.to_thread.run_sync(lambda: afp(*args, "--json", "--db", db))
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    assert await cli("inbox", "ops") == inbox
+    assert await cli("runs", "ops") == runs
+    assert await cli("runs", "--id", "run-1") == one
+    assert await cli("questions", "ops") == questions
