@@ -15,7 +15,7 @@ from afp_runtime.records.bundle import CommitBundle
 from afp_runtime.records.conversation import ConversationState, StoredFoldedSpan
 
 RunKind = Literal["initial", "answer", "recovery", "retry", "operator"]
-RunStatus = Literal["running", "answered", "paused", "stalled", "held", "cancelled"]
+RunStatus = Literal["running", "answered", "paused", "stalled", "held", "cancelled", "crashed"]
 InboxStatus = Literal["queued", "running", "paused", "answered", "dismissed", "stalled", "held"]
 JournalState = Literal["started", "finished"]
 
@@ -130,6 +130,8 @@ class Txn(msgspec.Struct, kw_only=True):
     folded: list[StoredFoldedSpan] = msgspec.field(default_factory=list)
     # Ledger rows to append, in wire form (each a mapping with a ``kind``).
     ledger: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    # A run found cut off (still ``running``) when its turn is recovered: marked ``crashed``.
+    crashed_run: str | None = None
     # Check-in questions asked by a pause, inserted open.
     questions: list[QuestionRow] = msgspec.field(default_factory=list)
     # Archive the current conversation (checkpoint and folded spans) before writing this one.
@@ -148,6 +150,7 @@ class Txn(msgspec.Struct, kw_only=True):
         self.folded.extend(other.folded)
         self.ledger.extend(other.ledger)
         self.questions.extend(other.questions)
+        self.crashed_run = self.crashed_run or other.crashed_run
         self.replace_conversation = self.replace_conversation or other.replace_conversation
         self.full = self.full or other.full
 

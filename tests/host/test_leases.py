@@ -151,7 +151,7 @@ async def test_case_31_a_host_that_stops_renewing_is_taken_over(tmp_path: Path, 
             assert b.status_override("ops") is None
             await settle(b)
             runs = [(r.kind, r.status) for r in await b.reader.runs("ops")]
-            assert runs == [("initial", "running"), ("recovery", "answered")]
+            assert runs == [("initial", "crashed"), ("recovery", "answered")]
             assert model_b.calls == 1
 
             # A wakes up: its reply's commit is fenced out and writes nothing.
@@ -212,7 +212,7 @@ async def test_a_restart_with_the_same_host_id_takes_over_at_once(tmp_path: Path
             assert await claim_of(path, "ops") == ("h", 2)
             await settle(new)
             runs = [(r.kind, r.status) for r in await new.reader.runs("ops")]
-            assert runs == [("initial", "running"), ("recovery", "answered")]
+            assert runs == [("initial", "crashed"), ("recovery", "answered")]
             assert clock.now_ms() == started  # no TTL was waited for
             before = await row_counts(path)
             crashed.gate.set()
@@ -287,7 +287,7 @@ async def test_a_renewal_that_finds_its_epoch_raised_stops_every_agent(tmp_path:
         assert host.lease_epoch == 3 and host.status_override("ops") is None
         await settle(host)
         runs = [(r.kind, r.status) for r in await host.reader.runs("ops")]
-    assert runs == [("initial", "running"), ("recovery", "answered")]
+    assert runs == [("initial", "crashed"), ("recovery", "answered")]
     assert gated.model.calls == 2
 
 

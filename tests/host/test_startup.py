@@ -93,7 +93,7 @@ async def test_case_27_start_up_resumes_everything(api: Api) -> None:
             d.agent_id: (await host.reader.inbox(d.agent_id))[0].status for d in definitions
         }
     for name in ("r1", "r2", "r3"):
-        assert kinds[name] == [("initial", "running"), ("recovery", "answered")]
+        assert kinds[name] == [("initial", "crashed"), ("recovery", "answered")]
     assert kinds["stalled"] == [("initial", "stalled"), ("retry", "answered")]
     assert kinds["paused"] == [("initial", "paused")]
     assert kinds["held"] == [("initial", "held")]

@@ -146,6 +146,7 @@ async def seed(run: Run) -> None:
         ),
         inbox=[InboxUpdate(message_id=run.message_id, status="running", turn=state.turn)],
         ledger=time_rows,
+        crashed_run=recovered_from if run.kind == "recovery" else None,
     )
     await run.committer.stage(txn, closes=True)
     payload: dict[str, Any] = {"runId": run.run_id, "turn": state.turn, "kind": run.kind}

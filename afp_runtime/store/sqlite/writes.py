@@ -173,6 +173,12 @@ def write_txn(
             "UPDATE conversations SET state=? WHERE agent=?",
             (_encoder.encode(txn.conversation), agent),
         )
+    if txn.crashed_run is not None and txn.run_start is not None:
+        # Only a run nothing ended (a shutdown ends its runs ``cancelled`` itself).
+        conn.execute(
+            "UPDATE runs SET status='crashed', ended_at_ms=? WHERE run_id=? AND status='running'",
+            (txn.run_start.started_at_ms, txn.crashed_run),
+        )
     if txn.run_end is not None:
         end = txn.run_end
         conn.execute(
