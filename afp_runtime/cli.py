@@ -29,7 +29,7 @@ from rich.table import Table
 
 from afp_runtime.api import DEFAULT_HOST, DEFAULT_PORT, ApiServer, check_binding, create_app
 from afp_runtime.api import open_listener as open_api_listener
-from afp_runtime.api.agents import inbox_messages
+from afp_runtime.api.agents import agent_view, inbox_messages
 from afp_runtime.api.questions import question_view
 from afp_runtime.api.shapes import AnswerAccepted, DismissAccepted
 from afp_runtime.demo import QUESTIONS
@@ -293,6 +293,48 @@ async def cmd_agents(args: argparse.Namespace) -> int:
             _when(a.created_at_ms),
         )
     out.print(table)
+    return EXIT_OK
+
+
+async def cmd_agent(args: argparse.Namespace) -> int:
+    """One agent's summary: status, turn, counters, inbox depth, open questions."""
+    store = await _reader(args.db)
+    try:
+        rows = [row for row in await store.agents() if row.agent_id == args.agent]
+        if not rows:
+            raise NotFound(f"no agent {args.agent!r} in {args.db}")
+        view = await agent_view(store, rows[0], None, status=rows[0].status)
+    finally:
+        await store.aclose()
+    if args.json:
+        _json(view)
+        return EXIT_OK
+    table = Table("field", "value")
+    for name, value in msgspec.to_builtins(view).items():
+        if name != "openQuestions":
+            table.add_row(name, _brief(value, 80))
+    out.print(table)
+    for question in view.open_questions:
+        out.print(f"open question {question.question_id} ({question.kind}): {question.prompt}")
+    return EXIT_OK
+
+
+async def cmd_health(args: argparse.Namespace) -> int:
+    """The running host's health (``GET /v1/health``): exit 4 when no host answers."""
+    url = f"{args.api.rstrip('/')}/v1/health"
+    try:
+        async with httpx.AsyncClient(timeout=10.0) as client:
+            response = await client.get(url)
+    except httpx.HTTPError as exc:
+        raise StoreUnavailable(f"no host answered at {args.api} ({exc})") from exc
+    if args.json:
+        out.print(response.text, soft_wrap=True, highlight=False)
+    else:
+        body = response.json()
+        out.print(
+            f"{body.get('status')} (afp-runtime {body.get('version')}, "
+            f"schema {body.get('schemaVersion')})"
+        )
     return EXIT_OK
 
 
@@ -1237,6 +1279,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(agent=None)
 
     p = add("agents", cmd_agents, "List agents.")
+    p.add_argument("--json", action="store_true")
+
+    p = add("agent", cmd_agent, "One agent's summary (status, turn, inbox, open questions).")
+    p.add_argument("agent")
+    p.add_argument("--json", action="store_true")
+
+    p = add("health", cmd_health, "Ask the running host whether it is up (GET /v1/health).")
+    p.add_argument(
+        "--api", default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}", help="the host's API URL"
+    )
     p.add_argument("--json", action="store_true")
 
     p = add("runs", cmd_runs, "List runs (all, one agent's, or one by --id).")

@@ -142,3 +142,16 @@ def test_a_tool_question_takes_approve_as_text(tmp_path: Path) -> None:
     result = afp("answer", "ops", "q-1", "approve", "--db", str(db), "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["question"]["answer"] == "approve"
+
+
+def test_agent_summary_and_health(tmp_path: Path) -> None:
+    db = tmp_path / "afp.db"
+    anyio.run(_work, db, [tool_reply(call("c1", "beta_tool")), answer("ok")], "go")
+    shown = afp("agent", "ops", "--db", str(db), "--json")
+    assert shown.returncode == 0, shown.stderr
+    view = json.loads(shown.stdout)
+    assert (view["status"], view["turn"], view["pendingQuestion"]) == ("paused", 1, "q-1")
+    assert [q["prompt"] for q in view["openQuestions"]] == ["which host?"]
+    assert afp("agent", "nobody", "--db", str(db)).returncode == 1
+    health = afp("health", "--api", "http://127.0.0.1:9")
+    assert health.returncode == 4 and "no host answered" in health.stderr

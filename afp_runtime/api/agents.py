@@ -65,9 +65,9 @@ from afp_runtime.api.shapes import (
     iso_instant,
 )
 from afp_runtime.errors import IdempotencyConflict, InvalidValue, TimeNotEnabled
-from afp_runtime.host import AgentNotHosted
+from afp_runtime.host import AgentNotHosted, AgentProfile
 from afp_runtime.records import StoredFoldedSpan
-from afp_runtime.store import SCHEMA_VERSION, AgentRow, InboxRow, RunRow
+from afp_runtime.store import SCHEMA_VERSION, AgentRow, InboxRow, RunRow, SqliteStore
 
 try:
     VERSION = metadata.version("afp-runtime")
@@ -94,15 +94,26 @@ async def health(state: State) -> Health:
 
 async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:
     profile = ctx.host.profile(row.agent_id)
-    state = await ctx.reader.conversation_state(row.agent_id)
+    status = (
+        (ctx.host.status_override(row.agent_id) or row.status)
+        if profile is not None
+        else "not-leased"
+    )
+    return await agent_view(ctx.reader, row, profile, status=status)
+
+
+async def agent_view(
+    reader: SqliteStore, row: AgentRow, profile: AgentProfile | None, *, status: str
+) -> AgentView:
+    """One agent's summary (``GET /v1/agents/{id}``; ``afp agent`` prints the same from the
+    store, where no host profile is known)."""
+    state = await reader.conversation_state(row.agent_id)
     turn = state.open_turn if state is not None else None
-    queued = await ctx.reader.inbox(row.agent_id, status="queued")
-    open_questions = await ctx.reader.questions(row.agent_id, status="open")
+    queued = await reader.inbox(row.agent_id, status="queued")
+    open_questions = await reader.questions(row.agent_id, status="open")
     return AgentView(
         agent_id=row.agent_id,
-        status=(ctx.host.status_override(row.agent_id) or row.status)
-        if profile is not None
-        else "not-leased",
+        status=status,
         hosted=profile is not None,
         model=profile.model if profile is not None else None,
         provider=profile.provider if profile is not None else None,
