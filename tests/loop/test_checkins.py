@@ -80,6 +80,7 @@ async def test_case_20_pause_survives_a_restart_and_the_answer_completes_the_tur
     bundles = await harness.store.bundles("run-2")
     assert stage_ids(bundles)[:3] == ["seed#0", "settle#1", "window#2"]
     assert writes(bundles[0])["iteration"] == 1
+    assert "recoveredFrom" not in writes(bundles[0])  # an answer run recovers nothing
     settle = writes(bundles[1])
     assert settle["iteration"] == 2
     assert settle["toolResults"][0]["status"] == "ok"

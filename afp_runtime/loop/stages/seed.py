@@ -51,7 +51,9 @@ async def seed(run: Run) -> None:
         recovered_from = None
     else:
         assert open_turn is not None
-        recovered_from = open_turn.last_run_id
+        # host.md §9.1: recovery, retry and operator runs continue from the turn's last run;
+        # an answer run starts because the person answered, not from a run cut off.
+        recovered_from = open_turn.last_run_id if run.kind != "answer" else None
         open_turn = msgspec.structs.replace(
             open_turn,
             status="running",
