@@ -298,7 +298,7 @@ def _bind(run: Run, plan: PlannedCall, quote: str | None) -> CallToBind:
 
 
 class TimePlan:
-    """The time layer's view of one batch: decisions, rows to file, questions to ask."""
+    """The time layer's view of one batch: its decisions, what they bound, who waits."""
 
     def __init__(self) -> None:
         self.decisions: dict[str, CallDecision] = {}

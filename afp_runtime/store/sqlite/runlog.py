@@ -26,9 +26,9 @@ from afp_runtime.records import (
     Write,
     runtime_stage_id,
 )
+from afp_runtime.store.sqlite.writes import NOT_DISPATCHED
 
 _writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
-_NOT_DISPATCHED = 1
 
 
 class SqliteRunLog:
@@ -158,7 +158,7 @@ class SqliteRunLog:
             refs.extend(
                 MessageRef(
                     fingerprint=fp.hex(),
-                    not_dispatched=bool(flags & _NOT_DISPATCHED),
+                    not_dispatched=bool(flags & NOT_DISPATCHED),
                     injected_by=injected_by,
                 )
                 for fp, flags, injected_by in rows

@@ -46,7 +46,6 @@ from afp_runtime.store.sqlite.rows import AgentRow, InboxRow, RunRow, StoredBund
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 5_000
-_NOT_DISPATCHED = 1
 
 _state_encoder = msgspec.msgpack.Encoder()
 _state_decoder = msgspec.msgpack.Decoder(ConversationState)
@@ -61,14 +60,6 @@ _QUESTION_COLUMNS = (
     " q.tool_call_ids, q.asked_at_ms, q.status, q.repeat, q.answer, q.answered_at_ms,"
     " q.answered_by, q.detail"
 )
-
-
-def _fp_key(fingerprint: str) -> bytes:
-    """Fingerprints are stored as 32 bytes; a foreign (non-hex) one as its UTF-8 text."""
-    try:
-        return bytes.fromhex(fingerprint) if len(fingerprint) == 64 else fingerprint.encode()
-    except ValueError:
-        return fingerprint.encode()
 
 
 async def _rows(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
@@ -112,8 +103,6 @@ class SqliteStore:
         self._read_only = read_only
         self._lock = anyio.Lock()
         self._ids = writes.RowIds()
-        self._agent_rowids = self._ids.agents
-        self._run_rowids = self._ids.runs
         self._synchronous: str | None = None
         self.transactions = 0
         self._closed = False
@@ -263,8 +252,7 @@ class SqliteStore:
                 await self._conn.execute("COMMIT")
             except BaseException as exc:
                 # Rowids cached inside the rolled-back transaction may name rows that never were.
-                self._agent_rowids.clear()
-                self._run_rowids.clear()
+                self._ids.clear()
                 with anyio.CancelScope(shield=True):
                     # If ROLLBACK fails the transaction is gone already; nothing was committed.
                     with contextlib.suppress(sqlite3.Error):
@@ -313,21 +301,12 @@ class SqliteStore:
         await self._write(lambda conn: writes.write_txn(conn, txn, self._ids, fence), full=txn.full)
 
     async def _agent_rowid(self, db: aiosqlite.Connection, agent_id: str) -> int:
-        rowid = self._agent_rowids.get(agent_id)
+        rowid = self._ids.agents.get(agent_id)
         if rowid is None:
             rows = await _rows(db, "SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
             if not rows:
                 raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
-            rowid = self._agent_rowids[agent_id] = int(rows[0][0])
-        return rowid
-
-    async def _run_rowid(self, db: aiosqlite.Connection, run_id: str) -> int:
-        rowid = self._run_rowids.get(run_id)
-        if rowid is None:
-            rows = await _rows(db, "SELECT run FROM runs WHERE run_id=?", (run_id,))
-            if not rows:
-                raise StoreError(f"no run {run_id!r} in the store", run_id=run_id)
-            rowid = self._run_rowids[run_id] = int(rows[0][0])
+            rowid = self._ids.agents[agent_id] = int(rows[0][0])
         return rowid
 
     # -- agents and conversations ---------------------------------------------------------
@@ -337,7 +316,7 @@ class SqliteStore:
         async with self._transaction() as db:
             rows = await _rows(db, "SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
             if rows:
-                self._agent_rowids[agent_id] = int(rows[0][0])
+                self._ids.agents[agent_id] = int(rows[0][0])
                 return
             cursor = await db.execute(
                 "INSERT INTO agents (agent_id, created_at_ms) VALUES (?, ?)", (agent_id, now_ms)
@@ -347,7 +326,7 @@ class SqliteStore:
             await db.execute(
                 "INSERT INTO conversations VALUES (?, ?)", (rowid, _state_encoder.encode(state))
             )
-            self._agent_rowids[agent_id] = rowid
+            self._ids.agents[agent_id] = rowid
 
     async def conversation_state(self, agent_id: str) -> ConversationState | None:
         """The stored checkpoint of ``agent_id`` without its messages, or None."""
@@ -409,7 +388,7 @@ class SqliteStore:
                 messages.append(
                     message_from_body(
                         body,
-                        not_dispatched=bool(flags & _NOT_DISPATCHED),
+                        not_dispatched=bool(flags & writes.NOT_DISPATCHED),
                         injected_by=injected_by,
                     )
                 )
@@ -864,7 +843,7 @@ class SqliteStore:
         params: tuple[Any, ...] = (agent_id,)
         if summary_fingerprint is not None:
             sql += " AND f.summary_fp=?"
-            params += (_fp_key(summary_fingerprint),)
+            params += (writes.fp_key(summary_fingerprint),)
         rows = await self._fetch(sql + " ORDER BY f.idx", params)
         try:
             return [_span_decoder.decode(row[0]) for row in rows]
