@@ -1,8 +1,12 @@
-"""Suite-wide fixtures: blocking calls on the event loop fail; structlog is reset per test."""
+"""Suite-wide fixtures: blocking calls on the event loop fail; structlog is reset per test.
+
+The terminal summary also names every test that took more than half of its timeout: such a
+test passes on a quiet machine and fails on a loaded one, so it is seen before it blocks CI.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
@@ -36,3 +40,41 @@ def fixture_logs() -> Iterator[list[dict[str, Any]]]:
     with structlog.testing.capture_logs() as entries:
         yield entries
     structlog.reset_defaults()
+
+
+_SPENT: dict[str, float] = {}
+_OVER_HALF: list[tuple[str, float, float]] = []
+
+
+def _timeout_of(item: pytest.Item) -> float:
+    """The item's pytest-timeout limit in seconds: its marker, else the ini setting."""
+    marker = item.get_closest_marker("timeout")
+    if marker is not None:
+        value = marker.args[0] if marker.args else marker.kwargs.get("timeout", 0)
+        return float(value)
+    return float(item.config.getini("timeout") or 0)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    """Add up setup, call and teardown (pytest-timeout counts all three) per test."""
+    outcome = yield
+    report = outcome.get_result()
+    spent = _SPENT.get(item.nodeid, 0.0) + report.duration
+    _SPENT[item.nodeid] = spent
+    if report.when == "teardown":
+        del _SPENT[item.nodeid]
+        limit = _timeout_of(item)
+        if limit > 0 and spent > limit / 2:
+            _OVER_HALF.append((item.nodeid, spent, limit))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """List the tests that took more than half of their timeout."""
+    if not _OVER_HALF:
+        return
+    terminalreporter.section("tests above half their timeout")
+    for nodeid, spent, limit in sorted(_OVER_HALF, key=lambda row: -row[1] / row[2]):
+        terminalreporter.write_line(f"{spent:7.2f}s of {limit:.0f}s  {nodeid}")
