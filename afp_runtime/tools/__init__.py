@@ -11,6 +11,7 @@ from afp_runtime.tools.context import (
     ToolClock,
     ToolContext,
 )
+from afp_runtime.tools.declaration import RESERVED_ARGUMENTS, Tool, ToolFn, schema_for
 from afp_runtime.tools.dispatch import (
     NOT_DISPATCHED_STATUSES,
     CallFinishedHook,
@@ -26,6 +27,7 @@ from afp_runtime.tools.dispatch import (
     run_batch,
     unrun_outcome,
 )
+from afp_runtime.tools.functions import SUPPORTED, parse_docstring, tool
 from afp_runtime.tools.schema import JSON_TYPES, check_schema, format_path, validate_args
 from afp_runtime.tools.texts import (
     ARGS_NOT_JSON,
@@ -47,7 +49,6 @@ from afp_runtime.tools.texts import (
     unencodable_text,
     unknown_tool_text,
 )
-from afp_runtime.tools.tool import RESERVED_ARGUMENTS, Tool, ToolFn, as_tool, schema_for
 
 __all__ = [
     "ARGS_NOT_JSON",
@@ -66,6 +67,7 @@ __all__ = [
     "ProgressSink",
     "QUESTION_LIMIT",
     "RESERVED_ARGUMENTS",
+    "SUPPORTED",
     "Tool",
     "ToolClock",
     "ToolContext",
@@ -73,7 +75,6 @@ __all__ = [
     "ToolOutcome",
     "ToolStatus",
     "approval_prompt",
-    "as_tool",
     "check_schema",
     "declined_text",
     "dispatch_groups",
@@ -83,6 +84,7 @@ __all__ = [
     "invalid_args_text",
     "no_reply_text",
     "not_dispatched_text",
+    "parse_docstring",
     "person_reply_text",
     "plan_batch",
     "plan_call",
@@ -90,6 +92,7 @@ __all__ = [
     "run_batch",
     "schema_for",
     "timeout_text",
+    "tool",
     "truncation_note",
     "unencodable_text",
     "unknown_tool_text",

@@ -31,10 +31,11 @@ import structlog
 from afp_runtime.errors import ConfigError, shown
 from afp_runtime.messages import Message, ToolCall, tool_result
 from afp_runtime.tools import texts
+from afp_runtime.tools._decode import decode_args
 from afp_runtime.tools._results import Unencodable, capped, result_text
 from afp_runtime.tools.context import PersonAsked, ToolClock, ToolContext
+from afp_runtime.tools.declaration import Tool
 from afp_runtime.tools.schema import format_path, validate_args
-from afp_runtime.tools.tool import Tool
 
 log = structlog.get_logger()
 
@@ -173,7 +174,7 @@ def plan_call(call: ToolCall, tools: Mapping[str, Tool]) -> PlannedCall:
         problems = (*problems, texts.ARGS_NOT_JSON)
     if not problems and found.args_type is not None:
         try:
-            args = msgspec.convert(args, found.args_type, strict=True)
+            args = decode_args(args, found.args_type)
         except msgspec.ValidationError as exc:
             problems = (_struct_problem(exc),)
     if problems:

@@ -10,22 +10,25 @@ Supported keywords:
   fractional part (``3.0``) counts as an integer, as JSON Schema says.
 - ``enum`` and ``const``, compared as JSON values (``1`` equals ``1.0``; ``true`` never equals
   ``1``).
-- ``minimum``, ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum`` (numeric forms only),
-  applied to numbers.
-- ``minLength``, ``maxLength`` (counted in Unicode code points), applied to strings.
+- ``minimum``, ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum`` (numeric forms only) and
+  ``multipleOf``, applied to numbers.
+- ``minLength``, ``maxLength`` (counted in Unicode code points) and ``pattern`` (a Python regular
+  expression, searched anywhere in the string as JSON Schema does), applied to strings.
 - ``items``, ``prefixItems``, ``minItems``, ``maxItems``, applied to arrays; ``items`` covers the
   elements after those ``prefixItems`` describes (``items: false`` forbids any such element).
-- ``properties``, ``required``, ``additionalProperties`` (a boolean or a schema), applied to
-  objects.
+- ``properties``, ``required``, ``additionalProperties`` (a boolean or a schema),
+  ``minProperties``, ``maxProperties``, applied to objects.
+- ``anyOf`` (at least one matches), ``oneOf`` (exactly one), ``allOf`` (every one).
 - ``$ref`` to a local JSON pointer (``#/$defs/Name``, ``#/definitions/Name``, ``#``), checked
   together with any keywords beside it.
 - The boolean schemas ``true`` (anything) and ``false`` (nothing).
 
-Every other keyword (``anyOf``, ``oneOf``, ``allOf``, ``not``, ``pattern``, ``format``,
-``multipleOf``, ``minProperties``, ``uniqueItems``, ``if``/``then``/``else``, ...) is ignored: it
-neither passes nor fails a value, and schemas nested inside it are not looked at. A keyword that
-applies to one JSON type is skipped for values of other types, and a value of the wrong ``type``
-gets only that one problem.
+These are the keywords msgspec writes for the types a typed tool may take
+(``afp_runtime/tools/functions.py``), so what such a schema accepts is what the declared types
+decode. Every other keyword (``not``, ``format``, ``uniqueItems``, ``if``/``then``/``else``,
+...) is ignored: it neither passes nor fails a value, and schemas nested inside it are not looked
+at. A keyword that applies to one JSON type is skipped for values of other types, and a value of
+the wrong ``type`` gets only that one problem.
 
 Each problem starts with the path of the offending value, written like ``host``,
 ``items[2].name`` or ``labels["a b"]`` (``(arguments)`` for the arguments object itself), then
@@ -34,6 +37,7 @@ says what was wrong, e.g. ``host: expected string, got integer 3``.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -219,6 +223,7 @@ class _Validator:
         if "type" in schema and not self._check_type(schema["type"], value, path):
             return
         self._check_values(schema, value, path)
+        self._check_combinations(schema, value, path, refs_here)
         if _is_number(value):
             self._check_number(schema, value, path)
         elif isinstance(value, str):
@@ -242,8 +247,49 @@ class _Validator:
         if "const" in schema and not _json_equal(value, schema["const"]):
             self.add(path, f"must be {_json(schema['const'])}, got {_describe(value)}")
 
+    def _alternatives(self, schemas: list[Any], value: Any, path: Path) -> list[list[str]]:
+        """Each schema's own problems for ``value`` (an empty list: it matches)."""
+        found: list[list[str]] = []
+        for alternative in schemas:
+            problems: list[str] = []
+            _Validator(self.root, problems).check(alternative, value, path, frozenset())
+            found.append(problems)
+        return found
+
+    def _check_combinations(
+        self, schema: Mapping[str, Any], value: Any, path: Path, refs_here: frozenset[int]
+    ) -> None:
+        any_of = schema.get("anyOf")
+        if isinstance(any_of, list) and any_of:
+            results = self._alternatives(any_of, value, path)
+            if all(results):
+                self.add(
+                    path,
+                    f"matches none of {_plural(len(results), 'alternative')}: "
+                    + "; or ".join(_without_path(r[0], path) for r in results),
+                )
+        one_of = schema.get("oneOf")
+        if isinstance(one_of, list) and one_of:
+            results = self._alternatives(one_of, value, path)
+            matching = sum(1 for r in results if not r)
+            if matching == 0:
+                self.add(
+                    path,
+                    f"matches none of {_plural(len(results), 'alternative')}: "
+                    + "; or ".join(_without_path(r[0], path) for r in results),
+                )
+            elif matching > 1:
+                self.add(path, f"matches {matching} alternatives; exactly one must match")
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list):
+            for part in all_of:
+                self.check(part, value, path, refs_here)
+
     def _check_number(self, schema: Mapping[str, Any], value: float, path: Path) -> None:
         shown = _json(value)
+        step = schema.get("multipleOf")
+        if _is_number(step) and step > 0 and not _is_multiple(value, step):
+            self.add(path, f"must be a multiple of {_json(step)}, got {shown}")
         limit = schema.get("minimum")
         if _is_number(limit) and value < limit:
             self.add(path, f"must be at least {_json(limit)}, got {shown}")
@@ -265,6 +311,11 @@ class _Validator:
         most = schema.get("maxLength")
         if _is_number(most) and length > most:
             self.add(path, f"must have at most {_plural(most, 'character')}, got {length}")
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str):
+            compiled = _compiled(pattern)
+            if compiled is not None and compiled.search(value) is None:
+                self.add(path, f"must match the pattern {_json(pattern)}, got {_describe(value)}")
 
     def _check_array(self, schema: Mapping[str, Any], value: Sequence[Any], path: Path) -> None:
         count = len(value)
@@ -288,6 +339,13 @@ class _Validator:
     def _check_object(
         self, schema: Mapping[str, Any], value: Mapping[str, Any], path: Path
     ) -> None:
+        count = len(value)
+        least = schema.get("minProperties")
+        if _is_number(least) and count < least:
+            self.add(path, f"must have at least {_plural(least, 'property')}, got {count}")
+        most = schema.get("maxProperties")
+        if _is_number(most) and count > most:
+            self.add(path, f"must have at most {_plural(most, 'property')}, got {count}")
         required = schema.get("required")
         if isinstance(required, list):
             for name in required:
@@ -306,8 +364,36 @@ class _Validator:
                 self.check(extra, item, (*path, key), frozenset())
 
 
+def _without_path(problem: str, path: Path) -> str:
+    """A problem text with the shared path prefix dropped (it is said once, before)."""
+    prefix = f"{format_path(path)}: "
+    return problem.removeprefix(prefix)
+
+
+def _is_multiple(value: float, step: float) -> bool:
+    if isinstance(value, int) and isinstance(step, int):
+        return value % step == 0
+    quotient = value / step
+    return math.isfinite(quotient) and quotient.is_integer()
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None  # check_schema reports it when the tool is declared
+
+
 _SCHEMA_ROOT = "(schema)"
-_COUNT_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems")
+_COUNT_KEYWORDS = (
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+)
 _BOUND_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 
@@ -337,6 +423,27 @@ class _SchemaChecker:
             count = node.get(keyword, 0)
             if not (isinstance(count, int) and not isinstance(count, bool) and count >= 0):
                 self.add((*path, keyword), f"must be an integer >= 0, not {_describe(count)}")
+        step = node.get("multipleOf", 1)
+        if not (_is_number(step) and math.isfinite(step) and step > 0):
+            self.add((*path, "multipleOf"), f"must be a number > 0, not {_describe(step)}")
+        if "pattern" in node:
+            pattern = node["pattern"]
+            if not isinstance(pattern, str):
+                self.add((*path, "pattern"), f"must be a string, not {_describe(pattern)}")
+            else:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    self.add((*path, "pattern"), f"is not a regular expression: {exc}")
+        for keyword in ("anyOf", "oneOf", "allOf"):
+            if keyword not in node:
+                continue
+            parts = node[keyword]
+            if not isinstance(parts, list) or not parts:
+                self.add((*path, keyword), "must be a non-empty array of schemas")
+                continue
+            for index, sub in enumerate(parts):
+                self.walk(sub, (*path, keyword, index))
         self._check_object_keywords(node, path)
         self._check_array_keywords(node, path)
         self._check_refs(node, path)

@@ -257,13 +257,37 @@ class TestRefs:
 
 class TestIgnoredKeywords:
     def test_keywords_outside_the_subset_are_ignored(self) -> None:
-        """anyOf, pattern, format and other keywords outside the subset never fail a value."""
+        """format, not, uniqueItems and other keywords outside the subset never fail a value."""
         schema = obj(
-            a={"anyOf": [{"type": "integer"}]},
-            b={"type": "string", "pattern": "^x$", "format": "email"},
-            c={"type": "number", "multipleOf": 5},
+            a={"not": {"type": "string"}},
+            b={"type": "string", "format": "email"},
+            c={"type": "array", "uniqueItems": True},
         )
-        assert validate_args(schema, {"a": "text", "b": "y", "c": 3}) == ()
+        assert validate_args(schema, {"a": "text", "b": "y", "c": [1, 1]}) == ()
+
+    def test_combinations_patterns_and_steps_are_checked(self) -> None:
+        """anyOf, oneOf, allOf, pattern, multipleOf and property counts fail the values they
+        exclude, each naming its path."""
+        schema = obj(
+            a={"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            b={"type": "string", "pattern": "^x"},
+            c={"type": "number", "multipleOf": 5},
+            d={"oneOf": [{"type": "integer"}, {"type": "number"}]},
+            e={"allOf": [{"type": "integer"}, {"minimum": 2}]},
+            f={"type": "object", "minProperties": 1, "maxProperties": 1},
+        )
+        good = {"a": None, "b": "xy", "c": 10, "d": 1.5, "e": 3, "f": {"k": 1}}
+        assert validate_args(schema, good) == ()
+        bad = {"a": "text", "b": "yx", "c": 3, "d": 2, "e": 1, "f": {}}
+        assert validate_args(schema, bad) == (
+            'a: matches none of 2 alternatives: expected integer, got string "text"; '
+            'or expected null, got string "text"',
+            'b: must match the pattern "^x", got string "yx"',
+            "c: must be a multiple of 5, got 3",
+            "d: matches 2 alternatives; exactly one must match",
+            "e: must be at least 2, got 1",
+            "f: must have at least 1 property, got 0",
+        )
 
     def test_boolean_schemas(self) -> None:
         """The schema true accepts anything; false refuses any value."""
@@ -285,6 +309,7 @@ class TestPathsAndSchemaChecks:
             "type": "object",
             "properties": {
                 "t": {"anyOf": [{"type": "array", "prefixItems": [], "items": False}]},
+                "p": {"type": "string", "pattern": "^[a-z]+$", "format": "email"},
                 "n": {"type": "integer", "exclusiveMinimum": 0, "default": 1},
             },
             "required": ["n"],
@@ -306,6 +331,12 @@ class TestPathsAndSchemaChecks:
             ({"properties": {"a": 3}}, "properties.a"),
             ({"additionalProperties": "no"}, "additionalProperties"),
             ({"$ref": "http://example.com/s.json"}, "$ref"),
+            ({"pattern": "(unclosed"}, "pattern"),
+            ({"pattern": 3}, "pattern"),
+            ({"multipleOf": 0}, "multipleOf"),
+            ({"anyOf": []}, "anyOf"),
+            ({"oneOf": [{"type": "nope"}]}, "oneOf[0].type"),
+            ({"minProperties": -2}, "minProperties"),
         ],
     )
     def test_check_schema_names_the_bad_keyword(self, schema: dict[str, Any], path: str) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from afp_runtime.errors import ToolDefinitionError
 from afp_runtime.messages import ToolSchema
-from afp_runtime.tools import RESERVED_ARGUMENTS, Tool, ToolContext, as_tool, schema_for
+from afp_runtime.tools import RESERVED_ARGUMENTS, Tool, ToolContext, schema_for, tool
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -247,9 +247,10 @@ class TestStructSchemas:
 
 class TestDecorator:
     def test_decorator_uses_name_and_docstring(self) -> None:
-        """as_tool takes the name from the function and the description from its docstring."""
+        """tool(input_schema=...) takes the name from the function and the description from its
+        docstring."""
 
-        @as_tool(input_schema=SCHEMA, timeout_s=3)
+        @tool(input_schema=SCHEMA, timeout_s=3)
         async def lookup(args: Mapping[str, Any], ctx: ToolContext) -> str:
             """Look a host up."""
             return ""
@@ -258,20 +259,25 @@ class TestDecorator:
         assert lookup.timeout_s == 3
         assert lookup.input_schema == SCHEMA
 
-    def test_decorator_defaults_to_an_empty_object_schema(self) -> None:
-        """Without a schema, the tool takes an object with no declared properties."""
+    def test_decorator_over_a_function_without_parameters(self) -> None:
+        """A function with no parameters takes an object with no properties."""
 
-        @as_tool(name="now")
-        def current(args: Mapping[str, Any], ctx: ToolContext) -> int:
+        @tool(name="now")
+        def current(ctx: ToolContext) -> int:
             return ctx.clock.now_ms()
 
-        assert current.input_schema == {"type": "object", "properties": {}}
+        assert current.input_schema == {
+            "type": "object",
+            "properties": {},
+            "required": [],
+            "additionalProperties": False,
+        }
         assert current.name == "now"
 
     def test_decorator_with_args_type(self) -> None:
         """Given args_type, the decorator declares a struct-decoding tool."""
 
-        @as_tool(args_type=Target)
+        @tool(args_type=Target)
         async def connect(args: Target, ctx: ToolContext) -> str:
             return args.host_name
 

@@ -39,7 +39,9 @@ def _refuse(tool: str, prop: str, why: str, value: Any = None) -> ToolDefinition
     return ToolDefinitionError(f"tool {tool!r}: {prop} {why}", **context)
 
 
-def _is_async(fn: Callable[..., Any]) -> bool:
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives a coroutine (a coroutine function, a partial of one, or an
+    object with ``async def __call__``)."""
     while isinstance(fn, functools.partial):
         fn = fn.func
     if inspect.iscoroutinefunction(fn):
@@ -101,6 +103,8 @@ class Tool:
             and ``fn`` receives the Struct instead of a mapping.
         period: the period forms and facts the tool declares (periods.md §7); its arguments
             are checked against ``input_schema`` here.
+        function: the plain function a tool built by ``tool`` wraps (``fn`` is then the
+            ``(args, ctx)`` adapter around it); calling the tool calls it.
 
     Raises:
         ToolDefinitionError: naming the tool and the property at fault.
@@ -120,6 +124,7 @@ class Tool:
     check_in: bool = False
     args_type: type[msgspec.Struct] | None = None
     period: Period | None = None
+    function: Callable[..., Any] | None = None
     is_async: bool = field(init=False, default=False)
     """True when ``fn`` is a coroutine function (derived, not an argument)."""
 
@@ -136,8 +141,10 @@ class Tool:
         object.__setattr__(self, "input_schema", self._checked_schema())
         if not callable(self.fn):
             raise _refuse(name, "fn", "must be callable", self.fn)
+        if self.function is not None and not callable(self.function):
+            raise _refuse(name, "function", "must be callable", self.function)
         self._check_signature()
-        object.__setattr__(self, "is_async", _is_async(self.fn))
+        object.__setattr__(self, "is_async", is_async_callable(self.fn))
         for flag in ("idempotent", "parallel_safe", "check_in"):
             if not isinstance(getattr(self, flag), bool):
                 raise _refuse(name, flag, "must be a bool", getattr(self, flag))
@@ -225,6 +232,12 @@ class Tool:
             raise
         return cls(name, description, schema, fn, args_type=args_type, **options)
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the tool's own function directly (no validation, no context unless given):
+        ``lookup_order("1042")`` for a tool built by ``tool``, ``fn(args, ctx)`` otherwise."""
+        target = self.function if self.function is not None else self.fn
+        return target(*args, **kwargs)
+
     def schema(self) -> ToolSchema:
         """The tool as the model is told about it."""
         return ToolSchema(
@@ -232,37 +245,3 @@ class Tool:
             description=self.description,
             input_schema=msgspec.json.decode(msgspec.json.encode(self.input_schema)),
         )
-
-
-def as_tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    input_schema: Mapping[str, Any] | None = None,
-    args_type: type[msgspec.Struct] | None = None,
-    **options: Any,
-) -> Callable[[ToolFn], Tool]:
-    """Declare a function as a tool: ``@as_tool(input_schema={...})`` over ``async def fn``.
-
-    (Not named ``tool``: that is this module's name, which the package would shadow.)
-
-    The name defaults to the function's name, the description to its docstring, and the schema
-    to ``args_type``'s (when given) or to an object with no declared properties.
-    """
-
-    def declare(fn: ToolFn) -> Tool:
-        tool_name = name if name is not None else getattr(fn, "__name__", "")
-        text = description if description is not None else inspect.getdoc(fn) or ""
-        if args_type is not None and input_schema is None:
-            return Tool.from_struct(tool_name, text, args_type, fn, **options)
-        schema = (
-            dict(input_schema)
-            if input_schema is not None
-            else {
-                "type": "object",
-                "properties": {},
-            }
-        )
-        return Tool(tool_name, text, schema, fn, args_type=args_type, **options)
-
-    return declare
