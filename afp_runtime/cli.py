@@ -12,7 +12,6 @@ import argparse
 import logging
 import os
 import shutil
-import signal
 import sys
 import tempfile
 from collections.abc import Callable, Coroutine, Sequence
@@ -27,7 +26,7 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
-from afp_runtime.api import DEFAULT_HOST, DEFAULT_PORT, ApiServer, check_binding, create_app
+from afp_runtime.api import DEFAULT_HOST, DEFAULT_PORT, check_binding, serve_until_stopped
 from afp_runtime.api import open_listener as open_api_listener
 from afp_runtime.api.agents import agent_view, inbox_messages
 from afp_runtime.api.questions import question_view
@@ -47,7 +46,7 @@ from afp_runtime.errors import (
 from afp_runtime.findings import fold_ledger, rows_from_wire
 from afp_runtime.host import Host
 from afp_runtime.loop import (
-    AgentDefinition,
+    Agent,
     AgentDriver,
     Emitter,
     EventRecorder,
@@ -57,16 +56,15 @@ from afp_runtime.loop import (
     TimeOrderedIds,
     abandon_question,
     answer_question,
-    build_definition,
     dismiss_turn,
     export_checkpoint,
     import_checkpoint,
-    load_config,
     load_folded_spans,
     parse_checkpoint,
+    read_config,
     validate_ledger,
 )
-from afp_runtime.models import AnthropicModel, OpenAICompatModel, ScriptedModel
+from afp_runtime.models import encoder_for
 from afp_runtime.periods import message_time_from_wire
 from afp_runtime.records import ListRef
 from afp_runtime.scenario import decode_scenario, encode_result, run_scenario
@@ -107,10 +105,15 @@ class UsageError(Exception):
     """The command's arguments do not fit together (exit code 2)."""
 
 
-def _configure_logging(verbose: bool, json_logs: bool) -> None:
+def _configure_logging(verbose: bool, log_format: str | None) -> None:
+    """The application's structlog setup: stderr only, JSON lines with ``--log-format json``
+    (or ``AFP_LOG_FORMAT=json``), ANSI colour only when stderr is a terminal."""
     level = logging.INFO if verbose else logging.WARNING
+    chosen = log_format or os.environ.get("AFP_LOG_FORMAT") or "console"
     renderer: Any = (
-        structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer()
+        structlog.processors.JSONRenderer()
+        if chosen == "json"
+        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
     )
     structlog.configure(
         processors=[
@@ -138,22 +141,18 @@ def _when(ms: int | None) -> str:
 # -- running agents ---------------------------------------------------------------------------
 
 
-async def _definition_from(path: str, agent: str | None) -> AgentDefinition:
-    try:
-        text = await anyio.Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read config {path}: {exc}", path=path) from exc
-    config = load_config(path, text)
-    for index, agent_config in enumerate(config.agents):
-        if agent is None or agent_config.id == agent:
-            return build_definition(agent_config, field=f"agents[{index}]")
+async def _definition_from(path: str, agent: str | None) -> Agent:
+    config, agents = await anyio.to_thread.run_sync(read_config, path)
+    for definition in agents:
+        if agent is None or definition.agent_id == agent:
+            return definition
     names = ", ".join(a.id for a in config.agents)
     raise ConfigError(f"{path} declares no agent {agent!r} (it declares: {names})", path=path)
 
 
 async def _drive(
     args: argparse.Namespace, messages: Sequence[str]
-) -> tuple[AgentDefinition, list[RunOutcome], EventRecorder]:
+) -> tuple[Agent, list[RunOutcome], EventRecorder]:
     definition = await _definition_from(args.config, args.agent)
     clock = SystemClock()
     recorder = EventRecorder()
@@ -667,18 +666,10 @@ async def _with_log(db: str, run_id: str, work: Callable[[Any], Any]) -> Any:
 
 
 def _encoder_for(receipt: Receipt | None) -> Any:
-    """A built-in adapter that can re-encode a receipt's request in this process (default
-    settings: when the run used other settings the wire clause says ``encoder-changed``)."""
+    """A built-in adapter that can re-encode a receipt's request in this process."""
     if receipt is None or receipt.wire is None:
         return None
-    encoder, model = receipt.wire.encoder, receipt.basis.model
-    if encoder == "scripted/1":
-        return ScriptedModel([], model=model)
-    if encoder == "openai-chat/1":
-        return OpenAICompatModel(base_url="http://127.0.0.1", model=model, api_key="unused")
-    if encoder == "anthropic-messages/1":
-        return AnthropicModel(model=model, api_key="unused")
-    return None
+    return encoder_for(receipt.wire.encoder, receipt.basis.model)
 
 
 async def cmd_epochs(args: argparse.Namespace) -> int:
@@ -1170,17 +1161,9 @@ async def _api_token(token_file: str | None) -> str | None:
     return os.environ.get("AFP_API_TOKEN") or None
 
 
-async def _definitions_from(path: str) -> tuple[HostConfig, list[AgentDefinition]]:
-    try:
-        text = await anyio.Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read agents file {path}: {exc}", path=path) from exc
-    config = load_config(path, text)
-    durability = config.host.durability or "sync"
-    return config.host, [
-        build_definition(agent, field=f"agents[{index}]", durability=durability)
-        for index, agent in enumerate(config.agents)
-    ]
+async def _definitions_from(path: str) -> tuple[HostConfig, list[Agent]]:
+    config, agents = await anyio.to_thread.run_sync(read_config, path)
+    return config.host, agents
 
 
 async def cmd_serve(args: argparse.Namespace) -> int:
@@ -1217,30 +1200,19 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             host_id=settings.host_id,
             lease_ttl_s=settings.lease_ttl_s,
         )
-        servers: list[ApiServer] = []
-
-        async def stop_on_signals() -> None:
-            # The receiver outlives the API server: a second signal during the grace skips
-            # what is left of it (host.md §13.5).
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                async for _ in signals:
-                    host.stop()
-                    for server in servers:
-                        server.should_exit = True
-
         async with anyio.create_task_group() as watch:
-            watch.start_soon(stop_on_signals)
+            # The receiver outlives the API server: a second signal during the grace skips
+            # what is left of it.
+            watch.start_soon(host.stop_on_signals)
             try:
                 async with host:
-                    server = ApiServer(create_app(host, args.db, token=token, port=port))
-                    servers.append(server)
                     err.print(
                         f"afp: serving {', '.join(host.agent_ids)} on "
                         f"http://{args.host}:{port} (database {args.db})",
                         soft_wrap=True,
                         highlight=False,
                     )
-                    await server.serve(sockets=[listener])
+                    await serve_until_stopped(host, Path(args.db), listener=listener, token=token)
             finally:
                 watch.cancel_scope.cancel()
     finally:
@@ -1258,7 +1230,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``afp`` argument parser."""
     parser = argparse.ArgumentParser(prog="afp", description="Run and inspect standing agents.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    parser.add_argument("--log-json", action="store_true", help="structured JSON logs")
+    parser.add_argument(
+        "--log-format",
+        choices=("console", "json"),
+        help="how logs on stderr look (default: AFP_LOG_FORMAT, else console)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, func: Command, help_text: str) -> argparse.ArgumentParser:
@@ -1447,7 +1423,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``afp``: parse, then cross into async exactly once."""
     args = build_parser().parse_args(argv)
-    _configure_logging(args.verbose, args.log_json)
+    if args.log_format is None and os.environ.get("AFP_LOG_FORMAT", "console") not in (
+        "console",
+        "json",
+    ):
+        err.print("afp: AFP_LOG_FORMAT must be console or json", highlight=False)
+        return EXIT_USAGE
+    _configure_logging(args.verbose, args.log_format)
     try:
         return anyio.run(args.func, args)
     except NotFound as exc:

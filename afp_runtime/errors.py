@@ -19,6 +19,7 @@ leaves stored data half-written.
     │   ├── NotOwner
     │   ├── TimeNotEnabled
     │   └── InvalidAnswer         (reason)
+    ├── NotFound                  (what, value)
     ├── StateError
     │   ├── RunNotResumable
     │   ├── RunNotHeld
@@ -127,6 +128,10 @@ class InvalidAnswer(InputError):
     def __init__(self, message: str, *, reason: str, **context: Any) -> None:
         super().__init__(message, reason=reason, **context)
         self.reason = reason
+
+
+class NotFound(AfpError, LookupError):
+    """The named agent, run, epoch, question or folded span does not exist."""
 
 
 class StateError(AfpError):

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 
 from afp_runtime.errors import ModelCallError
-from afp_runtime.loop import AgentDefinition, AgentDriver, SequentialIds
+from afp_runtime.loop import Agent, AgentDriver, SequentialIds
 from afp_runtime.models import ScriptedModel
 from afp_runtime.store import SqliteStore
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
@@ -27,9 +27,9 @@ async def _ask(args: Mapping[str, Any], ctx: ToolContext) -> Any:
     ctx.ask_person("which host?")
 
 
-def _definition(script: list[Any]) -> AgentDefinition:
+def _definition(script: list[Any]) -> Agent:
     tool = Tool("beta_tool", "asks", {"type": "object"}, _ask)
-    return AgentDefinition("ops", ScriptedModel(script), tools=[tool])
+    return Agent("ops", ScriptedModel(script), tools=[tool])
 
 
 async def _work(db: Path, script: list[Any], post: str | None = None, start: int = 1) -> list[Any]:

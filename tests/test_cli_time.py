@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 
-from afp_runtime.loop import AgentDefinition, AgentDriver, SequentialIds
+from afp_runtime.loop import Agent, AgentDriver, SequentialIds
 from afp_runtime.models import ScriptedModel
 from afp_runtime.periods import Period, TimeConfig
 from afp_runtime.store import SqliteStore
@@ -34,9 +34,7 @@ async def _turn(db: Path) -> None:
         period=Period(argument="window", accepts=("iso-range",)),
     )
     model = ScriptedModel([tool_reply(call("c1", "activity")), answer("done")])
-    definition = AgentDefinition(
-        "ops", model, tools=[tool], time=TimeConfig(zone="America/Los_Angeles")
-    )
+    definition = Agent("ops", model, tools=[tool], time=TimeConfig(zone="America/Los_Angeles"))
     store = await SqliteStore.open(db)
     try:
         driver = AgentDriver(

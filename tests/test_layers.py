@@ -23,9 +23,12 @@ SOURCE_ROOT = Path(next(iter(afp_runtime.__path__))).resolve()
 # The package's own __init__.py, as a node of the import graph.
 INIT = "__init__"
 ERRORS = "errors"
-# Modules (and application-level packages, such as ``scenario``) outside the layers that may
-# import any layer and that no layer may import.
-ENTRY_MODULES = frozenset({"cli", "testing", "demo", "scenario", INIT})
+LOGGING = "_logging"
+# Modules that import nothing of ours and that every layer may import.
+SHARED = frozenset({ERRORS, LOGGING})
+# Modules (and application-level packages, such as ``scenario`` and the embedded runtime
+# ``_embed``) outside the layers that may import any layer and that no layer may import.
+ENTRY_MODULES = frozenset({"cli", "testing", "demo", "scenario", "_embed", INIT})
 
 PURE = frozenset({"messages", "records", "window", "findings", "periods", "served"})
 
@@ -46,7 +49,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "api": frozenset({"messages", "host", "served", "store", "records"}),
 }
 LAYERS = frozenset(ALLOWED)
-KNOWN = LAYERS | ENTRY_MODULES | {ERRORS}
+KNOWN = LAYERS | ENTRY_MODULES | SHARED
 
 IO_LIBRARIES = frozenset(
     {
@@ -200,11 +203,11 @@ def may_import(source: str, target: str) -> bool:
     """Whether ruling 6 (and the rules for errors and entry modules) allows source -> target."""
     if source == target:
         return True
-    if source == ERRORS:
+    if source in SHARED:
         return False
     if source in ENTRY_MODULES:
         return True
-    if target == ERRORS:
+    if target in SHARED:
         return True
     if target in ENTRY_MODULES:
         return False
@@ -212,7 +215,7 @@ def may_import(source: str, target: str) -> bool:
 
 
 def _arrow_rule(source: str, target: str) -> str:
-    if source == ERRORS:
+    if source in SHARED:
         return "errors"
     if target in ENTRY_MODULES:
         return "entry"
@@ -220,12 +223,12 @@ def _arrow_rule(source: str, target: str) -> str:
 
 
 def _arrow_reason(source: str, target: str) -> str:
-    if source == ERRORS:
-        return "errors.py imports nothing of ours"
+    if source in SHARED:
+        return f"{source}.py imports nothing of ours"
     if target in ENTRY_MODULES:
         return (
             f"no layer imports {target} "
-            "(only cli, testing, demo, scenario and __init__ sit above all)"
+            "(only cli, testing, demo, scenario, _embed and __init__ sit above all)"
         )
     allowed = ", ".join(sorted(ALLOWED[source] | {ERRORS})) or "nothing"
     return f"{source} -> {target} is not an arrow of ruling 6 ({source} may import: {allowed})"

@@ -17,6 +17,7 @@ from afp_runtime.api.server import (
     is_loopback,
     open_listener,
 )
+from afp_runtime.api.serving import serve_until_stopped
 
 __all__ = [
     "ApiServer",
@@ -32,4 +33,5 @@ __all__ = [
     "create_app",
     "is_loopback",
     "open_listener",
+    "serve_until_stopped",
 ]

@@ -15,14 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
 
+from afp_runtime._logging import get_logger
 from afp_runtime.errors import LeaseLost, NotOwner, StoreUnavailable
 from afp_runtime.host import HostStopping
 
-log = structlog.get_logger()
+log = get_logger()
 
 VALUE_LIMIT = 200
 REQUEST_ID_KEY = "afp_request_id"

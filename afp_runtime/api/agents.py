@@ -52,7 +52,6 @@ from afp_runtime.api._params import (
     query_text,
 )
 from afp_runtime.api._problems import ApiError
-from afp_runtime.api._reads import find_call, folded_from_log
 from afp_runtime.api.questions import question_view
 from afp_runtime.api.shapes import (
     AgentView,
@@ -67,6 +66,7 @@ from afp_runtime.api.shapes import (
 from afp_runtime.errors import IdempotencyConflict, InvalidValue, TimeNotEnabled
 from afp_runtime.host import AgentNotHosted, AgentProfile
 from afp_runtime.records import StoredFoldedSpan
+from afp_runtime.served import find_call, folded_from_log
 from afp_runtime.store import SCHEMA_VERSION, AgentRow, InboxRow, RunRow, SqliteStore
 
 try:

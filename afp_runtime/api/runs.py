@@ -41,19 +41,21 @@ from afp_runtime.api._params import (
     query_int,
 )
 from afp_runtime.api._problems import ApiError
-from afp_runtime.api._reads import epoch_entries, epoch_entry
 from afp_runtime.api.agents import window_records
-from afp_runtime.api.shapes import DismissAccepted, EpochEntry, ResumeAccepted
+from afp_runtime.api.shapes import DismissAccepted, ResumeAccepted
 from afp_runtime.errors import RunNotHeld, RunNotResumable
 from afp_runtime.host import AgentNotHosted
 from afp_runtime.records import MESSAGE_LIST_KEYS, ListRef, RunLog
 from afp_runtime.served import (
     BodyEncoder,
     ConformanceReport,
+    EpochEntry,
     Receipt,
     ServedView,
     check,
     epoch_at,
+    epoch_entries,
+    epoch_entry,
     epochs,
     receipt_at,
     served_at,

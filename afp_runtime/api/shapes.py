@@ -143,20 +143,6 @@ class CallView(_Shape, frozen=True, kw_only=True):
     view: ServedView
 
 
-class EpochEntry(_Shape, frozen=True, kw_only=True):
-    """One epoch of a run's listing (served.md §1.2, §6.3)."""
-
-    epoch: int
-    call_runtime_stage_id: str
-    agent_call: int | None
-    outcome: str
-    attempts: int
-    tool_call_count: int
-    usage: dict[str, Any] | None
-    wire: bool
-    gaps: list[str]
-
-
 class FoldedSpanView(_Shape, frozen=True, kw_only=True):
     """A folded span without its messages (shape owned by window.md §12)."""
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import math
 import random
+import signal
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -48,11 +49,12 @@ import msgspec
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
+from afp_runtime._logging import get_logger
 from afp_runtime.errors import AgentDefinitionError, RunNotResumable, StateError, StoreDamaged
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
 from afp_runtime.host.leases import HostLease
 from afp_runtime.loop import (
-    AgentDefinition,
+    Agent,
     AgentDriver,
     Emitter,
     Event,
@@ -66,7 +68,7 @@ from afp_runtime.models import Model
 from afp_runtime.records import Clock, QuestionRow
 from afp_runtime.store import Ack, SqliteStore
 
-log = structlog.get_logger()
+log = get_logger()
 
 HostState = Literal["starting", "running", "stopping", "stopped"]
 
@@ -107,7 +109,7 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, rename="camel", om
 class _Agent:
     """A hosted agent's worker state."""
 
-    def __init__(self, definition: AgentDefinition, driver: AgentDriver) -> None:
+    def __init__(self, definition: Agent, driver: AgentDriver) -> None:
         self.definition = definition
         self.driver = driver
         self.wake: anyio.Event | None = None
@@ -147,7 +149,7 @@ class Host:
     def __init__(
         self,
         store: SqliteStore,
-        definitions: Sequence[AgentDefinition],
+        definitions: Sequence[Agent],
         *,
         clock: Clock,
         ids: IdFactory,
@@ -287,6 +289,18 @@ class Host:
             self._grace_scope.cancel()
             return
         self._begin_stop(grace_s)
+
+    async def wait_stopping(self) -> None:
+        """Return once a stop was asked for (``stop()``, or leaving the ``async with``)."""
+        await self._stop_requested.wait()
+
+    async def stop_on_signals(self) -> None:
+        """Call ``stop()`` at every SIGTERM or SIGINT until cancelled: the first lets running
+        work finish within the grace, a second skips what is left of it (run it in a task
+        group of the main thread, around ``async with host``)."""
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for _ in signals:
+                self.stop()
 
     def _begin_stop(self, grace_s: float | None) -> None:
         if self.state in ("stopping", "stopped"):

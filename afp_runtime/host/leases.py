@@ -36,16 +36,16 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Literal
 
 import anyio
-import structlog
 from anyio.abc import TaskStatus
 
+from afp_runtime._logging import get_logger
 from afp_runtime.errors import AgentDefinitionError, LeaseLost
 from afp_runtime.host.events import EventBus
 from afp_runtime.loop import Event
 from afp_runtime.records import Clock
 from afp_runtime.store import SqliteStore
 
-log = structlog.get_logger()
+log = get_logger()
 
 DEFAULT_LEASE_TTL_S = 30.0
 _HOST_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")

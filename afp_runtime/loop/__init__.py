@@ -18,9 +18,11 @@ from afp_runtime.loop.config import (
     WindowConfig,
     build_definition,
     build_window,
+    load_agents,
     load_config,
+    read_config,
 )
-from afp_runtime.loop.definition import AgentDefinition, Durability, TurnFailure
+from afp_runtime.loop.definition import Agent, Durability, TurnFailure
 from afp_runtime.loop.events import Emitter, Event, EventRecorder, EventSink
 from afp_runtime.loop.folded import (
     FoldedConversation,
@@ -44,8 +46,8 @@ from afp_runtime.loop.run import Run
 
 __all__ = [
     "ANSWER_LIMIT",
+    "Agent",
     "AgentConfig",
-    "AgentDefinition",
     "AgentDriver",
     "CommittedReply",
     "ConfigFile",
@@ -78,10 +80,12 @@ __all__ = [
     "dismiss_turn",
     "export_checkpoint",
     "import_checkpoint",
+    "load_agents",
     "load_config",
     "load_folded_conversation",
     "load_folded_spans",
     "parse_checkpoint",
+    "read_config",
     "resolve_span",
     "unique_call_ids",
     "validate_answer",

@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
-import structlog
 
+from afp_runtime._logging import get_logger
 from afp_runtime.errors import RunNotHeld, RunNotResumable
 from afp_runtime.loop.checkins import check_message_time
-from afp_runtime.loop.definition import AgentDefinition
+from afp_runtime.loop.definition import Agent
 from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory
@@ -25,7 +25,7 @@ from afp_runtime.messages import Usage
 from afp_runtime.records import Clock, InboxUpdate, OpenTurn, PendingBatch, RunKind, Txn
 from afp_runtime.store import Ack, CheckpointStore
 
-log = structlog.get_logger()
+log = get_logger()
 
 _reply_from = msgspec.convert
 
@@ -45,7 +45,7 @@ class AgentDriver:
     def __init__(
         self,
         store: CheckpointStore,
-        definition: AgentDefinition,
+        definition: Agent,
         *,
         clock: Clock,
         ids: IdFactory,

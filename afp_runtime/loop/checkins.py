@@ -20,7 +20,7 @@ from afp_runtime.errors import (
     TimeNotEnabled,
     shown,
 )
-from afp_runtime.loop.definition import AgentDefinition
+from afp_runtime.loop.definition import Agent
 from afp_runtime.periods import (
     AnswerProblem,
     Facts,
@@ -222,9 +222,7 @@ async def _open_question(
     return question
 
 
-def check_message_time(
-    definition: AgentDefinition, time: Mapping[str, Any] | None
-) -> dict[str, Any] | None:
+def check_message_time(definition: Agent, time: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The ``time`` of an inbox message, checked strictly (periods.md §2.1), as it is stored.
 
     Raises:

@@ -1,11 +1,16 @@
-"""Agent config files: TOML decoded with msgspec into the same camelCase Structs.
+"""Agent config files: TOML decoded with msgspec into camelCase Structs, then built into the
+same ``Agent`` Python code builds, by one builder (``build_definition``), which scenarios use too.
 
 An unknown key or a bad value is a ``ConfigError`` naming the key path (e.g.
 ``agents[0].model.baseUrl``). A file holds one or several agents under ``[[agents]]``.
 
-Tools are referenced as ``ref = "module:attr"``: the attribute is either a ``Tool`` (used as
-declared) or a function, in which case ``name``, ``description`` and ``inputSchema`` come from
-the file. A scripted model names its script the same way (a list of replies or a function).
+Code is referenced as ``ref = "module:attr"`` (tools, a scripted model's script, a summarizer's
+script). The module is looked for first beside the config file, then in the working directory,
+then on ``sys.path``, so no ``PYTHONPATH`` is needed; a module that fails while importing, with
+any exception, is a ``ConfigError`` naming the ref and the exception. A tool ref names either a
+``Tool`` (the options the file sets are applied to a copy), a typed function (its schema comes
+from its type hints, as ``@tool`` builds it) or, with ``inputSchema``, an ``(args, ctx)`` function
+(docs/config.md#tools).
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import sys
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +28,7 @@ import msgspec
 
 from afp_runtime.errors import ConfigError, error_context, shown
 from afp_runtime.findings import FindingsConfig
-from afp_runtime.loop.definition import AgentDefinition, Durability
+from afp_runtime.loop.definition import Agent, Durability
 from afp_runtime.messages import ModelParams
 from afp_runtime.models import (
     AnthropicModel,
@@ -32,7 +39,7 @@ from afp_runtime.models import (
     ScriptedModel,
 )
 from afp_runtime.periods import Period, period_from_wire, time_config_from_wire
-from afp_runtime.tools import Tool
+from afp_runtime.tools import Tool, tool
 from afp_runtime.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
 
 
@@ -65,18 +72,30 @@ class ModelConfig(_Config):
 
 
 class ToolConfig(_Config):
-    """A tool of an agent: a reference to code plus, for bare functions, its declaration."""
+    """A tool of an agent: a reference to code plus the options the file sets.
+
+    Options left out keep the referenced ``Tool``'s own values (or the defaults, for a
+    function); ``inputSchema`` makes a function an ``(args, ctx)`` tool.
+    """
 
     ref: str
-    name: str | None = None
-    description: str = ""
+    name: str | msgspec.UnsetType = msgspec.UNSET
+    description: str | msgspec.UnsetType = msgspec.UNSET
     input_schema: dict[str, Any] | None = None
-    idempotent: bool = False
-    parallel_safe: bool = False
-    check_in: bool = False
-    timeout_s: float = 60.0
-    max_result_chars: int = 20_000
+    idempotent: bool | msgspec.UnsetType = msgspec.UNSET
+    parallel_safe: bool | msgspec.UnsetType = msgspec.UNSET
+    check_in: bool | msgspec.UnsetType = msgspec.UNSET
+    timeout_s: float | msgspec.UnsetType = msgspec.UNSET
+    max_result_chars: int | msgspec.UnsetType = msgspec.UNSET
     period: Period | None = None
+
+    def options(self) -> dict[str, Any]:
+        """The declaration options the file sets, as ``Tool`` keyword arguments."""
+        names = ("name", "description", "idempotent", "parallel_safe", "check_in", "timeout_s")
+        chosen = {key: getattr(self, key) for key in (*names, "max_result_chars")}
+        if self.period is not None:
+            chosen["period"] = self.period
+        return {key: value for key, value in chosen.items() if value is not msgspec.UNSET}
 
 
 class WindowConfig(_Config):
@@ -173,25 +192,24 @@ def _check_periods(raw: dict[str, Any]) -> None:
     agents = raw.get("agents")
     for i, agent in enumerate(agents if isinstance(agents, list) else []):
         tools = agent.get("tools") if isinstance(agent, dict) else None
-        for j, tool in enumerate(tools if isinstance(tools, list) else []):
-            if isinstance(tool, dict) and tool.get("period") is not None:
+        for j, entry in enumerate(tools if isinstance(tools, list) else []):
+            if isinstance(entry, dict) and entry.get("period") is not None:
                 with error_context(path=f"agents[{i}].tools[{j}].period"):
-                    period_from_wire(tool["period"])
+                    period_from_wire(entry["period"])
 
 
-def resolve_ref(ref: str, *, field: str) -> Any:
-    """Import ``module:attr``.
+def resolve_ref(ref: str, *, field: str, base_dir: Path | None = None) -> Any:
+    """Import ``module:attr``, looking for the module beside the config file (``base_dir``),
+    then in the working directory, then on ``sys.path``.
 
     Raises:
-        ConfigError: the reference is malformed or does not resolve; names the field.
+        ConfigError: the reference is malformed, its module cannot be found or raises while
+            importing (any exception), or it has no such attribute; names the field.
     """
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
         raise ConfigError(f"{field} must look like 'module:attr', not {shown(ref)}", field=field)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"{field}: cannot import {module_name!r}: {exc}", field=field) from exc
+    module = _import(module_name, ref=ref, field=field, base_dir=base_dir)
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):
@@ -200,7 +218,34 @@ def resolve_ref(ref: str, *, field: str) -> Any:
     return target
 
 
-def build_model(config: ModelConfig, *, field: str) -> Model:
+def _import(module_name: str, *, ref: str, field: str, base_dir: Path | None) -> Any:
+    # The config's own directory and the working directory go first, for the import only.
+    searched = [str(path) for path in (base_dir, Path.cwd()) if path is not None]
+    saved = list(sys.path)
+    sys.path[:0] = [path for path in dict.fromkeys(searched) if path not in sys.path]
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (module_name + ".").startswith(exc.name + "."):
+            raise ConfigError(
+                f"{field}: importing {module_name!r} for {ref!r} raised ModuleNotFoundError: {exc}",
+                field=field,
+            ) from exc
+        where = ", ".join([*searched, "sys.path"])
+        raise ConfigError(
+            f"{field}: cannot import {module_name!r} for {ref!r} (looked in {where}): {exc}",
+            field=field,
+        ) from exc
+    except Exception as exc:  # SyntaxError, NameError...: the module itself is broken
+        raise ConfigError(
+            f"{field}: importing {module_name!r} for {ref!r} raised {type(exc).__name__}: {exc}",
+            field=field,
+        ) from exc
+    finally:
+        sys.path[:] = saved
+
+
+def build_model(config: ModelConfig, *, field: str, base_dir: Path | None = None) -> Model:
     """The adapter a model config describes."""
     if config.provider == "extractive":
         return ExtractiveSummarizer()
@@ -208,7 +253,8 @@ def build_model(config: ModelConfig, *, field: str) -> Model:
         if config.script is None:
             raise ConfigError(f"{field}.script is required for a scripted model", field=field)
         return ScriptedModel(
-            resolve_ref(config.script, field=f"{field}.script"), model=config.model
+            resolve_ref(config.script, field=f"{field}.script", base_dir=base_dir),
+            model=config.model,
         )
     if config.api_key_env is not None and config.api_key_env not in os.environ:
         raise ConfigError(
@@ -234,37 +280,46 @@ def build_model(config: ModelConfig, *, field: str) -> Model:
     )
 
 
-def build_tool(config: ToolConfig, *, field: str) -> Tool:
-    """The tool a tool config references."""
-    target = resolve_ref(config.ref, field=f"{field}.ref")
-    if isinstance(target, Tool):
-        return (
-            target if config.period is None else dataclasses.replace(target, period=config.period)
-        )
-    if not callable(target):
-        raise ConfigError(f"{field}.ref names neither a Tool nor a function", field=field)
-    if config.name is None:
-        raise ConfigError(f"{field}.name is required when ref names a function", field=field)
-    return Tool(
-        config.name,
-        config.description,
-        config.input_schema or {"type": "object", "properties": {}},
-        target,
-        idempotent=config.idempotent,
-        parallel_safe=config.parallel_safe,
-        check_in=config.check_in,
-        timeout_s=config.timeout_s,
-        max_result_chars=config.max_result_chars,
-        period=config.period,
-    )
+def build_tool(config: ToolConfig, *, field: str, base_dir: Path | None = None) -> Tool:
+    """The tool a tool config references, with the file's options applied.
+
+    Raises:
+        ConfigError: the ref does not resolve, or an option cannot apply (names the key).
+        ToolDefinitionError: the function or an option is not a valid declaration.
+    """
+    target = resolve_ref(config.ref, field=f"{field}.ref", base_dir=base_dir)
+    options = config.options()
+    with error_context(path=field):
+        if isinstance(target, Tool):
+            if config.input_schema is not None:
+                raise ConfigError(
+                    f"{field}.inputSchema cannot apply: {config.ref!r} names a Tool, which "
+                    "has its own schema",
+                    path=f"{field}.inputSchema",
+                )
+            return dataclasses.replace(target, **options) if options else target
+        if not callable(target):
+            raise ConfigError(
+                f"{field}.ref names neither a Tool nor a function ({shown(target)})",
+                path=f"{field}.ref",
+            )
+        if config.input_schema is None:
+            return tool(target, **options)
+        return tool(input_schema=config.input_schema, **options)(target)
 
 
 def build_window(
-    config: WindowConfig, *, field: str, resources: list[Any] | None = None
+    config: WindowConfig,
+    *,
+    field: str,
+    resources: list[Any] | None = None,
+    summarizer: Model | None = None,
+    base_dir: Path | None = None,
 ) -> WindowStrategy:
     """The window strategy a window config describes; option errors name the key path.
 
-    A summarizer built here is appended to ``resources``: its owner must close it.
+    ``summarizer`` stands in for ``config.summarizer`` (a scenario's scripted one). A
+    summarizer built here is appended to ``resources``: its owner must close it.
     """
     options: dict[str, Any] = {}
     if config.keep_recent_turns is not None:
@@ -276,11 +331,14 @@ def build_window(
             raise ConfigError(f"{field}.thresholdTokens is required for {config.kind}", path=field)
         if config.kind == "tokenBudget":
             return token_budget(threshold_tokens=config.threshold_tokens, **options)
-        if config.summarizer is None:
-            raise ConfigError(f"{field}.summarizer is required for summarizeOldest", path=field)
-        summarizer = build_model(config.summarizer, field=f"{field}.summarizer")
-        if resources is not None:
-            resources.append(summarizer)
+        if summarizer is None:
+            if config.summarizer is None:
+                raise ConfigError(f"{field}.summarizer is required for summarizeOldest", path=field)
+            summarizer = build_model(
+                config.summarizer, field=f"{field}.summarizer", base_dir=base_dir
+            )
+            if resources is not None:
+                resources.append(summarizer)
         return summarize_oldest(
             threshold_tokens=config.threshold_tokens,
             summarizer=summarizer,
@@ -291,20 +349,52 @@ def build_window(
 
 
 def build_definition(
-    config: AgentConfig, *, field: str = "agents[0]", durability: Durability = "sync"
-) -> AgentDefinition:
-    """The agent definition an agent config describes (``durability``: the host's default,
-    used when the agent sets none)."""
+    config: AgentConfig,
+    *,
+    field: str = "agents[0]",
+    durability: Durability = "sync",
+    base_dir: Path | None = None,
+    model: Model | None = None,
+    summarizer: Model | None = None,
+    tools: Sequence[Tool] | None = None,
+) -> Agent:
+    """The agent an agent config describes: the one builder of config files and scenarios.
+
+    Args:
+        config: the decoded agent config.
+        field: the config's key path, for error messages.
+        durability: the host's default, used when the agent sets none.
+        base_dir: the config file's directory; refs are looked for there first.
+        model: stands in for ``config.model`` (a scenario's scripted model).
+        summarizer: stands in for ``config.window.summarizer``.
+        tools: stand in for ``config.tools`` (a scenario's scripted tools).
+
+    Raises:
+        ConfigError: a ref or option of the file is wrong (names its key path).
+        AgentDefinitionError, WindowConfigError, ToolDefinitionError: the definition the file
+            describes is invalid.
+    """
     resources: list[Any] = []
     window = (
-        build_window(config.window, field=f"{field}.window", resources=resources)
+        build_window(
+            config.window,
+            field=f"{field}.window",
+            resources=resources,
+            summarizer=summarizer,
+            base_dir=base_dir,
+        )
         if config.window
         else None
     )
-    definition = AgentDefinition(
+    if tools is None:
+        tools = [
+            build_tool(t, field=f"{field}.tools[{i}]", base_dir=base_dir)
+            for i, t in enumerate(config.tools)
+        ]
+    definition = Agent(
         config.id,
-        build_model(config.model, field=f"{field}.model"),
-        tools=[build_tool(t, field=f"{field}.tools[{i}]") for i, t in enumerate(config.tools)],
+        model or build_model(config.model, field=f"{field}.model", base_dir=base_dir),
+        tools=tools,
         system_prompt=config.system_prompt,
         max_iterations=config.max_iterations,
         wrap_up=config.wrap_up,
@@ -325,3 +415,42 @@ def build_definition(
     )
     definition.resources.extend(resources)
     return definition
+
+
+def read_config(path: str | Path) -> tuple[ConfigFile, list[Agent]]:
+    """Read an agents file and build every agent it declares (refs resolved beside it).
+
+    Reads the file and imports modules: call it off the event loop.
+
+    Raises:
+        ConfigError: the file cannot be read, is not TOML, or a key is wrong (names it).
+        AfpError: a definition the file describes is invalid.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}", path=str(path)) from exc
+    config = load_config(path, text)
+    default = config.host.durability or "sync"
+    base_dir = path.resolve().parent
+    agents = [
+        build_definition(agent, field=f"agents[{index}]", durability=default, base_dir=base_dir)
+        for index, agent in enumerate(config.agents)
+    ]
+    return config, agents
+
+
+def load_agents(path: str | Path) -> list[Agent]:
+    """The agents an agents file (TOML) declares, built as Python code would build them.
+
+    Refs (tools, scripts, summarizers) are looked for beside the file first. The file's
+    ``[host]`` table gives the default ``durability`` of agents that set none. Reads the file
+    and imports modules: call it before the event loop starts, or in a worker thread.
+
+    Raises:
+        ConfigError: the file cannot be read, is not TOML, a key or value is wrong, or a ref
+            does not import (each names the key path).
+        AfpError: a definition the file describes is invalid.
+    """
+    return read_config(path)[1]

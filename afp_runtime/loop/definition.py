@@ -46,7 +46,7 @@ def _positive_seconds(field: str, value: Any) -> None:
         )
 
 
-class AgentDefinition:
+class Agent:
     """One standing agent: what it sends, what it may call, and its limits.
 
     Args:

@@ -10,9 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-import structlog
 
-log = structlog.get_logger()
+from afp_runtime._logging import get_logger
+
+log = get_logger()
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):

@@ -16,9 +16,24 @@ from afp_runtime.records import (
 
 
 class RunOutcome(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """How a run ended."""
+    """How a run ended.
+
+    Attributes:
+        run_id: the run (wire ``runId``).
+        message_id: the person's message the run's turn answers (wire ``messageId``).
+        kind: ``initial``, ``recovery``, ``retry``, ``answer`` or ``operator``.
+        turn: the turn number within the agent's conversation.
+        status: how the run ended (``answered``, ``paused``, ``held``, ``stalled``...).
+        epochs: model calls the run made.
+        usage: tokens the run's model calls reported.
+        iteration: the iteration the run ended in.
+        final_answer: the answer's text, when the run answered (wire ``finalAnswer``).
+        error_kind: why a held or stalled run stopped (wire ``errorKind``).
+        error: the reason in words.
+    """
 
     run_id: str
+    message_id: str
     kind: RunKind
     turn: int
     status: RunStatus

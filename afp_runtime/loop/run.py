@@ -16,9 +16,10 @@ import anyio
 import msgspec
 import structlog
 
+from afp_runtime._logging import get_logger
 from afp_runtime.findings import EMPTY_FOLD, LedgerFold
 from afp_runtime.loop.committer import Committer
-from afp_runtime.loop.definition import AgentDefinition
+from afp_runtime.loop.definition import Agent
 from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory, SequentialIds
@@ -65,7 +66,7 @@ from afp_runtime.served import (
 from afp_runtime.store import CheckpointStore, LoadedConversation
 from afp_runtime.window import MessageOrigin
 
-log = structlog.get_logger()
+log = get_logger()
 
 
 class Run:
@@ -86,7 +87,7 @@ class Run:
         self,
         *,
         store: CheckpointStore,
-        definition: AgentDefinition,
+        definition: Agent,
         loaded: LoadedConversation,
         kind: RunKind,
         clock: Clock,
@@ -413,6 +414,7 @@ class Run:
     def outcome(self, status: RunStatus, **extra: Any) -> RunOutcome:
         return RunOutcome(
             run_id=self.run_id,
+            message_id=self.message_id,
             kind=self.kind,
             turn=self.conv.turn,
             status=status,

@@ -3,6 +3,7 @@ Anthropic)."""
 
 from afp_runtime.models.anthropic import AnthropicModel
 from afp_runtime.models.base import EncodedRequest, Model, TokenSink
+from afp_runtime.models.encoders import encoder_for
 from afp_runtime.models.extractive import ExtractiveSummarizer
 from afp_runtime.models.openai_compat import OpenAICompatModel
 from afp_runtime.models.retry import Attempt, RetryPolicy, backoff_s, send_with_retries
@@ -21,5 +22,6 @@ __all__ = [
     "ScriptedModel",
     "TokenSink",
     "backoff_s",
+    "encoder_for",
     "send_with_retries",
 ]

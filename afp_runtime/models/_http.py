@@ -397,10 +397,11 @@ class HttpModel(ABC):
         self.model = model
         self.base_url = check_base_url(self.provider, base_url)
         self.timeout_s = check_timeout(self.provider, timeout_s)
-        self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(self.timeout_s), transport=transport
-        )
+        # An adapter that makes its own client makes it at its first send and drops it at
+        # aclose(), so an agent closed by one ``afp.open`` block works in the next one.
+        self._borrowed = client
+        self._transport = transport
+        self._owned: httpx.AsyncClient | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
@@ -441,7 +442,7 @@ class HttpModel(ABC):
             **self._headers(),
         }
         try:
-            response = await self._client.post(
+            response = await self._client().post(
                 self.base_url + encoded.path, content=encoded.body, headers=headers
             )
         except HTTPX_ERRORS as exc:
@@ -474,7 +475,18 @@ class HttpModel(ABC):
             on_token(reply.content)
         return reply
 
+    def _client(self) -> httpx.AsyncClient:
+        if self._borrowed is not None:
+            return self._borrowed
+        if self._owned is None:
+            self._owned = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout_s), transport=self._transport
+            )
+        return self._owned
+
     async def aclose(self) -> None:
-        """Close the client if this adapter created it; a borrowed client is left open."""
-        if self._owns_client:
-            await self._client.aclose()
+        """Close the client if this adapter created it (a later send makes a new one); a
+        borrowed client is left open."""
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            await owned.aclose()

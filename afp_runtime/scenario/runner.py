@@ -43,13 +43,17 @@ from typing import Any
 import anyio
 import msgspec
 
-from afp_runtime.errors import AfpError, InvalidAnswer, InvalidValue
+from afp_runtime.errors import AfpError, InvalidAnswer, InvalidValue, WindowConfigError
 from afp_runtime.loop import (
-    AgentDefinition,
+    Agent,
+    AgentConfig,
     AgentDriver,
     Emitter,
+    ModelConfig,
+    WindowConfig,
     abandon_question,
     answer_question,
+    build_definition,
     import_checkpoint,
     load_folded_spans,
 )
@@ -66,18 +70,39 @@ from afp_runtime.scenario.format import (
     Scenario,
     SlidingWindowSpec,
     StrategySpec,
+    SummarizeOldestSpec,
     TokenBudgetSpec,
     at_path,
     build_tool,
     checkpoint_of,
     decode_scenario,
     message_time_of,
-    time_config_of,
 )
 from afp_runtime.scenario.result import RESULT_FORMAT, RunSummary, ScenarioResult, StepResult
 from afp_runtime.served import check, epochs, receipt_at, served_at
 from afp_runtime.store import SqliteRunLog, SqliteStore
-from afp_runtime.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
+
+
+def _window_config(spec: StrategySpec | None) -> WindowConfig | None:
+    """A scenario's strategy (``{kind, options}``) as the config files' window table."""
+    if spec is None:
+        return None
+    if isinstance(spec, SlidingWindowSpec):
+        return WindowConfig(kind="slidingWindow", keep_recent_turns=spec.options.keep_recent_turns)
+    if isinstance(spec, TokenBudgetSpec):
+        return WindowConfig(
+            kind="tokenBudget",
+            threshold_tokens=spec.options.threshold_tokens,
+            keep_recent_turns=spec.options.keep_recent_turns,
+        )
+    options = spec.options
+    return WindowConfig(
+        kind="summarizeOldest",
+        threshold_tokens=options.threshold_tokens,
+        keep_recent_turns=options.keep_recent_turns,
+        model=options.model,
+        retain=options.retain,
+    )
 
 
 def _caught(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
@@ -99,7 +124,7 @@ class _Host:
         self.world = world
         self.db_path = db_path
         self.store: SqliteStore | None = None
-        self.definition: AgentDefinition | None = None
+        self.definition: Agent | None = None
         self.driver: AgentDriver | None = None
 
     async def open(self) -> None:
@@ -128,51 +153,44 @@ class _Host:
             if store is not None:
                 await store.aclose()
 
-    def _definition(self) -> AgentDefinition:
+    def _definition(self) -> Agent:
+        """The scenario's agent, built by the config files' builder (``build_definition``):
+        the scenario keeps its own file shape, the scripted model, summarizer and tools."""
         scenario = self.world.scenario
         agent = scenario.agent
         tools = [
             build_tool(spec, f"$.tools[{index}]", self.world.tool_fn(index))
             for index, spec in enumerate(scenario.tools)
         ]
-        window = self._strategy(scenario.strategy) if scenario.strategy is not None else None
+        config = AgentConfig(
+            id=AGENT_ID,
+            model=ModelConfig(provider="scripted", model=agent.model),
+            system_prompt=agent.system_prompt or "",
+            max_iterations=agent.max_iterations,
+            wrap_up=agent.wrap_up,
+            durability=agent.durability,
+            window=_window_config(scenario.strategy),
+            keep_last_tool_results=agent.keep_last_tool_results,
+            findings=agent.findings,
+            time=agent.time,
+        )
+        summarizer = (
+            ScriptedModel(self.world.summarize, model=scenario.strategy.options.model)
+            if isinstance(scenario.strategy, SummarizeOldestSpec)
+            else None
+        )
         try:
-            return AgentDefinition(
-                AGENT_ID,
-                ScriptedModel(self.world.main_send, model=agent.model),
+            return build_definition(
+                config,
+                field="$",
+                model=ScriptedModel(self.world.main_send, model=agent.model),
+                summarizer=summarizer,
                 tools=tools,
-                system_prompt=agent.system_prompt or "",
-                max_iterations=agent.max_iterations,
-                wrap_up=agent.wrap_up,
-                durability=agent.durability,
-                window=window,
-                keep_last_tool_results=agent.keep_last_tool_results,
-                findings=agent.findings,
-                time=time_config_of(agent),
             )
+        except WindowConfigError as exc:
+            raise at_path("$.strategy.options", exc) from None
         except AfpError as exc:
             raise at_path("$.agent", exc) from None
-
-    def _strategy(self, spec: StrategySpec) -> WindowStrategy:
-        try:
-            if isinstance(spec, SlidingWindowSpec):
-                return sliding_window(keep_recent_turns=spec.options.keep_recent_turns)
-            if isinstance(spec, TokenBudgetSpec):
-                return token_budget(
-                    threshold_tokens=spec.options.threshold_tokens,
-                    keep_recent_turns=spec.options.keep_recent_turns,
-                )
-            options = spec.options
-            summarizer = ScriptedModel(self.world.summarize, model=options.model)
-            return summarize_oldest(
-                threshold_tokens=options.threshold_tokens,
-                summarizer=summarizer,
-                model=options.model,
-                keep_recent_turns=options.keep_recent_turns,
-                retain=options.retain,
-            )
-        except AfpError as exc:
-            raise at_path("$.strategy.options", exc) from None
 
     def live(self) -> tuple[SqliteStore, AgentDriver]:
         assert self.store is not None and self.driver is not None, "the host is open"

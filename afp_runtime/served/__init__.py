@@ -11,6 +11,7 @@ from afp_runtime.served.check import (
     check,
     rebuild_request,
 )
+from afp_runtime.served.diff import ViewDiff, diff_views
 from afp_runtime.served.export import (
     EXPORT_FORMAT,
     export_run,
@@ -36,6 +37,13 @@ from afp_runtime.served.locate import (
 )
 from afp_runtime.served.memory import (
     MemoryRunLog,
+)
+from afp_runtime.served.reads import (
+    EpochEntry,
+    epoch_entries,
+    epoch_entry,
+    find_call,
+    folded_from_log,
 )
 from afp_runtime.served.receipt import (
     RECEIPT_VERSION,
@@ -84,6 +92,7 @@ __all__ = [
     "ConformanceReport",
     "EXPORT_FORMAT",
     "EncodedBody",
+    "EpochEntry",
     "EpochLocation",
     "GAP_EXCUSES",
     "GAP_FIELDS",
@@ -116,13 +125,19 @@ __all__ = [
     "UNGAPPED_FIELDS",
     "VIEW_FIELD_PATHS",
     "Verdict",
+    "ViewDiff",
     "WireDigest",
     "check",
+    "diff_views",
     "encode_served",
     "epoch_at",
+    "epoch_entries",
+    "epoch_entry",
     "epochs",
     "export_run",
     "extend_digest",
+    "find_call",
+    "folded_from_log",
     "load_export",
     "new_entries",
     "rebuild_request",

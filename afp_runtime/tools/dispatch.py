@@ -26,8 +26,8 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 import msgspec
-import structlog
 
+from afp_runtime._logging import get_logger
 from afp_runtime.errors import ConfigError, shown
 from afp_runtime.messages import Message, ToolCall, tool_result
 from afp_runtime.tools import texts
@@ -37,7 +37,7 @@ from afp_runtime.tools.context import PersonAsked, ToolClock, ToolContext
 from afp_runtime.tools.declaration import Tool
 from afp_runtime.tools.schema import format_path, validate_args
 
-log = structlog.get_logger()
+log = get_logger()
 
 ToolStatus = Literal[
     "ok",

@@ -24,7 +24,7 @@ from typing import Any
 
 import structlog
 
-from afp_runtime.loop import AgentDefinition, LoopHooks
+from afp_runtime.loop import Agent, LoopHooks
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
 from afp_runtime.models import ScriptedModel
 from afp_runtime.tools import Tool, ToolContext
@@ -72,9 +72,9 @@ def bench_agent(
     per_turn: int = ITERATIONS_PER_TURN,
     durability: str = "sync",
     script: Any = None,
-) -> AgentDefinition:
+) -> Agent:
     """An agent with the scripted model (keeping one request) and the trivial tool."""
-    return AgentDefinition(
+    return Agent(
         agent_id,
         ScriptedModel(script or turn_script(per_turn), keep=1),
         tools=[trivial_tool()],

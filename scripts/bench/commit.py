@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import structlog
 
-from afp_runtime.loop import AgentDefinition, AgentDriver, SystemClock, TimeOrderedIds
+from afp_runtime.loop import Agent, AgentDriver, SystemClock, TimeOrderedIds
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
 from afp_runtime.models import ScriptedModel
 from afp_runtime.records import Txn
@@ -72,7 +72,7 @@ async def measure(
     clock = SystemClock()
     store = await TimedStore.open(db)
     tool = Tool("trivial", "Returns a fixed text.", {"type": "object"}, trivial)
-    definition = AgentDefinition(
+    definition = Agent(
         "bench",
         ScriptedModel(script, keep=1),
         tools=[tool],

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import structlog
 
-from afp_runtime.loop import AgentDefinition, AgentDriver, SystemClock, TimeOrderedIds
+from afp_runtime.loop import Agent, AgentDriver, SystemClock, TimeOrderedIds
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
 from afp_runtime.models import ScriptedModel
 from afp_runtime.served import check, receipt_at, served_at
@@ -51,7 +51,7 @@ def make_script(iterations: int) -> Any:
 async def build(db: Path, iterations: int) -> str:
     clock = SystemClock()
     store = await SqliteStore.open(db)
-    definition = AgentDefinition(
+    definition = Agent(
         "bench",
         ScriptedModel(make_script(iterations), keep=1),
         tools=[Tool("trivial", "Returns a fixed text.", {"type": "object"}, trivial)],

@@ -19,7 +19,7 @@ from litestar import Litestar
 
 from afp_runtime.api import ApiServer, create_app, open_listener
 from afp_runtime.host import Host
-from afp_runtime.loop import AgentDefinition, SequentialIds
+from afp_runtime.loop import Agent, SequentialIds
 from afp_runtime.models import ScriptedModel, ScriptEntry
 from afp_runtime.store import SqliteStore
 from afp_runtime.testing import FakeClock
@@ -44,12 +44,12 @@ def agent(
     *,
     agent_id: str = "ops",
     **options: Any,
-) -> AgentDefinition:
+) -> Agent:
     """An agent with ``alpha_tool``, system ``"you are a bot"`` and a scripted model ``mock``."""
     model = script if isinstance(script, ScriptedModel) else ScriptedModel(script, model="mock")
     options.setdefault("tools", [alpha_tool()])
     options.setdefault("system_prompt", "you are a bot")
-    return AgentDefinition(agent_id, model, **options)
+    return Agent(agent_id, model, **options)
 
 
 class Api:
@@ -61,7 +61,7 @@ class Api:
         self.ids = SequentialIds()
 
     @asynccontextmanager
-    async def host(self, *definitions: AgentDefinition, **options: Any) -> AsyncIterator[Host]:
+    async def host(self, *definitions: Agent, **options: Any) -> AsyncIterator[Host]:
         """A running host on the file (the same id factory across restarts)."""
         store = await SqliteStore.open(self.path, now_ms=self.clock.now_ms())
         try:
@@ -85,7 +85,7 @@ class Api:
 
     @asynccontextmanager
     async def running(
-        self, *definitions: AgentDefinition, host_options: Mapping[str, Any] | None = None, **app
+        self, *definitions: Agent, host_options: Mapping[str, Any] | None = None, **app
     ) -> AsyncIterator[tuple[Host, httpx.AsyncClient]]:
         """A host and an in-process client."""
         async with (

@@ -11,7 +11,7 @@ import httpx
 import msgspec
 
 from afp_runtime.demo import QUESTIONS
-from afp_runtime.loop import build_definition, load_config
+from afp_runtime.loop import read_config
 from afp_runtime.models import ScriptedModel
 
 from .conftest import Api, serving
@@ -50,8 +50,8 @@ async def test_demo_agent_over_http_every_view_verified_and_as_sent(api: Api) ->
     """Over uvicorn: the demo answers every question posted to its inbox; every epoch's view
     and report come over HTTP, every report is verified, and asSent (plus the request-only
     lines) is exactly what the scripted model received at that call."""
-    text = await anyio.Path(DEMO).read_text(encoding="utf-8")
-    definition = build_definition(load_config(DEMO, text).agents[0])
+    _, agents = await anyio.to_thread.run_sync(read_config, DEMO)
+    definition = agents[0]
     model = definition.model
     assert isinstance(model, ScriptedModel)
     async with (

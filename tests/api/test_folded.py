@@ -9,7 +9,7 @@ import httpx
 import msgspec
 
 from afp_runtime.demo import LOOKUP_ORDER, QUESTIONS, SHIPPING_STATUS, demo_script
-from afp_runtime.loop import AgentDefinition
+from afp_runtime.loop import Agent
 from afp_runtime.messages import Message, fingerprint
 from afp_runtime.models import ExtractiveSummarizer, ScriptedModel
 from afp_runtime.window import summarize_oldest
@@ -17,9 +17,9 @@ from afp_runtime.window import summarize_oldest
 from .conftest import Api, error_of, post, settle
 
 
-def desk(agent_id: str, retain: str) -> AgentDefinition:
+def desk(agent_id: str, retain: str) -> Agent:
     """The demo order desk folding its oldest turns (keep 1) with the offline summarizer."""
-    return AgentDefinition(
+    return Agent(
         agent_id,
         ScriptedModel(demo_script, model="demo-scripted"),
         tools=[LOOKUP_ORDER, SHIPPING_STATUS],

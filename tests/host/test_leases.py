@@ -21,7 +21,7 @@ import pytest
 from afp_runtime.errors import AgentDefinitionError
 from afp_runtime.host import Host
 from afp_runtime.host.leases import default_host_id
-from afp_runtime.loop import AgentDefinition, SequentialIds
+from afp_runtime.loop import Agent, SequentialIds
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
 from afp_runtime.store import SqliteStore
@@ -35,7 +35,7 @@ PERIOD_S = TTL_S / 3
 @asynccontextmanager
 async def running(
     path: Path,
-    definitions: Sequence[AgentDefinition],
+    definitions: Sequence[Agent],
     *,
     clock: FakeClock,
     ids: SequentialIds,

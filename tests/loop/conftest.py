@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from afp_runtime.loop import AgentDefinition, AgentDriver, Emitter, EventRecorder, SequentialIds
+from afp_runtime.loop import Agent, AgentDriver, Emitter, EventRecorder, SequentialIds
 from afp_runtime.models import ScriptedModel, ScriptEntry
 from afp_runtime.records import Txn
 from afp_runtime.store import SqliteStore
@@ -107,7 +107,7 @@ class Harness:
     ) -> AgentDriver:
         assert self.store is not None
         self.model = script if isinstance(script, ScriptedModel) else ScriptedModel(script)
-        definition = AgentDefinition(
+        definition = Agent(
             "ops",
             self.model,
             tools=make_tools(self.invocations, behaviour=behaviour),

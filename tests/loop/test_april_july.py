@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from afp_runtime.loop import (
-    AgentDefinition,
+    Agent,
     AgentDriver,
     TimeOrderedIds,
     load_folded_conversation,
@@ -75,7 +75,7 @@ async def read_ledger(args: Mapping[str, Any], ctx: ToolContext) -> str:
     return f"page {args.get('page')} of the ledger: {entries}"
 
 
-class Agent:
+class ScriptedPerson:
     """A person-turn script: ``ROUNDS`` tool rounds, then an answer; every reply has usage.
 
     The rounds are counted per person message, not from the window, since folding takes the
@@ -108,7 +108,7 @@ class Process:
 
     store: SqliteStore
     driver: AgentDriver
-    agent: Agent
+    agent: ScriptedPerson
     requests: list[ModelRequest] = field(default_factory=list)
 
     async def turn(self, text: str) -> None:
@@ -122,7 +122,7 @@ class Process:
 async def start_process(path: Path, clock: FakeClock, tag: str, seed: int) -> Process:
     """Open the store and build everything anew, as a restarted process would."""
     store = await SqliteStore.open(path, now_ms=clock.now_ms())
-    agent = Agent(tag)
+    agent = ScriptedPerson(tag)
     strategy = summarize_oldest(
         threshold_tokens=THRESHOLD,
         summarizer=ExtractiveSummarizer(),
@@ -131,7 +131,7 @@ async def start_process(path: Path, clock: FakeClock, tag: str, seed: int) -> Pr
         retain="conversation",
     )
     tool = Tool("read_ledger", "Reads a ledger page.", {"type": "object"}, read_ledger)
-    definition = AgentDefinition(AGENT, agent.model, tools=[tool], window=strategy)
+    definition = Agent(AGENT, agent.model, tools=[tool], window=strategy)
     driver = AgentDriver(
         store,
         definition,

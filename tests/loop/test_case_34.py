@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 
-from afp_runtime.loop import AgentDefinition, AgentDriver, SequentialIds
+from afp_runtime.loop import Agent, AgentDriver, SequentialIds
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
 from afp_runtime.served import check, epochs, receipt_at, served_at
@@ -38,9 +38,7 @@ async def test_case_34_storage_stays_linear_and_receipts_list_only_new_entries(
 ) -> None:
     assert harness.store is not None
     model = ScriptedModel(_done)
-    driver = AgentDriver(
-        harness.store, AgentDefinition("ops", model), clock=FakeClock(), ids=SequentialIds()
-    )
+    driver = AgentDriver(harness.store, Agent("ops", model), clock=FakeClock(), ids=SequentialIds())
     sizes: dict[int, int] = {}
     for turn in range(1, TURNS + 1):
         await driver.post("go")

@@ -14,7 +14,7 @@ import pytest
 
 from afp_runtime.errors import InvalidAnswer, QuestionClosed
 from afp_runtime.loop import (
-    AgentDefinition,
+    Agent,
     AgentDriver,
     Emitter,
     abandon_question,
@@ -152,7 +152,7 @@ def approval_driver(harness: Harness, script: list[Any], **options: Any) -> Agen
 
     schema = {"type": "object", "properties": {"service": {"type": "string"}}}
     harness.model = ScriptedModel(script)
-    definition = AgentDefinition(
+    definition = Agent(
         "ops",
         harness.model,
         tools=[
@@ -362,7 +362,7 @@ async def test_ask_person_from_a_sync_tool_pauses_too(harness: Harness) -> None:
         ctx.ask_person("sure?")
 
     harness.model = ScriptedModel([tool_reply(call("s1", "asker")), answer("ok")])
-    definition = AgentDefinition(
+    definition = Agent(
         "ops", harness.model, tools=[Tool("asker", "Asks.", {"type": "object"}, sync_ask)]
     )
     driver = AgentDriver(harness.store, definition, clock=harness.clock, ids=harness.ids)

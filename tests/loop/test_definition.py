@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from afp_runtime.errors import AgentDefinitionError, ConfigError, ToolDefinitionError
-from afp_runtime.loop import AgentDefinition
+from afp_runtime.loop import Agent
 from afp_runtime.models import ScriptedModel
 from afp_runtime.tools import Tool
 from afp_runtime.window import sliding_window, summarize_oldest
@@ -21,7 +21,7 @@ def test_a_second_strategy_is_refused_naming_the_first() -> None:
     """window= and compaction= together: the error names the strategy set first and the field."""
     port = model()
     with pytest.raises(AgentDefinitionError) as caught:
-        AgentDefinition(
+        Agent(
             "ops",
             port,
             window=sliding_window(keep_recent_turns=2),
@@ -35,28 +35,26 @@ def test_a_second_strategy_is_refused_naming_the_first() -> None:
 def test_an_uncalled_factory_is_refused() -> None:
     """window=sliding_window (not called) is not a strategy."""
     with pytest.raises(ConfigError):
-        AgentDefinition("ops", model(), window=sliding_window)  # type: ignore[arg-type]
+        Agent("ops", model(), window=sliding_window)  # type: ignore[arg-type]
 
 
 def test_summarizing_with_the_agents_own_port_and_model_is_refused() -> None:
     """The agent's own port with its own model id cannot be its summarizer; another id can."""
     port = model()
     with pytest.raises(ConfigError):
-        AgentDefinition(
+        Agent(
             "ops",
             port,
             window=summarize_oldest(threshold_tokens=10, summarizer=port, model="main"),
         )
-    AgentDefinition(
-        "ops", port, window=summarize_oldest(threshold_tokens=10, summarizer=port, model="cheap")
-    )
+    Agent("ops", port, window=summarize_oldest(threshold_tokens=10, summarizer=port, model="cheap"))
 
 
 @pytest.mark.parametrize("value", [-1, 1.5, "two", None, True])
 def test_keep_last_tool_results_is_validated(value: Any) -> None:
     """keep_last_tool_results accepts ints >= 0 and False only; the error names the option."""
     with pytest.raises(ConfigError, match="keep_last_tool_results"):
-        AgentDefinition("ops", model(), keep_last_tool_results=value)
+        Agent("ops", model(), keep_last_tool_results=value)
 
 
 @pytest.mark.parametrize(
@@ -68,7 +66,7 @@ def test_limits_are_validated(field: str, value: Any) -> None:
     kwargs: dict[str, Any] = {field: value} if field != "agent_id" else {}
     agent_id = value if field == "agent_id" else "ops"
     with pytest.raises(AgentDefinitionError):
-        AgentDefinition(agent_id, model(), **kwargs)
+        Agent(agent_id, model(), **kwargs)
 
 
 @pytest.mark.parametrize("reserved", ["_findings", "_timeQuote"])
@@ -92,4 +90,4 @@ def test_duplicate_tool_names_are_refused() -> None:
 
     tool = Tool("probe", "Probe.", {"type": "object"}, fn)
     with pytest.raises(AgentDefinitionError, match="probe"):
-        AgentDefinition("ops", model(), tools=[tool, tool])
+        Agent("ops", model(), tools=[tool, tool])

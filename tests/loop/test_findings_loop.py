@@ -22,7 +22,7 @@ from afp_runtime.findings import (
     ledger_piece,
     rows_from_wire,
 )
-from afp_runtime.loop import AgentDefinition, AgentDriver, Emitter
+from afp_runtime.loop import Agent, AgentDriver, Emitter
 from afp_runtime.messages import Message, ModelRequest, canonical_json
 from afp_runtime.models import ScriptedModel, ScriptEntry
 from afp_runtime.testing import answer, call, tool_reply
@@ -62,7 +62,7 @@ def probe_driver(
     """Agent ``ops`` on the harness's store with the given tools instead of the counting ones."""
     assert harness.store is not None
     harness.model = ScriptedModel(script)
-    definition = AgentDefinition("ops", harness.model, tools=tools, **options)
+    definition = Agent("ops", harness.model, tools=tools, **options)
     return AgentDriver(
         harness.store,
         definition,

@@ -11,7 +11,7 @@ import pytest
 
 from afp_runtime.errors import TimeNotEnabled
 from afp_runtime.loop import (
-    AgentDefinition,
+    Agent,
     AgentDriver,
     Emitter,
     abandon_question,
@@ -63,9 +63,7 @@ class Seen:
 def driver_for(harness: Harness, script: list[Any], tools: list[Tool], **time: Any) -> AgentDriver:
     assert harness.store is not None
     harness.model = ScriptedModel(script)
-    definition = AgentDefinition(
-        "ops", harness.model, tools=tools, time=TimeConfig(zone=LA, **time)
-    )
+    definition = Agent("ops", harness.model, tools=tools, time=TimeConfig(zone=LA, **time))
     return AgentDriver(
         harness.store,
         definition,
@@ -209,7 +207,7 @@ async def test_case_54_the_time_line_ends_every_request(harness: Harness) -> Non
 
 
 async def test_case_52_time_disabled_refuses_a_message_time() -> None:
-    definition = AgentDefinition("ops", ScriptedModel([answer("x")]))
+    definition = Agent("ops", ScriptedModel([answer("x")]))
     with pytest.raises(TimeNotEnabled):
         check_message_time(definition, {"zone": "UTC"})
     assert check_message_time(definition, None) is None
@@ -237,7 +235,7 @@ async def test_a_time_quote_never_reaches_the_tool(harness: Harness) -> None:
 def unknown_zone_driver(harness: Harness, script: list[Any], tools: list[Tool]) -> AgentDriver:
     assert harness.store is not None
     harness.model = ScriptedModel(script)
-    definition = AgentDefinition("ops", harness.model, tools=tools, time=TimeConfig())
+    definition = Agent("ops", harness.model, tools=tools, time=TimeConfig())
     return AgentDriver(harness.store, definition, clock=harness.clock, ids=harness.ids)
 
 
@@ -531,9 +529,7 @@ async def test_host_case_38_a_broken_time_reader_holds_the_turn(harness: Harness
     never retried automatically."""
     assert harness.store is not None
     harness.model = ScriptedModel([answer("never")])
-    definition = AgentDefinition(
-        "ops", harness.model, time=TimeConfig(zone=LA, reader=BrokenReader())
-    )
+    definition = Agent("ops", harness.model, time=TimeConfig(zone=LA, reader=BrokenReader()))
     driver = AgentDriver(harness.store, definition, clock=harness.clock, ids=harness.ids)
     await driver.post("any errors yesterday?")
     [outcome] = await harness.work(driver)

@@ -194,6 +194,17 @@ async def test_stale_usage_stands_down_with_one_warning(harness: Harness, logs: 
     assert len(stale) == 1 and stale[0]["strategy"] == "token-budget"
 
 
+async def test_a_sliding_window_gets_no_stale_usage_warning(harness: Harness, logs: list) -> None:
+    """sliding-window counts turns: a model that reports no usage gives it no warning."""
+    script = [tool_reply(call("r0", "alpha_tool"), usage=Usage(input=10, output=1))]
+    script += [tool_reply(call("r1", "alpha_tool")), answer("done")]
+    driver = harness.driver(script, window=sliding_window(keep_recent_turns=1))
+    await driver.post("go")
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered"
+    assert not [e for e in logs if "stopped reporting" in e["event"]]
+
+
 async def test_zero_usage_holds_the_turn(harness: Harness) -> None:
     """A 0/0 usage reading under token-budget holds the turn as usage-unmeasurable."""
     script = [tool_reply(call("r0", "alpha_tool"), usage=Usage(input=0, output=0)), answer("x")]

@@ -669,16 +669,21 @@ async def test_on_token_receives_the_reply_text(server, openai) -> None:
 
 
 async def test_aclose_closes_only_an_owned_client(server) -> None:
-    """aclose closes a client the adapter made and leaves a borrowed one open."""
+    """aclose leaves a borrowed client open; an adapter closed after its own client's use
+    sends again with a new one (an agent reused by a later ``afp.open`` block)."""
+    server.reply(json_body=chat_reply("one"))
+    server.reply(json_body=chat_reply("two"))
     owned = OpenAICompatModel(base_url=server.url + "/v1", model="m")
     borrowed_client = httpx.AsyncClient()
     borrowed = OpenAICompatModel(base_url=server.url + "/v1", model="m", client=borrowed_client)
 
+    assert (await owned.send(REQUEST)).content == "one"
     await owned.aclose()
     await borrowed.aclose()
 
-    assert owned._client.is_closed
     assert not borrowed_client.is_closed
+    assert (await owned.send(REQUEST)).content == "two"
+    await owned.aclose()
     await borrowed_client.aclose()
 
 

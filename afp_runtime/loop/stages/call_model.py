@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import structlog
 
+from afp_runtime._logging import get_logger
 from afp_runtime.errors import ModelCallError
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.messages import (
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 STALL_BASE_MS = 60_000
 STALL_CAP_MS = 3_600_000
 
-log = structlog.get_logger()
+log = get_logger()
 
 
 async def call_model(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import msgspec
-import structlog
 
+from afp_runtime._logging import get_logger
 from afp_runtime.findings import decorate_schema, offer_ids, serve_findings
 from afp_runtime.loop.stages._time import has_forms, time_line_text, with_time_quote
 from afp_runtime.messages import (
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
 
 
-log = structlog.get_logger()
+log = get_logger()
 
 
 def _served_tools(run: Run) -> tuple[ToolSchema, ...]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import structlog
 
+from afp_runtime._logging import get_logger
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.stages._findings import ledger_writes, peel_final_answer
 from afp_runtime.messages import (
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
 
 
-log = structlog.get_logger()
+log = get_logger()
 
 
 async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: bool) -> RunOutcome:

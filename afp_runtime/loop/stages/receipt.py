@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import structlog
 
+from afp_runtime._logging import get_logger
 from afp_runtime.messages import (
     ModelRequest,
     ToolSchema,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
 
 
-log = structlog.get_logger()
+log = get_logger()
 
 
 def _schema_hash(run: Run, schema: ToolSchema) -> str:

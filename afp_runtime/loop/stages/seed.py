@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import structlog
 
+from afp_runtime._logging import get_logger
 from afp_runtime.errors import TimeReaderError
 from afp_runtime.findings import fold_ledger, rows_from_wire
 from afp_runtime.loop.stages._time import continuation_rows, first_run_rows
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
 
 
-log = structlog.get_logger()
+log = get_logger()
 
 
 async def seed(run: Run) -> None:

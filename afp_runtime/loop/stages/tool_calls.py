@@ -34,8 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import structlog
 
+from afp_runtime._logging import get_logger
 from afp_runtime.errors import CheckpointInvalid
 from afp_runtime.findings import peel
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
@@ -87,7 +87,7 @@ if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
 
 
-log = structlog.get_logger()
+log = get_logger()
 
 _outcome_encoder = msgspec.msgpack.Encoder()
 _outcome_decoder = msgspec.msgpack.Decoder(ToolOutcome)

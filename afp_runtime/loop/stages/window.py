@@ -14,8 +14,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import structlog
 
+from afp_runtime._logging import get_logger
 from afp_runtime.errors import CompactionUnmeasurableError, WindowStrategyError
 from afp_runtime.findings import dropped_standings, turn_standing_of
 from afp_runtime.messages import Message, fingerprint, message_body, salted
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
 
 
-log = structlog.get_logger()
+log = get_logger()
 
 
 def _warn_once(run: Run, key: str, message: str, **context: Any) -> None:
@@ -65,7 +65,9 @@ async def window(run: Run) -> RunOutcome | None:
     if strategy is None:
         await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
         return None
-    if run.last_usage is None and run.usage_missing:
+    # A strategy that declares ``reads_usage = False`` (sliding-window) does not need usage;
+    # any other one, custom ones included, may.
+    if run.last_usage is None and run.usage_missing and getattr(strategy, "reads_usage", True):
         _warn_once(
             run,
             "stale-usage",

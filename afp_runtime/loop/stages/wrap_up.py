@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import structlog
-
+from afp_runtime._logging import get_logger
 from afp_runtime.loop.outcomes import CommittedReply
 from afp_runtime.records import (
     Txn,
@@ -16,7 +15,7 @@ if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
 
 
-log = structlog.get_logger()
+log = get_logger()
 
 
 async def wrap_up(run: Run, reply: CommittedReply, *, settling: bool) -> None:

@@ -23,11 +23,14 @@ class SlidingWindow:
     Attributes:
         name: ``sliding-window``.
         billing: None (it makes no model call).
+        reads_usage: False: it counts turns, so a provider that reports no token usage does
+            not concern it (the window stage warns only strategies that read usage).
         keep_recent_turns: how many recent turns always stay.
     """
 
     name = NAME
     billing: Billing | None = None
+    reads_usage = False
 
     def __init__(self, keep_recent_turns: int) -> None:
         self.keep_recent_turns = keep_recent_turns

@@ -1,4 +1,5 @@
-"""Synchronous reads over one run's log, run in a worker thread (never on the event loop).
+"""Reads over one run's log that the API, the CLI and ``afp.Store`` share (pure: a RunLog in,
+values out; callers run them in a worker thread, never on the event loop).
 
 Readings settled here:
 
@@ -20,16 +21,40 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from afp_runtime.api.shapes import EpochEntry
+import msgspec
+
 from afp_runtime.messages import Message, message_from_body
 from afp_runtime.records import CommitBundle, MessageRef, RunLog, StoredFoldedSpan
-from afp_runtime.served import (
-    EpochLocation,
-    ServedView,
-    epochs,
-    receipt_at,
-    view_of,
-)
+from afp_runtime.served.locate import EpochLocation, epochs
+from afp_runtime.served.view import ServedView, receipt_at, view_of
+
+
+class EpochEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One model call (epoch) of a run, as listings show it.
+
+    Attributes:
+        epoch: the call's number within its run, from 1.
+        call_runtime_stage_id: the ``call-model`` stage that made it (wire
+            ``callRuntimeStageId``).
+        agent_call: its number over the agent's whole life (wire ``agentCall``), None when the
+            receipt holds none.
+        outcome: how the call ended (``reply``, ``failed``, ``abandoned``...).
+        attempts: sends it took.
+        tool_call_count: tool calls its reply made (wire ``toolCallCount``).
+        usage: the reply's token usage in wire form, None without a reply.
+        wire: whether the receipt digested the wire bytes.
+        gaps: the gap kinds of its served view.
+    """
+
+    epoch: int
+    call_runtime_stage_id: str
+    agent_call: int | None
+    outcome: str
+    attempts: int
+    tool_call_count: int
+    usage: dict[str, Any] | None
+    wire: bool
+    gaps: list[str]
 
 
 def _write(bundle: CommitBundle | None, key: str) -> Any:

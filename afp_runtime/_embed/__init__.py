@@ -1,0 +1,14 @@
+"""The embedded runtime: ``afp.open`` and the ``Store`` it gives (docs/python.md)."""
+
+from afp_runtime._embed.results import TurnResult, TurnStatus
+from afp_runtime._embed.store import AgentRef, Store, TurnEvents, open, store_path
+
+__all__ = [
+    "AgentRef",
+    "Store",
+    "TurnEvents",
+    "TurnResult",
+    "TurnStatus",
+    "open",
+    "store_path",
+]

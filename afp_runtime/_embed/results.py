@@ -1,0 +1,51 @@
+"""What one call of ``afp.Store`` tells about a person's turn."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from afp_runtime.loop import RunOutcome
+from afp_runtime.messages import Usage
+from afp_runtime.records import QuestionRow
+
+TurnStatus = Literal[
+    "answered", "paused", "held", "stalled", "queued", "dismissed", "crashed", "cancelled"
+]
+"""Where a turn stands: ``answered``; ``paused`` on a question (see ``questions``); ``held``
+for an operator or ``stalled`` until a retry (see ``error_kind``); ``queued`` behind an earlier
+turn that is not done; ``dismissed`` by an operator; ``crashed``/``cancelled`` when the process
+was cut off (the next ``work()`` or host start recovers it)."""
+
+
+class TurnResult(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """How a person's message fared: the answer, or where the turn stopped and why.
+
+    Attributes:
+        agent_id: the agent (wire ``agentId``).
+        message_id: the person's message in the agent's inbox (wire ``messageId``).
+        status: see ``TurnStatus``.
+        answer: the answer's text when ``status == "answered"``.
+        turn: the turn number within the conversation (0 while queued).
+        run_id: the turn's latest run (wire ``runId``); None while queued.
+        runs: the runs this call made for the turn, in order (a recovery, the first run, an
+            answer run...).
+        usage: tokens the model calls of those runs reported, summed.
+        error_kind: why a held or stalled turn stopped (wire ``errorKind``).
+        error: the same in words.
+        questions: the open questions a paused turn waits on; answer them with
+            ``Store.answer`` or close them with ``Store.abandon``.
+    """
+
+    agent_id: str
+    message_id: str
+    status: TurnStatus
+    answer: str | None = None
+    turn: int = 0
+    run_id: str | None = None
+    runs: tuple[RunOutcome, ...] = ()
+    usage: Usage = msgspec.field(default_factory=Usage)
+    error_kind: str | None = None
+    error: str | None = None
+    questions: tuple[QuestionRow, ...] = ()

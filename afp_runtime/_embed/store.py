@@ -1,0 +1,698 @@
+"""``afp.open`` and ``afp.Store``: the runtime embedded in an asyncio (anyio) program.
+
+One object over one database: run a person's turn to its outcome, stream its events, answer a
+paused turn, finish what a crash left, read what happened (runs, epochs, served views and their
+conformance, folded spans and their originals, the findings ledger), and run a standing host with
+or without the HTTP API. Everything is async; reads of a run's log run in a worker thread.
+docs/python.md is the guide.
+
+Readings settled here:
+
+* ``run`` first finishes the agent's unfinished turn and earlier queued messages (as ``afp run``
+  and a host's first pass do), then answers the new message; it returns that message's turn.
+* One turn at a time per agent in a ``Store`` (an ``anyio.Lock`` per agent id); different agents
+  run concurrently.
+* The model adapters of the agents a ``Store`` ran are closed when it closes; adapters make
+  their HTTP client again when used later, so an ``Agent`` may outlive the block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import math
+import os
+import random
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from afp_runtime._embed.results import TurnResult, TurnStatus
+from afp_runtime.errors import ConfigError, NotFound, StoreUnavailable
+from afp_runtime.host import Host
+from afp_runtime.loop import (
+    Agent,
+    AgentDriver,
+    Emitter,
+    Event,
+    EventSink,
+    IdFactory,
+    RunOutcome,
+    SystemClock,
+    TimeOrderedIds,
+    abandon_question,
+    answer_question,
+    load_folded_spans,
+)
+from afp_runtime.messages import Message, Usage
+from afp_runtime.models import encoder_for
+from afp_runtime.records import Clock, QuestionRow, RunLog
+from afp_runtime.served import (
+    ConformanceReport,
+    EpochEntry,
+    ServedView,
+    ViewDiff,
+    check,
+    diff_views,
+    epoch_entries,
+    epochs,
+    find_call,
+    folded_from_log,
+    receipt_at,
+    served_at,
+)
+from afp_runtime.store import AgentRow, RunRow, SqliteRunLog, SqliteStore
+from afp_runtime.window import FoldedSpan
+
+T = TypeVar("T")
+
+AgentRef = Agent | str
+"""An ``Agent``, or an agent id for reads."""
+
+
+def _agent_id(agent: AgentRef) -> str:
+    return agent.agent_id if isinstance(agent, Agent) else agent
+
+
+def store_path(target: str | os.PathLike[str]) -> Path:
+    """The SQLite file a path or URL names (``afp.db``, ``sqlite:///afp.db`` relative,
+    ``sqlite:////srv/afp.db`` absolute, as SQLAlchemy spells them).
+
+    Raises:
+        ConfigError: a URL of another scheme (names it).
+    """
+    text = os.fspath(target)
+    scheme, sep, rest = text.partition("://")
+    if not sep or "/" in scheme or "\\" in scheme:
+        return Path(text)
+    if scheme == "sqlite":
+        if not rest.startswith("/") or rest == "/":
+            raise ConfigError(
+                f"a SQLite URL looks like sqlite:///relative.db or sqlite:////abs/path.db, "
+                f"not {text!r}",
+                field="store",
+            )
+        return Path(rest[1:])
+    if scheme in ("postgresql", "postgres"):
+        raise ConfigError(
+            "this build has no Postgres store: open a SQLite file (a path or sqlite:///...)",
+            field="store",
+        )
+    raise ConfigError(f"unknown store URL scheme {scheme!r} in {text!r}", field="store")
+
+
+class TurnEvents:
+    """The events of one turn as they happen: ``async for event in events``.
+
+    Iteration ends when the turn has stopped (answered, paused, held...); ``result`` then holds
+    its ``TurnResult``.
+    """
+
+    def __init__(self, receive: MemoryObjectReceiveStream[Event]) -> None:
+        self._receive = receive
+        self._result: TurnResult | None = None
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[Event]:
+        async with self._receive:
+            async for event in self._receive:
+                yield event
+
+    @property
+    def result(self) -> TurnResult:
+        """The turn's result, once the events have ended.
+
+        Raises:
+            RuntimeError: the turn has not stopped yet.
+        """
+        if self._result is None:
+            raise RuntimeError("the turn has not stopped yet; iterate the events first")
+        return self._result
+
+
+class Store:
+    """An open afp database: run agents on it and read what they did (see ``afp.open``).
+
+    Args:
+        store: the open writer connection.
+        clock: the clock every turn runs on.
+        ids: the run and message id factory.
+        rng: the random source of retry jitter.
+    """
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        *,
+        clock: Clock,
+        ids: IdFactory,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._ids = ids
+        self._rng = rng or random.Random()
+        self._locks: dict[str, anyio.Lock] = {}
+        # The latest definition of each agent id (its adapter re-encodes for ``conform``) and
+        # every definition used, whose adapters ``aclose`` closes.
+        self._agents: dict[str, Agent] = {}
+        self._used: list[Agent] = []
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._store.path
+
+    async def aclose(self) -> None:
+        """Close the model adapters of the agents this store ran, then the database."""
+        with anyio.CancelScope(shield=True):
+            try:
+                for agent in self._used:
+                    await agent.aclose()
+            finally:
+                await self._store.aclose()
+
+    # -- running turns ------------------------------------------------------------------------
+
+    def _driver(self, agent: Agent, sinks: Sequence[EventSink] = ()) -> AgentDriver:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"expected an afp.Agent, not {type(agent).__name__}")
+        self._agents[agent.agent_id] = agent
+        if all(used is not agent for used in self._used):
+            self._used.append(agent)
+        return AgentDriver(
+            self._store,
+            agent,
+            clock=self._clock,
+            ids=self._ids,
+            emitter=Emitter(list(sinks)),
+            rng=self._rng,
+        )
+
+    def _lock(self, agent_id: str) -> anyio.Lock:
+        return self._locks.setdefault(agent_id, anyio.Lock())
+
+    async def run(
+        self,
+        agent: Agent,
+        text: str,
+        *,
+        sender: str | None = None,
+        idempotency_key: str | None = None,
+        time: Mapping[str, Any] | None = None,
+    ) -> TurnResult:
+        """Send the agent a person's message and run the turn until it stops.
+
+        The message is committed to the agent's inbox first (a retry with the same
+        ``idempotency_key`` and text is the same message); the agent's unfinished turn and
+        earlier queued messages are answered before it.
+
+        Args:
+            agent: the agent.
+            text: the person's message.
+            sender: the sending principal; the first one becomes the conversation's owner.
+            idempotency_key: makes a retried send the same message.
+            time: the message's time (``{"now": ..., "zone": ...}``) for an agent with time.
+
+        Returns:
+            How the message's turn stands: answered (with the answer), paused on a question,
+            held, stalled or still queued.
+
+        Raises:
+            InvalidValue: the text is empty or too long.
+            NotOwner: ``sender`` is not the conversation's owner (nothing is stored).
+            IdempotencyConflict: the key was used before with another text.
+            TimeNotEnabled: ``time`` for an agent without the time layer.
+        """
+        return await self._run(agent, text, (), sender, idempotency_key, time)
+
+    async def _run(
+        self,
+        agent: Agent,
+        text: str,
+        sinks: Sequence[EventSink],
+        sender: str | None,
+        idempotency_key: str | None,
+        time: Mapping[str, Any] | None,
+    ) -> TurnResult:
+        driver = self._driver(agent, sinks)
+        async with self._lock(agent.agent_id):
+            ack = await driver.post(text, idempotency_key=idempotency_key, sender=sender, time=time)
+            outcomes = await driver.work()
+        return await self._result(agent.agent_id, ack.message_id, outcomes)
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        agent: Agent,
+        text: str,
+        *,
+        sender: str | None = None,
+        idempotency_key: str | None = None,
+        time: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[TurnEvents]:
+        """``run``, with the turn's events as they happen::
+
+            async with store.stream(agent, "Where is order 1042?") as events:
+                async for event in events:
+                    print(event.type)
+            print(events.result.answer)
+
+        Leaving the block early waits for the turn to stop; an exception inside it cancels
+        the turn (the next run recovers it from what was committed).
+        """
+        send, receive = anyio.create_memory_object_stream[Event](math.inf)
+        events = TurnEvents(receive)
+
+        def deliver(event: Event) -> None:
+            # A reader that has gone drops the event; the turn runs on to its end.
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                send.send_nowait(event)
+
+        async def turn() -> None:
+            with send:
+                events._result = await self._run(
+                    agent, text, [deliver], sender, idempotency_key, time
+                )
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(turn)
+                yield events
+        except BaseExceptionGroup as group_error:
+            # One failure (the turn's or the block's): raise it as itself.
+            if len(group_error.exceptions) == 1:
+                raise group_error.exceptions[0] from None
+            raise
+        finally:
+            receive.close()  # events nobody read are dropped with it
+
+    async def work(self, agent: Agent) -> list[TurnResult]:
+        """Finish what the agent left unfinished (a turn cut by a crash, a due retry, an
+        answered question) and answer its queued messages; one result per turn touched."""
+        driver = self._driver(agent)
+        async with self._lock(agent.agent_id):
+            outcomes = await driver.work()
+        message_ids = list(dict.fromkeys(outcome.message_id for outcome in outcomes))
+        return [await self._result(agent.agent_id, mid, outcomes) for mid in message_ids]
+
+    async def answer(
+        self, agent: Agent, question_id: str, value: Any, *, sender: str | None = None
+    ) -> TurnResult:
+        """Answer a paused turn's question and run the turn on once every question of its
+        pause is closed.
+
+        ``value`` is text for a tool's question, ``{"decision": "approve"}`` or
+        ``{"decision": "decline", "note": ...}`` for an approval, and a choice id or range for
+        a time question.
+
+        Raises:
+            NotFound: the agent has no such question.
+            InvalidAnswer: the value does not fit the question.
+            QuestionClosed: the question was answered or abandoned already.
+            NotOwner: ``sender`` is not the conversation's owner.
+        """
+        return await self._close(agent, question_id, value, sender=sender, abandon=False)
+
+    async def abandon(
+        self, agent: Agent, question_id: str, *, sender: str | None = None
+    ) -> TurnResult:
+        """Close a question unanswered (the tool is told the person did not reply) and run the
+        turn on. Raises as ``answer``."""
+        return await self._close(agent, question_id, None, sender=sender, abandon=True)
+
+    async def _close(
+        self, agent: Agent, question_id: str, value: Any, *, sender: str | None, abandon: bool
+    ) -> TurnResult:
+        driver = self._driver(agent)
+        async with self._lock(agent.agent_id):
+            if abandon:
+                row = await abandon_question(
+                    self._store,
+                    agent.agent_id,
+                    question_id,
+                    now_ms=self._clock.now_ms(),
+                    by=sender,
+                    shared=agent.shared,
+                )
+            else:
+                row = await answer_question(
+                    self._store,
+                    agent.agent_id,
+                    question_id,
+                    value,
+                    now_ms=self._clock.now_ms(),
+                    by=sender,
+                    shared=agent.shared,
+                )
+            if row is None:
+                raise NotFound(
+                    f"agent {agent.agent_id!r} has no question {question_id!r}",
+                    what="question",
+                    value=question_id,
+                )
+            outcomes = await driver.work()
+        return await self._result(agent.agent_id, row.message_id, outcomes)
+
+    async def _result(
+        self, agent_id: str, message_id: str, outcomes: Sequence[RunOutcome]
+    ) -> TurnResult:
+        """The message's turn as ``outcomes`` (this call's runs) and the store tell it."""
+        mine = tuple(outcome for outcome in outcomes if outcome.message_id == message_id)
+        usage = Usage()
+        for outcome in mine:
+            usage = usage + outcome.usage
+        questions = tuple(
+            q
+            for q in await self._store.questions(agent_id, status="open")
+            if q.message_id == message_id
+        )
+        if mine:
+            last = mine[-1]
+            status = _turn_status(last.status)
+            return TurnResult(
+                agent_id=agent_id,
+                message_id=message_id,
+                status=status,
+                answer=last.final_answer,
+                turn=last.turn,
+                run_id=last.run_id,
+                runs=mine,
+                usage=usage,
+                error_kind=last.error_kind,
+                error=last.error,
+                questions=questions,
+            )
+        # Nothing ran for it now: queued behind another turn, or settled before (a retried
+        # send with the same idempotency key).
+        row = await self._store.inbox_message(message_id)
+        assert row is not None, "the message was committed"
+        runs = [r for r in await self._store.runs(agent_id) if r.message_id == message_id]
+        last_run = runs[-1] if runs else None
+        answer = await self._answer_of(last_run) if row.status == "answered" else None
+        state = await self._store.conversation_state(agent_id)
+        open_turn = state.open_turn if state is not None else None
+        error_kind = error = None
+        if open_turn is not None and open_turn.message_id == message_id:
+            error_kind, error = open_turn.error_kind, open_turn.error
+        return TurnResult(
+            agent_id=agent_id,
+            message_id=message_id,
+            status=_turn_status(row.status),
+            answer=answer,
+            turn=row.turn or 0,
+            run_id=last_run.run_id if last_run is not None else None,
+            error_kind=error_kind,
+            error=error,
+            questions=questions,
+        )
+
+    async def _answer_of(self, run: RunRow | None) -> str | None:
+        if run is None:
+            return None
+        last = await self._store.last_bundle(run.run_id)
+        for write in last.writes if last is not None else []:
+            if write.get("key") == "finalAnswer" and isinstance(write.get("value"), str):
+                return str(write["value"])
+        return None
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def agents(self) -> list[AgentRow]:
+        """Every agent of the database with a summary of its conversation."""
+        return await self._store.agents()
+
+    async def _known(self, agent: AgentRef) -> str:
+        agent_id = _agent_id(agent)
+        if await self._store.conversation_state(agent_id) is None:
+            raise NotFound(f"there is no agent {agent_id!r}", what="agent", value=agent_id)
+        return agent_id
+
+    async def runs(self, agent: AgentRef | None = None) -> list[RunRow]:
+        """Runs in start order: every agent's, or one agent's.
+
+        Raises:
+            NotFound: there is no such agent.
+        """
+        if agent is None:
+            return await self._store.runs()
+        return await self._store.runs(await self._known(agent))
+
+    async def questions(self, agent: AgentRef, *, status: str | None = "open") -> list[QuestionRow]:
+        """The agent's check-in questions (``status=None``: every status), asking order."""
+        return await self._store.questions(await self._known(agent), status=status)
+
+    async def _with_log(self, run_id: str, read: Callable[[RunLog], T]) -> T:
+        """``read`` over one run's log, in a worker thread."""
+
+        def work() -> T:
+            try:
+                log = SqliteRunLog(self.path, run_id)
+            except KeyError:
+                raise NotFound(f"there is no run {run_id!r}", what="run", value=run_id) from None
+            with log:
+                return read(log)
+
+        return await anyio.to_thread.run_sync(work)
+
+    async def epochs(self, run_id: str) -> list[EpochEntry]:
+        """The run's model calls: outcome, attempts, agent-wide number, tool calls, usage."""
+
+        def read(log: RunLog) -> list[EpochEntry]:
+            entries, _ = epoch_entries(log, start=0, limit=len(epochs(log)))
+            return entries
+
+        return await self._with_log(run_id, read)
+
+    async def served(self, run_id: str, epoch: int) -> ServedView:
+        """Exactly what the model was sent at one call of a run, rebuilt from the log.
+
+        Raises:
+            NotFound: no such run, or the run has no such epoch.
+        """
+        view = await self._with_log(run_id, lambda log: served_at(log, epoch))
+        if view is None:
+            raise NotFound(f"run {run_id!r} has no epoch {epoch}", what="epoch", value=epoch)
+        return view
+
+    async def diff(self, run_id: str, before: int, after: int) -> ViewDiff:
+        """What changed in what the model was sent from one epoch of a run to another:
+        messages that left (folded, dropped) and came, system text, tools.
+
+        Raises:
+            NotFound: no such run or epoch.
+        """
+        return diff_views(await self.served(run_id, before), await self.served(run_id, after))
+
+    async def call(self, agent: AgentRef, n: int) -> tuple[str, int, ServedView]:
+        """The agent's ``n``-th model call over its whole life: its run, epoch and view.
+
+        Raises:
+            NotFound: no such agent or call.
+        """
+        agent_id = await self._known(agent)
+        for run in await self._store.runs(agent_id):
+            found = await self._with_log(run.run_id, lambda log: find_call(log, n))
+            if found is not None:
+                return run.run_id, found[0], found[1]
+        raise NotFound(f"agent {agent_id!r} has made no model call {n}", what="call", value=n)
+
+    async def conform(self, run_id: str, epoch: int | None = None) -> list[ConformanceReport]:
+        """Check one epoch (or every epoch) of a run against its receipt: each view's digests,
+        and the request's bytes re-encoded by the agent's adapter (the one this store ran, or
+        the built-in adapter of the receipt's encoder).
+
+        Raises:
+            NotFound: no such run or epoch.
+        """
+        runs = await self._store.runs(run_id=run_id)
+        agent = self._agents.get(runs[0].agent_id) if runs else None
+
+        def read(log: RunLog) -> list[ConformanceReport]:
+            numbers = [epoch] if epoch is not None else [e.epoch for e in epochs(log)]
+            reports: list[ConformanceReport] = []
+            for number in numbers:
+                view = served_at(log, number)
+                if view is None:
+                    raise NotFound(
+                        f"run {run_id!r} has no epoch {number}", what="epoch", value=number
+                    )
+                receipt = receipt_at(log, number)
+                encoder: Any = None
+                if receipt is not None and receipt.wire is not None:
+                    encoder = (
+                        agent.model
+                        if agent is not None
+                        else encoder_for(receipt.wire.encoder, receipt.basis.model)
+                    )
+                reports.append(check(view, receipt, encoder=encoder, log=log))
+            return reports
+
+        return await self._with_log(run_id, read)
+
+    async def folded(self, agent: AgentRef) -> list[FoldedSpan]:
+        """The agent's folded spans, oldest first, each with its retained originals
+        (``messages``; unset for a span folded with ``retain="discard"``)."""
+        return list(await load_folded_spans(self._store, await self._known(agent)))
+
+    async def originals(self, agent: AgentRef, summary_fingerprint: str) -> list[Message]:
+        """The original messages one fold replaced, byte-identical: kept with the conversation,
+        or (``retain="discard"``) read back from the commit log of the run that folded them.
+
+        Raises:
+            NotFound: no such span, or its originals can be found nowhere.
+        """
+        agent_id = await self._known(agent)
+        stored = await self._store.folded_spans(agent_id, summary_fingerprint=summary_fingerprint)
+        if not stored:
+            raise NotFound(
+                f"agent {agent_id!r} has no folded span {summary_fingerprint!r}",
+                what="span",
+                value=summary_fingerprint,
+            )
+        span = stored[0]
+        if span.messages is not None:
+            messages, _ = await self._store.resolve(agent_id, span.messages)
+            return list(messages)
+        resolved = await self._with_log(span.run_id, lambda log: folded_from_log(log, span))
+        if resolved is None:
+            raise NotFound(
+                f"the originals of {summary_fingerprint!r} were not kept and cannot be "
+                "resolved from the commit log",
+                what="span",
+                value=summary_fingerprint,
+            )
+        return resolved
+
+    async def findings(
+        self, agent: AgentRef, *, kind: str | None = None, turn: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The agent's findings ledger rows in wire form, oldest first (``kind``: ``basis``,
+        ``standing``, ``conflict``, or a time row kind)."""
+        return await self._store.ledger(await self._known(agent), kind=kind, turn=turn)
+
+    # -- hosting ------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def host(self, agents: Sequence[Agent], **options: Any) -> AsyncIterator[Host]:
+        """A standing host over these agents on this database, running inside the block.
+
+        The host resumes each agent's unfinished work at once and answers messages posted
+        to it (``await host.post(agent_id, text)``) or to the inbox by other processes
+        (``afp send``). ``options`` are ``Host``'s: ``max_active_turns``, ``poll_interval_s``,
+        ``shutdown_grace_s``, ``lease_ttl_s``, ``host_id``.
+        """
+        host = Host(self._store, agents, clock=self._clock, ids=self._ids, **options)
+        for agent in agents:
+            self._agents[agent.agent_id] = agent
+        async with host:
+            yield host
+
+    async def serve(
+        self,
+        agents: Sequence[Agent],
+        *,
+        address: str = "127.0.0.1",
+        port: int | None = 8765,
+        token: str | None = None,
+        handle_signals: bool = True,
+        **options: Any,
+    ) -> None:
+        """Run a standing host, and the local HTTP API unless ``port`` is None, until
+        cancelled or (``handle_signals``, main thread only) SIGTERM/SIGINT: a first signal
+        lets running work finish within the grace, a second ends it at once.
+
+        Args:
+            agents: the agents to host.
+            address: where the API listens; a non-loopback address needs ``token``.
+            port: the API's port (0 picks a free one); None: no API.
+            token: the bearer token API clients must send (at least 32 characters).
+            handle_signals: stop on SIGTERM/SIGINT.
+            options: ``Host`` options, as for ``host``.
+
+        Raises:
+            ConfigError: a token too short, or a non-loopback address without one.
+            StoreUnavailable: the address cannot be bound.
+        """
+        # The HTTP stack loads only when an API is served (docs/python.md#import-cost), in a
+        # worker thread: importing it reads many files.
+        api: Any = await anyio.to_thread.run_sync(importlib.import_module, "afp_runtime.api")
+        listener = None
+        if port is not None:
+            api.check_binding(address, token)
+            try:
+                listener = await api.open_listener(address, port)
+            except OSError as exc:
+                raise StoreUnavailable(f"cannot listen on {address}:{port}: {exc}") from exc
+        try:
+            async with self.host(agents, **options) as host, anyio.create_task_group() as watch:
+                if handle_signals:
+                    watch.start_soon(host.stop_on_signals)
+                if listener is not None:
+                    await api.serve_until_stopped(host, self.path, listener=listener, token=token)
+                else:
+                    await host.wait_stopping()
+                watch.cancel_scope.cancel()
+        finally:
+            if listener is not None:
+                listener.close()
+
+
+def _turn_status(status: str) -> TurnStatus:
+    """A run's or inbox row's status as a turn's: a ``running`` one that nobody runs now was
+    cut off."""
+    known: dict[str, TurnStatus] = {
+        "queued": "queued",
+        "answered": "answered",
+        "dismissed": "dismissed",
+        "held": "held",
+        "paused": "paused",
+        "stalled": "stalled",
+        "cancelled": "cancelled",
+        "crashed": "crashed",
+        "running": "crashed",
+    }
+    return known.get(status, "queued")
+
+
+@asynccontextmanager
+async def open(
+    target: str | os.PathLike[str] = "afp.db",
+    *,
+    clock: Clock | None = None,
+    ids: IdFactory | None = None,
+    rng: random.Random | None = None,
+) -> AsyncIterator[Store]:
+    """Open (creating and migrating it if needed) an afp database: ``async with
+    afp.open("afp.db") as store:``. Everything it opened is closed when the block ends.
+
+    Args:
+        target: a SQLite file path, or a ``sqlite:///relative.db`` / ``sqlite:////abs.db``
+            URL.
+        clock: the clock turns run on (default: the system clock; ``afp_runtime.testing``
+            has a virtual one).
+        ids: the run and message id factory (default: time-ordered ids on ``clock``).
+        rng: the random source of retry jitter.
+
+    Raises:
+        ConfigError: an unknown URL scheme.
+        StoreUnavailable: the file cannot be opened or created.
+        SchemaTooNew: a newer afp wrote the file (it is never touched).
+        StoreDamaged: the file is not an afp database.
+    """
+    path = store_path(target)
+    clock = clock or SystemClock()
+    ids = ids or TimeOrderedIds(clock.now_ms)
+    store = await SqliteStore.open(path, now_ms=clock.now_ms())
+    embedded = Store(store, clock=clock, ids=ids, rng=rng)
+    try:
+        yield embedded
+    finally:
+        await embedded.aclose()
