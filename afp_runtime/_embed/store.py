@@ -32,6 +32,7 @@ import anyio
 import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from afp_runtime import models
 from afp_runtime._embed.results import TurnResult, TurnStatus
 from afp_runtime.errors import ConfigError, NotFound, StoreUnavailable
 from afp_runtime.host import Host
@@ -50,7 +51,6 @@ from afp_runtime.loop import (
     load_folded_spans,
 )
 from afp_runtime.messages import Message, Usage
-from afp_runtime.models import encoder_for
 from afp_runtime.records import Clock, QuestionRow, RunLog
 from afp_runtime.served import (
     ConformanceReport,
@@ -530,7 +530,7 @@ class Store:
                     encoder = (
                         agent.model
                         if agent is not None
-                        else encoder_for(receipt.wire.encoder, receipt.basis.model)
+                        else models.encoder_for(receipt.wire.encoder, receipt.basis.model)
                     )
                 reports.append(check(view, receipt, encoder=encoder, log=log))
             return reports

@@ -597,7 +597,9 @@ class Host:
             await self._stop_requested.wait()
             with self._grace_scope, self.clock.move_on_after(self._grace):
                 await self._all_idle.wait()
-            if not self._all_idle.is_set():
+            # Idle workers wait for a wake-up and are simply cancelled; only work in a pass
+            # is cut off by the end of the grace.
+            if any(agent.working for agent in self._agents.values()):
                 log.warning("shutdown grace over; cancelling the running work", grace_s=self._grace)
             workers.cancel_scope.cancel()
 

@@ -26,18 +26,12 @@ from typing import Any, Literal
 
 import msgspec
 
+from afp_runtime import models
 from afp_runtime.errors import ConfigError, error_context, shown
 from afp_runtime.findings import FindingsConfig
 from afp_runtime.loop.definition import Agent, Durability
 from afp_runtime.messages import ModelParams
-from afp_runtime.models import (
-    AnthropicModel,
-    ExtractiveSummarizer,
-    Model,
-    OpenAICompatModel,
-    RetryPolicy,
-    ScriptedModel,
-)
+from afp_runtime.models import ExtractiveSummarizer, Model, RetryPolicy, ScriptedModel
 from afp_runtime.periods import Period, period_from_wire, time_config_from_wire
 from afp_runtime.tools import Tool, tool
 from afp_runtime.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
@@ -264,14 +258,15 @@ def build_model(config: ModelConfig, *, field: str, base_dir: Path | None = None
     if config.provider == "openai-compatible":
         if config.base_url is None:
             raise ConfigError(f"{field}.baseUrl is required for openai-compatible", field=field)
-        return OpenAICompatModel(
+        # models.* loads the HTTP adapters at this first use (configs are read off the loop).
+        return models.OpenAICompatModel(
             base_url=config.base_url,
             model=config.model,
             api_key_env=config.api_key_env,
             max_tokens=config.max_tokens,
             timeout_s=config.timeout_s,
         )
-    return AnthropicModel(
+    return models.AnthropicModel(
         model=config.model,
         api_key_env=config.api_key_env or "ANTHROPIC_API_KEY",
         base_url=config.base_url or "https://api.anthropic.com",

@@ -1,13 +1,40 @@
 """Models: the Model port and its adapters (scripted, extractive, OpenAI-compatible,
-Anthropic)."""
+Anthropic).
 
-from afp_runtime.models.anthropic import AnthropicModel
+The HTTP adapters (and httpx under them) load at their first use, so a program on the scripted
+model, or one that only reads a database, never imports an HTTP client.
+"""
+
+from __future__ import annotations
+
+import importlib as _importlib
+import typing as _typing
+
 from afp_runtime.models.base import EncodedRequest, Model, TokenSink
-from afp_runtime.models.encoders import encoder_for
 from afp_runtime.models.extractive import ExtractiveSummarizer
-from afp_runtime.models.openai_compat import OpenAICompatModel
 from afp_runtime.models.retry import Attempt, RetryPolicy, backoff_s, send_with_retries
 from afp_runtime.models.scripted import ScriptedModel, ScriptEntry, ScriptHandler
+
+if _typing.TYPE_CHECKING:
+    from afp_runtime.models.anthropic import AnthropicModel
+    from afp_runtime.models.encoders import encoder_for
+    from afp_runtime.models.openai_compat import OpenAICompatModel
+
+_LAZY = {
+    "AnthropicModel": "afp_runtime.models.anthropic",
+    "OpenAICompatModel": "afp_runtime.models.openai_compat",
+    "encoder_for": "afp_runtime.models.encoders",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module 'afp_runtime.models' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AnthropicModel",

@@ -1,0 +1,146 @@
+"""Library calls never write to stdout; logs go to stderr, coloured only on a terminal, as JSON
+lines when asked (``--log-format json`` or ``AFP_LOG_FORMAT=json``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+ANSI = "\x1b["
+
+# A turn that is held (the script is empty): the loop logs a warning on the way.
+HELD_PROGRAM = """
+import anyio
+import afp_runtime as afp
+
+agent = afp.Agent("quiet", afp.ScriptedModel([]))
+
+async def main() -> None:
+    async with afp.open("afp.db") as store:
+        result = await store.run(agent, "hello")
+        assert result.status == "held", result
+
+anyio.run(main)
+"""
+
+CONFIG = """
+[[agents]]
+id = "quiet"
+[agents.model]
+provider = "scripted"
+model = "m"
+script = "empty_script:SCRIPT"
+"""
+
+
+def _python(code: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+        env={**os.environ, **env},
+    )
+
+
+def _afp_run(cwd: Path, *options: str, **env: str) -> subprocess.CompletedProcess[str]:
+    (cwd / "empty_script.py").write_text("SCRIPT = []\n", encoding="utf-8")
+    (cwd / "agents.toml").write_text(CONFIG, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "afp_runtime.cli", *options, "run", "agents.toml", "-m", "hi"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+        env={**{k: v for k, v in os.environ.items() if k != "AFP_LOG_FORMAT"}, **env},
+    )
+
+
+def test_an_embedding_program_gets_nothing_on_stdout(tmp_path: Path) -> None:
+    """A library call that logs a warning writes nothing to stdout; stderr has the warning as
+    plain text (no ANSI: stderr is no terminal)."""
+    done = _python(HELD_PROGRAM, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "turn stopped" in done.stderr and "script-exhausted" in done.stderr
+    assert ANSI not in done.stderr
+
+
+def test_the_application_can_route_library_logs_through_logging(tmp_path: Path) -> None:
+    """Unconfigured, the library logs to the standard ``afp_runtime`` logger: a program that
+    configures ``logging`` gets the records there (here: silenced below ERROR)."""
+    quiet = "import logging\nlogging.getLogger('afp_runtime').setLevel(logging.ERROR)\n"
+    done = _python(quiet + HELD_PROGRAM, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == ("", "")
+
+
+def test_afp_logs_plain_text_to_stderr_when_it_is_not_a_terminal(tmp_path: Path) -> None:
+    """The CLI's own log lines go to stderr without ANSI colour when piped."""
+    done = _afp_run(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "turn stopped" in done.stderr
+    assert ANSI not in done.stderr
+    assert "turn stopped" not in done.stdout
+
+
+def test_log_format_json_gives_json_lines(tmp_path: Path) -> None:
+    """``--log-format json`` and ``AFP_LOG_FORMAT=json`` make every stderr line a JSON object."""
+    (tmp_path / "flag").mkdir()
+    (tmp_path / "env").mkdir()
+    for done in (
+        _afp_run(tmp_path / "flag", "--log-format", "json"),
+        _afp_run(tmp_path / "env", AFP_LOG_FORMAT="json"),
+    ):
+        assert done.returncode == 0, done.stderr
+        lines = [json.loads(line) for line in done.stderr.splitlines() if line.strip()]
+        assert any(entry["event"] == "turn stopped" for entry in lines)
+        assert all(entry["level"] for entry in lines)
+
+
+def test_an_unknown_log_format_is_a_usage_error(tmp_path: Path) -> None:
+    """``AFP_LOG_FORMAT`` other than console or json is refused with exit 2."""
+    done = _afp_run(tmp_path, AFP_LOG_FORMAT="xml")
+    assert done.returncode == 2
+    assert "AFP_LOG_FORMAT must be console or json" in done.stderr
+
+
+def test_logs_are_coloured_on_a_terminal(tmp_path: Path) -> None:
+    """With stderr on a terminal the console logs carry ANSI colour."""
+    (tmp_path / "empty_script.py").write_text("SCRIPT = []\n", encoding="utf-8")
+    (tmp_path / "agents.toml").write_text(CONFIG, encoding="utf-8")
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "afp_runtime.cli", "run", "agents.toml", "-m", "hi"],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            timeout=60,
+            check=False,
+            cwd=tmp_path,
+            env={k: v for k, v in os.environ.items() if k != "AFP_LOG_FORMAT"},
+        )
+        os.close(follower)
+        follower = -1
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        if follower >= 0:
+            os.close(follower)
+        os.close(leader)
+    assert done.returncode == 0
+    assert b"turn stopped" in seen and ANSI.encode() in seen

@@ -1,0 +1,113 @@
+"""``import afp_runtime as afp``: the exact public surface, its docstrings, and that importing it
+loads neither the HTTP stack nor the model adapters."""
+
+from __future__ import annotations
+
+import importlib.resources
+import inspect
+import json
+import subprocess
+import sys
+
+import pytest
+
+import afp_runtime as afp
+
+SURFACE = [
+    "AfpError",
+    "Agent",
+    "AnthropicModel",
+    "ConformanceReport",
+    "EpochEntry",
+    "Event",
+    "ExtractiveSummarizer",
+    "FindingsConfig",
+    "FoldedSpan",
+    "Host",
+    "Message",
+    "Model",
+    "ModelParams",
+    "ModelReply",
+    "ModelRequest",
+    "OpenAICompatModel",
+    "Period",
+    "QuestionRow",
+    "RetryPolicy",
+    "RunRow",
+    "ScriptedModel",
+    "ServedView",
+    "Store",
+    "TimeConfig",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "TurnEvents",
+    "TurnResult",
+    "Usage",
+    "ViewDiff",
+    "__version__",
+    "load_agents",
+    "open",
+    "sliding_window",
+    "summarize_oldest",
+    "token_budget",
+    "tool",
+]
+
+
+def test_the_surface_is_exactly_these_names() -> None:
+    """``__all__`` is pinned: a name is added or removed on purpose, here."""
+    assert afp.__all__ == SURFACE
+    assert 20 <= len(SURFACE) <= 40
+
+
+@pytest.mark.parametrize("name", [n for n in SURFACE if not n.startswith("__")])
+def test_every_name_resolves_and_has_a_docstring(name: str) -> None:
+    """Each public name is importable from the package and documented."""
+    value = getattr(afp, name)
+    doc = inspect.getdoc(value)
+    assert doc and len(doc.strip()) > 10, f"afp.{name} has no docstring"
+
+
+def test_dir_lists_the_surface_and_unknown_names_fail() -> None:
+    """``dir(afp)`` shows the surface; a name that is not there is an AttributeError."""
+    assert set(SURFACE) <= set(dir(afp))
+    with pytest.raises(AttributeError, match="no attribute 'Agnet'"):
+        _ = afp.Agnet  # type: ignore[attr-defined]
+
+
+def test_the_package_is_typed() -> None:
+    """The package ships its ``py.typed`` marker (PEP 561)."""
+    assert importlib.resources.files("afp_runtime").joinpath("py.typed").is_file()
+
+
+HEAVY = ("litestar", "uvicorn", "httpx", "aiosqlite", "afp_runtime.api", "afp_runtime.loop")
+
+
+def _loaded_after(code: str) -> list[str]:
+    probe = (
+        f"import sys\n{code}\n"
+        f"import json; print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded: list[str] = json.loads(done.stdout)
+    return loaded
+
+
+def test_importing_the_package_loads_nothing_heavy() -> None:
+    """``import afp_runtime`` alone loads no layer, no HTTP client, no server."""
+    assert _loaded_after("import afp_runtime") == []
+
+
+def test_defining_an_agent_does_not_load_the_http_stack() -> None:
+    """Tools, agents and the store load the loop; the API server comes only with
+    ``Store.serve`` and the HTTP client only with an HTTP model adapter."""
+    loaded = _loaded_after(
+        "import afp_runtime as afp\n"
+        "afp.Agent, afp.tool, afp.open, afp.Store, afp.ScriptedModel, afp.sliding_window"
+    )
+    assert "afp_runtime.loop" in loaded and "aiosqlite" in loaded
+    assert not {"litestar", "uvicorn", "afp_runtime.api", "httpx"} & set(loaded)
+    assert "httpx" in _loaded_after("import afp_runtime as afp\nafp.OpenAICompatModel")
