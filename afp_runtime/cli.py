@@ -615,7 +615,7 @@ async def cmd_findings(args: argparse.Namespace) -> int:
 
 
 def _time_detail(row: dict[str, Any]) -> str:
-    """A one-line summary of a time row (periods.md §15.1) for the findings table."""
+    """A one-line summary of a time row (docs/time.md#row-kinds) for the findings table."""
     kind = row.get("kind")
     if kind == "call-window":
         parts = [str(row.get("how"))]
@@ -897,7 +897,7 @@ async def cmd_import(args: argparse.Namespace) -> int:
 
 
 async def cmd_scenario_run(args: argparse.Namespace) -> int:
-    """Run a scenario file offline (scenario.md) and print or write its result JSON."""
+    """Run a scenario file offline (docs/scenarios.md) and print or write its result JSON."""
     if not args.verbose:
         # Scripted failures (tool errors, 5xx replies) log warnings by design: errors only.
         structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
@@ -1442,7 +1442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print(f"afp: {exc}")
         return EXIT_USAGE
     except (NotOwner, QuestionClosed, RunNotHeld, RunNotResumable, IdempotencyConflict) as exc:
-        # served.md §7: a write the state or ownership refuses.
+        # docs/api.md#the-afp-command: a write the state or ownership refuses.
         err.print(f"afp: {exc}")
         return EXIT_REFUSED
     except Refused as exc:

@@ -82,7 +82,8 @@ class ToolDefinitionError(ConfigError):
 
 
 class PeriodDeclarationError(ConfigError):
-    """A tool's period declaration is invalid (periods.md §7.4); names the field."""
+    """A tool's period declaration is invalid (docs/time.md#validation-at-definition-time); names
+    the field."""
 
 
 class WindowConfigError(ConfigError):
@@ -209,7 +210,7 @@ class CompactionUnmeasurableError(AfpError):
 
 class TimeReaderError(AfpError):
     """A time reader returned output that is not shaped ``{mentions: [...]}``; the turn is held
-    (periods.md §3.1)."""
+    (docs/time.md#readers)."""
 
     error_kind = "time-reader"
 

@@ -2,7 +2,8 @@
 
 The fake clock only moves forward: by an explicit ``advance()``, or — inside
 ``FakeClock.autojump()`` — to the earliest pending deadline once every task is blocked
-(ARCHITECTURE ruling 7). So a test simulates weeks without waiting.
+(docs/architecture.md#decision-7-every-deadline-goes-through-the-clock). So a test simulates weeks
+without waiting.
 """
 
 from __future__ import annotations

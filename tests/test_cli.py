@@ -162,7 +162,8 @@ def test_demo_folds_and_recovers_the_originals(tmp_path: Path) -> None:
 
 
 def test_doctor_names_a_damaged_ledger_row_and_changes_nothing(tmp_path: Path) -> None:
-    """findings.md case 20: `afp doctor` names a bad stored ledger row; the file is unchanged."""
+    """docs/findings.md case 20: `afp doctor` names a bad stored ledger row; the file is
+    unchanged."""
     import sqlite3
 
     import msgspec

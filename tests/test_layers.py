@@ -1,4 +1,4 @@
-"""Import direction between layers (STYLE P2, ARCHITECTURE ruling 6), checked with ``ast``.
+"""Import direction between layers (docs/architecture.md#allowed-imports), checked with ``ast``.
 
 The allowed arrows are data below. Every ``.py`` under ``afp_runtime`` is parsed; every import
 counts, including those inside functions and under ``TYPE_CHECKING``. A layer that does not
@@ -32,8 +32,8 @@ ENTRY_MODULES = frozenset({"cli", "testing", "demo", "scenario", "_embed", INIT}
 
 PURE = frozenset({"messages", "records", "window", "findings", "periods", "served"})
 
-# ARCHITECTURE ruling 6: layer -> the layers it may import (besides itself and errors).
-# "messages <- everyone" is spelled out in every row.
+# docs/architecture.md#decision-6-imports-between-layers-follow-fixed-arrows: layer -> the layers it
+# may import (besides itself and errors). "messages <- everyone" is spelled out in every row.
 ALLOWED: dict[str, frozenset[str]] = {
     "messages": frozenset(),
     "records": frozenset({"messages"}),
@@ -200,7 +200,8 @@ def clock_reads_of(tree: ast.Module) -> Iterator[tuple[int, str]]:
 
 
 def may_import(source: str, target: str) -> bool:
-    """Whether ruling 6 (and the rules for errors and entry modules) allows source -> target."""
+    """Whether docs/architecture.md#decision-6-imports-between-layers-follow-fixed-arrows (and the
+    rules for errors and entry modules) allows source -> target."""
     if source == target:
         return True
     if source in SHARED:
@@ -231,7 +232,10 @@ def _arrow_reason(source: str, target: str) -> str:
             "(only cli, testing, demo, scenario, _embed and __init__ sit above all)"
         )
     allowed = ", ".join(sorted(ALLOWED[source] | {ERRORS})) or "nothing"
-    return f"{source} -> {target} is not an arrow of ruling 6 ({source} may import: {allowed})"
+    return (
+        f"{source} -> {target} is not an allowed arrow "
+        f"(docs/architecture.md#allowed-imports; {source} may import: {allowed})"
+    )
 
 
 def check_source(path: str, source: str) -> tuple[list[Violation], list[Edge]]:
@@ -266,7 +270,7 @@ def check_source(path: str, source: str) -> tuple[list[Violation], list[Edge]]:
         if here in KNOWN and not may_import(here, target):
             what = f"`{item.text}`: {_arrow_reason(here, target)}"
             violations.append(Violation(_arrow_rule(here, target), path, item.line, what))
-        # STYLE P1: another layer's surface is its package, never a module inside it.
+        # Another layer's surface is its package, never a module inside it.
         deep = item.module != f"{PACKAGE}.{target}"
         if here in LAYERS and target in LAYERS and target != here and deep:
             what = f"`{item.text}`: import from the package {PACKAGE}.{target}, not a module"
@@ -395,7 +399,8 @@ def test_no_import_cycle(scan: Scan) -> None:
 
 
 def test_allowed_arrows_are_acyclic() -> None:
-    """The arrows of ruling 6 themselves form no cycle, so obeying them can be possible."""
+    """The arrows of docs/architecture.md#decision-6-imports-between-layers-follow-fixed-arrows
+    themselves form no cycle, so obeying them can be possible."""
     edges = [
         Edge(source, target, "ALLOWED", 0, "")
         for source, targets in ALLOWED.items()

@@ -1,4 +1,5 @@
-"""Each layer package is a curated surface with a sorted ``__all__`` (STYLE P1).
+"""Each layer package is a curated surface with a sorted ``__all__``
+(docs/architecture.md#layers).
 
 Layer packages are found on disk (every folder of ``afp_runtime`` with an ``__init__.py``), so a
 new layer is checked as soon as it exists.

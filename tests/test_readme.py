@@ -84,3 +84,24 @@ def test_examples_and_readme_blocks_type_check_strictly(tmp_path: Path) -> None:
     problems = [line for line in done.stdout.splitlines() if ": error:" in line]
     assert len(problems) == 1, done.stdout
     assert "wrong.py:3" in problems[0] and '"model"' in problems[0], done.stdout
+
+
+def test_the_readme_toml_block_builds_its_agent(tmp_path: Path) -> None:
+    """The agents file the README shows loads, with a tools module beside it."""
+    [toml] = re.findall(r"^```toml\n(.*?)^```", (REPO / "README.md").read_text(), re.M | re.S)
+    (tmp_path / "agents.toml").write_text(toml, encoding="utf-8")
+    (tmp_path / "shop_tools.py").write_text(
+        "import afp_runtime as afp\n\n@afp.tool\ndef refund(order_id: str) -> str:\n"
+        '    """Refund an order."""\n    return order_id\n',
+        encoding="utf-8",
+    )
+    code = (
+        "import afp_runtime as afp\n"
+        f"[agent] = afp.load_agents({str(tmp_path / 'agents.toml')!r})\n"
+        "print(agent.agent_id, [t.name for t in agent.tools], agent.tools[0].check_in)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "desk ['refund'] True"

@@ -1,4 +1,5 @@
-"""Offline scenarios (scenario.md): golden files, determinism, path-naming errors, the command.
+"""Offline scenarios (docs/scenarios.md): golden files, determinism, path-naming errors, the
+command.
 
 Every ``tests/scenarios/NAME.json`` runs twice to byte-identical results equal to
 ``NAME.expected.json``, and each expected file is checked for the behaviour its name claims.
@@ -524,7 +525,7 @@ def _executed(r: Result) -> dict[str, dict[str, Any]]:
 
 
 def _time_lines(r: Result) -> list[str]:
-    """The time line ending every request (periods.md §13.4); one text per turn."""
+    """The time line ending every request (docs/time.md#the-served-time-line); one text per turn."""
     lines = [req[-1]["content"] for req in _requests(r)]
     assert all(line.startswith(TIME_LINE_PREFIX) for line in lines)
     return lines
@@ -717,10 +718,12 @@ async def test_expected_result_shows_what_the_scenario_claims(name: str) -> None
     assert name in CLAIMS, f"add a check of what {name} claims to CLAIMS"
     result = await _expected(name)
     assert result["format"] == RESULT_FORMAT and result["name"] == name
-    # Every epoch of every run, abandoned ones included, conforms to its receipt (served.md §5).
+    # Every epoch of every run, abandoned ones included, conforms to its receipt
+    # (docs/served.md#the-conformance-law).
     assert result["served"], "a scenario that calls the model has served views"
     assert all(entry["conforms"] for entry in result["served"])
-    if name in SYNC_NAMES:  # a lost iteration's receipt is never committed (served.md §2.1)
+    # A lost iteration's receipt is never committed (docs/served.md#when-a-receipt-is-minted).
+    if name in SYNC_NAMES:
         sends = {(c["runId"], c["epoch"]) for c in result["modelCalls"]}
         assert sends <= {(e["runId"], e["epoch"]) for e in result["served"]}
     CLAIMS[name](result)
@@ -1037,7 +1040,7 @@ async def test_a_time_quote_in_a_schema_is_a_tool_definition_error(
     timed: bool, tmp_path: Path
 ) -> None:
     """An input schema defining _timeQuote is refused on every tool, time on or off, with a
-    period or without (host.md §6.1)."""
+    period or without (docs/loop.md#tool-declarations)."""
 
     def change(d: dict[str, Any]) -> None:
         if timed:
@@ -1050,7 +1053,7 @@ async def test_a_time_quote_in_a_schema_is_a_tool_definition_error(
 
 async def test_a_period_without_agent_time_changes_nothing(tmp_path: Path) -> None:
     """A tool period on an agent without time is accepted and inert, as in the runtime
-    (periods.md §15.3): no rows, no _timeQuote, the base result unchanged."""
+    (docs/time.md#time-disabled): no rows, no _timeQuote, the base result unchanged."""
 
     def change(d: dict[str, Any]) -> None:
         _period({"argument": "window", "accepts": ["iso-range"]})(d)
@@ -1066,7 +1069,8 @@ async def test_a_period_without_agent_time_changes_nothing(tmp_path: Path) -> No
 
 
 async def test_a_message_time_sets_the_turn_clock(tmp_path: Path) -> None:
-    """A message's time {now, zone} is what the turn's clock row says (periods.md §2.1)."""
+    """A message's time {now, zone} is what the turn's clock row says
+    (docs/time.md#the-clock-row)."""
 
     def change(d: dict[str, Any]) -> None:
         time = {"now": "2026-10-09T08:40:00-07:00", "zone": "Europe/London"}
@@ -1100,7 +1104,7 @@ def _time_asked(d: dict[str, Any]) -> None:
 async def test_a_refused_answer_past_the_repeats_is_unsettled(tmp_path: Path) -> None:
     """Refused time answers are re-asked (the step runs nothing) until maxAnswerRepeats is
     used; the next refusal closes the question unsettled (answerStatus as the API says it) and
-    the answer run goes on without running the waiting call (periods.md §11.3)."""
+    the answer run goes on without running the waiting call (docs/time.md#judging-answers)."""
 
     def change(d: dict[str, Any]) -> None:
         _time_asked(d)
@@ -1248,7 +1252,8 @@ async def test_a_resume_with_no_open_question_names_the_step(tmp_path: Path) -> 
 
 
 async def test_a_message_while_paused_names_the_step(tmp_path: Path) -> None:
-    """Posting behind a paused turn is an error naming the message step (host.md §10.5)."""
+    """Posting behind a paused turn is an error naming the message step
+    (docs/host.md#messages-while-paused)."""
 
     def change(d: dict[str, Any]) -> None:
         _ask_first(d)

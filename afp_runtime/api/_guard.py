@@ -1,4 +1,4 @@
-"""The server rules every request passes before routing (served.md §6.1).
+"""The server rules every request passes before routing (docs/api.md#server-rules).
 
 An ASGI wrapper around the app's handler, so it runs for every HTTP request — unknown routes
 included — and a refused request never reaches a handler. In order:

@@ -1,4 +1,5 @@
-"""Path and query parameters: patterns, numbers, flags and paging (served.md §6.1, §6.4).
+"""Path and query parameters: patterns, numbers, flags and paging (docs/api.md#server-rules,
+docs/api.md#validation-and-error-codes).
 
 Every parameter arrives as text and is checked here, so a bad one is a 400 naming the field
 (``invalid-path-param`` for the path, ``invalid-query`` for the query). Nothing from a request

@@ -1,4 +1,5 @@
-"""API errors: one JSON shape for every failure, never a stack trace (served.md §6.1, §6.4).
+"""API errors: one JSON shape for every failure, never a stack trace (docs/api.md#server-rules,
+docs/api.md#validation-and-error-codes).
 
 ``{"error": {"code", "message", "field"?, "value"?}}``: ``code`` is a short stable code,
 ``field`` names the path, query or body field, ``value`` echoes the offending input truncated
@@ -62,7 +63,7 @@ class ApiError(Exception):
 
     Args:
         status: the HTTP status.
-        code: the stable error code (served.md §6.4).
+        code: the stable error code (docs/api.md#validation-and-error-codes).
         message: a readable explanation in our own words.
         field: the path, query or body field at fault.
         value: the offending input (truncated when rendered).

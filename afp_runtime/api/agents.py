@@ -1,5 +1,5 @@
 """Endpoints under ``/v1/agents`` (and health): agents, inbox, runs, calls, window records,
-folded spans and findings (served.md §6.2).
+folded spans and findings (docs/api.md#endpoints).
 
 Readings settled here:
 

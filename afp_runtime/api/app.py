@@ -1,4 +1,5 @@
-"""The app factory: a Litestar app over a running host (served.md §6).
+"""The app factory: a Litestar app over a running host
+(docs/api.md#the-http-api-and-the-afp-command).
 
 ``create_app(host, store_path, token=…)`` wires the endpoints of ``agents``, ``runs`` and
 ``events``, the error shape of ``_problems``, and the server rules of ``_guard`` (which wrap the

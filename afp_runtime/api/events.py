@@ -1,4 +1,4 @@
-"""Server-sent events: one agent's stream and the host-wide one (served.md §6.5).
+"""Server-sent events: one agent's stream and the host-wide one (docs/api.md#the-event-stream).
 
 Frames are ``id: <bootId>-<seq>``, ``event: <type>``, ``data: <envelope JSON>`` and a blank
 line; a ``stream.gap`` marker has no ``id`` (the client's ``Last-Event-ID`` stays on the last

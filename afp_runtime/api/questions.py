@@ -1,4 +1,5 @@
-"""Check-in questions over HTTP (served.md §6.2, host.md §10): list, answer, abandon.
+"""Check-in questions over HTTP (docs/api.md#endpoints, docs/host.md#check-ins): list, answer,
+abandon.
 
 Readings settled here:
 
@@ -60,7 +61,7 @@ def question_view(row: QuestionRow) -> QuestionView:
 
 
 def _time_fields(row: QuestionRow) -> dict[str, Any]:
-    """What a time question shows besides the common fields (periods.md §11.2)."""
+    """What a time question shows besides the common fields (docs/time.md#question-shapes)."""
     if row.kind != "time" or row.detail is None:
         return {}
     asked = row.detail.get("question") or {}

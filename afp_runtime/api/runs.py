@@ -1,5 +1,5 @@
 """Endpoints under ``/v1/runs``: run summary, resume, commit log, epochs, served views,
-receipts, conformance and window records (served.md §6.2).
+receipts, conformance and window records (docs/api.md#endpoints).
 
 Every served read opens the run's ``SqliteRunLog`` in a worker thread and calls the pure
 ``served`` functions there. Readings settled here:

@@ -1,4 +1,4 @@
-"""Serving the API: the binding rules and uvicorn run under anyio (served.md §6.1).
+"""Serving the API: the binding rules and uvicorn run under anyio (docs/api.md#server-rules).
 
 ``check_binding`` refuses, before anything starts, to serve a non-loopback address without a
 token, and any token shorter than 32 characters (``ConfigError`` naming ``api.token``).

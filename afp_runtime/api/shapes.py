@@ -1,4 +1,4 @@
-"""The API's own JSON shapes (served.md §6.3); all keys camelCase.
+"""The API's own JSON shapes (docs/api.md#json-shapes); all keys camelCase.
 
 Committed records keep their stored fields as they are (``acceptedAtMs``, ``foldedAtMs``…);
 values the API itself adds (``acceptedAt``) are ISO 8601 instants with ``Z``. Documented fields
@@ -85,7 +85,8 @@ class InboxMessage(_Shape, frozen=True, kw_only=True):
 
 
 class QuestionView(_Shape, frozen=True, kw_only=True):
-    """A check-in question (host.md §10.1); ``askedAt``/``answeredAt`` are ISO instants."""
+    """A check-in question (docs/host.md#question-kinds); ``askedAt``/``answeredAt`` are ISO
+    instants."""
 
     question_id: str
     agent_id: str
@@ -144,7 +145,7 @@ class CallView(_Shape, frozen=True, kw_only=True):
 
 
 class FoldedSpanView(_Shape, frozen=True, kw_only=True):
-    """A folded span without its messages (shape owned by window.md §12)."""
+    """A folded span without its messages (shape owned by docs/window.md#folding)."""
 
     summary_fingerprint: str
     run_id: str

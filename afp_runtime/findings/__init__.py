@@ -1,5 +1,5 @@
 """Findings: the model's declared standings on tool results — peeling ``_findings``, the ledger
-rows, the incremental fold, and what findings serve per request (findings.md)."""
+rows, the incremental fold, and what findings serve per request (docs/findings.md)."""
 
 from afp_runtime.findings.config import (
     DEFAULT_FACT_LIMIT,

@@ -1,9 +1,9 @@
 """Persistent (immutable, structurally shared) maps for the ledger fold.
 
 The fold is updated once per appended row and must cost O(rows + keys they touch), never
-O(ledger) (ARCHITECTURE ruling 13), while every earlier fold stays valid. Both maps here are
-bitwise tries over a 64-bit path: a write copies only the nodes on one root-to-leaf path (at
-most 13 small dicts), and the old map is left untouched.
+O(ledger) (docs/architecture.md#decision-13-folds-are-incremental), while every earlier fold stays
+valid. Both maps here are bitwise tries over a 64-bit path: a write copies only the nodes on one
+root-to-leaf path (at most 13 small dicts), and the old map is left untouched.
 
 * ``PMap`` places a key by its hash: lookups and writes are O(log n); iteration order is
   unspecified (it follows hashes, which vary between processes), so nothing that must be

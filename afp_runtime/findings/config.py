@@ -1,4 +1,5 @@
-"""Arming an agent with findings, and the ledger-fact dial (findings.md §1, §9.2).
+"""Arming an agent with findings, and the ledger-fact dial (docs/findings.md#arming-an-agent,
+docs/findings.md#the-keep-ledger-facts-dial).
 
 ``FindingsConfig`` is the value given as ``findings=`` on an agent definition, and the same
 struct decodes the ``findings`` table of a TOML or JSON config (camelCase keys; an unknown key
@@ -14,8 +15,9 @@ Readings settled here:
   wrong types, unknown enum strings) into ``FindingsConfigError`` too, naming the wire path.
 * ``resolve_fact_limit`` validates the agent's own ``keep_ledger_facts`` option as well. That
   option belongs to the agent's window settings, so a bad value there raises the window
-  family's ``WindowConfigError`` (window.md §13.5 lists it among the window option errors); a
-  bad ``FindingsConfig.keep_ledger_facts`` raises ``FindingsConfigError`` (findings.md §1).
+  family's ``WindowConfigError`` (docs/window.md#definition-time-validation lists it among the
+  window option errors); a bad ``FindingsConfig.keep_ledger_facts`` raises ``FindingsConfigError``
+  (docs/findings.md#arming-an-agent).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ SERVE_MODES: tuple[str, ...] = ("ledger-and-facts", "ledger-only")
 ANSWER_ASKS: tuple[str, ...] = ("none", "quote-facts")
 
 DEFAULT_FACT_LIMIT = 4
-"""The ledger-fact pin's limit when neither place sets ``keep_ledger_facts`` (§9.2)."""
+"""The ledger-fact pin's limit when neither place sets ``keep_ledger_facts``
+(docs/findings.md#the-keep-ledger-facts-dial)."""
 
 KeepLedgerFacts = int | Literal[False]
 """A ``keep_ledger_facts`` value: an int >= 0, or ``False`` (the pin off, like ``0``)."""
@@ -51,12 +54,14 @@ class FindingsConfig(
     omit_defaults=True,
     forbid_unknown_fields=True,
 ):
-    """The findings options of an agent; giving one arms the agent (findings.md §1).
+    """The findings options of an agent; giving one arms the agent
+    (docs/findings.md#arming-an-agent).
 
     Attributes:
         serve: ``"ledger-and-facts"`` (default) or ``"ledger-only"`` (experimental).
         keep_ledger_facts: the ledger-fact pin's limit (wire ``keepLedgerFacts``): an int
-            >= 0, ``False``, or UNSET (then the agent option or the default 4 decides, §9.2).
+            >= 0, ``False``, or UNSET (then the agent option or the default 4 decides,
+            docs/findings.md#the-keep-ledger-facts-dial).
         answer_ask: ``"none"`` (default) or ``"quote-facts"`` (wire ``answerAsk``).
 
     Raises:
@@ -129,7 +134,8 @@ def findings_config_from_wire(data: Mapping[str, Any]) -> FindingsConfig:
 def resolve_fact_limit(
     findings_value: object = msgspec.UNSET, agent_value: object = msgspec.UNSET
 ) -> int:
-    """The ledger-fact pin's limit, resolved once at definition time (findings.md §9.2).
+    """The ledger-fact pin's limit, resolved once at definition time
+    (docs/findings.md#the-keep-ledger-facts-dial).
 
     A set ``FindingsConfig.keep_ledger_facts`` wins (``False`` is 0); otherwise a set agent
     option (``False`` is 0); otherwise 4. Both values are validated even when the agent is

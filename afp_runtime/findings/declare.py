@@ -1,5 +1,8 @@
 """Declarations: peeling ``_findings`` off a call or an answer, and turning what the model wrote
-into ledger rows (findings.md §2.1, §2.4, §3, §5.2-§5.4, §12).
+into ledger rows (docs/findings.md#the-reserved-argument,
+docs/findings.md#peeling-before-the-tool-sees-it,
+docs/findings.md#what-counts-as-a-valid-declaration, docs/findings.md#basis-rows,
+docs/findings.md#declarations-on-the-final-answer).
 
 Validation is lenient: a malformed part is dropped and counted, never defaulted or repaired,
 and nothing here raises on anything the model can write. The tool's own arguments are never
@@ -7,11 +10,14 @@ touched: ``peel`` returns a deep copy without ``_findings`` and leaves its input
 
 Readings settled here:
 
-* A missing ``basis`` counts as one malformed part: the schema marks it required (§2.2) and
-  §3 counts every value that is not one of the two.
-* ``sought`` that is not a boolean is omitted and counted, by the general rule of §3.
+* A missing ``basis`` counts as one malformed part: the schema marks it required
+  (docs/findings.md#how-the-schema-is-served) and
+  docs/findings.md#what-counts-as-a-valid-declaration counts every value that is not one of the two.
+* ``sought`` that is not a boolean is omitted and counted, by the general rule of
+  docs/findings.md#what-counts-as-a-valid-declaration.
 * ``assertions`` that is not an array is ignored and counted once on the standing row, like
-  ``previous`` on the basis row. On a ``noise`` entry ``assertions`` is not read at all (§4).
+  ``previous`` on the basis row. On a ``noise`` entry ``assertions`` is not read at all
+  (docs/findings.md#the-four-standings).
 * An unknown key counts once wherever it sits: in the container or a dropped entry's
   container on the basis row; in a kept entry, its assertions or their subjects on the
   standing row. The inside of a dropped entry or a dropped assertion is not examined further.
@@ -19,7 +25,8 @@ Readings settled here:
   field of the row as written.
 * A number counts as valid when it is an ``int`` (not ``bool``) or a finite ``float``; a bool
   is a boolean value, never a number.
-* On the answer (§12) only ``previous`` is read; its other members are ignored and not
+* On the answer (docs/findings.md#declarations-on-the-final-answer) only ``previous`` is read; its
+  other members are ignored and not
   counted. A container that is not an object, a ``previous`` that is not an array, and each
   dropped entry count toward ``AnswerDeclaration.dropped`` (for the event only).
 """
@@ -50,7 +57,8 @@ from afp_runtime.findings.rows import (
 from afp_runtime.window import Standing
 
 FINDINGS_ARG: Final = "_findings"
-"""The reserved argument every served tool schema gains while armed (§2.1)."""
+"""The reserved argument every served tool schema gains while armed
+(docs/findings.md#the-reserved-argument)."""
 
 
 class Missing(enum.Enum):
@@ -63,7 +71,8 @@ MISSING: Final = Missing.MISSING
 """Returned by ``peel`` / ``peel_answer`` when there was no ``_findings`` to peel."""
 
 NameOf = Callable[[str], str | None]
-"""Judged result id → its tool name, or None when it cannot be named (§5.3)."""
+"""Judged result id → its tool name, or None when it cannot be named
+(docs/findings.md#standing-rows)."""
 
 _CONTAINER_KEYS = frozenset({"basis", "expect", "proposition", "predicts", "previous"})
 _ENTRY_KEYS = frozenset({"toolCallId", "standing", "sought", "assertions", "settles", "line"})
@@ -84,7 +93,7 @@ class Declaration(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class AnswerDeclaration(msgspec.Struct, frozen=True, kw_only=True):
-    """What the answer's ``_findings`` files (§12).
+    """What the answer's ``_findings`` files (docs/findings.md#declarations-on-the-final-answer).
 
     Attributes:
         standings: one standing row per valid ``previous`` entry, ``declaredOn: "answer"``.
@@ -96,7 +105,8 @@ class AnswerDeclaration(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def peel(args: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
-    """Split a call's arguments into the tool's own and the raw ``_findings`` (§2.4).
+    """Split a call's arguments into the tool's own and the raw ``_findings``
+    (docs/findings.md#peeling-before-the-tool-sees-it).
 
     Returns:
         A deep copy of ``args`` without ``_findings`` (what middleware, validation and the tool
@@ -266,7 +276,8 @@ def declaration_rows(
     known_ids: Container[str],
     name_of: NameOf,
 ) -> Declaration:
-    """The rows one call's ``_findings`` files (§3, §5.2, §5.3). Never raises on ``raw``.
+    """The rows one call's ``_findings`` files (docs/findings.md#what-counts-as-a-valid-declaration,
+    docs/findings.md#basis-rows, docs/findings.md#standing-rows). Never raises on ``raw``.
 
     Args:
         raw: the peeled ``_findings`` value, whatever it is.
@@ -274,7 +285,8 @@ def declaration_rows(
         tool_name: the declaring call's tool.
         turn: the conversation's 1-based turn number.
         iteration: the declaring iteration.
-        known_ids: the ids known at this call (§5.4): window tool results and the fold's
+        known_ids: the ids known at this call (docs/findings.md#known-and-unknown-ids): window tool
+        results and the fold's
             ``known`` set (see ``known_ids``).
         name_of: names a judged result (see ``judged_name_of``).
 
@@ -336,10 +348,11 @@ def answer_rows(
     known_ids: Container[str],
     name_of: NameOf,
 ) -> AnswerDeclaration:
-    """The standing rows the answer's ``_findings`` files, ``declaredOn: "answer"`` (§12).
+    """The standing rows the answer's ``_findings`` files, ``declaredOn: "answer"``
+    (docs/findings.md#declarations-on-the-final-answer).
 
-    Never raises on ``raw``. Only ``previous`` is read (validated as in §3); the container's
-    other members are ignored.
+    Never raises on ``raw``. Only ``previous`` is read (validated as in
+    docs/findings.md#what-counts-as-a-valid-declaration); the container's other members are ignored.
     """
     if not isinstance(raw, Mapping):
         return AnswerDeclaration(standings=(), dropped=1)
@@ -366,7 +379,8 @@ _encode = msgspec.json.Encoder().encode
 
 
 def peel_answer(content: str) -> tuple[str, Any]:
-    """Split a final answer into what is delivered and the raw ``_findings`` member (§12).
+    """Split a final answer into what is delivered and the raw ``_findings`` member
+    (docs/findings.md#declarations-on-the-final-answer).
 
     Only when ``content``, trimmed of JSON whitespace, is one JSON object with a top-level
     ``_findings`` member is anything peeled: the delivered answer is then that object without

@@ -1,4 +1,5 @@
-"""Filing declarations in ledger order (findings.md §5.4, §5.6, §12).
+"""Filing declarations in ledger order (docs/findings.md#known-and-unknown-ids,
+docs/findings.md#order-of-rows-in-a-batch, docs/findings.md#declarations-on-the-final-answer).
 
 The loop peels each call (``peel``), turns the raw value into rows (``declaration_rows``)
 against the ids known at this call (``known_ids``, ``judged_name_of``), and files the batch
@@ -8,7 +9,8 @@ loop must not fold them a second time.
 
 Readings settled here:
 
-* Known ids (§5.4) include every ``tool`` message of the window, settled ones too (a standing
+* Known ids (docs/findings.md#known-and-unknown-ids) include every ``tool`` message of the window,
+  settled ones too (a standing
   on a settled result is kept and holds nothing).
 * A judged result is named by its window message (``tool_name_of``) and, when that gives no
   name (absent from the window, or settled), by its call's basis row.
@@ -47,13 +49,15 @@ class _KnownIds(Container[str]):
 
 
 def known_ids(window: Sequence[Message], fold: LedgerFold) -> Container[str]:
-    """The ids known at a declaring call (§5.4), without scanning the ledger."""
+    """The ids known at a declaring call (docs/findings.md#known-and-unknown-ids), without scanning
+    the ledger."""
     ids = frozenset(m.tool_call_id for m in window if m.role == "tool" and m.tool_call_id)
     return _KnownIds(ids, fold)
 
 
 def judged_name_of(window: Sequence[Message], fold: LedgerFold) -> NameOf:
-    """Name judged results: by their window message, else by their call's basis row (§5.3)."""
+    """Name judged results: by their window message, else by their call's basis row
+    (docs/findings.md#standing-rows)."""
     names = call_names(window)
     results = {m.tool_call_id: m for m in window if m.role == "tool" and m.tool_call_id}
 
@@ -79,7 +83,8 @@ def _file_standings(
 
 
 def file_batch(fold: LedgerFold, declarations: Sequence[Declaration]) -> Filed:
-    """File one assistant message's declarations in dispatch order (§5.6).
+    """File one assistant message's declarations in dispatch order
+    (docs/findings.md#order-of-rows-in-a-batch).
 
     Args:
         fold: the fold before the batch.
@@ -98,7 +103,8 @@ def file_batch(fold: LedgerFold, declarations: Sequence[Declaration]) -> Filed:
 
 
 def file_answer(fold: LedgerFold, answer: AnswerDeclaration) -> Filed:
-    """File the answer's standing rows, each followed by the conflict rows it triggers (§12)."""
+    """File the answer's standing rows, each followed by the conflict rows it triggers
+    (docs/findings.md#declarations-on-the-final-answer)."""
     rows: list[LedgerRow] = []
     fold = _file_standings(fold, answer.standings, rows)
     return Filed(fold, tuple(rows))

@@ -1,23 +1,26 @@
 """The ledger fold: the current standing of every judged result, the facts in force, their
-conflicts and the known ids (findings.md §5.4, §5.5, §6), plus the functions that read it
-for the window (§7, §10).
+conflicts and the known ids (docs/findings.md#known-and-unknown-ids, docs/findings.md#conflicts,
+docs/findings.md#the-fold), plus the functions that read it for the window
+(docs/findings.md#which-standing-a-turn-has, docs/findings.md#evicted-results-and-their-standings).
 
-The fold is incremental (ARCHITECTURE ruling 13): ``fold_ledger(prev, rows)`` costs
-O(len(rows)) plus the ids and conflict keys those rows touch, whatever the ledger's length,
-because every collection in it is persistent (``_persist``): a new fold shares all but one
-path per change with ``prev``, and ``prev`` stays valid and unchanged. Folding rows in any
-split gives an equal fold: ``fold_ledger(fold_ledger(None, rows[:k]), rows[k:]) ==
-fold_ledger(None, rows)``.
+The fold is incremental (docs/architecture.md#decision-13-folds-are-incremental):
+``fold_ledger(prev, rows)`` costs O(len(rows)) plus the ids and conflict keys those rows touch,
+whatever the ledger's length, because every collection in it is persistent (``_persist``): a new
+fold shares all but one path per change with ``prev``, and ``prev`` stays valid and unchanged.
+Folding rows in any split gives an equal fold: ``fold_ledger(fold_ledger(None, rows[:k]), rows[k:])
+== fold_ledger(None, rows)``.
 
 Readings settled here:
 
 * A standing row marked ``unknownId`` counts like any other (it sets the standing of its id,
   and a fact's assertions are in ``asserted`` and can conflict); it only does not make its id
-  known (§5.4).
+  known (docs/findings.md#known-and-unknown-ids).
 * ``basis_of`` keeps the last basis row per id: it names a judged result no window message
-  names (§5.3) and gives the ruled-out list its proposition (§11.2).
+  names (docs/findings.md#standing-rows) and gives the ruled-out list its proposition
+  (docs/findings.md#the-ledger-piece).
 * Conflict values: a string equals a string with the same text, a boolean the same boolean,
-  a number a number of equal value (``1 == 1.0``); a boolean never equals a number (§5.5).
+  a number a number of equal value (``1 == 1.0``); a boolean never equals a number
+  (docs/findings.md#conflicts).
 * When one standing row makes several keys newly conflicting, their conflict rows follow it
   in the order the keys first appear among that row's assertions.
 * ``conflicts`` maps each conflicting key to its witnesses, current fact assertions in ledger
@@ -87,14 +90,15 @@ def key_of(assertion: Assertion) -> ConflictKey:
 
 
 class LedgerFold(msgspec.Struct, frozen=True, kw_only=True):
-    """The fold of a ledger (findings.md §6). Build it with ``fold_ledger``.
+    """The fold of a ledger (docs/findings.md#the-fold). Build it with ``fold_ledger``.
 
     Attributes:
         standing_of: judged id → standing of its last standing row (last wins); an id
             nobody judged is absent (undeclared).
         current: judged id → that last standing row.
         basis_of: declaring call id → its (last) basis row.
-        known: the ids §5.4 takes from the ledger: of basis rows, and of standing rows not
+        known: the ids docs/findings.md#known-and-unknown-ids takes from the ledger: of basis rows,
+        and of standing rows not
             marked ``unknownId``.
         conflicts: each conflicting key → its witnesses in ledger order.
         by_standing: per standing, the current rows in ledger order (ledger position →
@@ -326,7 +330,8 @@ def _conflict_row(fold: LedgerFold, key: ConflictKey, row: StandingRow) -> Confl
 
 
 def file_standing(fold: LedgerFold, row: StandingRow) -> tuple[LedgerFold, tuple[ConflictRow, ...]]:
-    """Fold one standing row and make the conflict rows that must follow it (§5.5).
+    """Fold one standing row and make the conflict rows that must follow it
+    (docs/findings.md#conflicts).
 
     Returns:
         The new fold (equal to ``fold_ledger(fold, [row, *conflict_rows])``) and one conflict
@@ -342,7 +347,8 @@ _RANK: dict[Standing | None, int] = {"fact": 4, "open": 3, None: 2, "ruled-out":
 
 
 def turn_standing_of(turn: Turn, standing_of: Mapping[str, Standing]) -> Standing | None:
-    """A turn's standing: that of its highest-ranked judged tool message (§7).
+    """A turn's standing: that of its highest-ranked judged tool message
+    (docs/findings.md#which-standing-a-turn-has).
 
     Rank ``fact > open > undeclared > ruled-out > noise``; ties keep the first message. Only
     ``tool`` messages with a non-empty ``tool_call_id`` and without ``not_dispatched`` count;
@@ -363,7 +369,8 @@ def turn_standing_of(turn: Turn, standing_of: Mapping[str, Standing]) -> Standin
 def dropped_standings(
     evicted: Sequence[Message], standing_of: Mapping[str, Standing]
 ) -> tuple[DroppedStanding, ...]:
-    """The ``droppedStandings`` entries of a record that removed messages (§10).
+    """The ``droppedStandings`` entries of a record that removed messages
+    (docs/findings.md#evicted-results-and-their-standings).
 
     One entry per evicted ``tool`` message with a non-empty ``tool_call_id``, in eviction
     order, with the current standing; the standing is omitted when the result is undeclared

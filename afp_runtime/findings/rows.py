@@ -1,4 +1,5 @@
-"""The findings ledger's rows: a tagged union on ``kind`` (findings.md §5, §13).
+"""The findings ledger's rows: a tagged union on ``kind`` (docs/findings.md#the-ledger,
+docs/findings.md#where-the-ledger-lives).
 
 The ledger (run-state key ``findingsLedger``) is shared with other families that file rows
 (the time layer's ``clock``, ``time-reading``, ``time-answer``, ``call-window``, ``call``). The
@@ -8,7 +9,7 @@ other kind as a ``ForeignRow``, key for key, so a ledger read and written back i
 Two decoders:
 
 * ``rows_from_wire`` is the ordinary load: typed decoding of the findings kinds, every other
-  kind kept as a ``ForeignRow`` (ARCHITECTURE ruling 4).
+  kind kept as a ``ForeignRow`` (docs/architecture.md#decision-4-strict-validation-at-the-borders).
 * ``validate_rows`` is the strict check of import, migration and ``afp doctor``: every row's
   kind must be a findings kind or registered with ``register_row_kind``; registered kinds are
   checked by decoding into their own struct; findings rows are checked for unknown keys, types,
@@ -19,8 +20,8 @@ Two decoders:
 Readings settled here:
 
 * The findings row structs forbid unknown keys on every load, ordinary ones included: stored
-  data evolves through the store's schema version and migrations (host.md §8.3), never by an
-  older build reading newer rows.
+  data evolves through the store's schema version and migrations
+  (docs/loop.md#checkpoint-validation), never by an older build reading newer rows.
 * Strict validation also holds the rules this family always writes: ``turn`` and
   ``iteration`` >= 1, ``malformed`` >= 1, ``cut`` non-empty, free texts of at most 240 code
   points, ``settles`` only on ``open`` and ``line`` only on ``ruled-out``, no assertions on
@@ -53,10 +54,12 @@ AssertedValue = str | int | float | bool
 """An assertion's value: a string, a finite number or a boolean (never ``null``)."""
 
 ConflictKey = tuple[str, str, str]
-"""``(subject.kind, subject.id, predicate)``: the key two assertions conflict on (§5.5)."""
+"""``(subject.kind, subject.id, predicate)``: the key two assertions conflict on
+(docs/findings.md#conflicts)."""
 
 ON_ANSWER: Literal["answer"] = "answer"
-"""``declaredOn`` of a standing declared on the final answer (§12)."""
+"""``declaredOn`` of a standing declared on the final answer
+(docs/findings.md#declarations-on-the-final-answer)."""
 
 
 class _Part(
@@ -78,7 +81,7 @@ class Subject(_Part, frozen=True, kw_only=True):
 
 
 class Assertion(_Part, frozen=True, kw_only=True):
-    """One thing the model stands on, as filed on a standing row (§5.3).
+    """One thing the model stands on, as filed on a standing row (docs/findings.md#standing-rows).
 
     Attributes:
         subject: the subject (kind and id, each at most 240 code points).
@@ -107,7 +110,7 @@ class DeclaredOn(_Part, frozen=True, kw_only=True):
 
 class WitnessRef(_Part, frozen=True, kw_only=True):
     """One current fact assertion on a conflicting key: wire ``{toolCallId, subject,
-    predicate}`` (§5.5)."""
+    predicate}`` (docs/findings.md#conflicts)."""
 
     tool_call_id: str
     subject: Subject
@@ -127,7 +130,7 @@ class _Row(
 
 
 class BasisRow(_Row, frozen=True, kw_only=True, tag="basis"):
-    """Filed when a call's arguments contain ``_findings`` (§5.2).
+    """Filed when a call's arguments contain ``_findings`` (docs/findings.md#basis-rows).
 
     Attributes:
         tool_call_id: the declaring call (wire ``toolCallId``).
@@ -155,7 +158,8 @@ class BasisRow(_Row, frozen=True, kw_only=True, tag="basis"):
 
 
 class StandingRow(_Row, frozen=True, kw_only=True, tag="standing"):
-    """One valid ``previous`` entry: the model's standing on an earlier result (§5.3).
+    """One valid ``previous`` entry: the model's standing on an earlier result
+    (docs/findings.md#standing-rows).
 
     Attributes:
         tool_call_id: the judged result, exactly as written (wire ``toolCallId``).
@@ -169,7 +173,7 @@ class StandingRow(_Row, frozen=True, kw_only=True, tag="standing"):
         turn: the declaring turn.
         iteration: the declaring iteration.
         unknown_id: ``True`` when the id was not known at the declaring call (wire
-            ``unknownId``; §5.4).
+            ``unknownId``; docs/findings.md#known-and-unknown-ids).
         cut: wire paths of the texts that were cut, when any was.
         malformed: how many parts were dropped, when any was (>= 1).
     """
@@ -190,7 +194,8 @@ class StandingRow(_Row, frozen=True, kw_only=True, tag="standing"):
 
 
 class ConflictRow(_Row, frozen=True, kw_only=True, tag="conflict"):
-    """Filed right after the standing row that made a key newly conflicting (§5.5).
+    """Filed right after the standing row that made a key newly conflicting
+    (docs/findings.md#conflicts).
 
     Attributes:
         key: ``[subject.kind, subject.id, predicate]``.
@@ -420,12 +425,13 @@ def _row_problem(row: FindingsRow) -> tuple[str, str] | None:
 def validate_rows(
     raw: object, *, checked_elsewhere: Callable[[int, Mapping[str, Any]], bool] | None = None
 ) -> tuple[LedgerRow, ...]:
-    """Strictly validate a committed ledger (import, migration, ``afp doctor``; §13).
+    """Strictly validate a committed ledger (import, migration, ``afp doctor``;
+    docs/findings.md#where-the-ledger-lives).
 
     Args:
         raw: the decoded JSON value of ``findingsLedger``.
         checked_elsewhere: called with a row's index and the row first; when it returns True
-            the row was validated by its own family (the time rows, periods.md §15.1) and is
+            the row was validated by its own family (the time rows, docs/time.md#row-kinds) and is
             kept as a foreign row.
 
     Returns:

@@ -1,4 +1,5 @@
-"""Serving findings on the wire, per request (findings.md §2.2, §2.3, §11).
+"""Serving findings on the wire, per request (docs/findings.md#how-the-schema-is-served,
+docs/findings.md#the-offer-of-result-ids, docs/findings.md#what-later-requests-see).
 
 Everything here is a pure function of the window, the fold and the config: the decorated tool
 schemas, the instruction, the ledger piece and the stubs. Nothing here changes ``history``:
@@ -6,7 +7,8 @@ schemas, the instruction, the ledger piece and the stubs. Nothing here changes `
 
 Readings settled here:
 
-* A ``not_dispatched`` result has no standing (§4, §8), so it is never stubbed, never offered
+* A ``not_dispatched`` result has no standing (docs/findings.md#the-four-standings,
+  docs/findings.md#settled-results-have-no-standing), so it is never stubbed, never offered
   and never counted as undeclared.
 * The offer lists each id once (its newest message) and skips empty ids.
 * The ledger piece's lists run over the whole fold (the ledger is the model's record across
@@ -52,7 +54,8 @@ NO_OFFER = Offer(ids=(), left_out=0)
 
 
 class ResultStub(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """What a set-aside result's served content is replaced by (§11.3).
+    """What a set-aside result's served content is replaced by
+    (docs/findings.md#stubs-for-set-aside-results).
 
     Encoded compactly, e.g. ``{"withheld":true,"standing":"noise","toolCallId":"c2"}``.
     """
@@ -87,7 +90,8 @@ def _offerable(message: Message, standing_of: Mapping[str, Standing]) -> bool:
 
 
 def offer_ids(window: Sequence[Message], standing_of: Mapping[str, Standing]) -> Offer:
-    """The results the model may judge next, newest first, at most 32 (§2.3).
+    """The results the model may judge next, newest first, at most 32
+    (docs/findings.md#the-offer-of-result-ids).
 
     Offerable: window ``tool`` messages, not settled, whose standing is undeclared, ``fact``
     or ``open``.
@@ -174,7 +178,8 @@ def _findings_schema(offer: Offer) -> dict[str, Any]:
 
 
 def decorate_schema(input_schema: Mapping[str, Any], offer: Offer | None = None) -> dict[str, Any]:
-    """A tool's served input schema: a deep copy with the optional ``_findings`` property (§2.2).
+    """A tool's served input schema: a deep copy with the optional ``_findings`` property
+    (docs/findings.md#how-the-schema-is-served).
 
     ``properties`` is created when absent (or not an object); ``required`` is never touched,
     so ``_findings`` is never required. ``input_schema`` itself is never changed.
@@ -192,7 +197,8 @@ def decorate_schema(input_schema: Mapping[str, Any], offer: Offer | None = None)
     return served
 
 
-# --- the ledger piece and stubs (§11) -----------------------------------------------------------
+# --- the ledger piece and stubs (docs/findings.md#what-later-requests-see)
+# -----------------------------------------------------------
 
 _encode = msgspec.json.Encoder().encode
 
@@ -281,7 +287,8 @@ def _undeclared_in_view(window: Sequence[Message], standing_of: Mapping[str, Sta
 
 
 def ledger_piece(window: Sequence[Message], fold: LedgerFold, config: FindingsConfig) -> str | None:
-    """The ledger piece (§11.2), or None while the fold holds no standing."""
+    """The ledger piece (docs/findings.md#the-ledger-piece), or None while the fold holds no
+    standing."""
     if not fold.standing_of:
         return None
     lines = [texts.LEDGER_HEADER]
@@ -319,7 +326,8 @@ def stub_for(message: Message, standing: Standing) -> Message:
 def serve_findings(
     window: Sequence[Message], fold: LedgerFold, config: FindingsConfig
 ) -> ServedFindings:
-    """What findings add to one request of an armed agent (§11); ``window`` is not changed.
+    """What findings add to one request of an armed agent
+    (docs/findings.md#what-later-requests-see); ``window`` is not changed.
 
     Returns:
         The instruction (always), the ledger piece (from the first standing on) and the

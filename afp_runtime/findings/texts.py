@@ -1,8 +1,9 @@
 """Every text the findings family writes, authored here in our own words, defined once.
 
-Descriptions go into the served tool schemas (``_findings``, findings.md §2.2); the instruction
-and the ledger piece are system pieces (§11). Builders are pure functions of their arguments:
-no clock, locale or randomness, so a request can be recomposed byte for byte.
+Descriptions go into the served tool schemas (``_findings``,
+docs/findings.md#how-the-schema-is-served); the instruction and the ledger piece are system pieces
+(docs/findings.md#what-later-requests-see). Builders are pure functions of their arguments: no
+clock, locale or randomness, so a request can be recomposed byte for byte.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ FINDINGS_INSTRUCTION = (
     "member is taken off before the answer is delivered.\n"
     f"Texts longer than {TEXT_CAP} characters are cut."
 )
-"""The system instruction sent with every call of an armed agent (findings.md §11.1)."""
+"""The system instruction sent with every call of an armed agent
+(docs/findings.md#the-findings-instruction)."""
 
-# --- schema descriptions (§2.2) -----------------------------------------------------------------
+# --- schema descriptions (docs/findings.md#how-the-schema-is-served)
+# -----------------------------------------------------------------
 
 FINDINGS_DESCRIPTION = (
     "Optional. What you stand on: how this call relates to the task, and your judgment of "
@@ -72,14 +75,16 @@ LINE_DESCRIPTION = "For a ruled-out result only: one line stating what was ruled
 
 
 def offer_left_out(count: int) -> str:
-    """The sentence added to the ``toolCallId`` description when the offer is clipped (§2.3)."""
+    """The sentence added to the ``toolCallId`` description when the offer is clipped
+    (docs/findings.md#the-offer-of-result-ids)."""
     return (
         f"The listed ids are the newest results you may judge; {count} older ones are left out "
         "of the list and can still be named by id."
     )
 
 
-# --- the ledger piece (§11.2) -------------------------------------------------------------------
+# --- the ledger piece (docs/findings.md#the-ledger-piece)
+# -------------------------------------------------------------------
 
 LEDGER_PIECE_VERSION = "findings-ledger/1"
 """The version tag that opens every ledger piece."""

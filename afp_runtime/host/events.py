@@ -1,4 +1,4 @@
-"""The host's in-process event bus (host.md §7.1, served.md §6.5).
+"""The host's in-process event bus (docs/host.md#the-event-envelope, docs/api.md#the-event-stream).
 
 Every event an agent's loop emits is renumbered with a per-host increasing id, kept in a ring
 buffer of recent events and handed to every matching subscriber. Publishing never waits: each
@@ -9,7 +9,7 @@ Readings settled here:
 * A subscriber is told about drops and missed history with a ``StreamGap`` marker, delivered
   in place of what it lost: ``slow-client`` (its queue overflowed; ``count`` events dropped,
   ``missedFrom`` the first of them), ``restarted`` (it resumes from an id of another boot) or
-  ``evicted`` (the id it resumes from is older than the ring buffer). host.md names the
+  ``evicted`` (the id it resumes from is older than the ring buffer). docs/host.md names the
   in-process overflow marker ``events.dropped {count}``; here it is the same ``StreamGap`` the
   API sends as ``stream.gap``, so one marker serves both.
 * Event ids on the wire are ``<bootId>-<seq>``; the boot id is random per host object, so an id

@@ -1,4 +1,5 @@
-"""The standing host, minimal form (host.md §13.1-§13.3): agents, inbox, scheduling, stop.
+"""The standing host, minimal form (docs/host.md#running-a-host): agents, inbox, scheduling,
+stop.
 
 ``async with Host(store, definitions, clock=…, ids=…) as host:`` ensures every agent exists in
 the store, opens a read-only connection for readers (``host.reader``), and starts one worker per
@@ -7,12 +8,13 @@ posted (``host.post`` wakes it) and at least every ``poll_interval_s`` on the in
 rows written by other processes are noticed too. Its first pass finishes what an earlier process
 left unfinished (``work()`` recovers running turns and retries due stalls).
 
-Readings settled here (the full host of host.md §12-§13 comes later):
+Readings settled here (leases, check-ins and status are described in docs/host.md):
 
 * One turn at a time per agent (one worker each); agents work in parallel up to
   ``max_active_turns`` (an ``anyio.CapacityLimiter``, which admits waiting workers in the order
   they asked: the agent whose worker woke first goes first).
-* Graceful shutdown (host.md §13.5): ``stop()`` (``afp serve`` calls it on SIGTERM/SIGINT)
+* Graceful shutdown (docs/host.md#graceful-shutdown): ``stop()`` (``afp serve`` calls it on
+  SIGTERM/SIGINT)
   stops admitting (``post`` and ``resume`` raise ``HostStopping``, which the API answers 503
   ``shutting-down``), ends every event subscription and wakes every worker; a worker starts no
   new pass. Passes in progress get up to ``shutdown_grace_s`` on the injected clock
@@ -25,7 +27,8 @@ Readings settled here (the full host of host.md §12-§13 comes later):
   adapters are closed once and the reader is closed. A pass finishes its current
   ``AgentDriver.work()``, which may start the agent's next queued turn inside the grace; no
   clean-shutdown marker yet.
-* Leases (host.md §12, ``host/leases.py``): start-up acquires the host lease, fences the store
+* Leases (docs/host.md#ownership-and-leases, ``host/leases.py``): start-up acquires the host lease,
+  fences the store
   and claims the agents; a keeper task renews every ``lease_ttl_s / 3``; a pass runs only on an
   agent this host holds; a clean exit releases the lease after the workers stopped.
 * ``resume(agent_id)`` checks synchronously that the agent's turn is held or stalled (and, when
@@ -318,8 +321,8 @@ class Host:
                 agent.wake.set()
 
     async def _check_store(self) -> None:
-        """host.md §13.4 step 1: after an unclean stop, ``quick_check`` before anything runs;
-        refuse to start on damage. Then clear the marker until this host stops cleanly."""
+        """docs/host.md#start-up step 1: after an unclean stop, ``quick_check`` before anything
+        runs; refuse to start on damage. Then clear the marker until this host stops cleanly."""
         if not await self.store.clean_shutdown():
             problems = await self.store.quick_check()
             if problems != ["ok"]:
@@ -423,7 +426,7 @@ class Host:
 
     def status_override(self, agent_id: str) -> Literal["not-leased"] | None:
         """``not-leased`` when this host does not hold the agent's claim now (its status then
-        says so, host.md §13.7), else None: the stored status stands."""
+        says so, docs/host.md#status-values), else None: the stored status stands."""
         return self._lease.status_override(agent_id)
 
     # -- writing ------------------------------------------------------------------------------
@@ -447,8 +450,8 @@ class Host:
     ) -> Ack:
         """Accept a person's message durably and wake the agent; returns after the commit.
 
-        ``time`` (``{now?, zone?, window?}``, periods.md §2.1) is accepted only by an agent
-        with time enabled.
+        ``time`` (``{now?, zone?, window?}``, docs/time.md#the-clock-row) is accepted only by an
+        agent with time enabled.
 
         Raises:
             AgentNotHosted: the agent is not run here.
@@ -485,7 +488,8 @@ class Host:
         return ack
 
     async def resume(self, agent_id: str, *, run_id: str | None = None) -> None:
-        """Ask for an operator resume of the agent's held or stalled turn (host.md §13.6).
+        """Ask for an operator resume of the agent's held or stalled turn
+        (docs/host.md#stalled-and-held-turns).
 
         Raises:
             AgentNotHosted: the agent is not run here.
@@ -542,7 +546,8 @@ class Host:
     async def abandon(
         self, agent_id: str, question_id: str, *, sender: str | None = None
     ) -> QuestionRow | None:
-        """Close an open question unanswered (host.md §10.4), then wake the agent.
+        """Close an open question unanswered (docs/host.md#abandoning-a-question), then wake the
+        agent.
 
         Raises:
             As ``answer``, without ``InvalidAnswer``.
@@ -560,8 +565,8 @@ class Host:
         return closed
 
     async def dismiss(self, agent_id: str, *, run_id: str | None = None) -> str:
-        """Close the agent's held turn ``dismissed`` so its queue moves on (host.md §13.6);
-        returns the dismissed message's id.
+        """Close the agent's held turn ``dismissed`` so its queue moves on
+        (docs/host.md#stalled-and-held-turns); returns the dismissed message's id.
 
         Raises:
             AgentNotHosted / HostStopping: as ``post``.
@@ -651,5 +656,6 @@ class Host:
             except RunNotResumable as exc:
                 log.warning("operator resume skipped", reason=str(exc))
             return
-        # A stopping host finishes the run in progress but starts no new one (host.md §13.5).
+        # A stopping host finishes the run in progress but starts no new one
+        # (docs/host.md#graceful-shutdown).
         await agent.driver.work(admit=lambda: self.state == "running")

@@ -1,4 +1,5 @@
-"""The host's lease and its claims on agents (host.md §12, §13.4 step 2; ARCHITECTURE rulings 7,
+"""The host's lease and its claims on agents (docs/host.md#ownership-and-leases,
+docs/host.md#start-up step 2; docs/architecture.md#decision-7-every-deadline-goes-through-the-clock,
 12 and 16).
 
 Several host processes may share one store. Each holds one lease row, renewed every
@@ -10,8 +11,9 @@ Readings settled here:
 
 * The default ``host_id`` is the machine's host name and the first 8 hex digits of the SHA-256
   of the database file's absolute path. It is stable across restarts of the same service, so a
-  crashed host that restarts takes its lease over at once (ruling 16) — and two hosts started
-  on one machine and one file must therefore be given distinct ids.
+  crashed host that restarts takes its lease over at once
+  (docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once) — and two hosts
+  started on one machine and one file must therefore be given distinct ids.
 * Each period the keeper renews (and, in the same transaction, takes over other hosts' expired
   leases), reads the claims of its agents once, forgets the claims another host took (their
   passes are cancelled), and claims what became claimable, waking those agents' workers.
@@ -143,8 +145,10 @@ class HostLease:
     # -- start and stop ---------------------------------------------------------------------
 
     async def acquire(self) -> None:
-        """Take this host's lease with a new epoch (at once, ruling 16), fence the store by it
-        and claim every agent not held under another host's live lease (host.md §13.4)."""
+        """Take this host's lease with a new epoch (at once,
+        docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once), fence the
+        store by it and claim every agent not held under another host's live lease
+        (docs/host.md#start-up)."""
         if self._host_id is None:
             self._host_id = await anyio.to_thread.run_sync(default_host_id, self.store.path)
         epoch = await self.store.acquire_lease(

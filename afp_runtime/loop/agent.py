@@ -134,7 +134,8 @@ class AgentDriver:
         return outcomes
 
     async def _skip_held(self) -> bool:
-        """``on_turn_failure="skip"``: dismiss a held turn at once (host.md §13.6)."""
+        """``on_turn_failure="skip"``: dismiss a held turn at once
+        (docs/host.md#stalled-and-held-turns)."""
         if self.definition.on_turn_failure != "skip":
             return False
         state = await self.store.conversation_state(self.agent_id)
@@ -169,7 +170,7 @@ class AgentDriver:
 
     async def _answered(self, turn: OpenTurn) -> bool:
         """Whether every question of the paused batch is closed; open questions past the
-        agent's ``pause_timeout_s`` are abandoned first (host.md §10.4)."""
+        agent's ``pause_timeout_s`` are abandoned first (docs/host.md#abandoning-a-question)."""
         assert turn.pending_batch is not None
         questions = await self.store.questions(
             self.agent_id, question_ids=turn.pending_batch.question_ids
@@ -219,7 +220,7 @@ class AgentDriver:
 
     async def resume(self) -> list[RunOutcome]:
         """An operator resumes a held or stalled turn with the current definition, then the
-        queue moves on (host.md §13.6).
+        queue moves on (docs/host.md#stalled-and-held-turns).
 
         Raises:
             RunNotResumable: the agent has no held or stalled turn.
@@ -313,7 +314,8 @@ async def dismiss_turn(
     clock: Clock,
     emitter: Emitter | None = None,
 ) -> str:
-    """Close the agent's held turn ``dismissed`` so the queue moves on (host.md §13.6).
+    """Close the agent's held turn ``dismissed`` so the queue moves on
+    (docs/host.md#stalled-and-held-turns).
 
     The turn's committed messages stay in ``history``; its runs keep their logs and statuses.
     One ``synchronous=FULL`` commit. Returns the dismissed message's id.

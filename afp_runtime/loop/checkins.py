@@ -1,4 +1,5 @@
-"""Answering and abandoning check-in questions (host.md §10.3, §10.4).
+"""Answering and abandoning check-in questions (docs/host.md#answering-a-question,
+docs/host.md#abandoning-a-question).
 
 One code path for the host (API) and the CLI writing to the store directly: validate the value
 for the question's kind before any transaction, then close the question in one
@@ -40,7 +41,7 @@ NOTE_LIMIT = 4_096
 
 
 def validate_answer(kind: str, value: Any) -> Any:
-    """The answer value for a question of ``kind``, checked (host.md §10.1).
+    """The answer value for a question of ``kind``, checked (docs/host.md#question-kinds).
 
     ``tool-ask``: free text of 1 to 4,096 code points. ``approval``: ``{"decision": "approve" |
     "decline", "note"?: str}``.
@@ -80,8 +81,9 @@ def validate_answer(kind: str, value: Any) -> Any:
             )
         return dict(value)
     if kind == "time":
-        # The structure only (a 422 when wrong, not counted as an attempt, periods.md §11.3);
-        # the content is judged against the question by ``answer_question``.
+        # The structure only (a 422 when wrong, not counted as an attempt,
+        # docs/time.md#judging-answers); the content is judged against the question by
+        # ``answer_question``.
         return _text("a time question", value, not_text="not-a-string")
     raise InvalidAnswer(
         f"questions of kind {kind!r} cannot be answered by this build",
@@ -138,7 +140,8 @@ async def answer_question(
 
 
 def _judge_time(question: QuestionRow, value: str) -> AnswerProblem | None:
-    """periods.md §11.3, with what the question kept of its waiting tools and the turn."""
+    """docs/time.md#judging-answers, with what the question kept of its waiting tools and the
+    turn."""
     assert question.detail is not None
     detail = question.detail
     asked = msgspec.convert(detail["question"], TimeQuestion)
@@ -159,7 +162,8 @@ async def _refuse_time(
     shared: bool,
 ) -> QuestionRow | None:
     """A refused time answer re-asks (``repeat`` + 1, the refusal kept on the question), or
-    closes the question ``unsettled`` once ``maxAnswerRepeats`` were used (§11.3)."""
+    closes the question ``unsettled`` once ``maxAnswerRepeats`` were used
+    (docs/loop.md#durability-modes)."""
     assert question.detail is not None
     detail = {
         **question.detail,
@@ -189,8 +193,8 @@ async def abandon_question(
     by: str | None = None,
     shared: bool = False,
 ) -> QuestionRow | None:
-    """Close the question ``abandoned`` (host.md §10.4); None when the agent has no such
-    question.
+    """Close the question ``abandoned`` (docs/host.md#abandoning-a-question); None when the agent
+    has no such question.
 
     Raises:
         QuestionClosed: the question was answered or abandoned already.
@@ -223,7 +227,8 @@ async def _open_question(
 
 
 def check_message_time(definition: Agent, time: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The ``time`` of an inbox message, checked strictly (periods.md §2.1), as it is stored.
+    """The ``time`` of an inbox message, checked strictly (docs/time.md#the-clock-row), as it is
+    stored.
 
     Raises:
         TimeNotEnabled: the agent does not have time enabled.

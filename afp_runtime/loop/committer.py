@@ -1,4 +1,5 @@
-"""Grouping stage transactions by durability mode (host.md §11, ARCHITECTURE ruling 1).
+"""Grouping stage transactions by durability mode (docs/loop.md#durability-modes,
+docs/architecture.md#decision-1-sync-durability-commits-each-stage).
 
 ``sync`` commits every stage bundle (and every journal row) in its own transaction; ``iteration``
 commits the run's seed alone, then one transaction per iteration at its closing stage; ``turn``

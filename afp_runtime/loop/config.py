@@ -93,7 +93,8 @@ class ToolConfig(_Config):
 
 
 class WindowConfig(_Config):
-    """The agent's window strategy (window.md §10), e.g. ``kind = "slidingWindow"``.
+    """The agent's window strategy (docs/window.md#built-in-strategies), e.g. ``kind =
+    "slidingWindow"``.
 
     Attributes:
         kind: ``slidingWindow``, ``tokenBudget`` or ``summarizeOldest``.
@@ -140,7 +141,8 @@ class AgentConfig(_Config):
 
 
 class HostConfig(_Config):
-    """The ``[host]`` table of an agents file (host.md §13.1): settings of the standing host.
+    """The ``[host]`` table of an agents file (docs/host.md#running-a-host): settings of the
+    standing host.
 
     ``durability`` is the default of every agent that does not set its own.
     """
@@ -182,7 +184,7 @@ def load_config(path: str | Path, text: str) -> ConfigFile:
 
 def _check_periods(raw: dict[str, Any]) -> None:
     """Decode every ``agents[i].tools[j].period`` first, so that a bad declaration raises
-    ``PeriodDeclarationError`` naming its key path (periods.md §7.4)."""
+    ``PeriodDeclarationError`` naming its key path (docs/time.md#validation-at-definition-time)."""
     agents = raw.get("agents")
     for i, agent in enumerate(agents if isinstance(agents, list) else []):
         tools = agent.get("tools") if isinstance(agent, dict) else None

@@ -57,7 +57,7 @@ class Agent:
         max_iterations: model calls of a turn that may still be followed by tools (int >= 1).
         wrap_up: when the budget runs out with calls pending, make one more call with tools
             withheld (True) or end the turn with the reply's text (False).
-        durability: ``sync`` (default), ``iteration`` or ``turn`` (host.md §11).
+        durability: ``sync`` (default), ``iteration`` or ``turn`` (docs/loop.md#durability-modes).
         max_concurrent_tools: bound on concurrently running parallel-safe calls.
         params: sampling dials sent with every call.
         retry: how failed model sends are retried.
@@ -66,23 +66,26 @@ class Agent:
             no-op and requests are byte-identical to a runtime without the window family).
         compaction: shorthand for ``window=summarize_oldest(...)``; setting both is refused.
         keep_last_tool_results: the last-tool-result pin's ceiling (int >= 0, or False = off).
-        findings: arms the agent (findings.md §1): the model may declare standings through a
+        findings: arms the agent (docs/findings.md#arming-an-agent): the model may declare standings
+        through a
             reserved ``_findings`` argument; None leaves the agent byte-identical to a runtime
             without the findings family.
-        shared: skip the owner check: any principal may post and answer (host.md §12).
-        on_turn_failure: ``hold`` (default: a held turn waits for an operator and later
+        shared: skip the owner check: any principal may post and answer
+        (docs/host.md#ownership-and-leases). on_turn_failure: ``hold`` (default: a held turn waits
+        for an operator and later
             messages wait behind it) or ``skip`` (a held turn is dismissed at once and the
-            queue moves on), host.md §13.6.
+            queue moves on), docs/host.md#stalled-and-held-turns.
         max_stall_s: how long a turn may stay stalled, counted from its first stall, before it
             is held (``stall-limit``); default 24 h.
-        time: enables the time layer (periods.md): the person's words are read for time
+        time: enables the time layer (docs/time.md): the person's words are read for time
             windows, tools that declare periods are filled, bound or refused with a
             ``call-window`` row, and every request carries the time line. None: off, and
             requests are byte-identical to an agent without it.
         pause_timeout_s: abandon a paused turn's open questions this long after they were
             asked (on the injected clock); None (default) waits for ever.
         keep_ledger_facts: the agent-level ledger-fact pin ceiling; ``findings``'s own value
-            wins when set (findings.md §9.2). Validated even when unarmed.
+            wins when set (docs/findings.md#the-keep-ledger-facts-dial). Validated even when
+            unarmed.
 
     Raises:
         AgentDefinitionError: a field is invalid; the message names it.
@@ -190,7 +193,8 @@ class Agent:
         self.window: WindowStrategy | None = strategy
         self.keep_last_tool_results = keep_last_tool_results
         self.findings = findings
-        # The fact pin applies only to an armed agent with a window strategy (findings.md §9.2).
+        # The fact pin applies only to an armed agent with a window strategy
+        # (docs/findings.md#the-keep-ledger-facts-dial).
         self.fact_limit = fact_limit if findings is not None and strategy is not None else 0
         # Warnings of the window family are logged at most once per agent definition.
         self.warned: set[str] = set()
@@ -218,7 +222,8 @@ class Agent:
         if self.findings is not None:
             shape["findings"] = self.findings
         if self.time is not None:
-            # Only when enabled: an agent without time keeps its fingerprint (periods.md §15.3).
+            # Only when enabled: an agent without time keeps its fingerprint
+            # (docs/time.md#time-disabled).
             shape["time"] = time_config_to_wire(self.time)
         return sha256_hex(canonical_json(shape))
 

@@ -1,4 +1,5 @@
-"""Events the loop emits while it works (host.md §7): an envelope and a type-tagged payload.
+"""Events the loop emits while it works (docs/host.md#events): an envelope and a type-tagged
+payload.
 
 Events are emitted during a stage, before its commit: the commit log wins where they differ.
 Delivery is in-process and never waits on a subscriber.

@@ -1,4 +1,4 @@
-"""Id factories: run ids and inbox message ids (host.md §12).
+"""Id factories: run ids and inbox message ids (docs/host.md#ownership-and-leases).
 
 The default factory makes time-ordered ids (UUIDv7 layout: 48 bits of the injected clock's
 milliseconds, then random bits from the injected random source), so ids sort by creation.

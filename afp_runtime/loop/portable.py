@@ -1,12 +1,13 @@
 """The portable conversation checkpoint: export an agent's conversation as one JSON document,
-and import one (``afp checkpoint`` / ``afp import``, host.md §8.2-§8.3).
+and import one (``afp checkpoint`` / ``afp import``, docs/loop.md#stored-and-portable-forms).
 
 Imports are validated strictly before anything is written: unknown top-level fields are
 refused, every message is checked, every tool message must answer a call of an earlier
 assistant message. ``system`` messages, calls no tool message answers, and folded spans with a
-foreign (non-hex) summary fingerprint are accepted verbatim (ARCHITECTURE ruling 5): the
-window's refusals protect them, and ``folded_span_for`` never matches a foreign span. An
-import replaces the conversation whole (the old one is archived), never merges.
+foreign (non-hex) summary fingerprint are accepted verbatim
+(docs/architecture.md#decision-5-imports-accept-foreign-history-verbatim): the window's refusals
+protect them, and ``folded_span_for`` never matches a foreign span. An import replaces the
+conversation whole (the old one is archived), never merges.
 """
 
 from __future__ import annotations
@@ -151,8 +152,9 @@ def parse_checkpoint(data: bytes, *, agent_id: str) -> PortableCheckpoint:
     if checkpoint.folded is not msgspec.UNSET:
         check_spans(checkpoint.folded)
     if checkpoint.findings_ledger is not msgspec.UNSET:
-        # Strict: known kinds, typed fields, valid enums, no unknown keys (findings.md §13;
-        # the time rows by their own family's rules, periods.md §15.1).
+        # Strict: known kinds, typed fields, valid enums, no unknown keys
+        # (docs/findings.md#where-the-ledger-lives; the time rows by their own family's rules,
+        # docs/time.md#row-kinds).
         validate_ledger(list(checkpoint.findings_ledger))
     return checkpoint
 

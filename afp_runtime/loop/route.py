@@ -18,7 +18,7 @@ Route = Literal["tool-calls", "wrap-up", "final"]
 def decide_route(
     reply: ModelReply, *, iteration: int, max_iterations: int, wrap_up: bool, wrap_up_asked: bool
 ) -> tuple[Route, str]:
-    """The route after a reply and why (host.md §4.2)."""
+    """The route after a reply and why (docs/loop.md#routing-after-a-reply)."""
     if not reply.tool_calls:
         return "final", "no-tool-calls"
     if wrap_up_asked:

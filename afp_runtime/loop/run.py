@@ -1,5 +1,6 @@
 """One run of a turn: ``seed`` (then ``settle`` when continuing), then iterations of
-``window → context → receipt → call-model → tool-calls | wrap-up | final`` (host.md §2).
+``window → context → receipt → call-model → tool-calls | wrap-up | final``
+(docs/loop.md#what-each-stage-commits).
 
 Every stage execution commits exactly one bundle; ``seq`` is its execution index in the run and
 its runtime id is ``<stage>#<seq>``. The route after ``call-model`` is a pure function of the
@@ -114,7 +115,7 @@ class Run:
         self.hooks = hooks or LoopHooks()
         self.ids: IdFactory = ids or SequentialIds()
         # The time layer (agents with ``time`` only): the message's own time and when the
-        # inbox accepted it fix the turn's clock at its first seed (periods.md §2).
+        # inbox accepted it fix the turn's clock at its first seed (docs/time.md#the-run-clock).
         self.message_time = message_time
         self.accepted_at_ms = accepted_at_ms
         self.time: TimeTurn | None = None
@@ -133,18 +134,20 @@ class Run:
         self.served: dict[str, Any] = {}
         self.digest: RunningDigest = start_digest(run_id)
         self.schema_hashes: dict[str, str] = {}
-        # Window inputs (window.md §7, §11, §13.2): restored at seed, updated by stages.
+        # Window inputs (docs/window.md#stand-down, docs/window.md#measurement,
+        # docs/window.md#what-a-visit-offers): restored at seed, updated by stages.
         self.origins: list[MessageOrigin] = []
         self.last_usage: Usage | None = None
         self.usage_missing = False
         self.prior: tuple[PriorVisitRef, ...] = ()
         # The findings ledger fold (armed agents only): rebuilt once at seed, then updated
-        # from the rows each stage files (ARCHITECTURE ruling 13).
+        # from the rows each stage files (docs/architecture.md#decision-13-folds-are-incremental).
         self.fold: LedgerFold = EMPTY_FOLD
         # The window as the last request sent it (stubs applied), and whether its digest did.
         self.sent: tuple[Message, ...] = ()
         self.digest_had_substitutions = False
-        # Fingerprint counts of the base receipt's as-sent list (served.md §2.4), set at seed.
+        # Fingerprint counts of the base receipt's as-sent list (docs/served.md#receipt-fields), set
+        # at seed.
         self.base_counts: dict[str, int] = {}
         # True while the base receipt is this run's previous call and the window only grew.
         self.base_is_prefix = False
@@ -245,8 +248,9 @@ class Run:
                 raise
 
     async def _end_cancelled(self) -> None:
-        """A shutdown cancelled the run: mark it ``cancelled`` (host.md §13.5). The turn stays
-        ``running`` with nothing partial committed, so the next start recovers it (§9.3)."""
+        """A shutdown cancelled the run: mark it ``cancelled`` (docs/host.md#graceful-shutdown). The
+        turn stays ``running`` with nothing partial committed, so the next start recovers it
+        (docs/loop.md#after-a-crash)."""
         if self.seq == 0:
             return  # not even the seed committed: there is no run row to end
         with anyio.CancelScope(shield=True):
@@ -273,7 +277,7 @@ class Run:
     ) -> RunOutcome:
         await seed(self)
         if self.time_failure is not None:
-            # periods.md §3.1: a reader whose output is unusable holds the turn.
+            # docs/time.md#readers: a reader whose output is unusable holds the turn.
             return await self.stop_turn(error_kind="time-reader", error=self.time_failure)
         if answers is not None:
             outcome = await settle_answers(self, answers)
@@ -345,7 +349,8 @@ class Run:
         status: Literal["stalled", "held"]
         since = turn.stalled_since_ms if turn.stalled_since_ms is not None else self.now()
         if retry_at_ms is not None and retry_at_ms - since > self.d.max_stall_s * 1000:
-            # host.md §13.6: past max_stall_s a stalled turn is held for an operator.
+            # docs/host.md#stalled-and-held-turns: past max_stall_s a stalled turn is held for an
+            # operator.
             error = (
                 f"the turn stayed stalled longer than {self.d.max_stall_s:g} s "
                 f"(last failure {error_kind}: {error})"

@@ -28,7 +28,7 @@ class _Body(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defa
 
     role: str
     # Required, so an empty content is still written: the canonical form always carries it
-    # (served.md digest vector 3).
+    # (docs/served.md digest vector 3).
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None

@@ -79,7 +79,7 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_de
         tool_call_id: the call a ``tool`` message answers (wire ``toolCallId``).
         tool_name: the tool that produced a ``tool`` message (wire ``toolName``).
         not_dispatched: marker, the tool's function never ran (wire ``notDispatched``). Not part
-            of the fingerprint (ARCHITECTURE ruling 9).
+            of the fingerprint (docs/architecture.md#decision-9-markers-live-in-the-list-reference).
         injected_by: marker, delivered by the runtime on someone's behalf (wire ``injectedBy``).
             Not part of the fingerprint.
     """

@@ -105,7 +105,7 @@ class ModelReply(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit
     """What the model answered: text, tool calls, usage and why it stopped.
 
     ``usage`` is None when the provider reported no token counts (token strategies then stand
-    down rather than act on a stale reading, window.md §11).
+    down rather than act on a stale reading, docs/window.md#measurement).
     """
 
     content: str = ""

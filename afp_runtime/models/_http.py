@@ -1,6 +1,7 @@
 """Shared plumbing of the HTTP adapters: one POST, error classification, tolerant JSON reading.
 
-Classification follows host.md §14. A status outside 2xx becomes a ``ModelCallError``:
+Classification follows docs/loop.md#model-call-errors-and-retry. A status outside 2xx becomes a
+``ModelCallError``:
 
 - a context-window overflow the adapter recognises in the vendor's error body:
   ``context-length``, not retryable (checked before the other 4xx rules);
@@ -19,7 +20,7 @@ is not the reply shape is ``bad-response``, retryable.
 the response's own ``Date`` header, and is treated as absent when that header is missing.
 
 Provider JSON is read strictly when it is well formed; lone surrogate escapes and bytes that are
-not UTF-8 are replaced with U+FFFD instead of failing the reply (host.md §5.1).
+not UTF-8 are replaced with U+FFFD instead of failing the reply (docs/loop.md#the-model-port).
 """
 
 from __future__ import annotations
@@ -101,8 +102,9 @@ def pair_tool_results(messages: Sequence[Message]) -> list[Message]:
     """Put each call's answer right after the assistant message that made it.
 
     Both vendors require the answers to follow their calls. An answer found later in the list
-    is moved up; a call that nothing answers (an imported dangling call, host.md §8.3) gets a
-    synthetic tool message saying no result was recorded. Any other message keeps its place.
+    is moved up; a call that nothing answers (an imported dangling call,
+    docs/loop.md#checkpoint-validation) gets a synthetic tool message saying no result was recorded.
+    Any other message keeps its place.
     """
     answers: dict[str, list[int]] = {}
     for index, message in enumerate(messages):
@@ -209,7 +211,7 @@ def error_from_response(
     context_length: Callable[[VendorError], bool],
     overloaded: Callable[[VendorError], bool] = lambda _: False,
 ) -> ModelCallError:
-    """Classify a response whose status is not 2xx (host.md §14).
+    """Classify a response whose status is not 2xx (docs/loop.md#model-call-errors-and-retry).
 
     Args:
         provider: names the provider in the message.
@@ -433,7 +435,8 @@ class HttpModel(ABC):
         Without streaming, ``on_token`` receives the whole reply text once (when non-empty).
 
         Raises:
-            ModelCallError: classified per host.md §14; httpx errors are chained as the cause.
+            ModelCallError: classified per docs/loop.md#model-call-errors-and-retry; httpx errors
+            are chained as the cause.
         """
         encoded = request if isinstance(request, EncodedRequest) else self.encode(request)
         headers = {

@@ -63,7 +63,7 @@ _STOP: dict[str, StopReason] = {
 
 
 class AnthropicModel(HttpModel):
-    """An Anthropic Messages endpoint (host.md §5.1).
+    """An Anthropic Messages endpoint (docs/loop.md#the-model-port).
 
     Args:
         model: the model id sent when a request names none.

@@ -1,4 +1,5 @@
-"""The Model port (host.md §5.1): a pure ``encode`` of the request body and an async ``send``."""
+"""The Model port (docs/loop.md#the-model-port): a pure ``encode`` of the request body and an async
+``send``."""
 
 from __future__ import annotations
 

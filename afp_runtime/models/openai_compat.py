@@ -59,7 +59,7 @@ _STOP: dict[str, StopReason] = {"stop": "end", "tool_calls": "tool-calls", "leng
 
 
 class OpenAICompatModel(HttpModel):
-    """A chat-completions endpoint (host.md §5.1).
+    """A chat-completions endpoint (docs/loop.md#the-model-port).
 
     Args:
         base_url: the API root, e.g. ``https://api.openai.com/v1``; ``/chat/completions`` is

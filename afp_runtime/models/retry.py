@@ -19,7 +19,7 @@ from afp_runtime.models.base import EncodedRequest, Model, TokenSink
 class RetryPolicy(
     msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True
 ):
-    """How a failed send is retried (host.md §14).
+    """How a failed send is retried (docs/loop.md#model-call-errors-and-retry).
 
     Attributes:
         max_attempts: sends per epoch, first included (wire ``maxAttempts``).

@@ -1,4 +1,4 @@
-"""Periods: the person's time and the periods tools declare (periods.md).
+"""Periods: the person's time and the periods tools declare (docs/time.md).
 
 Instants, durations and ranges; zones and local times around clock changes; period
 declarations and their checks; writing a window into a tool's forms, widening it, judging it

@@ -1,4 +1,6 @@
-"""Local values a form writes and reads: wall times, dates and epoch numbers (§7.2, §8, §9)."""
+"""Local values a form writes and reads: wall times, dates and epoch numbers
+(docs/time.md#the-five-form-kinds, docs/time.md#writing-a-window-into-a-form,
+docs/time.md#reading-values-back)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The run clock: a message's ``time``, the turn's ``TimeClock`` and its ``clock`` row (periods.md
-§2.1, §14.3).
+"""The run clock: a message's ``time``, the turn's ``TimeClock`` and its ``clock`` row (docs/time.md
+docs/time.md#the-clock-row, docs/time.md#unknown-zone).
 
 The ``seed`` of a turn's first run fixes the clock once and files it as a ``clock`` row;
 every later run of the turn reads that row back, so the words of a turn are always read
@@ -49,12 +49,12 @@ NowSource = Literal["message", "inbox"]
 ``acceptedAt``."""
 
 ZoneSource = Literal["message", "agent", "answered", "unknown"]
-"""Where the clock's zone came from (§2.1)."""
+"""Where the clock's zone came from (docs/time.md#the-clock-row)."""
 
 NOW_SOURCES: Final[tuple[str, ...]] = ("message", "inbox")
 ZONE_SOURCES: Final[tuple[str, ...]] = ("message", "agent", "answered", "unknown")
 UNKNOWN_ZONE: Final = "UTC"
-"""The zone written on a clock whose zone is unknown (§14.3)."""
+"""The zone written on a clock whose zone is unknown (docs/time.md#unknown-zone)."""
 
 _AT = re.compile(r"at `\$\.?([^`]*)`")
 _UNKNOWN = re.compile(r"unknown field `([^`]*)`")
@@ -151,7 +151,8 @@ class TimeClock(
     omit_defaults=True,
     forbid_unknown_fields=True,
 ):
-    """The turn's clock (§2.1): wire ``{now, nowSource, zone, zoneSource, window?}``.
+    """The turn's clock (docs/time.md#the-clock-row): wire ``{now, nowSource, zone, zoneSource,
+    window?}``.
 
     Attributes:
         now: strict instant text, written canonically in its own offset.
@@ -189,7 +190,7 @@ def _check_clock_fields(
 ) -> None:
     instant = _check_strict(now, "now")
     if instant.text != now:
-        raise _refuse("now", "must be written canonically (§1.1)", now)
+        raise _refuse("now", "must be written canonically (docs/time.md#instants)", now)
     if now_source not in NOW_SOURCES:
         raise _refuse("nowSource", f"must be one of {', '.join(NOW_SOURCES)}", now_source)
     _check_zone(zone, "zone")
@@ -208,13 +209,13 @@ def turn_clock(
     answered_zone: str | None,
     accepted_at_ms: int,
 ) -> TimeClock:
-    """Fix a turn's clock from its message (§2.1).
+    """Fix a turn's clock from its message (docs/time.md#the-clock-row).
 
     Args:
         time: the message's ``time``, if it carried one.
         agent_zone: ``TimeConfig.zone``.
         answered_zone: the zone the person gave in an earlier turn of this conversation
-            (§14.3), if any.
+            (docs/time.md#unknown-zone), if any.
         accepted_at_ms: the inbox's ``acceptedAt``, integer milliseconds since the epoch.
 
     Returns:
@@ -263,8 +264,9 @@ class ClockRow(
     tag_field="kind",
     tag="clock",
 ):
-    """The ``clock`` row a turn's first ``seed`` files (§2.1, §15.1): wire ``{kind: "clock",
-    turn, iteration, now, nowSource, zone, zoneSource, window?}``.
+    """The ``clock`` row a turn's first ``seed`` files (docs/time.md#the-clock-row,
+    docs/time.md#row-kinds): wire ``{kind: "clock", turn, iteration, now, nowSource, zone,
+    zoneSource, window?}``.
 
     Attributes:
         turn: the turn number (>= 1).

@@ -1,4 +1,5 @@
-"""``TimeConfig``: enabling the time layer for an agent (periods.md §0, §3.1, §5.1, §11.3).
+"""``TimeConfig``: enabling the time layer for an agent (docs/time.md#the-rule-in-brief,
+docs/time.md#readers, docs/time.md#the-time-policy, docs/time.md#judging-answers).
 
 ``TimeConfig`` is the value given as ``time=`` on an agent definition, and the same struct
 decodes the ``time`` table of a TOML or JSON config: camelCase keys there
@@ -39,7 +40,8 @@ from afp_runtime.periods.reader import TimeReader
 from afp_runtime.periods.zones import is_zone_name
 
 DEFAULT_MAX_ANSWER_REPEATS: Final = 3
-"""How many rejected answers a time question takes before it closes ``unsettled`` (§11.3)."""
+"""How many rejected answers a time question takes before it closes ``unsettled``
+(docs/time.md#judging-answers)."""
 
 _AT = re.compile(r"at `\$\.?([^`]*)`")
 _UNKNOWN = re.compile(r"unknown field `([^`]*)`")
@@ -68,11 +70,13 @@ class TimeConfig(
     omit_defaults=True,
     forbid_unknown_fields=True,
 ):
-    """The time options of an agent; giving one enables the time layer (§0).
+    """The time options of an agent; giving one enables the time layer
+    (docs/time.md#the-rule-in-brief).
 
     Attributes:
         zone: the person's zone when a message does not say one (an accepted zone name);
-            without it, and without an answered zone, the zone is unknown (§14.3).
+            without it, and without an answered zone, the zone is unknown
+            (docs/time.md#unknown-zone).
         max_answer_repeats: wire ``maxAnswerRepeats``; rejected answers a time question takes
             before it closes ``unsettled`` (an int >= 0, default 3).
         policy: what is settled without asking (``TimePolicy``).

@@ -1,5 +1,7 @@
 """Writing a window into a tool's forms: exactly, widened, and the one conversion per window
-and tool (periods.md §8, §10.1, §10.3, §10.4).
+and tool (docs/time.md#writing-a-window-into-a-form, docs/time.md#widening,
+docs/time.md#one-conversion-per-window-and-tool,
+docs/time.md#tools-that-filter-to-the-asked-window).
 
 ``convert_for_tool`` is the single entry point the decision, the time question and the answer
 check use; ``convert_exact`` and ``convert_widened`` are its two passes. Rounding only ever
@@ -21,7 +23,8 @@ Readings settled here:
   its zone argument out.
 * "``to`` lies within ``granularity_ms`` of now" is ``|to - now| ≤ granularity``.
 * With per-form caps, a form without its own cap is judged by the period's cap in both passes
-  (§10.3 step 3 names only "own" caps; the period's cap is what §10.2 gives such a form).
+  (docs/time.md#one-conversion-per-window-and-tool step 3 names only "own" caps; the period's cap is
+  what docs/time.md#facts-checked-against-a-range gives such a form).
 * A widened conversion never sets ``rounded``; what the tool reads is in ``sent`` and
   ``extra``.
 """
@@ -73,11 +76,13 @@ _DAY = timedelta(days=1)
 
 
 class PeriodContext(msgspec.Struct, frozen=True, kw_only=True):
-    """What a conversion or a read-back needs besides the window and the forms (§8, §12.1).
+    """What a conversion or a read-back needs besides the window and the forms
+    (docs/time.md#writing-a-window-into-a-form, docs/time.md#which-path-a-call-takes).
 
     Attributes:
         now: the turn's clock (never read here; always given).
-        zone: the window's zone (the fill's zone, §14.1), written into zone arguments; None
+        zone: the window's zone (the fill's zone, docs/time.md#zone-names-and-the-database), written
+        into zone arguments; None
             when unknown.
         agent_zone: the agent's configured zone, for local forms without a zone argument.
         granularity_ms: the tool's step in milliseconds (its ``granularity``, else 60,000).
@@ -90,7 +95,7 @@ class PeriodContext(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class AskedWindow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """A window to write into a form (§8).
+    """A window to write into a form (docs/time.md#writing-a-window-into-a-form).
 
     Attributes:
         range: the window's range.
@@ -103,7 +108,8 @@ class AskedWindow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omi
 
 
 class Conversion(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """A window written into one of the tool's forms (§8, §10.1, §10.3).
+    """A window written into one of the tool's forms (docs/time.md#writing-a-window-into-a-form,
+    docs/time.md#widening, docs/time.md#one-conversion-per-window-and-tool).
 
     Attributes:
         form: the position of the form used in the tool's forms.
@@ -130,7 +136,7 @@ class Conversion(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit
 
 
 class Refusal(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """No honest conversion exists (§10.3).
+    """No honest conversion exists (docs/time.md#one-conversion-per-window-and-tool).
 
     Attributes:
         refused: the code: a fact the window breaks, ``multi-day`` or ``no-form-holds``.
@@ -140,8 +146,9 @@ class Refusal(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 def trimmed_by_tool(conversion: Conversion, facts: Facts) -> bool:
-    """Whether a fill's row records ``trimmedByTool`` instead of ``differs.extra`` (§10.4): the
-    conversion was widened and the tool declares ``filtersToAsked``."""
+    """Whether a fill's row records ``trimmedByTool`` instead of ``differs.extra``
+    (docs/time.md#tools-that-filter-to-the-asked-window): the conversion was widened and the tool
+    declares ``filtersToAsked``."""
     return conversion.widened and facts.filters_to_asked
 
 
@@ -294,7 +301,8 @@ def _exact(
 def convert_exact(
     window: AskedWindow, forms: Sequence[Form], ctx: PeriodContext
 ) -> Conversion | None:
-    """Write ``window`` in the first form that represents it without loss (§8).
+    """Write ``window`` in the first form that represents it without loss
+    (docs/time.md#writing-a-window-into-a-form).
 
     Per ``as``: ``iso`` keeps the instant's offset (an inclusive end is ``to - step``, the step
     one second, or one millisecond when the end has a fraction); ``epoch-ms`` is milliseconds
@@ -356,7 +364,8 @@ def convert_widened(
     *,
     facts: Facts | None = None,
 ) -> Conversion | None:
-    """Write a window no form holds exactly in the first form that covers a larger one (§10.1).
+    """Write a window no form holds exactly in the first form that covers a larger one
+    (docs/time.md#widening).
 
     Only ``day`` forms (the window within one local date: the tool reads that whole date) and
     ``lookback`` forms (a window that finished more than one step before now: the tool reads
@@ -403,7 +412,8 @@ def _multi_day(window: AskedWindow, forms: Sequence[Form], ctx: PeriodContext) -
 def convert_for_tool(
     window: AskedWindow, forms: Sequence[Form], facts: Facts, ctx: PeriodContext
 ) -> Conversion | Refusal:
-    """The one conversion of a window for a tool, or why there is none (§10.3).
+    """The one conversion of a window for a tool, or why there is none
+    (docs/time.md#one-conversion-per-window-and-tool).
 
     1. The facts first, judged by ``tool_facts``: a failure is a ``Refusal``.
     2. With ``retention``, a window that begins before ``now - retention`` and ends after it

@@ -1,4 +1,5 @@
-"""Deciding each call's period before dispatch (periods.md §12): ``call_window_of``.
+"""Deciding each call's period before dispatch (docs/time.md#deciding-each-call):
+``call_window_of``.
 
 For every call of a batch whose tool has period forms, the decision takes the call
 (``CallToBind``), the turn's windows (``windows.turn_windows_of``) and the clock, and gives one
@@ -11,7 +12,7 @@ For every call of a batch whose tool has period forms, the decision takes the ca
 * **Fill path** (nothing sent): with exactly one mention that has a window, that window is
   written in the tool's own form (``filled``) or refused; otherwise ``not-filled`` with
   ``no-window``, ``several-mentions`` (the missing-period rule may ``assume`` a span) or
-  ``open-reading`` (the batch asks the person, §11).
+  ``open-reading`` (the batch asks the person, docs/time.md#the-time-question).
 
 The reserved ``_timeQuote`` argument is removed first and never reaches the tool.
 
@@ -26,7 +27,8 @@ Readings settled here:
   now of length L and the sent range is its look-back as bounds ``[now - L, now)``.
 * ``assume(L)`` writes the span ``[now - L, now]`` in the first form that expresses it exactly
   (``convert_exact``, in the clock's zone); when no form does, nothing is written and the row has
-  no ``assumed``. Facts are not judged for an assumed span (§12.4 gives no refusal for it).
+  no ``assumed``. Facts are not judged for an assumed span (docs/time.md#fill-path gives no refusal
+  for it).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ _SPACES = re.compile(r"\s+")
 
 
 class CallToBind(msgspec.Struct, frozen=True, kw_only=True):
-    """One call of a batch, as the decision sees it (§12.1).
+    """One call of a batch, as the decision sees it (docs/time.md#which-path-a-call-takes).
 
     Attributes:
         tool_call_id: the call's id.
@@ -141,8 +143,8 @@ def normalize_quote(text: str) -> str:
 
 
 def points_at(declared: str | None, mention_quote: str | None) -> bool:
-    """Whether a declared quote points at a mention (§12.3 step 4): both normalized quotes are
-    non-empty and one contains the other."""
+    """Whether a declared quote points at a mention (docs/time.md#sent-window-path step 4): both
+    normalized quotes are non-empty and one contains the other."""
     if declared is None or mention_quote is None:
         return False
     a, b = normalize_quote(declared), normalize_quote(mention_quote)
@@ -159,8 +161,8 @@ def _context(call: CallToBind, ctx: PeriodContext, zone: str | None) -> PeriodCo
 
 
 def window_equals(window: TurnWindow, sent: TimeRange, ctx: PeriodContext) -> bool:
-    """Whether a sent range is the person's window (§12.2 ``bound by: value``): identical
-    instants, or a span ending now sent as ``[now - L, now)``."""
+    """Whether a sent range is the person's window (docs/time.md#outcomes ``bound by: value``):
+    identical instants, or a span ending now sent as ``[now - L, now)``."""
     if window.range == sent:
         return True
     if window.lookback is None:
@@ -295,10 +297,12 @@ def _fill(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallDec
 
 
 def decide_call(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallDecision:
-    """Decide one call's period (§12): the row to file and the arguments the tool receives.
+    """Decide one call's period (docs/time.md#deciding-each-call): the row to file and the arguments
+    the tool receives.
 
     Gathers every argument of every form, zone arguments included; if any was sent (not
-    missing, §12.1), the sent-window path (§12.3), otherwise the fill path (§12.4).
+    missing, docs/time.md#which-path-a-call-takes), the sent-window path
+    (docs/time.md#sent-window-path), otherwise the fill path (docs/time.md#fill-path).
 
     Args:
         call: the call.
@@ -306,7 +310,8 @@ def decide_call(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> C
         ctx: the turn's clock ``now``, the clock's zone and the agent's configured zone.
 
     Raises:
-        InvalidValue: the call's tool has no period forms (no decision applies, §12.1).
+        InvalidValue: the call's tool has no period forms (no decision applies,
+        docs/time.md#which-path-a-call-takes).
     """
     if not call.forms:
         raise InvalidValue(
@@ -321,5 +326,6 @@ def decide_call(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> C
 
 
 def call_window_of(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallWindowRow:
-    """The ``call-window`` row of one call (§12): ``decide_call(...).row``."""
+    """The ``call-window`` row of one call (docs/time.md#deciding-each-call):
+    ``decide_call(...).row``."""
     return decide_call(call, windows, ctx).row

@@ -1,11 +1,11 @@
 """A tool's period declaration: ``Period``, shorthand expansion, decoding and the checks made
-when the tool is defined (periods.md §7).
+when the tool is defined (docs/time.md#period-forms-a-tool-declares).
 
 A period is declared with **shorthand** (``argument`` plus ``spelling`` or ``accepts``, and
 ``zoneArgument`` for ``wall-range``) or with explicit **forms**, never both, plus the facts
 about the tool's data and the missing-period rule. Keys are camelCase in TOML and JSON and
-snake_case as Python keywords (ARCHITECTURE ruling 10). Every problem raises
-``PeriodDeclarationError`` naming the field by its wire path (``zoneArgument``,
+snake_case as Python keywords (docs/architecture.md#decision-10-config-keys-are-camelcase). Every
+problem raises ``PeriodDeclarationError`` naming the field by its wire path (``zoneArgument``,
 ``forms[1].to.edge``).
 
 Readings settled here:
@@ -18,7 +18,7 @@ Readings settled here:
 * Shorthand without ``argument`` (a ``spelling``, ``accepts`` or ``zoneArgument`` alone), both
   ``spelling`` and ``accepts``, an empty ``accepts`` and a ``zoneArgument`` equal to
   ``argument`` are refused as well; an ``argument`` alone is allowed and yields no forms
-  (§7.1).
+  (docs/time.md#declaring-a-period).
 * ``assume`` takes a duration with any of ``smhdw``, like the facts.
 * For the input-schema check, a property's ``type`` (a string or a list of strings) has to
   include ``string`` (or ``number``/``integer`` for epoch bounds, ``object`` for an object
@@ -56,7 +56,7 @@ from afp_runtime.periods.forms import (
 )
 
 Spelling = Literal["lookback", "signed-lookback", "iso-range", "wall-range"]
-"""A shorthand spelling (§7.1)."""
+"""A shorthand spelling (docs/time.md#declaring-a-period)."""
 
 SPELLINGS: Final[tuple[str, ...]] = ("lookback", "signed-lookback", "iso-range", "wall-range")
 
@@ -65,7 +65,8 @@ AS_SENT: Final = "as-sent"
 
 
 class Assume(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
-    """The missing-period rule ``assume(L)``: a span of length L ending now (§7.3).
+    """The missing-period rule ``assume(L)``: a span of length L ending now
+    (docs/time.md#facts-about-the-data).
 
     Attributes:
         length: a duration (wire ``assume``: ``{"assume": "1h"}``).
@@ -97,7 +98,8 @@ class Period(
     omit_defaults=True,
     forbid_unknown_fields=True,
 ):
-    """How a tool takes a period, and what it declares about its data (§7).
+    """How a tool takes a period, and what it declares about its data
+    (docs/time.md#period-forms-a-tool-declares).
 
     Attributes:
         argument: the shorthand's argument.
@@ -117,7 +119,8 @@ class Period(
         missing: ``"as-sent"`` (default) or ``Assume`` (``{"assume": "1h"}``).
 
     Raises:
-        PeriodDeclarationError: the declaration breaks a rule of §7.4 (names the wire field).
+        PeriodDeclarationError: the declaration breaks a rule of
+        docs/time.md#validation-at-definition-time (names the wire field).
     """
 
     argument: str | None = None
@@ -241,7 +244,8 @@ def _expand(argument: str, spelling: str, zone_argument: str | None) -> Form:
 
 
 def forms_of(period: Period) -> tuple[Form, ...]:
-    """The forms a period produces: its explicit ``forms``, or its shorthand expanded (§7.1).
+    """The forms a period produces: its explicit ``forms``, or its shorthand expanded
+    (docs/time.md#declaring-a-period).
 
     ``lookback`` → ``{lookback, signed: false}``; ``signed-lookback`` → ``{lookback, signed:
     true}``; ``iso-range`` → ``{joined, as: iso, joiner: "..", edge: inclusive}``;
@@ -258,7 +262,7 @@ def forms_of(period: Period) -> tuple[Form, ...]:
 
 
 def facts_of(period: Period) -> Facts:
-    """The facts a period declares about the tool's data (§7.3)."""
+    """The facts a period declares about the tool's data (docs/time.md#facts-about-the-data)."""
     return Facts(
         direction=period.direction,
         retention=period.retention,
@@ -337,11 +341,13 @@ def _form_from_wire(raw: object, prefix: str) -> Form:
 
 
 def period_from_wire(value: object) -> Period:
-    """Decode a period declaration from its TOML/JSON value (camelCase keys, §7.1).
+    """Decode a period declaration from its TOML/JSON value (camelCase keys,
+    docs/time.md#declaring-a-period).
 
     Raises:
         PeriodDeclarationError: an unknown key (named as written, e.g. ``zone_argument``), a
-            value of the wrong type, or any rule of §7.4; the field is named by its path.
+            value of the wrong type, or any rule of docs/time.md#validation-at-definition-time; the
+            field is named by its path.
     """
     if not isinstance(value, Mapping):
         raise refuse("period", "must be an object", value)
@@ -427,7 +433,8 @@ def _check_object_keys(form: ObjectForm, schema: Mapping[str, Any], path: str) -
 
 
 def check_against_schema(period: Period, input_schema: Mapping[str, Any]) -> None:
-    """Check a period's arguments against the tool's input schema (§7.4).
+    """Check a period's arguments against the tool's input schema
+    (docs/time.md#validation-at-definition-time).
 
     Every argument a form mentions (zone arguments included) must be a property of the
     schema; an epoch bound's property must be a number or integer, every other bound's (and a

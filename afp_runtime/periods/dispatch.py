@@ -1,4 +1,4 @@
-"""Dispatch: the ``call`` row, drift of spans ending now, and ``ctx.time`` (periods.md §13).
+"""Dispatch: the ``call`` row, drift of spans ending now, and ``ctx.time`` (docs/time.md#dispatch).
 
 When the host hands a call to its tool it reads its clock once (``dispatchedAt``). For a call
 whose latest ``call-window`` row uses a look-back form, the difference from the turn's ``now``
@@ -38,7 +38,8 @@ _DRIFTING: Final = frozenset({"filled", "bound", "model-chosen", "model"})
 
 
 def dispatched_at_of(moment: datetime | Instant) -> Instant:
-    """A clock reading as ``dispatchedAt``: truncated to the millisecond, in UTC (§13.1).
+    """A clock reading as ``dispatchedAt``: truncated to the millisecond, in UTC
+    (docs/time.md#the-call-row).
 
     Args:
         moment: the host clock's reading (an aware datetime) or an instant.
@@ -56,7 +57,7 @@ def dispatched_at_text(moment: datetime | Instant) -> str:
 
 
 class DriftResult(msgspec.Struct, frozen=True, kw_only=True):
-    """What drift did to a call (§13.2).
+    """What drift did to a call (docs/time.md#drift).
 
     Attributes:
         drift: the row's ``drift`` (``{byMs, outcome}`` or ``{byMs, outcome, form}``).
@@ -89,7 +90,7 @@ def drift_of(
     ctx: PeriodContext,
     dispatched_at: Instant,
 ) -> DriftResult | None:
-    """The drift of a call dispatched at ``dispatched_at`` (§13.2), or None.
+    """The drift of a call dispatched at ``dispatched_at`` (docs/time.md#drift), or None.
 
     Drift is considered only when the row's ``how`` is ``filled``, ``bound``, ``model-chosen``
     or ``model`` and its ``form`` is a look-back form. ``|byMs| <= granularity`` → None (one
@@ -131,7 +132,7 @@ def drift_of(
 def call_row_of(
     row: CallWindowRow, dispatched_at: datetime | Instant, drift: DriftResult | None = None
 ) -> CallRow:
-    """The ``call`` row filed when the call is handed to its tool (§13.1)."""
+    """The ``call`` row filed when the call is handed to its tool (docs/time.md#the-call-row)."""
     return CallRow(
         turn=row.turn,
         iteration=row.iteration,
@@ -163,7 +164,8 @@ def dispatch_call(
     ctx: PeriodContext,
     dispatched_at: datetime | Instant,
 ) -> DispatchedCall:
-    """The ``call`` row, drift and final arguments of a call handed to its tool (§13.1, §13.2).
+    """The ``call`` row, drift and final arguments of a call handed to its tool
+    (docs/time.md#the-call-row, docs/time.md#drift).
 
     Args:
         window_row: the call's latest ``call-window`` row.
@@ -179,7 +181,8 @@ def dispatch_call(
 
 
 class AskedSpan(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """``ctx.time.asked``: the row's ``asked``, always half-open (§13.3).
+    """``ctx.time.asked``: the row's ``asked``, always half-open
+    (docs/time.md#the-time-a-tool-sees).
 
     Attributes:
         start: wire ``from``, as written in the row.
@@ -193,7 +196,7 @@ class AskedSpan(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class ToolTime(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """The time a tool sees on its context (``ctx.time``, §13.3).
+    """The time a tool sees on its context (``ctx.time``, docs/time.md#the-time-a-tool-sees).
 
     Wire: ``{version: 1, asked?: {from, to, edge: "exclusive"}, zone, now, dispatchedAt,
     zoneUnknown?: true}``.
@@ -229,7 +232,8 @@ def tool_time(
     dispatched_at: datetime | Instant | str,
     zone_unknown: bool = False,
 ) -> ToolTime:
-    """``ctx.time`` for a call whose latest ``call-window`` row is ``row`` (§13.3).
+    """``ctx.time`` for a call whose latest ``call-window`` row is ``row``
+    (docs/time.md#the-time-a-tool-sees).
 
     Args:
         row: the call's latest ``call-window`` row in this turn.

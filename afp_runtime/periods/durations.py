@@ -1,5 +1,5 @@
 """Durations: ``<n><unit>`` text, its length in milliseconds, and the shortest exact spelling
-(periods.md §1.2).
+(docs/time.md#durations).
 
 A duration matches ``^[1-9][0-9]*[smhdw]$`` with any number of digits. ``d`` is exactly 24 hours
 and ``w`` exactly 168 hours; neither follows the calendar. Every reader states which unit
@@ -91,5 +91,5 @@ def spell_duration(length_ms: int, units: str = FACT_UNITS) -> str | None:
 
 def smallest_unit_ms(units: str) -> int:
     """Milliseconds in the smallest unit of ``units`` (the step a look-back length rounds up
-    to, §8)."""
+    to, docs/time.md#writing-a-window-into-a-form)."""
     return min(UNIT_MS[letter] for letter in units)

@@ -1,4 +1,5 @@
-"""The English rule reader ``afp/english`` 1.0.0 (``en-US``, kind ``rule``; periods.md §3.2).
+"""The English rule reader ``afp/english`` 1.0.0 (``en-US``, kind ``rule``;
+docs/time.md#what-the-english-reader-understands).
 
 It finds the words of a message that refer to a time and says what they contain, as
 ``TimeParts``; it never decides what they mean. Each readable expression gives one mention
@@ -13,7 +14,7 @@ time of day and a zone —, a two-sided range, or a span ending now), qualifying
 after each expression are looked for in the text, and an unreadable expression swallows a
 neighbour it touches (``yesterday since 8 AM``).
 
-Readable (§3.2), with the shapes of ``parts.py``:
+Readable (docs/time.md#what-the-english-reader-understands), with the shapes of ``parts.py``:
 
 * ISO dates, instants and intervals (``2026-10-09``, ``2026-10-09T08:00-07:00``,
   ``…T08:00Z/…T09:00Z``); a wall of an ISO instant has ``clock: "24h"`` and its offset is the
@@ -31,9 +32,10 @@ Readable (§3.2), with the shapes of ``parts.py``:
 * ``today``, ``yesterday``, ``tomorrow``; spans ending now (``last 40 minutes``,
   ``past 6h``, ``the last hour``, ``the past week``).
 
-Readings settled here (beyond the lists of §3.2):
+Readings settled here (beyond the lists of docs/time.md#what-the-english-reader-understands):
 
-* A zone token on its own (``I'm in PST``, ``London time``) is no mention: §3.2 reads a zone
+* A zone token on its own (``I'm in PST``, ``London time``) is no mention:
+  docs/time.md#what-the-english-reader-understands reads a zone
   only after a time, date or day word. A zone after a span ending now is not taken (a span
   never takes a zone) and is left out of the quote.
 * ``Pacific``, ``Eastern``, ``Central`` and ``Mountain`` after a time are zone tokens as typed
@@ -53,7 +55,8 @@ Readings settled here (beyond the lists of §3.2):
   ``last day``, ``last week`` (calendar), a count of 0, above 100000 or with a fraction, a
   compound (``1h30m``, ``2 hours and 30 minutes``) and a span followed by ``of`` are
   unreadable.
-* Unreadable besides §3.2's list: ``this``/``next``/``previous``/``coming`` with a unit
+* Unreadable besides docs/time.md#what-the-english-reader-understands's list:
+  ``this``/``next``/``previous``/``coming`` with a unit
   (``this hour``, ``the following day``), ``the first 10 minutes``, ``the week of``,
   ``the other day``, ``day after tomorrow``, ``midday``, ``overnight``, ``lunchtime``,
   ``end of day``/``EOD``/``COB``, ``in the morning``, ``at night``, ``8 in the morning``,
@@ -233,7 +236,8 @@ _ABBREVIATIONS: Final[tuple[str, ...]] = (
     "NZDT",
     "SAST",
 )
-"""The zone abbreviations §3.2 recognises (closed list; upper case exactly)."""
+"""The zone abbreviations docs/time.md#what-the-english-reader-understands recognises (closed list;
+upper case exactly)."""
 _ABBR = "|".join(sorted(_ABBREVIATIONS, key=lambda a: (-len(a), a)))
 _IANA_AREAS = (
     "Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian|Pacific|Etc|US|"
@@ -438,7 +442,8 @@ _POD_WORD = _rx(rf"{_POD}s?(?!\w)")
 _OTHER = _rx(r"\w+|\S")
 _SPACE = _rx(r"\s+")
 
-# --- qualifying words (§3.2) ------------------------------------------------------------------
+# --- qualifying words (docs/time.md#what-the-english-reader-understands)
+# ------------------------------------------------------------------
 
 _QUALIFIER_BEFORE = _rx(
     r"(?:(?<!\w)(?:since|before|after|by|around|circa|approx\.?|approximately|roughly|until|till|"
@@ -1118,7 +1123,8 @@ def read_english(text: str) -> Reading:
 
 
 class EnglishReader:
-    """The English rule reader: ``afp/english`` 1.0.0, ``en-US``, kind ``rule`` (§3.2).
+    """The English rule reader: ``afp/english`` 1.0.0, ``en-US``, kind ``rule``
+    (docs/time.md#what-the-english-reader-understands).
 
     It holds no state; ``read`` is a pure function of the text.
     """

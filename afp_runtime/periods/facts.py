@@ -1,5 +1,6 @@
-"""Facts a tool declares about its data, and checking a range against them (periods.md §7.3,
-§10.2, §10.4).
+"""Facts a tool declares about its data, and checking a range against them
+(docs/time.md#facts-about-the-data, docs/time.md#facts-checked-against-a-range,
+docs/time.md#tools-that-filter-to-the-asked-window).
 
 Facts are descriptions, not preferences: a range the facts rule out is refused before the call
 runs, with one of the ``TimeRefusal`` codes, and the model is told why in terms of the facts.
@@ -39,7 +40,8 @@ TimeRefusal = Literal[
     "dst-gap",
     "no-form-holds",
 ]
-"""Why a call may not run with a window (§10.2, §12.6)."""
+"""Why a call may not run with a window (docs/time.md#facts-checked-against-a-range,
+docs/time.md#refused-calls)."""
 
 TIME_REFUSALS: Final[tuple[str, ...]] = (
     "time-future",
@@ -52,7 +54,8 @@ TIME_REFUSALS: Final[tuple[str, ...]] = (
 )
 
 DEFAULT_GRANULARITY_MS: Final = 60_000
-"""The step assumed where one is needed and the tool declares no ``granularity`` (§7.3)."""
+"""The step assumed where one is needed and the tool declares no ``granularity``
+(docs/time.md#facts-about-the-data)."""
 
 
 def check_facts(
@@ -64,7 +67,8 @@ def check_facts(
     filters_to_asked: object,
     wall_zone: object,
 ) -> None:
-    """Check fact values, raising ``PeriodDeclarationError`` naming the wire field (§7.4)."""
+    """Check fact values, raising ``PeriodDeclarationError`` naming the wire field
+    (docs/time.md#validation-at-definition-time)."""
     if direction is not None:
         check_choice(direction, DIRECTIONS, "direction")
     check_duration(retention, "retention")
@@ -84,7 +88,8 @@ class Facts(
     omit_defaults=True,
     forbid_unknown_fields=True,
 ):
-    """Facts about a tool's data (§7.3); a fact that is absent is not checked.
+    """Facts about a tool's data (docs/time.md#facts-about-the-data); a fact that is absent is not
+    checked.
 
     Attributes:
         direction: ``past``, ``future`` or ``any``.
@@ -93,7 +98,8 @@ class Facts(
         granularity: the data's time step, a duration; one minute where a step is needed and
             none is given.
         filters_to_asked: the tool itself discards anything outside ``ctx.time.asked`` (wire
-            ``filtersToAsked``); a widened fill then records ``trimmedByTool`` (§10.4).
+            ``filtersToAsked``); a widened fill then records ``trimmedByTool``
+            (docs/time.md#tools-that-filter-to-the-asked-window).
         wall_zone: ``"agent"`` lets ``wall``, ``date`` and ``day`` forms without a zone argument
             use the agent's zone (wire ``wallZone``).
 
@@ -137,7 +143,7 @@ class Facts(
 
 
 def period_fact_problem(window: TimeRange, facts: Facts, now: Instant) -> TimeRefusal | None:
-    """The first fact ``window`` breaks, or None (§10.2).
+    """The first fact ``window`` breaks, or None (docs/time.md#facts-checked-against-a-range).
 
     In order: ``direction: past`` and ``from > now`` → ``time-future`` (a range beginning
     exactly at now passes); ``direction: future`` and ``to ≤ now`` → ``time-past`` (a range
@@ -159,8 +165,9 @@ def period_fact_problem(window: TimeRange, facts: Facts, now: Instant) -> TimeRe
 
 
 def partly_beyond_retention(window: TimeRange, facts: Facts, now: Instant) -> bool:
-    """Whether ``window`` begins before ``now - retention`` but ends after it (§10.3 step 2):
-    the call still runs, and its row says so."""
+    """Whether ``window`` begins before ``now - retention`` but ends after it
+    (docs/time.md#one-conversion-per-window-and-tool step 2): the call still runs, and its row says
+    so."""
     retention = facts.retention_ms
     if retention is None:
         return False
@@ -175,7 +182,8 @@ def form_cap(form: Form, facts: Facts) -> str | None:
 
 
 def tool_facts(forms: Sequence[Form], facts: Facts) -> Facts:
-    """The facts that judge a window for the tool as a whole (§10.2).
+    """The facts that judge a window for the tool as a whole
+    (docs/time.md#facts-checked-against-a-range).
 
     When no form has its own cap, the declared facts. Otherwise the cap is the largest among
     the forms (each form's own, or the period's when it has none), and there is no cap at all
@@ -197,7 +205,8 @@ def tool_facts(forms: Sequence[Form], facts: Facts) -> Facts:
 
 def form_facts(form: Form, facts: Facts) -> Facts:
     """The facts that judge a window the model sent through ``form``: the declared facts with
-    the cap replaced by the form's own, if it has one (§10.2)."""
+    the cap replaced by the form's own, if it has one
+    (docs/time.md#facts-checked-against-a-range)."""
     if form.max_range is None:
         return facts
     return msgspec.structs.replace(facts, max_range=form.max_range)

@@ -1,4 +1,4 @@
-"""The five period form kinds a tool declares, and their bounds (periods.md §7.2).
+"""The five period form kinds a tool declares, and their bounds (docs/time.md#the-five-form-kinds).
 
 A form says how a tool takes a period: two bound arguments (``bounds``), one joined string
 (``joined``), one object (``object``), one local date (``day``) or one length ending now
@@ -15,7 +15,8 @@ Readings settled here:
 * Python attribute names that are keywords get a trailing underscore: ``Bound.as_`` (wire
   ``as``); the ``from``/``to`` keys are ``start``/``end``.
 * ``LookbackForm.signed`` defaults to false, the ``lookback`` spelling's value.
-* ``joiner`` has no default (§7.2 gives none); the shorthand writes ``".."``.
+* ``joiner`` has no default (docs/time.md#the-five-form-kinds gives none); the shorthand writes
+  ``".."``.
 * A zone argument must differ from the form's other arguments, and a bound's ``edge`` may be
   given on ``from`` only as ``inclusive``.
 """
@@ -119,7 +120,7 @@ def _check_bound(bound: object, field: str) -> None:
 
 
 class BoundsForm(_Form, frozen=True, tag="bounds"):
-    """Two arguments, one per end (§7.2).
+    """Two arguments, one per end (docs/time.md#the-five-form-kinds).
 
     Attributes:
         start: the ``from`` bound (wire ``from``); its edge can only be ``inclusive``.
@@ -148,7 +149,7 @@ class BoundsForm(_Form, frozen=True, tag="bounds"):
 
 
 class JoinedForm(_Form, frozen=True, tag="joined"):
-    """One string ``a<joiner>b`` (§7.2).
+    """One string ``a<joiner>b`` (docs/time.md#the-five-form-kinds).
 
     Attributes:
         argument: the argument that receives the string.
@@ -176,7 +177,7 @@ class JoinedForm(_Form, frozen=True, tag="joined"):
 
 
 class ObjectForm(_Form, frozen=True, tag="object"):
-    """One object ``{keys.from: a, keys.to: b}`` (§7.2).
+    """One object ``{keys.from: a, keys.to: b}`` (docs/time.md#the-five-form-kinds).
 
     Attributes:
         argument: the argument that receives the object.
@@ -211,7 +212,7 @@ class ObjectForm(_Form, frozen=True, tag="object"):
 
 
 class DayForm(_Form, frozen=True, tag="day"):
-    """One local date ``YYYY-MM-DD`` (§7.2).
+    """One local date ``YYYY-MM-DD`` (docs/time.md#the-five-form-kinds).
 
     Attributes:
         argument: the argument that receives the date.
@@ -230,7 +231,8 @@ class DayForm(_Form, frozen=True, tag="day"):
 
 
 class LookbackForm(_Form, frozen=True, tag="lookback"):
-    """One length ending now, ``<n><unit>``, with a leading ``-`` when signed (§7.2).
+    """One length ending now, ``<n><unit>``, with a leading ``-`` when signed
+    (docs/time.md#the-five-form-kinds).
 
     Attributes:
         argument: the argument that receives the length.

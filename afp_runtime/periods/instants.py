@@ -1,4 +1,4 @@
-"""Instants: instant text in its two profiles, and the in-memory value (periods.md §1.1).
+"""Instants: instant text in its two profiles, and the in-memory value (docs/time.md#instants).
 
 An instant lives in memory as integer nanoseconds since the Unix epoch plus the offset it was
 written in, in seconds. Floats are never used. Text is parsed by hand (not by
@@ -101,7 +101,7 @@ class Instant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
     @property
     def text(self) -> str:
-        """The canonical spelling in this instant's offset (§1.1).
+        """The canonical spelling in this instant's offset (docs/time.md#instants).
 
         ``Z`` for zero, seconds always present, a fraction only when non-zero and without
         trailing zeros: ``2026-10-09T15:40:00.001Z``, ``2026-10-09T08:00:00-07:00``.
@@ -126,7 +126,7 @@ class Instant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     @property
     def has_sub_ms(self) -> bool:
         """True when the instant is not on a whole millisecond (it can never be written exactly
-        in a tool argument, §8)."""
+        in a tool argument, docs/time.md#writing-a-window-into-a-form)."""
         return self.ns % NS_PER_MS != 0
 
     def plus(self, ns: int) -> Instant:
@@ -205,9 +205,9 @@ def spell_instant(instant: Instant, *, millis: bool = False) -> str:
     Args:
         instant: the instant.
         millis: write exactly three fraction digits (``.000`` included), for a value whose
-            written precision has to be the millisecond (§8 ``wall``/``iso`` with a 1 ms
-            step); the instant must then be on a whole millisecond. Otherwise the canonical
-            fraction (only when non-zero, no trailing zeros).
+            written precision has to be the millisecond (docs/time.md#writing-a-window-into-a-form
+            ``wall``/``iso`` with a 1 ms step); the instant must then be on a whole millisecond.
+            Otherwise the canonical fraction (only when non-zero, no trailing zeros).
     """
     day, of_day, sub = local_parts(instant)
     hours, rest = divmod(of_day, 3600)
@@ -268,7 +268,8 @@ def parse_written(text: str, *, lenient: bool = False) -> tuple[Instant, int]:
 
     Returns:
         The instant and its written step in ns: 60 s for ``HH:MM``, 1 s with seconds, 1 ms
-        with a fraction of any length (what an inclusive ``iso`` end gains, §9).
+        with a fraction of any length (what an inclusive ``iso`` end gains,
+        docs/time.md#reading-values-back).
 
     Raises:
         InvalidValue: ``text`` is not an instant of the profile.

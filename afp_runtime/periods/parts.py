@@ -1,9 +1,9 @@
-"""What a time reader found in the person's words: ``TimeParts`` and their pieces (periods.md
-§3.1).
+"""What a time reader found in the person's words: ``TimeParts`` and their pieces (docs/time.md
+docs/time.md#readers).
 
 Parts carry what was *typed*, never what it means: no zone is applied, no year or century is
 filled in, no date order or AM/PM is decided. Turning parts into windows is the resolver's
-work (§4); a reader only says which pieces the words contain.
+work (docs/time.md#the-resolver); a reader only says which pieces the words contain.
 
 Wire shapes (JSON keys camelCase, absent keys omitted, never ``null`` when written):
 
@@ -35,12 +35,12 @@ Wire shapes (JSON keys camelCase, absent keys omitted, never ``null`` when writt
 * ``rangeOf: [side, side]`` — a two-sided range; a ``side`` is ``{date?, wall?, zoneToken?,
   relative?, partOfDay?}`` with at least one key. A day word or date written before the range
   is kept on the ``TimeParts`` itself, as is a zone written after the range's end when the
-  start names none: both apply to either side that lacks its own (§4 "range sides"). A
-  ``TimeParts`` with ``rangeOf`` has no ``wall`` of its own.
+  start names none: both apply to either side that lacks its own (docs/time.md#the-resolver "range
+  sides"). A ``TimeParts`` with ``rangeOf`` has no ``wall`` of its own.
 
 The English rule reader (``afp/english``) never writes ``partOfDay`` or ``anchor``: the words
-for them are unreadable to it (§3.2). They exist for model-kind readers, and the resolver
-answers them ``unsupported``.
+for them are unreadable to it (docs/time.md#what-the-english-reader-understands). They exist for
+model-kind readers, and the resolver answers them ``unsupported``.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ PARTS_OF_DAY: Final[tuple[str, ...]] = (
     "midnight",
 )
 MAX_LOOKBACK_COUNT: Final[int] = 100_000
-"""The largest ``count`` of a span ending now (§3.2)."""
+"""The largest ``count`` of a span ending now (docs/time.md#what-the-english-reader-understands)."""
 MAX_DAY_OFFSET: Final[int] = 100_000
 """The largest ``offset`` (either sign) of a day word; the English reader writes only -1..1."""
 MAX_ZONE_TOKEN: Final[int] = 100
@@ -244,7 +244,7 @@ class RangeSide(_Part, frozen=True, kw_only=True):
 
 
 class TimeParts(_Part, frozen=True, kw_only=True):
-    """One parse of a mention (periods.md §3.1); see the module docstring for the wire shape.
+    """One parse of a mention (docs/time.md#readers); see the module docstring for the wire shape.
 
     Attributes:
         date: a numeric or fixed date.

@@ -1,10 +1,11 @@
-"""The time policy, the ``choice`` it leaves, and confirmation (periods.md §5).
+"""The time policy, the ``choice`` it leaves, and confirmation
+(docs/time.md#policy-and-confirmation).
 
 A ``TimePolicy`` can only *discard* candidates: with ``dateOrder: MDY`` the day-first and
 year-first readings of ``10/09/26`` go, with ``year: current`` the previous-year readings of
 ``Sept 29`` go. ``apply_policy`` says what is left as a ``choice``; ``with_confirm`` turns it
 into the choice a ``time-reading`` row files, where every reading still waits for the person
-(§5.2).
+(docs/time.md#nothing-is-settled-without-the-person).
 
 Wire shapes (JSON keys camelCase; absent keys omitted):
 
@@ -69,10 +70,10 @@ YearPolicy = Literal["ask", "current"]
 OpenQuestion = Literal[
     "date-order", "year", "meridiem", "dst", "zone", "abbreviation", "parse", "confirm"
 ]
-"""A question a choice leaves open (§5.1)."""
+"""A question a choice leaves open (docs/time.md#the-time-policy)."""
 
 NoneWhy = Literal["unreadable", "unsupported", "no-candidate", "excluded-by-policy"]
-"""Why nothing can be offered (§5.1)."""
+"""Why nothing can be offered (docs/time.md#the-time-policy)."""
 
 DATE_ORDERS: Final[tuple[str, ...]] = ("ask", "MDY", "DMY", "YMD")
 YEAR_POLICIES: Final[tuple[str, ...]] = ("ask", "current")
@@ -113,8 +114,8 @@ class TimePolicy(
     omit_defaults=True,
     forbid_unknown_fields=True,
 ):
-    """What the agent settles without asking (§5.1): wire ``{dateOrder, year,
-    abbreviations?}``.
+    """What the agent settles without asking (docs/time.md#the-time-policy): wire ``{dateOrder,
+    year, abbreviations?}``.
 
     Attributes:
         date_order: wire ``dateOrder``; ``ask`` (default), ``MDY``, ``DMY`` or ``YMD``.
@@ -221,7 +222,7 @@ class NoneChoice(_Choice, frozen=True, kw_only=True, tag="none"):
 
 
 Choice = OnlyChoice | PolicyChoice | OpenChoice | NoneChoice
-"""What the policy leaves of a mention's candidates (§5.1)."""
+"""What the policy leaves of a mention's candidates (docs/time.md#the-time-policy)."""
 
 
 def _keeps(candidate: TimeCandidate, policy: TimePolicy, setting: str) -> bool:
@@ -281,7 +282,8 @@ def open_questions(
 
 
 def apply_policy(resolution: Resolution, policy: TimePolicy) -> Choice:
-    """What ``policy`` leaves of a mention's candidates (§5.1), before confirmation.
+    """What ``policy`` leaves of a mention's candidates (docs/time.md#the-time-policy), before
+    confirmation.
 
     The policy only discards candidates; indices refer to ``resolution.candidates``.
 
@@ -322,7 +324,8 @@ def apply_policy(resolution: Resolution, policy: TimePolicy) -> Choice:
 
 
 def with_confirm(choice: Choice) -> Choice:
-    """The choice as filed: every reading waits for the person (§5.2).
+    """The choice as filed: every reading waits for the person
+    (docs/time.md#nothing-is-settled-without-the-person).
 
     ``only`` and ``policy`` become ``open`` with ``confirm``; ``confirm`` is appended to an
     ``open`` choice with candidates; an ``open`` choice without candidates (a zone is needed

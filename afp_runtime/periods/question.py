@@ -1,4 +1,5 @@
-"""The time question: its shape, judging an answer, and recording it (periods.md §11).
+"""The time question: its shape, judging an answer, and recording it
+(docs/time.md#the-time-question).
 
 When a call waits on an open mention (``not-filled / open-reading``), the batch pauses and the
 person is asked. ``time_question`` builds the question for one mention and the calls waiting on
@@ -8,7 +9,7 @@ it; ``check_time_answer`` judges a typed value; ``time_answer_row`` files the ac
 Readings settled here:
 
 * ``TimeQuestion`` holds the time-specific fields; the host adds ``questionId``, ``agentId``,
-  ``runId``, ``repeat``, ``askedAt``, ``status`` and ``refused`` (host.md §10.1).
+  ``runId``, ``repeat``, ``askedAt``, ``status`` and ``refused`` (docs/host.md#question-kinds).
 * ``zone`` on a ``time-range`` question is the readings' zone (the mention's zone; the first
   reading's when several), else the clock's zone; a ``zone`` question carries the clock's zone
   only when it is known.
@@ -47,7 +48,8 @@ from afp_runtime.periods.windows import OpenMention, OpenReading, TurnWindows
 from afp_runtime.periods.zones import WallGap, is_zone_name, read_wall, to_zone
 
 QuestionFormat = Literal["zone", "time-range"]
-"""What a time question asks for: a zone name, or a ``from/to`` range (§11.2)."""
+"""What a time question asks for: a zone name, or a ``from/to`` range
+(docs/time.md#question-shapes)."""
 
 AnswerReason = Literal[
     "not-a-zone",
@@ -61,7 +63,8 @@ AnswerReason = Literal[
     "beyond-retention",
     "over-max-range",
 ]
-"""Why a time answer was not accepted (§11.3); the order of ``texts.ANSWER_REASONS``."""
+"""Why a time answer was not accepted (docs/time.md#judging-answers); the order of
+``texts.ANSWER_REASONS``."""
 
 ANSWER_LIMIT: Final = 4_096
 """The longest answer value accepted, in code points; longer is a 422, not an attempt."""
@@ -83,7 +86,7 @@ class TimeChoice(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class TimeQuestion(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """The time-specific part of a ``time`` question (§11.2).
+    """The time-specific part of a ``time`` question (docs/time.md#question-shapes).
 
     Wire: ``{kind: "time", format, turn, mention, quote, prompt, zone?, choices, freeEntry:
     true, toolCallIds}``; the host adds the common question fields.
@@ -147,7 +150,7 @@ def choice_label(time_range: TimeRange, zone: str) -> str:
 
 
 def zone_prompt(quote: str) -> str:
-    """The prompt of a ``zone`` question (§11.2)."""
+    """The prompt of a ``zone`` question (docs/time.md#question-shapes)."""
     return (
         f'Which time zone are you in? It is needed to know what "{quote}" means. Please answer '
         "with a zone name such as America/Los_Angeles, Europe/London or UTC."
@@ -155,7 +158,7 @@ def zone_prompt(quote: str) -> str:
 
 
 def range_prompt(quote: str, *, with_choices: bool) -> str:
-    """The prompt of a ``time-range`` question (§11.2)."""
+    """The prompt of a ``time-range`` question (docs/time.md#question-shapes)."""
     typed = f"as start/end with UTC offsets, for example {_EXAMPLE}"
     if with_choices:
         return (
@@ -182,14 +185,15 @@ def offered_readings(
     mention: OpenMention, calls: Sequence[CallToBind], ctx: PeriodContext
 ) -> tuple[OpenReading, ...]:
     """The readings a question offers: those ``convert_for_tool`` accepts for every waiting
-    call (§11.2)."""
+    call (docs/time.md#question-shapes)."""
     return tuple(r for r in mention.readings if _accepted(r, calls, ctx))
 
 
 def time_question(
     mention: OpenMention, calls: Sequence[CallToBind], ctx: PeriodContext, *, turn: int
 ) -> TimeQuestion:
-    """The time question for one open mention and the calls waiting on it (§11.2).
+    """The time question for one open mention and the calls waiting on it
+    (docs/time.md#question-shapes).
 
     Args:
         mention: the open mention (``TurnWindows.open``), or the same mention resolved again
@@ -234,7 +238,7 @@ def time_question(
 
 
 class AnswerProblem(msgspec.Struct, frozen=True, kw_only=True):
-    """Why an answer was not accepted (§11.3).
+    """Why an answer was not accepted (docs/time.md#judging-answers).
 
     Attributes:
         reason: the reason code.
@@ -284,7 +288,7 @@ def check_time_answer(
     *,
     now: Instant | None = None,
 ) -> AnswerProblem | None:
-    """Judge an answer to a time question (§11.3); None when it is accepted.
+    """Judge an answer to a time question (docs/time.md#judging-answers); None when it is accepted.
 
     Checks, in order: ``zone`` — a valid zone name (``not-a-zone``). ``time-range`` — exactly
     one ``/`` (``not-a-range``); each part a strict instant with an offset (``no-offset``,
@@ -350,7 +354,8 @@ def time_answer_row(
     iteration: int,
     typed_zone: str,
 ) -> TimeAnswerRow:
-    """The ``time-answer`` row of an accepted ``time-range`` answer (§11.4).
+    """The ``time-answer`` row of an accepted ``time-range`` answer
+    (docs/time.md#recording-an-accepted-answer).
 
     ``how`` is ``confirmed`` when the value is one of the question's choices (same instants)
     and ``edited`` otherwise; ``zone`` is the readings' zone (the question's ``zone``) for a
@@ -394,7 +399,8 @@ def _choice_range(choice: TimeChoice) -> TimeRange | None:
 def answered_call_windows(
     calls: Sequence[CallToBind], windows: TurnWindows, ctx: PeriodContext
 ) -> list[CallDecision]:
-    """The second decision of every waiting call, once the answer is filed (§11.4).
+    """The second decision of every waiting call, once the answer is filed
+    (docs/time.md#recording-an-accepted-answer).
 
     ``windows`` must be read from the rows including the new ``time-answer``; each call is then
     ``filled`` from the answered window (with ``sent``/``differs`` when widened) or ``refused``

@@ -1,4 +1,5 @@
-"""``TimeRange``, the single internal range type, and ``PersonWindow`` (periods.md §1.3, §1.4).
+"""``TimeRange``, the single internal range type, and ``PersonWindow`` (docs/time.md#ranges,
+docs/time.md#person-windows).
 
 Both keep their ends as strict instant text (the wire form, JSON ``from``/``to``; Python
 ``start``/``end``) and parse them on demand, so a range encodes exactly as it was written.
@@ -21,7 +22,7 @@ from afp_runtime.errors import InvalidValue, shown
 from afp_runtime.periods.instants import NS_PER_MS, Instant, parse_instant
 
 WindowSource = Literal["answered", "derived-from-reading", "control"]
-"""Where a person window comes from (§1.4)."""
+"""Where a person window comes from (docs/time.md#person-windows)."""
 
 WINDOW_SOURCES: Final[tuple[str, ...]] = ("answered", "derived-from-reading", "control")
 
@@ -38,7 +39,7 @@ def _ends(start: object, end: object) -> tuple[Instant, Instant]:
 class TimeRange(
     msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True
 ):
-    """A half-open range ``[from, to)`` of strict instants (§1.3).
+    """A half-open range ``[from, to)`` of strict instants (docs/time.md#ranges).
 
     Attributes:
         start: the first instant covered (wire ``from``), strict instant text.
@@ -116,7 +117,8 @@ class TimeRange(
 
 
 def lookback_range(now: Instant, length_ms: int) -> TimeRange:
-    """The look-back range of length L ending at ``now``: ``[now - L, now + 1 ms)`` (§1.3).
+    """The look-back range of length L ending at ``now``: ``[now - L, now + 1 ms)``
+    (docs/time.md#ranges).
 
     It covers ``now - L`` through ``now`` inclusive, so its reach is exactly L. Both ends are
     written in ``now``'s offset: ``24h`` at ``2026-10-09T15:40:00Z`` →
@@ -127,20 +129,20 @@ def lookback_range(now: Instant, length_ms: int) -> TimeRange:
 
 def lookback_bounds(now: Instant, length_ms: int) -> TimeRange:
     """The look-back as bounds, ``[now - L, now)`` in ``now``'s offset; a binding accepts it
-    for a span ending now (§12.3)."""
+    for a span ending now (docs/time.md#sent-window-path)."""
     return TimeRange.of(now.plus(-length_ms * NS_PER_MS), now)
 
 
 def from_inclusive(start: Instant, last: Instant, step_ns: int) -> TimeRange:
     """The half-open range of a declared inclusive ``[start, last]``: ``[start, last + step)``.
 
-    ``step_ns`` is the tool's granularity, else 1 ms (§1.3).
+    ``step_ns`` is the tool's granularity, else 1 ms (docs/time.md#ranges).
     """
     return TimeRange.of(start, last.plus(step_ns))
 
 
 def last_included(time_range: TimeRange, step_ns: int) -> Instant:
-    """The inclusive end that expresses ``[from, to)``: ``to - step`` (§1.3)."""
+    """The inclusive end that expresses ``[from, to)``: ``to - step`` (docs/time.md#ranges)."""
     return time_range.end_instant.plus(-step_ns)
 
 
@@ -152,7 +154,7 @@ class PersonWindow(
     omit_defaults=True,
     forbid_unknown_fields=True,
 ):
-    """The window a call was filled from or matched to (§1.4).
+    """The window a call was filled from or matched to (docs/time.md#person-windows).
 
     Attributes:
         start: wire ``from``, strict instant text.

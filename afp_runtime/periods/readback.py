@@ -1,16 +1,19 @@
-"""Reading back the period a model sent in a call's arguments (periods.md §9, §12.1, §12.3).
+"""Reading back the period a model sent in a call's arguments (docs/time.md#reading-values-back,
+docs/time.md#which-path-a-call-takes, docs/time.md#sent-window-path).
 
 Sent values are never edited here: they are read into a ``TimeRange`` (or not), and the
 decision built on top records the call as bound, model-chosen, model or unread.
 
 Readings settled here:
 
-* §9 reads "the earliest form for which every argument except the zone argument was sent";
-  §12.3 reads "the earliest form with all non-zone arguments sent *whose values read back*".
-  ``read_back`` follows §12.3: it tries the fully-sent forms in order and the first that reads
-  back wins. (With ``accepts: [iso-range, signed-lookback]`` both forms share one argument, and
-  ``"-40m"`` must still read back through the second.)
-* A zone argument that was sent must be a valid zone name (§14.1), or the form does not read
+* docs/time.md#reading-values-back reads "the earliest form for which every argument except the zone
+  argument was sent";
+  docs/time.md#sent-window-path reads "the earliest form with all non-zone arguments sent *whose
+  values read back*". ``read_back`` follows docs/time.md#sent-window-path: it tries the fully-sent
+  forms in order and the first that reads back wins. (With ``accepts: [iso-range, signed-lookback]``
+  both forms share one argument, and ``"-40m"`` must still read back through the second.)
+* A zone argument that was sent must be a valid zone name
+  (docs/time.md#zone-names-and-the-database), or the form does not read
   back, whatever its ``as``; a zone argument that was not sent falls back to the agent's zone,
   as does a form without one. Local values (``wall``, ``date``, ``day``) need a zone.
 * An inclusive ``wall`` value gains its written step as an instant (after the local time was
@@ -49,19 +52,19 @@ _DAY = timedelta(days=1)
 
 
 def is_missing(value: object) -> bool:
-    """Whether a sent argument counts as missing (§12.1): None (the key absent too) or a
-    string that is empty after trimming."""
+    """Whether a sent argument counts as missing (docs/time.md#which-path-a-call-takes): None (the
+    key absent too) or a string that is empty after trimming."""
     return value is None or (isinstance(value, str) and not value.strip())
 
 
 class ReadBack(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """The window a call's arguments name (§9).
+    """The window a call's arguments name (docs/time.md#reading-values-back).
 
     Attributes:
         form: the position of the form that read back.
         range: the range read back: in UTC, or in now's offset for a look-back form.
         lookback: for a look-back form, the length that was sent (without its sign), so that a
-            span ending now can be matched by value (§12.3).
+            span ending now can be matched by value (docs/time.md#sent-window-path).
     """
 
     form: int
@@ -70,7 +73,8 @@ class ReadBack(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
 
 
 class SentGap(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """A sent ``wall`` value naming a local time its zone skips (§12.3 step 2: ``dst-gap``).
+    """A sent ``wall`` value naming a local time its zone skips (docs/time.md#sent-window-path step
+    2: ``dst-gap``).
 
     Attributes:
         form: the position of the form.
@@ -189,7 +193,7 @@ def read_back(
     args: Mapping[str, Any], forms: Sequence[Form], ctx: PeriodContext
 ) -> ReadBack | None:
     """The window a call's arguments name, read through the earliest fully-sent form that
-    reads back (§9, §12.3 step 1).
+    reads back (docs/time.md#reading-values-back, docs/time.md#sent-window-path step 1).
 
     ``lookback`` → ``lookback_range(now, L)`` in now's offset (a signed form requires a leading
     ``-``, an unsigned one rejects it; the rest is a duration in the form's units). ``day`` →
@@ -220,7 +224,7 @@ def find_sent_gap(
     args: Mapping[str, Any], forms: Sequence[Form], ctx: PeriodContext
 ) -> SentGap | None:
     """A sent ``wall`` value its zone skips, in the first fully-sent form that has one
-    (§12.3 step 2, for a call whose values did not read back).
+    (docs/time.md#sent-window-path step 2, for a call whose values did not read back).
 
     The zone is the sent zone argument when valid, otherwise the agent zone. A repeated local
     hour is not a gap (the call is then ``unread``), nor is a ``date`` whose midnight is

@@ -1,4 +1,4 @@
-"""Time readers and the check of what they return (periods.md §3.1).
+"""Time readers and the check of what they return (docs/time.md#readers).
 
 A reader is a pluggable strategy that turns the text a person typed into *mentions*: each
 mention quotes the words it came from and lists the ``TimeParts`` those words may mean, or says
@@ -50,7 +50,7 @@ MAX_PARSES: Final[int] = 4
 
 ReaderKind = Literal["rule", "model"]
 """``rule``: deterministic rules; ``model``: a model reads the words (its single window may
-fill a call as ``derived-from-reading``, §1.4)."""
+fill a call as ``derived-from-reading``, docs/time.md#person-windows)."""
 
 MentionRefusal = Literal["quote-not-in-text", "malformed"]
 """Why a mention of a reader's output was refused."""
@@ -126,8 +126,8 @@ class ReaderInfo(_Value, frozen=True, kw_only=True):
 
 
 class TimeReader(Protocol):
-    """A strategy that reads the person's words (§3.1): ``{id, version, locale, kind,
-    read(text)}``.
+    """A strategy that reads the person's words (docs/time.md#readers): ``{id, version, locale,
+    kind, read(text)}``.
 
     ``read`` should return a ``Reading``; whatever it returns is checked by
     ``validate_reading`` before use, so a model-kind reader may return decoded JSON as is.
@@ -215,7 +215,7 @@ def _check_mention(text: str, raw: object) -> CheckedMention:
 
 
 def validate_reading(text: str, raw: object) -> tuple[CheckedMention, ...]:
-    """Check a reader's output for the message ``text`` (§3.1), mention by mention.
+    """Check a reader's output for the message ``text`` (docs/time.md#readers), mention by mention.
 
     Args:
         text: the message exactly as the person typed it.

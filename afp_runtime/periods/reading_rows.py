@@ -1,5 +1,6 @@
 """The ``time-reading`` rows a turn's first ``seed`` files, and reading a message into them
-(periods.md §3, §4, §5, §15.1).
+(docs/time.md#reading-what-the-person-wrote, docs/time.md#the-resolver,
+docs/time.md#policy-and-confirmation, docs/time.md#row-kinds).
 
 ``read_message(text, clock=..., config=..., turn=...)`` runs the agent's reader once over the
 person's words, checks what it returned (``validate_reading``), resolves each mention against
@@ -65,7 +66,7 @@ from afp_runtime.periods.resolve import TimeCandidate, resolve
 from afp_runtime.periods.zones import TZDATA_VERSION
 
 FIRST_ITERATION: Final = 1
-"""The iteration of rows a turn's first ``seed`` files (§15.1)."""
+"""The iteration of rows a turn's first ``seed`` files (docs/time.md#row-kinds)."""
 
 
 def _refuse(field: str, why: str, value: object) -> InvalidValue:
@@ -87,7 +88,8 @@ class TimeReadingRow(
     tag_field="kind",
     tag="time-reading",
 ):
-    """One ``time-reading`` row (§15.1); the module docstring shows its three forms.
+    """One ``time-reading`` row (docs/time.md#row-kinds); the module docstring shows its three
+    forms.
 
     Attributes:
         turn: the turn (>= 1).
@@ -245,10 +247,12 @@ def mention_row(
 def read_message(
     text: str, *, clock: TimeClock, config: TimeConfig, turn: int
 ) -> list[TimeReadingRow]:
-    """Read the person's message into the turn's ``time-reading`` rows (§3.1, §15.1).
+    """Read the person's message into the turn's ``time-reading`` rows (docs/time.md#readers,
+    docs/time.md#row-kinds).
 
     The reader runs once; its output is validated; every accepted mention is resolved against
-    ``clock`` and its choice filed with confirmation pending (§5.2).
+    ``clock`` and its choice filed with confirmation pending
+    (docs/time.md#nothing-is-settled-without-the-person).
 
     Args:
         text: the message exactly as the person typed it.

@@ -1,5 +1,5 @@
-"""The resolver: a mention's parts, the turn's clock and the policy in; candidates out (periods.md
-§4).
+"""The resolver: a mention's parts, the turn's clock and the policy in; candidates out (docs/time.md
+docs/time.md#the-resolver).
 
 ``resolve(parses, clock=..., policy=...)`` turns the ``TimeParts`` a reader found into
 ``TimeCandidate`` windows. Every candidate is a *proposal*: the resolver never picks between
@@ -15,11 +15,12 @@ Wire shapes (JSON keys camelCase; every key of a candidate is always written):
   - ``range``: ``{from, to}``, half-open strict instants written in the offset the person
     intended: the zone's offset at each end, the said offset, or ``now``'s offset for a
     look-back;
-  - ``zone``: the mention's zone name (§14.1): the zone typed or read from a place, the mapped
+  - ``zone``: the mention's zone name (docs/time.md#zone-names-and-the-database): the zone typed or
+    read from a place, the mapped
     zone of an abbreviation, otherwise the clock's zone (also with a said numeric offset);
   - ``grain``: ``second | minute | hour | day | week``; the finest unit typed (a range: the
     finer of its two sides), a look-back's unit;
-  - ``said``: ``[]`` (always empty when filed, §5.2);
+  - ``said``: ``[]`` (always empty when filed, docs/time.md#nothing-is-settled-without-the-person);
   - ``implied``: what the reader had to assume, in this order: ``date`` (no date or day word
     at all: the clock's date), ``year``, ``month``, ``zone`` (no zone typed: the clock's);
   - ``anchor``: ``"message"``;
@@ -47,8 +48,10 @@ Readings settled here (the spec is silent):
   names a whole day and gets no note. A "whole hour" end has no minutes, or ``:00`` minutes
   (and no or ``:00`` seconds), so ``08:00 to 09:00`` ends at ``09:00``.
 * A time of day extends by its grain in elapsed time (``1 AM`` in a repeated hour is one hour
-  long in each reading); a date ends where the next date begins (§14.2).
-* A repeated or skipped time of day yields both readings (§14.2). For a point, the end follows
+  long in each reading); a date ends where the next date begins
+  (docs/time.md#local-times-around-clock-changes).
+* A repeated or skipped time of day yields both readings
+  (docs/time.md#local-times-around-clock-changes). For a point, the end follows
   the start's reading. For a range, every pairing of the start's and the end's readings with
   ``from < to`` is offered, the start's readings first.
 * AM/PM in ranges is decided on the local wall times (date and time, DST aside); the final
@@ -70,7 +73,8 @@ Readings settled here (the spec is silent):
   anything else (or as one side of a range), or a day word together with a date, is
   ``unsupported``.
 * Two sides of a range whose zones differ: the candidate's ``zone`` is the start's.
-* ``zone_answer`` (the person's answer to a zone question, §11.2) stands in for every zone
+* ``zone_answer`` (the person's answer to a zone question, docs/time.md#question-shapes) stands in
+  for every zone
   token that could not be resolved and, when the clock's zone is unknown, for a mention
   without a zone; the candidate then does not list ``zone`` as implied.
 """
@@ -135,7 +139,8 @@ AbbreviationTag = Literal["zone", "offset"]
 """An abbreviation read as its mapped zone, or as the fixed offset it stands for."""
 
 Which = Literal["earlier", "later"]
-"""Which reading of a repeated or skipped local time (§14.2)."""
+"""Which reading of a repeated or skipped local time
+(docs/time.md#local-times-around-clock-changes)."""
 
 _GRAIN_NS: Final[dict[str, int]] = {
     "second": NS_PER_S,
@@ -256,14 +261,15 @@ class ReadingTags(_Value, frozen=True, kw_only=True):
 class TimeCandidate(
     msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True
 ):
-    """One window the words may mean (§4); every key is written (module docstring).
+    """One window the words may mean (docs/time.md#the-resolver); every key is written (module
+    docstring).
 
     Attributes:
         window: ``{kind: "range"}`` or ``{kind: "lookback", duration}``.
         range: the half-open range, written in the offset the person intended.
         zone: the mention's zone name.
         grain: the unit of precision.
-        said: always empty when filed (§5.2).
+        said: always empty when filed (docs/time.md#nothing-is-settled-without-the-person).
         implied: what had to be assumed (``date``, ``year``, ``month``, ``zone``).
         anchor: ``"message"``: relative words count from the clock's ``now``.
         notes: notes on how the window was drawn.
@@ -343,7 +349,7 @@ def _places() -> dict[str, tuple[str, ...]]:
 
 
 def _zone_of_token(token: str, clock_zone: str, abbreviations: Mapping[str, str]) -> _Zone | None:
-    """The zone a typed token names, or None when it names none (§4)."""
+    """The zone a typed token names, or None when it names none (docs/time.md#the-resolver)."""
     if is_zone_name(token):
         return _Zone(name=token, said=True)
     offset = _offset_of(token)
@@ -452,7 +458,7 @@ def _days(source: DateParts | Relative | None, ref: date) -> list[_Day]:
 
 
 def _compatible(first: tuple[tuple[str, str], ...], second: tuple[tuple[str, str], ...]) -> bool:
-    """Both sides use the same reading of every tag they both carry (§4)."""
+    """Both sides use the same reading of every tag they both carry (docs/time.md#the-resolver)."""
     mine = dict(first)
     return all(mine.get(key, value) == value for key, value in second)
 
@@ -595,7 +601,8 @@ def _range_shape(
 
 
 def _range_shapes(first: _Day, second: _Day, start: Wall | None, end: Wall | None) -> list[_Shape]:
-    """The AM/PM readings of a range on a pair of dates (§4 "AM/PM in ranges")."""
+    """The AM/PM readings of a range on a pair of dates (docs/time.md#the-resolver "AM/PM in
+    ranges")."""
     walls = (start, end)
 
     def build(a: Meridiem | None, b: Meridiem | None, next_day: bool = False) -> _Shape:
@@ -980,14 +987,15 @@ def resolve(
     policy: TimePolicy | None = None,
     zone_answer: str | None = None,
 ) -> Resolution:
-    """The candidates of a mention's parses (§4).
+    """The candidates of a mention's parses (docs/time.md#the-resolver).
 
     Args:
         parses: the mention's parses, as validated (``validate_reading``).
         clock: the turn's clock: its ``now`` anchors relative words and its zone is the
             mention's zone unless the words name one (an unknown zone needs one).
         policy: only its ``abbreviations`` are used here (the rest is ``apply_policy``'s).
-        zone_answer: a zone the person answered (§11.2), standing in for unresolved zone
+        zone_answer: a zone the person answered (docs/time.md#question-shapes), standing in for
+        unresolved zone
             tokens and, under an unknown clock zone, for a mention without a zone.
 
     Returns:

@@ -1,11 +1,13 @@
-"""The time layer's ledger rows and their strict validation (periods.md §12.5, §13.1, §15.1).
+"""The time layer's ledger rows and their strict validation (docs/time.md#callwindowrow-fields,
+docs/time.md#the-call-row, docs/time.md#row-kinds).
 
-Rows of three kinds are defined here: ``call-window`` (one decision per call, §12.5),
-``time-answer`` (an accepted answer, §11.4) and ``call`` (a dispatch, with its drift, §13.1).
-``validate_time_row`` checks these and the ``clock`` and ``time-reading`` rows strictly, as
-import, migration and ``afp doctor`` require: unknown keys, keys that belong to another ``how``,
-wrong types, ``null`` values and non-strict instants are rejected with ``CheckpointInvalid``
-naming the row's index and the field.
+Rows of three kinds are defined here: ``call-window`` (one decision per call,
+docs/time.md#callwindowrow-fields), ``time-answer`` (an accepted answer,
+docs/time.md#recording-an-accepted-answer) and ``call`` (a dispatch, with its drift,
+docs/time.md#the-call-row). ``validate_time_row`` checks these and the
+``clock`` and ``time-reading`` rows strictly, as import, migration and ``afp doctor`` require:
+unknown keys, keys that belong to another ``how``, wrong types, ``null`` values and non-strict
+instants are rejected with ``CheckpointInvalid`` naming the row's index and the field.
 
 Readings settled here:
 
@@ -18,9 +20,11 @@ Readings settled here:
 * ``dispatchedAt`` must be written canonically in UTC on a whole millisecond (``Z``); a clock
   row's ``now`` must be written canonically in its own offset; every other instant must be strict.
 * ``clock`` and ``time-reading`` rows are filed by the reading side (``clock.py``,
-  ``reading_rows.py``). They are checked here key for key against the wire shapes of §2.1,
-  §3.1, §4, §5 and §15.1 (so that the error names the field), and then decoded into that side's
-  own ``ClockRow`` / ``TimeReadingRow``, whose checks are the final word on their shapes.
+  ``reading_rows.py``). They are checked here key for key against the wire shapes of
+  docs/time.md#the-clock-row, docs/time.md#readers, docs/time.md#the-resolver,
+  docs/time.md#policy-and-confirmation and docs/time.md#row-kinds (so that the error names the
+  field), and then decoded into that side's own ``ClockRow`` / ``TimeReadingRow``, whose checks are
+  the final word on their shapes.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from afp_runtime.periods.windows import AnswerHow, wire_row
 from afp_runtime.periods.zones import is_zone_name
 
 CallHow = Literal["filled", "bound", "model-chosen", "model", "unread", "not-filled", "refused"]
-"""What the decision did with a call (§12.2)."""
+"""What the decision did with a call (docs/time.md#outcomes)."""
 
 CALL_HOWS: Final[tuple[str, ...]] = (
     "filled",
@@ -59,12 +63,12 @@ BoundBy = Literal["quote", "value"]
 """How a sent window was tied to the person's: its declared quote, or identical instants."""
 
 NotFilledWhy = Literal["no-window", "several-mentions", "open-reading"]
-"""Why nothing was written into a call that omitted its period (§12.4)."""
+"""Why nothing was written into a call that omitted its period (docs/time.md#fill-path)."""
 
 NOT_FILLED_WHYS: Final[tuple[str, ...]] = ("no-window", "several-mentions", "open-reading")
 
 DriftOutcome = Literal["shifted", "redrawn"]
-"""What dispatching later than ``now`` did to a look-back call (§13.2)."""
+"""What dispatching later than ``now`` did to a look-back call (docs/time.md#drift)."""
 
 TIME_ROW_KINDS: Final[tuple[str, ...]] = (
     "clock",
@@ -73,7 +77,7 @@ TIME_ROW_KINDS: Final[tuple[str, ...]] = (
     "call-window",
     "call",
 )
-"""Every ledger row kind the time layer files (§15.1)."""
+"""Every ledger row kind the time layer files (docs/time.md#row-kinds)."""
 
 SAFE_INTEGER: Final = 2**53 - 1
 
@@ -129,7 +133,7 @@ class Differs(
     rename="camel",
     forbid_unknown_fields=True,
 ):
-    """What a widened fill reads beyond the person's window (§12.5).
+    """What a widened fill reads beyond the person's window (docs/time.md#callwindowrow-fields).
 
     Attributes:
         extra: one or two UTC ranges, earliest first.
@@ -184,7 +188,8 @@ def call_window_problem(present: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 class CallWindowRow(_TimeRow, frozen=True, kw_only=True, tag="call-window"):
-    """One decision about a call's period, filed before dispatch (§12.5).
+    """One decision about a call's period, filed before dispatch
+    (docs/time.md#callwindowrow-fields).
 
     Attributes:
         turn: the turn, >= 1.
@@ -214,7 +219,8 @@ class CallWindowRow(_TimeRow, frozen=True, kw_only=True, tag="call-window"):
         argument: a ``dst-gap`` refusal: the argument at fault.
 
     Raises:
-        InvalidValue: a key is absent, present or mistyped against the rules of §12.5 (names the
+        InvalidValue: a key is absent, present or mistyped against the rules of
+        docs/time.md#callwindowrow-fields (names the
             wire field).
     """
 
@@ -253,7 +259,8 @@ class CallWindowRow(_TimeRow, frozen=True, kw_only=True, tag="call-window"):
 
 
 class TimeAnswerRow(_TimeRow, frozen=True, kw_only=True, tag="time-answer"):
-    """An accepted answer to a time question: the person's window (§11.4).
+    """An accepted answer to a time question: the person's window
+    (docs/time.md#recording-an-accepted-answer).
 
     Attributes:
         turn: the turn, >= 1.
@@ -299,7 +306,7 @@ class Drift(
     omit_defaults=True,
     forbid_unknown_fields=True,
 ):
-    """A look-back call dispatched more than one step after ``now`` (§13.2).
+    """A look-back call dispatched more than one step after ``now`` (docs/time.md#drift).
 
     Attributes:
         by_ms: ``dispatchedAt - now`` in milliseconds, signed, a non-zero safe integer (wire
@@ -328,7 +335,7 @@ class Drift(
 
 
 class CallRow(_TimeRow, frozen=True, kw_only=True, tag="call"):
-    """A call handed to its tool, with the drift of its period (§13.1).
+    """A call handed to its tool, with the drift of its period (docs/time.md#the-call-row).
 
     Attributes:
         turn: the turn, >= 1.
@@ -337,7 +344,7 @@ class CallRow(_TimeRow, frozen=True, kw_only=True, tag="call"):
         tool_name: its tool (wire ``toolName``).
         dispatched_at: the host clock's reading at dispatch, truncated to the millisecond,
             canonical UTC (wire ``dispatchedAt``).
-        drift: present when the call's period drifted (§13.2).
+        drift: present when the call's period drifted (docs/time.md#drift).
 
     Raises:
         InvalidValue: a count is below its minimum or ``dispatchedAt`` is not canonical UTC.
@@ -396,7 +403,8 @@ def is_canonical_utc_ms(text: object) -> bool:
 def call_window_of_call(
     ledger: Iterable[object], tool_call_id: str, turn: int
 ) -> CallWindowRow | None:
-    """The most recent ``call-window`` row of a call in a turn (§12.5), or None.
+    """The most recent ``call-window`` row of a call in a turn (docs/time.md#callwindowrow-fields),
+    or None.
 
     ``ctx.time``, drift and observations rely on it. Rows may be wire mappings, structs or
     carried rows (see ``windows.wire_row``).
@@ -527,7 +535,8 @@ def _check_clock(raw: Mapping[str, Any]) -> None:
     _count(raw, "iteration", 1)
     _strict_instant(raw, "now")
     now = parse_instant(raw["now"])
-    _require(spell_instant(now) == raw["now"], "now", "must be written canonically (§1.1)")
+    canonical = spell_instant(now) == raw["now"]
+    _require(canonical, "now", "must be written canonically (docs/time.md#instants)")
     _choice_of(raw, "nowSource", ("message", "inbox"))
     zone = _text(raw, "zone")
     _require(is_zone_name(zone), "zone", f"{shown(zone)} is not a zone name")
@@ -753,7 +762,8 @@ def _check_answer(raw: Mapping[str, Any]) -> TimeAnswerRow:
 
 
 def validate_time_row(row: object, index: int) -> TimeRow | Mapping[str, Any]:
-    """Strictly validate one time row of a committed ledger (§15.1; import, migration, doctor).
+    """Strictly validate one time row of a committed ledger (docs/time.md#row-kinds; import,
+    migration, doctor).
 
     Args:
         row: the decoded JSON value of the row.

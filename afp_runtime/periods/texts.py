@@ -1,4 +1,6 @@
-"""The time layer's authored texts (periods.md §11.3, §11.4, §12.4, §12.6, §13.4).
+"""The time layer's authored texts (docs/time.md#judging-answers,
+docs/time.md#recording-an-accepted-answer, docs/time.md#fill-path, docs/time.md#refused-calls,
+docs/time.md#the-served-time-line).
 
 Every sentence here is afp_runtime's own: the observations a model reads when a call is refused,
 filled, left unsettled or abandoned; the sentence that explains why a typed answer was not
@@ -41,7 +43,7 @@ TIME_LINE_PREFIX: Final = "[Clock note from the runtime, not written by the pers
 FILLED_NOTE: Final = (
     "[Runtime note] The time period for this call was taken from the person's window."
 )
-"""Appended to a filled call's observation (§12.4)."""
+"""Appended to a filled call's observation (docs/time.md#fill-path)."""
 
 WIDENED_NOTE: Final = (
     "The tool covered more time than was requested, so its result may include data from "
@@ -67,7 +69,8 @@ ANSWER_REASONS: Final[tuple[str, ...]] = (
     "beyond-retention",
     "over-max-range",
 )
-"""Why a time answer was not accepted, in the order the checks run (§11.3)."""
+"""Why a time answer was not accepted, in the order the checks run
+(docs/time.md#judging-answers)."""
 
 _EXAMPLE_RANGE: Final = "2026-10-09T08:00:00-07:00/2026-10-09T09:00:00-07:00"
 
@@ -97,11 +100,12 @@ ANSWER_REASON_TEXTS: Final[Mapping[str, str]] = {
     "beyond-retention": "All of that time is older than the data that is kept.",
     "over-max-range": "That range is longer than one lookup can cover; please give a shorter one.",
 }
-"""The short sentence shown with a re-asked time question, per reason code (§11.3)."""
+"""The short sentence shown with a re-asked time question, per reason code
+(docs/time.md#judging-answers)."""
 
 
 def answer_reason_text(reason: str) -> str:
-    """The authored sentence for an answer's reason code (§11.3).
+    """The authored sentence for an answer's reason code (docs/time.md#judging-answers).
 
     Raises:
         KeyError: ``reason`` is not one of ``ANSWER_REASONS``.
@@ -116,7 +120,7 @@ def refusal_observation(
     *,
     argument: str | None = None,
 ) -> str:
-    """The observation of a call refused before dispatch (§12.6).
+    """The observation of a call refused before dispatch (docs/time.md#refused-calls).
 
     Args:
         tool_name: the tool.
@@ -168,7 +172,8 @@ def refusal_observation(
 
 
 def filled_note(row: CallWindowRow) -> str | None:
-    """The note added to a filled call's observation (§12.4), or None for any other row.
+    """The note added to a filled call's observation (docs/time.md#fill-path), or None for any other
+    row.
 
     It says the period was taken from the person's window and, when widened, that the tool
     covered more time than requested.
@@ -181,7 +186,8 @@ def filled_note(row: CallWindowRow) -> str | None:
 
 
 def unsettled_observation(tool_name: str) -> str:
-    """The observation of a call whose time question closed ``unsettled`` (§11.3)."""
+    """The observation of a call whose time question closed ``unsettled``
+    (docs/time.md#judging-answers)."""
     return (
         f"The time for the call to {tool_name} could not be agreed with the person, so the tool "
         "was not run."
@@ -189,7 +195,8 @@ def unsettled_observation(tool_name: str) -> str:
 
 
 def abandoned_observation(tool_name: str) -> str:
-    """The observation of a call whose time question was abandoned (§11.4)."""
+    """The observation of a call whose time question was abandoned
+    (docs/time.md#recording-an-accepted-answer)."""
     return (
         f"The person chose not to give a time for the call to {tool_name}, so the tool was not run."
     )
@@ -210,7 +217,8 @@ def weekday_date_time(instant: Instant) -> tuple[str, str, str]:
 
 
 def time_line(now: Instant | str, zone: str, *, zone_unknown: bool = False) -> str:
-    """The served time line of a turn (§13.4), the same in every request of the turn.
+    """The served time line of a turn (docs/time.md#the-served-time-line), the same in every request
+    of the turn.
 
     It says it is supplied by the runtime, and gives the turn's clock as weekday, date, hour and
     minute in the person's zone, naming the zone and its UTC offset (``Friday, 2026-10-09, 08:40,

@@ -1,4 +1,5 @@
-"""The turn's windows, its mentions and its open readings, derived from filed rows (periods.md §6).
+"""The turn's windows, its mentions and its open readings, derived from filed rows
+(docs/time.md#windows-of-a-turn-and-open-readings).
 
 ``turn_windows_of(rows)`` reads only what the ledger holds for one turn: the ``time-reading``
 rows the turn's first ``seed`` filed, the ``time-answer`` rows an answer filed, and the turn's
@@ -14,7 +15,7 @@ encodes to one, or a carried row with ``kind`` and ``fields`` (the findings ledg
 Readings settled here:
 
 * Without ``turn``, the turn is the one of the last ``clock`` row (the last such row belongs to
-  the current turn, §15.1); with no clock row at all, every row is read.
+  the current turn, docs/time.md#row-kinds); with no clock row at all, every row is read.
 * The surviving candidates of a mention: ``remaining`` for ``by: open``; ``candidate`` for
   ``by: policy``; the single candidate for ``by: only``; none for ``by: none``.
 * Several ``time-answer`` rows for one mention: the last one counts.
@@ -35,15 +36,16 @@ from afp_runtime.periods.convert import AskedWindow
 from afp_runtime.periods.ranges import PersonWindow, TimeRange, WindowSource
 
 AnswerHow = Literal["confirmed", "edited"]
-"""How a ``time-answer`` came about: one of the offered choices, or a typed range (§11.4)."""
+"""How a ``time-answer`` came about: one of the offered choices, or a typed range
+(docs/time.md#recording-an-accepted-answer)."""
 
 
 class OpenReading(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """One surviving candidate of an open mention (§6.1).
+    """One surviving candidate of an open mention (docs/time.md#how-mentions-become-windows).
 
     Attributes:
         range: the candidate's range, as filed (written in the offset the person intended).
-        zone: the candidate's zone (the mention's zone, §14.1).
+        zone: the candidate's zone (the mention's zone, docs/time.md#zone-names-and-the-database).
         lookback: the duration when the candidate is a span ending now.
         candidate: the candidate's index in its row's ``candidates``.
     """
@@ -54,19 +56,19 @@ class OpenReading(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omi
     candidate: int = 0
 
     def asked(self) -> AskedWindow:
-        """The reading as a window to write (§8)."""
+        """The reading as a window to write (docs/time.md#writing-a-window-into-a-form)."""
         return AskedWindow(range=self.range, lookback=self.lookback)
 
 
 class OpenMention(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """A mention still waiting for the person (§6.1 step 3).
+    """A mention still waiting for the person (docs/time.md#how-mentions-become-windows step 3).
 
     Attributes:
         mention: the mention's index in the turn's readings.
         quote: the person's words.
         readings: the surviving candidates; empty when waiting for a zone or unreadable.
         needs_zone: the filed choice has the open question ``zone`` (wire ``needsZone``): the
-            time question asks for a zone first (§11.2).
+            time question asks for a zone first (docs/time.md#question-shapes).
         unreadable: the words could not be read (``problem: unreadable``).
     """
 
@@ -78,7 +80,7 @@ class OpenMention(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omi
 
 
 class TurnWindow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """One of the turn's windows (§6.1).
+    """One of the turn's windows (docs/time.md#how-mentions-become-windows).
 
     Attributes:
         range: the window's range, as filed (an answer's ``from``/``to``, a candidate's range or
@@ -100,22 +102,23 @@ class TurnWindow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit
     lookback: str | None = None
 
     def person(self) -> PersonWindow:
-        """The window as a row's ``person`` (§1.4)."""
+        """The window as a row's ``person`` (docs/time.md#person-windows)."""
         return PersonWindow.of(self.range, self.source, self.mention)
 
     def asked(self) -> AskedWindow:
-        """The window as a window to write (§8)."""
+        """The window as a window to write (docs/time.md#writing-a-window-into-a-form)."""
         return AskedWindow(range=self.range, lookback=self.lookback)
 
 
 class TurnWindows(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """The turn's windows, how many mentions it has, and the open ones (§6.1).
+    """The turn's windows, how many mentions it has, and the open ones
+    (docs/time.md#how-mentions-become-windows).
 
     Attributes:
         windows: the windows, in mention order, the control window last.
         mentions: the number of mentions: readable, unreadable, open and control alike.
         open: the mentions still open, in mention order; ``open[0].readings`` is what the fill
-            path of a single open mention judges (§12.4).
+            path of a single open mention judges (docs/time.md#fill-path).
     """
 
     windows: tuple[TurnWindow, ...] = ()
@@ -247,7 +250,8 @@ def _answered(row: Mapping[str, Any], answer: Mapping[str, Any], quote: str) -> 
 
 
 def turn_windows_of(rows: Iterable[object], turn: int | None = None) -> TurnWindows:
-    """The turn's windows, mention count and open mentions, from filed rows only (§6.1).
+    """The turn's windows, mention count and open mentions, from filed rows only
+    (docs/time.md#how-mentions-become-windows).
 
     Every ``time-reading`` mention with a quote that was not refused counts as one mention:
 

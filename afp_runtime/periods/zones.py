@@ -1,10 +1,10 @@
-"""Zone names, the zone database, and local times around clock changes (periods.md §14).
+"""Zone names, the zone database, and local times around clock changes (docs/time.md#zones-and-dst).
 
 Zones come from the ``tzdata`` package, always: names are checked against the package's own
 ``zones`` list and each zone is loaded with ``ZoneInfo.from_file`` over the package's resources
 (``importlib.resources``), never from the system's files and without changing the global search
-path, so every machine gives the same answers (§14.1, developer's choice). Loaded zones are
-cached for the life of the process; one ``ZoneInfo`` object per name.
+path, so every machine gives the same answers (docs/time.md#zone-names-and-the-database, developer's
+choice). Loaded zones are cached for the life of the process; one ``ZoneInfo`` object per name.
 
 Readings settled here:
 
@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover - tzdata is a dependency
 
 TZDATA_VERSION: Final[str] = str(getattr(_tzdata, "IANA_VERSION", "unknown"))
 """The zone database version every answer here comes from (e.g. ``2026f``), or ``unknown``;
-stored on each ``time-reading`` row (§14.1)."""
+stored on each ``time-reading`` row (docs/time.md#zone-names-and-the-database)."""
 
 ZONE_NAME_LIMIT: Final = 64
 """The longest zone name accepted, in code points."""
@@ -54,7 +54,8 @@ Zone = ZoneInfo | str
 """A zone given as a loaded ``ZoneInfo`` or as a name (checked and loaded on use)."""
 
 WallPolicy = Literal["compatible", "earlier", "later", "reject"]
-"""How ``wall_to_instant`` settles a repeated or skipped local time (§14.2)."""
+"""How ``wall_to_instant`` settles a repeated or skipped local time
+(docs/time.md#local-times-around-clock-changes)."""
 
 
 def _read_zone_names() -> frozenset[str]:
@@ -75,7 +76,7 @@ def zone_names() -> frozenset[str]:
 
 
 def is_zone_name(name: object) -> bool:
-    """Whether ``name`` is an accepted zone name (§14.1).
+    """Whether ``name`` is an accepted zone name (docs/time.md#zone-names-and-the-database).
 
     It is ``UTC`` or ``GMT``, or has at least one ``/`` (``Area/Location``); the database
     contains it; it is at most 64 code points. So ``PST``, ``+05:30``, ``utc`` and
@@ -102,7 +103,8 @@ def load_zone(zone: Zone) -> ZoneInfo:
     """The database zone of an accepted name (a ``ZoneInfo`` is returned as is).
 
     Raises:
-        InvalidValue: ``zone`` is not an accepted zone name (§14.1).
+        InvalidValue: ``zone`` is not an accepted zone name
+        (docs/time.md#zone-names-and-the-database).
     """
     if isinstance(zone, ZoneInfo):
         return zone
@@ -194,11 +196,12 @@ class WallGap(msgspec.Struct, frozen=True, kw_only=True, tag="gap", tag_field="k
 
 
 WallReading = WallUnique | WallOverlap | WallGap
-"""What a local time means in a zone (§14.2)."""
+"""What a local time means in a zone (docs/time.md#local-times-around-clock-changes)."""
 
 
 def read_wall(naive: datetime, zone: Zone) -> WallReading:
-    """Interpret a local (naive) date and time in ``zone`` (§14.2).
+    """Interpret a local (naive) date and time in ``zone``
+    (docs/time.md#local-times-around-clock-changes).
 
     With Python's ``fold``: ``a`` is the time with ``fold=0``, ``b`` with ``fold=1``. The same
     UTC offset for both → unique; offsets that differ and ``a`` converts back to the same local

@@ -33,7 +33,7 @@ class Write(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class CommitBundle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """The writes of one stage execution (host.md §1.3).
+    """The writes of one stage execution (docs/loop.md#commit-bundles).
 
     Attributes:
         run_id: the run (wire ``runId``).

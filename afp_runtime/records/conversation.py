@@ -82,7 +82,7 @@ class StoredFoldedSpan(
 
 
 class PendingBatch(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """The tool batch a paused turn waits to finish (host.md §1.2 ``pendingBatch``).
+    """The tool batch a paused turn waits to finish (docs/loop.md#run-state-keys ``pendingBatch``).
 
     Attributes:
         question_ids: the questions of the pause, in asking order (wire ``questionIds``).
@@ -102,7 +102,7 @@ class PendingBatch(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """The unfinished turn of a conversation (host.md §8.1).
+    """The unfinished turn of a conversation (docs/loop.md#checkpoint-fields).
 
     Attributes:
         turn: the turn number.
@@ -115,7 +115,7 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
         error_kind: why the turn is held or stalled (wire ``errorKind``).
         error: a readable reason for a held or stalled turn.
         last_usage: usage of the turn's latest model call, None when it reported none (wire
-            ``lastUsage``): what the next window visit measures (window.md §11).
+            ``lastUsage``): what the next window visit measures (docs/window.md#measurement).
         usage_missing: a call of this turn reported no usage since the last good reading.
         prior_visits: the turn's last two filed window records, for the stand-down rule.
         started_at_ms: when the turn's first run started (wire ``startedAtMs``).
@@ -169,7 +169,7 @@ class ConversationState(
             their own append-only table.
         last_sent: the window the conversation's last receipt digested (wire ``lastSent``),
             with ``last_sent_subs`` the (index, fingerprint) of its substitutions: the base of
-            the next run's first receipt (served.md §2.4).
+            the next run's first receipt (docs/served.md#receipt-fields).
         last_run_id: the last run of the last finished turn (wire ``lastRunId``).
         checkpointed_at_ms: injected clock at the transaction (wire ``checkpointedAtMs``).
     """

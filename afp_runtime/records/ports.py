@@ -12,7 +12,8 @@ from afp_runtime.records.bundle import CommitBundle
 
 
 class Clock(Protocol):
-    """Every reader of "now" and every deadline goes through a clock (ARCHITECTURE ruling 7)."""
+    """Every reader of "now" and every deadline goes through a clock
+    (docs/architecture.md#decision-7-every-deadline-goes-through-the-clock)."""
 
     def now_ms(self) -> int:
         """Current time, epoch milliseconds."""
@@ -68,12 +69,14 @@ class Anchor(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class RunLog(Protocol):
-    """Read interface over one run's commit log (served.md §1.3); synchronous by design.
+    """Read interface over one run's commit log (docs/served.md#the-runlog-interface); synchronous
+    by design.
 
     Message-list keys (``history``) read as tuples of ``MessageRef``; every other key reads as
     the plain JSON-like value that was written. ``value_at`` answers from per-key indexes, so
-    its cost does not grow with ``seq`` (ARCHITECTURE ruling 3). Served code calls it from a
-    worker thread and never awaits.
+    its cost does not grow with ``seq``
+    (docs/architecture.md#decision-3-served-views-read-an-index-not-a-replay). Served code calls it
+    from a worker thread and never awaits.
     """
 
     run_id: str

@@ -77,7 +77,7 @@ QuestionStatus = Literal["open", "answered", "abandoned", "unsettled"]
 
 
 class QuestionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """A check-in question a paused turn waits on (host.md §10.1).
+    """A check-in question a paused turn waits on (docs/host.md#question-kinds).
 
     Attributes:
         question_id: the question (wire ``questionId``).
@@ -96,7 +96,7 @@ class QuestionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omi
         answered_by: the principal that answered, when one was given.
         detail: kind-specific data: for a time question its format, mention, quote, choices,
             zone, the waiting tools' facts, the turn's now, the answer limit and the last
-            refused answer (periods.md §11.2, §11.3).
+            refused answer (docs/time.md#question-shapes, docs/time.md#judging-answers).
     """
 
     question_id: str

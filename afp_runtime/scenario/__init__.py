@@ -1,4 +1,4 @@
-"""Scenarios: offline record/replay of a standing agent (scenario.md).
+"""Scenarios: offline record/replay of a standing agent (docs/scenarios.md).
 
 A scenario file scripts a conversation, the model's replies, the tools' results and a virtual
 clock; ``run_scenario`` runs it on a real SQLite store and returns a deterministic result

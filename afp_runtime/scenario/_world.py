@@ -74,7 +74,7 @@ def seconds(ms: int) -> float:
 
 
 def model_error(status: int, message: str, *, provider: str = "scripted") -> ModelCallError:
-    """A scripted HTTP failure classified as host.md §14 does."""
+    """A scripted HTTP failure classified as docs/loop.md#model-call-errors-and-retry does."""
     if status == 429:
         kind, retryable = "rate-limited", True
     elif status >= 500:

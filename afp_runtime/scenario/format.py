@@ -1,4 +1,4 @@
-"""The scenario input format ``afp-scenario/1`` (scenario.md): strict camelCase Structs.
+"""The scenario input format ``afp-scenario/1`` (docs/scenarios.md): strict camelCase Structs.
 
 Every object of the format refuses unknown keys (msgspec ``forbid_unknown_fields``), so a
 snake_case spelling or a typo fails with its JSON path. Any object may carry an
@@ -9,7 +9,7 @@ Decoding and type errors are ``InvalidValue``; errors the runtime's own validati
 their class (``ToolDefinitionError``, ``WindowConfigError``, ``CheckpointInvalid``…) with the
 path put in front of their message.
 
-The time layer is available (periods.md): ``agent.time`` is decoded as the runtime's
+The time layer is available (docs/time.md): ``agent.time`` is decoded as the runtime's
 ``TimeConfig`` (``time_config_from_wire``), a message's ``time`` as its ``MessageTime``
 (``message_time_from_wire``) and a tool's ``period`` as its ``Period`` (``period_from_wire``,
 then checked against the input schema when the tool is built). Their errors keep the runtime's
@@ -19,10 +19,10 @@ field path placed under the JSON path (``$.agent.time.policy.dateOrder``,
 from a file stays refused by the runtime's own check, with its message: a time reader other
 than the built-in ``"afp/english"`` (readers are code, given in Python).
 Check-ins are available: ``{"pause": {"question": …}}`` tool results, ``checkIn`` tools and
-``resume`` steps (host.md §10); a resume step answers a time question with a string (a zone
-name, or a ``from/to`` range).
+``resume`` steps (docs/host.md#check-ins); a resume step answers a time question with a string (a
+zone name, or a ``from/to`` range).
 
-Decisions where scenario.md is silent:
+Decisions where docs/scenarios.md is silent:
 
 * ``tools`` defaults to none; ``provider``, ``clock`` (all but ``zone``) and ``turns`` are
   required.
@@ -44,7 +44,7 @@ Decisions where scenario.md is silent:
 * A message ``time`` while ``agent.time`` is null is refused up front as the runtime's
   ``TimeNotEnabled`` at ``$.turns[i].time`` (the inbox's 422 ``time-not-enabled``). A tool
   ``period`` on an agent without time is accepted and, as in the runtime, has no effect
-  (periods.md §15.3).
+  (docs/time.md#time-disabled).
 """
 
 from __future__ import annotations
@@ -152,7 +152,8 @@ class ToolCallSpec(_Input, frozen=True, kw_only=True):
 
 
 class ReplyErrorSpec(_Input, frozen=True, kw_only=True):
-    """A scripted failure: the HTTP status decides its classification (host.md §14)."""
+    """A scripted failure: the HTTP status decides its classification
+    (docs/loop.md#model-call-errors-and-retry)."""
 
     status: Annotated[int, msgspec.Meta(ge=400, le=599)]
     message: str = ""
@@ -180,20 +181,21 @@ class SummarizerSpec(_Input, frozen=True, kw_only=True):
 
 
 class SlidingWindowOptions(_Input, frozen=True, kw_only=True):
-    """Options of ``sliding_window`` (window.md §10.1)."""
+    """Options of ``sliding_window`` (docs/window.md#sliding-window)."""
 
     keep_recent_turns: PositiveInt
 
 
 class TokenBudgetOptions(_Input, frozen=True, kw_only=True):
-    """Options of ``token_budget`` (window.md §10.2)."""
+    """Options of ``token_budget`` (docs/window.md#token-budget)."""
 
     threshold_tokens: PositiveNumber
     keep_recent_turns: PositiveInt = 6
 
 
 class SummarizeOldestOptions(_Input, frozen=True, kw_only=True):
-    """Options of ``summarize_oldest`` (window.md §10.3); ``model`` is the summarizer's id."""
+    """Options of ``summarize_oldest`` (docs/window.md#summarize-oldest); ``model`` is the
+    summarizer's id."""
 
     threshold_tokens: PositiveNumber
     model: NonEmptyStr
@@ -236,7 +238,7 @@ class PauseSpec(_Input, frozen=True, kw_only=True):
 class ToolResultSpec(_Input, frozen=True, kw_only=True):
     """A scripted tool result other than a plain string: ``{"error": text}``, ``{"text": t,
     "delayMs": n}`` or ``{"pause": {"question": text}}`` (the tool asks the person, pausing
-    the turn; host.md §10.2)."""
+    the turn; docs/host.md#pausing-a-turn)."""
 
     error: str | None = None
     text: str | None = None
@@ -272,7 +274,8 @@ class MessageSpec(_Input, frozen=True, kw_only=True):
 
 
 class FoldedSpanSpec(_Input, frozen=True, kw_only=True):
-    """A folded span of an imported conversation (window.md §12.4; foreign ones welcome)."""
+    """A folded span of an imported conversation (docs/window.md#folded-spans; foreign ones
+    welcome)."""
 
     summary_fingerprint: str
     run_id: str
@@ -290,8 +293,8 @@ class _StepSpec(_Input, frozen=True, kw_only=True, tag_field="kind"):
 
 
 class MessageStep(_StepSpec, frozen=True, kw_only=True, tag="message"):
-    """Post a person's message (with its optional ``time {now?, zone?, window?}``, periods.md
-    §2.1) and run until the turn is answered, paused or held."""
+    """Post a person's message (with its optional ``time {now?, zone?, window?}``, docs/time.md
+    docs/loop.md#what-each-stage-commits) and run until the turn is answered, paused or held."""
 
     message: PersonText
     time: Any = None  # checked by ``message_time_of``
@@ -333,7 +336,8 @@ class DecisionSpec(_Input, frozen=True, kw_only=True):
 
 class ResumeStep(_StepSpec, frozen=True, kw_only=True, tag="resume"):
     """Answer (or abandon) one open question of the paused turn, then run the answer run once
-    the batch's last question closes (host.md §10.3, §10.4).
+    the batch's last question closes (docs/host.md#answering-a-question,
+    docs/host.md#abandoning-a-question).
 
     Attributes:
         answer: text (a tool ask; a time question: a zone name or a ``from/to`` range) or a
@@ -419,7 +423,7 @@ def _split_msgspec(text: str, base: str) -> tuple[str, str]:
     if unknown is not None:
         key = unknown["key"]
         return f"{base}.{key}", (
-            "unknown key (keys are the camelCase names scenario.md lists; only what sits "
+            "unknown key (keys are the camelCase names docs/scenarios.md lists; only what sits "
             "under extensions is not checked)"
         )
     return base, text
@@ -545,8 +549,8 @@ def time_config_of(agent: AgentSpec) -> TimeConfig | None:
 
 
 def message_time_of(step: MessageStep, path: str, *, timed: bool) -> dict[str, Any] | None:
-    """A message step's ``time``, checked as the inbox checks it (periods.md §2.1); None when
-    it has none. ``timed``: the agent has time enabled.
+    """A message step's ``time``, checked as the inbox checks it (docs/time.md#the-clock-row); None
+    when it has none. ``timed``: the agent has time enabled.
 
     Raises:
         TimeNotEnabled: the step carries ``time`` while ``agent.time`` is null.
@@ -572,7 +576,8 @@ def period_of(spec: ToolSpec, path: str) -> Period | None:
     """The tool's ``Period`` (None: no period), decoded from ``tools[i].period``.
 
     Raises:
-        PeriodDeclarationError: the declaration breaks a rule of periods.md §7.4; the message
+        PeriodDeclarationError: the declaration breaks a rule of
+        docs/time.md#validation-at-definition-time; the message
             starts with its path (``$.tools[0].period.forms[1].to.edge``).
     """
     if spec.period is None:
@@ -587,7 +592,8 @@ def build_tool(spec: ToolSpec, path: str, fn: ToolFn) -> Tool:
     """The runtime tool a spec declares, running ``fn``.
 
     ``checkIn`` maps to ``check_in=True``: a call of it pauses its batch for an approval.
-    ``period`` is decoded and then checked against the input schema (periods.md §7.4).
+    ``period`` is decoded and then checked against the input schema
+    (docs/time.md#validation-at-definition-time).
 
     Raises:
         PeriodDeclarationError: the period is refused (named under ``$.tools[i].period``).
@@ -614,7 +620,8 @@ def build_tool(spec: ToolSpec, path: str, fn: ToolFn) -> Tool:
 
 
 def checkpoint_of(step: ContinueFromStep, path: str) -> PortableCheckpoint:
-    """The portable checkpoint a continueFrom step imports, strictly validated (host.md §8.3).
+    """The portable checkpoint a continueFrom step imports, strictly validated
+    (docs/loop.md#checkpoint-validation).
 
     Raises:
         CheckpointInvalid: the history or a span is refused; names the path under ``path``.

@@ -1,6 +1,6 @@
-"""The scenario result format ``afp-scenario-result/1`` (scenario.md, Output) and its encoder.
+"""The scenario result format ``afp-scenario-result/1`` (docs/scenarios.md, Output) and its encoder.
 
-Keys are camelCase in the order scenario.md lists them. Optional keys are left out rather than
+Keys are camelCase in the order docs/scenarios.md lists them. Optional keys are left out rather than
 written as ``null``, except ``modelCalls[].response`` (``null`` for a send a crash cut) and
 ``toolExecutions[].result`` (``null`` for a call that never returned: a crash or a timeout).
 ``encode_result`` is deterministic: the same result gives the same bytes.
@@ -46,7 +46,7 @@ class StepResult(_Output, frozen=True, kw_only=True):
         compactions: every window record of the step's turn so far, all its runs (wire shape).
         findings_ledger: basis, standing and conflict rows the step added.
         time_rows: time rows the step added (``clock``, ``time-reading``, ``time-answer``,
-            ``call-window``, ``call``; periods.md §15.1), oldest first.
+            ``call-window``, ``call``; docs/time.md#row-kinds), oldest first.
     """
 
     index: int
@@ -62,7 +62,7 @@ class StepResult(_Output, frozen=True, kw_only=True):
 
 
 class RequestView(_Output, frozen=True, kw_only=True):
-    """A request as the scripted model received it (host.md §5.1, wire form).
+    """A request as the scripted model received it (docs/loop.md#the-model-port, wire form).
 
     ``system`` is the composed system text; ``messages`` end with the request-only lines.
     """
@@ -131,7 +131,7 @@ class ModelCall(_Output, frozen=True, kw_only=True):
 
 
 class SummarizerCall(_Output, frozen=True, kw_only=True):
-    """One summarizer send (never retried, window.md §10.3)."""
+    """One summarizer send (never retried, docs/window.md#summarize-oldest)."""
 
     seq: int
     turn: int

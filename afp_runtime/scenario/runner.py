@@ -13,7 +13,7 @@ answers or abandons one open question of the paused turn (``answer_question`` /
 question is closed, ``work()`` runs the ``answer`` run. The step's runs, answer and window
 records are read back from the store afterwards.
 
-Decisions where scenario.md is silent:
+Decisions where docs/scenarios.md is silent:
 
 * An answer that does not fit its question's kind (text for an approval, a decision for a tool
   ask, an empty or over-long text) is the runtime's ``InvalidAnswer`` (as the API's 422): the
@@ -26,13 +26,13 @@ Decisions where scenario.md is silent:
 * A resume step's ``findingsLedger`` and ``timeRows`` hold the rows of the turn added since the
   step began (the message step that paused already showed its own). Both lists come from the
   one ledger, split by ``kind``: ``basis``/``standing``/``conflict`` and the time kinds
-  (``clock``, ``time-reading``, ``time-answer``, ``call-window``, ``call``; periods.md §15.1).
+  (``clock``, ``time-reading``, ``time-answer``, ``call-window``, ``call``; docs/time.md#row-kinds).
 * ``answerStatus`` is what the API answers for the step's answer: ``accepted``; ``re-asked``
   when a time answer was refused and its question stays open (the step then runs nothing and
   ends ``paused``); ``unsettled`` when a refused time answer found the question's repeats used
-  up, so it closed unsettled and the answer run went on without its calls (periods.md §11.3;
-  scenario.md lists only the first two, the API has the third). An abandon step says
-  ``accepted``.
+  up, so it closed unsettled and the answer run went on without its calls
+  (docs/time.md#judging-answers; docs/scenarios.md lists only the first two, the API has the third).
+  An abandon step says ``accepted``.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ class _Host:
         self.driver: AgentDriver | None = None
 
     async def open(self) -> None:
-        """Start a fresh host on the store (start-up, host.md §13.4)."""
+        """Start a fresh host on the store (start-up, docs/host.md#start-up)."""
         world = self.world
         self.store = await SqliteStore.open(self.db_path, now_ms=world.clock.now_ms())
         self.definition = self._definition()
@@ -324,7 +324,8 @@ class _Runner:
             waiting = len(await store.questions(AGENT_ID, status="open"))
             raise InvalidValue(
                 f"{path}: the previous turn is still paused ({waiting} open question(s)); "
-                "a scenario cannot post behind it: resume it first (host.md §10.5)",
+                "a scenario cannot post behind it: resume it first "
+                "(docs/host.md#messages-while-paused)",
                 field=path,
             )
         raise InvalidValue(
@@ -335,8 +336,9 @@ class _Runner:
 
     async def _resume(self, step: ResumeStep, path: str) -> tuple[str, int, str]:
         """Answer or abandon the open question a resume step picks; the question's inbox
-        message, how many ledger rows its turn held before (host.md §10.3, §10.4) and the
-        answer's status (``accepted``, ``re-asked`` or ``unsettled``, periods.md §11.3).
+        message, how many ledger rows its turn held before (docs/host.md#answering-a-question,
+        docs/host.md#abandoning-a-question) and the answer's status (``accepted``, ``re-asked`` or
+        ``unsettled``, docs/time.md#judging-answers).
 
         Raises:
             InvalidValue: no question is open, or ``question`` is past the open ones.
@@ -480,7 +482,7 @@ TIME_KINDS = frozenset(TIME_ROW_KINDS)
 
 
 async def run_scenario(scenario: Scenario | bytes | str, *, db_path: str | Path) -> ScenarioResult:
-    """Run one scenario offline and return its result (scenario.md).
+    """Run one scenario offline and return its result (docs/scenarios.md).
 
     Args:
         scenario: the scenario file's bytes or text, or a decoded ``Scenario``.

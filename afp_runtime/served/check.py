@@ -1,4 +1,5 @@
-"""The conformance law: check a served view against the receipt of the same epoch (§5).
+"""The conformance law: check a served view against the receipt of the same epoch
+(docs/served.md#the-conformance-law).
 
 Each clause compares one receipt path with its counterpart recomputed from the view. A clause
 that holds is ``pass``; a mismatch in a field some *excuse* gap names is ``excused``; any other
@@ -6,7 +7,7 @@ mismatch is ``fail``. Without an accepted receipt every clause is ``not-checkabl
 ``verdict``: ``verified`` when every clause passes (the wire clause included), ``damaged`` when
 one fails, ``reconstructed`` otherwise.
 
-Readings settled here (served.md leaves them open or does not cover them):
+Readings settled here (docs/served.md leaves them open or does not cover them):
 
 * ``tools.forced`` and ``tools.withheld`` are two clauses; the order of clauses is ``CLAUSES``.
 * Detail codes: ``epoch-differs``, ``hash-differs``, ``chars-differs``, ``count-differs``,
@@ -89,7 +90,8 @@ class EncodedBody(Protocol):
 
 
 class BodyEncoder(Protocol):
-    """The encoding half of a model adapter, as the wire clause needs it (host.md §5.1)."""
+    """The encoding half of a model adapter, as the wire clause needs it
+    (docs/loop.md#the-model-port)."""
 
     @property
     def encoder(self) -> str | None: ...
@@ -113,7 +115,7 @@ class ClauseResult(msgspec.Struct, frozen=True, kw_only=True, rename="camel", om
 class ConformanceReport(
     msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True
 ):
-    """The outcome of checking one view against its receipt (served.md §5)."""
+    """The outcome of checking one view against its receipt (docs/served.md#the-conformance-law)."""
 
     epoch: int
     verdict: Verdict
@@ -123,7 +125,8 @@ class ConformanceReport(
 
 
 def rebuild_request(view: ServedView, receipt: Receipt) -> ModelRequest:
-    """The request the view describes, as the adapter would have been handed it (§2.6)."""
+    """The request the view describes, as the adapter would have been handed it
+    (docs/served.md#the-wire-digest)."""
     return ModelRequest(
         model=receipt.basis.model,
         system=view.system.text,
@@ -305,7 +308,7 @@ def check(
     encoder: BodyEncoder | None = None,
     log: RunLog | None = None,
 ) -> ConformanceReport:
-    """Check ``view`` against ``receipt`` clause by clause (served.md §5).
+    """Check ``view`` against ``receipt`` clause by clause (docs/served.md#the-conformance-law).
 
     Args:
         view: the served view of one epoch.

@@ -1,4 +1,4 @@
-"""Gaps: the limits of what one served view can prove (served.md §4).
+"""Gaps: the limits of what one served view can prove (docs/served.md#gaps).
 
 A gap is either an *excuse* (the log lacks what is needed to rebuild some fields, so a checker
 may tolerate a mismatch in them) or a *caveat* (the fields are rebuilt and match, yet something
@@ -9,7 +9,7 @@ Field names are receipt paths (``system.hash``, ``messages.digest`` …); the on
 ``epoch``, which names the view's own number. ``VIEW_FIELD_PATHS`` maps the view fields that
 have no receipt path of the same name onto the receipt paths that prove them.
 
-Readings settled here (served.md leaves them open or does not cover them):
+Readings settled here (docs/served.md leaves them open or does not cover them):
 
 * ``refs`` of ``body-missing`` holds up to 32 missing fingerprints (first-seen order, no
   repeats); when more are missing, one further element, an ``int``, counts the rest.
@@ -198,7 +198,7 @@ VIEW_FIELD_PATHS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
 
 
 class ServedGap(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """One limit of a served view (served.md §4).
+    """One limit of a served view (docs/served.md#gaps).
 
     Attributes:
         gap: the kind, one of ``GAP_KINDS``.

@@ -1,4 +1,4 @@
-"""Locating epochs (model calls) in one run's commit log (served.md §1.2).
+"""Locating epochs (model calls) in one run's commit log (docs/served.md#where-epochs-are-found).
 
 Every ``receipt`` bundle anchors an epoch; so does a ``call-model`` bundle that no receipt
 covers (a legacy or damaged log). Both come from the log's anchor index (``RunLog.anchors``),
@@ -41,7 +41,7 @@ class EpochLocation(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """Where one epoch sits in its run's log and how its call ended.
 
     Attributes:
-        epoch: the epoch's number (served.md §1.1).
+        epoch: the epoch's number (docs/served.md#what-counts-as-an-epoch).
         anchor_seq: the seq of the anchoring bundle (wire ``anchorSeq``).
         call_runtime_stage_id: the id of the epoch's ``call-model`` execution.
         outcome: ``replied``, ``failed``, ``in-flight`` or ``abandoned``.

@@ -2,7 +2,8 @@
 
 A receipt holds no content bytes: only digests salted with the run id, counts, names and small
 scalars. The message part is one running digest over the as-sent entries, extended in O(new
-messages) while the window only grows (ARCHITECTURE ruling 2).
+messages) while the window only grows
+(docs/architecture.md#decision-2-receipts-grow-with-new-messages-only).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ class OmittedForAttention(msgspec.Struct, frozen=True, kw_only=True, rename="cam
 
 
 class Receipt(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """What one model call sent, digested at send time (served.md §2.4)."""
+    """What one model call sent, digested at send time (docs/served.md#receipt-fields)."""
 
     version: int
     basis: Basis
@@ -157,7 +158,9 @@ def new_entries(
     fingerprints: Sequence[str],
     base: Mapping[str, int],
 ) -> tuple[NewEntry, ...]:
-    """Entries of ``sent`` new since the base call (ARCHITECTURE ruling 2, served.md §2.4).
+    """Entries of ``sent`` new since the base call
+    (docs/architecture.md#decision-2-receipts-grow-with-new-messages-only,
+    docs/served.md#receipt-fields).
 
     An entry is new when its fingerprint occurs more often here than in the base call
     (``base`` counts the base call's fingerprints); of a fingerprint's occurrences, the surplus

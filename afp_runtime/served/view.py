@@ -1,12 +1,14 @@
 """Served views: exactly what one model call was sent, rebuilt from its run's commit log.
 
-Pure functions over the ``RunLog`` read interface (served.md §1.3, §3). A view reads every
-per-request key "as the call read it" (``value_at(key, anchorSeq)``), takes the receipt from
-its anchor bundle, and names what it cannot prove in its ``gaps`` (§4).
+Pure functions over the ``RunLog`` read interface (docs/served.md#the-runlog-interface,
+docs/served.md#the-served-view). A view reads every per-request key "as the call read it"
+(``value_at(key, anchorSeq)``), takes the receipt from its anchor bundle, and names what it cannot
+prove in its ``gaps`` (docs/served.md#gaps).
 
-Readings settled here (served.md leaves them open or does not cover them):
+Readings settled here (docs/served.md leaves them open or does not cover them):
 
-* Immutability (§3.3): every list is a tuple; JSON-object payloads (a schema's
+* Immutability (docs/served.md#a-view-is-a-value): every list is a tuple; JSON-object payloads (a
+  schema's
   ``inputSchema``, a tool call's ``args``) are ``types.MappingProxyType``, recursively, with
   JSON arrays inside them as tuples. Writing into one raises ``TypeError``. Encode views with
   ``encode_served`` (or pass ``served_enc_hook`` to msgspec); ``thaw_message`` and
@@ -197,7 +199,7 @@ class ServedTools(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omi
 
 
 class ServedView(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """What one model call was sent, rebuilt from the log (served.md §3.1).
+    """What one model call was sent, rebuilt from the log (docs/served.md#view-fields).
 
     Attributes:
         epoch: the located number of the call.
@@ -233,7 +235,8 @@ def receipt_write(bundle: CommitBundle | None) -> Any:
 
 
 def accept_receipt(value: Any) -> tuple[Receipt | None, ReceiptCause | None]:
-    """Accept a stored receipt as stored, or say why not (served.md §2.5)."""
+    """Accept a stored receipt as stored, or say why not
+    (docs/served.md#reading-a-stored-receipt)."""
     if value is UNKNOWN:
         return None, "receipt-missing"
     if isinstance(value, msgspec.Struct):
@@ -442,7 +445,8 @@ def compose(
     receipt_value: Any,
     bodies: Bodies,
 ) -> ServedView:
-    """Build one view from the values its call read and its anchor's receipt (§3.2)."""
+    """Build one view from the values its call read and its anchor's receipt
+    (docs/served.md#rebuild-order)."""
     receipt, cause = accept_receipt(receipt_value)
     lost = _Lost()
     pieces = _pieces(values["systemPieces"], lost)

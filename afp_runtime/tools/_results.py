@@ -30,8 +30,8 @@ def result_text(value: Any) -> str:
     """The text standing for a result: a str as is, None as the no-output note, else JSON.
 
     msgspec would quietly turn bytes into base64 and NaN into ``null``; both are refused here
-    instead (host.md §6.4), as are lone surrogates (not UTF-8) and anything msgspec cannot
-    encode.
+    instead (docs/loop.md#observations), as are lone surrogates (not UTF-8) and anything msgspec
+    cannot encode.
 
     Raises:
         Unencodable: naming the type of the value (or of the part of it) that failed.

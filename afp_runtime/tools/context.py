@@ -1,8 +1,10 @@
 """What a running tool sees: its clock port and its call context.
 
 The ``tools`` layer may not import ``records`` (where the shared Clock port lives), so it declares
-the small structural Protocol it needs here (ARCHITECTURE ruling 6; STYLE P3). Any clock with
-``now_ms``, ``sleep`` and ``fail_after`` fits, the host's system clock and the fake clock alike.
+the small structural Protocol it needs here
+(docs/architecture.md#decision-6-imports-between-layers-follow-fixed-arrows). Any clock
+with ``now_ms``, ``sleep`` and ``fail_after`` fits, the host's system clock and the fake clock
+alike.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ ProgressSink = Callable[[Any], None]
 
 
 class ToolClock(Protocol):
-    """The clock a tool call runs under; every tool deadline goes through it (ruling 7)."""
+    """The clock a tool call runs under; every tool deadline goes through it
+    (docs/architecture.md#decision-7-every-deadline-goes-through-the-clock)."""
 
     def now_ms(self) -> int:
         """Current time on this clock, epoch milliseconds."""
@@ -69,8 +72,8 @@ class ToolContext:
         on_progress: where ``progress`` payloads go; ``None`` drops them.
         time: the call's time (``ToolTime``: the asked range, the turn's zone and clock, when
             the call was dispatched), present only for a call with a ``call-window`` row in
-            this turn (periods.md §13.3); a tool declaring ``filtersToAsked`` must keep its
-            output within ``time.asked``.
+            this turn (docs/time.md#the-time-a-tool-sees); a tool declaring ``filtersToAsked`` must
+            keep its output within ``time.asked``.
     """
 
     tool_call_id: str
@@ -93,7 +96,7 @@ class ToolContext:
             self.on_progress(payload)
 
     def ask_person(self, question: str) -> NoReturn:
-        """Pause the turn and ask the person ``question`` (host.md §10); never returns.
+        """Pause the turn and ask the person ``question`` (docs/host.md#check-ins); never returns.
 
         The tool is not invoked again: after the answer, the call's result is the person's
         reply, framed as such. Works from async and from sync (worker thread) tools.

@@ -1,4 +1,5 @@
-"""Tool declarations (host.md §6.1): a name, a description, an input schema and a function.
+"""Tool declarations (docs/loop.md#tool-declarations): a name, a description, an input schema and a
+function.
 
 A declaration is checked once, when it is made; every problem raises ``ToolDefinitionError``
 naming the tool and the property at fault.
@@ -23,7 +24,8 @@ from afp_runtime.tools.context import ToolContext
 from afp_runtime.tools.schema import check_schema
 
 RESERVED_ARGUMENTS = ("_findings", "_timeQuote")
-"""Argument names the runtime peels off every call; no tool may declare them (ruling 14)."""
+"""Argument names the runtime peels off every call; no tool may declare them
+(docs/architecture.md#decision-14-reserved-tool-arguments-are-refused-at-definition)."""
 
 ToolFn = Callable[[Any, ToolContext], Any]
 """``async def fn(args, ctx)`` or ``def fn(args, ctx)``, returning str, None or a JSON-able."""
@@ -101,7 +103,8 @@ class Tool:
         check_in: every call asks the person for approval first.
         args_type: when set (see ``from_struct``), arguments are also decoded into this Struct
             and ``fn`` receives the Struct instead of a mapping.
-        period: the period forms and facts the tool declares (periods.md §7); its arguments
+        period: the period forms and facts the tool declares
+        (docs/time.md#period-forms-a-tool-declares); its arguments
             are checked against ``input_schema`` here.
         function: the plain function a tool built by ``tool`` wraps (``fn`` is then the
             ``(args, ctx)`` adapter around it); calling the tool calls it.
@@ -109,7 +112,7 @@ class Tool:
     Raises:
         ToolDefinitionError: naming the tool and the property at fault.
         PeriodDeclarationError: ``period`` does not fit ``input_schema`` (names the tool and
-            the period field, periods.md §7.4).
+            the period field, docs/time.md#validation-at-definition-time).
     """
 
     name: str

@@ -1,4 +1,5 @@
-"""Batch dispatch of the tool calls of one model reply (host.md §6.2 steps 2, 3, 5 and §6.3).
+"""Batch dispatch of the tool calls of one model reply (docs/loop.md#planning-a-batch steps 2, 3, 5
+and docs/loop.md#dispatch-groups-and-ordering).
 
 Three steps, each usable on its own by the loop:
 
@@ -153,7 +154,8 @@ def _struct_problem(error: msgspec.ValidationError) -> str:
 
 
 def plan_call(call: ToolCall, tools: Mapping[str, Tool]) -> PlannedCall:
-    """Plan one call: resolve its tool and check its arguments (host.md §6.2 steps 2, 3, 5)."""
+    """Plan one call: resolve its tool and check its arguments (docs/loop.md#planning-a-batch steps
+    2, 3, 5)."""
     found = tools.get(call.name)
     if found is None:
         return PlannedCall(
@@ -214,7 +216,8 @@ def _group_positions(planned: Sequence[PlannedCall]) -> list[list[int]]:
 
 
 def dispatch_groups(planned: Sequence[PlannedCall]) -> list[list[PlannedCall]]:
-    """Split the runnable calls into dispatch groups, in call order (host.md §6.3).
+    """Split the runnable calls into dispatch groups, in call order
+    (docs/loop.md#dispatch-groups-and-ordering).
 
     A maximal run of consecutive ``parallel_safe`` calls forms one concurrent group; any other
     call is a group of its own. Calls that will not run are left out and do not split a run.
@@ -247,11 +250,12 @@ async def run_batch(
         on_call_finished: awaited with each outcome and the call's position as the call ends,
             in completion order, one at a time. It is not called for pre-decided outcomes.
         prepare: called with a call just before it runs (its concurrency slot taken); the plan
-            it returns is what runs (the loop redraws a period argument there, periods.md §13).
+            it returns is what runs (the loop redraws a period argument there,
+            docs/time.md#dispatch).
 
     A call that asks the person (``ctx.ask_person``) ends the batch: the rest of its group
     runs to completion (those calls had started), later groups never start and their calls
-    come back ``not-dispatched`` (host.md §6.3).
+    come back ``not-dispatched`` (docs/loop.md#dispatch-groups-and-ordering).
 
     Returns:
         One outcome per entry of ``planned``, in the same order, pre-decided ones included.
@@ -329,7 +333,7 @@ async def _invoke(tool: Tool, args: Any, context: ToolContext) -> Any:
 
         context = dataclasses.replace(context, on_progress=from_worker)
     # A thread cannot be cancelled: on timeout or shutdown it is abandoned and its result,
-    # whenever it arrives, is discarded (host.md §6.1).
+    # whenever it arrives, is discarded (docs/loop.md#tool-declarations).
     return await anyio.to_thread.run_sync(
         functools.partial(tool.fn, args, context), abandon_on_cancel=True
     )

@@ -1,7 +1,7 @@
 """Tool argument validation: a documented subset of JSON Schema, implemented here.
 
-host.md §6.2 step 5 leaves the choice open; afp_runtime implements a subset itself rather than
-adding the ``jsonschema`` dependency.
+docs/loop.md#planning-a-batch step 5 leaves the choice open; afp_runtime implements a subset itself
+rather than adding the ``jsonschema`` dependency.
 
 Supported keywords:
 

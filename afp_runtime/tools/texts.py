@@ -1,4 +1,5 @@
-"""Observation texts: what the model reads in a tool message for each outcome (host.md §6.4).
+"""Observation texts: what the model reads in a tool message for each outcome
+(docs/loop.md#observations).
 
 All of them are authored here, in our own words, and are deterministic: the same inputs always
 give the same text. None ever carries a traceback (tracebacks go to the structured log).
@@ -113,7 +114,7 @@ def declined_text(tool_name: str) -> str:
 
 def refused_text(tool_name: str, reason: str) -> str:
     """The observation for a call refused before dispatch; ``reason`` is authored by the caller
-    (periods.md §12.6)."""
+    (docs/time.md#refused-calls)."""
     return f"This call to {_name(tool_name)} did not run: {reason}"
 
 

@@ -1,5 +1,5 @@
 """Window: the pure window family — turns, refusals, removal plans, pins, stand-down, notices,
-strategies, records and folded spans (window.md)."""
+strategies, records and folded spans (docs/window.md)."""
 
 from afp_runtime.window.config import validate_keep_last_tool_results, validate_strategy
 from afp_runtime.window.drop import DropOutcome, drop_oldest_span, fitting_notice

@@ -1,4 +1,5 @@
-"""Definition-time checks of an agent's window settings (window.md §13.5, §6.1).
+"""Definition-time checks of an agent's window settings (docs/window.md#definition-time-validation,
+docs/window.md#last-tool-result-pin).
 
 They run when an agent is defined, never mid-run. Refusing a second strategy is the agent
 definition's job (it knows which field set the first one); these checks look at one value.
@@ -82,7 +83,8 @@ def validate_strategy(
 
 
 def validate_keep_last_tool_results(value: object) -> int | Literal[False]:
-    """Check the ``keep_last_tool_results`` agent option: an int >= 0, or False (§6.1).
+    """Check the ``keep_last_tool_results`` agent option: an int >= 0, or False
+    (docs/window.md#last-tool-result-pin).
 
     ``False`` and ``0`` both switch the last-tool-result pin off. ``True`` is refused, like
     every other non-int (``True`` is an ``int`` in Python, so bool is checked first).

@@ -1,7 +1,9 @@
-"""The drop mechanic both drop strategies share, and the notice ladder (window.md §9.1, §9.2).
+"""The drop mechanic both drop strategies share, and the notice ladder
+(docs/window.md#the-drop-step-by-step, docs/window.md#the-notice-ladder).
 
 ``drop_oldest_span`` is public: a custom strategy may use it too. The strategy name it prints in
-a notice must then pass the notice's identifier filter (§9.3), else ``WindowStrategyError``.
+a notice must then pass the notice's identifier filter (docs/window.md#what-a-drop-notice-says),
+else ``WindowStrategyError``.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def fitting_notice(
     strategy: str,
     kept: bool,
 ) -> str | None:
-    """The richest notice strictly shorter, in chars, than the span it replaces, or None (§9.2).
+    """The richest notice strictly shorter, in chars, than the span it replaces, or None
+    (docs/window.md#the-notice-ladder).
 
     The rich rung (with the tool clause) is tried first when a name of the span's results
     (named against the pre-change window ``history``) survives the identifier filter, then the
@@ -78,7 +81,8 @@ def fitting_notice(
 
 
 def drop_oldest_span(visit: WindowVisit, keep: int, strategy_name: str) -> DropOutcome:
-    """Remove the plan's span of oldest turns, with a notice when the front needs one (§9.1).
+    """Remove the plan's span of oldest turns, with a notice when the front needs one
+    (docs/window.md#the-drop-step-by-step).
 
     The plan is asked for without the summary predicate: an old summary or notice is as
     droppable as any turn. When the removal reaches the front of what may leave (the span starts
@@ -119,10 +123,11 @@ def drop_oldest_span(visit: WindowVisit, keep: int, strategy_name: str) -> DropO
     kept_request_at_head = first == 1 and any(
         r.reason == "current-request" and r.turn_index == 0 for r in plan.refusals
     )
-    # Our reading beyond §9.1: a head of system messages only (an imported envelope) does not
-    # make the removal "further in": what follows the envelope is the wire's head, so the
-    # notice ladder runs and a notice goes right after the envelope. Otherwise dropping the
-    # first person turn could leave an assistant first, which §13.4 check 9 refuses.
+    # Our reading beyond docs/window.md#the-drop-step-by-step: a head of system messages only (an
+    # imported envelope) does not make the removal "further in": what follows the envelope is the
+    # wire's head, so the notice ladder runs and a notice goes right after the envelope. Otherwise
+    # dropping the first person turn could leave an assistant first, which
+    # docs/window.md#result-validation check 9 refuses.
     system_head = bool(head) and all(m.role == "system" for m in head)
     notice: Message | None = None
     if span_start == 0 or kept_request_at_head or system_head:

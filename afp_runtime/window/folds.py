@@ -1,5 +1,5 @@
 """Folding: the summary message, the transcript a summarizer reads, the latch key, folded spans
-and the joins from a summary back to what it stands for (window.md §12).
+and the joins from a summary back to what it stands for (docs/window.md#folding).
 
 A "conversation" here is anything with an optional ``folded`` attribute, or a mapping with an
 optional ``"folded"`` key, holding ``FoldedSpan`` values (oldest fold first). An absent, UNSET,
@@ -35,7 +35,7 @@ Retain = Literal["conversation", "discard"]
 
 
 class FoldedSpan(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """One successful fold (window.md §12.4).
+    """One successful fold (docs/window.md#folded-spans).
 
     Attributes:
         summary_fingerprint: fingerprint of the whole summary message (wire
@@ -66,7 +66,8 @@ _json = msgspec.json.Encoder()
 
 
 def build_summary_message(text: str, n: int, iteration: int, model: str, retain: str) -> Message:
-    """The ``user`` message that stands in for a folded span: frame, blank line, text (§12.1).
+    """The ``user`` message that stands in for a folded span: frame, blank line, text
+    (docs/window.md#the-summary-message).
 
     The summary text is appended verbatim, never edited or trimmed.
     """
@@ -98,7 +99,8 @@ def _head(message: Message, names: Mapping[str, str]) -> str:
 
 
 def transcript(span: Sequence[Message], context: Sequence[Message]) -> str:
-    """The text a summarizer reads: the fences around one line per span message (§12.2).
+    """The text a summarizer reads: the fences around one line per span message
+    (docs/window.md#the-transcript).
 
     Each line is a bracketed head, ``TRANSCRIPT_SEPARATOR``, then the content verbatim (its
     embedded newlines kept). A tool result's head names its tool, recovered from ``context``
@@ -114,7 +116,8 @@ def transcript(span: Sequence[Message], context: Sequence[Message]) -> str:
 
 
 def span_key(span: Sequence[Message]) -> str:
-    """The latch key of a span: SHA-256 over its members' fingerprints, one per line (§12.6)."""
+    """The latch key of a span: SHA-256 over its members' fingerprints, one per line
+    (docs/window.md#the-latch)."""
     joined = "\n".join(fingerprint(m) for m in span)
     return hashlib.sha256(joined.encode("ascii")).hexdigest()
 
@@ -122,7 +125,8 @@ def span_key(span: Sequence[Message]) -> str:
 def is_foreign(span: FoldedSpan) -> bool:
     """True for a span another system wrote: its summary fingerprint is not 64 lower-case hex.
 
-    A foreign span is carried and its messages count, but it never joins a message (§12.4).
+    A foreign span is carried and its messages count, but it never joins a message
+    (docs/window.md#folded-spans).
     """
     return _OWN_FINGERPRINT.fullmatch(span.summary_fingerprint) is None
 
@@ -139,7 +143,8 @@ def _spans(conversation: object) -> tuple[FoldedSpan, ...]:
 
 
 def folded_span_for(conversation: object, message: Message) -> FoldedSpan | None:
-    """The first afp span whose summary is exactly ``message``, else None (§12.7).
+    """The first afp span whose summary is exactly ``message``, else None
+    (docs/window.md#joins-and-fold-chains).
 
     The join is by fingerprint (content), never by index; foreign spans are skipped. None means
     "no fold recorded for this message", not "no originals".
@@ -155,7 +160,8 @@ def folded_span_for(conversation: object, message: Message) -> FoldedSpan | None
 
 
 def folded_messages(conversation: object) -> tuple[Message, ...]:
-    """Every retained folded message, oldest fold first; discarded spans add nothing (§12.7).
+    """Every retained folded message, oldest fold first; discarded spans add nothing
+    (docs/window.md#joins-and-fold-chains).
 
     Foreign spans count like any other.
     """

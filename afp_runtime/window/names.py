@@ -1,4 +1,5 @@
-"""Tool names of window messages, and the names of what left (window.md §8.1, §8.2).
+"""Tool names of window messages, and the names of what left (docs/window.md#naming-a-tool-result,
+docs/window.md#names-of-what-left).
 
 A tool message names its own tool when it carries a non-empty ``tool_name``; otherwise its
 name is recovered from the assistant call it answers. A settled message (``not_dispatched``)
@@ -39,7 +40,8 @@ def _called_name(call_id: str, context: Sequence[Message] | CallNames) -> str | 
 
 
 def tool_name_of(message: Message, context: Sequence[Message] | CallNames) -> str | None:
-    """The tool a ``tool`` message answers for, or None when it cannot be named (§8.1).
+    """The tool a ``tool`` message answers for, or None when it cannot be named
+    (docs/window.md#naming-a-tool-result).
 
     ``context`` is usually the whole window, or its ``call_names`` index when many messages are
     named. The first call with the message's id decides: when that call's name is empty the
@@ -57,7 +59,8 @@ def tool_name_of(message: Message, context: Sequence[Message] | CallNames) -> st
 def dropped_tool_names(
     span: Sequence[Message], context: Sequence[Message] | CallNames | None = None
 ) -> tuple[str, ...]:
-    """Names of the span's tool messages, in first-appearance order, each once (§8.2).
+    """Names of the span's tool messages, in first-appearance order, each once
+    (docs/window.md#names-of-what-left).
 
     ``context`` defaults to the span itself. Unnameable results contribute nothing.
     """

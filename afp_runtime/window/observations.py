@@ -1,4 +1,4 @@
-"""Pins and the observation blocks that records carry about them (window.md §6)."""
+"""Pins and the observation blocks that records carry about them (docs/window.md#pins)."""
 
 from __future__ import annotations
 

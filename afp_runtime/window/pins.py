@@ -1,4 +1,5 @@
-"""Pins: the turns a visit holds back on purpose, and the ceilings that bound them (window.md §6).
+"""Pins: the turns a visit holds back on purpose, and the ceilings that bound them
+(docs/window.md#pins).
 
 The stage computes the candidates of both pin kinds and binds them into the guards, so every
 strategy, custom ones included, is subject to them. Everything here is linear in window length.
@@ -30,7 +31,7 @@ def _beyond(position: int, after: int | None) -> bool:
 def tool_result_pins(
     turns: Sequence[Turn], history: Sequence[Message], after: int | None
 ) -> tuple[ToolResultPin, ...]:
-    """Last-tool-result pin candidates, newest first (§6.1).
+    """Last-tool-result pin candidates, newest first (docs/window.md#last-tool-result-pin).
 
     At most one pin per tool name (its latest result) and per turn (named after the turn's
     newest nameable result). Messages at window index ``<= after`` (the anchor) are never
@@ -72,7 +73,8 @@ def ledger_fact_pins(
     turn_standing: Callable[[Turn], Standing | None],
     after: int | None,
 ) -> tuple[LedgerFactPin, ...]:
-    """Ledger-fact pin candidates, newest first (§6.2, findings.md §9.1).
+    """Ledger-fact pin candidates, newest first (docs/window.md#ledger-fact-pin,
+    docs/findings.md#which-turns-are-candidates).
 
     A turn is a candidate when its standing is ``fact``. Its ids are the ``tool_call_id`` of
     every tool message of the turn past ``after``, in wire order (batch members judged
@@ -117,7 +119,8 @@ def spend_ceiling(
     limit: int,
     candidate_count: int,
 ) -> tuple[WindowObservations | msgspec.UnsetType, frozenset[int]]:
-    """Admit newest-first pin candidates against their ceiling (§6.3), for either pin kind.
+    """Admit newest-first pin candidates against their ceiling
+    (docs/window.md#ceilings-and-yielded), for either pin kind.
 
     Returns the record block (UNSET when none is owed) and the admitted turn indexes. Only
     candidates below ``candidate_count`` contest a slot; a pin already inside the keep window

@@ -1,4 +1,5 @@
-"""Guards and the removal plan: which contiguous span of oldest turns may leave (window.md §4-§6).
+"""Guards and the removal plan: which contiguous span of oldest turns may leave
+(docs/window.md#why-a-turn-stays, docs/window.md#pins).
 
 Everything here is a pure function of a window's turns and its guards, linear in window length.
 """
@@ -22,7 +23,7 @@ class Guards(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         answered_call_ids: ``tool_call_id`` of every tool message anywhere in the window.
-        current_request_index: the anchor (window.md §3), or None.
+        current_request_index: the anchor (docs/window.md#the-current-request), or None.
         paused_tool_call_id: the call a paused run waits on, if any (None in the loop).
         paused_check_in: the pause is a human check-in.
         recency_pins: last-tool-result pin candidates, newest first.
@@ -57,7 +58,8 @@ def refusal_of(
     held_recency: AbstractSet[int],
     held_facts: AbstractSet[int],
 ) -> Refusal | None:
-    """Why ``turn`` may not leave, first match wins (§4.2), or None when it may.
+    """Why ``turn`` may not leave, first match wins (docs/window.md#refusal-reasons), or None when
+    it may.
 
     Precedence: ``current-request`` → ``system-envelope`` → ``paused-tool`` /
     ``pending-check-in`` → ``unresolved-tool-call`` → ``last-tool-result`` → ``ledger-fact``.
@@ -112,16 +114,17 @@ def plan_removal(
     guards: Guards,
     is_existing_summary: Callable[[Turn], bool] | None = None,
 ) -> RemovalPlan:
-    """The longest contiguous run of removable turns from the oldest removable one (§5).
+    """The longest contiguous run of removable turns from the oldest removable one
+    (docs/window.md#the-removal-plan).
 
     The last ``keep_recent_turns`` turns refuse ``inside-keep-window`` (the keep list). Pins
     are admitted against their ceilings among the older turns only. The scan steps over
     refusing turns before the span and stops at the first refusing turn after it; turns past
     that break get no entry. A span that is exactly one turn the summary predicate accepts is
     refused ``only-existing-summary``; the pin blocks are still attached then (our reading of
-    §5 steps 5-6: a pin refusal in the leading list keeps the block that explains it).
-    Refusal order: leading list (scan order), then ``only-existing-summary`` if any, then the
-    keep list. Linear in window length.
+    docs/window.md#the-removal-plan steps 5-6: a pin refusal in the leading list keeps the block
+    that explains it). Refusal order: leading list (scan order), then ``only-existing-summary`` if
+    any, then the keep list. Linear in window length.
 
     Raises:
         WindowStrategyError: ``keep_recent_turns`` is not an int >= 1 (a bool is refused).

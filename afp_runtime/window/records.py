@@ -1,4 +1,5 @@
-"""Window records: what every engaged visit files under ``compactions`` (window.md §15).
+"""Window records: what every engaged visit files under ``compactions``
+(docs/window.md#record-schemas).
 
 A tagged union on ``strategy``. Fields that must always appear have no default; optional
 stage keys default to UNSET and are then omitted on the wire (never ``null``). Each class lists
@@ -19,7 +20,8 @@ from afp_runtime.window.refusals import Refusal, Standing
 class DroppedStanding(
     msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True
 ):
-    """An evicted tool result of an armed agent and its ledger standing (findings.md §10)."""
+    """An evicted tool result of an armed agent and its ledger standing
+    (docs/findings.md#evicted-results-and-their-standings)."""
 
     tool_call_id: str
     tool_name: str | msgspec.UnsetType = msgspec.UNSET

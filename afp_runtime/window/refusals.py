@@ -1,4 +1,5 @@
-"""Refusals: why a turn did not leave the window, in a closed set of reasons (window.md §4)."""
+"""Refusals: why a turn did not leave the window, in a closed set of reasons
+(docs/window.md#why-a-turn-stays)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The pure part of the window stage: one visit, from guards to a validated, stamped record
-(window.md §14.1 steps 3-13), and the wire form of records (§15).
+(docs/window.md#visit-pipeline steps 3-13), and the wire form of records
+(docs/window.md#record-schemas).
 
 The loop reads committed state, calls ``visit_window`` and commits what it returns; nothing here
 reads a clock, a store or the ledger. ``prior`` is the turn's last two filed records (oldest
@@ -54,8 +55,8 @@ class VisitOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """What an engaged visit leaves for the loop to commit and report.
 
     Attributes:
-        record: the strategy's record with the stage keys stamped (§14.1 step 10).
-        window: the new window, or UNSET when it is unchanged.
+        record: the strategy's record with the stage keys stamped (docs/window.md#visit-pipeline
+        step 10). window: the new window, or UNSET when it is unchanged.
         rebase: how the new window relates to the old one (UNSET with no new window).
         evictions: one per removed pre-change index, ascending.
         evicted: the pre-change messages at those indexes, in the same order.
@@ -117,16 +118,19 @@ async def visit_window(
 ) -> VisitOutcome | None:
     """Run one visit of ``strategy`` over ``history``; None when the strategy did not engage.
 
-    Builds the guards (answered ids, the anchor of ``said``, the pause, the pins of §6 unless
-    off or stood down by §7 over ``prior``), awaits ``strategy.plan``, validates the result
-    (§13.4) and stamps the stage keys on its record: ``droppedObservations`` (§8.3),
-    ``observations`` (the stand-down block, else the block of the plans the strategy obtained)
-    and ``ledgerFacts`` (likewise). Each key is stamped only when present / non-empty.
+    Builds the guards (answered ids, the anchor of ``said``, the pause, the pins of
+    docs/window.md#pins unless off or stood down by docs/window.md#stand-down over ``prior``),
+    awaits ``strategy.plan``, validates the result
+    (docs/window.md#result-validation) and stamps the stage keys on its record:
+    ``droppedObservations`` (docs/window.md#the-droppedobservations-key), ``observations`` (the
+    stand-down block, else the block of the plans the strategy obtained) and ``ledgerFacts``
+    (likewise). Each key is stamped only when present / non-empty.
 
     The ledger-fact pin is armed only when ``fact_limit > 0`` **and** ``turn_standing`` is
-    given (our reading of §14.1 step 5: an unarmed agent has no standing callable, so no fact
-    pin and no ``ledgerFacts`` key). ``droppedStandings`` is not stamped here: it needs the
-    ledger fold (findings.md §10) and is left to the findings wiring.
+    given (our reading of docs/window.md#visit-pipeline step 5: an unarmed agent has no standing
+    callable, so no fact pin and no ``ledgerFacts`` key). ``droppedStandings`` is not stamped here:
+    it needs the ledger fold (docs/findings.md#evicted-results-and-their-standings) and is left to
+    the findings wiring.
 
     Raises:
         WindowStrategyError: the strategy broke a rule (its name is filled in when the error

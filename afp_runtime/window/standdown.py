@@ -1,4 +1,5 @@
-"""Stand-down: a pin that blocked two filed visits in a row gives way on the third (window.md §7).
+"""Stand-down: a pin that blocked two filed visits in a row gives way on the third
+(docs/window.md#stand-down).
 
 The rule reads only the last two records filed in the current turn (by every run of the turn,
 in commit order). ``PriorVisit`` is the little a record contributes to it, so the loop can keep

@@ -1,4 +1,5 @@
-"""Turns of a window, its chars, and the current request (window.md §1.2, §3)."""
+"""Turns of a window, its chars, and the current request (docs/window.md#turns,
+docs/window.md#the-current-request)."""
 
 from __future__ import annotations
 

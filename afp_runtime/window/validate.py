@@ -1,5 +1,5 @@
-"""Result validation: every strategy result is checked before anything is committed (window.md
-§13.4).
+"""Result validation: every strategy result is checked before anything is committed (docs/window.md
+docs/window.md#result-validation).
 
 Built-in strategies are held to the same rules as custom ones. The first violation raises
 ``WindowStrategyError`` naming the strategy, the field (wire spelling, e.g.
@@ -68,17 +68,19 @@ class _Checker:
 
 
 def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> None:
-    """Check a strategy's result against the visit it answered (§13.4, checks 1-9 in order).
+    """Check a strategy's result against the visit it answered (docs/window.md#result-validation,
+    checks 1-9 in order).
 
     Before the nine checks (our additions): the result must be a ``WindowResult`` carrying a
     window record (field ``result`` / ``record``), and a custom record's ``extra`` keys may not
     reuse a common field's wire name (field ``record.extra``), so the flat wire form stays
     lossless.
 
-    Readings of §13.4 settled here: in check 3 the rebase's ``insertedAtMs`` decides whether
-    the new window holds one inserted message (present) or none (absent); in check 8 a refusal
-    "points at a real turn" when its ``turnIndex`` names a turn of this visit's segmentation
-    and its ``messageIndex`` is that turn's start in the pre-change window.
+    Readings of docs/window.md#result-validation settled here: in check 3 the rebase's
+    ``insertedAtMs`` decides whether the new window holds one inserted message (present) or none
+    (absent); in check 8 a refusal "points at a real turn" when its ``turnIndex`` names a turn of
+    this visit's segmentation and its ``messageIndex`` is that turn's start in the pre-change
+    window.
 
     Raises:
         WindowStrategyError: on the first violation.

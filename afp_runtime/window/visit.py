@@ -1,7 +1,8 @@
 """The custom-strategy protocol: what a strategy receives (a visit) and returns (a result).
 
 A strategy is any object with a non-empty ``name`` and an async ``plan(visit)``; returning None
-means it did not engage this visit. The stage validates every result (window.md §13.4).
+means it did not engage this visit. The stage validates every result
+(docs/window.md#result-validation).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class Spend(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class WindowResult(msgspec.Struct, frozen=True, kw_only=True):
-    """What a strategy returns from an engaged visit (window.md §13.3)."""
+    """What a strategy returns from an engaged visit (docs/window.md#what-a-result-carries)."""
 
     record: WindowRecord
     evictions: tuple[Eviction, ...] = ()
@@ -108,7 +109,7 @@ class WindowVisit:
 
     Args:
         history: the pre-change window.
-        measured: the usage of the previous call of this turn, or None (window.md §11).
+        measured: the usage of the previous call of this turn, or None (docs/window.md#measurement).
         iteration: the visit iteration (>= 1).
         run_id: this run's id.
         agent_model: the agent's model id.
@@ -149,7 +150,8 @@ class WindowVisit:
         self._origins = tuple(origins)
         # The latest plan a strategy obtained: result validation holds removals to its span.
         self.latest_plan: RemovalPlan | None = None
-        # The pin blocks the stage files (§13.2): a later plan replaces them only when present.
+        # The pin blocks the stage files (docs/window.md#what-a-visit-offers): a later plan replaces
+        # them only when present.
         self.captured_observations: WindowObservations | msgspec.UnsetType = msgspec.UNSET
         self.captured_ledger_facts: WindowObservations | msgspec.UnsetType = msgspec.UNSET
 

@@ -33,8 +33,8 @@ from afp_runtime.window import WindowStrategy
 ITERATIONS_PER_TURN = 10
 RESULT = "x" * 300
 KEEP_RECENT_TURNS = 20
-# Stages that close an iteration (host.md §2); under ``sync`` their bundle is committed when
-# the hook runs, so the mark is taken after the iteration is durable.
+# Stages that close an iteration (docs/loop.md#what-each-stage-commits); under ``sync`` their bundle
+# is committed when the hook runs, so the mark is taken after the iteration is durable.
 CLOSING_STAGES = frozenset({"tool-calls", "wrap-up", "final"})
 
 

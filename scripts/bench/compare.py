@@ -14,7 +14,8 @@ script deciding by call number) on a fresh SQLite file, each in a process of its
   file, one thread, ``durability="sync"``;
 * ``ceiling-full`` / ``ceiling-normal``: raw aiosqlite in WAL mode inserting the bytes afp
   stores for the same messages (``message_body``), one transaction per iteration, at
-  ``synchronous=FULL`` (ARCHITECTURE ruling 1's ceiling) and ``NORMAL``.
+  ``synchronous=FULL`` (docs/architecture.md#decision-1-sync-durability-commits-each-stage's
+  ceiling) and ``NORMAL``.
 
 Per N it prints JSON per contender: iterations per second, median and p99 step latency (the
 time between consecutive iteration ends; a turn's first iteration includes posting the person

@@ -1,13 +1,14 @@
 """Scaling benchmarks: what must not grow with history, time or the number of agents.
 
 * ``served``: ``served_at`` at epoch 10 against epoch 10,000 of one run (``served.py``, run as
-  a child; ARCHITECTURE ruling 3).
+  a child; docs/architecture.md#decision-3-served-views-read-an-index-not-a-replay).
 * ``resume``: an agent whose conversation holds 1,000 or 100,000 messages of history and 1,000
   folds dies in the middle of a turn; a fresh process opens the file and recovers. Timed from
   before ``SqliteStore.open`` to the recovery run's first model call ("first iteration ready"),
-  with the bare ``AgentDriver`` (ruling 4: resume cost must not grow with history) and through
-  a ``Host`` start-up (which also runs ``PRAGMA quick_check`` after an unclean stop, host.md
-  §13.4, a pass over the whole file, timed on its own as well).
+  with the bare ``AgentDriver`` (docs/architecture.md#decision-4-strict-validation-at-the-borders:
+  resume cost must not grow with history) and through a ``Host`` start-up (which also runs ``PRAGMA
+  quick_check`` after an unclean stop, docs/host.md docs/host.md#start-up, a pass over the whole
+  file, timed on its own as well).
 
   The history is built by an import (``import_checkpoint``), as ``afp import`` would, since
   running 50,000 iterations would take minutes: the live window holds the latest summary and

@@ -3,7 +3,8 @@
 Builds one run of N iterations (a standing agent under a sliding window, keep 2, one trivial
 tool with a ~300-char result), then rebuilds the served view at each epoch from the SQLite
 ``RunLog`` and prints JSON: median milliseconds per rebuild, RunLog reads per rebuild, and the
-ratio of the last epoch's cost to epoch 10's (ARCHITECTURE ruling 3: it must not grow).
+ratio of the last epoch's cost to epoch 10's
+(docs/architecture.md#decision-3-served-views-read-an-index-not-a-replay: it must not grow).
 
     .venv/bin/python scripts/bench/served.py [--iterations 10000]
 """

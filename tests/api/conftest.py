@@ -35,7 +35,7 @@ async def _ok(args: Mapping[str, Any], ctx: ToolContext) -> str:
 
 
 def alpha_tool() -> Tool:
-    """``tool("alpha_tool")`` of served.md §8: it answers ``ok``."""
+    """``tool("alpha_tool")`` of docs/served.md#how-this-is-tested: it answers ``ok``."""
     return Tool("alpha_tool", "the alpha tool", {"type": "object"}, _ok, parallel_safe=True)
 
 

@@ -17,7 +17,7 @@ from afp_runtime.models import ScriptedModel
 from .conftest import Api, serving
 
 DEMO = Path(__file__).resolve().parents[2] / "configs" / "demo.toml"
-# Runtime markers travel with the conversation but are never sent (served.md §2.3).
+# Runtime markers travel with the conversation but are never sent (docs/served.md#salted-digests).
 MARKERS = ("notDispatched", "injectedBy")
 
 

@@ -1,5 +1,5 @@
 """Agent endpoints in process: health, agents, inbox (durability, idempotency, validation),
-runs, agent-wide call numbers (served.md §6.2, cases 28, 31 and 32)."""
+runs, agent-wide call numbers (docs/api.md#endpoints, cases 28, 31 and 32)."""
 
 from __future__ import annotations
 
@@ -154,7 +154,8 @@ async def test_case_32_ack_is_durable_and_processed_once_after_a_kill(api: Api) 
     assert [(r["messageId"], r["status"]) for r in rows] == [("msg-1", "answered")]
     assert one["turn"] == 1 and model.calls == 1
     assert [m.content for m in model.requests[0].messages] == ["go"]
-    # Leaving the host cancelled the stuck run: it ended `cancelled` (host.md §13.5).
+    # Leaving the host cancelled the stuck run: it ended `cancelled`
+    # (docs/host.md#graceful-shutdown).
     assert [(r["kind"], r["status"]) for r in runs] == [
         ("recovery", "answered"),
         ("initial", "cancelled"),

@@ -1,4 +1,4 @@
-"""served.md case 35: the CLI prints exactly what the API answers."""
+"""docs/served.md case 35: the CLI prints exactly what the API answers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Server-sent events over a real loopback socket, and a client that never reads driven at the
-ASGI level (served.md §6.5, case 34)."""
+ASGI level (docs/api.md#the-event-stream, case 34)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Folded spans over HTTP: list, one by fingerprint, originals from the span or from the log
-(served.md §6.2, case 33)."""
+(docs/api.md#endpoints, case 33)."""
 
 from __future__ import annotations
 

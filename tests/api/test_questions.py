@@ -1,4 +1,5 @@
-"""Check-ins, ownership and dismiss over HTTP (host.md §10, §12, §13.6; served.md §6.2)."""
+"""Check-ins, ownership and dismiss over HTTP (docs/host.md#check-ins,
+docs/host.md#ownership-and-leases, docs/host.md#stalled-and-held-turns; docs/api.md#endpoints)."""
 
 from __future__ import annotations
 
@@ -197,8 +198,8 @@ async def test_approval_over_http(api: Api) -> None:
 
 
 async def test_an_agent_held_by_another_host_is_not_leased(api: Api) -> None:
-    """host.md §13.7: an agent this host runs but another live host holds shows `not-leased`,
-    and its queued message is not answered here."""
+    """docs/host.md#status-values: an agent this host runs but another live host holds shows
+    `not-leased`, and its queued message is not answered here."""
     store = await SqliteStore.open(api.path, now_ms=api.clock.now_ms())
     try:
         await store.ensure_agent("ops", now_ms=api.clock.now_ms())

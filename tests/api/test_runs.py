@@ -1,5 +1,5 @@
 """Run endpoints in process: summary, commits, epochs, served views, receipts, conformance,
-resume and window records (served.md §6.2, cases 29 and 8 over HTTP)."""
+resume and window records (docs/api.md#endpoints, cases 29 and 8 over HTTP)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``afp serve`` as a real process: binding refusals, the token, a message answered over HTTP,
-and a clean exit on SIGTERM (served.md §6.1, §7, case 30)."""
+and a clean exit on SIGTERM (docs/api.md#server-rules, docs/api.md#the-afp-command, case 30)."""
 
 from __future__ import annotations
 

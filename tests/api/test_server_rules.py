@@ -1,5 +1,6 @@
 """Server rules in process: token, Host header, media type, body size, paging, error shape,
-shutdown, OpenAPI and no CORS (served.md §6.1, §6.4, cases 30 and 31)."""
+shutdown, OpenAPI and no CORS (docs/api.md#server-rules, docs/api.md#validation-and-error-codes,
+cases 30 and 31)."""
 
 from __future__ import annotations
 

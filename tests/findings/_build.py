@@ -1,5 +1,5 @@
 """Builders for the findings tests: standing rows, folds from ``{id: standing}`` ledgers, and
-the ``probe`` tool of findings.md §14."""
+the ``probe`` tool of docs/findings.md#how-this-is-tested."""
 
 from __future__ import annotations
 

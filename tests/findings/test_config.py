@@ -1,4 +1,5 @@
-"""Arming options and the ledger-fact dial (findings.md §1, §9.2; §14 cases 2 and 16)."""
+"""Arming options and the ledger-fact dial (docs/findings.md#arming-an-agent,
+docs/findings.md#the-keep-ledger-facts-dial; docs/findings.md#how-this-is-tested cases 2 and 16)."""
 
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ class TestFindingsConfig:
 
 
 class TestResolveFactLimit:
-    """The §9.2 table, validated in both places."""
+    """The docs/findings.md#the-keep-ledger-facts-dial table, validated in both places."""
 
     @pytest.mark.parametrize(
         ("findings_value", "agent_value", "limit"),

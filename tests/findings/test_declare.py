@@ -1,4 +1,6 @@
-"""Peeling and lenient validation of declarations (findings.md §2.4, §3, §5.2-§5.4, §12)."""
+"""Peeling and lenient validation of declarations (docs/findings.md#peeling-before-the-tool-sees-it,
+docs/findings.md#what-counts-as-a-valid-declaration, docs/findings.md#basis-rows,
+docs/findings.md#declarations-on-the-final-answer)."""
 
 from __future__ import annotations
 
@@ -62,7 +64,8 @@ def assertion(
 
 
 class TestPeel:
-    """``_findings`` leaves the arguments before anything else sees them (§2.4)."""
+    """``_findings`` leaves the arguments before anything else sees them
+    (docs/findings.md#peeling-before-the-tool-sees-it)."""
 
     def test_case_3_peel(self) -> None:
         """Case 3: the tool receives {"host": "db-1"}; the original arguments stay verbatim."""
@@ -94,7 +97,7 @@ class TestPeel:
 
 
 class TestBasisRow:
-    """The basis row of one call (§5.2)."""
+    """The basis row of one call (docs/findings.md#basis-rows)."""
 
     def test_case_3_basis_row(self) -> None:
         """Case 3: the basis row carries the identity, basis, expect and proposition only."""
@@ -172,7 +175,9 @@ class TestBasisRow:
 
 
 class TestStandingRows:
-    """Standing rows of valid previous entries (§3, §4, §5.3, §5.4)."""
+    """Standing rows of valid previous entries (docs/findings.md#what-counts-as-a-valid-declaration,
+    docs/findings.md#the-four-standings, docs/findings.md#standing-rows,
+    docs/findings.md#known-and-unknown-ids)."""
 
     def test_fact_assertions_are_asserted_with_provenance(self) -> None:
         """A fact's assertions get stratum asserted and provenance tool:<judged id>."""
@@ -340,7 +345,7 @@ class TestStandingRows:
 
 
 class TestAnswer:
-    """Declarations on the final answer (§12)."""
+    """Declarations on the final answer (docs/findings.md#declarations-on-the-final-answer)."""
 
     CONTENT = (
         '{"answer":"db-1 is down","_findings":{"previous":[{"toolCallId":"c1","standing":"fact"}]}}'

@@ -1,5 +1,6 @@
-"""The ledger fold, conflicts, filing order, turn rank and dropped standings (findings.md §5-§7,
-§10; §14 cases 5-9 and 22)."""
+"""The ledger fold, conflicts, filing order, turn rank and dropped standings
+(docs/findings.md#the-ledger, docs/findings.md#evicted-results-and-their-standings;
+docs/findings.md#how-this-is-tested cases 5-9 and 22)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def file_all(fold: LedgerFold, rows: Sequence[StandingRow]) -> tuple[LedgerFold,
 
 
 class TestFiling:
-    """Rows in dispatch order (§5.6)."""
+    """Rows in dispatch order (docs/findings.md#order-of-rows-in-a-batch)."""
 
     def test_case_5_batch_order(self) -> None:
         """Case 5: c1's standing (declared on c2) comes first, then the basis rows of c2 and c3."""
@@ -200,7 +201,8 @@ class TestFiling:
         ]
 
     def test_known_ids_come_from_window_and_ledger(self) -> None:
-        """Known: window results, basis rows and standing rows not marked unknownId (§5.4)."""
+        """Known: window results, basis rows and standing rows not marked unknownId
+        (docs/findings.md#known-and-unknown-ids)."""
         fold = fold_ledger(
             None,
             [basis("b1"), standing("s1", "open"), standing("u1", "fact", unknown_id=True)],
@@ -223,7 +225,8 @@ class TestFiling:
 
 
 class TestFold:
-    """Last word wins; facts, conflicts and known ids (§5.5, §6)."""
+    """Last word wins; facts, conflicts and known ids (docs/findings.md#conflicts,
+    docs/findings.md#the-fold)."""
 
     def test_case_6_last_wins(self) -> None:
         """Case 6: a later noise replaces the fact; nothing is asserted and no conflict arises."""
@@ -303,7 +306,8 @@ class TestFold:
         assert [w.tool_call_id for w in rows[-1].witnesses] == ["c1", "c1"]
 
     def test_disagreeing_standings_on_one_result_are_not_a_conflict(self) -> None:
-        """A result re-judged with a new value replaces its claim: no conflict (§5.5)."""
+        """A result re-judged with a new value replaces its claim: no conflict
+        (docs/findings.md#conflicts)."""
         fold, rows = file_all(
             EMPTY_FOLD,
             [standing("c1", "fact", (*DB1, "down")), standing("c1", "fact", (*DB1, "up"))],
@@ -379,7 +383,7 @@ RANKED: list[tuple[dict[str, Standing], Standing | None]] = [
 
 
 class TestTurnStanding:
-    """The turn rank (§7)."""
+    """The turn rank (docs/findings.md#which-standing-a-turn-has)."""
 
     WINDOW = (
         U(TASK),
@@ -403,7 +407,7 @@ class TestTurnStanding:
 
 
 class TestDroppedStandings:
-    """droppedStandings entries (§10)."""
+    """droppedStandings entries (docs/findings.md#evicted-results-and-their-standings)."""
 
     def test_entries_in_eviction_order(self) -> None:
         """One entry per evicted tool result; undeclared and settled ones carry no standing."""

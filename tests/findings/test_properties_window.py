@@ -1,7 +1,9 @@
 """The issue's acceptance property at the pure level: over several consecutive visits of an
 armed agent's window, an admitted ledger-fact pin never leaves except on a stand-down visit,
 and every evicted tool result is reported in ``droppedStandings`` with exactly the ledger's
-standing (findings.md §7, §9, §10; window.md §6, §7)."""
+standing (docs/findings.md#which-standing-a-turn-has, docs/findings.md#keeping-facts-in-the-window,
+docs/findings.md#evicted-results-and-their-standings; docs/window.md#pins,
+docs/window.md#stand-down)."""
 
 from __future__ import annotations
 
@@ -80,7 +82,8 @@ def standing_rows(draw: st.DrawFn, seen: Sequence[str], *, max_size: int) -> lis
 
 
 def independent_turn_standing(turn: Turn, ledger: Mapping[str, Standing]) -> Standing | None:
-    """§7 rank over a turn's judged, dispatched results, read from a plain last-wins dict."""
+    """docs/findings.md#which-standing-a-turn-has rank over a turn's judged, dispatched results,
+    read from a plain last-wins dict."""
     best: Standing | None = None
     best_rank = -1
     for message in turn.messages:
@@ -95,7 +98,8 @@ def independent_turn_standing(turn: Turn, ledger: Mapping[str, Standing]) -> Sta
 def expected_dropped(
     evicted: Sequence[Message], ledger: Mapping[str, Standing]
 ) -> tuple[DroppedStanding, ...]:
-    """§10 read directly: one entry per evicted result; no standing when undeclared or settled."""
+    """docs/findings.md#evicted-results-and-their-standings read directly: one entry per evicted
+    result; no standing when undeclared or settled."""
     entries = []
     for message in evicted:
         if message.role != "tool" or not message.tool_call_id:
@@ -110,7 +114,8 @@ def expected_dropped(
 
 
 def blocking(filed: Sequence[tuple[int, frozenset[str]]]) -> bool:
-    """§9.3 read directly: each of the last two filed visits removed 0 and names the family."""
+    """docs/findings.md#ceiling-precedence-and-stand-down read directly: each of the last two filed
+    visits removed 0 and names the family."""
     last = filed[-2:]
     return len(last) == 2 and all(
         removed == 0 and not reasons.isdisjoint(FAMILY) for removed, reasons in last
@@ -235,10 +240,10 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
 async def test_admitted_facts_stay_and_every_eviction_reports_its_standing(
     case: dict[str, Any],
 ) -> None:
-    """Findings.md §9/§10 (cases 11, 14, 15 generalised): over consecutive visits, an admitted
-    fact turn leaves only on a stand-down visit, stand-down happens exactly when the pin family
-    blocked the last two filed visits, and droppedStandings carries exactly the ledger's
-    standings (absent when undeclared or settled)."""
+    """docs/findings.md#keeping-facts-in-the-window (cases 11, 14, 15 generalised):
+    over consecutive visits, an admitted fact turn leaves only on a stand-down visit, stand-down
+    happens exactly when the pin family blocked the last two filed visits, and droppedStandings
+    carries exactly the ledger's standings (absent when undeclared or settled)."""
     keep, fact_limit, recency = case["keep"], case["fact_limit"], case["recency"]
     strategy: WindowStrategy = (
         sliding_window(keep_recent_turns=keep) if case["sliding"] else Dropper(keep=keep)
@@ -275,8 +280,9 @@ async def test_admitted_facts_stay_and_every_eviction_reports_its_standing(
 @settings(max_examples=150, deadline=None)
 @given(case=scenarios())
 async def test_an_unarmed_visit_files_no_fact_pin_whatever_the_limit(case: dict[str, Any]) -> None:
-    """Findings.md §9.2 / case 21: without ``turn_standing`` the same visits carry no
-    ``ledgerFacts`` and never stand the fact pin down, whatever the fact limit."""
+    """docs/findings.md#the-keep-ledger-facts-dial, case 21: without ``turn_standing``
+    the same visits carry no ``ledgerFacts`` and never stand the fact pin down, whatever the fact
+    limit."""
     window: list[Message] = list(case["window"])
     prior: Any = ()
     for appended, _ in [([], []), *case["steps"]]:

@@ -1,4 +1,5 @@
-"""Ledger rows: wire shapes, foreign rows and strict validation (findings.md §5, §13)."""
+"""Ledger rows: wire shapes, foreign rows and strict validation (docs/findings.md#the-ledger,
+docs/findings.md#where-the-ledger-lives)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ class TimeAnswerRow(
     tag_field="kind",
     tag="time-answer",
 ):
-    """A stand-in for the time layer's ``time-answer`` row (periods.md §15.1)."""
+    """A stand-in for the time layer's ``time-answer`` row (docs/time.md#row-kinds)."""
 
     turn: int
     iteration: int

@@ -1,5 +1,6 @@
 """What findings serve per request: schemas, the offer, the instruction, the ledger piece and
-stubs (findings.md §2.2, §2.3, §11; §14 cases 1, 17, 18)."""
+stubs (docs/findings.md#how-the-schema-is-served, docs/findings.md#the-offer-of-result-ids,
+docs/findings.md#what-later-requests-see; docs/findings.md#how-this-is-tested cases 1, 17, 18)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ DEFAULT = FindingsConfig()
 
 
 class TestSchema:
-    """Schema augmentation (§2.2)."""
+    """Schema augmentation (docs/findings.md#how-the-schema-is-served)."""
 
     def test_case_1_armed_schema(self) -> None:
         """Case 1: the served probe schema gains _findings, not required; the registry's is kept."""
@@ -104,7 +105,7 @@ def _id_property(offer: Offer) -> dict[str, Any]:
 
 
 class TestOffer:
-    """The offer (§2.3)."""
+    """The offer (docs/findings.md#the-offer-of-result-ids)."""
 
     def test_case_17_offer(self) -> None:
         """Case 17: noise leaves the offer; fact, open and undeclared stay, newest first."""
@@ -155,7 +156,8 @@ FOLD_18 = fold_ledger(
 
 
 class TestServing:
-    """The served messages, instruction and ledger piece (§11)."""
+    """The served messages, instruction and ledger piece
+    (docs/findings.md#what-later-requests-see)."""
 
     def test_case_18_serving(self) -> None:
         """Case 18: noise is stubbed, the fact served whole; history and its chars unchanged."""
@@ -241,7 +243,7 @@ class TestServing:
 
 
 class TestLedgerPiece:
-    """The ledger piece's contents, order and caps (§11.2)."""
+    """The ledger piece's contents, order and caps (docs/findings.md#the-ledger-piece)."""
 
     def test_sections_in_order(self) -> None:
         """Header, facts, conflicts, ruled out, open, counts and the ask come in that order."""

@@ -1,5 +1,7 @@
 """The fold bound into the window stage: ledger-fact pins, two books, stand-down and
-droppedStandings (findings.md §7, §9, §10; §14 cases 8, 10-15)."""
+droppedStandings (docs/findings.md#which-standing-a-turn-has,
+docs/findings.md#keeping-facts-in-the-window, docs/findings.md#evicted-results-and-their-standings;
+docs/findings.md#how-this-is-tested cases 8, 10-15)."""
 
 from __future__ import annotations
 

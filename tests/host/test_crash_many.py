@@ -1,6 +1,7 @@
 """Five agents in a real ``afp serve`` process, SIGKILLed at random moments at least twenty
 times while a hundred messages arrive: each message is answered exactly once, no
-non-idempotent tool call runs twice, and the file stays intact (host.md §9, §13.2)."""
+non-idempotent tool call runs twice, and the file stays intact
+(docs/loop.md#continuing-and-recovering, docs/host.md#the-durable-inbox)."""
 
 from __future__ import annotations
 

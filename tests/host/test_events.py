@@ -1,5 +1,5 @@
 """The host's event bus: host-wide ids, filters, bounded subscribers, resuming from the ring
-buffer (host.md §7.1, served.md §6.5)."""
+buffer (docs/host.md#the-event-envelope, docs/api.md#the-event-stream)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The minimal standing host: durable posts that wake a worker, polling, start-up recovery,
-parallel agents under a capacity bound, operator resume, events and stopping (host.md §13)."""
+parallel agents under a capacity bound, operator resume, events and stopping
+(docs/host.md#the-standing-host)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Host leases across processes (host.md §12, §13.4 step 2, §13.7, test case 31; ARCHITECTURE
-rulings 7, 12 and 16).
+"""Host leases across processes (docs/host.md#ownership-and-leases, docs/host.md#start-up step 2,
+docs/host.md#status-values, test case 31;
+docs/architecture.md#decision-7-every-deadline-goes-through-the-clock,
+docs/architecture.md#decision-12-one-lease-row-per-host-process,
+docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once).
 
 Two hosts on one file stand for two processes: each has its own store connection and its own
 fake clock (a host whose clock is not advanced has stopped renewing). They share one id
@@ -197,9 +200,10 @@ async def test_one_renewal_transaction_per_period_for_a_thousand_agents(tmp_path
 
 
 async def test_a_restart_with_the_same_host_id_takes_over_at_once(tmp_path: Path) -> None:
-    """Ruling 16: a host starting with the id of a live lease takes it over with a new epoch
-    and recovers the open turn without waiting for the TTL; the old process's commit, fenced
-    by the old epoch, fails with LeaseLost and writes nothing."""
+    """docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once: a host
+    starting with the id of a live lease takes it over with a new epoch and recovers the open turn
+    without waiting for the TTL; the old process's commit, fenced by the old epoch, fails with
+    LeaseLost and writes nothing."""
     path, ids, clock = tmp_path / "afp.db", SequentialIds(), FakeClock()
     crashed = Gated("from the old process")
     restarted = ScriptedModel([answer("recovered")], model="mock")

@@ -1,6 +1,6 @@
-"""Graceful shutdown (host.md §13.5): stop admitting, let running stages finish within the grace
-on the injected clock, cancel the rest, close adapters once; a real `afp serve` exits 0 on
-SIGTERM while a tool sleeps and leaves an intact, fully written file."""
+"""Graceful shutdown (docs/host.md#graceful-shutdown): stop admitting, let running stages finish
+within the grace on the injected clock, cancel the rest, close adapters once; a real `afp serve`
+exits 0 on SIGTERM while a tool sleeps and leaves an intact, fully written file."""
 
 from __future__ import annotations
 
@@ -256,7 +256,7 @@ async def _integrity(api: Api) -> list[str]:
 
 async def test_no_new_turn_starts_during_the_grace(api: Api) -> None:
     """The turn in progress may finish within the grace, but the agent's next queued message
-    waits for the next start (host.md §13.5 step 1)."""
+    waits for the next start (docs/host.md#graceful-shutdown step 1)."""
     slow = SlowTool(10.0)
     model = ScriptedModel([tool_reply(call("c1", "slow")), answer("one"), answer("two")])
     async with api.host(agent(model, tools=[slow.tool()]), shutdown_grace_s=30.0) as host:

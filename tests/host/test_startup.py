@@ -1,6 +1,7 @@
-"""Start-up and operator cases of host.md §16: 27 (start-up resumes everything), 30 (operator
-resume through a newly added window strategy), 18 (a crash loop dismissed moves the queue on),
-the stall limit, and the clean-shutdown marker with ``quick_check`` at start (§13.4 step 1)."""
+"""Start-up and operator cases of docs/loop.md#how-this-is-tested: 27 (start-up resumes everything),
+30 (operator resume through a newly added window strategy), 18 (a crash loop dismissed moves the
+queue on), the stall limit, and the clean-shutdown marker with ``quick_check`` at start
+(docs/host.md#start-up step 1)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Check-ins (host.md §10): a tool asks the person, or a check_in tool waits for approval; the
-turn pauses durably, survives restarts, and an answer run settles the batch.
+"""Check-ins (docs/host.md#check-ins): a tool asks the person, or a check_in tool waits for
+approval; the turn pauses durably, survives restarts, and an answer run settles the batch.
 
-host.md §16 cases 6, 20, 21, 22, 23, plus crashes of the answer run, the pause as a commit point
-in every durability mode, messages queued while paused, and the pause timeout.
+docs/loop.md#how-this-is-tested cases 6, 20, 21, 22, 23, plus crashes of the answer run, the pause
+as a commit point in every durability mode, messages queued while paused, and the pause timeout.
 """
 
 from __future__ import annotations
@@ -403,7 +403,8 @@ async def test_an_invalid_question_is_a_tool_error_not_a_pause(harness: Harness)
 
 
 async def test_turn_ended_reports_the_whole_turn_across_a_pause(harness: Harness) -> None:
-    """host.md §7.2: per-turn figures on turn.ended, the paused run's epoch and usage included."""
+    """docs/host.md#event-catalogue: per-turn figures on turn.ended, the paused run's epoch and
+    usage included."""
     from afp_runtime.messages import Usage
 
     script = [
@@ -424,7 +425,7 @@ async def test_turn_ended_reports_the_whole_turn_across_a_pause(harness: Harness
 
 async def test_results_after_the_asking_call_keep_call_order(harness: Harness) -> None:
     """[ask, gamma (unknown tool)]: gamma's result is decided at planning but committed after
-    the asking call's, with the answer (host.md §6.3)."""
+    the asking call's, with the answer (docs/loop.md#dispatch-groups-and-ordering)."""
     script = [tool_reply(call("ask", "beta_tool"), call("x", "gamma")), answer("ok")]
     driver = harness.driver(script, behaviour={"beta_tool": ask_which_host})
     await driver.post("go")

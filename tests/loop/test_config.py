@@ -1,4 +1,5 @@
-"""Agents files (host.md §13.1): camelCase keys, the ``[host]`` table, unknown keys refused."""
+"""Agents files (docs/host.md#running-a-host): camelCase keys, the ``[host]`` table, unknown keys
+refused."""
 
 from __future__ import annotations
 

@@ -239,3 +239,11 @@ def test_afp_run_resolves_a_ref_beside_the_config(tmp_path: Path, module: str) -
     )
     assert done.returncode == 0, done.stderr
     assert "Refund done." in done.stdout
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.toml")), ids=lambda p: p.name)
+def test_every_config_in_the_repository_loads(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The configs the README points to build agents (a key variable they name is set)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    agents = afp.load_agents(path)
+    assert agents and all(isinstance(agent, afp.Agent) for agent in agents)

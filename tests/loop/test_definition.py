@@ -1,4 +1,5 @@
-"""Agent definitions refuse bad window settings before any run (window.md §13.5, case 50)."""
+"""Agent definitions refuse bad window settings before any run
+(docs/window.md#definition-time-validation, case 50)."""
 
 from __future__ import annotations
 

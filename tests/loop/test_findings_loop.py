@@ -1,6 +1,6 @@
 """Findings in the loop on a real SQLite file: schemas served, peeling, ledger rows in the
 commit bundles and the store, serving, the answer, persistence, the fact pin and the
-``afp findings`` command (findings.md §14)."""
+``afp findings`` command (docs/findings.md#how-this-is-tested)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ PROMPT = "You check hosts."
 
 
 class Probe:
-    """The ``probe`` tool of findings.md §14, recording the arguments each call received."""
+    """The ``probe`` tool of docs/findings.md#how-this-is-tested, recording the arguments each call
+    received."""
 
     def __init__(self, *, strict: bool = False, results: Mapping[str, str] | None = None):
         self.received: list[tuple[str, dict[str, Any]]] = []
@@ -165,7 +166,8 @@ def contents(request: ModelRequest) -> list[str]:
 
 
 def stub(standing: str, ident: str) -> str:
-    """The compact stub a set-aside result is served as (§11.3)."""
+    """The compact stub a set-aside result is served as
+    (docs/findings.md#stubs-for-set-aside-results)."""
     return f'{{"withheld":true,"standing":"{standing}","toolCallId":"{ident}"}}'
 
 
@@ -536,7 +538,8 @@ async def test_case_19_answer_declarations_are_peeled_and_filed(harness: Harness
 
 
 async def test_case_19_an_answer_that_is_not_a_json_object_is_untouched(harness: Harness) -> None:
-    """Case 19 (§12): a plain-text answer mentioning _findings is delivered as written."""
+    """Case 19 (docs/findings.md#declarations-on-the-final-answer): a plain-text answer mentioning
+    _findings is delivered as written."""
     text = 'All fine; I did not use "_findings" here.'
     driver = probe_driver(harness, [answer(text)], [Probe().tool], findings=ARMED)
     outcome = await run_turn(harness, driver)
@@ -692,9 +695,9 @@ async def test_case_21_strategies_see_turn_standing_only_when_armed(harness: Har
 
 
 async def test_a_declared_fact_stays_while_noise_leaves(harness: Harness) -> None:
-    """§9: under sliding keep 2 with recency off, a result the model declared fact stays in
-    every later request while noise results leave; records carry ledgerFacts and
-    droppedStandings."""
+    """docs/findings.md#keeping-facts-in-the-window: under sliding keep 2 with recency off, a result
+    the model declared fact stays in every later request while noise results leave; records carry
+    ledgerFacts and droppedStandings."""
     script = [
         tool_reply(call("f1", "beta_tool")),
         tool_reply(call("n1", "alpha_tool", _findings=judge(("f1", "fact")))),
@@ -733,8 +736,9 @@ async def test_a_declared_fact_stays_while_noise_leaves(harness: Harness) -> Non
 
 
 async def test_the_fact_pin_stands_down_on_the_third_blocked_visit(harness: Harness) -> None:
-    """§9.3 / case 14: facts pinned under sliding keep 1 block two visits in a row; the third
-    stands down, releases them (droppedStandings fact) and the released results leave."""
+    """docs/findings.md#ceiling-precedence-and-stand-down / case 14: facts pinned under sliding keep
+    1 block two visits in a row; the third stands down, releases them (droppedStandings fact) and
+    the released results leave."""
     entries = [(f"r{k}", "fact") for k in range(1, 5)]
     driver = harness.driver(
         armed_rounds(entries),
@@ -793,8 +797,9 @@ async def test_afp_findings_lists_the_rows_and_filters_by_kind(harness: Harness)
 
 
 async def test_a_crash_after_the_reply_files_its_rows_once_on_settle(harness: Harness) -> None:
-    """§13: a crash between the committed reply and its tool-calls commit files the reply's
-    rows once, in the recovery's settle bundle, and the recovered run serves from them."""
+    """docs/findings.md#where-the-ledger-lives: a crash between the committed reply and its
+    tool-calls commit files the reply's rows once, in the recovery's settle bundle, and the
+    recovered run serves from them."""
     script = armed_rounds([("r1", "fact"), ("r2", "noise")])
     driver = harness.driver(script, findings=ARMED)
     await driver.post("go")

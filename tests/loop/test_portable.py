@@ -142,7 +142,7 @@ BAD_ROW = {
 
 
 def test_a_bad_ledger_row_is_refused_naming_index_kind_and_field() -> None:
-    """findings.md case 20: an imported row with standing 'maybe' names row 0, standing."""
+    """docs/findings.md case 20: an imported row with standing 'maybe' names row 0, standing."""
     with pytest.raises(CheckpointInvalid) as caught:
         parse_checkpoint(doc(findingsLedger=[BAD_ROW]), agent_id="ops")
     assert caught.value.context.get("index") == 0
@@ -214,7 +214,7 @@ ANSWER = {
 def test_case_53_time_rows_are_validated_strictly_on_import(
     row: dict[str, Any], named: str
 ) -> None:
-    """periods.md case 53: bad time rows are refused, naming the field; valid ones pass."""
+    """docs/time.md case 53: bad time rows are refused, naming the field; valid ones pass."""
     with pytest.raises(CheckpointInvalid, match=named):
         parse_checkpoint(doc(findingsLedger=[CLOCK, row]), agent_id="ops")
     assert parse_checkpoint(doc(findingsLedger=[CLOCK, ANSWER]), agent_id="ops")

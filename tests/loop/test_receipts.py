@@ -21,7 +21,7 @@ async def receipts(harness: Harness, run_id: str) -> list[dict[str, Any]]:
 
 
 async def test_new_entries_list_what_each_call_added(harness: Harness) -> None:
-    """served.md case 8: epoch 1 lists the user message; epoch 2 the call and its result."""
+    """docs/served.md case 8: epoch 1 lists the user message; epoch 2 the call and its result."""
     driver = harness.driver(
         [tool_reply(call("c1", "alpha_tool")), answer("done")], system_prompt="you are a bot"
     )
@@ -42,7 +42,7 @@ async def test_new_entries_list_what_each_call_added(harness: Harness) -> None:
 
 
 async def test_a_recovery_runs_first_receipt_uses_the_crashed_one_as_base(harness: Harness) -> None:
-    """served.md case 16: run-2's first receipt re-sends what run-1's abandoned receipt listed,
+    """docs/served.md case 16: run-2's first receipt re-sends what run-1's abandoned receipt listed,
     so it has no new entries."""
 
     def crash_on_send(request: Any, number: int) -> Any:
@@ -62,7 +62,7 @@ async def test_a_recovery_runs_first_receipt_uses_the_crashed_one_as_base(harnes
 
 
 async def test_receipts_grow_with_new_messages_only(harness: Harness) -> None:
-    """served.md case 37: under a sliding window each receipt lists at most the call, its
+    """docs/served.md case 37: under a sliding window each receipt lists at most the call, its
     result and a notice; the full digest still covers the whole window."""
     script = [tool_reply(call(f"r{i}", "alpha_tool")) for i in range(12)] + [answer("done")]
     driver = harness.driver(script, window=sliding_window(keep_recent_turns=2), max_iterations=20)

@@ -1,5 +1,6 @@
-"""Whole turns with the time layer (periods.md §16 cases 38-50, 52, 54): a scripted model, the
-durable inbox, real SQLite, the fake clock fixed at 2026-10-09T15:40:00Z (08:40 in Los Angeles).
+"""Whole turns with the time layer (docs/time.md#how-this-is-tested cases 38-50, 52, 54): a scripted
+model, the durable inbox, real SQLite, the fake clock fixed at 2026-10-09T15:40:00Z (08:40 in Los
+Angeles).
 """
 
 from __future__ import annotations
@@ -525,8 +526,8 @@ class BrokenReader:
 
 
 async def test_host_case_38_a_broken_time_reader_holds_the_turn(harness: Harness) -> None:
-    """host.md case 38 (and periods.md §3.1): the turn is held with errorKind time-reader and
-    never retried automatically."""
+    """docs/host.md case 38 (and docs/time.md#readers): the turn is held with errorKind time-reader
+    and never retried automatically."""
     assert harness.store is not None
     harness.model = ScriptedModel([answer("never")])
     definition = Agent("ops", harness.model, time=TimeConfig(zone=LA, reader=BrokenReader()))
@@ -542,8 +543,8 @@ async def test_host_case_38_a_broken_time_reader_holds_the_turn(harness: Harness
 async def test_after_a_zone_answer_no_question_when_every_reading_is_rejected(
     harness: Harness,
 ) -> None:
-    """§11.2: readings exist but the waiting tool rejects each one: no range question; the call
-    is refused with the first reading's code and the model answers."""
+    """docs/time.md#question-shapes: readings exist but the waiting tool rejects each one: no range
+    question; the call is refused with the first reading's code and the model answers."""
     seen = Seen()
     tool = seen.tool("client_activity", SCHEMA_EPOCH, Period(forms=(EPOCH,), direction="past"))
     script = [tool_reply(call("c1", "client_activity")), answer("cannot")]

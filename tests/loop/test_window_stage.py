@@ -1,4 +1,5 @@
-"""The window stage in the loop: records, durable folds, holds (window.md §17)."""
+"""The window stage in the loop: records, durable folds, holds
+(docs/window.md#how-this-is-tested)."""
 
 from __future__ import annotations
 

@@ -219,7 +219,8 @@ class TestInvariance:
 
 
 class TestVectors:
-    """Known messages pinned to known hex (served.md digest vectors): the encoding cannot drift."""
+    """Known messages pinned to known hex (docs/served.md digest vectors): the encoding cannot
+    drift."""
 
     @pytest.mark.parametrize(
         ("message", "canonical", "expected"),

@@ -1,5 +1,5 @@
-"""Shared values of periods.md §16: the default clock, the named ranges and the form
-shorthands ``EPOCH``, ``LOOKBACK``, ``DAY`` and ``WALL``."""
+"""Shared values of docs/time.md#how-this-is-tested: the default clock, the named ranges and the
+form shorthands ``EPOCH``, ``LOOKBACK``, ``DAY`` and ``WALL``."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ WALL = BoundsForm(
 def ctx(
     now: Instant = NOW, zone: str | None = LA, *, agent_zone: str | None = LA, step_ms: int = 60_000
 ) -> PeriodContext:
-    """The default context of §16 (LA, step 60 s)."""
+    """The default context of docs/time.md#how-this-is-tested (LA, step 60 s)."""
     return PeriodContext(now=now, zone=zone, agent_zone=agent_zone, granularity_ms=step_ms)
 
 

@@ -1,5 +1,6 @@
-"""The run clock: a message's ``time``, ``turn_clock`` and the ``clock`` row (periods.md §2.1,
-§14.3; §16 cases 50 and 53)."""
+"""The run clock: a message's ``time``, ``turn_clock`` and the ``clock`` row
+(docs/time.md#the-clock-row, docs/time.md#unknown-zone; docs/time.md#how-this-is-tested cases 50 and
+53)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def fixed(
 
 
 class TestZone:
-    """§2.1 ``zone`` / ``zoneSource``."""
+    """docs/time.md#the-clock-row ``zone`` / ``zoneSource``."""
 
     def test_message_wins(self) -> None:
         """The message's zone comes first."""
@@ -88,7 +89,7 @@ class TestZone:
 
 
 class TestNow:
-    """§2.1 ``now`` / ``nowSource``."""
+    """docs/time.md#the-clock-row ``now`` / ``nowSource``."""
 
     def test_inbox(self) -> None:
         """Without ``time.now``, the inbox's ``acceptedAt`` in UTC, canonically spelled."""
@@ -109,7 +110,7 @@ class TestNow:
 
 
 class TestWindow:
-    """§2.1 ``window``."""
+    """docs/time.md#the-clock-row ``window``."""
 
     def test_control_window(self) -> None:
         """``time.window`` becomes ``{from, to, source: control}`` without a mention."""
@@ -190,7 +191,7 @@ class TestMessageTime:
 
 
 class TestClockRow:
-    """The ``clock`` row and its strict decoding (§15.1, case 53)."""
+    """The ``clock`` row and its strict decoding (docs/time.md#row-kinds, case 53)."""
 
     def test_round_trip(self) -> None:
         """A row decodes back to the same row and clock."""

@@ -1,4 +1,5 @@
-"""Writing a window into a form exactly (periods.md §8; cases 12-17 of §16)."""
+"""Writing a window into a form exactly (docs/time.md#writing-a-window-into-a-form; cases 12-17 of
+docs/time.md#how-this-is-tested)."""
 
 from __future__ import annotations
 

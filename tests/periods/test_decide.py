@@ -1,5 +1,5 @@
-"""Deciding each call's period (periods.md §12), with the exact values of §16 cases 24 to 37, 45
-(the row part) and 47."""
+"""Deciding each call's period (docs/time.md#deciding-each-call), with the exact values of
+docs/time.md#how-this-is-tested cases 24 to 37, 45 (the row part) and 47."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ ISO_WINDOW = JoinedForm(argument="window", as_="iso", joiner="..")
 
 
 class TestFill:
-    """The fill path (§12.4)."""
+    """The fill path (docs/time.md#fill-path)."""
 
     def test_case_24_answered_morning_is_filled(self) -> None:
         """Case 24: an answered MORNING fills an epoch tool, written exactly."""
@@ -277,7 +277,8 @@ class TestFill:
         assert "sent" not in found
 
     def test_case_45_yesterday_with_lookback_window(self) -> None:
-        """Case 45: answered YDAY to ``[LOOKBACK "window"]`` → ``1960m`` and the row of §16."""
+        """Case 45: answered YDAY to ``[LOOKBACK "window"]`` → ``1960m`` and the row of
+        docs/time.md#how-this-is-tested."""
         decision = decide(answered_turn(("yesterday", YDAY)), call([LOOKBACK_WINDOW]))
         assert decision.arguments == {"window": "1960m"}
         assert time_row_to_wire(decision.row) == {
@@ -368,7 +369,7 @@ class TestFill:
 
 
 class TestOpen:
-    """A single open mention (§12.4 step 4, case 37)."""
+    """A single open mention (docs/time.md#fill-path step 4, case 37)."""
 
     def test_case_37_every_reading_rejected_is_refused(self) -> None:
         """Case 37: readings YDAY and TODAY, ``maxRange: 24h`` → refused, nothing else."""
@@ -424,7 +425,7 @@ class TestOpen:
 
 
 class TestSent:
-    """The sent-window path (§12.3)."""
+    """The sent-window path (docs/time.md#sent-window-path)."""
 
     def test_case_26_quote_binds(self) -> None:
         """Case 26: YMORN sent with the quote "yesterday morning" → bound by quote, mention 1;
@@ -589,7 +590,7 @@ class TestSent:
 
 
 class TestPointing:
-    """The declared quote (§12.3 step 4)."""
+    """The declared quote (docs/time.md#sent-window-path step 4)."""
 
     def test_normalized_containment(self) -> None:
         """Quotes are compared lower-cased, whitespace collapsed, one containing the other."""

@@ -1,4 +1,5 @@
-"""Period declarations: shorthand, forms, facts, decoding and the checks of periods.md §7.4."""
+"""Period declarations: shorthand, forms, facts, decoding and the checks of
+docs/time.md#validation-at-definition-time."""
 
 from __future__ import annotations
 
@@ -66,10 +67,11 @@ class TestCase55:
 
 
 class TestShorthand:
-    """Shorthand expansion (§7.1)."""
+    """Shorthand expansion (docs/time.md#declaring-a-period)."""
 
     def test_each_spelling_expands_to_its_form(self) -> None:
-        """The four spellings become the forms of the §7.1 table, in the listed order."""
+        """The four spellings become the forms of the docs/time.md#declaring-a-period table, in the
+        listed order."""
         period = Period(
             argument="w",
             accepts=("lookback", "signed-lookback", "iso-range", "wall-range"),
@@ -101,7 +103,7 @@ class TestWire:
     """TOML/JSON decoding (camelCase keys) and encoding."""
 
     def test_full_declaration_round_trips(self) -> None:
-        """The scenario.md example decodes and encodes back to the same keys."""
+        """The docs/scenarios.md example decodes and encodes back to the same keys."""
         raw = {
             "forms": [
                 {
@@ -210,7 +212,8 @@ class TestWire:
         ],
     )
     def test_bad_values_name_their_path(self, raw: Any, field: str) -> None:
-        """Type errors and §7.4 problems inside forms are named by their wire path."""
+        """Type errors and docs/time.md#validation-at-definition-time problems inside forms are
+        named by their wire path."""
         with pytest.raises(PeriodDeclarationError) as exc:
             period_from_wire(raw)
         assert field_of(exc) == field
@@ -223,7 +226,8 @@ class TestWire:
 
 
 class TestValidation:
-    """Every rule of §7.4, raised when the declaration is made."""
+    """Every rule of docs/time.md#validation-at-definition-time, raised when the declaration is
+    made."""
 
     def test_shorthand_and_forms_together(self) -> None:
         """Shorthand with forms names forms."""
@@ -404,7 +408,8 @@ SCHEMA = {
 
 
 class TestAgainstSchema:
-    """A period's arguments checked against the tool's input schema (§7.4)."""
+    """A period's arguments checked against the tool's input schema
+    (docs/time.md#validation-at-definition-time)."""
 
     def test_fitting_period_passes(self) -> None:
         """Epoch bounds on numbers and a shorthand on a string pass."""

@@ -1,5 +1,5 @@
-"""Dispatch: the ``call`` row, drift and ``ctx.time`` (periods.md §13; §16 cases 38, 45, 48,
-49, 50)."""
+"""Dispatch: the ``call`` row, drift and ``ctx.time`` (docs/time.md#dispatch;
+docs/time.md#how-this-is-tested cases 38, 45, 48, 49, 50)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def dispatched_at(moment: datetime) -> Instant:
 
 
 class TestCallRow:
-    """The ``call`` row (§13.1)."""
+    """The ``call`` row (docs/time.md#the-call-row)."""
 
     def test_dispatched_at_is_canonical_utc_ms(self) -> None:
         """The clock reading is truncated to the millisecond and written in UTC."""
@@ -138,7 +138,7 @@ class TestCallRow:
 
 
 class TestDrift:
-    """Drift (§13.2; cases 48 and 49)."""
+    """Drift (docs/time.md#drift; cases 48 and 49)."""
 
     def test_case_48_control_window_redrawn(self) -> None:
         """Case 48: a filled ``{window: "1h"}`` dispatched 30 min late is redrawn in epoch ms."""
@@ -232,7 +232,7 @@ class TestDrift:
 
 
 class TestToolTime:
-    """``ctx.time`` (§13.3)."""
+    """``ctx.time`` (docs/time.md#the-time-a-tool-sees)."""
 
     def test_unread_row_has_no_asked(self) -> None:
         """An unread row gives ``ctx.time`` without ``asked``."""

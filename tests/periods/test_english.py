@@ -1,4 +1,5 @@
-"""The English rule reader ``afp/english`` (periods.md §3.2; §16 cases 1-11 at the parse level)."""
+"""The English rule reader ``afp/english`` (docs/time.md#what-the-english-reader-understands;
+docs/time.md#how-this-is-tested cases 1-11 at the parse level)."""
 
 from __future__ import annotations
 
@@ -110,7 +111,7 @@ class TestTheReader:
 
 
 class TestSection16Readings:
-    """§16 cases 1-11, at the level of the reader's parts."""
+    """docs/time.md#how-this-is-tested cases 1-11, at the level of the reader's parts."""
 
     def test_case_1_yesterday(self) -> None:
         """Case 1: "yesterday" is one mention with the day offset -1."""
@@ -250,7 +251,8 @@ class TestSection16Readings:
         ],
     )
     def test_whole_turn_messages(self, text: str, expected: list[tuple[str, Any]]) -> None:
-        """The messages of §16 cases 30 and 39-45 read as those cases assume."""
+        """The messages of docs/time.md#how-this-is-tested cases 30 and 39-45 read as those cases
+        assume."""
         assert _found(text) == expected
 
 
@@ -339,7 +341,8 @@ READABLE: list[tuple[str, dict[str, Any]]] = [
 
 
 class TestReadable:
-    """Every readable example of §3.2 gives one mention, quoted whole, with its parts."""
+    """Every readable example of docs/time.md#what-the-english-reader-understands gives one mention,
+    quoted whole, with its parts."""
 
     @pytest.mark.parametrize(("text", "parts"), READABLE, ids=[t for t, _ in READABLE])
     def test_example(self, text: str, parts: dict[str, Any]) -> None:
@@ -353,7 +356,8 @@ class TestReadable:
 
     @pytest.mark.parametrize("joiner", ["to", "until", "till", "through", "thru", "-", "–", "—"])
     def test_range_joiners(self, joiner: str) -> None:
-        """Each joiner of §3.2 links two times into one range."""
+        """Each joiner of docs/time.md#what-the-english-reader-understands links two times into one
+        range."""
         text = f"8 AM {joiner} 9 AM"
         assert _found(text) == [
             (text, {"rangeOf": [{"wall": _wall(8, **AM)}, {"wall": _wall(9, **AM)}]})
@@ -524,7 +528,8 @@ UNREADABLE: list[tuple[str, str]] = [
 
 
 class TestUnreadable:
-    """Words §3.2 cannot read give ONE unreadable mention covering the whole expression."""
+    """Words docs/time.md#what-the-english-reader-understands cannot read give ONE unreadable
+    mention covering the whole expression."""
 
     @pytest.mark.parametrize(("text", "quote"), UNREADABLE, ids=[q for _, q in UNREADABLE])
     def test_example(self, text: str, quote: str) -> None:
@@ -628,7 +633,8 @@ class TestUnreadable:
 
 
 class TestSettledHere:
-    """Readings the module docstring settles where §3.2 is silent."""
+    """Readings the module docstring settles where docs/time.md#what-the-english-reader-understands
+    is silent."""
 
     def test_own_zone_words_give_no_token(self) -> None:
         """``local time`` joins the quote with no zone token (the clock zone is the person's)."""

@@ -1,4 +1,5 @@
-"""Widening, facts and the one conversion per window and tool (periods.md §10; cases 19-23)."""
+"""Widening, facts and the one conversion per window and tool
+(docs/time.md#widening-and-single-conversion; cases 19-23)."""
 
 from __future__ import annotations
 
@@ -107,7 +108,7 @@ class TestCase20:
 
 
 class TestWidening:
-    """The limits of §10.1."""
+    """The limits of docs/time.md#widening."""
 
     def test_span_ending_now_is_never_widened(self) -> None:
         """A span ending now does not widen, even where a day form could cover it."""
@@ -275,7 +276,7 @@ class TestCase23:
 
 
 class TestFacts:
-    """period_fact_problem, in order (§10.2)."""
+    """period_fact_problem, in order (docs/time.md#facts-checked-against-a-range)."""
 
     @pytest.mark.parametrize(
         ("facts", "asked", "problem"),
@@ -323,7 +324,7 @@ class TestFacts:
 
 
 class TestFiltersToAsked:
-    """§10.4."""
+    """docs/time.md#tools-that-filter-to-the-asked-window."""
 
     def test_trimmed_only_when_widened(self) -> None:
         """A widened fill to a filtering tool is trimmed by the tool; an exact one is not."""

@@ -1,4 +1,4 @@
-"""Instants, durations and ranges (periods.md §1.1-§1.4)."""
+"""Instants, durations and ranges (docs/time.md#value-types)."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ class TestInstantText:
 
 
 class TestDurations:
-    """Duration text and the shortest exact spelling (§1.2)."""
+    """Duration text and the shortest exact spelling (docs/time.md#durations)."""
 
     @pytest.mark.parametrize(
         ("text", "ms"),
@@ -157,7 +157,7 @@ class TestDurations:
 
 
 class TestTimeRange:
-    """The half-open range type (§1.3)."""
+    """The half-open range type (docs/time.md#ranges)."""
 
     def test_wire_names_are_from_and_to(self) -> None:
         """A range encodes as {from, to} and decodes back."""
@@ -216,7 +216,7 @@ class TestTimeRange:
 
 
 class TestPersonWindow:
-    """Person windows and their sources (§1.4)."""
+    """Person windows and their sources (docs/time.md#person-windows)."""
 
     def test_mention_is_absent_exactly_for_control(self) -> None:
         """A control window has no mention; the other sources require one."""

@@ -1,5 +1,5 @@
-"""The time policy, the ``choice`` it leaves, and confirmation (periods.md §5; §16 cases 5, 8,
-9, 10)."""
+"""The time policy, the ``choice`` it leaves, and confirmation
+(docs/time.md#policy-and-confirmation; docs/time.md#how-this-is-tested cases 5, 8, 9, 10)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def filed(text: str, policy: TimePolicy = ASK) -> Any:
 
 
 class TestTimePolicy:
-    """``TimePolicy`` values and its wire shape (§5.1)."""
+    """``TimePolicy`` values and its wire shape (docs/time.md#the-time-policy)."""
 
     def test_defaults(self) -> None:
         """Both questions are asked by default and nothing is mapped; the wire form is
@@ -90,7 +90,8 @@ class TestTimePolicy:
 
 
 class TestApplyPolicy:
-    """``apply_policy``: what the policy leaves, before confirmation (§5.1)."""
+    """``apply_policy``: what the policy leaves, before confirmation
+    (docs/time.md#the-time-policy)."""
 
     def test_date_order_case_5(self) -> None:
         """Case 5: without a policy the three readings of 10/09/26 leave ``date-order``."""
@@ -267,7 +268,7 @@ class TestNone:
 
 
 class TestWithConfirm:
-    """§5.2: every reading waits for the person."""
+    """docs/time.md#nothing-is-settled-without-the-person: every reading waits for the person."""
 
     def test_only(self) -> None:
         """Case 1: ``only`` is filed as ``{by: open, remaining: [0], open: [confirm]}``."""

@@ -1,5 +1,6 @@
-"""Properties of the conversions (periods.md §8-§10): a filled window reads back covering what
-was asked, an exact form reads back to exactly the asked range, and rounding only widens."""
+"""Properties of the conversions (docs/time.md#writing-a-window-into-a-form): a filled window
+reads back covering what was asked, an exact form reads back to exactly the asked range, and
+rounding only widens."""
 
 from __future__ import annotations
 
@@ -137,7 +138,8 @@ def test_a_filled_window_reads_back_covering_what_was_asked(
 ) -> None:
     """Whatever form a fill uses, its values read back to a range covering the asked one (a
     look-back cannot reach past now + 1 ms, where no data exists yet, and a span ending now is
-    written as its look-back bounds ``[now - L, now)``, §8)."""
+    written as its look-back bounds ``[now - L, now)``,
+    docs/time.md#writing-a-window-into-a-form)."""
     window, zone = asked
     conversion = convert_for_tool(window, forms, Facts(), _context(zone))
     if not isinstance(conversion, Conversion):

@@ -1,5 +1,5 @@
-"""The time question, answer checks and recording an answer (periods.md §11; §16 cases 1, 2, 39,
-41, 43, 50, 51)."""
+"""The time question, answer checks and recording an answer (docs/time.md#the-time-question;
+docs/time.md#how-this-is-tested cases 1, 2, 39, 41, 43, 50, 51)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def question_for(
 
 
 class TestQuestion:
-    """Question shapes (§11.2)."""
+    """Question shapes (docs/time.md#question-shapes)."""
 
     def test_case_1_yesterday_offers_one_value(self) -> None:
         """Case 1: "yesterday" offers exactly one value, labelled in the zone."""
@@ -160,7 +160,7 @@ class TestQuestion:
 
 
 class TestAnswerCheck:
-    """``check_time_answer`` (§11.3; case 51, zone LA)."""
+    """``check_time_answer`` (docs/time.md#judging-answers; case 51, zone LA)."""
 
     def reason(self, value: str, fmt: str = "time-range", **more: object) -> str | None:
         """The reason code for ``value``, or None when accepted."""
@@ -234,7 +234,7 @@ class TestAnswerCheck:
 
 
 class TestRecording:
-    """Recording an accepted answer (§11.4)."""
+    """Recording an accepted answer (docs/time.md#recording-an-accepted-answer)."""
 
     def test_chosen_value_is_confirmed(self) -> None:
         """Case 39: answering with the offered choice files a confirmed answer in its zone."""

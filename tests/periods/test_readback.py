@@ -1,4 +1,5 @@
-"""Reading sent values back (periods.md §9; case 18 of §16), and sent wall times in a gap."""
+"""Reading sent values back (docs/time.md#reading-values-back; case 18 of
+docs/time.md#how-this-is-tested), and sent wall times in a gap."""
 
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ class TestCase18:
 
 
 class TestReadBack:
-    """The rules of §9 beyond case 18."""
+    """The rules of docs/time.md#reading-values-back beyond case 18."""
 
     def test_epoch_ms_exclusive(self) -> None:
         """EPOCH values read back as they are."""

@@ -1,4 +1,4 @@
-"""Reader output validation and the ``TimeParts`` wire shapes (periods.md §3.1)."""
+"""Reader output validation and the ``TimeParts`` wire shapes (docs/time.md#readers)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""``read_message`` and the ``time-reading`` rows; ``TimeConfig`` (periods.md §0, §3, §15.1;
-§16 cases 1-3, 5, 10)."""
+"""``read_message`` and the ``time-reading`` rows; ``TimeConfig`` (docs/time.md#the-rule-in-brief,
+docs/time.md#reading-what-the-person-wrote, docs/time.md#row-kinds; docs/time.md#how-this-is-tested
+cases 1-3, 5, 10)."""
 
 from __future__ import annotations
 
@@ -179,7 +180,7 @@ class TestReadMessage:
 
 
 class TestReaders:
-    """The reader runs once; its output is checked (§3.1)."""
+    """The reader runs once; its output is checked (docs/time.md#readers)."""
 
     def test_model_reader_row(self) -> None:
         """A configured reader is named in the row and read once."""
@@ -238,7 +239,7 @@ class TestReaders:
 
 
 class TestRowChecks:
-    """The row checks its own shape (§15.1)."""
+    """The row checks its own shape (docs/time.md#row-kinds)."""
 
     def _base(self, **more: Any) -> dict[str, Any]:
         return {**HEAD, "tzdata": "2026a", "mentions": 2, "mention": 0, **more}
@@ -311,7 +312,8 @@ class TestRowChecks:
 
 
 class TestTimeConfig:
-    """``TimeConfig``: camelCase wire keys, snake_case keywords, checked values (§0)."""
+    """``TimeConfig``: camelCase wire keys, snake_case keywords, checked values
+    (docs/time.md#the-rule-in-brief)."""
 
     def test_defaults(self) -> None:
         """No zone, three answer repeats, an asking policy, the English reader."""
@@ -320,7 +322,7 @@ class TestTimeConfig:
         assert isinstance(config.time_reader, EnglishReader)
 
     def test_toml_table(self) -> None:
-        """The TOML example of §0 decodes, with the policy nested."""
+        """The TOML example of docs/time.md#the-rule-in-brief decodes, with the policy nested."""
         config = time_config_from_wire(
             {"zone": LA, "maxAnswerRepeats": 3, "policy": {"dateOrder": "MDY"}}
         )

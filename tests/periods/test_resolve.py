@@ -1,4 +1,5 @@
-"""The resolver: parts, clock and policy in, candidates out (periods.md §4; §16 cases 1, 4-11)."""
+"""The resolver: parts, clock and policy in, candidates out (docs/time.md#the-resolver;
+docs/time.md#how-this-is-tested cases 1, 4-11)."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def kinds(candidate: TimeCandidate) -> list[str]:
 
 
 class TestDayWords:
-    """§4 "day word" and case 1, case 11."""
+    """docs/time.md#the-resolver "day word" and case 1, case 11."""
 
     def test_yesterday_case_1(self) -> None:
         """Case 1: "yesterday" is YDAY in LA, grain day, implied year, month and zone."""
@@ -111,7 +112,7 @@ class TestDayWords:
 
 
 class TestSpansEndingNow:
-    """§4 "span ending now" and case 4."""
+    """docs/time.md#the-resolver "span ending now" and case 4."""
 
     def test_last_40_minutes_case_4(self) -> None:
         """Case 4: a 40m look-back, range 15:00Z … 15:40:00.001Z, grain minute."""
@@ -141,7 +142,7 @@ class TestSpansEndingNow:
 
 
 class TestNumericDates:
-    """§4 numeric dates, case 5."""
+    """docs/time.md#the-resolver numeric dates, case 5."""
 
     def test_three_fields_case_5(self) -> None:
         """Case 5: "10/09/26 8 AM to 8:40 AM" reads month, day and year first, in that
@@ -204,7 +205,7 @@ class TestNumericDates:
 
 
 class TestDatesWithoutYear:
-    """§4 "date without a year", case 9."""
+    """docs/time.md#the-resolver "date without a year", case 9."""
 
     def test_sept_29_case_9(self) -> None:
         """Case 9: "Sept 29" is offered in 2026 (current) and 2025 (previous)."""
@@ -227,7 +228,8 @@ class TestDatesWithoutYear:
 
 
 class TestTimesOfDay:
-    """§4 "how far a point extends", "time of day" and "AM/PM in ranges", cases 6-7, 9."""
+    """docs/time.md#the-resolver "how far a point extends", "time of day" and "AM/PM in ranges",
+    cases 6-7, 9."""
 
     def test_whole_hour_end_case_6(self) -> None:
         """Case 6: "8 AM to 9 AM" ends exactly at 09:00, with no ``end-of-grain`` note."""
@@ -387,7 +389,7 @@ class TestTimesOfDay:
 
 
 class TestDst:
-    """§4 "DST", §14.2 and case 8."""
+    """docs/time.md#the-resolver "DST", docs/time.md#local-times-around-clock-changes and case 8."""
 
     def test_repeated_hour_case_8(self) -> None:
         """Case 8: 1:30 AM on 2026-11-01 happens twice: both readings, notes earlier and
@@ -442,7 +444,7 @@ class TestDst:
 
 
 class TestZones:
-    """§4 zone tokens, case 5 (PST) and case 10."""
+    """docs/time.md#the-resolver zone tokens, case 5 (PST) and case 10."""
 
     def test_place_case_10(self) -> None:
         """Case 10: "London time" is Europe/London with ``zone-read {as: place}``."""
@@ -526,7 +528,8 @@ class TestZones:
 
 
 class TestUnknownZone:
-    """§4 last paragraph, §14.3 and the clock part of case 50."""
+    """docs/time.md#the-resolver last paragraph, docs/time.md#unknown-zone and the clock part of
+    case 50."""
 
     @pytest.mark.parametrize("text", ["yesterday", "last 2 hours", "8 AM to 9 AM"])
     def test_needs_zone_case_50(self, text: str) -> None:
@@ -562,7 +565,7 @@ class TestUnknownZone:
 
 
 class TestUnsupported:
-    """§4 "unsupported parts": nothing is guessed."""
+    """docs/time.md#the-resolver "unsupported parts": nothing is guessed."""
 
     @pytest.mark.parametrize(
         "parts",

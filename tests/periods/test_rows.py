@@ -1,4 +1,5 @@
-"""The time rows and their strict validation (periods.md §12.5, §13.1, §15.1; §16 case 53)."""
+"""The time rows and their strict validation (docs/time.md#callwindowrow-fields,
+docs/time.md#the-call-row, docs/time.md#row-kinds; docs/time.md#how-this-is-tested case 53)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def field_of(row: Any) -> str:
 
 
 class TestCase53:
-    """§16 case 53: import validation."""
+    """docs/time.md#how-this-is-tested case 53: import validation."""
 
     def test_filled_without_person(self) -> None:
         """A filled row without ``person`` is rejected, naming ``person``."""
@@ -276,7 +277,7 @@ class TestOtherKinds:
 
 
 class TestLatestRow:
-    """``call_window_of_call`` (§12.5)."""
+    """``call_window_of_call`` (docs/time.md#callwindowrow-fields)."""
 
     def test_most_recent_row_of_the_call(self) -> None:
         """The most recent row of the call in the turn wins; other calls and turns do not."""

@@ -1,4 +1,6 @@
-"""The time layer's authored texts (periods.md §11.3, §11.4, §12.4, §12.6, §13.4; §16 case 54)."""
+"""The time layer's authored texts (docs/time.md#judging-answers,
+docs/time.md#recording-an-accepted-answer, docs/time.md#fill-path, docs/time.md#refused-calls,
+docs/time.md#the-served-time-line; docs/time.md#how-this-is-tested case 54)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from tests.periods.test_windows import answered_turn
 
 
 class TestRefusals:
-    """Refusal observations (§12.6)."""
+    """Refusal observations (docs/time.md#refused-calls)."""
 
     @pytest.mark.parametrize("code", TIME_REFUSALS)
     def test_every_code_names_the_tool_in_the_past_tense(self, code: str) -> None:
@@ -59,7 +61,8 @@ class TestRefusals:
 
 
 class TestNotes:
-    """Notes for filled calls (§12.4) and closed questions (§11.3, §11.4)."""
+    """Notes for filled calls (docs/time.md#fill-path) and closed questions
+    (docs/time.md#judging-answers, docs/time.md#recording-an-accepted-answer)."""
 
     def test_exact_fill(self) -> None:
         """An exact fill says the period came from the person's window, nothing more."""
@@ -102,7 +105,7 @@ class TestNotes:
 
 
 class TestTimeLine:
-    """The served time line (§13.4; case 54)."""
+    """The served time line (docs/time.md#the-served-time-line; case 54)."""
 
     def test_case_54_known_zone(self) -> None:
         """Case 54: weekday, date, local HH:MM, the zone and its offset, runtime-supplied."""

@@ -1,5 +1,5 @@
-"""A tool's ``period=`` (host.md §6.1) checked against its input schema, and the ``period`` of
-a tool in a config file (periods.md §7.4, case 55)."""
+"""A tool's ``period=`` (docs/loop.md#tool-declarations) checked against its input schema, and the
+``period`` of a tool in a config file (docs/time.md#validation-at-definition-time, case 55)."""
 
 from __future__ import annotations
 

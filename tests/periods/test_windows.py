@@ -1,4 +1,5 @@
-"""The turn's windows, mentions and open readings, derived from filed rows (periods.md §6.1).
+"""The turn's windows, mentions and open readings, derived from filed rows
+(docs/time.md#how-mentions-become-windows).
 
 The wire-row builders here (``clock``, ``reading``, ``answer``, ``answered_turn``) are shared by
 the other time-row tests; they write ``time-reading`` rows in their wire form.
@@ -37,7 +38,7 @@ def clock(
     window: TimeRange | None = None,
     now: str = "2026-10-09T15:40:00Z",
 ) -> dict[str, Any]:
-    """A ``clock`` row (§2.1)."""
+    """A ``clock`` row (docs/time.md#the-clock-row)."""
     row: dict[str, Any] = {
         "kind": "clock",
         "turn": turn,
@@ -55,7 +56,7 @@ def clock(
 def candidate(
     time_range: TimeRange, *, zone: str = LA, lookback: str | None = None
 ) -> dict[str, Any]:
-    """A filed candidate (§4) in wire form."""
+    """A filed candidate (docs/time.md#the-resolver) in wire form."""
     window: dict[str, Any] = {"kind": "range"}
     if lookback is not None:
         window = {"kind": "lookback", "duration": lookback}
@@ -85,7 +86,8 @@ def reading(
     reader_kind: str = "rule",
     unreadable: bool = False,
 ) -> dict[str, Any]:
-    """A ``time-reading`` row for one mention, its choice turned ``open`` (§5.2)."""
+    """A ``time-reading`` row for one mention, its choice turned ``open``
+    (docs/time.md#nothing-is-settled-without-the-person)."""
     row: dict[str, Any] = {
         "kind": "time-reading",
         "turn": turn,
@@ -128,7 +130,7 @@ def answer(
     turn: int = 1,
     iteration: int = 1,
 ) -> dict[str, Any]:
-    """A ``time-answer`` row (§11.4)."""
+    """A ``time-answer`` row (docs/time.md#recording-an-accepted-answer)."""
     return {
         "kind": "time-answer",
         "turn": turn,

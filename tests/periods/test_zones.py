@@ -1,4 +1,5 @@
-"""Zone names, the zone database, and local times around clock changes (periods.md §14)."""
+"""Zone names, the zone database, and local times around clock changes
+(docs/time.md#zones-and-dst)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from tests.periods._build import LA
 
 
 class TestZoneNames:
-    """Which zone names are accepted (§14.1)."""
+    """Which zone names are accepted (docs/time.md#zone-names-and-the-database)."""
 
     @pytest.mark.parametrize(
         "name",
@@ -67,7 +68,7 @@ class TestZoneNames:
 
 
 class TestReadWall:
-    """Interpreting a local time (§14.2)."""
+    """Interpreting a local time (docs/time.md#local-times-around-clock-changes)."""
 
     def test_unique(self) -> None:
         """An ordinary local time maps to one instant in the zone's offset."""
@@ -118,7 +119,8 @@ class TestReadWall:
 
 
 class TestDateStart:
-    """A date begins at midnight, or at the compatible reading of a skipped midnight (§14.2)."""
+    """A date begins at midnight, or at the compatible reading of a skipped midnight
+    (docs/time.md#local-times-around-clock-changes)."""
 
     def test_santiago_date_without_midnight(self) -> None:
         """Case 11 (date part): 2026-09-06 in Santiago starts 01:00-03:00 and lasts 23 hours."""

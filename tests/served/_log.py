@@ -110,7 +110,7 @@ class Failure:
 
 
 def tool(name: str) -> ToolSchema:
-    """The schema ``tool(n)`` of served.md §8."""
+    """The schema ``tool(n)`` of docs/served.md#how-this-is-tested."""
     return ToolSchema(name=name, description=f"the {name} tool", input_schema={"type": "object"})
 
 

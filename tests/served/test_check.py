@@ -1,4 +1,5 @@
-"""The conformance law (served.md §5): clauses, excuses, the wire clause and the verdict."""
+"""The conformance law (docs/served.md#the-conformance-law): clauses, excuses, the wire clause and
+the verdict."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def test_two_epoch_run_is_verified() -> None:
 
 
 def test_the_built_in_scripted_adapter_is_an_encoder() -> None:
-    """§2.6: the scripted adapter's own encode reproduces the bytes the receipt witnessed."""
+    """docs/served.md#the-wire-digest: the scripted adapter's own encode reproduces the bytes the
+    receipt witnessed."""
     sim = RunSim(tools=[tool("alpha_tool")], encoder=TestEncoder())
     sim.run([call("c1", "alpha_tool"), answer("done")])
     model = ScriptedModel([], model="mock")
@@ -56,7 +58,8 @@ def test_the_built_in_scripted_adapter_is_an_encoder() -> None:
 
 
 def test_rebuilt_request_is_the_sent_request() -> None:
-    """§2.6: recomposing the request from view and receipt gives the request the call made."""
+    """docs/served.md#the-wire-digest: recomposing the request from view and receipt gives the
+    request the call made."""
     sim = RunSim(
         tools=[tool("alpha_tool")],
         forced=tool("answer"),
@@ -115,7 +118,8 @@ def test_model_without_encode() -> None:
 
 
 def test_non_deterministic_encoder() -> None:
-    """§4.3: an adapter declaring deterministic false gives wire-not-reproducible."""
+    """docs/served.md#every-view-has-a-gap: an adapter declaring deterministic false gives
+    wire-not-reproducible."""
     sim = RunSim(encoder=TestEncoder(deterministic=False)).run([answer("done")])
     view, receipt = _pair(sim.log, 1)
     assert [g.gap for g in view.gaps] == ["wire-not-reproducible", "provider-defaults"]
@@ -125,7 +129,7 @@ def test_non_deterministic_encoder() -> None:
 
 
 def test_no_encoder_at_check_time() -> None:
-    """§5: without an encoder now, the wire clause cannot be run."""
+    """docs/served.md#the-conformance-law: without an encoder now, the wire clause cannot be run."""
     view, receipt = _pair(two_epoch_run().log, 1)
     report = check(view, receipt)
     assert _statuses(report)["wire"] == ("not-checkable", "encoder-unavailable")
@@ -180,7 +184,8 @@ def test_tampered_tool_result_hash() -> None:
 
 
 def test_damaged_receipt_digest_fails() -> None:
-    """§5: a receipt digest that no longer matches is a failure of that clause."""
+    """docs/served.md#the-conformance-law: a receipt digest that no longer matches is a failure of
+    that clause."""
     sim = two_epoch_run()
     stored = msgspec.to_builtins(sim.receipts[0])
     stored["system"]["hash"] = "0" * 64
@@ -194,7 +199,8 @@ def test_damaged_receipt_digest_fails() -> None:
 
 
 def test_undecodable_body_is_damage() -> None:
-    """§5: a stored body that is no message is left out without excuse and located."""
+    """docs/served.md#the-conformance-law: a stored body that is no message is left out without
+    excuse and located."""
     sim = two_epoch_run()
     log = copy_log(sim.log, bodies={fingerprint(sim.sent[1][1]): b"not json"})
     view, receipt = _pair(log, 2)
@@ -206,7 +212,7 @@ def test_undecodable_body_is_damage() -> None:
 
 
 def test_epoch_clause_compares_numbers() -> None:
-    """§5: the receipt's epoch must equal the view's number."""
+    """docs/served.md#the-conformance-law: the receipt's epoch must equal the view's number."""
     sim = two_epoch_run()
     stored = msgspec.to_builtins(sim.receipts[1])
     stored["basis"]["epoch"] = 5
@@ -219,7 +225,8 @@ def test_epoch_clause_compares_numbers() -> None:
 
 
 def test_report_encodes_in_camel_case() -> None:
-    """§5: the report's JSON has runId, epoch, verdict, clauses and gap kinds."""
+    """docs/served.md#the-conformance-law: the report's JSON has runId, epoch, verdict, clauses and
+    gap kinds."""
     view, receipt = _pair(two_epoch_run().log, 1)
     data = msgspec.json.decode(encode_served(check(view, receipt)))
     assert set(data) == {"runId", "epoch", "verdict", "clauses", "gaps"}

@@ -1,4 +1,5 @@
-"""Cost (served.md §8 cases 36 and 37), measured by counting reads, never with a timer."""
+"""Cost (docs/served.md#how-this-is-tested cases 36 and 37), measured by counting reads, never with
+a timer."""
 
 from __future__ import annotations
 

@@ -30,7 +30,8 @@ def _statuses(log: MemoryRunLog, k: int) -> dict[str, str]:
 
 
 def test_full_export_round_trips() -> None:
-    """§7: a complete export reads back with the same epochs, views and receipts."""
+    """docs/api.md#the-afp-command: a complete export reads back with the same epochs, views and
+    receipts."""
     log = two_epoch_run().log
     data = export_run(log)
     loaded = load_export(data)
@@ -50,7 +51,7 @@ def test_partial_export_as_the_loop_commits() -> None:
     """Case 19: from seq 6 the view is numbered by position and its unknowns are excused."""
     # The loop's context stage writes pieces and tools only when they change, so this export
     # (which lacks the first context bundle) reads them as unknown: their clauses are excused,
-    # where served.md's case 19 (written for a context bundle holding every key) says pass.
+    # where docs/served.md's case 19 (written for a context bundle holding every key) says pass.
     sim = two_epoch_run()
     partial = load_export(export_run(sim.log, from_seq=6))
     assert not partial.has_base
@@ -92,7 +93,8 @@ def test_partial_export_with_the_context_bundle_complete() -> None:
 
 
 def test_partial_export_mixes_positions_and_iterations() -> None:
-    """§1.1: after the cut, an epoch without a readable counter is numbered by position."""
+    """docs/served.md#what-counts-as-an-epoch: after the cut, an epoch without a readable counter is
+    numbered by position."""
     sim = RunSim(tools=[tool("alpha_tool")], encoder=TestEncoder())
     sim.run([call("c1", "alpha_tool"), call("c2", "alpha_tool"), answer("done")])
     partial = load_export(export_run(sim.log, from_seq=6))
@@ -107,7 +109,8 @@ def test_partial_export_mixes_positions_and_iterations() -> None:
 
 
 def test_partial_export_keeps_later_appends() -> None:
-    """§1.4: values appended after the cut read as what the export holds (possibly shorter)."""
+    """docs/served.md#the-fold-base: values appended after the cut read as what the export holds
+    (possibly shorter)."""
     sim = two_epoch_run()
     partial = load_export(export_run(sim.log, from_seq=6))
     assert len(partial.value_at("history", 10)) == 1
@@ -115,7 +118,8 @@ def test_partial_export_keeps_later_appends() -> None:
 
 
 def test_export_keeps_missing_bodies_missing() -> None:
-    """§7: an export never invents a body the store lost; the view reports it."""
+    """docs/api.md#the-afp-command: an export never invents a body the store lost; the view reports
+    it."""
     sim = two_epoch_run()
     gone = fingerprint(sim.sent[1][2])
     loaded = load_export(export_run(copy_log(sim.log, drop_bodies=[gone])))
@@ -125,7 +129,8 @@ def test_export_keeps_missing_bodies_missing() -> None:
 
 
 def test_export_keeps_damaged_bodies_byte_for_byte() -> None:
-    """§2.1 law 4: damaged bodies, even non-UTF-8 ones, are exported as stored."""
+    """docs/served.md#when-a-receipt-is-minted law 4: damaged bodies, even non-UTF-8 ones, are
+    exported as stored."""
     sim = two_epoch_run()
     target = fingerprint(sim.sent[1][1])
     for damaged in (b'{"role": "user",  "content": "x"}', b"\xff\xfe not text"):
@@ -134,7 +139,8 @@ def test_export_keeps_damaged_bodies_byte_for_byte() -> None:
 
 
 def test_live_flag_is_exported() -> None:
-    """§7: a live run's export says so, and its unfinished epoch reads in flight."""
+    """docs/api.md#the-afp-command: a live run's export says so, and its unfinished epoch reads in
+    flight."""
     sim = RunSim(encoder=TestEncoder(), live=True).run([None])
     loaded = load_export(export_run(sim.log))
     assert loaded.live
@@ -151,7 +157,8 @@ def test_live_flag_is_exported() -> None:
     ],
 )
 def test_load_refuses_what_is_not_an_export(data: bytes, field: str) -> None:
-    """§7: a document that is not an afp-run-export/1 is refused, naming the field."""
+    """docs/api.md#the-afp-command: a document that is not an afp-run-export/1 is refused, naming
+    the field."""
     with pytest.raises(InvalidValue) as caught:
         load_export(data)
     assert caught.value.context["field"] == field
@@ -159,7 +166,7 @@ def test_load_refuses_what_is_not_an_export(data: bytes, field: str) -> None:
 
 @pytest.mark.parametrize("from_seq", [-1, True, 1.5])
 def test_export_refuses_a_bad_start(from_seq: object) -> None:
-    """§7: from_seq must be a non-negative int."""
+    """docs/api.md#the-afp-command: from_seq must be a non-negative int."""
     with pytest.raises(InvalidValue) as caught:
         export_run(two_epoch_run().log, from_seq=from_seq)  # type: ignore[arg-type]
     assert caught.value.context["field"] == "from_seq"

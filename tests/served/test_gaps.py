@@ -1,4 +1,4 @@
-"""Gaps (served.md §4): the closed catalogue, its wording rules, and the field walk."""
+"""Gaps (docs/served.md#gaps): the closed catalogue, its wording rules, and the field walk."""
 
 from __future__ import annotations
 
@@ -120,14 +120,15 @@ def test_why_texts_follow_the_rules() -> None:
 
 
 def test_ungapped_fields_have_reasons() -> None:
-    """§4.2: each ungapped field carries a reason of at least 40 code points."""
+    """docs/served.md#why-texts: each ungapped field carries a reason of at least 40 code points."""
     assert {"callRuntimeStageId", "gaps"} <= set(UNGAPPED_FIELDS)
     assert all(len(reason) >= 40 for reason in UNGAPPED_FIELDS.values())
     assert not set(UNGAPPED_FIELDS) & _named()
 
 
 def test_catalogue_order_and_relations() -> None:
-    """§4.1: seven kinds in a fixed order; excuses and caveats as the catalogue lists them."""
+    """docs/served.md#gap-catalogue: seven kinds in a fixed order; excuses and caveats as the
+    catalogue lists them."""
     assert GAP_KINDS == (
         "no-fold-base",
         "no-conversation-on-record",

@@ -107,7 +107,8 @@ def _play(sim: RunSim, steps: list[Any]) -> RunSim:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_runs())
 def test_every_simulated_call_verifies(run: tuple[RunSim, list[Any]]) -> None:
-    """§5: a view built from any simulated run is verified against the receipt it minted."""
+    """docs/served.md#the-conformance-law: a view built from any simulated run is verified against
+    the receipt it minted."""
     sim = _play(*run)
     log = sim.log
     views = served_views(log)
@@ -125,7 +126,8 @@ def test_every_simulated_call_verifies(run: tuple[RunSim, list[Any]]) -> None:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_runs(), st.integers(1, 12))
 def test_partial_exports_never_fail(run: tuple[RunSim, list[Any]], cut: int) -> None:
-    """§4: a partial export is never damaged: what it lacks is excused, never failed."""
+    """docs/served.md#gaps: a partial export is never damaged: what it lacks is excused, never
+    failed."""
     sim = _play(*run)
     partial = load_export(export_run(sim.log, from_seq=cut))
     for view in served_views(partial):

@@ -1,4 +1,5 @@
-"""Locating epochs (served.md §1.2): numbers, call ids, outcomes, absence and legacy anchors."""
+"""Locating epochs (docs/served.md#where-epochs-are-found): numbers, call ids, outcomes, absence and
+legacy anchors."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def test_a_run_without_a_receipt_has_no_epochs() -> None:
 
 
 def test_numbers_follow_the_turns_iteration_counter() -> None:
-    """Case 8 (§1.1): a run whose first call is iteration 3 has no epochs 1 and 2."""
+    """Case 8 (docs/served.md#what-counts-as-an-epoch): a run whose first call is iteration 3 has no
+    epochs 1 and 2."""
     sim = RunSim(tools=[tool("alpha_tool")], first_iteration=3, encoder=TestEncoder())
     sim.run([call("c1", "alpha_tool"), answer("done")])
     assert [e.epoch for e in epochs(sim.log)] == [3, 4]
@@ -84,7 +86,8 @@ def test_failed_call_keeps_its_epoch() -> None:
 
 
 def test_retries_are_attempts_of_one_epoch() -> None:
-    """§1.1: the sends recorded on the call-model bundle are the epoch's attempts."""
+    """docs/served.md#what-counts-as-an-epoch: the sends recorded on the call-model bundle are the
+    epoch's attempts."""
     sim = RunSim(encoder=TestEncoder()).run([Reply(content="done", attempts=3)])
     assert [(e.epoch, e.outcome, e.attempts) for e in epochs(sim.log)] == [(1, "replied", 3)]
     failed = RunSim(encoder=TestEncoder()).run([Failure(error_kind="server", attempts=4)])
@@ -122,7 +125,8 @@ def test_crash_between_receipt_and_reply() -> None:
 
 
 def test_live_run_has_an_in_flight_epoch() -> None:
-    """§1.2: while the run is live, a receipt without its call-model bundle is in flight."""
+    """docs/served.md#where-epochs-are-found: while the run is live, a receipt without its
+    call-model bundle is in flight."""
     sim = RunSim(encoder=TestEncoder(), live=True).run([None])
     assert [(e.outcome, e.attempts) for e in epochs(sim.log)] == [("in-flight", 0)]
 
@@ -139,7 +143,8 @@ def test_legacy_call_model_anchor_is_located() -> None:
 
 
 def test_earliest_of_two_equal_numbers_wins() -> None:
-    """§1.2: in a damaged log with two epochs numbered 1, epoch_at returns the earliest."""
+    """docs/served.md#where-epochs-are-found: in a damaged log with two epochs numbered 1, epoch_at
+    returns the earliest."""
     log = MemoryRunLog("run-1")
     log.append("seed", [Write(key="iteration", verb="set", value=1)], iteration=1)
     log.append("receipt", [Write(key="receipt", verb="set", value={})], iteration=1)
@@ -152,7 +157,8 @@ def test_earliest_of_two_equal_numbers_wins() -> None:
 
 
 def test_epoch_at_matches_the_listing() -> None:
-    """§1.2: every listed epoch is found by epoch_at under its number."""
+    """docs/served.md#where-epochs-are-found: every listed epoch is found by epoch_at under its
+    number."""
     sim = RunSim(tools=[tool("alpha_tool")], encoder=TestEncoder(), max_iterations=2)
     sim.run([call(f"c{n}", "alpha_tool") for n in range(1, 5)])
     listed = epochs(sim.log)

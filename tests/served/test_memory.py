@@ -55,7 +55,8 @@ def _replay(bundles: list[list[Write]], key: str, seq: int) -> Any:
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(_writes(), max_size=3), max_size=8))
 def test_value_at_equals_a_full_replay(bundles: list[list[Write]]) -> None:
-    """§1.3: every key's value at every seq equals the fold of its writes up to that seq."""
+    """docs/served.md#the-runlog-interface: every key's value at every seq equals the fold of its
+    writes up to that seq."""
     log = MemoryRunLog("run-1")
     for writes in bundles:
         log.append("window", writes, iteration=1)
@@ -65,7 +66,7 @@ def test_value_at_equals_a_full_replay(bundles: list[list[Write]]) -> None:
 
 
 def test_values_are_fresh_copies() -> None:
-    """§3.3: changing what a read returned never changes the log."""
+    """docs/served.md#a-view-is-a-value: changing what a read returned never changes the log."""
     log = MemoryRunLog("run-1")
     log.append("seed", [Write(key="systemPieces", verb="set", value=[{"text": "t"}])], iteration=1)
     first = log.value_at("systemPieces", 0)
@@ -79,7 +80,8 @@ def test_values_are_fresh_copies() -> None:
 
 
 def test_messages_become_references() -> None:
-    """§1.3: message lists keep references with markers; bodies go to the body store."""
+    """docs/served.md#the-runlog-interface: message lists keep references with markers; bodies go to
+    the body store."""
     marked = Message(role="user", content="note", injected_by="window")
     log = MemoryRunLog("run-1")
     log.append("seed", [Write(key="history", verb="set", value=[user("go"), marked])], iteration=1)
@@ -93,7 +95,8 @@ def test_messages_become_references() -> None:
 
 
 def test_fold_base_and_anchors() -> None:
-    """§1.4: the base is seq 0's seed bundle; anchors list receipts and calls in order."""
+    """docs/served.md#the-fold-base: the base is seq 0's seed bundle; anchors list receipts and
+    calls in order."""
     log = MemoryRunLog("run-1")
     assert not log.has_base
     log.append("seed", [], iteration=1)
@@ -114,7 +117,8 @@ def test_fold_base_and_anchors() -> None:
 
 
 def test_it_is_a_run_log() -> None:
-    """ARCHITECTURE ruling 3: MemoryRunLog satisfies the RunLog read interface."""
+    """docs/architecture.md#decision-3-served-views-read-an-index-not-a-replay: MemoryRunLog
+    satisfies the RunLog read interface."""
     log: RunLog = MemoryRunLog("run-1")
     assert log.value_at("anything", 0) is UNKNOWN
     assert log.body("f" * 64) is None

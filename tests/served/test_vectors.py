@@ -1,4 +1,5 @@
-"""Digest vectors 1 to 7 of served.md §8, through the public messages and receipt helpers."""
+"""Digest vectors 1 to 7 of docs/served.md#how-this-is-tested, through the public messages and
+receipt helpers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Rebuilding served views (served.md §3): content, gaps, and what a view refuses to change."""
+"""Rebuilding served views (docs/served.md#the-served-view): content, gaps, and what a view refuses
+to change."""
 
 from __future__ import annotations
 
@@ -74,7 +75,8 @@ def test_two_epoch_views() -> None:
 
 
 def test_view_matches_what_the_adapter_was_handed() -> None:
-    """§3.2: the view's system, messages and tools are the request the call composed."""
+    """docs/served.md#rebuild-order: the view's system, messages and tools are the request the call
+    composed."""
     sim = two_epoch_run()
     for view, request in zip(served_views(sim.log), sim.requests, strict=True):
         assert view.system.text == request.system
@@ -162,7 +164,8 @@ def test_forced_answer_tool() -> None:
 
 
 def test_forced_tool_not_served_is_not_forced() -> None:
-    """§3.2 step 5: a run constant naming a tool that is not served leaves forced absent."""
+    """docs/served.md#rebuild-order step 5: a run constant naming a tool that is not served leaves
+    forced absent."""
     extra = Write(key="forcedTool", verb="set", value="answer")
     log = copy_log(two_epoch_run().log, add={0: [extra]})
     assert _view(log, 2).tools.forced is None
@@ -192,14 +195,16 @@ def test_damaged_receipt_is_rejected() -> None:
     ],
 )
 def test_receipt_shapes_that_are_rejected(stored: object) -> None:
-    """§2.5: anything but a decodable version-1 receipt with an int epoch is rejected."""
+    """docs/served.md#reading-a-stored-receipt: anything but a decodable version-1 receipt with an
+    int epoch is rejected."""
     log = copy_log(two_epoch_run().log, replace={(3, "receipt"): stored})
     assert receipt_at(log, 1) is None
     assert _view(log, 1).gaps[0].cause == "receipt-shape-rejected"
 
 
 def test_extra_receipt_fields_are_ignored() -> None:
-    """§2.5: a receipt with unknown extra fields is accepted as stored."""
+    """docs/served.md#reading-a-stored-receipt: a receipt with unknown extra fields is accepted as
+    stored."""
     sim = two_epoch_run()
     stored = dict(msgspec.to_builtins(sim.receipts[0]))
     stored["futureField"] = {"anything": [1, 2]}
@@ -235,7 +240,8 @@ def test_missing_body_is_left_out() -> None:
 
 
 def test_many_missing_bodies_are_counted() -> None:
-    """§4.1: body-missing lists 32 fingerprints, then the count of the rest."""
+    """docs/served.md#gap-catalogue: body-missing lists 32 fingerprints, then the count of the
+    rest."""
     history = [user(f"message {n}") for n in range(40)]
     sim = RunSim(history=history, encoder=TestEncoder()).run([answer("done")])
     log = copy_log(sim.log, drop_bodies=[fingerprint(m) for m in history])
@@ -322,7 +328,8 @@ def test_views_are_values() -> None:
 
 
 def test_nested_payloads_are_read_only() -> None:
-    """§3.3: nested objects and arrays inside args and schemas are read-only too."""
+    """docs/served.md#a-view-is-a-value: nested objects and arrays inside args and schemas are
+    read-only too."""
     args = {"filters": {"tags": ["a", "b"]}, "limit": 3}
     sim = RunSim(tools=[tool("alpha_tool")], encoder=TestEncoder())
     sim.run([call("c1", "alpha_tool", args), answer("done")])
@@ -336,7 +343,8 @@ def test_nested_payloads_are_read_only() -> None:
 
 
 def test_empty_pieces_are_dropped() -> None:
-    """§3.2 step 2: empty pieces never make a blank paragraph (vector 1's joined text)."""
+    """docs/served.md#rebuild-order step 2: empty pieces never make a blank paragraph (vector 1's
+    joined text)."""
     pieces = [piece("You are a bot."), piece("", slot="injection"), piece("Be brief.")]
     sim = RunSim("run-1", system=pieces, encoder=TestEncoder()).run([answer("ok")])
     view = _view(sim.log, 1)
@@ -350,7 +358,8 @@ def test_empty_pieces_are_dropped() -> None:
 
 
 def test_context_values_are_read_as_the_call_read_them() -> None:
-    """§1.3: pieces written only when changed are still read at every later call."""
+    """docs/served.md#the-runlog-interface: pieces written only when changed are still read at every
+    later call."""
     sim = RunSim(tools=[tool("alpha_tool")], encoder=TestEncoder())
     sim.step(call("c1", "alpha_tool"))
     sim.pieces = [piece("you are a bot"), piece("new rule", slot="injection", source="rules")]
@@ -366,7 +375,8 @@ def test_context_values_are_read_as_the_call_read_them() -> None:
 
 
 def test_substitutions_are_applied_per_request() -> None:
-    """§3.2 step 3: a stub replaces a message in what was sent, never in the conversation."""
+    """docs/served.md#rebuild-order step 3: a stub replaces a message in what was sent, never in the
+    conversation."""
     stub = tool_result("c1", "alpha_tool", "[set aside: 2,000 chars]")
     sim = RunSim(tools=[tool("alpha_tool")], encoder=TestEncoder())
     sim.step(call("c1", "alpha_tool"))
@@ -382,7 +392,8 @@ def test_substitutions_are_applied_per_request() -> None:
 
 
 def test_substitution_outside_the_list_is_damage() -> None:
-    """§3.2 step 3: a substitution index outside the list is ignored and fails the digest."""
+    """docs/served.md#rebuild-order step 3: a substitution index outside the list is ignored and
+    fails the digest."""
     stub = tool_result("c1", "alpha_tool", "[set aside]")
     sim = RunSim(tools=[tool("alpha_tool")], encoder=TestEncoder())
     sim.step(call("c1", "alpha_tool"))
@@ -399,7 +410,8 @@ def test_substitution_outside_the_list_is_damage() -> None:
 
 
 def test_markers_survive_the_rebuild() -> None:
-    """§2.3: markers come from the list references and never change a digest."""
+    """docs/served.md#salted-digests: markers come from the list references and never change a
+    digest."""
     marked = Message(role="user", content="note", injected_by="window")
     refused = tool_result("c0", "gone_tool", "unknown tool", not_dispatched=True)
     assistant = Message(role="assistant", tool_calls=(ToolCall(id="c0", name="gone_tool"),))
@@ -412,7 +424,8 @@ def test_markers_survive_the_rebuild() -> None:
 
 
 def test_view_of_a_location() -> None:
-    """§3.2: view_of over each location equals served_at and the one-pass listing."""
+    """docs/served.md#rebuild-order: view_of over each location equals served_at and the one-pass
+    listing."""
     sim = RunSim(tools=[tool("alpha_tool")], window_keep=1, notice=True, encoder=TestEncoder())
     sim.run([*(call(f"c{n}", "alpha_tool") for n in range(1, 6)), answer("done")])
     listed = served_views(sim.log)
@@ -421,7 +434,7 @@ def test_view_of_a_location() -> None:
 
 
 def test_view_json_is_camel_case() -> None:
-    """§3.1: a view encodes with camelCase names and without absent fields."""
+    """docs/served.md#view-fields: a view encodes with camelCase names and without absent fields."""
     data = msgspec.json.decode(encode_served(_view(two_epoch_run().log, 2)))
     assert set(data) == {
         "epoch",

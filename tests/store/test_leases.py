@@ -1,5 +1,8 @@
-"""Host leases, agent claims and commit fencing in the SQLite store (host.md §12; ARCHITECTURE
-rulings 12 and 16). Two stores on one file stand for two host processes."""
+"""Host leases, agent claims and commit fencing in the SQLite store
+(docs/host.md#ownership-and-leases;
+docs/architecture.md#decision-12-one-lease-row-per-host-process,
+docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once). Two stores on one
+file stand for two host processes."""
 
 from __future__ import annotations
 
@@ -102,7 +105,8 @@ async def test_migration_6_adds_the_lease_table_and_the_claim_columns(
 
 async def test_the_same_host_id_takes_its_lease_over_at_once(a: SqliteStore, path: Path) -> None:
     """A new host gets epoch 1; the same id again gets epoch 2 at once though the row is live
-    (ruling 16); a conditional acquire leaves a live row alone and takes an expired one."""
+    (docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once); a conditional
+    acquire leaves a live row alone and takes an expired one."""
     assert await a.acquire_lease("h", now_ms=T0, ttl_ms=TTL) == 1
     assert await a.acquire_lease("h", now_ms=T0 + 1, ttl_ms=TTL) == 2
     assert await lease_row(path, "h") == (2, T0 + 1 + TTL, T0 + 1)
@@ -246,7 +250,8 @@ async def test_a_commit_under_a_raised_epoch_raises_lease_lost(
     a: SqliteStore, b: SqliteStore, path: Path
 ) -> None:
     """A host restarted with the same id (epoch 2) fences out commits under epoch 1 even for
-    an agent whose claim row still says epoch 1 (ruling 16)."""
+    an agent whose claim row still says epoch 1
+    (docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once)."""
     old = await a.acquire_lease("h", now_ms=T0, ttl_ms=TTL)
     assert old is not None and await a.claim_agent("ops", "h", old, now_ms=T0)
     a.fence_with("h", old)

@@ -1,4 +1,5 @@
-"""The tools layer's surface and imports (ARCHITECTURE ruling 6, STYLE P1)."""
+"""The tools layer's surface and imports
+(docs/architecture.md#decision-6-imports-between-layers-follow-fixed-arrows)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Notation of window.md §17 for the window tests: message builders, fixtures, a visit helper
-and the "dropper" strategy of cases 35-37 and 45.
+"""Notation of docs/window.md#how-this-is-tested for the window tests: message builders, fixtures, a
+visit helper and the "dropper" strategy of cases 35-37 and 45.
 
 Names here are stable: other window test modules import them.
 """
@@ -27,7 +27,8 @@ from afp_runtime.window.visit import (
     WindowVisit,
 )
 
-# A 131-code-point person request with no authored prefix (§17 notation).
+# A 131-code-point person request with no authored prefix (docs/window.md#how-this-is-tested
+# notation).
 TASK = ("Please audit the payment path and list every change since Monday, " * 2)[:131]
 assert len(TASK) == 131
 HOLDS = "h" * 62
@@ -94,7 +95,8 @@ def visit(
     origins: Sequence[MessageOrigin] | None = None,
     turn_standing: TurnStanding | None = None,
 ) -> WindowVisit:
-    """A visit of ``history`` with the §17 defaults (iteration 4, now 2000, run ``run-1``).
+    """A visit of ``history`` with the docs/window.md#how-this-is-tested defaults (iteration 4, now
+    2000, run ``run-1``).
 
     Without ``guards`` the visit gets the answered ids of ``history`` and ``anchor``.
     """
@@ -248,8 +250,9 @@ async def run_stage(
     keep_last_tool_results: int | bool = 0,
     **kw: Any,
 ) -> VisitOutcome | None:
-    """``visit_window`` with the §17 defaults (iteration 4, now 2000, run ``run-1``, origins
-    ``writer#i``); recency pin off unless ``keep_last_tool_results`` says otherwise."""
+    """``visit_window`` with the docs/window.md#how-this-is-tested defaults (iteration 4, now 2000,
+    run ``run-1``, origins ``writer#i``); recency pin off unless ``keep_last_tool_results`` says
+    otherwise."""
     options: dict[str, Any] = {
         "measured": None,
         "iteration": ITERATION,

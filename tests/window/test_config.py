@@ -1,4 +1,5 @@
-"""Definition-time checks of window settings (window.md §13.5, §6.1; §17 case 50)."""
+"""Definition-time checks of window settings (docs/window.md#definition-time-validation,
+docs/window.md#last-tool-result-pin; docs/window.md#how-this-is-tested case 50)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The drop mechanic and the notice ladder (window.md §9; §17 cases 14, 16-23), run through the
-sliding-window strategy with keep 2 as the cases say."""
+"""The drop mechanic and the notice ladder (docs/window.md#dropping-the-oldest-turns;
+docs/window.md#how-this-is-tested cases 14, 16-23), run through the sliding-window strategy with
+keep 2 as the cases say."""
 
 from __future__ import annotations
 
@@ -236,7 +237,8 @@ async def test_case_14_removal_further_in_writes_no_notice() -> None:
 
 
 class TestLadder:
-    """``fitting_notice``: the richest rung strictly shorter than the span, or none (§9.2)."""
+    """``fitting_notice``: the richest rung strictly shorter than the span, or none
+    (docs/window.md#the-notice-ladder)."""
 
     def test_rich_when_it_fits(self) -> None:
         """A span longer than the rich notice gets the rich notice."""
@@ -300,7 +302,8 @@ class TestDropOldestSpan:
 
 async def test_a_system_only_head_still_gets_a_notice() -> None:
     """Dropping the first person turn behind an imported system envelope inserts a notice
-    right after the envelope, so the wire never opens with an assistant (our reading of §9.1)."""
+    right after the envelope, so the wire never opens with an assistant (our reading of
+    docs/window.md#the-drop-step-by-step)."""
     history = [S("house rules"), U(TASK * 5), A(["c0"]), U("and then?")]
     outcome = await run_stage(sliding_window(keep_recent_turns=1), history, said="and then?")
     assert outcome is not None

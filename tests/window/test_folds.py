@@ -1,5 +1,5 @@
-"""Folding values: the summary message, the transcript, the latch key and the joins (window.md
-§12; §17 cases 42 and 44)."""
+"""Folding values: the summary message, the transcript, the latch key and the joins (docs/window.md
+docs/window.md#folding; docs/window.md#how-this-is-tested cases 42 and 44)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def span_of(summary: Message, held: tuple[Message, ...], **kw: object) -> Folded
 
 
 class TestSummaryMessage:
-    """The summary message and its look (§12.1)."""
+    """The summary message and its look (docs/window.md#the-summary-message)."""
 
     def test_frame_blank_line_then_text_verbatim(self) -> None:
         """The content is the frame, a blank line, then the text exactly as given."""
@@ -111,7 +111,7 @@ class TestTranscript:
 
 
 class TestSpanKey:
-    """The latch key (§12.6)."""
+    """The latch key (docs/window.md#the-latch)."""
 
     def test_definition(self) -> None:
         """The key is SHA-256 over the members' fingerprints joined by newlines."""

@@ -1,4 +1,5 @@
-"""Pins, ceilings and tool names (window.md §6, §8.1-8.2; §17 cases 29-34, 37)."""
+"""Pins, ceilings and tool names (docs/window.md#pins, docs/window.md#naming-a-tool-result;
+docs/window.md#how-this-is-tested cases 29-34, 37)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def pinned(name: str, turn: int, chars: int) -> PinnedTurn:
 
 
 def pinned_plan(history: list[Message], keep: int, limit: int) -> RemovalPlan:
-    """The plan with the recency pin at ``limit``, anchored at TASK (§17 pure pin cases)."""
+    """The plan with the recency pin at ``limit``, anchored at TASK
+    (docs/window.md#how-this-is-tested pure pin cases)."""
     anchor = current_request_index(history, TASK)
     turns = segment(history)
     pins = tool_result_pins(turns, history, anchor) if limit > 0 else ()
@@ -64,7 +66,8 @@ def pinned_plan(history: list[Message], keep: int, limit: int) -> RemovalPlan:
     return plan_removal(turns, keep, held)
 
 
-# --- candidates (§6.1) ---------------------------------------------------------------------
+# --- candidates (docs/window.md#last-tool-result-pin)
+# ---------------------------------------------------------------------
 
 
 def test_case_29_latest_result_per_name_after_the_anchor() -> None:
@@ -115,7 +118,8 @@ def test_case_30_name_from_the_call_and_orphans_name_nothing() -> None:
 
 
 def test_batch_consumes_names_so_older_turns_of_those_tools_do_not_pin() -> None:
-    """§6.1: a batch's other tools are consumed, so their older results do not pin."""
+    """docs/window.md#last-tool-result-pin: a batch's other tools are consumed, so their older
+    results do not pin."""
     history = [
         U(TASK),
         *R("o", "beta"),
@@ -128,7 +132,8 @@ def test_batch_consumes_names_so_older_turns_of_those_tools_do_not_pin() -> None
 
 
 def test_settled_results_name_nothing_and_do_not_pin() -> None:
-    """§8.1: a not-dispatched result names no tool, so it never pins."""
+    """docs/window.md#naming-a-tool-result: a not-dispatched result names no tool, so it never
+    pins."""
     settled = Message(
         role="tool", content="refused", tool_call_id="s", tool_name="look", not_dispatched=True
     )
@@ -136,7 +141,8 @@ def test_settled_results_name_nothing_and_do_not_pin() -> None:
     assert tool_result_pins(segment(history), history, 0) == ()
 
 
-# --- ceilings (§6.3) -----------------------------------------------------------------------
+# --- ceilings (docs/window.md#ceilings-and-yielded)
+# -----------------------------------------------------------------------
 
 
 def test_case_31_ceiling_admits_the_newest_contested_pins() -> None:
@@ -230,7 +236,8 @@ def test_case_34_superseded_results_inside_the_keep_window_are_free() -> None:
 
 
 def test_spend_ceiling_edges() -> None:
-    """§6.3: no limit, no candidates or no contested candidate means no block, nothing held."""
+    """docs/window.md#ceilings-and-yielded: no limit, no candidates or no contested candidate means
+    no block, nothing held."""
     pins = (pin("a", 5, 9, 1), pin("b", 3, 5, 1), pin("c", 1, 1, 1))
     assert spend_ceiling(pins, 0, 4) == (msgspec.UNSET, frozenset())
     assert spend_ceiling((), 2, 4) == (msgspec.UNSET, frozenset())
@@ -241,7 +248,7 @@ def test_spend_ceiling_edges() -> None:
 
 
 def test_spend_ceiling_serves_fact_pins_too() -> None:
-    """§6.3: the same ceiling admits ledger-fact candidates."""
+    """docs/window.md#ceilings-and-yielded: the same ceiling admits ledger-fact candidates."""
     facts = (
         LedgerFactPin(
             tool_call_ids=("x",), tool_name="look", turn_index=2, message_index=3, chars=4
@@ -252,11 +259,13 @@ def test_spend_ceiling_serves_fact_pins_too() -> None:
     assert block == WindowObservations(pinned=(pinned("look", 2, 4),), yielded=0, limit=4)
 
 
-# --- ledger-fact candidates (§6.2) ---------------------------------------------------------
+# --- ledger-fact candidates (docs/window.md#ledger-fact-pin)
+# ---------------------------------------------------------
 
 
 def test_ledger_fact_pins_newest_first_over_fact_turns() -> None:
-    """§6.2: fact turns pin newest first with all their surviving ids in wire order."""
+    """docs/window.md#ledger-fact-pin: fact turns pin newest first with all their surviving ids in
+    wire order."""
     history = [
         U(TASK),
         A(["f1", "f2"], names=["scan", "probe"]),
@@ -282,7 +291,8 @@ def test_ledger_fact_pins_newest_first_over_fact_turns() -> None:
 
 
 def test_ledger_fact_pins_skip_turns_without_survivors_or_names() -> None:
-    """§6.2: turns before the anchor, with no id past it, or with no name are skipped."""
+    """docs/window.md#ledger-fact-pin: turns before the anchor, with no id past it, or with no name
+    are skipped."""
     settled = Message(
         role="tool", content="x", tool_call_id="s", tool_name="look", not_dispatched=True
     )
@@ -291,11 +301,13 @@ def test_ledger_fact_pins_skip_turns_without_survivors_or_names() -> None:
     assert pins == ()
 
 
-# --- names (§8.1, §8.2) --------------------------------------------------------------------
+# --- names (docs/window.md#naming-a-tool-result, docs/window.md#names-of-what-left)
+# --------------------------------------------------------------------
 
 
 def test_tool_name_of_rules() -> None:
-    """§8.1: own name first, then the first call's name; no name for settled or unknown ones."""
+    """docs/window.md#naming-a-tool-result: own name first, then the first call's name; no name for
+    settled or unknown ones."""
     context = [A(["p"], names=["pan_view"]), A(["p"], names=["later"]), A(["e"], names=[""])]
     assert tool_name_of(T("p", name="own"), context) == "own"
     assert tool_name_of(T("p", name=None), context) == "pan_view"
@@ -322,7 +334,8 @@ def test_case_37_dropped_tool_names_first_appearance_once() -> None:
 
 
 def test_dropped_tool_names_uses_the_given_context() -> None:
-    """§8.2: an evicted result whose call stayed behind is named from the context."""
+    """docs/window.md#names-of-what-left: an evicted result whose call stayed behind is named from
+    the context."""
     history = [A(["p"], names=["pan_view"]), T("p", name=None)]
     assert dropped_tool_names(history[1:]) == ()
     assert dropped_tool_names(history[1:], history) == ("pan_view",)

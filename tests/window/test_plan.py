@@ -1,4 +1,5 @@
-"""The refusal engine and the removal plan (window.md §4, §5; §17 cases 5-14)."""
+"""The refusal engine and the removal plan (docs/window.md#why-a-turn-stays,
+docs/window.md#the-removal-plan; docs/window.md#how-this-is-tested cases 5-14)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def plan(history: list[Message], keep: int, **kw: object) -> RemovalPlan:
     return plan_removal(segment(history), keep, guards(history, **kw))
 
 
-# --- refusal_of (§4.2) ---------------------------------------------------------------------
+# --- refusal_of (docs/window.md#refusal-reasons)
+# ---------------------------------------------------------------------
 
 
 def test_case_5_unresolved_call() -> None:
@@ -117,7 +119,8 @@ def test_precedence_anchor_before_system_and_pause() -> None:
     assert refusal_of(first, held, set(), set()) == pt(0, 0)
 
 
-# --- plan_removal (§5) ---------------------------------------------------------------------
+# --- plan_removal (docs/window.md#the-removal-plan)
+# ---------------------------------------------------------------------
 
 
 def test_case_7_keep_two() -> None:

@@ -1,4 +1,5 @@
-"""Records on the wire: tagged built-ins, lossless custom records (window.md §15)."""
+"""Records on the wire: tagged built-ins, lossless custom records
+(docs/window.md#record-schemas)."""
 
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ def test_round_trip_is_lossless(record: Any) -> None:
 
 
 def test_sliding_wire_keys_in_spec_order() -> None:
-    """§10.1: the sliding record's keys are camelCase, in the spec's order, stage keys last."""
+    """docs/window.md#sliding-window: the sliding record's keys are camelCase, in the spec's order,
+    stage keys last."""
     assert list(record_to_wire(SLIDING)) == [
         "strategy",
         "iteration",
@@ -127,7 +129,8 @@ def test_absent_keys_are_omitted_and_required_ones_always_written() -> None:
 
 
 def test_custom_extra_is_written_flat() -> None:
-    """§15.2: a custom record's own keys sit flat beside the common fields."""
+    """docs/window.md#custom-and-foreign-records: a custom record's own keys sit flat beside the
+    common fields."""
     wire = record_to_wire(CUSTOM)
     assert "extra" not in wire
     assert wire["mood"] == "tidy"
@@ -137,7 +140,8 @@ def test_custom_extra_is_written_flat() -> None:
 
 
 def test_foreign_record_keeps_every_unknown_key() -> None:
-    """§15.2: an unknown tag decodes to a custom record and re-encodes to the same object."""
+    """docs/window.md#custom-and-foreign-records: an unknown tag decodes to a custom record and
+    re-encodes to the same object."""
     wire = {
         "strategy": "someone-elses",
         "iteration": 7,

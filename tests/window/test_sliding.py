@@ -1,4 +1,5 @@
-"""The sliding-window strategy (window.md §10.1; §17 case 26)."""
+"""The sliding-window strategy (docs/window.md#sliding-window; docs/window.md#how-this-is-tested
+case 26)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ class TestCase26:
 
 
 async def test_record_fields_in_spec_order() -> None:
-    """The sliding-window record encodes its keys in the order of §10.1."""
+    """The sliding-window record encodes its keys in the order of docs/window.md#sliding-window."""
     history = [U(TASK), *R("c1", c="x" * 900), *R("c2"), *R("c3")]
     result = await sliding_window(keep_recent_turns=2).plan(visit(history))
     assert result is not None

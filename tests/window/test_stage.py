@@ -1,5 +1,6 @@
-"""The pure visit pipeline: guards, pins, validation and stage keys (window.md §8.3, §14.1),
-with the acceptance properties over random windows."""
+"""The pure visit pipeline: guards, pins, validation and stage keys
+(docs/window.md#the-droppedobservations-key, docs/window.md#visit-pipeline), with the acceptance
+properties over random windows."""
 
 from __future__ import annotations
 
@@ -84,7 +85,7 @@ class BadKeep:
 
 
 async def test_declining_strategy_files_nothing() -> None:
-    """§14.1 step 8: a strategy returning None leaves no outcome at all."""
+    """docs/window.md#visit-pipeline step 8: a strategy returning None leaves no outcome at all."""
     assert await run_stage(Quiet(), [U(TASK), *R("c1")], said=TASK) is None
 
 
@@ -123,7 +124,8 @@ async def test_case_37_dropped_observations_named_from_the_pre_change_window() -
 
 
 async def test_observations_come_from_the_plans_the_strategy_obtained() -> None:
-    """§13.2: a later plan without a block does not erase the block an earlier plan produced."""
+    """docs/window.md#what-a-visit-offers: a later plan without a block does not erase the block an
+    earlier plan produced."""
     history = [U(TASK), *R("a"), *R("b"), *R("o", "observer", HOLDS), *R("c"), *R("d")]
     outcome = await run_stage(PlansTwice(), history, said=TASK, keep_last_tool_results=2)
     assert outcome is not None
@@ -134,7 +136,7 @@ async def test_observations_come_from_the_plans_the_strategy_obtained() -> None:
 
 
 async def test_pins_bind_into_every_strategy() -> None:
-    """§6: the stage's recency pins hold turns against a custom strategy too."""
+    """docs/window.md#pins: the stage's recency pins hold turns against a custom strategy too."""
     history = [U(TASK), *R("o", "observer", HOLDS), *R("a"), *R("b"), *R("c")]
     outcome = await run_stage(Dropper(keep=2), history, said=TASK, keep_last_tool_results=2)
     assert outcome is not None
@@ -143,7 +145,8 @@ async def test_pins_bind_into_every_strategy() -> None:
 
 
 async def test_pause_fields_reach_the_guards() -> None:
-    """§4.1: a caller visiting a paused window gets the paused call's turn refused."""
+    """docs/window.md#guards: a caller visiting a paused window gets the paused call's turn
+    refused."""
     history = [U(TASK), *R("c1"), A(["c2"]), *R("c3"), *R("c4")]
     outcome = await run_stage(Dropper(keep=1), history, said=TASK, paused_tool_call_id="c2")
     assert outcome is not None
@@ -152,7 +155,8 @@ async def test_pause_fields_reach_the_guards() -> None:
 
 
 async def test_armed_visit_files_ledger_facts() -> None:
-    """§6.2: with a standing callable and a fact limit the ledgerFacts block is stamped."""
+    """docs/window.md#ledger-fact-pin: with a standing callable and a fact limit the ledgerFacts
+    block is stamped."""
 
     def standing(turn: Turn) -> Standing | None:
         return "fact" if turn.index == 1 else None
@@ -170,7 +174,8 @@ async def test_armed_visit_files_ledger_facts() -> None:
 
 
 async def test_fact_limit_without_standing_is_unarmed() -> None:
-    """§14.1 step 5: without a standing callable no fact pin applies and no block is filed."""
+    """docs/window.md#visit-pipeline step 5: without a standing callable no fact pin applies and no
+    block is filed."""
     history = [U(TASK), *R("o", "observer", HOLDS), *R("a"), *R("b"), *R("c")]
     outcome = await run_stage(Dropper(keep=2), history, said=TASK, fact_limit=4)
     assert outcome is not None
@@ -179,7 +184,8 @@ async def test_fact_limit_without_standing_is_unarmed() -> None:
 
 
 async def test_stamping_keeps_a_custom_records_extra() -> None:
-    """§14.1 step 10: stage keys are added beside a custom record's own keys."""
+    """docs/window.md#visit-pipeline step 10: stage keys are added beside a custom record's own
+    keys."""
 
     class Tagged:
         name = "dropper"
@@ -197,7 +203,8 @@ async def test_stamping_keeps_a_custom_records_extra() -> None:
 
 
 async def test_plan_removal_errors_name_the_strategy() -> None:
-    """§16: a bad keep depth asked of the visit is a strategy error naming the strategy."""
+    """docs/window.md#errors: a bad keep depth asked of the visit is a strategy error naming the
+    strategy."""
     with pytest.raises(WindowStrategyError) as caught:
         await run_stage(BadKeep(), [U(TASK), *R("c1")], said=TASK)
     assert caught.value.strategy == "bad-keep"
@@ -207,14 +214,16 @@ async def test_plan_removal_errors_name_the_strategy() -> None:
 
 @pytest.mark.parametrize("dial", [True, -1, 1.5, "two", None])
 async def test_keep_last_tool_results_is_checked(dial: object) -> None:
-    """§6.1: the recency dial is an int >= 0 or False; anything else names the option."""
+    """docs/window.md#last-tool-result-pin: the recency dial is an int >= 0 or False; anything else
+    names the option."""
     with pytest.raises(WindowConfigError) as caught:
         await run_stage(Dropper(), [U(TASK)], keep_last_tool_results=dial)  # type: ignore[arg-type]
     assert "keep_last_tool_results" in str(caught.value)
 
 
 async def test_prior_is_updated_with_the_filed_record() -> None:
-    """§7: the outcome carries the turn's last two filed visits, this one last."""
+    """docs/window.md#stand-down: the outcome carries the turn's last two filed visits, this one
+    last."""
     history = [U(TASK), *R("c1"), *R("c2")]
     first = await run_stage(Dropper(keep=2), history, said=TASK)
     assert first is not None

@@ -1,4 +1,5 @@
-"""Stand-down: a pin blocks at most two filed visits in a row (window.md §7; cases 35-36)."""
+"""Stand-down: a pin blocks at most two filed visits in a row (docs/window.md#stand-down; cases
+35-36)."""
 
 from __future__ import annotations
 
@@ -52,13 +53,15 @@ REMOVED = record(2, ltr(0, 0))
 
 
 def test_two_blocked_visits_block() -> None:
-    """§7: two prior visits that removed nothing and name the pin make the pin stand down."""
+    """docs/window.md#stand-down: two prior visits that removed nothing and name the pin make the
+    pin stand down."""
     assert pin_is_blocking([BLOCKED, BLOCKED], RECENCY_PIN_REASONS)
     assert pin_is_blocking([REMOVED, BLOCKED, BLOCKED], RECENCY_PIN_REASONS)
 
 
 def test_fewer_than_two_or_any_removal_does_not_block() -> None:
-    """§7: one visit, a removal, or a visit without a pin refusal never blocks."""
+    """docs/window.md#stand-down: one visit, a removal, or a visit without a pin refusal never
+    blocks."""
     assert not pin_is_blocking([], RECENCY_PIN_REASONS)
     assert not pin_is_blocking([BLOCKED], RECENCY_PIN_REASONS)
     assert not pin_is_blocking([BLOCKED, REMOVED], RECENCY_PIN_REASONS)
@@ -67,7 +70,8 @@ def test_fewer_than_two_or_any_removal_does_not_block() -> None:
 
 
 def test_fact_pin_reads_the_whole_pin_family() -> None:
-    """§7: the fact pin counts last-tool-result as well as ledger-fact; recency does not."""
+    """docs/window.md#stand-down: the fact pin counts last-tool-result as well as ledger-fact;
+    recency does not."""
     assert pin_is_blocking([BLOCKED, FACT_BLOCKED], FACT_PIN_REASONS)
     assert not pin_is_blocking([BLOCKED, FACT_BLOCKED], RECENCY_PIN_REASONS)
 
@@ -86,7 +90,8 @@ def test_prior_summaries_keep_the_last_two() -> None:
 
 
 def test_stand_down_block_shape() -> None:
-    """§7: the stand-down block pins nothing, yields nothing and says standDown true."""
+    """docs/window.md#stand-down: the stand-down block pins nothing, yields nothing and says
+    standDown true."""
     wire = msgspec.json.decode(msgspec.json.encode(stand_down_block(2)))
     assert wire == {"pinned": [], "yielded": 0, "limit": 2, "standDown": True}
 
@@ -137,7 +142,8 @@ async def test_case_36_never_three_blocked_in_a_row() -> None:
 
 
 async def test_fact_pin_stands_down_with_its_own_block() -> None:
-    """§7: an armed visit after two pin-blocked visits files the ledgerFacts stand-down block."""
+    """docs/window.md#stand-down: an armed visit after two pin-blocked visits files the ledgerFacts
+    stand-down block."""
 
     def standing(turn: Turn) -> Standing | None:
         return "fact"
@@ -160,7 +166,8 @@ async def test_fact_pin_stands_down_with_its_own_block() -> None:
 
 
 async def test_recency_off_never_stands_down() -> None:
-    """§7: a limit of 0 (or False) never stands down and files no observations."""
+    """docs/window.md#stand-down: a limit of 0 (or False) never stands down and files no
+    observations."""
     for off in (0, False):
         outcome = await run_stage(
             Dropper(keep=2), WINDOW_35, prior=[BLOCKED, BLOCKED], keep_last_tool_results=off

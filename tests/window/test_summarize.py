@@ -1,4 +1,5 @@
-"""The summarize-oldest strategy (window.md §10.3, §12; §17 cases 38-41, 43)."""
+"""The summarize-oldest strategy (docs/window.md#summarize-oldest, docs/window.md#folding;
+docs/window.md#how-this-is-tested cases 38-41, 43)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ class TestCase38:
     """Case 38: a successful fold of turns 0-2."""
 
     async def test_record(self) -> None:
-        """Case 38: the record has the §10.3 fields, values and order."""
+        """Case 38: the record has the docs/window.md#summarize-oldest fields, values and order."""
         history = case_38_window()
         result = await strategy_with(FakeSummarizer()).plan(
             visit(history, measured=OVER, iteration=3, now_ms=1500)
@@ -381,7 +382,8 @@ async def test_case_43_fold_of_a_fold() -> None:
 
 
 class TestFactory:
-    """``summarize_oldest`` options (§10, §13.5)."""
+    """``summarize_oldest`` options (docs/window.md#built-in-strategies,
+    docs/window.md#definition-time-validation)."""
 
     def test_defaults_and_billing(self) -> None:
         """Defaults are keep 6 and retain conversation; billing names the port and model."""

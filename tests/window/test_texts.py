@@ -1,5 +1,6 @@
-"""Authored texts: prefixes, the drop notice, the name filter and the summary frame (window.md §2,
-§9.3, §12.1; §17 cases 24, 25, 42)."""
+"""Authored texts: prefixes, the drop notice, the name filter and the summary frame
+(docs/window.md#texts-the-runtime-writes, docs/window.md#what-a-drop-notice-says,
+docs/window.md#the-summary-message; docs/window.md#how-this-is-tested cases 24, 25, 42)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ counts = st.integers(min_value=1, max_value=9999)
 
 
 class TestPrefixes:
-    """The rules every authored prefix follows (§2 rule 1)."""
+    """The rules every authored prefix follows (docs/window.md#texts-the-runtime-writes rule 1)."""
 
     def test_prefixes_are_ascii_long_and_bracketed(self) -> None:
         """Each prefix is ASCII, at least 8 code points, and opens with a bracket."""
@@ -186,7 +187,8 @@ class TestNames:
 
 
 class TestNoticeProperties:
-    """Hypothesis: bands, length invariance and monotone parts of the drop notice (§2)."""
+    """Hypothesis: bands, length invariance and monotone parts of the drop notice
+    (docs/window.md#texts-the-runtime-writes)."""
 
     @given(n=counts, i=counts, s=st.sampled_from(BUILTIN_DROPPERS), kept=st.booleans())
     def test_plain_band(self, n: int, i: int, s: str, kept: bool) -> None:
@@ -240,7 +242,8 @@ class TestNoticeProperties:
 
 
 class TestFrame:
-    """Case 42 (frame part) and the frame's band and invariance (§12.1)."""
+    """Case 42 (frame part) and the frame's band and invariance
+    (docs/window.md#the-summary-message)."""
 
     def test_frame_shows_its_facts(self) -> None:
         """Case 42: FR(3,2,"m",conversation) opens with the prefix and shows 3, 2 and "m"."""

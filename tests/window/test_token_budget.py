@@ -1,4 +1,5 @@
-"""The token-budget strategy (window.md §10.2; §17 cases 27, 28)."""
+"""The token-budget strategy (docs/window.md#token-budget; docs/window.md#how-this-is-tested cases
+27, 28)."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ class TestCase28:
     """Case 28: an over-budget visit that drops the oldest span."""
 
     async def test_record_on_the_wire(self) -> None:
-        """Case 28: the record's keys, values and order are those of §10.2."""
+        """Case 28: the record's keys, values and order are those of docs/window.md#token-budget."""
         strategy = token_budget(threshold_tokens=1000, keep_recent_turns=2)
         result = await strategy.plan(visit(F(700, 700), measured=Usage(input=5000, output=10)))
         assert result is not None

@@ -1,4 +1,5 @@
-"""Segmentation, chars, identity and the current request (window.md §17 cases 1-4, 15)."""
+"""Segmentation, chars, identity and the current request (docs/window.md#how-this-is-tested cases
+1-4, 15)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Result validation of every strategy result (window.md §13.4; §17 case 45)."""
+"""Result validation of every strategy result (docs/window.md#result-validation;
+docs/window.md#how-this-is-tested case 45)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 def peel_batch(run: Run, calls: Sequence[ToolCall]) -> tuple[tuple[ToolCall, ...], list[Any]]:
     """The calls as tools see them (``_findings`` removed) and the rows they file, in the order
-    of findings.md §5.6; the assistant message keeps the model's arguments verbatim."""
+    of docs/findings.md#order-of-rows-in-a-batch; the assistant message keeps the model's arguments
+    verbatim."""
     if run.d.findings is None:
         return tuple(calls), []
     declarations = []
@@ -45,7 +46,7 @@ def peel_batch(run: Run, calls: Sequence[ToolCall]) -> tuple[tuple[ToolCall, ...
     for call in calls:
         if call.name not in run.d.tools_by_name:
             # A tool the agent does not have was never decorated: not peeled, nothing filed
-            # (findings.md §2.4); the call is answered unknown-tool.
+            # (docs/findings.md#peeling-before-the-tool-sees-it); the call is answered unknown-tool.
             clean.append(call)
             continue
         args, raw = peel(call.args)
@@ -97,7 +98,7 @@ def ledger_writes(rows: Sequence[LedgerRow]) -> list[dict[str, Any]]:
 
 
 def _emit_rows(run: Run, rows: Sequence[LedgerRow]) -> None:
-    """findings.md §5.7: identities, enums and counts only; never values or texts. Conflict
+    """docs/findings.md#events: identities, enums and counts only; never values or texts. Conflict
     rows follow the standing row that caused them and are reported on its event."""
     for index, row in enumerate(rows):
         if isinstance(row, BasisRow):

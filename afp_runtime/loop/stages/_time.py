@@ -1,4 +1,4 @@
-"""The time layer in the loop's stages (periods.md; agents with ``time`` only).
+"""The time layer in the loop's stages (docs/time.md; agents with ``time`` only).
 
 * ``seed`` of a turn's first run fixes the clock and reads the person's words once; both are
   filed as ledger rows (``clock``, ``time-reading``). Continuation runs read them back.
@@ -6,7 +6,7 @@
   with period forms.
 * ``tool-calls`` decides every call to such a tool before anything runs (``call-window`` rows):
   a refused call gets its observation, a filled one its written values, and a call waiting for
-  an open reading makes the whole batch pause with a time question (§11).
+  an open reading makes the whole batch pause with a time question (docs/time.md#the-time-question).
 * at dispatch each such call gets its ``call`` row (``dispatchedAt``, drift) and ``ctx.time``.
 * the answer run's ``settle`` files ``time-answer`` rows and second ``call-window`` rows.
 
@@ -15,7 +15,8 @@ read must not block the event loop).
 
 Readings settled here (the spec is silent):
 
-* The conversation's answered zone (§14.3) is the zone of the latest ``time-answer`` row filed
+* The conversation's answered zone (docs/time.md#unknown-zone) is the zone of the latest
+  ``time-answer`` row filed
   in a turn whose clock zone was unknown.
 * A zone answer files no row; the mention is resolved again with that zone and the batch pauses
   again with a ``time-range`` question (new id). Approvals already answered in the batch keep
@@ -122,7 +123,7 @@ class TimeTurn:
 
     @property
     def zone(self) -> str | None:
-        """The person's zone, None while it is unknown (§14.3)."""
+        """The person's zone, None while it is unknown (docs/time.md#unknown-zone)."""
         return self.clock.zone if self.clock.zone_source != "unknown" else None
 
     def context(
@@ -163,9 +164,9 @@ def has_forms(tool: Tool | None) -> bool:
 def answered_zone(
     questions: Sequence[QuestionRow], ledger: Sequence[Mapping[str, Any]]
 ) -> str | None:
-    """The zone the person gave in an earlier turn whose clock zone was unknown (§14.3): the
-    latest answered ``zone`` question of such a turn (a zone answer files no row of its own;
-    the question keeps it)."""
+    """The zone the person gave in an earlier turn whose clock zone was unknown
+    (docs/time.md#unknown-zone): the latest answered ``zone`` question of such a turn (a zone answer
+    files no row of its own; the question keeps it)."""
     unknown_turns = {
         row.get("turn")
         for row in ledger
@@ -188,7 +189,7 @@ def answered_zone(
 async def first_run_rows(
     run: Run, *, message_time: Mapping[str, Any] | None, accepted_at_ms: int, ledger: list[Any]
 ) -> TimeTurn:
-    """The clock and reading rows of a turn's first run (read once, §3.1).
+    """The clock and reading rows of a turn's first run (read once, docs/time.md#readers).
 
     Raises:
         TimeReaderError: the reader's output is not shaped ``{mentions: [...]}``.
@@ -243,13 +244,14 @@ async def continuation_rows(
 
 
 def time_line_text(state: TimeTurn) -> str:
-    """The served time line of every request of the turn (§13.4)."""
+    """The served time line of every request of the turn (docs/time.md#the-served-time-line)."""
     clock = state.clock
     return time_line(clock.now_instant, clock.zone, zone_unknown=clock.zone_source == "unknown")
 
 
 def with_time_quote(schema: ToolSchema) -> ToolSchema:
-    """The served schema with the optional ``_timeQuote`` property (§12.3 step 4)."""
+    """The served schema with the optional ``_timeQuote`` property (docs/time.md#sent-window-path
+    step 4)."""
     input_schema = dict(schema.input_schema)
     properties = dict(input_schema.get("properties") or {})
     properties[TIME_QUOTE] = {"type": "string", "description": TIME_QUOTE_DESCRIPTION}
@@ -263,7 +265,8 @@ def with_time_quote(schema: ToolSchema) -> ToolSchema:
 def split_quotes(
     run: Run, calls: Sequence[ToolCall]
 ) -> tuple[tuple[ToolCall, ...], dict[str, str | None]]:
-    """Peel ``_timeQuote`` off calls to period tools (it never reaches the tool, §12.1)."""
+    """Peel ``_timeQuote`` off calls to period tools (it never reaches the tool,
+    docs/time.md#which-path-a-call-takes)."""
     quotes: dict[str, str | None] = {}
     clean = []
     for call in calls:
@@ -309,7 +312,8 @@ class TimePlan:
 async def decide_batch(
     run: Run, planned: Sequence[PlannedCall], quotes: Mapping[str, str | None]
 ) -> tuple[list[PlannedCall], TimePlan]:
-    """Decide every call to a period tool (§12); returns the batch as it will run."""
+    """Decide every call to a period tool (docs/time.md#deciding-each-call); returns the batch as it
+    will run."""
     state = run.time
     assert state is not None
     plan = TimePlan()
@@ -346,8 +350,8 @@ def _apply(run: Run, item: PlannedCall, decision: CallDecision) -> PlannedCall:
         assert item.tool is not None and item.tool.period is not None
         declared = facts_of(item.tool.period)
         forms = forms_of(item.tool.period)
-        # §12.6: explain with the facts that refused it: a sent window was judged with its
-        # form's facts, a fill with the tool's (the largest cap among its forms).
+        # docs/time.md#refused-calls: explain with the facts that refused it: a sent window was
+        # judged with its form's facts, a fill with the tool's (the largest cap among its forms).
         facts = (
             form_facts(forms[row.form], declared)
             if row.form is not None and row.form < len(forms)
@@ -367,8 +371,9 @@ def _apply(run: Run, item: PlannedCall, decision: CallDecision) -> PlannedCall:
 
 
 async def time_questions(run: Run, plan: TimePlan, calls: Sequence[str]) -> list[Ask]:
-    """The time question of a batch that waits for the person (§11.1, §11.2): calls wait
-    only on the turn's single open mention (§6.2)."""
+    """The time question of a batch that waits for the person (docs/time.md#when-the-batch-asks,
+    docs/time.md#question-shapes): calls wait only on the turn's single open mention
+    (docs/time.md#what-follows-for-filling)."""
     state = run.time
     assert state is not None and state.windows.open
     mention = state.windows.open[0]
@@ -401,7 +406,7 @@ async def question_for(run: Run, mention: OpenMention, binds: Sequence[CallToBin
 
 
 def filled_outcome(outcome: ToolOutcome, decision: CallDecision | None) -> ToolOutcome:
-    """A filled call's observation says where its period came from (§12.4)."""
+    """A filled call's observation says where its period came from (docs/time.md#fill-path)."""
     if decision is None or decision.row.how != "filled" or outcome.status != "ok":
         return outcome
     note = filled_note(decision.row)
@@ -470,7 +475,8 @@ def unanswered_time(call: ToolCall, question: QuestionRow) -> ToolOutcome:
 async def settle_time(
     run: Run, calls: Sequence[ToolCall], questions: Sequence[QuestionRow]
 ) -> tuple[dict[str, PlannedCall], OpenMention | None, list[CallToBind]]:
-    """Apply the closed time questions of a paused batch (§11.4).
+    """Apply the closed time questions of a paused batch
+    (docs/time.md#recording-an-accepted-answer).
 
     Returns the planned calls decided again (by call id; their ``time-answer`` and second
     ``call-window`` rows wait for the settle bundle), and — after a zone answer — the mention
@@ -484,7 +490,8 @@ async def settle_time(
     waiting_ids = {i for q in questions if q.kind == "time" for i in q.tool_call_ids}
     for call in calls:
         # A call of the batch not waiting on a time question keeps the decision filed before
-        # the pause (§11.4: only waiting calls get a second row): refused stays refused.
+        # the pause (docs/time.md#recording-an-accepted-answer: only waiting calls get a second
+        # row): refused stays refused.
         if call.id in waiting_ids:
             continue
         decided = kept_decision(run, call)
@@ -547,7 +554,8 @@ async def refuse_unreachable(
 ) -> dict[str, PlannedCall] | None:
     """After a zone answer: when readings exist but every waiting call rejects every one of
     them, no question is asked and the calls are refused with the first reading's code
-    (§11.2, §12.4 step 4); None when a question is worth asking."""
+    (docs/time.md#question-shapes, docs/time.md#fill-path step 4); None when a question is worth
+    asking."""
     state = run.time
     assert state is not None
     if not mention.readings:

@@ -80,7 +80,7 @@ async def call_model(
     )
     usage = reply.usage or Usage()
     run.run_usage = run.run_usage + usage
-    # What the next window visit measures (window.md §11): this call's usage, or None.
+    # What the next window visit measures (docs/window.md#measurement): this call's usage, or None.
     run.last_usage = reply.usage
     run.usage_missing = reply.usage is None
     state = run.checkpoint(

@@ -32,15 +32,16 @@ def _served_tools(run: Run) -> tuple[ToolSchema, ...]:
         return ()
     schemas = tuple(tool.schema() for tool in run.d.tools)
     if run.time is not None:
-        # Every tool with period forms may say which words its period came from (§12.3).
+        # Every tool with period forms may say which words its period came from
+        # (docs/findings.md#declarations-on-the-final-answer).
         schemas = tuple(
             with_time_quote(schema) if has_forms(tool) else schema
             for tool, schema in zip(run.d.tools, schemas, strict=True)
         )
     if run.d.findings is None:
         return schemas
-    # Armed: every served schema gains the optional _findings argument (findings.md §2.2);
-    # the registry's schemas are never changed.
+    # Armed: every served schema gains the optional _findings argument
+    # (docs/findings.md#how-the-schema-is-served); the registry's schemas are never changed.
     offer = offer_ids(run.history, run.fold.standing_of)
     return tuple(
         msgspec.structs.replace(schema, input_schema=decorate_schema(schema.input_schema, offer))
@@ -73,7 +74,8 @@ async def context(run: Run) -> ModelRequest:
         [{"role": "user", "reason": "wrap-up", "text": WRAP_UP_TEXT}] if run.wrap_up_asked else []
     )
     if run.time is not None:
-        # periods.md §13.4: the turn's clock, at the end of every request of the turn.
+        # docs/time.md#the-served-time-line: the turn's clock, at the end of every request of the
+        # turn.
         request_only.append(
             {"role": "user", "reason": "time-line", "text": time_line_text(run.time)}
         )

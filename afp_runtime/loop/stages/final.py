@@ -98,7 +98,8 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
         "status": "answered",
         "runs": turn.runs,
         "iterations": run.iteration,
-        # Per turn (host.md §7.2): this run's figures plus those of the turn's earlier runs.
+        # Per turn (docs/host.md#event-catalogue): this run's figures plus those of the turn's
+        # earlier runs.
         "epochs": turn.epochs_before + run.epochs,
         "usage": msgspec.to_builtins((turn.usage_before or Usage()) + run.run_usage),
         "durationMs": max(now - turn.started_at_ms, 0) if turn.started_at_ms else 0,

@@ -82,7 +82,8 @@ async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
     else:
         run.digest = extend_digest(run.run_id, run.digest, run.history, run.fps)
     run.digest_had_substitutions = bool(substitutions)
-    # Per-entry hashes only for what is new since the base receipt (ARCHITECTURE ruling 2).
+    # Per-entry hashes only for what is new since the base receipt
+    # (docs/architecture.md#decision-2-receipts-grow-with-new-messages-only).
     if grew_only and previous <= len(sent_fps):
         # The base is this run's previous call and the window only grew since: the new
         # entries are exactly the appended ones (O(new), not O(window)).
@@ -151,7 +152,7 @@ async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
             else None
         ),
     )
-    # The next run's first receipt takes this call as its base (served.md §2.4).
+    # The next run's first receipt takes this call as its base (docs/served.md#receipt-fields).
     state = run.checkpoint(
         model_calls=agent_call,
         last_sent=run.conv.history,

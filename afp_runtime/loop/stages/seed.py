@@ -1,4 +1,5 @@
-"""The ``seed`` stage: restore the conversation checkpoint and start the run (host.md §2)."""
+"""The ``seed`` stage: restore the conversation checkpoint and start the run
+(docs/loop.md#what-each-stage-commits)."""
 
 from __future__ import annotations
 
@@ -51,8 +52,8 @@ async def seed(run: Run) -> None:
         recovered_from = None
     else:
         assert open_turn is not None
-        # host.md §9.1: recovery, retry and operator runs continue from the turn's last run;
-        # an answer run starts because the person answered, not from a run cut off.
+        # docs/loop.md#kinds-of-run: recovery, retry and operator runs continue from the turn's last
+        # run; an answer run starts because the person answered, not from a run cut off.
         recovered_from = open_turn.last_run_id if run.kind != "answer" else None
         open_turn = msgspec.structs.replace(
             open_turn,
@@ -81,7 +82,7 @@ async def seed(run: Run) -> None:
         for fp in base:
             counts[fp] = counts.get(fp, 0) + 1
         run.base_counts = counts
-    # Restored messages are re-stamped to this run's seed (window.md §13.2).
+    # Restored messages are re-stamped to this run's seed (docs/window.md#what-a-visit-offers).
     run.origins = [MessageOrigin(stage_id="seed#0", born_at_ms=now)] * len(run.history)
     state = run.checkpoint(open_turn=open_turn)
     writes = [

@@ -1,5 +1,6 @@
 """The ``tool-calls`` stage and the ``settle`` of a batch: plan, journal, dispatch, commit — or
-pause the turn for the person (host.md §6, §9.4, §10).
+pause the turn for the person (docs/loop.md#tool-dispatch,
+docs/loop.md#tool-calls-in-flight-at-a-crash, docs/host.md#check-ins).
 
 Three ways into one batch core:
 
@@ -25,7 +26,7 @@ Readings where the spec is silent (written down here):
 * A pre-dispatch pause (approval) commits the assistant turn alone; the calls' pre-decided
   outcomes (unknown tool, invalid arguments) are committed with the rest by ``settle``.
 * The result of a tool-ask call answered by the person, or closed without a reply, has status
-  ``ok`` and no ``not_dispatched`` marker: the tool ran and asked (host.md §6.4).
+  ``ok`` and no ``not_dispatched`` marker: the tool ran and asked (docs/loop.md#observations).
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunO
     planned = list(plan_batch(dispatched, run.d.tools_by_name))
     asks: list[Ask] = []
     if run.time is not None:
-        # periods.md §12: every call to a period tool is decided before anything runs.
+        # docs/time.md#deciding-each-call: every call to a period tool is decided before anything
+        # runs.
         planned, time_plan = await decide_batch(run, planned, quotes)
         if time_plan.asking:
             asks += await time_questions(run, time_plan, time_plan.asking)
@@ -116,7 +118,8 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunO
         for p in approvals
     ]
     if asks:
-        # host.md §6.2 step 7, periods.md §11.1: the whole batch waits, nothing runs first.
+        # docs/loop.md#planning-a-batch step 7, docs/time.md#when-the-batch-asks: the whole batch
+        # waits, nothing runs first.
         return await _pause(
             run,
             kind="approval",
@@ -134,8 +137,9 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunO
 
 
 async def settle_answers(run: Run, batch: PendingBatch) -> RunOutcome | None:
-    """The answer run's ``settle``: answer every call the paused batch left waiting (host.md
-    §10.3, §10.4); returns the run's outcome when an approved call pauses again, else None."""
+    """The answer run's ``settle``: answer every call the paused batch left waiting (docs/host.md
+    docs/host.md#answering-a-question, docs/host.md#abandoning-a-question); returns the run's
+    outcome when an approved call pauses again, else None."""
     run.begin("settle")
     questions = await run.store.questions(run.agent_id, question_ids=batch.question_ids)
     by_call: dict[str, QuestionRow] = {}
@@ -181,7 +185,7 @@ async def settle_answers(run: Run, batch: PendingBatch) -> RunOutcome | None:
         elif found is not None:
             planned.append(PlannedCall(call=call, outcome=_person_outcome(call, found)))
         else:
-            # A call after the asking one that never started (host.md §10.3).
+            # A call after the asking one that never started (docs/host.md#answering-a-question).
             planned.append(PlannedCall(call=call, outcome=_not_dispatched(call)))
     journal = await _journal(run)
     outcomes, settled = await _run_planned(run, planned, journal, mark_predecided=False)
@@ -206,8 +210,9 @@ async def _run_planned(
     *,
     mark_predecided: bool,
 ) -> tuple[dict[str, ToolOutcome], dict[str, str]]:
-    """Outcomes of every planned call: from the journal when settling (host.md §9.4), else by
-    running them. ``settled`` records how each call was settled (settling only)."""
+    """Outcomes of every planned call: from the journal when settling
+    (docs/loop.md#tool-calls-in-flight-at-a-crash), else by running them. ``settled`` records how
+    each call was settled (settling only)."""
     reused: dict[str, ToolOutcome] = {}
     settled: dict[str, str] = {}
     to_run = []
@@ -252,10 +257,10 @@ async def _close_batch(
     ordered = [outcomes[plan.call.id] for plan in planned]
     asked = [o for o in ordered if o.status == "asked"]
     if asked:
-        # Results are committed in call order (host.md §6.3): the calls before the first asking
-        # one now, everything from it on with the answer. Results already produced after it
-        # (run alongside, or decided at planning) wait on the pending batch; calls that never
-        # started are answered not-dispatched then.
+        # Results are committed in call order (docs/loop.md#dispatch-groups-and-ordering): the calls
+        # before the first asking one now, everything from it on with the answer. Results already
+        # produced after it (run alongside, or decided at planning) wait on the pending batch; calls
+        # that never started are answered not-dispatched then.
         first = next(i for i, o in enumerate(ordered) if o.status == "asked")
         produced, later = ordered[:first], ordered[first:]
         kept = {
@@ -323,8 +328,8 @@ async def _pause(
     keep_questions: tuple[str, ...] = (),
     outcomes: dict[str, Any] | None = None,
 ) -> RunOutcome:
-    """Commit the pause (host.md §10.2): one bundle, the questions, the turn ``paused``, the run
-    ended — one ``synchronous=FULL`` transaction in every durability mode."""
+    """Commit the pause (docs/host.md#pausing-a-turn): one bundle, the questions, the turn
+    ``paused``, the run ended — one ``synchronous=FULL`` transaction in every durability mode."""
     now = run.now()
     questions = [
         QuestionRow(

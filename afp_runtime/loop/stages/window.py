@@ -1,4 +1,5 @@
-"""The ``window`` stage: the strategy visit, pins, stand-down, and the record (window.md §14).
+"""The ``window`` stage: the strategy visit, pins, stand-down, and the record
+(docs/window.md#the-window-stage).
 
 Without a strategy it commits one bundle with no writes, so requests are byte-identical to a
 runtime without the window family. Otherwise it runs the pure visit pipeline and commits, in
@@ -48,7 +49,7 @@ log = get_logger()
 
 
 def _warn_once(run: Run, key: str, message: str, **context: Any) -> None:
-    """Window warnings are logged at most once per agent definition (window.md §14.5)."""
+    """Window warnings are logged at most once per agent definition (docs/window.md#warnings)."""
     if key in run.d.warned:
         return
     run.d.warned.add(key)
@@ -103,13 +104,16 @@ async def window(run: Run) -> RunOutcome | None:
         )
     except (WindowStrategyError, CompactionUnmeasurableError) as exc:
         # Not a model error: the same code fails the same way, so the turn is held, never
-        # retried automatically (ARCHITECTURE ruling 8); nothing of this visit is committed.
+        # retried automatically
+        # (docs/architecture.md#decision-8-failures-that-are-not-model-errors-hold-the-turn);
+        # nothing of this visit is committed.
         return await run.stop_turn(error_kind=exc.error_kind, error=str(exc))
     if outcome is None:
         await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
         return None
     if run.d.findings is not None and outcome.evicted:
-        # Armed agents only: each evicted result with the ledger's standing (findings.md §10).
+        # Armed agents only: each evicted result with the ledger's standing
+        # (docs/findings.md#evicted-results-and-their-standings).
         dropped = dropped_standings(outcome.evicted, run.fold.standing_of)
         if dropped:
             record = msgspec.structs.replace(outcome.record, dropped_standings=dropped)

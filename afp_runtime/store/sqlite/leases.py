@@ -1,4 +1,6 @@
-"""The SQL of host leases and agent claims (host.md §12, ARCHITECTURE rulings 12 and 16).
+"""The SQL of host leases and agent claims (docs/host.md#ownership-and-leases,
+docs/architecture.md#decision-12-one-lease-row-per-host-process,
+docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once).
 
 A host process holds one ``host_leases`` row, ``(host_id, lease_epoch, expires_at_ms)``, renewed
 once per period in one small transaction however many agents it runs. Before running an agent
@@ -66,9 +68,10 @@ async def acquire(
 ) -> int | None:
     """Take this host's row with a new epoch: 1 for a new host, the row's epoch + 1 otherwise.
 
-    A host starting with the id of an existing row takes it over at once (ruling 16).
-    ``only_if_expired`` leaves a live row alone (None): a host that lost its lease does not
-    wrest it back from a restarted process that now holds its id.
+    A host starting with the id of an existing row takes it over at once
+    (docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once).
+    ``only_if_expired`` leaves a live row alone (None): a host that lost its lease does not wrest it
+    back from a restarted process that now holds its id.
     """
     sql = (
         "INSERT INTO host_leases VALUES (:host, 1, :expires, :now) ON CONFLICT (host_id)"

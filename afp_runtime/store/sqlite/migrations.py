@@ -141,7 +141,8 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         5,
         "check-in questions and the conversation owner",
         """
-        -- Questions a paused turn waits on (host.md §10): asked in the pause's transaction,
+        -- Questions a paused turn waits on (docs/host.md#check-ins): asked in the pause's
+        -- transaction,
         -- closed by an answer or an abandon (each its own FULL commit).
         CREATE TABLE questions (
             question INTEGER PRIMARY KEY,
@@ -161,7 +162,8 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             answered_by TEXT
         );
         CREATE INDEX questions_by_agent ON questions (agent, status, question);
-        -- identity.owner (host.md §12): set by the first message that names a principal.
+        -- The conversation's owner (docs/host.md#the-owner-check): set by the first message
+        -- that names a principal.
         ALTER TABLE agents ADD COLUMN owner TEXT;
         """,
     ),
@@ -169,8 +171,8 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         6,
         "host leases and agent claims",
         """
-        -- One row per host process (host.md §12, ARCHITECTURE rulings 12 and 16): renewed once
-        -- per period; raising lease_epoch makes every claim made under the old epoch stale.
+        -- One row per host process (docs/storage.md#leases-and-fencing): renewed once per
+        -- period; raising lease_epoch makes every claim made under the old epoch stale.
         CREATE TABLE host_leases (
             host_id TEXT PRIMARY KEY,
             lease_epoch INTEGER NOT NULL,
@@ -212,7 +214,8 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         8,
         "the time a message carries",
         """
-        -- An inbox message's optional `time` {now?, zone?, window?} (periods.md §2.1), as sent.
+        -- An inbox message's optional `time` {now?, zone?, window?} (docs/time.md#the-run-clock),
+        -- as sent.
         ALTER TABLE inbox ADD COLUMN time BLOB;
         """,
     ),
@@ -220,7 +223,8 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         9,
         "time questions",
         """
-        -- What a time question offers and how its answers are judged (periods.md §11.2):
+        -- What a time question offers and how its answers are judged
+        -- (docs/time.md#question-shapes):
         -- format, mention, quote, choices, zone, the waiting tools' facts, refused answers.
         ALTER TABLE questions ADD COLUMN detail BLOB;
         """,
@@ -230,7 +234,8 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         "the epoch-anchor index carries seq",
         """
         -- In a rowid table the index must hold `seq` itself, or finding an epoch's receipt
-        -- (stage + iteration, first by seq) scans the run in seq order instead (ruling 3).
+        -- (stage + iteration, first by seq) scans the run in seq order instead
+        -- (docs/architecture.md#decision-3-served-views-read-an-index-not-a-replay).
         DROP INDEX bundles_by_stage;
         CREATE INDEX bundles_by_stage ON bundles (run, stage, iteration, seq);
         """,

@@ -2,7 +2,8 @@
 
 One writer connection per process, behind an anyio lock; each ``Txn`` is one short transaction,
 ``synchronous=NORMAL`` unless the transaction precedes an effect leaving the process
-(``synchronous=FULL``, ARCHITECTURE ruling 1). Every sqlite3 error becomes a ``StoreError``.
+(``synchronous=FULL``, docs/architecture.md#decision-1-sync-durability-commits-each-stage). Every
+sqlite3 error becomes a ``StoreError``.
 """
 
 from __future__ import annotations
@@ -426,12 +427,12 @@ class SqliteStore:
     ) -> Ack:
         """Accept a person's message durably (a ``synchronous=FULL`` commit), then acknowledge.
 
-        ``time`` is the message's ``{now?, zone?, window?}`` (periods.md §2.1), validated by
-        the caller and kept as sent.
+        ``time`` is the message's ``{now?, zone?, window?}`` (docs/time.md#the-clock-row), validated
+        by the caller and kept as sent.
 
         The first message naming a ``sender`` makes it the conversation's owner (write-once,
-        host.md §12); later messages from another principal are refused unless ``shared``.
-        Messages without a sender are always accepted (single-user local use).
+        docs/host.md#ownership-and-leases); later messages from another principal are refused unless
+        ``shared``. Messages without a sender are always accepted (single-user local use).
 
         Raises:
             InvalidValue: the text is empty or longer than 32,000 code points.
@@ -587,7 +588,7 @@ class SqliteStore:
         """Close an open question ``answered`` (with ``answer``), ``abandoned`` or
         ``unsettled`` (a time question whose answers were refused too often; ``repeat`` and
         ``detail`` then record the last refusal), durably (a
-        ``synchronous=FULL`` commit) — the answer acknowledgement of host.md §11.
+        ``synchronous=FULL`` commit) — the answer acknowledgement of docs/loop.md#durability-modes.
 
         Returns:
             The closed question, or None when no question has that id.
@@ -872,7 +873,8 @@ class SqliteStore:
                 f"a ledger row of {agent_id!r} does not decode: {exc}", agent_id=agent_id
             ) from exc
 
-    # -- clean shutdown (host.md §13.4 step 1, §13.5 step 4) ------------------------------
+    # -- clean shutdown (docs/host.md#start-up step 1, docs/host.md#graceful-shutdown step 4)
+    # ------------------------------
 
     async def clean_shutdown(self) -> bool:
         """Whether the last host on this file recorded a clean shutdown."""
@@ -913,7 +915,8 @@ class SqliteStore:
 
         return await anyio.to_thread.run_sync(check)
 
-    # -- host leases and agent claims (host.md §12) -------------------------------------------
+    # -- host leases and agent claims (docs/host.md#ownership-and-leases)
+    # -------------------------------------------
 
     def fence_with(self, host_id: str | None, epoch: int | None = None) -> None:
         """Fence every later ``commit`` by this host's claim: it writes only while the agent is
@@ -929,8 +932,9 @@ class SqliteStore:
     async def acquire_lease(
         self, host_id: str, *, now_ms: int, ttl_ms: int, only_if_expired: bool = False
     ) -> int | None:
-        """Take ``host_id``'s lease with a new epoch and return it (ruling 16: at once, even
-        when the row is live); with ``only_if_expired`` a live row is left alone (None)."""
+        """Take ``host_id``'s lease with a new epoch and return it
+        (docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once: at once,
+        even when the row is live); with ``only_if_expired`` a live row is left alone (None)."""
         async with self._transaction() as db:
             return await leases.acquire(
                 db, host_id, now_ms=now_ms, ttl_ms=ttl_ms, only_if_expired=only_if_expired

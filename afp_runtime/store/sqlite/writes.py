@@ -188,9 +188,10 @@ def write_txn(
     for update in txn.inbox:
         _update_inbox(conn, update)
         if update.status in _TURN_CLOSED:
-            # The journal only settles calls of an unfinished turn (host.md §9.4); once the
-            # turn is closed its settlements live in the commit log, so the rows (each holding
-            # a result body) are dropped rather than kept for ever.
+            # The journal only settles calls of an unfinished turn
+            # (docs/loop.md#tool-calls-in-flight-at-a-crash); once the turn is closed its
+            # settlements live in the commit log, so the rows (each holding a result body) are
+            # dropped rather than kept for ever.
             conn.execute(
                 "DELETE FROM tool_journal WHERE agent=? AND message_id=?",
                 (agent, update.message_id),

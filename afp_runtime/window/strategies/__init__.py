@@ -1,5 +1,6 @@
-"""The built-in window strategies, one file each (window.md §10): sliding-window, token-budget
-and summarize-oldest. Each factory validates its options when called (§13.5)."""
+"""The built-in window strategies, one file each (docs/window.md#built-in-strategies):
+sliding-window, token-budget and summarize-oldest. Each factory validates its options when called
+(docs/window.md#definition-time-validation)."""
 
 from afp_runtime.window.strategies.sliding_window import SlidingWindow, sliding_window
 from afp_runtime.window.strategies.summarize_oldest import (

@@ -1,4 +1,5 @@
-"""Option checks shared by the built-in strategy factories (window.md §13.5).
+"""Option checks shared by the built-in strategy factories
+(docs/window.md#definition-time-validation).
 
 Every error is a ``WindowConfigError`` naming the factory, the option and the offending value.
 Counts reject ``bool`` first (``True`` is an ``int`` in Python).

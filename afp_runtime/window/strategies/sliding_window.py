@@ -1,4 +1,5 @@
-"""The sliding-window strategy: keep the last N turns, drop the oldest (window.md §10.1).
+"""The sliding-window strategy: keep the last N turns, drop the oldest
+(docs/window.md#sliding-window).
 
 It counts turns only: it needs no usage, never calls a model, never raises at run time and
 reports no budget pressure.

@@ -1,5 +1,6 @@
 """The summarize-oldest strategy: fold the oldest turns into one summary message written by a
-summarizing model, when the last call's input went over a threshold (window.md §10.3, §12).
+summarizing model, when the last call's input went over a threshold
+(docs/window.md#summarize-oldest, docs/window.md#folding).
 
 The summarizer is anything satisfying the window's own ``Summarizer`` Protocol (a ``str``
 ``provider`` and an async ``send``), so this layer never imports ``models``. It is called at
@@ -58,7 +59,8 @@ def summarizer_request(
     span: Sequence[Message], context: Sequence[Message], model: str
 ) -> ModelRequest:
     """The one request a fold sends: the instruction as system text, the transcript as the only
-    user message, the summarizer's model id, no tools (§10.3 step 4, §12.3).
+    user message, the summarizer's model id, no tools (docs/window.md#summarize-oldest step 4,
+    docs/window.md#the-summarizer-instruction).
 
     A pure function of the span, its context and the constants, so it can be rebuilt from the
     commit log.

@@ -1,5 +1,5 @@
 """The token-budget strategy: drop the oldest turns when the last call's input went over a
-threshold (window.md §10.2).
+threshold (docs/window.md#token-budget).
 
 Only the input tokens of the previous call of this turn are compared. It never calls a model.
 """
@@ -75,8 +75,8 @@ class TokenBudget:
 
 
 def over_budget(visit: WindowVisit, strategy: str, threshold_tokens: float) -> Usage | None:
-    """The trigger both token strategies share (window.md §10.2): the measured usage when its
-    input is over the threshold; None when unmeasured or within it.
+    """The trigger both token strategies share (docs/window.md#token-budget): the measured usage
+    when its input is over the threshold; None when unmeasured or within it.
 
     Raises:
         CompactionUnmeasurableError: the last reading was 0 input and 0 output tokens.
