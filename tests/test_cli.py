@@ -232,7 +232,7 @@ def test_epochs_call_receipt_and_export(tmp_path: Path) -> None:
     run_id = json.loads(
         afp("run", str(DEMO), "--db", str(db), "--message", "order 7?", "--json").stdout
     )[0]["runId"]
-    listing = json.loads(afp("epochs", run_id, "--db", str(db), "--json").stdout)
+    listing = json.loads(afp("epochs", run_id, "--db", str(db), "--json").stdout)["items"]
     assert [(e["epoch"], e["agentCall"], e["outcome"]) for e in listing] == [
         (1, 1, "replied"),
         (2, 2, "replied"),

@@ -110,10 +110,16 @@ def test_send_from_checks_the_owner_and_wait_prints_the_answer(tmp_path: Path) -
     assert first.returncode == 0, first.stderr
     other = afp("send", "ops", "two", "--from", "bob", "--db", str(db))
     assert other.returncode == 5 and "another principal" in other.stderr
-    timed_out = afp("send", "ops", "three", "--wait", "--timeout", "0.5", "--db", str(db))
-    assert timed_out.returncode == 2 and "not answered within" in timed_out.stderr
+    anonymous = afp("send", "ops", "who?", "--db", str(db))
+    assert anonymous.returncode == 5 and "name it (from)" in anonymous.stderr
+    timed_out = afp(
+        "send", "ops", "three", "--from", "alice", "--wait", "--timeout", "0.5", "--db", str(db)
+    )
+    assert timed_out.returncode == 4 and "not answered within" in timed_out.stderr
 
-    command = ["send", "ops", "four", "--wait", "--json", "--db", str(db)]
+    # No host holds the agent here (the test plays the host below): --timeout says to wait.
+    command = ["send", "ops", "four", "--from", "alice", "--wait", "--timeout", "60"]
+    command += ["--json", "--db", str(db)]
     waiting = subprocess.Popen(
         [sys.executable, "-m", "afp_runtime.cli", *command],
         stdout=subprocess.PIPE,

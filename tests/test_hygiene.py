@@ -85,7 +85,7 @@ def test_the_application_can_route_library_logs_through_logging(tmp_path: Path) 
 def test_afp_logs_plain_text_to_stderr_when_it_is_not_a_terminal(tmp_path: Path) -> None:
     """The CLI's own log lines go to stderr without ANSI colour when piped."""
     done = _afp_run(tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 8, done.stderr
     assert "turn stopped" in done.stderr
     assert ANSI not in done.stderr
     assert "turn stopped" not in done.stdout
@@ -99,7 +99,7 @@ def test_log_format_json_gives_json_lines(tmp_path: Path) -> None:
         _afp_run(tmp_path / "flag", "--log-format", "json"),
         _afp_run(tmp_path / "env", AFP_LOG_FORMAT="json"),
     ):
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == 8, done.stderr
         lines = [json.loads(line) for line in done.stderr.splitlines() if line.strip()]
         assert any(entry["event"] == "turn stopped" for entry in lines)
         assert all(entry["level"] for entry in lines)
@@ -142,5 +142,5 @@ def test_logs_are_coloured_on_a_terminal(tmp_path: Path) -> None:
         if follower >= 0:
             os.close(follower)
         os.close(leader)
-    assert done.returncode == 0
+    assert done.returncode == 8
     assert b"turn stopped" in seen and ANSI.encode() in seen

@@ -623,7 +623,8 @@ class Store:
         """
         # The HTTP stack loads only when an API is served (docs/python.md#import-cost), in a
         # worker thread: importing it reads many files.
-        api: Any = await anyio.to_thread.run_sync(importlib.import_module, "afp_runtime.api")
+        await anyio.to_thread.run_sync(importlib.import_module, "afp_runtime.api.serving")
+        api: Any = importlib.import_module("afp_runtime.api")
         listener = None
         if port is not None:
             api.check_binding(address, token)

@@ -1,23 +1,55 @@
-"""API: the local HTTP API (Litestar, served by uvicorn) over a running host."""
+"""API: the local HTTP API (Litestar, served by uvicorn) over a running host.
 
-from afp_runtime.api.app import (
+The server stack loads at first use of its names (``create_app``, ``ApiServer``...), so the
+response shapes and view builders (``afp_runtime.api.shapes``, ``afp_runtime.api.views``),
+which ``afp`` prints too, import without it.
+"""
+
+from __future__ import annotations
+
+import importlib as _importlib
+import typing as _typing
+
+from afp_runtime.api.constants import (
+    DEFAULT_HOST,
     DEFAULT_KEEPALIVE_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_STREAMS,
-    create_app,
-)
-from afp_runtime.api.server import (
-    DEFAULT_HOST,
     DEFAULT_PORT,
     MAX_BODY_CEILING,
     MIN_TOKEN_CHARS,
-    ApiServer,
-    check_binding,
-    check_token,
-    is_loopback,
-    open_listener,
 )
-from afp_runtime.api.serving import serve_until_stopped
+
+if _typing.TYPE_CHECKING:
+    from afp_runtime.api.app import create_app
+    from afp_runtime.api.server import (
+        ApiServer,
+        check_binding,
+        check_token,
+        is_loopback,
+        open_listener,
+    )
+    from afp_runtime.api.serving import serve_until_stopped
+
+_LAZY = {
+    "create_app": "afp_runtime.api.app",
+    "ApiServer": "afp_runtime.api.server",
+    "check_binding": "afp_runtime.api.server",
+    "check_token": "afp_runtime.api.server",
+    "is_loopback": "afp_runtime.api.server",
+    "open_listener": "afp_runtime.api.server",
+    "serve_until_stopped": "afp_runtime.api.serving",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module 'afp_runtime.api' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ApiServer",

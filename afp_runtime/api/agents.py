@@ -22,7 +22,6 @@ Readings settled here:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from importlib import metadata
 from typing import Annotated, Any, Literal
 
@@ -52,7 +51,6 @@ from afp_runtime.api._params import (
     query_text,
 )
 from afp_runtime.api._problems import ApiError
-from afp_runtime.api.questions import question_view
 from afp_runtime.api.shapes import (
     AgentView,
     CallView,
@@ -63,11 +61,12 @@ from afp_runtime.api.shapes import (
     InboxPosted,
     iso_instant,
 )
+from afp_runtime.api.views import agent_view, inbox_message, inbox_messages
 from afp_runtime.errors import IdempotencyConflict, InvalidValue, TimeNotEnabled
-from afp_runtime.host import AgentNotHosted, AgentProfile
+from afp_runtime.host import AgentNotHosted
 from afp_runtime.records import StoredFoldedSpan
 from afp_runtime.served import find_call, folded_from_log
-from afp_runtime.store import SCHEMA_VERSION, AgentRow, InboxRow, RunRow, SqliteStore
+from afp_runtime.store import SCHEMA_VERSION, AgentRow, RunRow
 
 try:
     VERSION = metadata.version("afp-runtime")
@@ -100,35 +99,6 @@ async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:
         else "not-leased"
     )
     return await agent_view(ctx.reader, row, profile, status=status)
-
-
-async def agent_view(
-    reader: SqliteStore, row: AgentRow, profile: AgentProfile | None, *, status: str
-) -> AgentView:
-    """One agent's summary (``GET /v1/agents/{id}``; ``afp agent`` prints the same from the
-    store, where no host profile is known)."""
-    state = await reader.conversation_state(row.agent_id)
-    turn = state.open_turn if state is not None else None
-    queued = await reader.inbox(row.agent_id, status="queued")
-    open_questions = await reader.questions(row.agent_id, status="open")
-    return AgentView(
-        agent_id=row.agent_id,
-        status=status,
-        hosted=profile is not None,
-        model=profile.model if profile is not None else None,
-        provider=profile.provider if profile is not None else None,
-        window_strategy=profile.window_strategy if profile is not None else None,
-        turn=row.turn,
-        model_calls=row.model_calls,
-        messages=row.messages,
-        inbox_depth=len(queued),
-        pending_question=open_questions[0].question_id if open_questions else None,
-        open_questions=[question_view(q) for q in open_questions],
-        active_run=turn.last_run_id if turn is not None and turn.status == "running" else None,
-        time_zone=profile.time_zone if profile is not None else None,
-        usage_totals=row.usage_totals,
-        created_at_ms=row.created_at_ms,
-    )
 
 
 @get("/v1/agents", summary="List agents", tags=["agents"])
@@ -241,29 +211,6 @@ async def post_inbox(
     return Response(posted, status_code=200 if ack.duplicate else 202)
 
 
-def _message(row: InboxRow, **extra: Any) -> InboxMessage:
-    return InboxMessage(
-        message_id=row.message_id,
-        agent_id=row.agent_id,
-        position=row.position,
-        text=row.text,
-        status=row.status,
-        accepted_at_ms=row.accepted_at_ms,
-        turn=row.turn,
-        idempotency_key=row.idempotency_key,
-        sender=row.sender,
-        time=row.time,
-        **extra,
-    )
-
-
-def inbox_messages(rows: Sequence[InboxRow], runs: Sequence[RunRow]) -> list[InboxMessage]:
-    """Inbox rows as the API lists them, each with its turn's latest run (``afp inbox``
-    prints the same)."""
-    latest = {run.message_id: run.run_id for run in runs}
-    return [_message(row, run_id=latest.get(row.message_id)) for row in rows]
-
-
 @get("/v1/agents/{agent_id:str}/inbox", summary="List the inbox", tags=["inbox"])
 async def list_inbox(
     state: State,
@@ -318,7 +265,7 @@ async def one_message(state: State, agent_id: PathText, message_id: PathText) ->
         turn = conversation.open_turn if conversation is not None else None
         if turn is not None and turn.message_id == message_id:
             error_kind, error = turn.error_kind, turn.error
-    return _message(row, run_id=run_id, answer=answer, error_kind=error_kind, error=error)
+    return inbox_message(row, run_id=run_id, answer=answer, error_kind=error_kind, error=error)
 
 
 @get("/v1/agents/{agent_id:str}/runs", summary="An agent's runs", tags=["runs"])

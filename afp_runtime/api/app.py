@@ -23,13 +23,16 @@ from afp_runtime.api import agents, events, questions, runs
 from afp_runtime.api._context import STATE_KEY, ApiContext
 from afp_runtime.api._guard import Guard
 from afp_runtime.api._problems import EXCEPTION_HANDLERS
-from afp_runtime.api.server import MAX_BODY_CEILING, check_token
+from afp_runtime.api.constants import (
+    DEFAULT_KEEPALIVE_S,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_STREAMS,
+    MAX_BODY_CEILING,
+)
+from afp_runtime.api.server import check_token
 from afp_runtime.errors import ConfigError
 from afp_runtime.host import Host
 
-DEFAULT_MAX_BODY_BYTES = 262_144
-DEFAULT_KEEPALIVE_S = 15.0
-DEFAULT_MAX_STREAMS = 16
 _SCHEMA_PATH = "/_afp_schema"
 
 

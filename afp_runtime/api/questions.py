@@ -32,55 +32,14 @@ from afp_runtime.api._params import (
     query_choice,
 )
 from afp_runtime.api._problems import ApiError
-from afp_runtime.api.shapes import AnswerAccepted, QuestionView, iso_instant
+from afp_runtime.api.shapes import AnswerAccepted, QuestionView
+from afp_runtime.api.views import question_view
 from afp_runtime.errors import InvalidAnswer, QuestionClosed
 from afp_runtime.host import AgentNotHosted
 from afp_runtime.records import QuestionRow
 
 QUESTION_STATUSES = ("open", "answered", "abandoned", "unsettled", "all")
 _SENDER_LIMIT = 128
-
-
-def question_view(row: QuestionRow) -> QuestionView:
-    """A stored question as the API shows it."""
-    return QuestionView(
-        question_id=row.question_id,
-        agent_id=row.agent_id,
-        run_id=row.run_id,
-        turn=row.turn,
-        kind=row.kind,
-        prompt=row.prompt,
-        tool_call_ids=list(row.tool_call_ids),
-        asked_at=iso_instant(row.asked_at_ms),
-        status=row.status,
-        repeat=row.repeat,
-        answer=row.answer,
-        answered_at=iso_instant(row.answered_at_ms) if row.answered_at_ms is not None else None,
-        **_time_fields(row),
-    )
-
-
-def _time_fields(row: QuestionRow) -> dict[str, Any]:
-    """What a time question shows besides the common fields (docs/time.md#question-shapes)."""
-    if row.kind != "time" or row.detail is None:
-        return {}
-    asked = row.detail.get("question") or {}
-    fields: dict[str, Any] = {
-        "format": asked.get("format"),
-        "mention": asked.get("mention"),
-        "quote": asked.get("quote"),
-        "choices": list(asked.get("choices") or []),
-        "free_entry": bool(asked.get("freeEntry", True)),
-        "zone": asked.get("zone"),
-    }
-    refused = row.detail.get("refused")
-    if refused is not None:
-        fields["refused"] = {
-            "answer": refused.get("answer"),
-            "reason": refused.get("reason"),
-            "why": refused.get("why"),
-        }
-    return fields
 
 
 def _answer_status(row: QuestionRow) -> Literal["accepted", "re-asked", "unsettled"]:

@@ -18,12 +18,8 @@ from typing import Any
 import anyio
 import uvicorn
 
+from afp_runtime.api.constants import MIN_TOKEN_CHARS
 from afp_runtime.errors import ConfigError
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
-MIN_TOKEN_CHARS = 32
-MAX_BODY_CEILING = 8 * 1024 * 1024
 
 
 def is_loopback(host: str) -> bool:

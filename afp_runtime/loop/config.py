@@ -27,7 +27,7 @@ from typing import Any, Literal
 import msgspec
 
 from afp_runtime import models
-from afp_runtime.errors import ConfigError, error_context, shown
+from afp_runtime.errors import AgentDefinitionError, ConfigError, error_context, shown
 from afp_runtime.findings import FindingsConfig
 from afp_runtime.loop.definition import Agent, Durability
 from afp_runtime.messages import ModelParams
@@ -388,7 +388,34 @@ def build_definition(
             build_tool(t, field=f"{field}.tools[{i}]", base_dir=base_dir)
             for i, t in enumerate(config.tools)
         ]
-    definition = Agent(
+    try:
+        definition = _agent(config, field, durability, base_dir, model, tools, window)
+    except AgentDefinitionError as exc:
+        raise _at_key(field, exc) from None
+    definition.resources.extend(resources)
+    return definition
+
+
+def _at_key(field: str, error: AgentDefinitionError) -> AgentDefinitionError:
+    """The error with its message led by the whole key path (``agents[0].maxIterations``)."""
+    key = error.context.get("field")
+    path = f"{field}.{key}" if key else field
+    error.message = f"{path}: {error.message}"
+    error.args = (error.message,)
+    error.context["field"] = path
+    return error
+
+
+def _agent(
+    config: AgentConfig,
+    field: str,
+    durability: Durability,
+    base_dir: Path | None,
+    model: Model | None,
+    tools: Sequence[Tool],
+    window: WindowStrategy | None,
+) -> Agent:
+    return Agent(
         config.id,
         model or build_model(config.model, field=f"{field}.model", base_dir=base_dir),
         tools=tools,
@@ -410,8 +437,6 @@ def build_definition(
         pause_timeout_s=config.pause_timeout_s,
         time=time_config_from_wire(config.time) if config.time is not None else None,
     )
-    definition.resources.extend(resources)
-    return definition
 
 
 def read_config(path: str | Path) -> tuple[ConfigFile, list[Agent]]:
@@ -431,6 +456,17 @@ def read_config(path: str | Path) -> tuple[ConfigFile, list[Agent]]:
     config = load_config(path, text)
     default = config.host.durability or "sync"
     base_dir = path.resolve().parent
+    seen: dict[str, int] = {}
+    for index, agent in enumerate(config.agents):
+        if agent.id in seen:
+            field = f"agents[{index}].id"
+            raise ConfigError(
+                f"{path}: {field} {agent.id!r} is already the id of agents[{seen[agent.id]}]; "
+                "agent ids must be unique",
+                path=str(path),
+                field=field,
+            )
+        seen[agent.id] = index
     agents = [
         build_definition(agent, field=f"agents[{index}]", durability=default, base_dir=base_dir)
         for index, agent in enumerate(config.agents)

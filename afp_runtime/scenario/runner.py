@@ -43,7 +43,13 @@ from typing import Any
 import anyio
 import msgspec
 
-from afp_runtime.errors import AfpError, InvalidAnswer, InvalidValue, WindowConfigError
+from afp_runtime.errors import (
+    AfpError,
+    AgentDefinitionError,
+    InvalidAnswer,
+    InvalidValue,
+    WindowConfigError,
+)
 from afp_runtime.loop import (
     Agent,
     AgentConfig,
@@ -182,13 +188,15 @@ class _Host:
         try:
             return build_definition(
                 config,
-                field="$",
+                field="$.agent",
                 model=ScriptedModel(self.world.main_send, model=agent.model),
                 summarizer=summarizer,
                 tools=tools,
             )
         except WindowConfigError as exc:
             raise at_path("$.strategy.options", exc) from None
+        except AgentDefinitionError:
+            raise  # the builder names its whole path already ($.agent.maxIterations)
         except AfpError as exc:
             raise at_path("$.agent", exc) from None
 

@@ -11,7 +11,7 @@ from afp_runtime.served.check import (
     check,
     rebuild_request,
 )
-from afp_runtime.served.diff import ViewDiff, diff_views
+from afp_runtime.served.diff import MessageChange, PieceChange, ViewDiff, diff_views
 from afp_runtime.served.export import (
     EXPORT_FORMAT,
     export_run,
@@ -100,10 +100,12 @@ __all__ = [
     "GAP_WHY",
     "GapKind",
     "MemoryRunLog",
+    "MessageChange",
     "MessagesDigest",
     "NewEntry",
     "OmittedForAttention",
     "Outcome",
+    "PieceChange",
     "PieceDigest",
     "RECEIPT_BOUNDARY",
     "RECEIPT_VERSION",

@@ -1,4 +1,4 @@
-"""Reads over one run's log that the API and ``afp.Store`` share (pure: a RunLog in,
+"""Reads over one run's log that the API, the CLI and ``afp.Store`` share (pure: a RunLog in,
 values out; callers run them in a worker thread, never on the event loop).
 
 Readings settled here:

@@ -104,14 +104,15 @@ async def test_abandon_over_http_lets_the_model_answer(api: Api) -> None:
 
 
 async def test_case_32_ownership(api: Api) -> None:
-    """First message from alice makes her the owner; bob's message and answer are 403 and
-    nothing is stored; with shared=True both are accepted."""
+    """First message from alice makes her the owner; bob's message and answer, and a message
+    naming nobody, are 403 and nothing is stored; with shared=True both are accepted."""
     script = [answer("hi alice"), tool_reply(call("c1", "beta_tool")), answer("done")]
     async with api.running(agent(script, tools=[asking_tool()])) as (host, client):
         first = await client.post("/v1/agents/ops/inbox", json={"text": "hi", "from": "alice"})
         await settle(host)
         refused = await client.post("/v1/agents/ops/inbox", json={"text": "me", "from": "bob"})
-        anonymous = await client.post("/v1/agents/ops/inbox", json={"text": "go"})
+        anonymous = await client.post("/v1/agents/ops/inbox", json={"text": "anon"})
+        go = await client.post("/v1/agents/ops/inbox", json={"text": "go", "from": "alice"})
         await until(lambda: paused(host))
         [question] = (await client.get("/v1/agents/ops/questions")).json()["items"]
         path = f"/v1/agents/ops/questions/{question['questionId']}/answer"
@@ -119,8 +120,9 @@ async def test_case_32_ownership(api: Api) -> None:
         still_open = (await client.get("/v1/agents/ops/questions")).json()["items"]
         alice_answer = await client.post(path, json={"value": "db-1", "from": "alice"})
         inbox = (await client.get("/v1/agents/ops/inbox")).json()["items"]
-    assert first.status_code == 202 and anonymous.status_code == 202
+    assert first.status_code == 202 and go.status_code == 202
     assert refused.status_code == 403 and error_of(refused)["code"] == "not-owner"
+    assert anonymous.status_code == 403 and error_of(anonymous)["code"] == "not-owner"
     assert bob_answer.status_code == 403 and error_of(bob_answer)["code"] == "not-owner"
     assert len(still_open) == 1
     assert alice_answer.status_code == 200

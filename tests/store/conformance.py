@@ -470,7 +470,12 @@ async def test_inbox_idempotency_key(store: Store) -> None:
     )
 
     again = await store.post(
-        agent_id, "deploy", message_id=fresh("msg"), now_ms=T0 + 9, idempotency_key=key
+        agent_id,
+        "deploy",
+        message_id=fresh("msg"),
+        now_ms=T0 + 9,
+        idempotency_key=key,
+        sender="ann",
     )
     assert again.duplicate
     assert (again.message_id, again.position, again.accepted_at_ms) == (
@@ -482,7 +487,12 @@ async def test_inbox_idempotency_key(store: Store) -> None:
     refused_id = fresh("msg")
     with pytest.raises(IdempotencyConflict):
         await store.post(
-            agent_id, "rollback", message_id=refused_id, now_ms=T0 + 10, idempotency_key=key
+            agent_id,
+            "rollback",
+            message_id=refused_id,
+            now_ms=T0 + 10,
+            idempotency_key=key,
+            sender="ann",
         )
     assert await store.inbox_message(refused_id) is None
     rows = await store.inbox(agent_id)

@@ -496,14 +496,22 @@ class SqliteStore:
         shared: bool,
         claim: bool,
     ) -> None:
-        if sender is None or shared:
+        # docs/host.md#the-owner-check: once a conversation has an owner, every message and
+        # answer must name that owner; one that names nobody is refused like another's.
+        if shared:
             return
         rows = await _rows(db, "SELECT owner FROM agents WHERE agent=?", (agent,))
         owner = rows[0][0] if rows else None
         if owner is None:
-            if claim:
+            if claim and sender is not None:
                 await db.execute("UPDATE agents SET owner=? WHERE agent=?", (sender, agent))
             return
+        if sender is None:
+            raise NotOwner(
+                f"agent {agent_id!r} belongs to a principal; name it (from) to write to it",
+                agent_id=agent_id,
+                principal=None,
+            )
         if owner != sender:
             raise NotOwner(
                 f"agent {agent_id!r} belongs to another principal; {sender!r} may not write to it",

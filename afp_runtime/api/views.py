@@ -1,0 +1,111 @@
+"""How the API shows stored things: agents, inbox messages, questions (docs/api.md#json-shapes).
+
+Litestar-free, so ``afp`` prints the very same bodies without loading the HTTP stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from afp_runtime.api.shapes import AgentView, InboxMessage, QuestionView, iso_instant
+from afp_runtime.records import QuestionRow
+from afp_runtime.store import AgentRow, InboxRow, RunRow, SqliteStore
+
+if TYPE_CHECKING:
+    from afp_runtime.host import AgentProfile
+
+
+async def agent_view(
+    reader: SqliteStore, row: AgentRow, profile: AgentProfile | None, *, status: str
+) -> AgentView:
+    """One agent's summary (``GET /v1/agents/{id}``; ``afp agent`` prints the same from the
+    store, where no host profile is known)."""
+    state = await reader.conversation_state(row.agent_id)
+    turn = state.open_turn if state is not None else None
+    queued = await reader.inbox(row.agent_id, status="queued")
+    open_questions = await reader.questions(row.agent_id, status="open")
+    return AgentView(
+        agent_id=row.agent_id,
+        status=status,
+        hosted=profile is not None,
+        model=profile.model if profile is not None else None,
+        provider=profile.provider if profile is not None else None,
+        window_strategy=profile.window_strategy if profile is not None else None,
+        turn=row.turn,
+        model_calls=row.model_calls,
+        messages=row.messages,
+        inbox_depth=len(queued),
+        pending_question=open_questions[0].question_id if open_questions else None,
+        open_questions=[question_view(q) for q in open_questions],
+        active_run=turn.last_run_id if turn is not None and turn.status == "running" else None,
+        time_zone=profile.time_zone if profile is not None else None,
+        usage_totals=row.usage_totals,
+        created_at_ms=row.created_at_ms,
+    )
+
+
+def inbox_message(row: InboxRow, **extra: Any) -> InboxMessage:
+    """One stored inbox row as the API shows it (``extra``: run id, answer, error)."""
+    return InboxMessage(
+        message_id=row.message_id,
+        agent_id=row.agent_id,
+        position=row.position,
+        text=row.text,
+        status=row.status,
+        accepted_at_ms=row.accepted_at_ms,
+        turn=row.turn,
+        idempotency_key=row.idempotency_key,
+        sender=row.sender,
+        time=row.time,
+        **extra,
+    )
+
+
+def inbox_messages(rows: Sequence[InboxRow], runs: Sequence[RunRow]) -> list[InboxMessage]:
+    """Inbox rows as the API lists them, each with its turn's latest run (``afp inbox``
+    prints the same)."""
+    latest = {run.message_id: run.run_id for run in runs}
+    return [inbox_message(row, run_id=latest.get(row.message_id)) for row in rows]
+
+
+def question_view(row: QuestionRow) -> QuestionView:
+    """A stored question as the API shows it."""
+    return QuestionView(
+        question_id=row.question_id,
+        agent_id=row.agent_id,
+        run_id=row.run_id,
+        turn=row.turn,
+        kind=row.kind,
+        prompt=row.prompt,
+        tool_call_ids=list(row.tool_call_ids),
+        asked_at=iso_instant(row.asked_at_ms),
+        status=row.status,
+        repeat=row.repeat,
+        answer=row.answer,
+        answered_at=iso_instant(row.answered_at_ms) if row.answered_at_ms is not None else None,
+        **_time_fields(row),
+    )
+
+
+def _time_fields(row: QuestionRow) -> dict[str, Any]:
+    """What a time question shows besides the common fields (docs/time.md#question-shapes)."""
+    if row.kind != "time" or row.detail is None:
+        return {}
+    asked = row.detail.get("question") or {}
+    fields: dict[str, Any] = {
+        "format": asked.get("format"),
+        "mention": asked.get("mention"),
+        "quote": asked.get("quote"),
+        "choices": list(asked.get("choices") or []),
+        "free_entry": bool(asked.get("freeEntry", True)),
+        "zone": asked.get("zone"),
+    }
+    refused = row.detail.get("refused")
+    if refused is not None:
+        fields["refused"] = {
+            "answer": refused.get("answer"),
+            "reason": refused.get("reason"),
+            "why": refused.get("why"),
+        }
+    return fields

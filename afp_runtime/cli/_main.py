@@ -1,0 +1,111 @@
+"""The entry point of ``afp``: parse, import the one command asked for, cross into async once,
+and turn what went wrong into an exit code and one line on stderr (never a traceback)."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from afp_runtime.cli._exits import (
+    EXIT_MISSING,
+    EXIT_REFUSED,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    Refused,
+    Unavailable,
+    UsageError,
+)
+from afp_runtime.cli._parser import build_parser
+
+Command = Callable[[Any], Coroutine[Any, Any, int]]
+_LOG_FORMATS = ("console", "json")
+
+
+def _configure_logging(verbose: bool, log_format: str) -> None:
+    """The application's structlog setup: stderr only, JSON lines with ``--log-format json``
+    (or ``AFP_LOG_FORMAT=json``), ANSI colour only when stderr is a terminal."""
+    import structlog  # loaded only by commands whose code logs (checked in ``main``)
+
+    level = logging.INFO if verbose else logging.WARNING
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if log_format == "json"
+        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+    )
+
+
+def _command(reference: str) -> Command:
+    module_name, _, function = reference.partition(":")
+    module = importlib.import_module(f"{__package__}.{module_name}")
+    found: Command = getattr(module, function)
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``afp``: parse, then cross into async exactly once."""
+    args = build_parser().parse_args(argv)
+    log_format = args.log_format or os.environ.get("AFP_LOG_FORMAT") or "console"
+    if log_format not in _LOG_FORMATS:
+        sys.stderr.write("afp: AFP_LOG_FORMAT must be console or json\n")
+        return EXIT_USAGE
+    command = _command(args.command_ref)
+    if "structlog" in sys.modules:
+        # The command's code logs: configure it before anything runs.
+        _configure_logging(args.verbose, log_format)
+    return _run(command, args)
+
+
+def _run(command: Command, args: Any) -> int:
+    import anyio
+
+    from afp_runtime.cli._show import warn
+    from afp_runtime.errors import (
+        AfpError,
+        ConfigError,
+        IdempotencyConflict,
+        NotFound,
+        NotOwner,
+        QuestionClosed,
+        RunNotHeld,
+        RunNotResumable,
+        StoreError,
+    )
+
+    try:
+        return anyio.run(command, args)
+    except NotFound as exc:
+        warn(f"afp: {exc.message}")
+        return EXIT_MISSING
+    except (UsageError, ConfigError) as exc:
+        warn(f"afp: {exc}")
+        return EXIT_USAGE
+    except (NotOwner, QuestionClosed, RunNotHeld, RunNotResumable, IdempotencyConflict) as exc:
+        # A write the state or the ownership refuses.
+        warn(f"afp: {exc.message}")
+        return EXIT_REFUSED
+    except Refused as exc:
+        warn(f"afp: {exc}")
+        return EXIT_REFUSED
+    except (StoreError, Unavailable) as exc:
+        warn(f"afp: {exc}")
+        return EXIT_UNAVAILABLE
+    except AfpError as exc:
+        warn(f"afp: {exc}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130

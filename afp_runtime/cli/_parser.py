@@ -1,0 +1,236 @@
+"""The ``afp`` argument parser. Commands are named as ``module:function`` of this package and
+imported only when run, so ``afp --help`` and a read command load no more than they need
+(docs/api.md#the-afp-command)."""
+
+from __future__ import annotations
+
+import argparse
+
+from afp_runtime import __version__
+from afp_runtime.api.constants import DEFAULT_HOST, DEFAULT_PORT
+
+DEFAULT_DB = "afp.db"
+API_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+
+RUN_HELP = "a run id, a unique prefix of one, or AGENT:last"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``afp`` argument parser."""
+    parser = argparse.ArgumentParser(prog="afp", description="Run and inspect standing agents.")
+    parser.add_argument("--version", action="version", version=f"afp {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    parser.add_argument(
+        "--log-format",
+        choices=("console", "json"),
+        help="how logs on stderr look (default: AFP_LOG_FORMAT, else console)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, command: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--db", default=DEFAULT_DB, help=f"SQLite file (default ./{DEFAULT_DB})")
+        p.set_defaults(command_ref=command)
+        return p
+
+    def json_flag(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--json", action="store_true", help="print data as JSON")
+
+    p = add(
+        "run", "run:cmd_run", "Run an agent config once: finish unfinished work, answer a message."
+    )
+    p.add_argument("config", help="agent config file (TOML)")
+    p.add_argument("--message", "-m", help="a person's message to answer")
+    p.add_argument("--agent", help="which agent of the file (default: the first)")
+    json_flag(p)
+
+    p = add("demo", "run:cmd_demo", "Run the demo standing agent with its scripted model.")
+    p.add_argument("--config", default="configs/demo.toml", help="the demo config")
+    p.add_argument("--turns", type=int, default=2, help="messages to send this time")
+    p.set_defaults(agent=None)
+
+    p = add("agents", "reads:cmd_agents", "List agents.")
+    json_flag(p)
+
+    p = add(
+        "agent", "reads:cmd_agent", "One agent's summary (status, turn, inbox, open questions)."
+    )
+    p.add_argument("agent")
+    json_flag(p)
+
+    p = add(
+        "health", "writes:cmd_health", "Ask the running host whether it is up (GET /v1/health)."
+    )
+    p.add_argument("--api", default=API_URL, help="the host's API URL")
+    json_flag(p)
+
+    p = add("runs", "reads:cmd_runs", "List runs, newest first (all, one agent's, or one by --id).")
+    p.add_argument("agent", nargs="?")
+    p.add_argument("--id", help=RUN_HELP)
+    json_flag(p)
+
+    p = add("commits", "reads:cmd_commits", "Show a run's commit log.")
+    p.add_argument("run", help=RUN_HELP)
+    p.add_argument("--from-seq", type=int, default=0)
+    p.add_argument("--expand", action="store_true", help="resolve message references")
+    json_flag(p)
+
+    p = add("inbox", "reads:cmd_inbox", "List an agent's inbox.")
+    p.add_argument("agent")
+    p.add_argument("--status")
+    json_flag(p)
+
+    p = add(
+        "send", "writes:cmd_send", "Post a message to an agent's durable inbox (no host needed)."
+    )
+    p.add_argument("agent")
+    p.add_argument("text")
+    p.add_argument(
+        "--idempotency-key", help="a retry with the same key and text is not stored twice"
+    )
+    p.add_argument("--zone", help="the person's zone for this message (time-enabled agents)")
+    p.add_argument("--now", help="the instant the message speaks from (strict ISO 8601)")
+    p.add_argument("--from", dest="sender", help="the sending principal (the owner check)")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait until it is answered, paused, held or dismissed (a host must hold the agent)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds --wait waits at most (default 300); given, it waits even with no host yet",
+    )
+    json_flag(p)
+
+    p = add("questions", "writes:cmd_questions", "List an agent's open check-in questions.")
+    p.add_argument("agent")
+    p.add_argument("--all", action="store_true", help="every question, closed ones too")
+    json_flag(p)
+
+    p = add(
+        "answer", "writes:cmd_answer", "Answer a check-in question (text, approve/decline, JSON)."
+    )
+    p.add_argument("agent")
+    p.add_argument("question", help="a question id or a unique prefix of one")
+    p.add_argument("value")
+    p.add_argument("--from", dest="sender", help="the answering principal")
+    json_flag(p)
+    p.set_defaults(abandon=False)
+
+    p = add("abandon", "writes:cmd_answer", "Close a check-in question without an answer.")
+    p.add_argument("agent")
+    p.add_argument("question", help="a question id or a unique prefix of one")
+    p.add_argument("--from", dest="sender", help="the principal closing it")
+    json_flag(p)
+    p.set_defaults(abandon=True, value=None)
+
+    p = add(
+        "dismiss", "writes:cmd_dismiss", "Dismiss a held turn (by a run) so the queue moves on."
+    )
+    p.add_argument("run", help=RUN_HELP)
+    json_flag(p)
+
+    p = add("resume", "writes:cmd_resume", "Ask the running host to resume a held or stalled run.")
+    p.add_argument("run", help=RUN_HELP)
+    p.add_argument("--api", default=API_URL, help="the host's API URL")
+    json_flag(p)
+
+    p = add("window", "reads:cmd_window", "Show window records (what left, what refused, pins).")
+    p.add_argument("run", nargs="?", help=RUN_HELP)
+    p.add_argument("--agent", help="every run of this agent")
+    json_flag(p)
+
+    p = add("folded", "reads:cmd_folded", "List folded spans; recover one span's originals.")
+    p.add_argument("agent")
+    p.add_argument("fingerprint", nargs="?", help="a summary fingerprint or a unique prefix")
+    p.add_argument("--messages", action="store_true", help="print the retained originals")
+    json_flag(p)
+
+    p = add(
+        "findings", "reads:cmd_findings", "List the findings ledger: rows, standings, conflicts."
+    )
+    p.add_argument("agent")
+    p.add_argument("--kind", help="only rows of this kind (basis, standing, conflict, ...)")
+    p.add_argument("--turn", type=int, help="only rows of this turn")
+    json_flag(p)
+
+    p = add("epochs", "served:cmd_epochs", "List a run's model calls (epochs).")
+    p.add_argument("run", help=RUN_HELP)
+    json_flag(p)
+
+    p = add("served", "served:cmd_served", "Rebuild exactly what the model was sent at an epoch.")
+    p.add_argument("run", nargs="?", help=RUN_HELP)
+    p.add_argument("epoch", nargs="?", type=int)
+    p.add_argument("--all", action="store_true", help="every epoch of the run")
+    p.add_argument("--file", help="read a run export instead of the store")
+    p.add_argument(
+        "--diff", nargs=2, type=int, metavar=("A", "B"), help="what changed from epoch A to B"
+    )
+    json_flag(p)
+
+    p = add("receipt", "served:cmd_receipt", "Print the receipt digested when an epoch was sent.")
+    p.add_argument("run", help=RUN_HELP)
+    p.add_argument("epoch", type=int)
+
+    p = add(
+        "conform", "served:cmd_conform", "Check epochs against their receipts (exit 3 if damaged)."
+    )
+    p.add_argument("run", help=RUN_HELP)
+    p.add_argument("epoch", nargs="?", type=int)
+    p.add_argument(
+        "--wire", action="store_true", help="re-encode and check the bytes (the default)"
+    )
+    p.add_argument("--no-wire", action="store_true", help="skip re-encoding the request bytes")
+    json_flag(p)
+
+    p = add("call", "served:cmd_call", "Show the agent's n-th model call (agent-wide number).")
+    p.add_argument("agent")
+    p.add_argument("n", type=int)
+    json_flag(p)
+
+    p = add("export", "served:cmd_export", "Export a run's log as JSON (bodies inlined).")
+    p.add_argument("run", help=RUN_HELP)
+    p.add_argument("--from-seq", type=int, default=0)
+
+    p = add(
+        "checkpoint", "admin:cmd_checkpoint", "Print an agent's conversation checkpoint as JSON."
+    )
+    p.add_argument("agent")
+
+    p = add("import", "admin:cmd_import", "Start an agent's conversation from a checkpoint file.")
+    p.add_argument("agent")
+    p.add_argument("file", help="a portable checkpoint (JSON)")
+    p.add_argument("--replace", action="store_true", help="archive and replace a conversation")
+
+    p = add("doctor", "admin:cmd_doctor", "Check the database's integrity and stored bodies.")
+    json_flag(p)
+
+    p = add("serve", "serve:cmd_serve", "Run the standing host and the local HTTP API.")
+    p.add_argument("--agents", required=True, help="agents file (TOML, like configs/demo.toml)")
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument(
+        "--token-file", help="file holding the API token (else AFP_API_TOKEN; >= 32 chars)"
+    )
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=None,
+        help="seconds running work may finish after SIGTERM/SIGINT (default: the file's "
+        "[host] shutdownGraceS, else 30); a second signal skips the rest",
+    )
+
+    text = "Offline scenarios: a scripted conversation, model, tools and clock."
+    group = sub.add_parser("scenario", help=text, description=text)
+    scenario_sub = group.add_subparsers(dest="scenario_command", required=True, metavar="COMMAND")
+    text = "Run a scenario file and print its result JSON (or write it with --out)."
+    p = scenario_sub.add_parser("run", help=text, description=text)
+    p.add_argument("file", help="a scenario file (afp-scenario/1 JSON)")
+    p.add_argument("--out", help="write the result JSON to this file instead of printing it")
+    p.add_argument(
+        "--db", help="the SQLite file to create (default: a temporary file, deleted afterwards)"
+    )
+    p.set_defaults(command_ref="scenario:cmd_scenario_run")
+    return parser

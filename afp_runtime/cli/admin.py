@@ -1,0 +1,74 @@
+"""Looking after a database: ``afp doctor``, ``afp checkpoint``, ``afp import``
+(docs/storage.md#checking-a-database, docs/storage.md#portable-checkpoints)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+
+from afp_runtime.cli import _ids
+from afp_runtime.cli._exits import EXIT_OK, EXIT_UNAVAILABLE
+from afp_runtime.cli._lazy import load
+from afp_runtime.cli._show import print_json, say
+from afp_runtime.cli.reads import reader
+from afp_runtime.errors import AfpError, NotFound
+from afp_runtime.store import SqliteStore
+
+
+async def cmd_doctor(args: Any) -> int:
+    """Check the database: SQLite integrity, every stored body against its fingerprint, and
+    every ledger row strictly (nothing is changed); exit 4 when anything is wrong."""
+    loop = await load("afp_runtime.loop")
+    async with reader(args.db) as store:
+        integrity = await store.integrity_check()
+        damaged = await store.body_check()
+        problems = []
+        for agent in await store.agents():
+            try:
+                loop.validate_ledger(await store.ledger(agent.agent_id))
+            except AfpError as exc:
+                problems.append(f"{agent.agent_id}: {exc}")
+    report = {"integrity": integrity, "damagedBodies": damaged, "ledgerProblems": problems}
+    healthy = integrity == ["ok"] and not damaged and not problems
+    if args.json:
+        print_json({**report, "healthy": healthy})
+    else:
+        say(f"integrity_check: {', '.join(integrity)}")
+        say(f"bodies: {damaged if damaged else 'all match their fingerprints'}")
+        say(f"ledger: {problems if problems else 'every row is valid'}")
+    return EXIT_OK if healthy else EXIT_UNAVAILABLE
+
+
+async def cmd_checkpoint(args: Any) -> int:
+    """Print an agent's conversation checkpoint in portable form (JSON)."""
+    loop = await load("afp_runtime.loop")
+    async with reader(args.db) as store:
+        await _ids.known_agent(store, args.agent)
+        checkpoint = await loop.export_checkpoint(store, args.agent)
+    print_json(checkpoint)
+    return EXIT_OK
+
+
+async def cmd_import(args: Any) -> int:
+    """Start an agent's conversation from a portable checkpoint (--replace archives the old)."""
+    loop = await load("afp_runtime.loop")
+    try:
+        data = await anyio.Path(args.file).read_bytes()
+    except OSError as exc:
+        raise NotFound(f"cannot read {args.file}: {exc}", what="file", value=args.file) from exc
+    checkpoint = loop.parse_checkpoint(data, agent_id=args.agent)
+    now_ms = time.time_ns() // 1_000_000
+    store = await SqliteStore.open(args.db, now_ms=now_ms)
+    try:
+        state = await loop.import_checkpoint(
+            store, args.agent, checkpoint, now_ms=now_ms, replace=args.replace
+        )
+    finally:
+        await store.aclose()
+    say(
+        f"imported {len(state.history)} messages and {state.folded_count} folded spans "
+        f"into {args.agent!r}"
+    )
+    return EXIT_OK

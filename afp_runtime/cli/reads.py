@@ -1,0 +1,377 @@
+"""Read commands: agents, runs, commits, inbox, window records, folds and findings. Each opens
+the store read-only, so it works while an agent runs; tables and ``--json`` list in the same
+order (the API's), and an empty result says so."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import msgspec
+
+from afp_runtime.api.views import agent_view, inbox_messages
+from afp_runtime.cli import _ids
+from afp_runtime.cli._exits import EXIT_OK, UsageError
+from afp_runtime.cli._lazy import load
+from afp_runtime.cli._show import (
+    add_row,
+    brief,
+    print_json,
+    say,
+    show_table,
+    table,
+    when,
+)
+from afp_runtime.errors import StoreUnavailable
+from afp_runtime.records import ListRef
+from afp_runtime.store import SqliteStore
+
+
+@asynccontextmanager
+async def reader(db: str) -> AsyncIterator[SqliteStore]:
+    """The store opened read-only; a missing file is exit 4, never a new empty database."""
+    if not await anyio.Path(db).exists():
+        raise StoreUnavailable(f"no database at {db}", path=db)
+    store = await SqliteStore.open(db, read_only=True)
+    try:
+        yield store
+    finally:
+        await store.aclose()
+
+
+async def cmd_agents(args: Any) -> int:
+    """List agents with their conversation summaries."""
+    async with reader(args.db) as store:
+        agents = await store.agents()
+    if args.json:
+        print_json(agents)
+        return EXIT_OK
+    grid = table("agent", "status", "turns", "messages", "model calls", "tokens in/out", "created")
+    for a in agents:
+        tokens = f"{a.usage_totals.input}/{a.usage_totals.output}"
+        add_row(
+            grid,
+            [
+                a.agent_id,
+                a.status,
+                a.turn,
+                a.messages,
+                a.model_calls,
+                tokens,
+                when(a.created_at_ms),
+            ],
+        )
+    show_table(grid, empty="no agents")
+    return EXIT_OK
+
+
+async def cmd_agent(args: Any) -> int:
+    """One agent's summary: status, turn, counters, inbox depth, open questions."""
+    async with reader(args.db) as store:
+        await _ids.known_agent(store, args.agent)
+        rows = [row for row in await store.agents() if row.agent_id == args.agent]
+        view = await agent_view(store, rows[0], None, status=rows[0].status)
+    if args.json:
+        print_json(view)
+        return EXIT_OK
+    grid = table("field", "value")
+    for name, value in msgspec.to_builtins(view).items():
+        if name != "openQuestions":
+            add_row(grid, [name, brief(value, 80)])
+    show_table(grid, empty="no fields")
+    for question in view.open_questions:
+        say(f"open question {question.question_id} ({question.kind}): {question.prompt}")
+    return EXIT_OK
+
+
+async def cmd_runs(args: Any) -> int:
+    """List runs newest first: every agent's, one agent's, or one by id."""
+    async with reader(args.db) as store:
+        if args.id is not None:
+            run_id = await _ids.run_id(store, args.id)
+            runs = await store.runs(run_id=run_id)
+        elif args.agent is not None:
+            runs = await store.runs(await _ids.known_agent(store, args.agent))
+        else:
+            runs = await store.runs()
+        every = [run.run_id for run in await store.runs()]
+    newest_first = list(reversed(runs))
+    if args.json:
+        # Exactly the API's bodies: one run (GET /v1/runs/{id}), else a page newest first.
+        print_json(runs[0] if args.id is not None else {"items": newest_first, "next": None})
+        return EXIT_OK
+    short = _ids.shortest(every)
+    grid = table("run", "agent", "turn", "kind", "status", "bundles", "started", "recovered from")
+    for r in newest_first:
+        recovered = short.get(r.recovered_from, r.recovered_from) if r.recovered_from else ""
+        add_row(
+            grid,
+            [
+                short[r.run_id],
+                r.agent_id,
+                r.turn,
+                r.kind,
+                r.status,
+                r.bundles,
+                when(r.started_at_ms),
+                recovered,
+            ],
+        )
+    show_table(grid, empty="no runs")
+    return EXIT_OK
+
+
+async def cmd_commits(args: Any) -> int:
+    """Show a run's commit log."""
+    async with reader(args.db) as store:
+        run_id = await _ids.run_id(store, args.run)
+        bundles = await store.bundles(run_id, from_seq=args.from_seq)
+        if args.expand:
+            agent_id = (await store.runs(run_id=run_id))[0].agent_id
+            expanded = []
+            for bundle in bundles:
+                writes = []
+                for write in bundle.writes:
+                    if write["key"] == "history":
+                        ref = msgspec.convert(write["value"], ListRef)
+                        messages, _ = await store.resolve(agent_id, ref)
+                        write = {**write, "value": msgspec.to_builtins(messages)}
+                    writes.append(write)
+                expanded.append(msgspec.structs.replace(bundle, writes=writes))
+            bundles = expanded
+    if args.json:
+        print_json(bundles)
+        return EXIT_OK
+    grid = table("id", "iteration", "committed", "writes")
+    limit = 200 if args.expand else 60
+    for b in bundles:
+        shown = "\n".join(
+            f"{w['verb']} {w['key']} = {brief(w.get('value'), limit)}" for w in b.writes
+        )
+        add_row(grid, [b.runtime_stage_id, b.iteration, when(b.committed_at_ms), shown or "-"])
+    show_table(grid, empty=f"run {run_id} has no bundles from seq {args.from_seq}")
+    return EXIT_OK
+
+
+async def cmd_inbox(args: Any) -> int:
+    """List an agent's inbox messages in position order."""
+    async with reader(args.db) as store:
+        await _ids.known_agent(store, args.agent)
+        rows = await store.inbox(args.agent, status=args.status)
+        runs = await store.runs(args.agent)
+    messages = inbox_messages(rows, runs)
+    if args.json:
+        # Exactly the API's body (GET …/inbox): one page holding every message.
+        print_json({"items": messages, "next": None})
+        return EXIT_OK
+    short = _ids.shortest(row.message_id for row in rows)
+    grid = table("message", "position", "status", "turn", "accepted", "text")
+    for r in rows:
+        add_row(
+            grid,
+            [
+                short[r.message_id],
+                r.position,
+                r.status,
+                r.turn or "",
+                when(r.accepted_at_ms),
+                brief(r.text, 50),
+            ],
+        )
+    status = f" {args.status}" if args.status else ""
+    show_table(grid, empty=f"agent {args.agent!r} has no{status} inbox messages")
+    return EXIT_OK
+
+
+async def window_records(store: SqliteStore, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """The window records (``compactions``) of these runs, in commit order."""
+    records = []
+    for run_id in run_ids:
+        for bundle in await store.bundles(run_id):
+            for write in bundle.writes:
+                if write["key"] == "compactions":
+                    for record in write["value"]:
+                        records.append({"runId": run_id, **record})
+    return records
+
+
+def _pins(record: dict[str, Any]) -> str:
+    parts = []
+    for key in ("observations", "ledgerFacts"):
+        block = record.get(key)
+        if block:
+            if block.get("standDown"):
+                parts.append(f"{key}: stood down")
+            else:
+                names = ", ".join(p["toolName"] for p in block.get("pinned", []))
+                parts.append(f"{key}: {names or '-'} (yielded {block.get('yielded', 0)})")
+    return "\n".join(parts) or "-"
+
+
+async def cmd_window(args: Any) -> int:
+    """Show the window records of a run, or of every run of an agent."""
+    if (args.run is None) == (args.agent is None):
+        raise UsageError("give either RUN or --agent AGENT")
+    async with reader(args.db) as store:
+        if args.agent is not None:
+            run_ids = [
+                r.run_id for r in await store.runs(await _ids.known_agent(store, args.agent))
+            ]
+        else:
+            run_ids = [await _ids.run_id(store, args.run)]
+        records = await window_records(store, run_ids)
+        short = _ids.shortest(r.run_id for r in await store.runs())
+    if args.json:
+        print_json(records)
+        return EXIT_OK
+    grid = table(
+        "run", "strategy", "iteration", "removed", "chars before → after", "refusals", "pins"
+    )
+    for r in records:
+        refusals = ", ".join(
+            f"{x['reason']}({x['turnIndex']},{x['messageIndex']})" for x in r.get("refusals", [])
+        )
+        chars = f"{r.get('windowCharsBefore')} → {r.get('windowCharsAfter')}"
+        add_row(
+            grid,
+            [
+                short.get(r["runId"], r["runId"]),
+                r.get("strategy", "?"),
+                r.get("iteration"),
+                r.get("removedMessageCount"),
+                chars,
+                refusals or "-",
+                _pins(r),
+            ],
+        )
+    show_table(grid, empty="no window records: no visit engaged")
+    return EXIT_OK
+
+
+async def cmd_folded(args: Any) -> int:
+    """List an agent's folded spans, or one span (and its retained originals)."""
+    loop = await load("afp_runtime.loop")
+    async with reader(args.db) as store:
+        await _ids.known_agent(store, args.agent)
+        fingerprint = (
+            await _ids.fingerprint(store, args.agent, args.fingerprint)
+            if args.fingerprint is not None
+            else None
+        )
+        spans = await loop.load_folded_spans(store, args.agent, summary_fingerprint=fingerprint)
+    if args.messages:
+        if fingerprint is None:
+            raise UsageError("--messages needs a FINGERPRINT")
+        messages = spans[0].messages if spans[0].messages is not msgspec.UNSET else ()
+        if args.json:
+            print_json(messages)
+            return EXIT_OK
+        if not messages:
+            say("this span was folded with retain='discard': no originals were kept")
+            return EXIT_OK
+        grid = table("#", "role", "content", "tool calls / id")
+        for i, m in enumerate(messages):
+            extra = ", ".join(f"{c.name}({c.id})" for c in m.tool_calls) or (m.tool_call_id or "")
+            add_row(grid, [i, m.role, m.content, extra])
+        show_table(grid, empty="no messages")
+        return EXIT_OK
+    if args.json:
+        print_json([msgspec.structs.replace(s, messages=msgspec.UNSET) for s in spans])
+        return EXIT_OK
+    short = _ids.shortest(s.summary_fingerprint for s in spans)
+    grid = table("summary fingerprint", "run", "iteration", "folded", "model", "messages", "kept")
+    for span in spans:
+        add_row(
+            grid,
+            [
+                short[span.summary_fingerprint],
+                span.run_id,
+                span.iteration,
+                when(span.folded_at_ms),
+                span.model,
+                span.message_count,
+                span.retained,
+            ],
+        )
+    show_table(grid, empty=f"agent {args.agent!r} has no folded spans")
+    return EXIT_OK
+
+
+async def cmd_findings(args: Any) -> int:
+    """List an agent's ledger rows, its current standing per tool call, and its conflicts."""
+    findings = await load("afp_runtime.findings")
+    async with reader(args.db) as store:
+        await _ids.known_agent(store, args.agent)
+        rows = await store.ledger(args.agent, kind=args.kind, turn=args.turn)
+        every = await store.ledger(args.agent)
+    if args.json:
+        print_json(rows)
+        return EXIT_OK
+    fold = findings.fold_ledger(None, findings.rows_from_wire(every))
+    grid = table("#", "kind", "turn", "iteration", "tool call", "tool", "detail")
+    for i, row in enumerate(rows):
+        add_row(
+            grid,
+            [
+                i,
+                row.get("kind", "?"),
+                row.get("turn", ""),
+                row.get("iteration", ""),
+                row.get("toolCallId", ""),
+                row.get("toolName", ""),
+                _row_detail(row),
+            ],
+        )
+    show_table(grid, empty=f"agent {args.agent!r} has no ledger rows that match")
+    if fold.standing_of:
+        standings = ", ".join(f"{cid}: {s}" for cid, s in fold.standing_of.items())
+        say(f"current standings: {standings}")
+    conflicts = list(fold.conflicts_in_order())
+    say(f"conflicts: {len(conflicts)}")
+    for key, witnesses in conflicts:
+        ids = ", ".join(w.tool_call_id for w in witnesses)
+        say(f"  {'/'.join(key)}: {ids}")
+    return EXIT_OK
+
+
+def _row_detail(row: dict[str, Any]) -> str:
+    kind = row.get("kind")
+    if kind == "standing":
+        detail = f"{row.get('standing')}; {len(row.get('assertions', []))} assertions"
+        return detail + ("; unknown id" if row.get("unknownId") else "")
+    if kind == "basis":
+        return ", ".join(f"{k}={row[k]}" for k in ("basis", "expect") if k in row) or "-"
+    if kind == "conflict":
+        return "/".join(str(k) for k in row.get("key", []))
+    return _time_detail(row)
+
+
+def _time_detail(row: dict[str, Any]) -> str:
+    """A one-line summary of a time row (docs/time.md#row-kinds) for the findings table."""
+    kind = row.get("kind")
+    if kind == "call-window":
+        parts = [str(row.get("how"))]
+        for key in ("why", "refused", "by", "argument", "assumed"):
+            if key in row:
+                parts.append(f"{key}={row[key]}")
+        if "form" in row:
+            parts.append(f"form={row['form']}")
+        asked = row.get("asked")
+        if isinstance(asked, dict):
+            parts.append(f"asked={asked.get('from')}/{asked.get('to')}")
+        return "; ".join(parts)
+    if kind == "clock":
+        now = f"now={row.get('now')} ({row.get('nowSource')})"
+        return f"{now}; zone={row.get('zone')} ({row.get('zoneSource')})"
+    if kind == "time-reading":
+        if row.get("mentions") == 0:
+            return "no time mentioned"
+        return f"mention {row.get('mention')}: {row.get('quote', row.get('refused', ''))!r}"
+    if kind == "time-answer":
+        return f"mention {row.get('mention')}: {row.get('from')}/{row.get('to')} ({row.get('how')})"
+    if kind == "call":
+        drift = row.get("drift")
+        return f"dispatched {row.get('dispatchedAt')}" + (f"; drift {drift}" if drift else "")
+    return ""

@@ -1,0 +1,169 @@
+"""``afp run`` and ``afp demo``: drive an agent of a config file on the store, in this process.
+
+``afp run`` exits by how the last turn it touched stopped (0 answered, 6 paused, 7 stalled,
+8 held...; docs/api.md#exit-codes), and its ``--json`` rows always carry ``errorKind`` and
+``error`` (``null`` when the run answered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import msgspec
+
+from afp_runtime.cli._exits import EXIT_OK, TURN_EXITS
+from afp_runtime.cli._show import add_row, out, print_json, say, table
+from afp_runtime.cli.reads import window_records
+from afp_runtime.demo import QUESTIONS
+from afp_runtime.errors import ConfigError
+from afp_runtime.loop import (
+    Agent,
+    AgentDriver,
+    Emitter,
+    EventRecorder,
+    RunOutcome,
+    SystemClock,
+    TimeOrderedIds,
+    read_config,
+)
+from afp_runtime.store import SqliteStore
+
+
+async def definition_from(path: str, agent: str | None) -> Agent:
+    """The agent ``agent`` (default: the first) of a config file, read off the event loop."""
+    config, agents = await anyio.to_thread.run_sync(read_config, path)
+    for definition in agents:
+        if agent is None or definition.agent_id == agent:
+            return definition
+    names = ", ".join(a.id for a in config.agents)
+    raise ConfigError(f"{path} declares no agent {agent!r} (it declares: {names})", path=path)
+
+
+async def _drive(
+    args: Any, messages: Sequence[str]
+) -> tuple[Agent, list[RunOutcome], EventRecorder]:
+    definition = await definition_from(args.config, args.agent)
+    clock = SystemClock()
+    recorder = EventRecorder()
+    store = await SqliteStore.open(args.db, now_ms=clock.now_ms())
+    try:
+        driver = AgentDriver(
+            store,
+            definition,
+            clock=clock,
+            ids=TimeOrderedIds(clock.now_ms),
+            emitter=Emitter([recorder]),
+        )
+        # Finish what an earlier process left unfinished before taking anything new.
+        outcomes = await driver.work()
+        for text in messages:
+            await driver.post(text)
+        outcomes += await driver.work()
+    finally:
+        await definition.aclose()
+        await store.aclose()
+    return definition, outcomes, recorder
+
+
+def outcome_row(outcome: RunOutcome) -> dict[str, Any]:
+    """A run's outcome in wire form with ``errorKind`` and ``error`` always present."""
+    row = msgspec.to_builtins(outcome)
+    assert isinstance(row, dict)
+    return {**row, "errorKind": outcome.error_kind, "error": outcome.error}
+
+
+def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
+    for outcome in outcomes:
+        label = f"turn {outcome.turn} ({outcome.kind} run {outcome.run_id})"
+        if outcome.status == "answered":
+            say(f"{label}: {outcome.final_answer}")
+        else:
+            why = f" ({outcome.error_kind}) {outcome.error}" if outcome.error_kind else ""
+            say(f"{label}: {outcome.status}{why}")
+
+
+async def cmd_run(args: Any) -> int:
+    """Run an agent config once: finish unfinished work, then answer ``--message``."""
+    messages = [args.message] if args.message else []
+    _, outcomes, _ = await _drive(args, messages)
+    if args.json:
+        print_json([outcome_row(outcome) for outcome in outcomes])
+    else:
+        _print_outcomes(outcomes)
+        if not outcomes:
+            say("nothing to do: no unfinished turn and no message (use --message)")
+    return TURN_EXITS.get(outcomes[-1].status, EXIT_OK) if outcomes else EXIT_OK
+
+
+async def cmd_demo(args: Any) -> int:
+    """The demo: a standing agent answering a few messages, continuing its conversation."""
+    store = await SqliteStore.open(args.db)
+    try:
+        state = await store.conversation_state("demo")
+    finally:
+        await store.aclose()
+    done = state.turn if state is not None else 0
+    messages = [QUESTIONS[(done + i) % len(QUESTIONS)] for i in range(args.turns)]
+    definition, outcomes, recorder = await _drive(args, messages)
+    _print_outcomes(outcomes)
+    store = await SqliteStore.open(args.db, read_only=True)
+    try:
+        agents = {a.agent_id: a for a in await store.agents()}
+        spans = await store.folded_spans(definition.agent_id)
+        records = await window_records(store, [o.run_id for o in outcomes])
+    finally:
+        await store.aclose()
+    agent = agents[definition.agent_id]
+    tool_calls = recorder.of_type("tool.ended")
+    grid = table("what", "", title=f"standing agent {definition.agent_id!r}")
+    add_row(
+        grid,
+        [
+            "this run",
+            f"{len(outcomes)} runs, {len(recorder.of_type('iteration.ended'))} "
+            f"iterations, {len(recorder.of_type('receipt.minted'))} model calls, "
+            f"{len(tool_calls)} tool calls",
+        ],
+    )
+    add_row(
+        grid,
+        ["tools called", ", ".join(sorted({e.payload["toolName"] for e in tool_calls})) or "-"],
+    )
+    add_row(
+        grid,
+        [
+            "conversation",
+            f"{agent.turn} turns, {agent.messages} messages, "
+            f"{agent.model_calls} model calls in all",
+        ],
+    )
+    removed = sum(r.get("removedMessageCount", 0) for r in records)
+    pinned = sorted(
+        {p["toolName"] for r in records for p in (r.get("observations") or {}).get("pinned", [])}
+    )
+    add_row(
+        grid,
+        [
+            "window",
+            f"{len(records)} records this run, {removed} messages folded out; "
+            f"pins held: {', '.join(pinned) or 'none'}",
+        ],
+    )
+    add_row(grid, ["folds", f"{len(spans)} folded spans kept with the conversation"])
+    add_row(grid, ["status", agent.status])
+    add_row(grid, ["data", str(await anyio.Path(args.db).resolve())])
+    grid.show_header = False
+    out.print(grid)
+    db = args.db
+    say("next:")
+    say(f"  afp runs demo --db {db}                 # every run of the agent")
+    say(f"  afp commits demo:last --db {db}         # the commit log of the last run")
+    say(f"  afp window --agent demo --db {db}       # what each window visit did")
+    if spans:
+        fp = spans[-1].summary_fingerprint[:12]
+        say(f"  afp folded demo {fp} --messages --db {db}   # a fold's originals")
+    say("  scripts/demo                               # continue the same conversation")
+    return EXIT_OK

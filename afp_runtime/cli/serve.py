@@ -1,0 +1,82 @@
+"""``afp serve``: the standing host and the local HTTP API until SIGTERM or SIGINT
+(docs/host.md#the-standing-host, docs/api.md)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from afp_runtime.api import check_binding, open_listener, serve_until_stopped
+from afp_runtime.cli._exits import EXIT_OK, UsageError
+from afp_runtime.cli._show import warn
+from afp_runtime.errors import ConfigError
+from afp_runtime.host import Host
+from afp_runtime.loop import SystemClock, TimeOrderedIds, read_config
+from afp_runtime.store import SqliteStore
+
+
+async def _api_token(token_file: str | None) -> str | None:
+    """The API token: ``--token-file`` (surrounding whitespace stripped) or ``AFP_API_TOKEN``."""
+    if token_file is not None:
+        try:
+            text = await anyio.Path(token_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read api.token from {token_file}: {exc}", field="api.token"
+            ) from exc
+        return text.strip() or None
+    return os.environ.get("AFP_API_TOKEN") or None
+
+
+async def cmd_serve(args: Any) -> int:
+    """Run the standing host and the local API until SIGTERM or SIGINT (then exit 0)."""
+    token = await _api_token(args.token_file)
+    check_binding(args.host, token)
+    if not 0 <= args.port <= 65_535:
+        raise UsageError(f"--port must be from 0 to 65535, not {args.port}")
+    config, definitions = await anyio.to_thread.run_sync(read_config, args.agents)
+    settings = config.host
+    clock = SystemClock()
+    try:
+        listener = await open_listener(args.host, args.port)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
+    port = listener.getsockname()[1]
+    try:
+        store = await SqliteStore.open(args.db, now_ms=clock.now_ms())
+    except BaseException:
+        listener.close()
+        raise
+    try:
+        host = Host(
+            store,
+            definitions,
+            clock=clock,
+            ids=TimeOrderedIds(clock.now_ms),
+            max_active_turns=settings.max_active_turns,
+            poll_interval_s=settings.poll_interval_s,
+            shutdown_grace_s=settings.shutdown_grace_s if args.grace is None else args.grace,
+            host_id=settings.host_id,
+            lease_ttl_s=settings.lease_ttl_s,
+        )
+        async with anyio.create_task_group() as watch:
+            # The receiver outlives the API server: a second signal during the grace skips
+            # what is left of it.
+            watch.start_soon(host.stop_on_signals)
+            try:
+                async with host:
+                    warn(
+                        f"afp: serving {', '.join(host.agent_ids)} on "
+                        f"http://{args.host}:{port} (database {args.db})"
+                    )
+                    await serve_until_stopped(host, Path(args.db), listener=listener, token=token)
+            finally:
+                watch.cancel_scope.cancel()
+    finally:
+        listener.close()
+        await store.aclose()
+    return EXIT_OK
