@@ -11,7 +11,6 @@ from typing import Any
 import anyio
 import msgspec
 
-from afp_runtime.api.views import agent_view, inbox_messages
 from afp_runtime.cli import _ids
 from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._lazy import load
@@ -72,7 +71,8 @@ async def cmd_agent(args: Any) -> int:
     async with reader(args.db) as store:
         await _ids.known_agent(store, args.agent)
         rows = [row for row in await store.agents() if row.agent_id == args.agent]
-        view = await agent_view(store, rows[0], None, status=rows[0].status)
+        views = await load("afp_runtime.api.views")
+        view = await views.agent_view(store, rows[0], None, status=rows[0].status)
     if args.json:
         print_json(view)
         return EXIT_OK
@@ -157,11 +157,12 @@ async def cmd_commits(args: Any) -> int:
 
 async def cmd_inbox(args: Any) -> int:
     """List an agent's inbox messages in position order."""
+    views = await load("afp_runtime.api.views")
     async with reader(args.db) as store:
         await _ids.known_agent(store, args.agent)
         rows = await store.inbox(args.agent, status=args.status)
         runs = await store.runs(args.agent)
-    messages = inbox_messages(rows, runs)
+    messages = views.inbox_messages(rows, runs)
     if args.json:
         # Exactly the API's body (GET …/inbox): one page holding every message.
         print_json({"items": messages, "next": None})
