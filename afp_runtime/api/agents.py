@@ -11,10 +11,9 @@ Readings settled here:
   fields included, ``time.zone`` and the like too); ``time`` for an agent without time is 422
   ``time-not-enabled``. ``from`` is 1..128 code points. The 200 of an idempotent repeat
   carries the original acknowledgement (status ``queued``).
-* An inbox message's ``runId`` is the latest run of its turn (in lists too). Only the one-message
-  endpoint fills ``answer`` (that run's final answer once the message is answered) and
-  ``errorKind``/``error`` (from the open turn while the message is stalled or held); lists
-  leave them ``null``.
+* An inbox message's ``runId`` is the latest run of its turn, and its ``answer`` (answered) or
+  ``errorKind``/``error`` (stalled, held) come from that run, in lists too; the one-message
+  endpoint also reads them from the commit log or the open turn for runs of older schemas.
 * ``findings`` filters: ``kind`` (a row kind, e.g. ``basis``, ``standing``, ``conflict``),
   ``turn`` (an integer) and ``toolCallId``.
 """
@@ -61,7 +60,7 @@ from afp_runtime.api.shapes import (
     InboxPosted,
     iso_instant,
 )
-from afp_runtime.api.views import agent_view, inbox_message, inbox_messages
+from afp_runtime.api.views import agent_view, inbox_messages
 from afp_runtime.errors import IdempotencyConflict, InvalidValue, TimeNotEnabled
 from afp_runtime.host import AgentNotHosted
 from afp_runtime.records import StoredFoldedSpan
@@ -249,23 +248,25 @@ async def one_message(state: State, agent_id: PathText, message_id: PathText) ->
             value=message_id,
         )
     runs = [run for run in await ctx.reader.runs(agent_id) if run.message_id == message_id]
-    run_id = runs[-1].run_id if runs else None
-    answer: str | None = None
-    if row.status == "answered" and run_id is not None:
-        last = await ctx.reader.last_bundle(run_id)
-        if last is not None:
-            found = next(
-                (w.get("value") for w in last.writes if w.get("key") == "finalAnswer"), None
-            )
-            answer = found if isinstance(found, str) else None
-    error_kind: str | None = None
-    error: str | None = None
-    if row.status in ("stalled", "held"):
+    [shown] = inbox_messages([row], runs)
+    if row.status == "answered" and shown.answer is None and runs:
+        # A run that ended before schema version 11 keeps its answer in its commit log only.
+        last = await ctx.reader.last_bundle(runs[-1].run_id)
+        found = next(
+            (
+                w.get("value")
+                for w in (last.writes if last else [])
+                if w.get("key") == "finalAnswer"
+            ),
+            None,
+        )
+        shown = msgspec.structs.replace(shown, answer=found if isinstance(found, str) else None)
+    if row.status in ("stalled", "held") and shown.error_kind is None:
         conversation = await ctx.reader.conversation_state(agent_id)
         turn = conversation.open_turn if conversation is not None else None
         if turn is not None and turn.message_id == message_id:
-            error_kind, error = turn.error_kind, turn.error
-    return inbox_message(row, run_id=run_id, answer=answer, error_kind=error_kind, error=error)
+            shown = msgspec.structs.replace(shown, error_kind=turn.error_kind, error=turn.error)
+    return shown
 
 
 @get("/v1/agents/{agent_id:str}/runs", summary="An agent's runs", tags=["runs"])

@@ -9,9 +9,10 @@ Every served read opens the run's ``SqliteRunLog`` in a worker thread and calls 
 * ``…/receipt`` answers the accepted receipt of the epoch; when the epoch exists but has no
   acceptable receipt (missing, or stored in a shape that is refused) it is 404
   ``receipt-not-found`` (the served view's gaps say which).
-* ``…/conformance`` uses, with ``wire=true``, the model adapter of the run's agent in this
-  process as the encoder; without it (or when this host does not run the agent) the wire clause
-  is ``not-checkable``. The verdict is data: the answer is 200 whatever it is.
+* ``…/conformance`` re-encodes the request bytes by default (``wire=false`` skips it), with
+  the model adapter of the run's agent in this process, or the built-in adapter of the
+  receipt's encoder when this host does not run the agent: the checks ``afp conform`` makes.
+  The verdict is data: the answer is 200 whatever it is.
 * ``POST …/resume`` is 202 once the host has accepted the request; 409 ``run-not-resumable``
   when the run's agent has no held or stalled turn whose latest run is this one, and 409
   ``agent-not-hosted`` when this host does not run the agent.
@@ -27,6 +28,7 @@ import msgspec
 from litestar import Response, get, post
 from litestar.datastructures import State
 
+from afp_runtime import models
 from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
     Page,
@@ -246,19 +248,24 @@ async def conformance(
     epoch: PathText,
     wire: Annotated[str | None, query("wire")] = None,
 ) -> ConformanceReport:
-    """The epoch's view checked against its receipt; ``wire=true`` adds the byte check."""
+    """The epoch's view checked against its receipt, the request bytes re-encoded too unless
+    ``wire=false`` (the checks ``afp conform`` makes)."""
     ctx = context_of(state)
     run = await ctx.run(run_id)
     number = number_param("epoch", epoch)
-    encoder: BodyEncoder | None = (
-        ctx.host.model_of(run.agent_id) if query_flag("wire", wire) else None
-    )
+    with_wire = wire is None or query_flag("wire", wire)
+    hosted: BodyEncoder | None = ctx.host.model_of(run.agent_id)
 
     def read(log: RunLog) -> ConformanceReport | None:
         view = served_at(log, number)
         if view is None:
             return None
-        return check(view, receipt_at(log, number), encoder=encoder, log=log)
+        receipt = receipt_at(log, number)
+        encoder: BodyEncoder | None = None
+        if with_wire and receipt is not None and receipt.wire is not None:
+            # The agent's own adapter when this host runs it, else the receipt encoder's.
+            encoder = hosted or models.encoder_for(receipt.wire.encoder, receipt.basis.model)
+        return check(view, receipt, encoder=encoder, log=log)
 
     report = await ctx.with_log(run_id, read)
     if report is None:

@@ -63,10 +63,25 @@ def inbox_message(row: InboxRow, **extra: Any) -> InboxMessage:
 
 
 def inbox_messages(rows: Sequence[InboxRow], runs: Sequence[RunRow]) -> list[InboxMessage]:
-    """Inbox rows as the API lists them, each with its turn's latest run (``afp inbox``
-    prints the same)."""
-    latest = {run.message_id: run.run_id for run in runs}
-    return [inbox_message(row, run_id=latest.get(row.message_id)) for row in rows]
+    """Inbox rows as the API lists them, each with its turn's latest run and, from that run,
+    the answer (answered) or why there is none (held, stalled); ``afp inbox`` prints the
+    same."""
+    latest = {run.message_id: run for run in runs}
+    shown: list[InboxMessage] = []
+    for row in rows:
+        run = latest.get(row.message_id)
+        answered = run is not None and row.status == "answered"
+        stopped = run is not None and row.status in ("held", "stalled")
+        shown.append(
+            inbox_message(
+                row,
+                run_id=run.run_id if run is not None else None,
+                answer=run.answer if answered and run is not None else None,
+                error_kind=run.error_kind if stopped and run is not None else None,
+                error=run.error if stopped and run is not None else None,
+            )
+        )
+    return shown
 
 
 def question_view(row: QuestionRow) -> QuestionView:

@@ -69,6 +69,14 @@ from afp_runtime.window import MessageOrigin
 
 log = get_logger()
 
+# Why a run that did not answer has no answer, in words (run.ended's ``reason``).
+_RUN_REASONS = {
+    "paused": "the turn waits on a question to the person",
+    "stalled": "the model call failed for now; a retry is scheduled",
+    "held": "the turn is held for an operator",
+    "cancelled": "the run was cut off by a shutdown; the next start recovers the turn",
+}
+
 
 class Run:
     """Executes one run of one turn against the store. Create one per run; call ``execute``.
@@ -126,6 +134,7 @@ class Run:
         self.fps: list[str] = list(loaded.fingerprints)
         self.used_call_ids = {c.id for m in self.history for c in m.tool_calls}
         self.seq = 0
+        self.event_stage_id = ""
         self.iteration = 1
         self.epochs = 0
         self.run_usage = Usage()
@@ -171,12 +180,15 @@ class Run:
             run_id=self.run_id,
             turn=self.conv.turn,
             iteration=self.iteration,
-            runtime_stage_id=runtime_stage_id(self.stage, self.seq) if stage else None,
+            runtime_stage_id=self.event_stage_id if stage else None,
         )
 
     def begin(self, stage: str) -> None:
         """Enter a stage: its bundle and events carry its name."""
         self.stage = stage
+        # Events carry the id of the bundle they report: the one this stage is about to commit,
+        # and after it is built, that bundle's (docs/host.md#the-event-envelope).
+        self.event_stage_id = runtime_stage_id(stage, self.seq)
 
     def bundle(self, writes: Sequence[Write], *, iteration: int | None = None) -> CommitBundle:
         """The current stage's bundle with the next ``seq`` (the iteration it closes, if given)."""
@@ -189,6 +201,7 @@ class Run:
             writes=tuple(writes),
             committed_at_ms=self.now(),
         )
+        self.event_stage_id = bundle.runtime_stage_id
         self.seq += 1
         return bundle
 
@@ -380,7 +393,12 @@ class Run:
                 bundles=list(bundles),
                 conversation=state,
                 run_end=RunEnd(
-                    run_id=self.run_id, status=status, ended_at_ms=self.now(), usage=self.run_usage
+                    run_id=self.run_id,
+                    status=status,
+                    ended_at_ms=self.now(),
+                    usage=self.run_usage,
+                    error_kind=error_kind,
+                    error=error,
                 ),
                 inbox=[InboxUpdate(message_id=self.message_id, status=status)],
                 full=True,
@@ -401,20 +419,32 @@ class Run:
                 {"errorKind": error_kind, "message": error, "runId": self.run_id},
                 stage=False,
             )
-        self.emit_run_ended(status)
+        self.emit_run_ended(status, error_kind=error_kind, error=error)
         return self.outcome(status, error_kind=error_kind, error=error)
 
-    def emit_run_ended(self, status: str) -> None:
-        self.emit(
-            "run.ended",
-            {
-                "runId": self.run_id,
-                "status": status,
-                "epochs": self.epochs,
-                "usage": msgspec.to_builtins(self.run_usage),
-            },
-            stage=False,
-        )
+    def emit_run_ended(
+        self,
+        status: str,
+        *,
+        answer: str | None = None,
+        error_kind: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """``run.ended``: with the answer, or the reason there is none
+        (docs/host.md#event-catalogue)."""
+        payload: dict[str, Any] = {
+            "runId": self.run_id,
+            "status": status,
+            "epochs": self.epochs,
+            "usage": msgspec.to_builtins(self.run_usage),
+        }
+        if answer is not None:
+            payload["answer"] = answer
+        else:
+            payload["reason"] = _RUN_REASONS.get(status, status)
+            if error_kind is not None:
+                payload["errorKind"], payload["error"] = error_kind, error
+        self.emit("run.ended", payload, stage=False)
 
     def outcome(self, status: RunStatus, **extra: Any) -> RunOutcome:
         return RunOutcome(

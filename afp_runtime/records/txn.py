@@ -41,12 +41,21 @@ class RunStart(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
 
 
 class RunEnd(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """A run's end: status, time, usage."""
+    """A run's end: status, time, usage, and the answer or the reason there is none.
+
+    Attributes:
+        answer: the final answer's text, for a run that answered.
+        error_kind: why a held or stalled run stopped (wire ``errorKind``).
+        error: the same in words.
+    """
 
     run_id: str
     status: RunStatus
     ended_at_ms: int
     usage: Usage
+    answer: str | None = None
+    error_kind: str | None = None
+    error: str | None = None
 
 
 class InboxUpdate(msgspec.Struct, frozen=True, kw_only=True):

@@ -63,7 +63,8 @@ async def test_case_8_over_http_epochs_views_receipts_and_law(api: Api) -> None:
             (await client.get(f"/v1/runs/run-1/epochs/{k}/conformance?wire=true")).json()
             for k in (1, 2)
         ]
-        plain = (await client.get("/v1/runs/run-1/epochs/1/conformance")).json()
+        default = (await client.get("/v1/runs/run-1/epochs/1/conformance")).json()
+        plain = (await client.get("/v1/runs/run-1/epochs/1/conformance?wire=false")).json()
         bad_flag = await client.get("/v1/runs/run-1/epochs/1/conformance?wire=yes")
     entries = listing["items"]
     assert [(e["epoch"], e["callRuntimeStageId"], e["outcome"]) for e in entries] == [
@@ -84,6 +85,7 @@ async def test_case_8_over_http_epochs_views_receipts_and_law(api: Api) -> None:
     assert receipts[1]["messages"]["newEntries"][1]["key"] == "c1"
     assert [r["verdict"] for r in wire] == ["verified", "verified"]
     assert all(r["runId"] == "run-1" for r in wire)
+    assert default == wire[0]  # the byte check is on unless wire=false, as in `afp conform`
     assert plain["verdict"] == "reconstructed"
     assert plain["clauses"][-1] == {
         "clause": "wire",

@@ -79,7 +79,11 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
             conversation=state,
             ledger=wire_rows,
             run_end=RunEnd(
-                run_id=run.run_id, status="answered", ended_at_ms=now, usage=run.run_usage
+                run_id=run.run_id,
+                status="answered",
+                ended_at_ms=now,
+                usage=run.run_usage,
+                answer=delivered,
             ),
             inbox=[InboxUpdate(message_id=run.message_id, status="answered")],
             full=True,
@@ -91,7 +95,7 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
         {"iteration": run.iteration, "route": "final", "toolCallCount": 0},
         stage=False,
     )
-    run.emit_run_ended("answered")
+    run.emit_run_ended("answered", answer=delivered)
     ended: dict[str, Any] = {
         "turn": state.turn,
         "messageId": run.message_id,
@@ -103,6 +107,7 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
         "epochs": turn.epochs_before + run.epochs,
         "usage": msgspec.to_builtins((turn.usage_before or Usage()) + run.run_usage),
         "durationMs": max(now - turn.started_at_ms, 0) if turn.started_at_ms else 0,
+        "answer": delivered,
     }
     if run.stopped_early is not None:
         ended["stoppedEarly"] = run.stopped_early

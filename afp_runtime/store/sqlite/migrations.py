@@ -240,6 +240,17 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         CREATE INDEX bundles_by_stage ON bundles (run, stage, iteration, seq);
         """,
     ),
+    (
+        11,
+        "runs carry their answer or why there is none",
+        """
+        -- Filled when a run ends (docs/storage.md#the-schema): the answer's text, or the error
+        -- kind and words of a held or stalled run, so lists need no commit log read.
+        ALTER TABLE runs ADD COLUMN answer TEXT;
+        ALTER TABLE runs ADD COLUMN error_kind TEXT;
+        ALTER TABLE runs ADD COLUMN error TEXT;
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

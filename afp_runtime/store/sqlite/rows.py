@@ -22,7 +22,14 @@ class AgentRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
 
 
 class RunRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """One run of a turn."""
+    """One run of a turn.
+
+    Attributes:
+        answer: the final answer's text, once the run answered (runs committed before schema
+            version 11 have none here; their commit log holds it).
+        error_kind: why the run stopped held or stalled (wire ``errorKind``).
+        error: the same in words.
+    """
 
     run_id: str
     agent_id: str
@@ -35,6 +42,9 @@ class RunRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_def
     recovered_from: str | None = None
     ended_at_ms: int | None = None
     usage: Usage | None = None
+    answer: str | None = None
+    error_kind: str | None = None
+    error: str | None = None
 
 
 class InboxRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):

@@ -775,7 +775,7 @@ class SqliteStore:
         sql = (
             "SELECT r.run_id, a.agent_id, r.turn, r.kind, r.message_id, r.status,"
             " r.started_at_ms, r.recovered_from, r.ended_at_ms, r.usage,"
-            " (SELECT COUNT(*) FROM bundles b WHERE b.run=r.run)"
+            " (SELECT COUNT(*) FROM bundles b WHERE b.run=r.run), r.answer, r.error_kind, r.error"
             " FROM runs r JOIN agents a ON a.agent=r.agent"
         )
         params: tuple[Any, ...] = ()
@@ -799,6 +799,9 @@ class SqliteStore:
                 ended_at_ms=r[8],
                 usage=_usage_decoder.decode(r[9]) if r[9] is not None else None,
                 bundles=r[10],
+                answer=r[11],
+                error_kind=r[12],
+                error=r[13],
             )
             for r in rows
         ]

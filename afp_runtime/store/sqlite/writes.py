@@ -182,8 +182,17 @@ def write_txn(
     if txn.run_end is not None:
         end = txn.run_end
         conn.execute(
-            "UPDATE runs SET status=?, ended_at_ms=?, usage=? WHERE run_id=?",
-            (end.status, end.ended_at_ms, _encoder.encode(end.usage), end.run_id),
+            "UPDATE runs SET status=?, ended_at_ms=?, usage=?, answer=?, error_kind=?, error=?"
+            " WHERE run_id=?",
+            (
+                end.status,
+                end.ended_at_ms,
+                _encoder.encode(end.usage),
+                end.answer,
+                end.error_kind,
+                end.error,
+                end.run_id,
+            ),
         )
     for update in txn.inbox:
         _update_inbox(conn, update)
