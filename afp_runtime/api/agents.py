@@ -28,6 +28,7 @@ import msgspec
 from litestar import Request, Response, get, post
 from litestar.datastructures import State
 
+from afp_runtime.api._body import json_object
 from afp_runtime.api._context import ApiContext, context_of
 from afp_runtime.api._params import (
     FINGERPRINT,
@@ -155,18 +156,7 @@ async def post_inbox(
     """Accept a person's message durably; 202 only after it is committed."""
     ctx = context_of(state)
     await ctx.agent(agent_id)
-    raw = await request.body()
-    try:
-        body = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        body = None
-    if not isinstance(body, dict):
-        raise ApiError(
-            400,
-            "invalid-body",
-            "the body must be a JSON object",
-            value=raw[:800].decode("utf-8", "replace"),
-        )
+    body = json_object(await request.body())
     for field in body:
         if field not in _BODY_FIELDS:
             raise _invalid(field, f"{field} is not a field of an inbox message", body[field])

@@ -20,15 +20,19 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 import anyio
+import anyio.lowlevel
 import msgspec
 from litestar import get
 from litestar.datastructures import State
 from litestar.response import Stream
 
+from afp_runtime._logging import get_logger
 from afp_runtime.api._context import ApiContext, context_of
 from afp_runtime.api._params import AGENT_ID, EVENT_PREFIX, PathText, header, query, query_text
 from afp_runtime.api._problems import ApiError
 from afp_runtime.host import Delivered, StreamGap, Subscription
+
+log = get_logger()
 
 _LAST_EVENT_ID_LIMIT = 200
 _encoder = msgspec.json.Encoder()
@@ -44,6 +48,7 @@ def frame(item: Delivered, *, boot_id: str) -> bytes:
 
 async def _frames(ctx: ApiContext, subscription: Subscription) -> AsyncIterator[bytes]:
     boot_id = ctx.host.events.boot_id
+    ended = False
     try:
         yield b": open\n\n"
         while True:
@@ -56,11 +61,18 @@ async def _frames(ctx: ApiContext, subscription: Subscription) -> AsyncIterator[
                 yield b": keep-alive\n\n"
                 continue
             if item is None:
+                ended = True
                 return
+            # A replay yields many frames without waiting on anything: let the server's
+            # disconnect watcher run between them, so a client that went away stops the
+            # stream at once instead of being written to (and logged about) frame after frame.
+            await anyio.lowlevel.checkpoint()
             yield frame(item, boot_id=boot_id)
     finally:
         subscription.close()
         ctx.open_streams -= 1
+        if not ended:
+            log.info("event stream client went away", pending=subscription.pending)
 
 
 def _prefixes(types: str | None) -> list[str] | None:

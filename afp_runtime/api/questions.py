@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import msgspec
 from litestar import Request, get, post
 from litestar.datastructures import State
 
+from afp_runtime.api._body import json_object
 from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
     RUN_ID,
@@ -66,15 +66,7 @@ async def list_questions(
 
 
 async def _body(request: Request[Any, Any, Any], fields: frozenset[str]) -> dict[str, Any]:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        body = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        body = None
-    if not isinstance(body, dict):
-        raise ApiError(400, "invalid-body", "the body must be a JSON object")
+    body = json_object(await request.body(), empty_is_object=True)
     for field in body:
         if field not in fields:
             raise ApiError(

@@ -15,7 +15,9 @@ Readings settled here:
 * Event ids on the wire are ``<bootId>-<seq>``; the boot id is random per host object, so an id
   from an earlier process (or an unparsable one) reads as ``restarted``.
 * After a ``restarted`` or ``evicted`` marker the subscriber receives what the ring still holds
-  (filtered), then live events.
+  (filtered), then live events. The replay is the subscription's backlog, outside its queue
+  bound: a resume gets everything the ring holds after the given id, however busy the host
+  was, and only live events that pile up behind it can be dropped as ``slow-client``.
 * Host-wide events (``host.started``, ``host.stopping``) carry an empty ``agentId``; a
   subscriber filtering by agent does not receive them.
 """
@@ -81,6 +83,8 @@ class Subscription:
         self._types = types
         self._capacity = capacity
         self._queue: deque[Delivered] = deque()
+        # What a resume replays from the ring: delivered first, never dropped (the ring bounds it).
+        self._backlog: deque[Delivered] = deque()
         self._dropped = 0
         self._first_dropped: str | None = None
         self._ready = anyio.Event()
@@ -105,14 +109,22 @@ class Subscription:
         self._queue.append(item)
         self._ready.set()
 
+    def replay(self, items: Iterable[Delivered]) -> None:
+        """Queue a resume's replay ahead of live events, outside the queue bound."""
+        self._backlog.extend(items)
+        if self._backlog:
+            self._ready.set()
+
     @property
     def pending(self) -> int:
-        """Items queued and not yet read (markers included)."""
-        return len(self._queue)
+        """Items queued and not yet read (markers and the replay included)."""
+        return len(self._backlog) + len(self._queue)
 
     async def next(self) -> Delivered | None:
         """The next event or marker; None once the subscription or the bus is closed."""
         while True:
+            if self._backlog:
+                return self._backlog.popleft()
             if self._dropped:
                 gap = StreamGap(
                     reason="slow-client", count=self._dropped, missed_from=self._first_dropped
@@ -224,9 +236,11 @@ class EventBus:
             capacity=buffer or self.subscriber_buffer,
         )
         if last_event_id is not None:
-            for item in self._replay(last_event_id):
-                if isinstance(item, StreamGap) or subscription.matches(item):
-                    subscription.offer(item)
+            subscription.replay(
+                item
+                for item in self._replay(last_event_id)
+                if isinstance(item, StreamGap) or subscription.matches(item)
+            )
         if self._closed:
             subscription.close()
         else:
@@ -235,7 +249,8 @@ class EventBus:
 
     def _replay(self, last_event_id: str) -> list[Delivered]:
         boot, _, seq_text = last_event_id.rpartition("-")
-        if boot != self.boot_id or not seq_text.isdigit():
+        # ASCII digits only: str.isdigit also takes "²", which int() refuses.
+        if boot != self.boot_id or not (seq_text.isascii() and seq_text.isdigit()):
             return [StreamGap(reason="restarted", missed_from=last_event_id), *self._ring]
         seq = int(seq_text)
         oldest = self._ring[0].id if self._ring else self._last_id + 1

@@ -108,3 +108,64 @@ def test_serve_answers_over_http_and_stops_cleanly_on_sigterm(tmp_path: Path) ->
             process.communicate()
     assert process.returncode == 0, stderr
     assert f"127.0.0.1:{port}" in stderr
+
+
+def test_a_client_leaving_mid_replay_is_logged_once(tmp_path: Path) -> None:
+    """A client that resumes a busy stream and goes away mid-replay stops the stream: one log
+    line says so, and the server does not write on to the dead socket (no repeated
+    ``socket.send() raised exception.``)."""
+    port = _free_port()
+    log_path = tmp_path / "serve.log"
+    args = ["--agents", str(DEMO), "--db", str(tmp_path / "afp.db"), "--port", str(port)]
+    with log_path.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "afp_runtime.cli", "-v", "serve", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            text=True,
+            env=_env(),
+            cwd=REPO,
+        )
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            deadline = time.monotonic() + 30
+            while True:
+                assert process.poll() is None, log_path.read_text()
+                try:
+                    if client.get("/v1/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            for n in range(25):  # about 30 events a turn: the ring holds hundreds
+                assert client.post("/v1/agents/demo/inbox", json={"text": f"order {n}?"}).is_success
+            while any(
+                m["status"] in BUSY
+                for m in client.get("/v1/agents/demo/inbox?limit=500").json()["items"]
+            ):
+                assert time.monotonic() < deadline + 60
+                time.sleep(0.1)
+            with client.stream("GET", "/v1/events", headers={"Last-Event-ID": "x-1"}) as first:
+                boot = (
+                    next(line for line in first.iter_lines() if line.startswith("id: "))
+                    .removeprefix("id: ")
+                    .rsplit("-", 1)[0]
+                )
+        with socket.create_connection(("127.0.0.1", port)) as raw:
+            raw.sendall(
+                f"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                f"Last-Event-ID: {boot}-1\r\n\r\n".encode()
+            )
+            assert raw.recv(256)
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        time.sleep(1.0)
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    text = log_path.read_text(encoding="utf-8")
+    assert text.count("socket.send() raised exception") <= 1, text[-2000:]
+    assert 1 <= text.count("event stream client went away") <= 2, text[-2000:]

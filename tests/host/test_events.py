@@ -67,9 +67,35 @@ async def test_resume_after_a_known_id_replays_the_rest() -> None:
     assert [e.id for e in await take(resumed, 4)] == [6, 7, 8, 9]  # type: ignore[union-attr]
 
 
+async def test_a_resume_replays_all_the_ring_holds_whatever_the_queue_bound() -> None:
+    """After a busy period the replay is not cut to the subscriber's queue: everything the ring
+    holds after the id comes, in order, with no slow-client marker."""
+    bus = EventBus(boot_id="b", ring_size=5_000, subscriber_buffer=10)
+    drain(bus, 3_000)
+    resumed = bus.subscribe(last_event_id="b-100")
+    items = await take(resumed, 2_900)
+    assert [e.id for e in items] == list(range(101, 3_001))  # type: ignore[union-attr]
+    assert not any(isinstance(item, StreamGap) for item in items)
+
+
+async def test_an_evicted_resume_marks_exactly_where_history_is_gone() -> None:
+    """Resuming from before the ring: the marker first, then everything the ring holds."""
+    bus = EventBus(boot_id="b", ring_size=50, subscriber_buffer=10)
+    drain(bus, 200)
+    resumed = bus.subscribe(last_event_id="b-3")
+    items = await take(resumed, 51)
+    assert items[0] == StreamGap(reason="evicted", missed_from="b-3")
+    assert [e.id for e in items[1:]] == list(range(151, 201))  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize(
     ("last_event_id", "reason"),
-    [("other-5", "restarted"), ("garbage", "restarted"), ("b-1", "evicted")],
+    [
+        ("other-5", "restarted"),
+        ("garbage", "restarted"),
+        ("b-\u00b2", "restarted"),
+        ("b-1", "evicted"),
+    ],
 )
 async def test_resume_from_an_unknown_point_starts_with_a_gap(
     last_event_id: str, reason: str

@@ -1,0 +1,81 @@
+"""Bad input gets the 4xx that explains it, never a 500: bodies nested too deep, lone surrogate
+escapes, JSON that is no object, and a Last-Event-ID with non-ASCII digits."""
+
+from __future__ import annotations
+
+import anyio
+import httpx
+import pytest
+
+from afp_runtime.testing import answer, call, tool_reply
+
+from .conftest import Api, agent, error_of, post, serving, settle, until
+from .test_events import frames
+
+NESTED = b"[" * 1000 + b"]" * 1000
+
+
+async def _paused_question(api: Api, client: httpx.AsyncClient, host: object) -> str:
+    await post(client, "go")
+    await until(lambda: bool(host.reader))  # type: ignore[attr-defined]
+    for _ in range(200):
+        items = (await client.get("/v1/agents/ops/questions")).json()["items"]
+        if items:
+            return str(items[0]["questionId"])
+        await anyio.sleep(0.02)
+    raise AssertionError("no question was asked")
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (NESTED, "nests arrays or objects too deeply"),
+        (b'{"text": "\\ud800"}', "lone surrogate escape \\ud800"),
+        (b'{"text": "a\\udc00b"}', "lone surrogate escape \\udc00"),
+        (b'{"text": ', "not valid JSON"),
+        (b'["text"]', "must be a JSON object"),
+    ],
+    ids=["nested", "lone-high", "lone-low", "truncated", "array"],
+)
+async def test_bad_bodies_are_400_naming_the_problem(api: Api, body: bytes, said: str) -> None:
+    """The inbox, answer and abandon endpoints refuse each bad body with 400 invalid-body."""
+    from afp_runtime.tools import Tool
+
+    async def ask(args: object, ctx: object) -> str:
+        ctx.ask_person("which?")  # type: ignore[attr-defined]
+
+    asking = Tool("ask", "Ask.", {"type": "object"}, ask)
+    script = [tool_reply(call("c1", "ask")), answer("ok")]
+    async with api.running(agent(script, tools=[asking])) as (host, client):
+        question = await _paused_question(api, client, host)
+        headers = {"content-type": "application/json"}
+        paths = [
+            "/v1/agents/ops/inbox",
+            f"/v1/agents/ops/questions/{question}/answer",
+            f"/v1/agents/ops/questions/{question}/abandon",
+        ]
+        answers = [await client.post(path, content=body, headers=headers) for path in paths]
+    for response in answers:
+        assert response.status_code == 400, response.text
+        assert error_of(response)["code"] == "invalid-body"
+        assert said in error_of(response)["message"]
+
+
+@pytest.mark.parametrize("path", ["/v1/events", "/v1/agents/ops/events"])
+async def test_a_last_event_id_with_other_digits_is_a_restart_gap(api: Api, path: str) -> None:
+    """``Last-Event-ID: <boot>-²`` resumes as from an unknown point (a restarted gap), not 500."""
+    async with api.host(agent([answer("one")])) as host:
+        async with api.client(host) as local:
+            await post(local)
+        await settle(host)
+        resume = f"{host.events.boot_id}-\u00b2"
+        async with serving(api.app(host)) as url, httpx.AsyncClient(base_url=url) as client:
+            with anyio.fail_after(10):
+                raw_header = [(b"Last-Event-ID", resume.encode("latin-1"))]
+                async with client.stream("GET", path, headers=raw_header) as response:
+                    assert response.status_code == 200
+                    items = frames(response)
+                    opening = await anext(items)
+                    gap = await anext(items)
+    assert opening == {"comment": "open"}
+    assert gap["event"] == "stream.gap" and gap["data"]["reason"] == "restarted"
