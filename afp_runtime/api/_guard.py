@@ -8,12 +8,16 @@ included — and a refused request never reaches a handler. In order:
 3. without a token, the ``Host`` header must name the loopback address and port being served
    (400 ``bad-host``: DNS rebinding); with a token, every request except ``GET /v1/health``
    needs ``Authorization: Bearer <token>`` (401 ``unauthorized``, compared with
-   ``hmac.compare_digest``);
-4. a request with a body must be ``application/json`` when it is a POST (415
-   ``unsupported-media-type``);
+   ``hmac.compare_digest``), so a client without it cannot probe which routes exist;
+4. only the routes of the operation table exist (404 ``route-not-found``); a method the path
+   does not answer is 405 ``method-not-allowed`` with an ``Allow`` header, and ``OPTIONS`` is
+   answered here (204 with ``Allow``), both from the same table as the OpenAPI
+   document; ``HEAD`` runs the ``GET`` and sends its status and headers only;
 5. the body may not exceed the limit: refused from ``Content-Length`` before reading, and counted
    while reading otherwise (413 ``body-too-large``). The body is read here in full and handed to
-   the app afterwards, so the handler only ever sees a body within the limit.
+   the app afterwards, so the handler only ever sees a body within the limit;
+6. a POST that carries a body must say ``application/json`` (415 ``unsupported-media-type``); a
+   POST without one (``resume``, ``dismiss``, ``abandon``) needs no content type.
 
 The port the ``Host`` header must carry is the one given to the app, or else the port of the
 socket the request arrived on (the ASGI ``server`` of the scope).
@@ -28,6 +32,7 @@ from typing import Any
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from afp_runtime.api._operations import allowed_methods
 from afp_runtime.api._problems import REQUEST_ID_HEADER, REQUEST_ID_KEY, ApiError
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -36,6 +41,15 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 class _TooLarge(Exception):
     """The body grew past the limit while it was read."""
+
+
+class _Answered(Exception):
+    """The guard answered the request itself (``OPTIONS``)."""
+
+    def __init__(self, status: int, headers: dict[str, str]) -> None:
+        super().__init__(status)
+        self.status = status
+        self.headers = headers
 
 
 class Guard:
@@ -76,6 +90,16 @@ class Guard:
         except ApiError as error:
             await _send_error(send_with_id, error)
             return
+        except _Answered as answer:
+            await _send_empty(send_with_id, answer.status, answer.headers)
+            return
+        if scope["method"] == "HEAD":  # type: ignore[typeddict-item]
+            # The server keeps its own scope (it knows not to send a body for HEAD); the app
+            # sees a GET whose body is dropped, and an endless stream ends after its headers.
+            head_scope: Any = {**scope, "method": "GET"}
+            head_send, head_receive = _headers_only(send_with_id, receive)
+            await self.app(head_scope, head_receive, head_send)
+            return
         await self.app(scope, receive, send_with_id)
 
     async def _check(self, scope: Scope, receive: Receive) -> Receive:
@@ -88,16 +112,19 @@ class Guard:
             self._check_host(scope, headers.get("host"))
         elif not (method in ("GET", "HEAD") and path == "/v1/health"):
             self._check_token(headers.get("authorization"))
-        if method == "POST":
-            kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-            if kind != "application/json":
-                raise ApiError(
-                    415,
-                    "unsupported-media-type",
-                    "a POST must carry Content-Type: application/json",
-                    field="Content-Type",
-                    value=headers.get("content-type", ""),
-                )
+        allowed = allowed_methods(path)
+        if allowed is None:
+            raise ApiError(404, "route-not-found", f"no endpoint answers {path[:200]}")
+        allow = {"Allow": ", ".join(sorted(allowed))}
+        if method not in allowed:
+            raise ApiError(
+                405,
+                "method-not-allowed",
+                f"{method[:20]} is not allowed on {path[:200]}; it answers {allow['Allow']}",
+                headers=allow,
+            )
+        if method == "OPTIONS":
+            raise _Answered(204, allow)
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise self._too_large()
@@ -107,6 +134,15 @@ class Guard:
             body = await self._read_body(receive)
         except _TooLarge:
             raise self._too_large() from None
+        kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if body and kind != "application/json":
+            raise ApiError(
+                415,
+                "unsupported-media-type",
+                "a POST with a body must carry Content-Type: application/json",
+                field="Content-Type",
+                value=headers.get("content-type", ""),
+            )
         return _replay(body, receive)
 
     def _too_large(self) -> ApiError:
@@ -187,6 +223,34 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+def _headers_only(send: Send, receive: Receive) -> tuple[Send, Receive]:
+    """A send that ends the response right after its headers, and a receive that reports the
+    client gone once it has (so a streaming handler stops)."""
+    ended = False
+
+    async def send_headers(message: Message) -> None:
+        nonlocal ended
+        if ended:
+            return
+        if message["type"] == "http.response.start":
+            await send(message)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            ended = True
+
+    async def receive_until_ended() -> Any:
+        if ended:
+            return {"type": "http.disconnect"}
+        return await receive()
+
+    return send_headers, receive_until_ended
+
+
+async def _send_empty(send: Send, status: int, headers: dict[str, str]) -> None:
+    raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _send_error(send: Send, error: ApiError) -> None:

@@ -6,14 +6,12 @@ Every parameter arrives as text and is checked here, so a bad one is a 400 namin
 is ever used to build a path or SQL text: values only reach parameterized queries.
 
 Paging: ``limit`` is 1..500 (default 50; some lists cap it lower) and ``cursor`` is opaque to
-clients. Here a cursor is the URL-safe base64 of ``afp:<offset>`` into the list the endpoint
-computes; anything that does not decode to that is an unknown cursor.
+clients. Here a cursor is ``o<offset>`` into the list the endpoint computes (``CURSOR``); an
+offset past the end is an empty last page, and anything else is an unknown cursor.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Final, Generic, TypeVar
@@ -35,10 +33,10 @@ COUNT: Final = re.compile(r"^(0|[1-9][0-9]{0,9})$")
 FINGERPRINT: Final = re.compile(r"^[0-9a-f]{64}$")
 ROW_KIND: Final = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 EVENT_PREFIX: Final = re.compile(r"^[a-z][a-z0-9.-]{0,63}$")
+CURSOR: Final = re.compile(r"^o(0|[1-9][0-9]{0,9})$")
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
-_CURSOR_PREFIX = "afp:"
 
 
 def query(name: str) -> Any:
@@ -142,22 +140,16 @@ def limit_of(value: str | None, *, maximum: int = MAX_LIMIT) -> int:
 
 def encode_cursor(offset: int) -> str:
     """The opaque cursor of an offset."""
-    return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{offset}".encode()).decode().rstrip("=")
+    return f"o{offset}"
 
 
 def offset_of(cursor: str | None) -> int:
-    """The offset an opaque cursor stands for; 0 without one; 400 for an unknown cursor."""
+    """The offset a cursor stands for; 0 without one; 400 for a cursor this API never hands out."""
     if cursor is None:
         return 0
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        text = base64.urlsafe_b64decode(padded.encode("ascii")).decode("ascii")
-    except (binascii.Error, UnicodeError, ValueError):
-        text = ""
-    number = text.removeprefix(_CURSOR_PREFIX)
-    if not text.startswith(_CURSOR_PREFIX) or COUNT.fullmatch(number) is None:
+    if CURSOR.fullmatch(cursor) is None:
         raise _bad_query("cursor", "cursor is not one this API handed out", cursor)
-    return int(number)
+    return int(cursor[1:])
 
 
 class Page(msgspec.Struct, Generic[T], frozen=True, kw_only=True):

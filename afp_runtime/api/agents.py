@@ -51,6 +51,7 @@ from afp_runtime.api._params import (
     query_text,
 )
 from afp_runtime.api._problems import ApiError
+from afp_runtime.api.constants import INBOX_STATUSES, SENDER_LIMIT, TEXT_LIMIT
 from afp_runtime.api.shapes import (
     AgentView,
     CallView,
@@ -73,9 +74,6 @@ try:
 except metadata.PackageNotFoundError:  # running from a source tree that was never installed
     VERSION = "0+unknown"
 
-INBOX_STATUSES = ("queued", "running", "paused", "stalled", "held", "answered", "dismissed")
-_TEXT_LIMIT = 32_000
-_SENDER_LIMIT = 128
 _BODY_FIELDS = frozenset({"text", "idempotencyKey", "from", "time"})
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -160,13 +158,13 @@ async def post_inbox(
     for field in body:
         if field not in _BODY_FIELDS:
             raise _invalid(field, f"{field} is not a field of an inbox message", body[field])
-    text = _text_field(body, "text", _TEXT_LIMIT)
+    text = _text_field(body, "text", TEXT_LIMIT)
     if text is None:
         raise _invalid("text", "text is required", None)
     key = body.get("idempotencyKey")
     if key is not None and (not isinstance(key, str) or IDEMPOTENCY_KEY.fullmatch(key) is None):
         raise _invalid("idempotencyKey", "idempotencyKey must be 1 to 128 of [A-Za-z0-9._:-]", key)
-    sender = _text_field(body, "from", _SENDER_LIMIT)
+    sender = _text_field(body, "from", SENDER_LIMIT)
     time = body.get("time")
     if time is not None and not isinstance(time, dict):
         raise _invalid("time", "time must be an object {now?, zone?, window?}", time)

@@ -3,21 +3,21 @@
 
 ``create_app(host, store_path, token=…)`` wires the endpoints of ``agents``, ``runs`` and
 ``events``, the error shape of ``_problems``, and the server rules of ``_guard`` (which wrap the
-app's ASGI handler, so they run before routing). The OpenAPI document is served at
-``GET /v1/openapi.json``; Litestar's own schema pages are not exposed (the guard answers only
-``/v1/`` paths). No CORS middleware is installed, so no CORS header is ever sent.
+app's ASGI handler, so they run before routing). The OpenAPI document served at
+``GET /v1/openapi.json`` is the one ``_openapi`` writes from its table of operations; Litestar's
+own schema generation is off. No CORS middleware is installed, so no CORS header is ever sent.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
-from litestar import Litestar, Request, get
+import anyio
+import msgspec
+from litestar import Litestar, Response, get
 from litestar.datastructures import State
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import JsonRenderPlugin
 
 from afp_runtime.api import agents, events, questions, runs
 from afp_runtime.api._context import STATE_KEY, ApiContext
@@ -33,13 +33,21 @@ from afp_runtime.api.server import check_token
 from afp_runtime.errors import ConfigError
 from afp_runtime.host import Host
 
-_SCHEMA_PATH = "/_afp_schema"
+_OPENAPI_MEDIA_TYPE = "application/vnd.oai.openapi+json"
 
 
-@get("/v1/openapi.json", include_in_schema=False, media_type="application/vnd.oai.openapi+json")
-async def openapi_document(request: Request[Any, Any, Any]) -> dict[str, Any]:
-    """The OpenAPI document of this API."""
-    return request.app.openapi_schema.to_schema()
+@functools.cache
+def _document_bytes() -> bytes:
+    from afp_runtime.api import _openapi
+
+    return msgspec.json.encode(_openapi.document(version=agents.VERSION))
+
+
+@get("/v1/openapi.json", include_in_schema=False)
+async def openapi_document() -> Response[bytes]:
+    """The OpenAPI document of this API (built once, off the event loop)."""
+    body = await anyio.to_thread.run_sync(_document_bytes)
+    return Response(body, media_type=_OPENAPI_MEDIA_TYPE)
 
 
 def create_app(
@@ -86,12 +94,7 @@ def create_app(
         ],
         state=State({STATE_KEY: context}),
         exception_handlers=dict(EXCEPTION_HANDLERS),
-        openapi_config=OpenAPIConfig(
-            title="afp-runtime local API",
-            version=agents.VERSION,
-            path=_SCHEMA_PATH,
-            render_plugins=[JsonRenderPlugin()],
-        ),
+        openapi_config=None,
         type_encoders={MappingProxyType: dict},
         logging_config=None,
         request_max_body_size=None,

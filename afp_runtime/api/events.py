@@ -10,8 +10,10 @@ on it misses nothing.
 ``Last-Event-ID`` resumes from the host's ring buffer; a client whose id is from another boot
 or older than the buffer first gets ``stream.gap`` (``restarted``/``evicted``). A client that
 reads too slowly loses its oldest queued events and gets ``stream.gap`` (``slow-client``);
-publishing never waits for it. A stream ends when the host stops. More than ``max_streams``
-open streams is 429 ``too-many-streams``.
+publishing never waits for it. A stream ends when the host stops; with ``follow=false`` it ends
+once it has sent the history the ring holds (after ``Last-Event-ID``, or all of it without one).
+More than ``max_streams`` open streams is 429 ``too-many-streams``; a ``Last-Event-ID`` longer than
+200 characters is 400 ``invalid-header``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,15 @@ from litestar.response import Stream
 
 from afp_runtime._logging import get_logger
 from afp_runtime.api._context import ApiContext, context_of
-from afp_runtime.api._params import AGENT_ID, EVENT_PREFIX, PathText, header, query, query_text
+from afp_runtime.api._params import (
+    AGENT_ID,
+    EVENT_PREFIX,
+    PathText,
+    header,
+    query,
+    query_flag,
+    query_text,
+)
 from afp_runtime.api._problems import ApiError
 from afp_runtime.host import Delivered, StreamGap, Subscription
 
@@ -78,18 +88,18 @@ async def _frames(ctx: ApiContext, subscription: Subscription) -> AsyncIterator[
 def _prefixes(types: str | None) -> list[str] | None:
     if types is None:
         return None
-    prefixes = [part.strip() for part in types.split(",") if part.strip()]
+    prefixes = types.split(",")
     for prefix in prefixes:
         if EVENT_PREFIX.fullmatch(prefix) is None:
             raise ApiError(
                 400,
                 "invalid-query",
-                f"types must be a comma list of event type prefixes matching "
-                f"{EVENT_PREFIX.pattern}",
+                f"types must be a comma list (no spaces, no empty entries) of event type "
+                f"prefixes matching {EVENT_PREFIX.pattern}",
                 field="types",
                 value=types,
             )
-    return prefixes or None
+    return prefixes
 
 
 def _stream(
@@ -98,15 +108,25 @@ def _stream(
     agent_ids: list[str] | None,
     types: str | None,
     last_event_id: str | None,
+    follow: str | None,
 ) -> Stream:
     prefixes = _prefixes(types)
+    following = query_flag("follow", follow) if follow is not None else True
     if ctx.open_streams >= ctx.max_streams:
         raise ApiError(
             429, "too-many-streams", f"at most {ctx.max_streams} event streams may be open"
         )
-    resume_from = last_event_id[:_LAST_EVENT_ID_LIMIT] if last_event_id else None
+    if last_event_id is not None and len(last_event_id) > _LAST_EVENT_ID_LIMIT:
+        raise ApiError(
+            400,
+            "invalid-header",
+            f"Last-Event-ID holds at most {_LAST_EVENT_ID_LIMIT} characters",
+            field="Last-Event-ID",
+            value=last_event_id[:_LAST_EVENT_ID_LIMIT],
+        )
+    resume_from = last_event_id or None
     subscription = ctx.host.events.subscribe(
-        agent_ids=agent_ids, types=prefixes, last_event_id=resume_from
+        agent_ids=agent_ids, types=prefixes, last_event_id=resume_from, follow=following
     )
     ctx.open_streams += 1
     return Stream(
@@ -126,12 +146,15 @@ async def agent_events(
     state: State,
     agent_id: PathText,
     types: Annotated[str | None, query("types")] = None,
+    follow: Annotated[str | None, query("follow")] = None,
     last_event_id: Annotated[str | None, header("Last-Event-ID")] = None,
 ) -> Stream:
     """The agent's live events as server-sent events; resumable with ``Last-Event-ID``."""
     ctx = context_of(state)
     await ctx.agent(agent_id)
-    return _stream(ctx, agent_ids=[agent_id], types=types, last_event_id=last_event_id)
+    return _stream(
+        ctx, agent_ids=[agent_id], types=types, last_event_id=last_event_id, follow=follow
+    )
 
 
 @get(
@@ -144,13 +167,14 @@ async def all_events(
     state: State,
     agent: Annotated[list[str] | None, query("agent")] = None,
     types: Annotated[str | None, query("types")] = None,
+    follow: Annotated[str | None, query("follow")] = None,
     last_event_id: Annotated[str | None, header("Last-Event-ID")] = None,
 ) -> Stream:
     """Every agent's live events (filters ``agent``, repeatable, and ``types``)."""
     ctx = context_of(state)
     for agent_id in agent or []:
         query_text("agent", agent_id, AGENT_ID)
-    return _stream(ctx, agent_ids=agent, types=types, last_event_id=last_event_id)
+    return _stream(ctx, agent_ids=agent, types=types, last_event_id=last_event_id, follow=follow)
 
 
 HANDLERS = [agent_events, all_events]

@@ -32,14 +32,12 @@ from afp_runtime.api._params import (
     query_choice,
 )
 from afp_runtime.api._problems import ApiError
+from afp_runtime.api.constants import QUESTION_STATUSES, SENDER_LIMIT
 from afp_runtime.api.shapes import AnswerAccepted, QuestionView
 from afp_runtime.api.views import question_view
 from afp_runtime.errors import InvalidAnswer, QuestionClosed
 from afp_runtime.host import AgentNotHosted
 from afp_runtime.records import QuestionRow
-
-QUESTION_STATUSES = ("open", "answered", "abandoned", "unsettled", "all")
-_SENDER_LIMIT = 128
 
 
 def _answer_status(row: QuestionRow) -> Literal["accepted", "re-asked", "unsettled"]:
@@ -77,13 +75,11 @@ async def _body(request: Request[Any, Any, Any], fields: frozenset[str]) -> dict
                 value=body[field],
             )
     sender = body.get("from")
-    if sender is not None and (
-        not isinstance(sender, str) or not 1 <= len(sender) <= _SENDER_LIMIT
-    ):
+    if sender is not None and (not isinstance(sender, str) or not 1 <= len(sender) <= SENDER_LIMIT):
         raise ApiError(
             422,
             "invalid-body",
-            f"from must be a string of 1 to {_SENDER_LIMIT} characters",
+            f"from must be a string of 1 to {SENDER_LIMIT} characters",
             field="from",
             value=sender,
         )

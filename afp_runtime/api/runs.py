@@ -28,7 +28,6 @@ import msgspec
 from litestar import Response, get, post
 from litestar.datastructures import State
 
-from afp_runtime import models
 from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
     Page,
@@ -44,6 +43,7 @@ from afp_runtime.api._params import (
 )
 from afp_runtime.api._problems import ApiError
 from afp_runtime.api.agents import window_records
+from afp_runtime.api.constants import MAX_SERVED_PAGE
 from afp_runtime.api.shapes import DismissAccepted, ResumeAccepted
 from afp_runtime.errors import RunNotHeld, RunNotResumable
 from afp_runtime.host import AgentNotHosted
@@ -64,8 +64,6 @@ from afp_runtime.served import (
     view_of,
 )
 from afp_runtime.store import RunRow, StoredBundle
-
-MAX_SERVED_PAGE = 50
 
 
 def _epoch_not_found(run_id: PathText, epoch: PathText) -> ApiError:
@@ -254,7 +252,7 @@ async def conformance(
     run = await ctx.run(run_id)
     number = number_param("epoch", epoch)
     with_wire = wire is None or query_flag("wire", wire)
-    hosted: BodyEncoder | None = ctx.host.model_of(run.agent_id)
+    host = ctx.host
 
     def read(log: RunLog) -> ConformanceReport | None:
         view = served_at(log, number)
@@ -263,8 +261,7 @@ async def conformance(
         receipt = receipt_at(log, number)
         encoder: BodyEncoder | None = None
         if with_wire and receipt is not None and receipt.wire is not None:
-            # The agent's own adapter when this host runs it, else the receipt encoder's.
-            encoder = hosted or models.encoder_for(receipt.wire.encoder, receipt.basis.model)
+            encoder = host.wire_encoder(run.agent_id, receipt.wire.encoder, receipt.basis.model)
         return check(view, receipt, encoder=encoder, log=log)
 
     report = await ctx.with_log(run_id, read)

@@ -219,6 +219,7 @@ class EventBus:
         types: Iterable[str] | None = None,
         last_event_id: str | None = None,
         buffer: int | None = None,
+        follow: bool = True,
     ) -> Subscription:
         """A new subscription, optionally resuming after the wire id ``last_event_id``.
 
@@ -228,6 +229,8 @@ class EventBus:
             last_event_id: the last wire id the subscriber saw; what the ring holds after it
                 is queued first (after a ``restarted``/``evicted`` marker when it cannot).
             buffer: the queue bound (default: the bus's ``subscriber_buffer``).
+            follow: False for history only: what the ring holds after ``last_event_id`` (all
+                of it without one), after which the subscription ends.
         """
         subscription = Subscription(
             self,
@@ -235,13 +238,18 @@ class EventBus:
             types=tuple(types) if types is not None else None,
             capacity=buffer or self.subscriber_buffer,
         )
+        history: list[Delivered] | None = None
         if last_event_id is not None:
+            history = self._replay(last_event_id)
+        elif not follow:
+            history = list(self._ring)
+        if history is not None:
             subscription.replay(
                 item
-                for item in self._replay(last_event_id)
+                for item in history
                 if isinstance(item, StreamGap) or subscription.matches(item)
             )
-        if self._closed:
+        if self._closed or not follow:
             subscription.close()
         else:
             self._subscribers.append(subscription)

@@ -52,6 +52,7 @@ import msgspec
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
+from afp_runtime import models
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import AgentDefinitionError, RunNotResumable, StateError, StoreDamaged
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
@@ -394,10 +395,16 @@ class Host:
             time_zone=d.time.zone if d.time is not None else None,
         )
 
-    def model_of(self, agent_id: str) -> Model | None:
-        """The hosted agent's model adapter in this process (the wire check's encoder)."""
+    def wire_encoder(self, agent_id: str, encoder: str, model: str) -> Model | None:
+        """The adapter that re-encodes a call's request bytes for the wire check: the hosted
+        agent's own, else one that encodes as the receipt's ``encoder`` did for ``model`` (None
+        when this build has no such encoder)."""
         agent = self._agents.get(agent_id)
-        return agent.definition.model if agent is not None else None
+        if agent is not None:
+            return agent.definition.model
+        # Reached through the lazy package: the encoders bring the HTTP adapters, which only
+        # this check needs.
+        return models.encoder_for(encoder, model)
 
     def working(self, agent_id: str) -> bool:
         """Whether the agent's worker is inside a pass right now."""

@@ -79,3 +79,22 @@ async def test_a_last_event_id_with_other_digits_is_a_restart_gap(api: Api, path
                     gap = await anext(items)
     assert opening == {"comment": "open"}
     assert gap["event"] == "stream.gap" and gap["data"]["reason"] == "restarted"
+
+
+@pytest.mark.parametrize("types", ["", "turn.,", "turn,,run", " turn"])
+async def test_a_types_filter_with_empty_or_spaced_entries_is_400(api: Api, types: str) -> None:
+    """``types`` must be a comma list of prefixes: an empty entry or a space is 400 naming it,
+    where it used to be read as no filter at all."""
+    async with api.running(agent([])) as (_, client):
+        response = await client.get("/v1/agents/ops/events", params={"types": types})
+    assert response.status_code == 400
+    assert (error_of(response)["code"], error_of(response)["field"]) == ("invalid-query", "types")
+
+
+async def test_a_last_event_id_past_its_limit_is_400(api: Api) -> None:
+    """A Last-Event-ID longer than 200 characters is 400 invalid-header, not cut and used."""
+    async with api.running(agent([])) as (_, client):
+        response = await client.get("/v1/events", headers={"Last-Event-ID": "0" * 201})
+    assert response.status_code == 400
+    assert error_of(response)["code"] == "invalid-header"
+    assert error_of(response)["field"] == "Last-Event-ID"

@@ -74,6 +74,31 @@ async def test_case_34_reconnect_with_last_event_id_resumes_in_order(api: Api) -
     assert seen[-1]["event"] in ("run.ended", "turn.ended", "iteration.ended")
 
 
+async def test_follow_false_sends_the_history_then_ends(api: Api) -> None:
+    """``follow=false`` sends every event the host holds (after Last-Event-ID when given) and
+    closes the stream, where a following stream stays open."""
+    async with api.host(agent(SCRIPT)) as host:
+        async with api.client(host) as local:
+            await post(local)
+        await settle(host)
+        last, boot = host.events.last_id, host.events.boot_id
+        async with serving(api.app(host)) as url, httpx.AsyncClient(base_url=url) as client:
+            with anyio.fail_after(10):
+                whole = await client.get("/v1/events", params={"follow": "false"})
+                after = await client.get(
+                    "/v1/agents/ops/events",
+                    params={"follow": "false", "types": "turn."},
+                    headers={"Last-Event-ID": f"{boot}-3"},
+                )
+    ids = [int(line.rpartition("-")[2]) for line in whole.text.splitlines() if line[:4] == "id: "]
+    assert ids == list(range(1, last + 1))
+    types = [line[7:] for line in after.text.splitlines() if line.startswith("event: ")]
+    assert types and all(kind.startswith("turn.") for kind in types)
+    lines = after.text.splitlines()
+    resumed = [int(line.rpartition("-")[2]) for line in lines if line[:4] == "id: "]
+    assert resumed and min(resumed) > 3
+
+
 async def test_case_34_after_a_restart_the_first_frame_is_a_gap(api: Api) -> None:
     """Case 34: after a host restart, a client resuming with the old boot's id first gets
     stream.gap with reason restarted, then live events."""

@@ -156,8 +156,8 @@ async def test_run_summary_and_commit_log(api: Api) -> None:
 
 
 async def test_resume_a_held_run_and_refuse_others(api: Api) -> None:
-    """Resuming an answered run is 409 run-not-resumable; a held run resumes with 202 and its
-    turn is answered by an operator run."""
+    """Resuming an answered run is 409 run-not-resumable; a held run resumes with 202 (a body
+    that is not JSON is 415, no body needs no content type) and an operator run answers it."""
     refused = ModelCallError("the key was refused", error_kind="auth", provider="scripted")
     model = ScriptedModel([answer("first"), refused, answer("after all")], model="mock")
     async with api.running(agent(model)) as (host, client):
@@ -167,15 +167,15 @@ async def test_resume_a_held_run_and_refuse_others(api: Api) -> None:
         await post(client, "two")
         await settle(host)
         held = (await client.get("/v1/agents/ops/inbox/msg-2")).json()
-        plain = await client.post("/v1/runs/run-2/resume")
-        accepted = await client.post("/v1/runs/run-2/resume", json={})
+        text = await client.post("/v1/runs/run-2/resume", content=b"x")
+        accepted = await client.post("/v1/runs/run-2/resume")
         await settle(host)
         after = (await client.get("/v1/agents/ops/inbox/msg-2")).json()
         runs = (await client.get("/v1/agents/ops/runs")).json()["items"]
         unknown = await client.post("/v1/runs/run-9/resume", json={})
     assert answered.status_code == 409 and error_of(answered)["code"] == "run-not-resumable"
     assert held["status"] == "held"
-    assert plain.status_code == 415
+    assert text.status_code == 415 and error_of(text)["code"] == "unsupported-media-type"
     assert accepted.status_code == 202
     assert accepted.json() == {"runId": "run-2", "agentId": "ops", "status": "accepted"}
     assert (after["status"], after["answer"], after["runId"]) == ("answered", "after all", "run-3")

@@ -212,6 +212,6 @@ async def test_openapi_document_lists_the_endpoints(api: Api) -> None:
     document = response.json()
     assert document["openapi"].startswith("3.")
     paths = set(document["paths"])
-    assert "/v1/agents/{agent_id}/inbox" in paths
-    assert "/v1/runs/{run_id}/epochs/{epoch}/served" in paths
+    assert "/v1/agents/{agentId}/inbox" in paths
+    assert "/v1/runs/{runId}/epochs/{epoch}/served" in paths
     assert "/v1/openapi.json" not in paths

@@ -1,0 +1,127 @@
+"""The OpenAPI document, written from the table of operations in ``_operations``
+(docs/api.md#the-openapi-document).
+
+The handlers take every parameter as text and check it themselves, so that a bad one is an error
+in this API's own shape; the framework's generated document could not say what they accept.
+Schemas of the answers are generated from the same Structs the handlers return; errors are the
+one ``Error`` component on every operation.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+import msgspec
+
+from afp_runtime.api._bodies import body_schemas
+from afp_runtime.api._operations import (
+    ALWAYS,
+    OPERATIONS,
+    SERVER_SENT_EVENT,
+    STATUS_TEXT,
+    Operation,
+)
+from afp_runtime.api._problems import ErrorBody
+
+_EXAMPLES = "openapi_examples.json"
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def captured_examples() -> dict[str, Any]:
+    """Answers of a real ``afp serve`` by operation id (``scripts/openapi_examples.py``)."""
+    text = resources.files("afp_runtime.api").joinpath(_EXAMPLES).read_text(encoding="utf-8")
+    examples: dict[str, Any] = msgspec.json.decode(text)
+    return examples
+
+
+def example_of(op: Operation, captured: dict[str, Any]) -> Any:
+    """The operation's example: a captured answer, else the table's own."""
+    return captured.get(op.operation_id, op.example)
+
+
+def _responses(
+    op: Operation, refs: dict[Any, dict[str, Any]], captured: dict[str, Any]
+) -> dict[str, Any]:
+    example = example_of(op, captured)
+    if op.stream:
+        content = {"text/event-stream": {"schema": _ref("ServerSentEvent"), "example": example}}
+    else:
+        content = {"application/json": {"schema": refs[op.response], "example": example}}
+    success: dict[str, Any] = {"description": STATUS_TEXT[op.status], "content": content}
+    if op.links:
+        success["links"] = op.links
+    responses: dict[str, Any] = {str(op.status): success}
+    for status, text in op.also.items():
+        responses[str(status)] = {"description": text, "content": content}
+    error = {"application/json": {"schema": _ref("Error")}}
+    for status in sorted({*ALWAYS, *op.errors}):
+        responses[str(status)] = {"description": STATUS_TEXT[status], "content": error}
+    return responses
+
+
+def _operation(
+    op: Operation, refs: dict[Any, dict[str, Any]], captured: dict[str, Any]
+) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "operationId": op.operation_id,
+        "summary": op.summary,
+        "tags": [op.tag],
+        "parameters": list(op.params),
+        "responses": _responses(op, refs, captured),
+    }
+    if op.body is not None:
+        document["requestBody"] = {
+            "required": op.body_required,
+            "content": {"application/json": {"schema": _ref(op.body.__name__)}},
+        }
+    return document
+
+
+def document(*, version: str, title: str = "afp-runtime local API") -> dict[str, Any]:
+    """The whole OpenAPI 3.1 document."""
+    kinds = sorted({op.response for op in OPERATIONS if not op.stream}, key=repr)
+    bodies = [op.body for op in OPERATIONS if op.body is not None]
+    schemas, components = msgspec.json.schema_components(
+        [*kinds, *bodies, ErrorBody], ref_template="#/components/schemas/{name}"
+    )
+    refs = dict(zip([*kinds, *bodies, ErrorBody], schemas, strict=True))
+    components["Error"] = components.pop("ErrorBody")
+    components["ServerSentEvent"] = SERVER_SENT_EVENT
+    components["Error"]["description"] = "Every error answer: a stable code and a message."
+    body_schemas(components)
+    captured = captured_examples()
+    paths: dict[str, dict[str, Any]] = {}
+    for op in OPERATIONS:
+        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, refs, captured)
+    whole = {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": version},
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+    return _renamed(
+        whole, {name: _page_name(name) for name in components if name.startswith("Page_")}
+    )
+
+
+def _page_name(generated: str) -> str:
+    """``Page_AgentView_`` as ``AgentViewPage``; a page of free-form objects is ``RecordPage``."""
+    inner = generated.removeprefix("Page_").removesuffix("_")
+    return f"{inner}Page" if inner.isidentifier() else "RecordPage"
+
+
+def _renamed(whole: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """``whole`` with the components in ``names`` renamed, their references included."""
+    text = msgspec.json.encode(whole).decode()
+    for old, new in names.items():
+        text = text.replace(f'"#/components/schemas/{old}"', f'"#/components/schemas/{new}"')
+        text = text.replace(f'"{old}":', f'"{new}":')
+    result: dict[str, Any] = msgspec.json.decode(text)
+    return result
