@@ -36,7 +36,6 @@ from afp_runtime.api._operations import allowed_methods
 from afp_runtime.api._problems import REQUEST_ID_HEADER, REQUEST_ID_KEY, ApiError
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class _TooLarge(Exception):
@@ -128,7 +127,7 @@ class Guard:
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise self._too_large()
-        if method not in _BODY_METHODS:
+        if method != "POST":  # the only method with a body that reaches a handler
             return receive
         try:
             body = await self._read_body(receive)
