@@ -117,11 +117,19 @@ def _page_name(generated: str) -> str:
     return f"{inner}Page" if inner.isidentifier() else "RecordPage"
 
 
-def _renamed(whole: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
-    """``whole`` with the components in ``names`` renamed, their references included."""
-    text = msgspec.json.encode(whole).decode()
-    for old, new in names.items():
-        text = text.replace(f'"#/components/schemas/{old}"', f'"#/components/schemas/{new}"')
-        text = text.replace(f'"{old}":', f'"{new}":')
-    result: dict[str, Any] = msgspec.json.decode(text)
-    return result
+def _renamed(node: Any, names: dict[str, str]) -> Any:
+    """``node`` with the components in ``names`` renamed: their keys under
+    ``components.schemas`` and every ``$ref`` to them."""
+    prefix = "#/components/schemas/"
+    if isinstance(node, list):
+        return [_renamed(item, names) for item in node]
+    if not isinstance(node, dict):
+        return node
+    renamed: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "$ref" and isinstance(value, str) and value.startswith(prefix):
+            value = prefix + names.get(value.removeprefix(prefix), value.removeprefix(prefix))
+        elif key == "schemas" and isinstance(value, dict):
+            value = {names.get(name, name): schema for name, schema in value.items()}
+        renamed[key] = _renamed(value, names)
+    return renamed

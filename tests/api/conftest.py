@@ -129,6 +129,13 @@ async def post(client: httpx.AsyncClient, text: str = "go", agent_id: str = "ops
     return response.json()
 
 
+def free_port() -> int:
+    """A loopback port free right now (for a server process started on it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def error_of(response: httpx.Response) -> dict[str, Any]:
     """The ``error`` object of an error response (asserting the shape)."""
     body = response.json()

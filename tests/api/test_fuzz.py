@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from .conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "configs" / "demo.toml"
@@ -90,12 +91,6 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404",
 include-name = "POST /v1/agents/{agentId}/questions/{questionId}/answer"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "422"]
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _settled(client: httpx.Client, agent: str, message_id: str) -> dict[str, Any]:
@@ -174,7 +169,7 @@ def _summary(report: Path) -> dict[str, Any]:
 def test_schemathesis_finds_no_failure_in_a_live_serve(tmp_path: Path) -> None:
     """`schemathesis run --checks all` (examples, coverage, fuzzing and stateful phases) against
     `afp serve` on a seeded store reports zero failures over all 29 operations."""
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = _serve(tmp_path, port)
     try:

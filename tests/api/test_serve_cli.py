@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from .conftest import BUSY, TOKEN
+from .conftest import BUSY, TOKEN, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "configs" / "demo.toml"
@@ -35,12 +35,6 @@ def afp(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
         env=env or _env(),
         cwd=REPO,
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_case_30_serving_a_public_address_without_a_token_exits_2(tmp_path: Path) -> None:
@@ -65,7 +59,7 @@ def test_serve_answers_over_http_and_stops_cleanly_on_sigterm(tmp_path: Path) ->
     answers a posted message, and exits 0 on SIGTERM."""
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n", encoding="utf-8")
-    port = _free_port()
+    port = free_port()
     args = ["--agents", str(DEMO), "--db", str(tmp_path / "afp.db"), "--port", str(port)]
     process = subprocess.Popen(
         [sys.executable, "-m", "afp_runtime.cli", "serve", *args, "--token-file", str(token_file)],
@@ -114,7 +108,7 @@ def test_a_client_leaving_mid_replay_is_logged_once(tmp_path: Path) -> None:
     """A client that resumes a busy stream and goes away mid-replay stops the stream: one log
     line says so, and the server does not write on to the dead socket (no repeated
     ``socket.send() raised exception.``)."""
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path / "serve.log"
     args = ["--agents", str(DEMO), "--db", str(tmp_path / "afp.db"), "--port", str(port)]
     with log_path.open("w", encoding="utf-8") as log:
