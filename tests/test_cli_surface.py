@@ -4,6 +4,7 @@ command needs. Real processes on real database files."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from afp_runtime.cli._parser import build_parser, command_named
 from afp_runtime.cli._show import visible
 
 REPO = Path(__file__).resolve().parent.parent
@@ -328,3 +330,30 @@ def test_help_and_reads_load_only_what_they_need(
     )
     loaded = json.loads(done.stderr.strip().splitlines()[-1])
     assert loaded == [], (argv, loaded)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(actions[0].choices) if actions else {}
+
+
+def test_a_parser_built_for_one_command_parses_it_as_the_full_parser_does() -> None:
+    """Building only the command asked for leaves none of its options or help out."""
+    full = _subcommands(build_parser())
+    assert len(full) > 20
+    for name, whole in full.items():
+        alone = _subcommands(build_parser(name))
+        assert list(alone) == [name]
+        assert alone[name].format_help() == whole.format_help(), name
+    assert command_named(["--log-format", "json", "-v", "runs", "--db", "x"]) == "runs"
+    assert command_named(["--", "runs"]) is None
+
+
+def test_a_word_naming_no_command_lists_every_command() -> None:
+    """An unknown command's error names all the commands, not an empty choice."""
+    probe = "from afp_runtime.cli import main\nmain(['nope'])"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2
+    assert "'runs'" in done.stderr and "'serve'" in done.stderr and "'scenario'" in done.stderr

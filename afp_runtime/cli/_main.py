@@ -19,7 +19,7 @@ from afp_runtime.cli._exits import (
     Unavailable,
     UsageError,
 )
-from afp_runtime.cli._parser import build_parser
+from afp_runtime.cli._parser import build_parser, command_named
 
 Command = Callable[[Any], Coroutine[Any, Any, int]]
 _LOG_FORMATS = ("console", "json")
@@ -58,7 +58,8 @@ def _command(reference: str) -> Command:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``afp``: parse, then cross into async exactly once."""
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(command_named(words)).parse_args(words)
     log_format = args.log_format or os.environ.get("AFP_LOG_FORMAT") or "console"
     if log_format not in _LOG_FORMATS:
         sys.stderr.write("afp: AFP_LOG_FORMAT must be console or json\n")

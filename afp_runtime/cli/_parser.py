@@ -5,6 +5,8 @@ imported only when run, so ``afp --help`` and a read command load no more than t
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import Any
 
 from afp_runtime import __version__
 from afp_runtime.api.constants import DEFAULT_HOST, DEFAULT_PORT
@@ -15,8 +17,33 @@ API_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 RUN_HELP = "a run id, a unique prefix of one, or AGENT:last"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``afp`` argument parser."""
+class _Unbuilt:
+    """Stands in for the parser of a command that was not asked for: its arguments are not built
+    (building all 28 costs about as much as reading a small store)."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def set_defaults(self, **kwargs: Any) -> None:
+        pass
+
+
+def command_named(argv: Sequence[str]) -> str | None:
+    """The command word of ``argv`` (its first positional), or None when there is none."""
+    words = iter(argv)
+    for word in words:
+        if word == "--log-format":
+            next(words, None)
+        elif word == "--":
+            return None
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``afp`` argument parser; with ``only``, just the command of that name is built (the
+    others are left out; a word naming no command builds them all, for the error listing them)."""
     parser = argparse.ArgumentParser(prog="afp", description="Run and inspect standing agents.")
     parser.add_argument("--version", action="version", version=f"afp {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
@@ -27,13 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, command: str, help_text: str) -> argparse.ArgumentParser:
+    built: list[str] = []
+
+    def add(name: str, command: str, help_text: str) -> Any:
+        if only is not None and name != only:
+            return _Unbuilt()
+        built.append(name)
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument("--db", default=DEFAULT_DB, help=f"SQLite file (default ./{DEFAULT_DB})")
         p.set_defaults(command_ref=command)
         return p
 
-    def json_flag(p: argparse.ArgumentParser) -> None:
+    def json_flag(p: Any) -> None:
         p.add_argument("--json", action="store_true", help="print data as JSON")
 
     p = add(
@@ -222,6 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
         "[host] shutdownGraceS, else 30); a second signal skips the rest",
     )
 
+    if only is not None and only != "scenario":
+        # A word that names no command gets the full parser, so its error lists them all.
+        return parser if built else build_parser()
     text = "Offline scenarios: a scripted conversation, model, tools and clock."
     group = sub.add_parser("scenario", help=text, description=text)
     scenario_sub = group.add_subparsers(dest="scenario_command", required=True, metavar="COMMAND")
