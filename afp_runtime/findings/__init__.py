@@ -23,6 +23,7 @@ from afp_runtime.findings.declare import (
     peel,
     peel_answer,
 )
+from afp_runtime.findings.extension import FindingsExtension
 from afp_runtime.findings.filing import (
     Filed,
     file_answer,
@@ -105,6 +106,7 @@ __all__ = [
     "FINDINGS_LIST_CAP",
     "Filed",
     "FindingsConfig",
+    "FindingsExtension",
     "FindingsRow",
     "ForeignRow",
     "KeepLedgerFacts",

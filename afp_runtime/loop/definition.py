@@ -10,10 +10,17 @@ from typing import Any, Literal
 import msgspec
 
 from afp_runtime.errors import AgentDefinitionError, shown
-from afp_runtime.findings import FindingsConfig, resolve_fact_limit, validate_findings_config
+from afp_runtime.extensions import Extension
+from afp_runtime.findings import (
+    FindingsConfig,
+    FindingsExtension,
+    resolve_fact_limit,
+    validate_findings_config,
+)
 from afp_runtime.messages import ModelParams, canonical_json, sha256_hex
 from afp_runtime.models import Model, RetryPolicy
-from afp_runtime.periods import TimeConfig, time_config_to_wire
+from afp_runtime.periods import TimeConfig
+from afp_runtime.time import TimeExtension
 from afp_runtime.tools import Tool
 from afp_runtime.window import (
     WindowStrategy,
@@ -86,6 +93,8 @@ class Agent:
         keep_ledger_facts: the agent-level ledger-fact pin ceiling; ``findings``'s own value
             wins when set (docs/findings.md#the-keep-ledger-facts-dial). Validated even when
             unarmed.
+        extensions: further extensions of the loop (docs/loop.md#extensions), whose hooks are
+            called after those of ``time`` and ``findings``.
 
     Raises:
         AgentDefinitionError: a field is invalid; the message names it.
@@ -115,6 +124,7 @@ class Agent:
         max_stall_s: float = 86_400.0,
         pause_timeout_s: float | None = None,
         time: TimeConfig | None = None,
+        extensions: Sequence[Extension] = (),
     ) -> None:
         if not isinstance(agent_id, str) or not AGENT_ID.match(agent_id):
             raise AgentDefinitionError(
@@ -196,6 +206,12 @@ class Agent:
         # The fact pin applies only to an armed agent with a window strategy
         # (docs/findings.md#the-keep-ledger-facts-dial).
         self.fact_limit = fact_limit if findings is not None and strategy is not None else 0
+        # The agent's extensions, in the order their hooks are called (docs/loop.md#extensions).
+        self.extensions: tuple[Extension, ...] = (
+            *([TimeExtension(time)] if time is not None else []),
+            *([FindingsExtension(findings)] if findings is not None else []),
+            *extensions,
+        )
         # Warnings of the window family are logged at most once per agent definition.
         self.warned: set[str] = set()
         # Adapters this definition owns besides its model (a configured summarizer).
@@ -219,12 +235,10 @@ class Agent:
             "window": self.window.name if self.window is not None else None,
             "keepLastToolResults": self.keep_last_tool_results,
         }
-        if self.findings is not None:
-            shape["findings"] = self.findings
-        if self.time is not None:
-            # Only when enabled: an agent without time keeps its fingerprint
+        for extension in self.extensions:
+            # Only when enabled: an agent without an extension keeps its fingerprint
             # (docs/time.md#time-disabled).
-            shape["time"] = time_config_to_wire(self.time)
+            shape[extension.name] = extension.shape()
         return sha256_hex(canonical_json(shape))
 
     def summary(self) -> dict[str, Any]:

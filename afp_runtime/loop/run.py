@@ -18,7 +18,7 @@ import msgspec
 import structlog
 
 from afp_runtime._logging import get_logger
-from afp_runtime.findings import EMPTY_FOLD, LedgerFold
+from afp_runtime.extensions import At, Filed, RunExtension, RunStart
 from afp_runtime.loop.committer import Committer
 from afp_runtime.loop.definition import Agent
 from afp_runtime.loop.events import Emitter
@@ -37,7 +37,6 @@ from afp_runtime.loop.stages import (
     window,
     wrap_up,
 )
-from afp_runtime.loop.stages._time import TimeTurn
 from afp_runtime.messages import (
     Message,
     Usage,
@@ -122,12 +121,23 @@ class Run:
         self.agent_id = definition.agent_id
         self.hooks = hooks or LoopHooks()
         self.ids: IdFactory = ids or SequentialIds()
-        # The time layer (agents with ``time`` only): the message's own time and when the
-        # inbox accepted it fix the turn's clock at its first seed (docs/time.md#the-run-clock).
+        # The message's own time and when the inbox accepted it (the time extension fixes the
+        # turn's clock with them at its first seed, docs/time.md#the-run-clock).
         self.message_time = message_time
         self.accepted_at_ms = accepted_at_ms
-        self.time: TimeTurn | None = None
-        self.time_failure: str | None = None
+        start = RunStart(
+            agent_id=self.agent_id,
+            run_id=run_id,
+            kind=kind,
+            tools_by_name=definition.tools_by_name,
+            clock=clock,
+        )
+        # Each extension's part in this run, in the definition's order (docs/loop.md#extensions).
+        self.extensions: tuple[RunExtension, ...] = tuple(
+            extension.start(start) for extension in definition.extensions
+        )
+        # Why an extension holds the turn at seed (error kind, error), if one does.
+        self.seed_hold: tuple[str, str] | None = None
         self.committer = Committer(store, definition.durability, self.hooks)
         self.conv: ConversationState = loaded.state
         self.history: list[Message] = list(loaded.history)
@@ -149,9 +159,6 @@ class Run:
         self.last_usage: Usage | None = None
         self.usage_missing = False
         self.prior: tuple[PriorVisitRef, ...] = ()
-        # The findings ledger fold (armed agents only): rebuilt once at seed, then updated
-        # from the rows each stage files (docs/architecture.md#decision-13-folds-are-incremental).
-        self.fold: LedgerFold = EMPTY_FOLD
         # The window as the last request sent it (stubs applied), and whether its digest did.
         self.sent: tuple[Message, ...] = ()
         self.digest_had_substitutions = False
@@ -204,6 +211,20 @@ class Run:
         self.event_stage_id = bundle.runtime_stage_id
         self.seq += 1
         return bundle
+
+    def at(self) -> At:
+        """Where the turn is, for an extension's hook."""
+        return At(turn=self.conv.turn, iteration=self.iteration)
+
+    def report(self, filed: Filed) -> list[Any]:
+        """Emit the events of rows an extension filed; returns the rows."""
+        for kind, payload in filed.events:
+            self.emit(kind, payload)
+        return list(filed.rows)
+
+    def take_rows(self) -> list[dict[str, Any]]:
+        """Rows the extensions filed since the last bundle that carried rows, handed over once."""
+        return [row for extension in self.extensions for row in extension.take_rows()]
 
     def append_history(self, messages: Sequence[Message]) -> tuple[list[Item], ListRef]:
         """Append to the in-memory window; returns the new items and their list reference."""
@@ -289,9 +310,9 @@ class Run:
         self, settle: CommittedReply | None, answers: PendingBatch | None
     ) -> RunOutcome:
         await seed(self)
-        if self.time_failure is not None:
-            # docs/time.md#readers: a reader whose output is unusable holds the turn.
-            return await self.stop_turn(error_kind="time-reader", error=self.time_failure)
+        if self.seed_hold is not None:
+            error_kind, error = self.seed_hold
+            return await self.stop_turn(error_kind=error_kind, error=error)
         if answers is not None:
             outcome = await settle_answers(self, answers)
             if outcome is not None:

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from afp_runtime._logging import get_logger
-from afp_runtime.findings import decorate_schema, offer_ids, serve_findings
-from afp_runtime.loop.stages._time import has_forms, time_line_text, with_time_quote
 from afp_runtime.messages import (
     Message,
     ModelRequest,
@@ -31,22 +27,9 @@ def _served_tools(run: Run) -> tuple[ToolSchema, ...]:
     if run.wrap_up_asked:
         return ()
     schemas = tuple(tool.schema() for tool in run.d.tools)
-    if run.time is not None:
-        # Every tool with period forms may say which words its period came from
-        # (docs/findings.md#declarations-on-the-final-answer).
-        schemas = tuple(
-            with_time_quote(schema) if has_forms(tool) else schema
-            for tool, schema in zip(run.d.tools, schemas, strict=True)
-        )
-    if run.d.findings is None:
-        return schemas
-    # Armed: every served schema gains the optional _findings argument
-    # (docs/findings.md#how-the-schema-is-served); the registry's schemas are never changed.
-    offer = offer_ids(run.history, run.fold.standing_of)
-    return tuple(
-        msgspec.structs.replace(schema, input_schema=decorate_schema(schema.input_schema, offer))
-        for schema in schemas
-    )
+    for extension in run.extensions:
+        schemas = extension.serve_tools(run.d.tools, schemas, run.history)
+    return schemas
 
 
 def _system_pieces(run: Run) -> tuple[list[dict[str, str]], tuple[Message, ...]]:
@@ -56,13 +39,10 @@ def _system_pieces(run: Run) -> tuple[list[dict[str, str]], tuple[Message, ...]]
         if run.d.system_prompt
         else []
     )
-    if run.d.findings is None:
-        return pieces, tuple(run.history)
-    served = serve_findings(run.history, run.fold, run.d.findings)
-    pieces.append({"slot": "findings", "source": "findings", "text": served.instruction})
-    if served.ledger_piece is not None:
-        pieces.append({"slot": "ledger", "source": "findings", "text": served.ledger_piece})
-    return pieces, tuple(served.messages)
+    sent = tuple(run.history)
+    for extension in run.extensions:
+        pieces, sent = extension.serve(pieces, sent)
+    return pieces, sent
 
 
 async def context(run: Run) -> ModelRequest:
@@ -73,12 +53,8 @@ async def context(run: Run) -> ModelRequest:
     request_only = (
         [{"role": "user", "reason": "wrap-up", "text": WRAP_UP_TEXT}] if run.wrap_up_asked else []
     )
-    if run.time is not None:
-        # docs/time.md#the-served-time-line: the turn's clock, at the end of every request of the
-        # turn.
-        request_only.append(
-            {"role": "user", "reason": "time-line", "text": time_line_text(run.time)}
-        )
+    for extension in run.extensions:
+        request_only += extension.request_lines()
     # Per-request stubs for results the model set aside; history itself is never rewritten.
     substitutions = [
         {"index": i, "message": served}

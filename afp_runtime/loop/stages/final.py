@@ -8,7 +8,6 @@ import msgspec
 
 from afp_runtime._logging import get_logger
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
-from afp_runtime.loop.stages._findings import ledger_writes, peel_final_answer
 from afp_runtime.messages import (
     Message,
     Usage,
@@ -49,10 +48,14 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
                 "action": "cut-short",
             },
         )
-    # An armed agent's answer may carry _findings: filed, then peeled from what is delivered
-    # (the call-model bundle keeps the raw reply).
-    delivered, ledger = peel_final_answer(run, reply.content)
-    wire_rows = ledger_writes(ledger)
+    # An extension may file rows from the answer and peel what it declared from what is
+    # delivered (the call-model bundle keeps the raw reply).
+    delivered = reply.content
+    wire_rows: list[Any] = []
+    for extension in run.extensions:
+        delivered, filed = extension.answer(delivered, run.at(), run.history)
+        wire_rows += run.report(filed)
+    wire_rows += run.take_rows()
     items, appended = run.append_history([Message(role="assistant", content=delivered)])
     writes.append(Write(key="history", verb="append", value=appended))
     writes.append(Write(key="finalAnswer", verb="set", value=delivered))

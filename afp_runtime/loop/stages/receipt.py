@@ -45,8 +45,7 @@ log = get_logger()
 
 
 def _schema_hash(run: Run, schema: ToolSchema) -> str:
-    if run.d.findings is not None:
-        # Armed: the served schema carries this request's offer, so it changes between calls.
+    if any(extension.schemas_vary for extension in run.extensions):
         return schema_hash(run.run_id, schema)
     found = run.schema_hashes.get(schema.name)
     if found is None:

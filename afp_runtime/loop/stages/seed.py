@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from afp_runtime._logging import get_logger
-from afp_runtime.errors import TimeReaderError
-from afp_runtime.findings import fold_ledger, rows_from_wire
-from afp_runtime.loop.stages._time import continuation_rows, first_run_rows
+from afp_runtime.extensions import SeedInput
 from afp_runtime.messages import (
     Message,
     Usage,
@@ -111,20 +110,27 @@ async def seed(run: Run) -> None:
         # By reference, unchanged: armed or not, the ledger belongs to the conversation.
         rows = {"rows": [0, state.ledger_count]}
         writes.append(Write(key="findingsLedger", verb="set", value=rows))
-    ledger: list[Any] | None = None
-    if run.d.findings is not None or run.d.time is not None:
+    filed: list[Any] = []
+    if run.extensions:
+        # Every extension reads the conversation's ledger once, as the store holds it.
         ledger = await run.store.ledger(run.agent_id)
-    if run.d.findings is not None:
-        # The one full fold of the run; every later row passes through it once.
-        assert ledger is not None
-        run.fold = fold_ledger(None, rows_from_wire(ledger))
-    time_rows: list[dict[str, Any]] = []
-    if run.d.time is not None:
-        assert ledger is not None
-        time_rows = await _time_of_turn(run, ledger)
-    if time_rows:
-        # The turn's clock and readings join the ledger in the seed's own transaction.
-        state = run.checkpoint(ledger_count=state.ledger_count + len(time_rows))
+        seeding = SeedInput(
+            turn=state.turn,
+            text=run.text,
+            ledger=ledger,
+            message_time=run.message_time,
+            accepted_at_ms=run.accepted_at_ms,
+            answered_questions=partial(run.store.questions, run.agent_id, status="answered"),
+        )
+        for extension in run.extensions:
+            seeded = await extension.seed(seeding)
+            filed += seeded.rows
+            if seeded.hold is not None and run.seed_hold is None:
+                run.seed_hold = seeded.hold
+    if filed:
+        # What the extensions filed (the turn's clock and readings) joins the ledger in the
+        # seed's own transaction.
+        state = run.checkpoint(ledger_count=state.ledger_count + len(filed))
         writes = [w for w in writes if w.key != "findingsLedger"]
         writes.append(
             Write(key="findingsLedger", verb="set", value={"rows": [0, state.ledger_count]})
@@ -148,7 +154,7 @@ async def seed(run: Run) -> None:
             recovered_from=recovered_from,
         ),
         inbox=[InboxUpdate(message_id=run.message_id, status="running", turn=state.turn)],
-        ledger=time_rows,
+        ledger=filed,
         crashed_run=recovered_from if run.kind == "recovery" else None,
     )
     await run.committer.stage(txn, closes=True)
@@ -158,25 +164,6 @@ async def seed(run: Run) -> None:
     run.emit("run.started", payload)
     if run.kind == "initial":
         run.emit("turn.started", {"turn": state.turn, "messageId": run.message_id})
-
-
-async def _time_of_turn(run: Run, ledger: list[Any]) -> list[dict[str, Any]]:
-    """The time layer at seed: a first run fixes the clock and reads the person's words (rows
-    to file); a continuation reads the turn's rows back (nothing to file)."""
-    if run.kind != "initial":
-        run.time = await continuation_rows(run, ledger, run.conv.turn)
-        return []
-    try:
-        run.time = await first_run_rows(
-            run,
-            message_time=run.message_time,
-            accepted_at_ms=run.accepted_at_ms,
-            ledger=ledger,
-        )
-    except TimeReaderError as exc:
-        run.time_failure = exc.message
-        return []
-    return list(run.time.rows)
 
 
 def _last_person_message(run: Run) -> str | None:

@@ -38,22 +38,9 @@ import msgspec
 
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import CheckpointInvalid
-from afp_runtime.findings import peel
+from afp_runtime.extensions import Ask
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import unique_call_ids
-from afp_runtime.loop.stages._findings import ledger_writes, peel_batch
-from afp_runtime.loop.stages._time import (
-    Ask,
-    Dispatching,
-    decide_batch,
-    filled_outcome,
-    question_for,
-    refuse_unreachable,
-    settle_time,
-    split_quotes,
-    take_time_rows,
-    time_questions,
-)
 from afp_runtime.messages import (
     Message,
     ToolCall,
@@ -100,18 +87,18 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunO
     calls = unique_call_ids(reply.tool_calls, run.used_call_ids)
     # The assistant message keeps the model's arguments verbatim; tools see them peeled.
     assistant = Message(role="assistant", content=reply.content, tool_calls=calls)
-    dispatched, ledger = peel_batch(run, calls)
-    quotes: dict[str, str | None] = {}
-    if run.time is not None:
-        dispatched, quotes = split_quotes(run, dispatched)
+    dispatched: tuple[ToolCall, ...] = calls
+    ledger: list[Any] = []
+    for extension in run.extensions:
+        dispatched, filed = extension.peel(dispatched, run.at(), run.history)
+        ledger += run.report(filed)
     planned = list(plan_batch(dispatched, run.d.tools_by_name))
     asks: list[Ask] = []
-    if run.time is not None:
-        # docs/time.md#deciding-each-call: every call to a period tool is decided before anything
-        # runs.
-        planned, time_plan = await decide_batch(run, planned, quotes)
-        if time_plan.asking:
-            asks += await time_questions(run, time_plan, time_plan.asking)
+    for extension in run.extensions:
+        # Every call an extension decides is decided before anything runs
+        # (docs/time.md#deciding-each-call).
+        planned, asked = await extension.decide(planned, run.at())
+        asks += asked
     approvals = [p for p in planned if p.runnable and p.tool is not None and p.tool.check_in]
     asks += [
         ("approval", approval_prompt(p.call.name, _args_json(p.call)), (p.call.id,), None)
@@ -148,28 +135,21 @@ async def settle_answers(run: Run, batch: PendingBatch) -> RunOutcome | None:
             by_call[call_id] = question
     calls = _waiting_calls(run, batch.tool_call_ids)
     timed: dict[str, PlannedCall] = {}
-    if run.time is not None:
-        # Every period call keeps its decision; calls waiting on a time question get theirs.
-        timed, mention, binds = await settle_time(run, calls, questions)
-        refused = (
-            await refuse_unreachable(run, mention, binds, calls) if mention is not None else None
-        )
-        if refused is not None:
-            timed.update(refused)
-        elif mention is not None:
-            # A zone answer: the mention is read again in that zone and asked as a range.
-            ask = await question_for(run, mention, binds)
-            kept = tuple(q.question_id for q in questions if q.kind != "time")
+    for extension in run.extensions:
+        decided = await extension.settle(calls, questions, run.at())
+        if decided.asks:
+            # The extension asks again (a zone answer read once more, asked as a range).
             return await _pause(
                 run,
                 kind="approval",
                 messages=[],
                 results=[],
                 waiting=list(batch.tool_call_ids),
-                asks=[ask],
+                asks=decided.asks,
                 ledger=[],
-                keep_questions=kept,
+                keep_questions=decided.kept_question_ids,
             )
+        timed.update(decided.planned)
     planned: list[PlannedCall] = []
     for call in calls:
         found = by_call.get(call.id)
@@ -237,9 +217,8 @@ async def _run_planned(
                 settled[call_id] = "dispatched"
     outcomes = {o.tool_call_id: o for o in await _dispatch(run, to_run, batch_size=len(planned))}
     outcomes.update(reused)
-    if run.time is not None:
-        for call_id, outcome in outcomes.items():
-            outcomes[call_id] = filled_outcome(outcome, run.time.decisions.get(call_id))
+    for extension in run.extensions:
+        outcomes = {call_id: extension.observed(o) for call_id, o in outcomes.items()}
     return outcomes, settled
 
 
@@ -284,7 +263,7 @@ async def _close_batch(
     items, appended = run.append_history(messages)
     closed = run.iteration
     run.iteration += 1
-    wire_rows = [*ledger_writes(ledger), *take_time_rows(run)]
+    wire_rows = [*ledger, *run.take_rows()]
     state = run.checkpoint(
         open_turn=run.open_turn_with(next_iteration=run.iteration, pending_batch=None),
         ledger_count=run.conv.ledger_count + len(wire_rows),
@@ -356,7 +335,7 @@ async def _pause(
         outcomes=dict(outcomes or {}),
     )
     items, appended = run.append_history(messages)
-    wire_rows = [*ledger_writes(ledger), *take_time_rows(run)]
+    wire_rows = [*ledger, *run.take_rows()]
     state = run.checkpoint(
         open_turn=run.open_turn_with(
             status="paused",
@@ -431,7 +410,12 @@ async def _dispatch(
         return ()
     turn = run.conv.turn
     journals = run.committer.journals
-    timing = Dispatching(run) if run.time is not None else None
+    parts = [d for d in (e.dispatching() for e in run.extensions) if d is not None]
+
+    def prepare(plan: PlannedCall) -> PlannedCall:
+        for part in parts:
+            plan = part.prepare(plan)
+        return plan
 
     async def on_group_start(group: Sequence[PlannedCall]) -> None:
         if not journals:
@@ -497,6 +481,9 @@ async def _dispatch(
         return sink
 
     def context_for(plan: PlannedCall) -> ToolContext:
+        filled: dict[str, Any] = {}
+        for part in parts:
+            filled.update(part.context(plan.call.id))
         return ToolContext(
             tool_call_id=plan.call.id,
             tool_name=plan.call.name,
@@ -506,7 +493,7 @@ async def _dispatch(
             iteration=run.iteration,
             clock=run.clock,
             on_progress=progress_sink(plan.call.id),
-            time=timing.times.get(plan.call.id) if timing is not None else None,
+            **filled,
         )
 
     return await run_batch(
@@ -517,7 +504,7 @@ async def _dispatch(
         on_group_start=on_group_start,
         on_call_started=on_call_started,
         on_call_finished=on_call_finished,
-        prepare=timing.prepare if timing is not None else None,
+        prepare=prepare if parts else None,
     )
 
 
@@ -535,9 +522,9 @@ def _waiting_calls(run: Run, call_ids: Sequence[str]) -> list[ToolCall]:
             if missing:
                 break
             calls = [by_id[i] for i in call_ids]
-            if run.d.findings is None:
-                return calls
-            return [msgspec.structs.replace(c, args=peel(c.args)[0]) for c in calls]
+            for extension in run.extensions:
+                calls = [extension.strip(call) for call in calls]
+            return calls
     raise CheckpointInvalid(
         "the paused batch's calls are not in the conversation's history",
         agent_id=run.agent_id,
@@ -573,7 +560,7 @@ def _not_dispatched(call: ToolCall) -> ToolOutcome:
 def _args_json(call: ToolCall) -> str:
     if call.args_text is not None:
         return call.args_text
-    return msgspec.json.encode(peel(call.args)[0]).decode()
+    return msgspec.json.encode(call.args).decode()
 
 
 def interrupted_outcome(call: ToolCall) -> ToolOutcome:

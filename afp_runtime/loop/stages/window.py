@@ -11,14 +11,12 @@ rules holds the turn and commits nothing of the visit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import CompactionUnmeasurableError, WindowStrategyError
-from afp_runtime.findings import dropped_standings, turn_standing_of
 from afp_runtime.messages import Message, fingerprint, message_body, salted
 from afp_runtime.records import (
     MAX_RANGES,
@@ -77,6 +75,8 @@ async def window(run: Run) -> RunOutcome | None:
         )
     now = run.now()
     try:
+        # The window pins by the first extension's standing of a turn, if one has standings.
+        standings = [s for s in (e.turn_standing() for e in run.extensions) if s is not None]
         outcome = await visit_window(
             strategy,
             history=tuple(run.history),
@@ -96,11 +96,7 @@ async def window(run: Run) -> RunOutcome | None:
             ),
             keep_last_tool_results=run.d.keep_last_tool_results,
             fact_limit=run.d.fact_limit,
-            turn_standing=(
-                partial(turn_standing_of, standing_of=run.fold.standing_of)
-                if run.d.findings is not None
-                else None
-            ),
+            turn_standing=next(iter(standings), None),
         )
     except (WindowStrategyError, CompactionUnmeasurableError) as exc:
         # Not a model error: the same code fails the same way, so the turn is held, never
@@ -111,13 +107,8 @@ async def window(run: Run) -> RunOutcome | None:
     if outcome is None:
         await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
         return None
-    if run.d.findings is not None and outcome.evicted:
-        # Armed agents only: each evicted result with the ledger's standing
-        # (docs/findings.md#evicted-results-and-their-standings).
-        dropped = dropped_standings(outcome.evicted, run.fold.standing_of)
-        if dropped:
-            record = msgspec.structs.replace(outcome.record, dropped_standings=dropped)
-            outcome = msgspec.structs.replace(outcome, record=record)
+    for extension in run.extensions:
+        outcome = extension.after_visit(outcome)
     await _commit_visit(run, outcome, now)
     return None
 

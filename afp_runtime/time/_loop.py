@@ -1,0 +1,706 @@
+"""Time as a loop extension (docs/time.md; agents with ``time`` only).
+
+* ``seed`` of a turn's first run fixes the clock and reads the person's words once; both are
+  filed as ledger rows (``clock``, ``time-reading``). Continuation runs read them back.
+* ``context`` adds the served time line and the optional ``_timeQuote`` property of every tool
+  with period forms.
+* ``tool-calls`` decides every call to such a tool before anything runs (``call-window`` rows):
+  a refused call gets its observation, a filled one its written values, and a call waiting for
+  an open reading makes the whole batch pause with a time question (docs/time.md#the-time-question).
+* at dispatch each such call gets its ``call`` row (``dispatchedAt``, drift) and ``ctx.time``.
+* the answer run's ``settle`` files ``time-answer`` rows and second ``call-window`` rows.
+
+Everything that may load a zone file runs in a worker thread (zones load lazily, and a file
+read must not block the event loop).
+
+Readings settled here (the spec is silent):
+
+* The conversation's answered zone (docs/time.md#unknown-zone) is the zone of the latest
+  ``time-answer`` row filed
+  in a turn whose clock zone was unknown.
+* A zone answer files no row; the mention is resolved again with that zone and the batch pauses
+  again with a ``time-range`` question (new id). Approvals already answered in the batch keep
+  their answers (their question ids stay in the new pending batch).
+* An abandoned time question, and one closed ``unsettled``, answer the waiting calls
+  ``not-dispatched`` with their own observation texts; their rows stay ``not-filled``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio
+import msgspec
+
+from afp_runtime.errors import TimeReaderError
+from afp_runtime.extensions import (
+    Ask,
+    At,
+    Filed,
+    Piece,
+    RunExtension,
+    RunStart,
+    Seeded,
+    SeedInput,
+    Settled,
+)
+from afp_runtime.messages import Message, ToolCall, ToolSchema
+from afp_runtime.periods import (
+    DEFAULT_GRANULARITY_MS,
+    TIME_QUOTE,
+    TIME_QUOTE_DESCRIPTION,
+    CallDecision,
+    CallToBind,
+    CallWindowRow,
+    Facts,
+    Instant,
+    MessageTime,
+    OpenMention,
+    OpenReading,
+    PeriodContext,
+    Refusal,
+    TimeClock,
+    TimeConfig,
+    TimeParts,
+    TimeQuestion,
+    TimeRefusal,
+    TurnWindows,
+    abandoned_observation,
+    call_window_of_call,
+    clock_from_wire,
+    clock_row,
+    convert_for_tool,
+    decide_call,
+    dispatch_call,
+    facts_of,
+    filled_note,
+    form_facts,
+    forms_of,
+    is_zone_name,
+    message_time_from_wire,
+    preload_zones,
+    read_message,
+    refusal_observation,
+    resolve,
+    time_answer_row,
+    time_config_to_wire,
+    time_line,
+    time_question,
+    tool_facts,
+    tool_time,
+    turn_clock,
+    turn_windows_of,
+    unsettled_observation,
+    without_time_quote,
+)
+from afp_runtime.records import Clock, QuestionRow
+from afp_runtime.tools import PlannedCall, Tool, ToolOutcome, plan_call, unrun_outcome
+
+TIME_KINDS = frozenset({"clock", "time-reading", "time-answer", "call-window", "call"})
+
+
+def wire(row: Any) -> dict[str, Any]:
+    """A time row (a Struct) in its wire form, as the ledger keeps it."""
+    if isinstance(row, dict):
+        return row
+    return dict(msgspec.to_builtins(row))
+
+
+class TimeTurn:
+    """The turn's clock and time rows, kept on the run (rebuilt from the ledger at seed)."""
+
+    def __init__(self, clock: TimeClock, rows: list[dict[str, Any]], turn: int) -> None:
+        self.clock = clock
+        self.rows = rows
+        self.turn = turn
+        self.windows: TurnWindows = turn_windows_of(rows, turn)
+        # Per call of this run: its latest decision (for the ``call`` row and drift).
+        self.decisions: dict[str, CallDecision] = {}
+        # Rows filed since the last bundle that carried rows (the next closing or pause
+        # bundle appends them to the ledger).
+        self.pending: list[dict[str, Any]] = []
+
+    def add(self, rows: Sequence[Any]) -> list[dict[str, Any]]:
+        """File ``rows`` on the turn (the next bundle commits them); returns their wire form."""
+        added = [wire(row) for row in rows]
+        self.rows.extend(added)
+        self.pending.extend(added)
+        self.windows = turn_windows_of(self.rows, self.turn)
+        return added
+
+    @property
+    def zone(self) -> str | None:
+        """The person's zone, None while it is unknown (docs/time.md#unknown-zone)."""
+        return self.clock.zone if self.clock.zone_source != "unknown" else None
+
+    def context(
+        self, tool: Tool | None, *, zone: str | None = None, agent_zone: str | None
+    ) -> PeriodContext:
+        """What a conversion for ``tool`` needs: the turn's now, the zone, the tool's step."""
+        assert tool is not None
+        facts = _facts(tool)
+        return PeriodContext(
+            now=self.clock.now_instant,
+            zone=zone if zone is not None else self.zone,
+            agent_zone=agent_zone,
+            granularity_ms=facts.granularity_ms or DEFAULT_GRANULARITY_MS,
+        )
+
+
+def _facts(tool: Tool) -> Facts:
+    assert tool.period is not None
+    return facts_of(tool.period)
+
+
+def has_forms(tool: Tool | None) -> bool:
+    """Whether calls to ``tool`` are decided by the time layer (a period with forms)."""
+    return tool is not None and tool.period is not None and bool(forms_of(tool.period))
+
+
+# -- seed ---------------------------------------------------------------------------------------
+
+
+def answered_zone(
+    questions: Sequence[QuestionRow], ledger: Sequence[Mapping[str, Any]]
+) -> str | None:
+    """The zone the person gave in an earlier turn whose clock zone was unknown
+    (docs/time.md#unknown-zone): the latest answered ``zone`` question of such a turn (a zone answer
+    files no row of its own; the question keeps it)."""
+    unknown_turns = {
+        row.get("turn")
+        for row in ledger
+        if row.get("kind") == "clock" and row.get("zoneSource") == "unknown"
+    }
+    zone = None
+    for question in questions:
+        asked = (question.detail or {}).get("question") or {}
+        if (
+            question.kind == "time"
+            and question.status == "answered"
+            and asked.get("format") == "zone"
+            and question.turn in unknown_turns
+            and isinstance(question.answer, str)
+        ):
+            zone = question.answer
+    return zone
+
+
+async def _preload(clock: TimeClock, agent_zone: str | None) -> None:
+    """Load the turn's zones in a worker thread, so the stages never read a zone file on
+    the event loop."""
+    names = {name for name in (clock.zone, agent_zone) if name and is_zone_name(name)}
+    await anyio.to_thread.run_sync(preload_zones, sorted(names))
+
+
+def with_time_quote(schema: ToolSchema) -> ToolSchema:
+    """The served schema with the optional ``_timeQuote`` property (docs/time.md#sent-window-path
+    step 4)."""
+    input_schema = dict(schema.input_schema)
+    properties = dict(input_schema.get("properties") or {})
+    properties[TIME_QUOTE] = {"type": "string", "description": TIME_QUOTE_DESCRIPTION}
+    input_schema["properties"] = properties
+    return msgspec.structs.replace(schema, input_schema=input_schema)
+
+
+def filled_outcome(outcome: ToolOutcome, decision: CallDecision | None) -> ToolOutcome:
+    """A filled call's observation says where its period came from (docs/time.md#fill-path)."""
+    if decision is None or decision.row.how != "filled" or outcome.status != "ok":
+        return outcome
+    note = filled_note(decision.row)
+    if not note:
+        return outcome
+    content = f"{outcome.content}\n\n{note}"
+    return msgspec.structs.replace(
+        outcome, content=content, result_chars=outcome.result_chars + len(note) + 2
+    )
+
+
+def unanswered_time(call: ToolCall, question: QuestionRow) -> ToolOutcome:
+    """The observation of a call whose time question closed without a usable answer."""
+    if question.status == "unsettled":
+        return unrun_outcome(call, "not-dispatched", unsettled_observation(call.name))
+    return unrun_outcome(call, "not-dispatched", abandoned_observation(call.name))
+
+
+class TimePlan:
+    """The time layer's view of one batch: its decisions, what they bound, who waits."""
+
+    def __init__(self) -> None:
+        self.decisions: dict[str, CallDecision] = {}
+        self.binds: dict[str, CallToBind] = {}
+        self.asking: list[str] = []
+
+
+class TimeExtension:
+    """The time extension of an agent with ``time``."""
+
+    name = "time"
+
+    def __init__(self, config: TimeConfig) -> None:
+        self.config = config
+
+    def shape(self) -> Any:
+        return time_config_to_wire(self.config)
+
+    def start(self, run: RunStart) -> TimeRun:
+        return TimeRun(self.config, run)
+
+
+class TimeRun(RunExtension):
+    """One run of an agent with time: the turn's clock and rows (``state``), None until seed and
+    for a continuation of a turn that filed no clock (then the run has no time layer)."""
+
+    def __init__(self, config: TimeConfig, run: RunStart) -> None:
+        self.config = config
+        self.kind = run.kind
+        self.tools_by_name = run.tools_by_name
+        self.clock: Clock = run.clock
+        self.state: TimeTurn | None = None
+        self.quotes: dict[str, str | None] = {}
+
+    # -- seed -----------------------------------------------------------------------------------
+
+    async def seed(self, seed: SeedInput) -> Seeded:
+        """A first run fixes the clock and reads the person's words (rows to file); a
+        continuation reads the turn's rows back (nothing to file)."""
+        if self.kind != "initial":
+            self.state = await self._continuation(seed.ledger, seed.turn)
+            return Seeded()
+        try:
+            self.state = await self._first_run(seed)
+        except TimeReaderError as exc:
+            # docs/time.md#readers: a reader whose output is unusable holds the turn.
+            return Seeded(hold=("time-reader", exc.message))
+        return Seeded(rows=list(self.state.rows))
+
+    async def _first_run(self, seed: SeedInput) -> TimeTurn:
+        """The clock and reading rows of a turn's first run (read once, docs/time.md#readers).
+
+        Raises:
+            TimeReaderError: the reader's output is not shaped ``{mentions: [...]}``.
+        """
+        config = self.config
+        assert seed.text is not None
+        text = seed.text
+        turn = seed.turn
+        message_time = seed.message_time
+        earlier_zone = answered_zone(await seed.answered_questions(), seed.ledger)
+
+        def work() -> tuple[TimeClock, list[Any]]:
+            time: MessageTime | None = (
+                message_time_from_wire(message_time) if message_time is not None else None
+            )
+            clock = turn_clock(
+                time,
+                agent_zone=config.zone,
+                answered_zone=earlier_zone,
+                accepted_at_ms=seed.accepted_at_ms,
+            )
+            rows = [
+                clock_row(clock, turn=turn),
+                *read_message(text, clock=clock, config=config, turn=turn),
+            ]
+            return clock, rows
+
+        clock, rows = await anyio.to_thread.run_sync(work)
+        await _preload(clock, config.zone)
+        return TimeTurn(clock, [wire(row) for row in rows], turn)
+
+    async def _continuation(
+        self, ledger: Sequence[Mapping[str, Any]], turn: int
+    ) -> TimeTurn | None:
+        """The turn's time rows as filed by its earlier runs; None when it filed no clock."""
+        rows = [
+            dict(row) for row in ledger if row.get("turn") == turn and row.get("kind") in TIME_KINDS
+        ]
+        clock_wire = next((row for row in rows if row.get("kind") == "clock"), None)
+        if clock_wire is None:
+            return None
+        clock = clock_from_wire(clock_wire)
+        await _preload(clock, self.config.zone)
+        return TimeTurn(clock, rows, turn)
+
+    # -- context --------------------------------------------------------------------------------
+
+    def serve_tools(
+        self, tools: Sequence[Tool], schemas: tuple[ToolSchema, ...], history: Sequence[Message]
+    ) -> tuple[ToolSchema, ...]:
+        if self.state is None:
+            return schemas
+        # Every tool with period forms may say which words its period came from
+        # (docs/time.md#sent-window-path).
+        return tuple(
+            with_time_quote(schema) if has_forms(tool) else schema
+            for tool, schema in zip(tools, schemas, strict=True)
+        )
+
+    def request_lines(self) -> list[Piece]:
+        if self.state is None:
+            return []
+        # docs/time.md#the-served-time-line: the turn's clock, at the end of every request of the
+        # turn.
+        clock = self.state.clock
+        text = time_line(clock.now_instant, clock.zone, zone_unknown=clock.zone_source == "unknown")
+        return [{"role": "user", "reason": "time-line", "text": text}]
+
+    # -- tool-calls -----------------------------------------------------------------------------
+
+    def peel(
+        self, calls: Sequence[ToolCall], at: At, history: Sequence[Message]
+    ) -> tuple[tuple[ToolCall, ...], Filed]:
+        """Peel ``_timeQuote`` off calls to period tools (it never reaches the tool,
+        docs/time.md#which-path-a-call-takes)."""
+        self.quotes = {}
+        if self.state is None:
+            return tuple(calls), Filed()
+        clean = []
+        for call in calls:
+            tool = self.tools_by_name.get(call.name)
+            if not has_forms(tool) or call.args_text is not None:
+                clean.append(call)
+                continue
+            quote = call.args.get(TIME_QUOTE)
+            self.quotes[call.id] = quote if isinstance(quote, str) else None
+            if TIME_QUOTE in call.args:
+                args = {k: v for k, v in call.args.items() if k != TIME_QUOTE}
+                clean.append(msgspec.structs.replace(call, args=args))
+            else:
+                clean.append(call)
+        return tuple(clean), Filed()
+
+    def _bind(self, plan: PlannedCall, quote: str | None, at: At) -> CallToBind:
+        tool = plan.tool
+        assert tool is not None and tool.period is not None
+        return CallToBind(
+            tool_call_id=plan.call.id,
+            tool_name=plan.call.name,
+            turn=at.turn,
+            iteration=at.iteration,
+            args=dict(plan.call.args),
+            forms=forms_of(tool.period),
+            facts=facts_of(tool.period),
+            missing=tool.period.missing,
+            quote=quote,
+        )
+
+    async def decide(
+        self, planned: Sequence[PlannedCall], at: At
+    ) -> tuple[list[PlannedCall], list[Ask]]:
+        """Decide every call to a period tool before anything runs
+        (docs/time.md#deciding-each-call); returns the batch as it will run and the time question
+        when a call waits for the person."""
+        state = self.state
+        if state is None:
+            return list(planned), []
+        plan = TimePlan()
+        agent_zone = self.config.zone
+        binds = [
+            (index, self._bind(item, self.quotes.get(item.call.id), at), item)
+            for index, item in enumerate(planned)
+            if item.runnable and has_forms(item.tool)
+        ]
+
+        def work() -> list[CallDecision]:
+            return [
+                decide_call(bind, state.windows, state.context(item.tool, agent_zone=agent_zone))
+                for _, bind, item in binds
+            ]
+
+        decisions = await anyio.to_thread.run_sync(work) if binds else []
+        result = list(planned)
+        for (index, bind, item), decision in zip(binds, decisions, strict=True):
+            plan.decisions[bind.tool_call_id] = decision
+            plan.binds[bind.tool_call_id] = bind
+            result[index] = self._apply(item, decision)
+            if decision.asks:
+                plan.asking.append(bind.tool_call_id)
+        state.add([decision.row for decision in decisions])
+        state.decisions.update(plan.decisions)
+        if not plan.asking:
+            return result, []
+        # docs/time.md#when-the-batch-asks, docs/time.md#question-shapes: calls wait only on the
+        # turn's single open mention (docs/time.md#what-follows-for-filling).
+        assert state.windows.open
+        binds_asking = [plan.binds[call_id] for call_id in plan.asking]
+        return result, [await self._question_for(state.windows.open[0], binds_asking)]
+
+    def _apply(self, item: PlannedCall, decision: CallDecision) -> PlannedCall:
+        """The planned call after its decision: refused (never runs) or with its arguments."""
+        row = decision.row
+        if row.how == "refused":
+            assert item.tool is not None and item.tool.period is not None
+            declared = facts_of(item.tool.period)
+            forms = forms_of(item.tool.period)
+            # docs/time.md#refused-calls: explain with the facts that refused it: a sent window
+            # was judged with its form's facts, a fill with the tool's (the largest cap among its
+            # forms).
+            facts = (
+                form_facts(forms[row.form], declared)
+                if row.form is not None and row.form < len(forms)
+                else tool_facts(forms, declared)
+            )
+            text = refusal_observation(
+                item.call.name, row.refused or "no-form-holds", facts, argument=row.argument
+            )
+            return PlannedCall(
+                call=item.call, tool=item.tool, outcome=unrun_outcome(item.call, "refused", text)
+            )
+        if decision.arguments == dict(item.call.args):
+            return item
+        return plan_call(
+            msgspec.structs.replace(item.call, args=decision.arguments), self.tools_by_name
+        )
+
+    async def _question_for(self, mention: OpenMention, binds: Sequence[CallToBind]) -> Ask:
+        """The question about ``mention`` for the calls waiting on it, with what judging its
+        answers needs (kept on the question: the API judges answers without the loop)."""
+        state = self.state
+        assert state is not None
+        ctx = PeriodContext(
+            now=state.clock.now_instant, zone=state.zone, agent_zone=self.config.zone
+        )
+
+        def work() -> TimeQuestion:
+            return time_question(mention, binds, ctx, turn=state.turn)
+
+        question = await anyio.to_thread.run_sync(work)
+        detail = {
+            "question": msgspec.to_builtins(question),
+            "facts": [msgspec.to_builtins(tool_facts(b.forms, b.facts)) for b in binds],
+            "binds": [msgspec.to_builtins(b) for b in binds],
+            "now": state.clock.now,
+            "personZone": state.zone,
+            "maxAnswerRepeats": self.config.max_answer_repeats,
+        }
+        return ("time", question.prompt, question.tool_call_ids, detail)
+
+    def observed(self, outcome: ToolOutcome) -> ToolOutcome:
+        if self.state is None:
+            return outcome
+        return filled_outcome(outcome, self.state.decisions.get(outcome.tool_call_id))
+
+    # -- dispatch -------------------------------------------------------------------------------
+
+    def dispatching(self) -> Dispatching | None:
+        return Dispatching(self) if self.state is not None else None
+
+    # -- settle (answers) -----------------------------------------------------------------------
+
+    async def settle(
+        self, calls: Sequence[ToolCall], questions: Sequence[QuestionRow], at: At
+    ) -> Settled:
+        """Every period call of a paused batch keeps its decision; calls waiting on a time
+        question get theirs (docs/time.md#recording-an-accepted-answer). After a zone answer the
+        mention is read again in that zone and asked as a range, unless no reading can serve."""
+        if self.state is None:
+            return Settled()
+        timed, mention, binds = await self._settle_time(calls, questions, at)
+        if mention is None:
+            return Settled(planned=timed)
+        refused = await self._refuse_unreachable(mention, binds, calls, at)
+        if refused is not None:
+            return Settled(planned={**timed, **refused})
+        ask = await self._question_for(mention, binds)
+        kept = tuple(q.question_id for q in questions if q.kind != "time")
+        return Settled(planned=timed, asks=[ask], kept_question_ids=kept)
+
+    async def _settle_time(
+        self, calls: Sequence[ToolCall], questions: Sequence[QuestionRow], at: At
+    ) -> tuple[dict[str, PlannedCall], OpenMention | None, list[CallToBind]]:
+        """Apply the closed time questions of a paused batch.
+
+        Returns the planned calls decided again (by call id; their ``time-answer`` and second
+        ``call-window`` rows wait for the settle bundle), and — after a zone answer — the mention
+        resolved again with the calls waiting on it (the batch then asks a ``time-range``
+        question).
+        """
+        state = self.state
+        assert state is not None
+        by_id = {call.id: call for call in calls}
+        planned: dict[str, PlannedCall] = {}
+        waiting_ids = {i for q in questions if q.kind == "time" for i in q.tool_call_ids}
+        for call in calls:
+            # A call of the batch not waiting on a time question keeps the decision filed before
+            # the pause (docs/time.md#recording-an-accepted-answer: only waiting calls get a
+            # second row): refused stays refused.
+            if call.id in waiting_ids:
+                continue
+            decided = self._kept_decision(call)
+            if decided is not None:
+                planned[call.id] = decided
+        for question in questions:
+            if question.kind != "time" or question.detail is None:
+                continue
+            waiting = [by_id[i] for i in question.tool_call_ids if i in by_id]
+            if question.status != "answered":
+                for call in waiting:
+                    tool = self.tools_by_name.get(call.name)
+                    planned[call.id] = PlannedCall(
+                        call=call, tool=tool, outcome=unanswered_time(call, question)
+                    )
+                continue
+            asked = msgspec.convert(question.detail["question"], TimeQuestion)
+            binds = [msgspec.convert(b, CallToBind) for b in question.detail.get("binds", [])]
+            if asked.format == "zone":
+                mention = await self._resolve_again(asked.mention, str(question.answer))
+                return planned, mention, binds
+            row = time_answer_row(
+                asked, str(question.answer), iteration=at.iteration, typed_zone=state.clock.zone
+            )
+            state.add([row])
+            for call, bind in zip(waiting, binds, strict=False):
+                tool = self.tools_by_name.get(call.name)
+                if tool is None or not has_forms(tool):
+                    continue
+                ctx = state.context(tool, agent_zone=self.config.zone)
+                decision = await anyio.to_thread.run_sync(decide_call, bind, state.windows, ctx)
+                state.decisions[call.id] = decision
+                state.add([decision.row])
+                item = plan_call(call, self.tools_by_name)
+                if item.runnable:
+                    item = self._apply(item, decision)
+                planned[call.id] = item
+        return planned, None, []
+
+    def _kept_decision(self, call: ToolCall) -> PlannedCall | None:
+        """The planned call from the call's latest ``call-window`` row of this turn, if it has
+        one (a continuation run dispatches it as decided then: refused, or with its arguments)."""
+        state = self.state
+        tool = self.tools_by_name.get(call.name)
+        if state is None or not has_forms(tool):
+            return None
+        row = call_window_of_call(state.rows, call.id, state.turn)
+        if row is None:
+            return None
+        decision = CallDecision(row=row, arguments=without_time_quote(call.args))
+        state.decisions[call.id] = decision
+        item = plan_call(msgspec.structs.replace(call, args=decision.arguments), self.tools_by_name)
+        return self._apply(item, decision) if item.runnable else item
+
+    async def _refuse_unreachable(
+        self,
+        mention: OpenMention,
+        binds: Sequence[CallToBind],
+        calls: Sequence[ToolCall],
+        at: At,
+    ) -> dict[str, PlannedCall] | None:
+        """After a zone answer: when readings exist but every waiting call rejects every one of
+        them, no question is asked and the calls are refused with the first reading's code
+        (docs/time.md#question-shapes, docs/time.md#fill-path step 4); None when a question is
+        worth asking."""
+        state = self.state
+        assert state is not None
+        if not mention.readings:
+            return None
+        agent_zone = self.config.zone
+        by_id = {call.id: call for call in calls}
+
+        def first_refusal(bind: CallToBind) -> TimeRefusal | None:
+            codes: list[TimeRefusal] = []
+            for reading in mention.readings:
+                ctx = PeriodContext(
+                    now=state.clock.now_instant,
+                    zone=reading.zone,
+                    agent_zone=agent_zone,
+                    granularity_ms=bind.facts.granularity_ms or DEFAULT_GRANULARITY_MS,
+                )
+                found = convert_for_tool(reading.asked(), bind.forms, bind.facts, ctx)
+                if not isinstance(found, Refusal):
+                    return None
+                codes.append(found.refused)
+            return codes[0]
+
+        refusals = await anyio.to_thread.run_sync(lambda: [first_refusal(b) for b in binds])
+        if any(code is None for code in refusals):
+            return None
+        planned: dict[str, PlannedCall] = {}
+        for bind, code in zip(binds, refusals, strict=True):
+            row = CallWindowRow(
+                turn=bind.turn,
+                iteration=at.iteration,
+                tool_call_id=bind.tool_call_id,
+                tool_name=bind.tool_name,
+                how="refused",
+                refused=code,
+            )
+            state.add([row])
+            call = by_id.get(bind.tool_call_id)
+            if call is None:
+                continue
+            decision = CallDecision(row=row, arguments=without_time_quote(call.args))
+            state.decisions[call.id] = decision
+            planned[call.id] = self._apply(plan_call(call, self.tools_by_name), decision)
+        return planned
+
+    async def _resolve_again(self, mention_index: int, zone: str) -> OpenMention:
+        state = self.state
+        assert state is not None
+        reading = next(
+            row
+            for row in state.rows
+            if row.get("kind") == "time-reading" and row.get("mention") == mention_index
+        )
+        parses = [msgspec.convert(p, TimeParts) for p in reading.get("parses") or []]
+        policy = self.config.policy
+
+        def work() -> Any:
+            return resolve(parses, clock=state.clock, policy=policy, zone_answer=zone)
+
+        resolution = await anyio.to_thread.run_sync(work)
+        readings = tuple(
+            OpenReading(range=c.range, zone=c.zone, lookback=c.lookback, candidate=i)
+            for i, c in enumerate(resolution.candidates)
+        )
+        return OpenMention(
+            mention=mention_index, quote=str(reading.get("quote", "")), readings=readings
+        )
+
+    def take_rows(self) -> list[dict[str, Any]]:
+        if self.state is None:
+            return []
+        rows, self.state.pending = self.state.pending, []
+        return rows
+
+
+class Dispatching:
+    """Per batch: the ``call`` rows filed and each call's ``ctx.time``."""
+
+    def __init__(self, run: TimeRun) -> None:
+        self.run = run
+        self.times: dict[str, Any] = {}
+
+    def prepare(self, plan: PlannedCall) -> PlannedCall:
+        """Read the clock once as the call is handed over: ``call`` row, drift, ``ctx.time``."""
+        state = self.run.state
+        if state is None:
+            return plan
+        decision = state.decisions.get(plan.call.id)
+        if decision is None or plan.tool is None or plan.tool.period is None:
+            return plan
+        zone = decision.window.zone if decision.window is not None else state.zone
+        ctx = state.context(plan.tool, zone=zone, agent_zone=self.run.config.zone)
+        at = Instant(ns=self.run.clock.now_ms() * 1_000_000)
+        done = dispatch_call(
+            decision.row,
+            plan.args if isinstance(plan.args, dict) else decision.arguments,
+            forms_of(plan.tool.period),
+            ctx,
+            at,
+        )
+        state.add([done.row])
+        self.times[plan.call.id] = tool_time(
+            decision.row,
+            zone=state.clock.zone,
+            now=state.clock.now,
+            dispatched_at=done.row.dispatched_at,
+            zone_unknown=state.clock.zone_source == "unknown",
+        )
+        if done.arguments == plan.args:
+            return plan
+        return plan_call(
+            msgspec.structs.replace(plan.call, args=done.arguments), self.run.tools_by_name
+        )
+
+    def context(self, tool_call_id: str) -> Mapping[str, Any]:
+        return {"time": self.times.get(tool_call_id)}
