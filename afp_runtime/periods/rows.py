@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import msgspec
 
@@ -49,15 +49,7 @@ from afp_runtime.periods.zones import is_zone_name
 CallHow = Literal["filled", "bound", "model-chosen", "model", "unread", "not-filled", "refused"]
 """What the decision did with a call (docs/time.md#outcomes)."""
 
-CALL_HOWS: Final[tuple[str, ...]] = (
-    "filled",
-    "bound",
-    "model-chosen",
-    "model",
-    "unread",
-    "not-filled",
-    "refused",
-)
+CALL_HOWS: Final[tuple[str, ...]] = get_args(CallHow)
 
 BoundBy = Literal["quote", "value"]
 """How a sent window was tied to the person's: its declared quote, or identical instants."""
@@ -65,7 +57,7 @@ BoundBy = Literal["quote", "value"]
 NotFilledWhy = Literal["no-window", "several-mentions", "open-reading"]
 """Why nothing was written into a call that omitted its period (docs/time.md#fill-path)."""
 
-NOT_FILLED_WHYS: Final[tuple[str, ...]] = ("no-window", "several-mentions", "open-reading")
+NOT_FILLED_WHYS: Final[tuple[str, ...]] = get_args(NotFilledWhy)
 
 DriftOutcome = Literal["shifted", "redrawn"]
 """What dispatching later than ``now`` did to a look-back call (docs/time.md#drift)."""
