@@ -6,6 +6,23 @@ against the tool's facts, and reading sent values back. Pure: ``now`` is always 
 and the only I/O is reading the zone database of the ``tzdata`` package (``zones``).
 """
 
+from afp_runtime.periods.candidates import (
+    CandidateNote,
+    CandidateWindow,
+    CenturyImplied,
+    DstGap,
+    DstOverlap,
+    EndOfGrain,
+    Grain,
+    Implied,
+    LookbackWindow,
+    OffsetSaid,
+    RangeWindow,
+    ReadingTags,
+    Resolution,
+    TimeCandidate,
+    ZoneReadNote,
+)
 from afp_runtime.periods.clock import (
     ClockRow,
     MessageTime,
@@ -211,24 +228,7 @@ from afp_runtime.periods.reading_rows import (
     mention_row,
     read_message,
 )
-from afp_runtime.periods.resolve import (
-    CandidateNote,
-    CandidateWindow,
-    CenturyImplied,
-    DstGap,
-    DstOverlap,
-    EndOfGrain,
-    Grain,
-    Implied,
-    LookbackWindow,
-    OffsetSaid,
-    RangeWindow,
-    ReadingTags,
-    Resolution,
-    TimeCandidate,
-    ZoneReadNote,
-    resolve,
-)
+from afp_runtime.periods.resolve import resolve
 from afp_runtime.periods.rows import (
     CALL_HOWS,
     NOT_FILLED_WHYS,

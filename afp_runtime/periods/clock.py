@@ -198,8 +198,10 @@ def _check_clock_fields(
         raise _refuse("zoneSource", f"must be one of {', '.join(ZONE_SOURCES)}", zone_source)
     if zone_source == "unknown" and zone != UNKNOWN_ZONE:
         raise _refuse("zone", 'must be "UTC" when zoneSource is unknown', zone)
-    if window is not None and (not isinstance(window, PersonWindow) or window.source != "control"):
+    if window is not None and not isinstance(window, PersonWindow):
         raise _refuse("window", "must be a control window {from, to, source: control}", window)
+    if window is not None and window.source != "control":
+        raise _refuse("window.source", "must be control", window.source)
 
 
 def turn_clock(

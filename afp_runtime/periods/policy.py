@@ -57,8 +57,8 @@ from typing import Final, Literal
 import msgspec
 
 from afp_runtime.errors import AgentDefinitionError, shown
+from afp_runtime.periods.candidates import DstGap, DstOverlap, Resolution, TimeCandidate
 from afp_runtime.periods.parts import MAX_ZONE_TOKEN
-from afp_runtime.periods.resolve import DstGap, DstOverlap, Resolution, TimeCandidate
 from afp_runtime.periods.zones import is_zone_name
 
 DateOrder = Literal["ask", "MDY", "DMY", "YMD"]

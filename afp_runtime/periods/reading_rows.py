@@ -42,6 +42,7 @@ from typing import Final, Literal
 import msgspec
 
 from afp_runtime.errors import InvalidValue, TimeReaderError, shown
+from afp_runtime.periods.candidates import TimeCandidate
 from afp_runtime.periods.clock import TimeClock
 from afp_runtime.periods.config import TimeConfig
 from afp_runtime.periods.parts import TimeParts
@@ -62,7 +63,7 @@ from afp_runtime.periods.reader import (
     reader_info,
     validate_reading,
 )
-from afp_runtime.periods.resolve import TimeCandidate, resolve
+from afp_runtime.periods.resolve import resolve
 from afp_runtime.periods.zones import TZDATA_VERSION
 
 FIRST_ITERATION: Final = 1

@@ -20,27 +20,27 @@ Readings settled here:
 * ``dispatchedAt`` must be written canonically in UTC on a whole millisecond (``Z``); a clock
   row's ``now`` must be written canonically in its own offset; every other instant must be strict.
 * ``clock`` and ``time-reading`` rows are filed by the reading side (``clock.py``,
-  ``reading_rows.py``). They are checked here key for key against the wire shapes of
-  docs/time.md#the-clock-row, docs/time.md#readers, docs/time.md#the-resolver,
-  docs/time.md#policy-and-confirmation and docs/time.md#row-kinds (so that the error names the
-  field), and then decoded into that side's own ``ClockRow`` / ``TimeReadingRow``, whose checks are
-  the final word on their shapes.
+  ``reading_rows.py``). Strict validation decodes every time row with ``strict=True`` into the
+  tagged union of the five row structs, so each struct's own checks are the word on its shape;
+  an error names the path msgspec reports, followed by the field the failing struct names. On
+  top it refuses only what a decode reads as absent (``null``, a ``false`` flag) and empty
+  tool, argument and reader names, candidate zones, and look-backs that are not durations.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import msgspec
 
 from afp_runtime.errors import CheckpointInvalid, InvalidValue, shown
+from afp_runtime.periods._values import SAFE_INTEGER
 from afp_runtime.periods.clock import ClockRow
 from afp_runtime.periods.durations import FACT_UNITS, is_duration
 from afp_runtime.periods.facts import TIME_REFUSALS, TimeRefusal
-from afp_runtime.periods.instants import NS_PER_MS, parse_instant, spell_instant
-from afp_runtime.periods.parts import TimeParts
+from afp_runtime.periods.instants import NS_PER_MS, Instant, parse_instant, spell_instant
 from afp_runtime.periods.ranges import PersonWindow, TimeRange
 from afp_runtime.periods.reading_rows import TimeReadingRow
 from afp_runtime.periods.windows import AnswerHow, wire_row
@@ -49,15 +49,7 @@ from afp_runtime.periods.zones import is_zone_name
 CallHow = Literal["filled", "bound", "model-chosen", "model", "unread", "not-filled", "refused"]
 """What the decision did with a call (docs/time.md#outcomes)."""
 
-CALL_HOWS: Final[tuple[str, ...]] = (
-    "filled",
-    "bound",
-    "model-chosen",
-    "model",
-    "unread",
-    "not-filled",
-    "refused",
-)
+CALL_HOWS: Final[tuple[str, ...]] = get_args(CallHow)
 
 BoundBy = Literal["quote", "value"]
 """How a sent window was tied to the person's: its declared quote, or identical instants."""
@@ -65,7 +57,7 @@ BoundBy = Literal["quote", "value"]
 NotFilledWhy = Literal["no-window", "several-mentions", "open-reading"]
 """Why nothing was written into a call that omitted its period (docs/time.md#fill-path)."""
 
-NOT_FILLED_WHYS: Final[tuple[str, ...]] = ("no-window", "several-mentions", "open-reading")
+NOT_FILLED_WHYS: Final[tuple[str, ...]] = get_args(NotFilledWhy)
 
 DriftOutcome = Literal["shifted", "redrawn"]
 """What dispatching later than ``now`` did to a look-back call (docs/time.md#drift)."""
@@ -78,8 +70,6 @@ TIME_ROW_KINDS: Final[tuple[str, ...]] = (
     "call",
 )
 """Every ledger row kind the time layer files (docs/time.md#row-kinds)."""
-
-SAFE_INTEGER: Final = 2**53 - 1
 
 _COMMON: Final = frozenset({"kind", "turn", "iteration", "toolCallId", "toolName", "how"})
 _ALLOWED: Final[dict[str, frozenset[str]]] = {
@@ -143,7 +133,9 @@ class Differs(
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.extra) <= 2:
-            raise InvalidValue("differs.extra holds one or two ranges", value=shown(self.extra))
+            raise InvalidValue(
+                "differs.extra holds one or two ranges", field="extra", value=shown(self.extra)
+            )
 
 
 def call_window_problem(present: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -288,7 +280,8 @@ class TimeAnswerRow(_TimeRow, frozen=True, kw_only=True, tag="time-answer"):
         _check_counts(self.turn, self.iteration)
         if _bad_int(self.mention) or self.mention < 0:
             raise InvalidValue("mention must be an int >= 0", field="mention")
-        TimeRange(start=self.start, end=self.end)
+        if not _strict(self.start, "from") < _strict(self.end, "to"):
+            raise InvalidValue("time-answer to must be after from", field="to")
         if not is_zone_name(self.zone):
             raise InvalidValue("zone must be a zone name", field="zone", value=shown(self.zone))
 
@@ -325,13 +318,13 @@ class Drift(
 
     def __post_init__(self) -> None:
         if _bad_int(self.by_ms) or self.by_ms == 0 or abs(self.by_ms) > SAFE_INTEGER:
-            raise InvalidValue("drift.byMs must be a non-zero safe integer", field="drift.byMs")
+            raise InvalidValue("drift.byMs must be a non-zero safe integer", field="byMs")
         if self.outcome == "redrawn" and (
             self.form is None or _bad_int(self.form) or self.form < 0
         ):
-            raise InvalidValue("a redrawn drift names its form (an int >= 0)", field="drift.form")
+            raise InvalidValue("a redrawn drift names its form (an int >= 0)", field="form")
         if self.outcome == "shifted" and self.form is not None:
-            raise InvalidValue("a shifted drift has no form", field="drift.form")
+            raise InvalidValue("a shifted drift has no form", field="form")
 
 
 class CallRow(_TimeRow, frozen=True, kw_only=True, tag="call"):
@@ -373,6 +366,15 @@ TimeRow = CallWindowRow | TimeAnswerRow | CallRow
 
 def _bad_int(value: object) -> bool:
     return isinstance(value, bool) or not isinstance(value, int)
+
+
+def _strict(text: object, field: str) -> Instant:
+    try:
+        return parse_instant(text)  # type: ignore[arg-type]
+    except InvalidValue as exc:
+        raise InvalidValue(
+            f"time-answer {field}: {exc.message}", field=field, value=shown(text)
+        ) from exc
 
 
 def _check_counts(turn: object, iteration: object) -> None:
@@ -435,335 +437,81 @@ def time_row_to_wire(row: TimeRow) -> dict[str, Any]:
 
 # --- strict validation ------------------------------------------------------------------------
 
+_ANY_TIME_ROW: Final = ClockRow | TimeReadingRow | CallWindowRow | TimeAnswerRow | CallRow
 _AT = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
 _NAMED = re.compile(r"(?:unknown|missing required) field `(?P<name>[^`]*)`")
 
 
-_FIELD = re.compile(r"\(field=(?P<name>[^,)]+)")
-
-
-def _field_of(error: msgspec.ValidationError) -> tuple[str, str]:
+def _where(error: msgspec.ValidationError) -> tuple[str, str]:
+    """The wire path a decoding error names and what is wrong there: msgspec's ``at `$...```
+    followed by the field a struct's own check names (relative to that struct) or the unknown
+    or missing key."""
     text = str(error)
     at = _AT.search(text)
     path = at.group("path") if at else ""
-    detail = text[: at.start()] if at else text
-    named = _NAMED.search(detail) or _FIELD.search(detail)
-    if named:
-        path = f"{path}.{named.group('name')}" if path else named.group("name")
+    cause = error.__cause__
+    if isinstance(cause, InvalidValue):
+        name, detail = str(cause.context.get("field", "")), cause.message
+    else:
+        detail = text[: at.start()] if at else text
+        named = _NAMED.search(detail)
+        name = named.group("name") if named else ""
+    if name:
+        path = f"{path}.{name}" if path else name
     return path or "(row)", detail
-
-
-class _Invalid(Exception):
-    def __init__(self, field: str, detail: str) -> None:
-        super().__init__(field, detail)
-        self.field = field
-        self.detail = detail
 
 
 def _null_path(value: object, path: str) -> str | None:
     if value is None:
         return path
+    items: Iterable[tuple[str, object]] = ()
     if isinstance(value, Mapping):
-        for key, item in value.items():
-            found = _null_path(item, f"{path}.{key}" if path else str(key))
-            if found:
-                return found
+        items = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
     elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        for position, item in enumerate(value):
-            found = _null_path(item, f"{path}[{position}]")
-            if found:
-                return found
+        items = ((f"{path}[{position}]", item) for position, item in enumerate(value))
+    return next((found for where, item in items if (found := _null_path(item, where))), None)
+
+
+def _wire_problem(raw: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What strict validation refuses that an ordinary decode reads as absent: ``null`` at any
+    depth, ``false`` for a ``true``-only flag."""
+    null = _null_path(raw, "")
+    if null is not None:
+        return null, "must not be null (leave the key out)"
+    if raw.get("kind") == "call-window":
+        for key in _TRUE_ONLY:
+            if raw.get(key) is False:
+                return key, "can only be true (leave the key out)"
     return None
 
 
-def _convert(raw: Any, struct_type: type[Any], prefix: str = "") -> Any:
-    try:
-        return msgspec.convert(raw, type=struct_type)
-    except msgspec.ValidationError as exc:
-        field, detail = _field_of(exc)
-        if prefix:
-            field = prefix if field == "(row)" else f"{prefix}.{field}"
-        raise _Invalid(field, detail) from exc
-
-
-def _require(condition: bool, field: str, detail: str) -> None:
-    if not condition:
-        raise _Invalid(field, detail)
-
-
-def _keys(raw: Mapping[str, Any], allowed: Iterable[str], prefix: str = "") -> None:
-    known = frozenset(allowed)
-    for key in raw:
-        if key not in known:
-            raise _Invalid(f"{prefix}{key}", "is not a known key")
-
-
-def _count(raw: Mapping[str, Any], key: str, minimum: int, prefix: str = "") -> int:
-    value: Any = raw.get(key)
-    _require(key in raw, f"{prefix}{key}", "is mandatory")
-    _require(not _bad_int(value), f"{prefix}{key}", f"must be an int, not {shown(value)}")
-    _require(value >= minimum, f"{prefix}{key}", f"must be >= {minimum}")
-    return int(value)
-
-
-def _text(raw: Mapping[str, Any], key: str, prefix: str = "", *, empty: bool = False) -> str:
-    value = raw.get(key)
-    _require(key in raw, f"{prefix}{key}", "is mandatory")
-    _require(isinstance(value, str), f"{prefix}{key}", f"must be a string, not {shown(value)}")
-    _require(empty or bool(value), f"{prefix}{key}", "must not be empty")
-    return str(value)
-
-
-def _choice_of(raw: Mapping[str, Any], key: str, choices: Sequence[str], prefix: str = "") -> str:
-    value = raw.get(key)
-    _require(key in raw, f"{prefix}{key}", "is mandatory")
-    _require(value in choices, f"{prefix}{key}", f"must be one of {', '.join(choices)}")
-    return str(value)
-
-
-def _strict_instant(raw: Mapping[str, Any], key: str, prefix: str = "") -> None:
-    value = _text(raw, key, prefix)
-    try:
-        parse_instant(value)
-    except InvalidValue as exc:
-        raise _Invalid(f"{prefix}{key}", exc.message) from exc
-
-
-def _check_clock(raw: Mapping[str, Any]) -> None:
-    _keys(raw, ("kind", "turn", "iteration", "now", "nowSource", "zone", "zoneSource", "window"))
-    _count(raw, "turn", 1)
-    _count(raw, "iteration", 1)
-    _strict_instant(raw, "now")
-    now = parse_instant(raw["now"])
-    canonical = spell_instant(now) == raw["now"]
-    _require(canonical, "now", "must be written canonically (docs/time.md#instants)")
-    _choice_of(raw, "nowSource", ("message", "inbox"))
-    zone = _text(raw, "zone")
-    _require(is_zone_name(zone), "zone", f"{shown(zone)} is not a zone name")
-    source = _choice_of(raw, "zoneSource", ("message", "agent", "answered", "unknown"))
-    _require(source != "unknown" or zone == "UTC", "zone", 'is "UTC" when zoneSource is unknown')
-    if "window" in raw:
-        window = _convert(raw["window"], PersonWindow, "window")
-        _require(window.source == "control", "window.source", "must be control")
-    _convert(raw, ClockRow)
-
-
-_READER_KEYS: Final = ("id", "version", "kind", "locale")
-_CANDIDATE_KEYS: Final = (
-    "window",
-    "range",
-    "zone",
-    "grain",
-    "said",
-    "implied",
-    "anchor",
-    "notes",
-    "reading",
-    "parse",
-)
-_CHOICE_KEYS: Final[dict[str, tuple[str, ...]]] = {
-    "only": ("by",),
-    "policy": ("by", "candidate", "policy"),
-    "open": ("by", "remaining", "open", "policy"),
-    "none": ("by", "why"),
-}
-_OPEN_QUESTIONS: Final = (
-    "date-order",
-    "year",
-    "meridiem",
-    "dst",
-    "zone",
-    "abbreviation",
-    "parse",
-    "confirm",
-)
-_NONE_WHYS: Final = ("unreadable", "unsupported", "no-candidate", "excluded-by-policy")
-_POLICY_KEYS: Final = ("dateOrder", "year", "abbreviations")
-_READING_TAGS: Final = ("dateOrder", "meridiem", "endMeridiem", "year", "abbreviation")
-
-
-def _list(raw: Mapping[str, Any], key: str, prefix: str = "") -> Sequence[Any]:
-    value: Any = raw.get(key)
-    _require(key in raw, f"{prefix}{key}", "is mandatory")
-    _require(
-        isinstance(value, Sequence) and not isinstance(value, str | bytes),
-        f"{prefix}{key}",
-        "must be a list",
-    )
-    return value
-
-
-def _mapping(raw: Mapping[str, Any], key: str, prefix: str = "") -> Mapping[str, Any]:
-    value: Any = raw.get(key)
-    _require(key in raw, f"{prefix}{key}", "is mandatory")
-    _require(isinstance(value, Mapping), f"{prefix}{key}", "must be an object")
-    return value
-
-
-def _check_candidate(raw: object, path: str, parses: int) -> None:
-    _require(isinstance(raw, Mapping), path, "must be an object")
-    assert isinstance(raw, Mapping)
-    prefix = f"{path}."
-    _keys(raw, _CANDIDATE_KEYS, prefix)
-    window = _mapping(raw, "window", prefix)
-    kind = _choice_of(window, "kind", ("range", "lookback"), f"{prefix}window.")
-    if kind == "lookback":
-        _keys(window, ("kind", "duration"), f"{prefix}window.")
-        duration = _text(window, "duration", f"{prefix}window.")
-        _require(is_duration(duration, FACT_UNITS), f"{prefix}window.duration", "not a duration")
-    else:
-        _keys(window, ("kind",), f"{prefix}window.")
-    _convert(_mapping(raw, "range", prefix), TimeRange, f"{prefix}range")
-    _text(raw, "zone", prefix)
-    _text(raw, "grain", prefix)
-    _require(not _list(raw, "said", prefix), f"{prefix}said", "is always empty when filed")
-    for position, item in enumerate(_list(raw, "implied", prefix)):
-        _require(isinstance(item, str), f"{prefix}implied[{position}]", "must be a string")
-    _choice_of(raw, "anchor", ("message",), prefix)
-    for position, note in enumerate(_list(raw, "notes", prefix)):
-        where = f"{prefix}notes[{position}]"
-        if isinstance(note, Mapping):
-            _text(note, "kind", f"{where}.")
-        else:
-            _require(isinstance(note, str) and bool(note), where, "must be a string or object")
-    if "reading" in raw:
-        reading = _mapping(raw, "reading", prefix)
-        _keys(reading, _READING_TAGS, f"{prefix}reading.")
-    parse = _count(raw, "parse", 0, prefix)
-    _require(parse < max(parses, 1), f"{prefix}parse", "must name one of the mention's parses")
-
-
-def _check_choice(raw: Mapping[str, Any], candidates: int) -> None:
-    choice = _mapping(raw, "choice")
-    by = _choice_of(choice, "by", tuple(_CHOICE_KEYS), "choice.")
-    _keys(choice, _CHOICE_KEYS[by], "choice.")
-    if "policy" in choice:
-        policy = _mapping(choice, "policy", "choice.")
-        _keys(policy, _POLICY_KEYS, "choice.policy.")
-    if by == "policy":
-        _require("policy" in choice, "choice.policy", "is mandatory")
-        index = _count(choice, "candidate", 0, "choice.")
-        _require(index < candidates, "choice.candidate", "must name a candidate")
-    elif by == "open":
-        for position, index in enumerate(_list(choice, "remaining", "choice.")):
-            where = f"choice.remaining[{position}]"
-            _require(not _bad_int(index), where, "must be an int")
-            _require(0 <= index < candidates, where, "must name a candidate")
-        for position, question in enumerate(_list(choice, "open", "choice.")):
-            where = f"choice.open[{position}]"
-            _require(question in _OPEN_QUESTIONS, where, f"must be one of {_OPEN_QUESTIONS}")
-    elif by == "none":
-        _choice_of(choice, "why", _NONE_WHYS, "choice.")
-
-
-def _check_reading(raw: Mapping[str, Any]) -> None:
-    head = ("kind", "turn", "iteration", "reader", "tzdata", "mentions")
-    _count(raw, "turn", 1)
-    _count(raw, "iteration", 1)
-    reader = _mapping(raw, "reader")
-    _keys(reader, _READER_KEYS, "reader.")
-    for key in ("id", "version", "locale"):
-        _text(reader, key, "reader.")
-    _choice_of(reader, "kind", ("rule", "model"), "reader.")
-    _text(raw, "tzdata")
-    mentions = _count(raw, "mentions", 0)
-    if mentions == 0:
-        _keys(raw, head)
-        _convert(raw, TimeReadingRow)
-        return
-    mention = _count(raw, "mention", 0)
-    _require(mention < mentions, "mention", "must be less than mentions")
-    if "refused" in raw:
-        _keys(raw, (*head, "mention", "refused"))
-        _choice_of(raw, "refused", ("quote-not-in-text", "malformed"))
-        _convert(raw, TimeReadingRow)
-        return
-    _keys(raw, (*head, "mention", "quote", "parses", "problem", "candidates", "choice"))
-    _text(raw, "quote")
-    parses = _list(raw, "parses")
-    _require(len(parses) <= 4, "parses", "holds at most four parses")
-    for position, parse in enumerate(parses):
-        _convert(parse, TimeParts, f"parses[{position}]")
-    if "problem" in raw:
-        _choice_of(raw, "problem", ("unreadable",))
-        _require(not parses, "problem", "comes only with empty parses")
-    candidates = _list(raw, "candidates")
-    for position, candidate in enumerate(candidates):
-        _check_candidate(candidate, f"candidates[{position}]", len(parses))
-    _check_choice(raw, len(candidates))
-    _convert(raw, TimeReadingRow)
-
-
-def _check_call_window(raw: Mapping[str, Any]) -> CallWindowRow:
-    problem = call_window_problem(raw)
-    if problem is not None:
-        raise _Invalid(*problem)
-    _count(raw, "turn", 1)
-    _count(raw, "iteration", 1)
-    _text(raw, "toolCallId")
-    _text(raw, "toolName")
-    if "form" in raw:
-        _count(raw, "form", 0)
-    for key in _TRUE_ONLY:
-        if key in raw:
-            _require(raw[key] is True, key, "can only be true")
-    if "assumed" in raw:
-        _require(is_duration(raw["assumed"], FACT_UNITS), "assumed", "must be a duration")
-    if "argument" in raw:
-        _text(raw, "argument")
-    if "differs" in raw:
-        extra = _list(_mapping(raw, "differs"), "extra", "differs.")
-        _require(1 <= len(extra) <= 2, "differs.extra", "holds one or two ranges")
-    row: CallWindowRow = _convert(raw, CallWindowRow)
-    return row
-
-
-def _check_call(raw: Mapping[str, Any]) -> CallRow:
-    _keys(raw, ("kind", "turn", "iteration", "toolCallId", "toolName", "dispatchedAt", "drift"))
-    _count(raw, "turn", 1)
-    _count(raw, "iteration", 1)
-    _text(raw, "toolCallId")
-    _text(raw, "toolName")
-    _require(
-        is_canonical_utc_ms(raw.get("dispatchedAt")),
-        "dispatchedAt",
-        "must be a strict instant in canonical UTC on a whole millisecond",
-    )
-    if "drift" in raw:
-        drift = _mapping(raw, "drift")
-        outcome = _choice_of(drift, "outcome", ("shifted", "redrawn"), "drift.")
-        allowed = ("byMs", "outcome", "form") if outcome == "redrawn" else ("byMs", "outcome")
-        _keys(drift, allowed, "drift.")
-        by_ms: Any = drift.get("byMs")
-        _require(
-            not _bad_int(by_ms) and by_ms != 0 and abs(by_ms) <= SAFE_INTEGER,
-            "drift.byMs",
-            "must be a non-zero safe integer",
-        )
-        if outcome == "redrawn":
-            _count(drift, "form", 0, "drift.")
-    row: CallRow = _convert(raw, CallRow)
-    return row
-
-
-def _check_answer(raw: Mapping[str, Any]) -> TimeAnswerRow:
-    _keys(raw, ("kind", "turn", "iteration", "mention", "from", "to", "zone", "how"))
-    _count(raw, "turn", 1)
-    _count(raw, "iteration", 1)
-    _count(raw, "mention", 0)
-    _strict_instant(raw, "from")
-    _strict_instant(raw, "to")
-    _require(parse_instant(raw["from"]) < parse_instant(raw["to"]), "to", "must be after from")
-    zone = _text(raw, "zone")
-    _require(is_zone_name(zone), "zone", f"{shown(zone)} is not a zone name")
-    _choice_of(raw, "how", ("confirmed", "edited"))
-    row: TimeAnswerRow = _convert(raw, TimeAnswerRow)
-    return row
+def _typed_problem(row: object) -> tuple[str, str] | None:
+    """What strict validation refuses beyond the structs' own checks: empty names and a
+    look-back that is not a duration."""
+    texts: dict[str, object] = {}
+    if isinstance(row, CallWindowRow | CallRow):
+        texts = {"toolCallId": row.tool_call_id, "toolName": row.tool_name}
+        if isinstance(row, CallWindowRow) and row.argument is not None:
+            texts["argument"] = row.argument
+    elif isinstance(row, TimeReadingRow):
+        info = row.reader
+        texts = {"reader.id": info.id, "reader.version": info.version, "reader.locale": info.locale}
+        for position, candidate in enumerate(row.candidates or ()):
+            where = f"candidates[{position}]"
+            texts[f"{where}.zone"] = candidate.zone
+            lookback = candidate.lookback
+            if lookback is not None and not is_duration(lookback, FACT_UNITS):
+                return f"{where}.window.duration", "must be a duration"
+    return next(((key, "must not be empty") for key, text in texts.items() if not text), None)
 
 
 def validate_time_row(row: object, index: int) -> TimeRow | Mapping[str, Any]:
     """Strictly validate one time row of a committed ledger (docs/time.md#row-kinds; import,
     migration, doctor).
+
+    The row is decoded strictly (``msgspec.convert`` with ``strict=True``) into the tagged
+    union of the five row structs, whose own checks apply; ``null`` values, ``false`` flags
+    and empty names are refused on top.
 
     Args:
         row: the decoded JSON value of the row.
@@ -781,28 +529,31 @@ def validate_time_row(row: object, index: int) -> TimeRow | Mapping[str, Any]:
     """
     kind = row.get("kind") if isinstance(row, Mapping) else None
     shown_kind = kind if isinstance(kind, str) else shown(kind)
-    try:
-        _require(isinstance(row, Mapping), "(row)", f"a row must be an object, not {shown(row)}")
-        assert isinstance(row, Mapping)
-        _require(kind in TIME_ROW_KINDS, "kind", f"must be one of {', '.join(TIME_ROW_KINDS)}")
-        null = _null_path(row, "")
-        _require(null is None, null or "", "must not be null (leave the key out)")
-        if kind == "clock":
-            _check_clock(row)
-            return row
-        if kind == "time-reading":
-            _check_reading(row)
-            return row
-        if kind == "call-window":
-            return _check_call_window(row)
-        if kind == "call":
-            return _check_call(row)
-        return _check_answer(row)
-    except _Invalid as exc:
+    problem: tuple[str, str] | None
+    typed: object = None
+    if not isinstance(row, Mapping):
+        problem = "(row)", f"a row must be an object, not {shown(row)}"
+    elif kind not in TIME_ROW_KINDS:
+        problem = "kind", f"must be one of {', '.join(TIME_ROW_KINDS)}"
+    else:
+        problem = _wire_problem(row)
+    if problem is None:
+        try:
+            typed = msgspec.convert(row, type=_ANY_TIME_ROW, strict=True)
+        except msgspec.ValidationError as exc:
+            problem = _where(exc)
+        else:
+            problem = _typed_problem(typed)
+    if problem is not None:
+        field, detail = problem
         raise CheckpointInvalid(
-            f"findingsLedger row {index} (kind {shown_kind}) is invalid at {exc.field}: "
-            f"{exc.detail}",
+            f"findingsLedger row {index} (kind {shown_kind}) is invalid at {field}: {detail}",
             index=index,
             kind=shown_kind,
-            field=exc.field,
-        ) from exc
+            field=field,
+        )
+    if isinstance(typed, ClockRow | TimeReadingRow):
+        assert isinstance(row, Mapping)
+        return row
+    assert isinstance(typed, CallWindowRow | TimeAnswerRow | CallRow)
+    return typed

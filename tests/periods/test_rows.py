@@ -275,6 +275,21 @@ class TestOtherKinds:
         assert field_of({**refused, "quote": "x"}) == "quote"
         assert field_of({**no_mentions(), "mention": 0}) == "mention"
 
+    def test_refused_beyond_the_structs(self) -> None:
+        """Empty names and a look-back that is not a duration are refused, naming the path."""
+        assert field_of({**CALL, "toolName": ""}) == "toolName"
+        assert field_of({**FILLED, "toolCallId": ""}) == "toolCallId"
+        lookback = reading(0, "last 2 hours", [candidate(MORNING, lookback="2x")])
+        assert field_of(lookback) == "candidates[0].window.duration"
+        row = reading(0, "this morning", [candidate(MORNING)])
+        assert field_of({**row, "reader": {**row["reader"], "locale": ""}}) == "reader.locale"
+
+    def test_message_names_the_path(self) -> None:
+        """The error's message names the row, its kind and the path msgspec reports."""
+        error = rejected({**CALL, "drift": {"byMs": 1, "outcome": "sideways"}})
+        assert error.context == {"index": 7, "kind": "call", "field": "drift.outcome"}
+        assert "row 7 (kind call) is invalid at drift.outcome: " in error.message
+
 
 class TestLatestRow:
     """``call_window_of_call`` (docs/time.md#callwindowrow-fields)."""
