@@ -30,12 +30,12 @@ if TYPE_CHECKING:
     from afp_runtime._embed import TurnEvents as TurnEvents
     from afp_runtime._embed import TurnResult as TurnResult
     from afp_runtime._embed import open as open
+    from afp_runtime.agents import Agent as Agent
+    from afp_runtime.agents import load_agents as load_agents
     from afp_runtime.errors import AfpError as AfpError
     from afp_runtime.findings import FindingsConfig as FindingsConfig
     from afp_runtime.host import Host as Host
-    from afp_runtime.loop import Agent as Agent
     from afp_runtime.loop import Event as Event
-    from afp_runtime.loop import load_agents as load_agents
     from afp_runtime.messages import Message as Message
     from afp_runtime.messages import ModelParams as ModelParams
     from afp_runtime.messages import ModelReply as ModelReply
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 # Where each public name lives; it is imported from there at first use.
 _HOMES = {
     "AfpError": "afp_runtime.errors",
-    "Agent": "afp_runtime.loop",
+    "Agent": "afp_runtime.agents",
     "AnthropicModel": "afp_runtime.models",
     "ConformanceReport": "afp_runtime.served",
     "EpochEntry": "afp_runtime.served",
@@ -97,7 +97,7 @@ _HOMES = {
     "TurnResult": "afp_runtime._embed",
     "Usage": "afp_runtime.messages",
     "ViewDiff": "afp_runtime.served",
-    "load_agents": "afp_runtime.loop",
+    "load_agents": "afp_runtime.agents",
     "open": "afp_runtime._embed",
     "sliding_window": "afp_runtime.window",
     "summarize_oldest": "afp_runtime.window",

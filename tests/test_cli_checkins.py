@@ -13,8 +13,9 @@ from typing import Any
 
 import anyio
 
+from afp_runtime.agents import Agent
 from afp_runtime.errors import ModelCallError
-from afp_runtime.loop import Agent, AgentDriver, SequentialIds
+from afp_runtime.loop import AgentDriver, SequentialIds
 from afp_runtime.models import ScriptedModel
 from afp_runtime.store import SqliteStore
 from afp_runtime.testing import FakeClock, answer, call, tool_reply

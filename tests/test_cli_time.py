@@ -9,7 +9,8 @@ from typing import Any
 
 import anyio
 
-from afp_runtime.loop import Agent, AgentDriver, SequentialIds
+from afp_runtime.agents import Agent
+from afp_runtime.loop import AgentDriver, SequentialIds
 from afp_runtime.models import ScriptedModel
 from afp_runtime.periods import Period, TimeConfig
 from afp_runtime.store import SqliteStore

@@ -34,10 +34,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from afp_runtime import models
 from afp_runtime._embed.results import TurnResult, TurnStatus
+from afp_runtime.agents import Agent, abandon_question, answer_question
 from afp_runtime.errors import ConfigError, NotFound, StoreUnavailable
 from afp_runtime.host import Host
 from afp_runtime.loop import (
-    Agent,
     AgentDriver,
     Emitter,
     Event,
@@ -46,8 +46,6 @@ from afp_runtime.loop import (
     RunOutcome,
     SystemClock,
     TimeOrderedIds,
-    abandon_question,
-    answer_question,
     load_folded_spans,
 )
 from afp_runtime.messages import Message, Usage

@@ -16,6 +16,6 @@ MAX_SERVED_PAGE = 50
 INBOX_STATUSES = ("queued", "running", "paused", "stalled", "held", "answered", "dismissed")
 QUESTION_STATUSES = ("open", "answered", "abandoned", "unsettled", "all")
 ANSWER_LIMIT = 4_096
-"""Code points of a text answer (the host's rule: ``afp_runtime/loop/checkins.py``)."""
+"""Code points of a text answer (the host's rule: ``afp_runtime/agents/checkins.py``)."""
 NOTE_LIMIT = 4_096
 """Code points of an approval's note (the host's rule, as above)."""

@@ -20,14 +20,14 @@ from afp_runtime.store import SqliteStore
 async def cmd_doctor(args: Any) -> int:
     """Check the database: SQLite integrity, every stored body against its fingerprint, and
     every ledger row strictly (nothing is changed); exit 4 when anything is wrong."""
-    loop = await load("afp_runtime.loop")
+    agents = await load("afp_runtime.agents")
     async with reader(args.db) as store:
         integrity = await store.integrity_check()
         damaged = await store.body_check()
         problems = []
         for agent in await store.agents():
             try:
-                loop.validate_ledger(await store.ledger(agent.agent_id))
+                agents.validate_ledger(await store.ledger(agent.agent_id))
             except AfpError as exc:
                 problems.append(f"{agent.agent_id}: {exc}")
     report = {"integrity": integrity, "damagedBodies": damaged, "ledgerProblems": problems}
@@ -43,26 +43,26 @@ async def cmd_doctor(args: Any) -> int:
 
 async def cmd_checkpoint(args: Any) -> int:
     """Print an agent's conversation checkpoint in portable form (JSON)."""
-    loop = await load("afp_runtime.loop")
+    agents = await load("afp_runtime.agents")
     async with reader(args.db) as store:
         await _ids.known_agent(store, args.agent)
-        checkpoint = await loop.export_checkpoint(store, args.agent)
+        checkpoint = await agents.export_checkpoint(store, args.agent)
     print_json(checkpoint)
     return EXIT_OK
 
 
 async def cmd_import(args: Any) -> int:
     """Start an agent's conversation from a portable checkpoint (--replace archives the old)."""
-    loop = await load("afp_runtime.loop")
+    agents = await load("afp_runtime.agents")
     try:
         data = await anyio.Path(args.file).read_bytes()
     except OSError as exc:
         raise NotFound(f"cannot read {args.file}: {exc}", what="file", value=args.file) from exc
-    checkpoint = loop.parse_checkpoint(data, agent_id=args.agent)
+    checkpoint = agents.parse_checkpoint(data, agent_id=args.agent)
     now_ms = time.time_ns() // 1_000_000
     store = await SqliteStore.open(args.db, now_ms=now_ms)
     try:
-        state = await loop.import_checkpoint(
+        state = await agents.import_checkpoint(
             store, args.agent, checkpoint, now_ms=now_ms, replace=args.replace
         )
     finally:

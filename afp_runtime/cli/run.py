@@ -14,20 +14,19 @@ import anyio
 import anyio.to_thread
 import msgspec
 
+from afp_runtime.agents import Agent, read_config
 from afp_runtime.cli._exits import EXIT_OK, TURN_EXITS
 from afp_runtime.cli._show import add_row, out, print_json, say, table
 from afp_runtime.cli.reads import window_records
 from afp_runtime.demo import QUESTIONS
 from afp_runtime.errors import ConfigError
 from afp_runtime.loop import (
-    Agent,
     AgentDriver,
     Emitter,
     EventRecorder,
     RunOutcome,
     SystemClock,
     TimeOrderedIds,
-    read_config,
 )
 from afp_runtime.store import SqliteStore
 

@@ -194,19 +194,19 @@ def _answer_value(text: str) -> Any:
 async def cmd_answer(args: Any) -> int:
     """Answer (or abandon) a question durably; a running host starts the answer run within
     its poll interval (the same code path as the API's answer endpoint)."""
-    loop = await load("afp_runtime.loop")
+    agents = await load("afp_runtime.agents")
     store = await _writer(args.db)
     try:
         await _ids.known_agent(store, args.agent)
         question_id = await _ids.question_id(store, args.agent, args.question)
         if args.abandon:
-            row = await loop.abandon_question(
+            row = await agents.abandon_question(
                 store, args.agent, question_id, now_ms=_now_ms(), by=args.sender
             )
         else:
             asked = await store.questions(args.agent, question_ids=[question_id])
             value = _answer_value(args.value) if asked[0].kind == "approval" else args.value
-            row = await loop.answer_question(
+            row = await agents.answer_question(
                 store, args.agent, question_id, value, now_ms=_now_ms(), by=args.sender
             )
     finally:

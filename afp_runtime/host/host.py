@@ -54,20 +54,11 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from afp_runtime import models
 from afp_runtime._logging import get_logger
+from afp_runtime.agents import Agent, abandon_question, answer_question
 from afp_runtime.errors import AgentDefinitionError, RunNotResumable, StateError, StoreDamaged
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
 from afp_runtime.host.leases import HostLease
-from afp_runtime.loop import (
-    Agent,
-    AgentDriver,
-    Emitter,
-    Event,
-    IdFactory,
-    LoopHooks,
-    abandon_question,
-    answer_question,
-    check_message_time,
-)
+from afp_runtime.loop import AgentDriver, Emitter, Event, IdFactory, LoopHooks
 from afp_runtime.models import Model
 from afp_runtime.records import Clock, QuestionRow
 from afp_runtime.store import Ack, SqliteStore
@@ -468,7 +459,7 @@ class Host:
             NotOwner: ``sender`` is not the conversation's owner (nothing is stored).
         """
         agent = self._admit(agent_id)
-        checked = check_message_time(agent.definition, time)
+        checked = agent.definition.check_message_time(time)
         now = self.clock.now_ms()
         ack = await self.store.post(
             agent_id,

@@ -14,8 +14,7 @@ import msgspec
 
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import RunNotHeld, RunNotResumable
-from afp_runtime.loop.checkins import check_message_time
-from afp_runtime.loop.definition import Agent
+from afp_runtime.loop.definition import Definition
 from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory
@@ -45,7 +44,7 @@ class AgentDriver:
     def __init__(
         self,
         store: CheckpointStore,
-        definition: Agent,
+        definition: Definition,
         *,
         clock: Clock,
         ids: IdFactory,
@@ -76,7 +75,7 @@ class AgentDriver:
             TimeNotEnabled: ``time`` for an agent without the time layer.
             InvalidValue: a field of ``time`` is wrong.
         """
-        checked = check_message_time(self.definition, time)
+        checked = self.definition.check_message_time(time)
         await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
         ack = await self.store.post(
             self.agent_id,
@@ -280,9 +279,9 @@ class AgentDriver:
         loaded = await self.store.load_conversation(self.agent_id)
         message_time: dict[str, Any] | None = None
         accepted_at_ms = 0
-        if text is None or self.definition.time is not None:
+        if text is None or self.definition.extensions:
             # A continuation run works on the same person's message as the turn's first run;
-            # the time layer needs the message's own time and when the inbox accepted it.
+            # extensions get the message's own time and when the inbox accepted it.
             message = await self.store.inbox_message(message_id)
             if message is not None:
                 text = message.text if text is None else text

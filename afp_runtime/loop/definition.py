@@ -1,246 +1,54 @@
-"""Agent definitions: the model, instructions, tools and limits of one standing agent."""
+"""What the loop reads of an agent definition (the definitions themselves, with their options and
+extensions, are built in ``afp_runtime.agents``)."""
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
 
-import msgspec
-
-from afp_runtime.errors import AgentDefinitionError, shown
 from afp_runtime.extensions import Extension
-from afp_runtime.findings import (
-    FindingsConfig,
-    FindingsExtension,
-    resolve_fact_limit,
-    validate_findings_config,
-)
-from afp_runtime.messages import ModelParams, canonical_json, sha256_hex
+from afp_runtime.messages import ModelParams
 from afp_runtime.models import Model, RetryPolicy
-from afp_runtime.periods import TimeConfig
-from afp_runtime.time import TimeExtension
 from afp_runtime.tools import Tool
-from afp_runtime.window import (
-    WindowStrategy,
-    validate_keep_last_tool_results,
-    validate_strategy,
-)
-
-AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+from afp_runtime.window import WindowStrategy
 
 Durability = Literal["sync", "iteration", "turn"]
 TurnFailure = Literal["hold", "skip"]
 
 
-def _positive_int(field: str, value: Any, *, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise AgentDefinitionError(
-            f"{field} must be an int >= {minimum}, not {shown(value)}", field=field
-        )
+class Definition(Protocol):
+    """One standing agent's definition, as the loop and the host drive it."""
 
-
-def _positive_seconds(field: str, value: Any) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise AgentDefinitionError(
-            f"{field} must be a finite number of seconds > 0, not {shown(value)}", field=field
-        )
-
-
-class Agent:
-    """One standing agent: what it sends, what it may call, and its limits.
-
-    Args:
-        agent_id: matches ``^[a-z0-9][a-z0-9._-]{0,63}$``.
-        model: the Model adapter.
-        tools: the agent's tools; names must be unique.
-        system_prompt: the agent's instructions ('' for none); never part of history.
-        max_iterations: model calls of a turn that may still be followed by tools (int >= 1).
-        wrap_up: when the budget runs out with calls pending, make one more call with tools
-            withheld (True) or end the turn with the reply's text (False).
-        durability: ``sync`` (default), ``iteration`` or ``turn`` (docs/loop.md#durability-modes).
-        max_concurrent_tools: bound on concurrently running parallel-safe calls.
-        params: sampling dials sent with every call.
-        retry: how failed model sends are retried.
-        max_recoveries: recovery runs per turn before it is held as a crash loop.
-        window: the window strategy visited at every iteration (None: the window stage is a
-            no-op and requests are byte-identical to a runtime without the window family).
-        compaction: shorthand for ``window=summarize_oldest(...)``; setting both is refused.
-        keep_last_tool_results: the last-tool-result pin's ceiling (int >= 0, or False = off).
-        findings: arms the agent (docs/findings.md#arming-an-agent): the model may declare standings
-        through a
-            reserved ``_findings`` argument; None leaves the agent byte-identical to a runtime
-            without the findings family.
-        shared: skip the owner check: any principal may post and answer
-        (docs/host.md#ownership-and-leases). on_turn_failure: ``hold`` (default: a held turn waits
-        for an operator and later
-            messages wait behind it) or ``skip`` (a held turn is dismissed at once and the
-            queue moves on), docs/host.md#stalled-and-held-turns.
-        max_stall_s: how long a turn may stay stalled, counted from its first stall, before it
-            is held (``stall-limit``); default 24 h.
-        time: enables the time layer (docs/time.md): the person's words are read for time
-            windows, tools that declare periods are filled, bound or refused with a
-            ``call-window`` row, and every request carries the time line. None: off, and
-            requests are byte-identical to an agent without it.
-        pause_timeout_s: abandon a paused turn's open questions this long after they were
-            asked (on the injected clock); None (default) waits for ever.
-        keep_ledger_facts: the agent-level ledger-fact pin ceiling; ``findings``'s own value
-            wins when set (docs/findings.md#the-keep-ledger-facts-dial). Validated even when
-            unarmed.
-        extensions: further extensions of the loop (docs/loop.md#extensions), whose hooks are
-            called after those of ``time`` and ``findings``.
-
-    Raises:
-        AgentDefinitionError: a field is invalid; the message names it.
-    """
-
-    def __init__(
-        self,
-        agent_id: str,
-        model: Model,
-        *,
-        tools: Sequence[Tool] = (),
-        system_prompt: str = "",
-        max_iterations: int = 10,
-        wrap_up: bool = True,
-        durability: Durability = "sync",
-        max_concurrent_tools: int = 4,
-        params: ModelParams | None = None,
-        retry: RetryPolicy | None = None,
-        max_recoveries: int = 3,
-        window: WindowStrategy | None = None,
-        compaction: WindowStrategy | None = None,
-        keep_last_tool_results: int | bool = 2,
-        findings: FindingsConfig | None = None,
-        keep_ledger_facts: int | bool | msgspec.UnsetType = msgspec.UNSET,
-        shared: bool = False,
-        on_turn_failure: TurnFailure = "hold",
-        max_stall_s: float = 86_400.0,
-        pause_timeout_s: float | None = None,
-        time: TimeConfig | None = None,
-        extensions: Sequence[Extension] = (),
-    ) -> None:
-        if not isinstance(agent_id, str) or not AGENT_ID.match(agent_id):
-            raise AgentDefinitionError(
-                f"agent id must match {AGENT_ID.pattern}, not {shown(agent_id)}", field="id"
-            )
-        _positive_int("maxIterations", max_iterations)
-        _positive_int("maxConcurrentTools", max_concurrent_tools)
-        _positive_int("maxRecoveries", max_recoveries, minimum=0)
-        if durability not in ("sync", "iteration", "turn"):
-            raise AgentDefinitionError(
-                f"durability must be sync, iteration or turn, not {shown(durability)}",
-                field="durability",
-            )
-        if not isinstance(wrap_up, bool):
-            raise AgentDefinitionError(
-                f"wrapUp must be a bool, not {shown(wrap_up)}", field="wrapUp"
-            )
-        if not isinstance(shared, bool):
-            raise AgentDefinitionError(
-                f"shared must be a bool, not {shown(shared)}", field="shared"
-            )
-        if on_turn_failure not in ("hold", "skip"):
-            raise AgentDefinitionError(
-                f"onTurnFailure must be hold or skip, not {shown(on_turn_failure)}",
-                field="onTurnFailure",
-            )
-        _positive_seconds("maxStallS", max_stall_s)
-        if pause_timeout_s is not None:
-            _positive_seconds("pauseTimeoutS", pause_timeout_s)
-        if time is not None and not isinstance(time, TimeConfig):
-            raise AgentDefinitionError(
-                f"time must be a TimeConfig, not {shown(time)}", field="time"
-            )
-        if window is not None and compaction is not None:
-            raise AgentDefinitionError(
-                f"a window strategy is already set by window= ({window.name!r}); "
-                "compaction= would set a second one",
-                field="compaction",
-            )
-        strategy = window if window is not None else compaction
-        if strategy is not None:
-            validate_strategy(strategy, agent_model_port=model, agent_model=model.model)
-        validate_keep_last_tool_results(keep_last_tool_results)
-        if findings is not None:
-            validate_findings_config(findings)
-        fact_limit = resolve_fact_limit(
-            findings.keep_ledger_facts if findings is not None else msgspec.UNSET,
-            keep_ledger_facts,
-        )
-        names: set[str] = set()
-        for tool in tools:
-            if tool.name in names:
-                raise AgentDefinitionError(
-                    f"two tools are named {tool.name!r}; tool names must be unique",
-                    field="tools",
-                    agent_id=agent_id,
-                )
-            names.add(tool.name)
-        self.agent_id = agent_id
-        self.model = model
-        self.tools: tuple[Tool, ...] = tuple(tools)
-        self.tools_by_name = {tool.name: tool for tool in self.tools}
-        self.system_prompt = system_prompt
-        self.max_iterations = max_iterations
-        self.wrap_up = wrap_up
-        self.durability: Durability = durability
-        self.max_concurrent_tools = max_concurrent_tools
-        self.params = params or ModelParams()
-        self.retry = retry or RetryPolicy()
-        self.max_recoveries = max_recoveries
-        self.shared = shared
-        self.on_turn_failure: TurnFailure = on_turn_failure
-        self.max_stall_s = float(max_stall_s)
-        self.pause_timeout_s = None if pause_timeout_s is None else float(pause_timeout_s)
-        self.time = time
-        self.window: WindowStrategy | None = strategy
-        self.keep_last_tool_results = keep_last_tool_results
-        self.findings = findings
-        # The fact pin applies only to an armed agent with a window strategy
-        # (docs/findings.md#the-keep-ledger-facts-dial).
-        self.fact_limit = fact_limit if findings is not None and strategy is not None else 0
-        # The agent's extensions, in the order their hooks are called (docs/loop.md#extensions).
-        self.extensions: tuple[Extension, ...] = (
-            *([TimeExtension(time)] if time is not None else []),
-            *([FindingsExtension(findings)] if findings is not None else []),
-            *extensions,
-        )
-        # Warnings of the window family are logged at most once per agent definition.
-        self.warned: set[str] = set()
-        # Adapters this definition owns besides its model (a configured summarizer).
-        self.resources: list[Any] = []
-
-    async def aclose(self) -> None:
-        """Close the model adapter and every adapter the definition owns, once each."""
-        await self.model.aclose()
-        for resource in self.resources:
-            if resource is not self.model:
-                await resource.aclose()
-
-    def fingerprint(self) -> str:
-        """SHA-256 of the body-shaping parts: instructions, tool schemas, model, params."""
-        shape = {
-            "systemPrompt": self.system_prompt,
-            "tools": [tool.schema() for tool in self.tools],
-            "model": self.model.model,
-            "provider": self.model.provider,
-            "params": self.params,
-            "window": self.window.name if self.window is not None else None,
-            "keepLastToolResults": self.keep_last_tool_results,
-        }
-        for extension in self.extensions:
-            # Only when enabled: an agent without an extension keeps its fingerprint
-            # (docs/time.md#time-disabled).
-            shape[extension.name] = extension.shape()
-        return sha256_hex(canonical_json(shape))
+    agent_id: str
+    model: Model
+    tools: tuple[Tool, ...]
+    tools_by_name: dict[str, Tool]
+    system_prompt: str
+    max_iterations: int
+    wrap_up: bool
+    durability: Durability
+    max_concurrent_tools: int
+    params: ModelParams
+    retry: RetryPolicy
+    max_recoveries: int
+    shared: bool
+    on_turn_failure: TurnFailure
+    max_stall_s: float
+    pause_timeout_s: float | None
+    window: WindowStrategy | None
+    keep_last_tool_results: int | bool
+    fact_limit: int
+    """The ledger-fact pin ceiling of the window (0: off)."""
+    extensions: tuple[Extension, ...]
+    """The agent's extensions, in the order their hooks are called (docs/loop.md#extensions)."""
+    warned: set[str]
+    """Warnings of the window family already logged for this definition."""
+    resources: list[Any]
 
     def summary(self) -> dict[str, Any]:
         """The run constant ``definition``: fingerprint and tool names."""
-        return {"fingerprint": self.fingerprint(), "toolNames": [t.name for t in self.tools]}
+        ...
+
+    def check_message_time(self, time: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """An inbox message's ``time``, checked strictly, as it is stored."""
+        ...

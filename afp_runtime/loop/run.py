@@ -20,7 +20,7 @@ import structlog
 from afp_runtime._logging import get_logger
 from afp_runtime.extensions import At, Filed, RunExtension, RunStart
 from afp_runtime.loop.committer import Committer
-from afp_runtime.loop.definition import Agent
+from afp_runtime.loop.definition import Definition
 from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory, SequentialIds
@@ -52,6 +52,7 @@ from afp_runtime.records import (
     OpenTurn,
     PendingBatch,
     PriorVisitRef,
+    QuestionRow,
     RunEnd,
     RunKind,
     RunStatus,
@@ -95,7 +96,7 @@ class Run:
         self,
         *,
         store: CheckpointStore,
-        definition: Agent,
+        definition: Definition,
         loaded: LoadedConversation,
         kind: RunKind,
         clock: Clock,
@@ -159,16 +160,13 @@ class Run:
         self.last_usage: Usage | None = None
         self.usage_missing = False
         self.prior: tuple[PriorVisitRef, ...] = ()
-        # The window as the last request sent it (stubs applied), and whether its digest did.
-        self.sent: tuple[Message, ...] = ()
+        # Whether the running digest was last extended with stubs applied.
         self.digest_had_substitutions = False
         # Fingerprint counts of the base receipt's as-sent list (docs/served.md#receipt-fields), set
         # at seed.
         self.base_counts: dict[str, int] = {}
         # True while the base receipt is this run's previous call and the window only grew.
         self.base_is_prefix = False
-        # Fingerprints of what this iteration's window visit removed (for the receipt).
-        self.omitted: tuple[str, ...] = ()
         self.stage = "seed"
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -328,11 +326,11 @@ class Run:
                 return outcome
 
     async def _iteration(self) -> RunOutcome | None:
-        held = await window(self)
-        if held is not None:
-            return held
-        request = await context(self)
-        encoded = await receipt(self, request)
+        visited = await window(self)
+        if isinstance(visited, RunOutcome):
+            return visited
+        request, sent = await context(self)
+        encoded = await receipt(self, request, sent=sent, omitted=visited)
         result = await call_model(self, request, encoded)
         if isinstance(result, RunOutcome):
             return result
@@ -408,25 +406,9 @@ class Run:
                 status="held", error_kind=error_kind, error=error, **self.run_ends_early()
             )
         state = self.checkpoint(open_turn=open_turn)
-        await self.committer.stage(
-            Txn(
-                agent_id=self.agent_id,
-                bundles=list(bundles),
-                conversation=state,
-                run_end=RunEnd(
-                    run_id=self.run_id,
-                    status=status,
-                    ended_at_ms=self.now(),
-                    usage=self.run_usage,
-                    error_kind=error_kind,
-                    error=error,
-                ),
-                inbox=[InboxUpdate(message_id=self.message_id, status=status)],
-                full=True,
-            ),
-            closes=True,
+        await self.end_run(
+            status, bundles=bundles, conversation=state, error_kind=error_kind, error=error
         )
-        await self.committer.flush()
         log.warning("turn stopped", status=status, error_kind=error_kind, error=error)
         if status == "stalled":
             self.emit(
@@ -442,6 +424,45 @@ class Run:
             )
         self.emit_run_ended(status, error_kind=error_kind, error=error)
         return self.outcome(status, error_kind=error_kind, error=error)
+
+    async def end_run(
+        self,
+        status: Literal["answered", "paused", "stalled", "held"],
+        *,
+        bundles: Sequence[CommitBundle],
+        conversation: ConversationState,
+        items: Sequence[Item] = (),
+        ledger: Sequence[Any] = (),
+        questions: Sequence[QuestionRow] = (),
+        answer: str | None = None,
+        error_kind: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """The run's closing commit, for every way a run ends with its turn settled for now
+        (answered, paused, stalled, held): its last bundles, the checkpoint, the run's end and
+        the inbox status, in one ``synchronous=FULL`` transaction in every durability mode."""
+        await self.committer.stage(
+            Txn(
+                agent_id=self.agent_id,
+                bundles=list(bundles),
+                items=list(items),
+                conversation=conversation,
+                ledger=list(ledger),
+                questions=list(questions),
+                run_end=RunEnd(
+                    run_id=self.run_id,
+                    status=status,
+                    ended_at_ms=self.now(),
+                    usage=self.run_usage,
+                    answer=answer,
+                    error_kind=error_kind,
+                    error=error,
+                ),
+                inbox=[InboxUpdate(message_id=self.message_id, status=status)],
+                full=True,
+            ),
+            closes=True,
+        )
 
     def emit_run_ended(
         self,

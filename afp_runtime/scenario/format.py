@@ -55,6 +55,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from afp_runtime.agents import PortableCheckpoint, parse_checkpoint
 from afp_runtime.errors import (
     AfpError,
     CheckpointInvalid,
@@ -63,7 +64,6 @@ from afp_runtime.errors import (
     TimeNotEnabled,
 )
 from afp_runtime.findings import FindingsConfig
-from afp_runtime.loop import PortableCheckpoint, parse_checkpoint
 from afp_runtime.periods import (
     Period,
     TimeConfig,

@@ -43,6 +43,16 @@ from typing import Any
 import anyio
 import msgspec
 
+from afp_runtime.agents import (
+    Agent,
+    AgentConfig,
+    ModelConfig,
+    WindowConfig,
+    abandon_question,
+    answer_question,
+    build_definition,
+    import_checkpoint,
+)
 from afp_runtime.errors import (
     AfpError,
     AgentDefinitionError,
@@ -50,19 +60,7 @@ from afp_runtime.errors import (
     InvalidValue,
     WindowConfigError,
 )
-from afp_runtime.loop import (
-    Agent,
-    AgentConfig,
-    AgentDriver,
-    Emitter,
-    ModelConfig,
-    WindowConfig,
-    abandon_question,
-    answer_question,
-    build_definition,
-    import_checkpoint,
-    load_folded_spans,
-)
+from afp_runtime.loop import AgentDriver, Emitter, load_folded_spans
 from afp_runtime.models import ScriptedModel
 from afp_runtime.periods import TIME_ROW_KINDS
 from afp_runtime.scenario._world import Abort, Arm, Crash, World

@@ -24,7 +24,8 @@ from typing import Any
 
 import structlog
 
-from afp_runtime.loop import Agent, LoopHooks
+from afp_runtime.agents import Agent
+from afp_runtime.loop import LoopHooks
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
 from afp_runtime.models import ScriptedModel
 from afp_runtime.tools import Tool, ToolContext

@@ -22,7 +22,8 @@ from typing import Any
 import anyio
 import structlog
 
-from afp_runtime.loop import Agent, AgentDriver, SystemClock, TimeOrderedIds
+from afp_runtime.agents import Agent
+from afp_runtime.loop import AgentDriver, SystemClock, TimeOrderedIds
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
 from afp_runtime.models import ScriptedModel
 from afp_runtime.records import Txn

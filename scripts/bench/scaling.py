@@ -58,14 +58,9 @@ from _common import (
     run_child,
 )
 
+from afp_runtime.agents import PortableCheckpoint, import_checkpoint
 from afp_runtime.host import Host
-from afp_runtime.loop import (
-    AgentDriver,
-    PortableCheckpoint,
-    SystemClock,
-    TimeOrderedIds,
-    import_checkpoint,
-)
+from afp_runtime.loop import AgentDriver, SystemClock, TimeOrderedIds
 from afp_runtime.messages import Message, ModelReply, ModelRequest, ToolCall, Usage, fingerprint
 from afp_runtime.store import SqliteStore
 from afp_runtime.window import FoldedSpan, sliding_window

@@ -17,9 +17,10 @@ import httpx
 import pytest
 from litestar import Litestar
 
+from afp_runtime.agents import Agent
 from afp_runtime.api import ApiServer, create_app, open_listener
 from afp_runtime.host import Host
-from afp_runtime.loop import Agent, SequentialIds
+from afp_runtime.loop import SequentialIds
 from afp_runtime.models import ScriptedModel, ScriptEntry
 from afp_runtime.store import SqliteStore
 from afp_runtime.testing import FakeClock

@@ -10,8 +10,8 @@ import anyio
 import httpx
 import msgspec
 
+from afp_runtime.agents import read_config
 from afp_runtime.demo import QUESTIONS
-from afp_runtime.loop import read_config
 from afp_runtime.models import ScriptedModel
 
 from .conftest import Api, serving

@@ -7,8 +7,8 @@ from typing import Any
 
 import anyio
 
+from afp_runtime.agents import Agent
 from afp_runtime.errors import ModelCallError
-from afp_runtime.loop import Agent
 from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import msgspec
 
+from afp_runtime.agents import Agent
 from afp_runtime.demo import LOOKUP_ORDER, QUESTIONS, SHIPPING_STATUS, demo_script
-from afp_runtime.loop import Agent
 from afp_runtime.messages import Message, fingerprint
 from afp_runtime.models import ExtractiveSummarizer, ScriptedModel
 from afp_runtime.window import summarize_oldest

@@ -16,7 +16,7 @@ from afp_runtime.api import create_app
 from afp_runtime.api._openapi import captured_examples, example_of
 from afp_runtime.api._operations import ALWAYS, OPERATIONS
 from afp_runtime.api.constants import ANSWER_LIMIT, NOTE_LIMIT
-from afp_runtime.loop import checkins
+from afp_runtime.agents import checkins
 from afp_runtime.testing import answer
 
 from .conftest import Api, agent, error_of, post, serving, settle

@@ -21,10 +21,11 @@ from typing import Any
 import anyio
 import pytest
 
+from afp_runtime.agents import Agent
 from afp_runtime.errors import AgentDefinitionError
 from afp_runtime.host import Host
 from afp_runtime.host.leases import default_host_id
-from afp_runtime.loop import Agent, SequentialIds
+from afp_runtime.loop import SequentialIds
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
 from afp_runtime.store import SqliteStore

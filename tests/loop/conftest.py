@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from afp_runtime.loop import Agent, AgentDriver, Emitter, EventRecorder, SequentialIds
+from afp_runtime.agents import Agent
+from afp_runtime.loop import AgentDriver, Emitter, EventRecorder, SequentialIds
 from afp_runtime.models import ScriptedModel, ScriptEntry
 from afp_runtime.records import Txn
 from afp_runtime.store import SqliteStore

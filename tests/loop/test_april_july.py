@@ -16,12 +16,8 @@ from typing import Any
 
 import msgspec
 
-from afp_runtime.loop import (
-    Agent,
-    AgentDriver,
-    TimeOrderedIds,
-    load_folded_conversation,
-)
+from afp_runtime.agents import Agent
+from afp_runtime.loop import AgentDriver, TimeOrderedIds, load_folded_conversation
 from afp_runtime.messages import (
     Message,
     ModelReply,

@@ -9,7 +9,8 @@ from typing import Any
 
 import anyio
 
-from afp_runtime.loop import Agent, AgentDriver, SequentialIds
+from afp_runtime.agents import Agent
+from afp_runtime.loop import AgentDriver, SequentialIds
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
 from afp_runtime.served import check, epochs, receipt_at, served_at

@@ -12,14 +12,9 @@ from typing import Any
 
 import pytest
 
+from afp_runtime.agents import Agent, abandon_question, answer_question
 from afp_runtime.errors import InvalidAnswer, QuestionClosed
-from afp_runtime.loop import (
-    Agent,
-    AgentDriver,
-    Emitter,
-    abandon_question,
-    answer_question,
-)
+from afp_runtime.loop import AgentDriver, Emitter
 from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from afp_runtime.agents import build_definition, load_config
 from afp_runtime.errors import ConfigError
-from afp_runtime.loop import build_definition, load_config
 
 AGENTS = """
 [host]

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from afp_runtime.agents import Agent
 from afp_runtime.errors import AgentDefinitionError, ConfigError, ToolDefinitionError
-from afp_runtime.loop import Agent
 from afp_runtime.models import ScriptedModel
 from afp_runtime.tools import Tool
 from afp_runtime.window import sliding_window, summarize_oldest

@@ -14,6 +14,7 @@ import anyio
 import msgspec
 import pytest
 
+from afp_runtime.agents import Agent
 from afp_runtime.findings import (
     FINDINGS_INSTRUCTION,
     FindingsConfig,
@@ -22,7 +23,7 @@ from afp_runtime.findings import (
     ledger_piece,
     rows_from_wire,
 )
-from afp_runtime.loop import Agent, AgentDriver, Emitter
+from afp_runtime.loop import AgentDriver, Emitter
 from afp_runtime.messages import Message, ModelRequest, canonical_json
 from afp_runtime.models import ScriptedModel, ScriptEntry
 from afp_runtime.testing import answer, call, tool_reply

@@ -7,13 +7,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from afp_runtime.agents import export_checkpoint, import_checkpoint, parse_checkpoint
 from afp_runtime.errors import CheckpointInvalid, ConversationMismatch, RunNotResumable
-from afp_runtime.loop import (
-    export_checkpoint,
-    import_checkpoint,
-    load_folded_conversation,
-    parse_checkpoint,
-)
+from afp_runtime.loop import load_folded_conversation
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.window import folded_messages, folded_span_for, sliding_window
 

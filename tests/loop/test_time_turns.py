@@ -10,15 +10,9 @@ from typing import Any
 
 import pytest
 
+from afp_runtime.agents import Agent, abandon_question, answer_question
 from afp_runtime.errors import TimeNotEnabled
-from afp_runtime.loop import (
-    Agent,
-    AgentDriver,
-    Emitter,
-    abandon_question,
-    answer_question,
-    check_message_time,
-)
+from afp_runtime.loop import AgentDriver, Emitter
 from afp_runtime.models import ScriptedModel
 from afp_runtime.periods import (
     Bound,
@@ -210,8 +204,8 @@ async def test_case_54_the_time_line_ends_every_request(harness: Harness) -> Non
 async def test_case_52_time_disabled_refuses_a_message_time() -> None:
     definition = Agent("ops", ScriptedModel([answer("x")]))
     with pytest.raises(TimeNotEnabled):
-        check_message_time(definition, {"zone": "UTC"})
-    assert check_message_time(definition, None) is None
+        definition.check_message_time({"zone": "UTC"})
+    assert definition.check_message_time(None) is None
 
 
 async def test_a_time_quote_never_reaches_the_tool(harness: Harness) -> None:

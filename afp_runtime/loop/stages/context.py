@@ -45,8 +45,9 @@ def _system_pieces(run: Run) -> tuple[list[dict[str, str]], tuple[Message, ...]]
     return pieces, sent
 
 
-async def context(run: Run) -> ModelRequest:
-    """Compose the request: system pieces, served tools, the served window, request-only lines."""
+async def context(run: Run) -> tuple[ModelRequest, tuple[Message, ...]]:
+    """Compose the request: system pieces, served tools, the served window, request-only lines;
+    returns it with the window as it is sent (stubs applied), for the receipt."""
     run.begin("context")
     system_pieces, sent = _system_pieces(run)
     tools = _served_tools(run)
@@ -73,12 +74,12 @@ async def context(run: Run) -> ModelRequest:
             writes.append(Write(key=key, verb="set", value=value))
         run.served[key] = value
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle(writes)]))
-    run.sent = sent
     extra = tuple(Message(role="user", content=line["text"]) for line in request_only)
-    return ModelRequest(
+    request = ModelRequest(
         model=run.d.model.model,
         system="\n\n".join(piece["text"] for piece in system_pieces),
         messages=(*sent, *extra),
         tools=tools,
         params=run.d.params,
     )
+    return request, sent

@@ -13,9 +13,6 @@ from afp_runtime.messages import (
     Usage,
 )
 from afp_runtime.records import (
-    InboxUpdate,
-    RunEnd,
-    Txn,
     Write,
 )
 
@@ -74,24 +71,13 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
         last_run_id=run.run_id,
         ledger_count=run.conv.ledger_count + len(wire_rows),
     )
-    await run.committer.stage(
-        Txn(
-            agent_id=run.agent_id,
-            bundles=[run.bundle(writes)],
-            items=items,
-            conversation=state,
-            ledger=wire_rows,
-            run_end=RunEnd(
-                run_id=run.run_id,
-                status="answered",
-                ended_at_ms=now,
-                usage=run.run_usage,
-                answer=delivered,
-            ),
-            inbox=[InboxUpdate(message_id=run.message_id, status="answered")],
-            full=True,
-        ),
-        closes=True,
+    await run.end_run(
+        "answered",
+        bundles=[run.bundle(writes)],
+        conversation=state,
+        items=items,
+        ledger=wire_rows,
+        answer=delivered,
     )
     run.emit(
         "iteration.ended",

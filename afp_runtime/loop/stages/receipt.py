@@ -8,6 +8,7 @@ import msgspec
 
 from afp_runtime._logging import get_logger
 from afp_runtime.messages import (
+    Message,
     ModelRequest,
     ToolSchema,
     fingerprint,
@@ -64,7 +65,11 @@ def _sub_fps(substitutions: list[Any], sent_fps: list[str]) -> list[tuple[Any, s
     return [(sub, sent_fps[sub["index"]]) for sub in substitutions]
 
 
-async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
+async def receipt(
+    run: Run, request: ModelRequest, *, sent: tuple[Message, ...], omitted: tuple[str, ...]
+) -> EncodedRequest | None:
+    """Digest the request about to be sent (``sent``: the window as sent; ``omitted``: what this
+    iteration's window visit removed) and commit its receipt."""
     run.begin("receipt")
     model = run.d.model
     encoded = model.encode(request) if model.encoder is not None else None
@@ -77,7 +82,7 @@ async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
     grew_only = run.base_is_prefix and not substitutions and not run.digest_had_substitutions
     previous = run.digest.count
     if substitutions or run.digest_had_substitutions:
-        run.digest = extend_digest(run.run_id, start_digest(run.run_id), run.sent, sent_fps)
+        run.digest = extend_digest(run.run_id, start_digest(run.run_id), sent, sent_fps)
     else:
         run.digest = extend_digest(run.run_id, run.digest, run.history, run.fps)
     run.digest_had_substitutions = bool(substitutions)
@@ -87,12 +92,12 @@ async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
         # The base is this run's previous call and the window only grew since: the new
         # entries are exactly the appended ones (O(new), not O(window)).
         appended = sent_fps[previous:]
-        entries = new_entries(run.run_id, run.sent[previous:], appended, {})
+        entries = new_entries(run.run_id, sent[previous:], appended, {})
         entries = tuple(msgspec.structs.replace(e, index=e.index + previous) for e in entries)
         for fp in appended:
             run.base_counts[fp] = run.base_counts.get(fp, 0) + 1
     else:
-        entries = new_entries(run.run_id, run.sent, sent_fps, run.base_counts)
+        entries = new_entries(run.run_id, sent, sent_fps, run.base_counts)
         run.base_counts = _counts(sent_fps)
     run.base_is_prefix = not substitutions
     agent_call = run.conv.model_calls + 1
@@ -137,7 +142,7 @@ async def receipt(run: Run, request: ModelRequest) -> EncodedRequest | None:
         ),
         params=request.params,
         omitted_for_attention=(
-            OmittedForAttention(count=len(run.omitted), hashes=run.omitted) if run.omitted else None
+            OmittedForAttention(count=len(omitted), hashes=omitted) if omitted else None
         ),
         wire=(
             wire_digest(

@@ -46,11 +46,9 @@ from afp_runtime.messages import (
     ToolCall,
 )
 from afp_runtime.records import (
-    InboxUpdate,
     JournalRow,
     PendingBatch,
     QuestionRow,
-    RunEnd,
     Txn,
     Write,
 )
@@ -359,23 +357,14 @@ async def _pause(
             value={"questionIds": list(question_ids), "toolCallIds": list(waiting)},
         )
     )
-    await run.committer.stage(
-        Txn(
-            agent_id=run.agent_id,
-            bundles=[run.bundle(writes)],
-            items=items,
-            conversation=state,
-            ledger=wire_rows,
-            questions=questions,
-            run_end=RunEnd(
-                run_id=run.run_id, status="paused", ended_at_ms=now, usage=run.run_usage
-            ),
-            inbox=[InboxUpdate(message_id=run.message_id, status="paused")],
-            full=True,
-        ),
-        closes=True,
+    await run.end_run(
+        "paused",
+        bundles=[run.bundle(writes)],
+        conversation=state,
+        items=items,
+        ledger=wire_rows,
+        questions=questions,
     )
-    await run.committer.flush()
     kinds = sorted({q.kind for q in questions})
     run.emit(
         "turn.paused",

@@ -55,15 +55,15 @@ def _warn_once(run: Run, key: str, message: str, **context: Any) -> None:
     log.warning(message, strategy=strategy, **context)
 
 
-async def window(run: Run) -> RunOutcome | None:
-    """Visit the window; returns an outcome only when the visit holds the turn."""
+async def window(run: Run) -> RunOutcome | tuple[str, ...]:
+    """Visit the window; returns the salted hashes of what the visit removed (for the receipt's
+    ``omittedForAttention``), or an outcome when the visit holds the turn."""
     run.begin("window")
     run.emit("iteration.started", {"iteration": run.iteration})
-    run.omitted = ()
     strategy = run.d.window
     if strategy is None:
         await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
-        return None
+        return ()
     # A strategy that declares ``reads_usage = False`` (sliding-window) does not need usage;
     # any other one, custom ones included, may.
     if run.last_usage is None and run.usage_missing and getattr(strategy, "reads_usage", True):
@@ -106,11 +106,10 @@ async def window(run: Run) -> RunOutcome | None:
         return await run.stop_turn(error_kind=exc.error_kind, error=str(exc))
     if outcome is None:
         await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
-        return None
+        return ()
     for extension in run.extensions:
         outcome = extension.after_visit(outcome)
-    await _commit_visit(run, outcome, now)
-    return None
+    return await _commit_visit(run, outcome, now)
 
 
 def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item], ListRef]:
@@ -157,10 +156,6 @@ def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item],
             )
         next_pos = start + len(window)
         ref = ListRef(ranges=((start, next_pos),))
-    run.omitted = tuple(
-        salted(run.run_id, message_body(m))
-        for m in run.history[rebase.head_count : len(run.history) - rebase.kept_tail_count]
-    )
     run.history = list(window)
     run.fps = head_fps + inserted_fps + tail_fps
     # The as-sent list changed other than by appending: the running digest starts again.
@@ -185,15 +180,21 @@ def _stored_span(run: Run, span: FoldedSpan, removed: ListRef) -> StoredFoldedSp
     )
 
 
-async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> None:
+async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str, ...]:
+    """Commit the visit; returns the salted hashes of the messages it removed."""
     record = outcome.record
     before = list(run.history)
     writes: list[Write] = []
     items: list[Item] = []
     folded: list[StoredFoldedSpan] = []
+    omitted: tuple[str, ...] = ()
     if outcome.window is not msgspec.UNSET:
         rebase = outcome.rebase
         assert rebase is not msgspec.UNSET
+        omitted = tuple(
+            salted(run.run_id, message_body(m))
+            for m in before[rebase.head_count : len(before) - rebase.kept_tail_count]
+        )
         positions = run.conv.history.positions()
         removed = ListRef.of_positions(
             positions[rebase.head_count : len(positions) - rebase.kept_tail_count]
@@ -226,6 +227,7 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> None:
         )
     )
     _emit_visit(run, outcome, before)
+    return omitted
 
 
 def _emit_visit(run: Run, outcome: VisitOutcome, before: Sequence[Message]) -> None:

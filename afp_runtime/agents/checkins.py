@@ -9,7 +9,6 @@ paused turn whose questions are all closed).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -18,16 +17,13 @@ from afp_runtime.errors import (
     InvalidAnswer,
     InvalidValue,
     QuestionClosed,
-    TimeNotEnabled,
     shown,
 )
-from afp_runtime.loop.definition import Agent
 from afp_runtime.periods import (
     AnswerProblem,
     Facts,
     TimeQuestion,
     check_time_answer,
-    message_time_from_wire,
     parse_instant,
 )
 from afp_runtime.records import QuestionRow
@@ -224,23 +220,3 @@ async def _open_question(
             status=question.status,
         )
     return question
-
-
-def check_message_time(definition: Agent, time: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The ``time`` of an inbox message, checked strictly (docs/time.md#the-clock-row), as it is
-    stored.
-
-    Raises:
-        TimeNotEnabled: the agent does not have time enabled.
-        InvalidValue: a field is wrong (named ``time.now``, ``time.zone``, ``time.window``…).
-    """
-    if time is None:
-        return None
-    if definition.time is None:
-        raise TimeNotEnabled(
-            f"agent {definition.agent_id!r} does not have time enabled; send the message "
-            "without time",
-            field="time",
-        )
-    message_time_from_wire(time)
-    return dict(time)

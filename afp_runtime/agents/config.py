@@ -27,9 +27,10 @@ from typing import Any, Literal
 import msgspec
 
 from afp_runtime import models
+from afp_runtime.agents.definition import Agent
 from afp_runtime.errors import AgentDefinitionError, ConfigError, error_context, shown
 from afp_runtime.findings import FindingsConfig
-from afp_runtime.loop.definition import Agent, Durability
+from afp_runtime.loop import Durability
 from afp_runtime.messages import ModelParams
 from afp_runtime.models import ExtractiveSummarizer, Model, RetryPolicy, ScriptedModel
 from afp_runtime.periods import Period, period_from_wire, time_config_from_wire

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from afp_runtime.agents.definition import AGENT_ID
 from afp_runtime.errors import (
     CheckpointInvalid,
     ConversationMismatch,
@@ -24,8 +25,7 @@ from afp_runtime.errors import (
     shown,
 )
 from afp_runtime.findings import validate_rows
-from afp_runtime.loop.definition import AGENT_ID
-from afp_runtime.loop.folded import load_folded_spans
+from afp_runtime.loop import load_folded_spans
 from afp_runtime.messages import Message, Usage, fingerprint
 from afp_runtime.periods import TIME_ROW_KINDS, validate_time_row
 from afp_runtime.records import (

@@ -1,0 +1,58 @@
+"""Agents: definitions with their options and extensions (time, findings), the TOML configs
+they are read from, check-in answers and portable checkpoints (docs/python.md,
+docs/config.md)."""
+
+from afp_runtime.agents.checkins import (
+    ANSWER_LIMIT,
+    abandon_question,
+    answer_question,
+    validate_answer,
+)
+from afp_runtime.agents.config import (
+    AgentConfig,
+    ConfigFile,
+    HostConfig,
+    ModelConfig,
+    ToolConfig,
+    WindowConfig,
+    build_definition,
+    build_window,
+    load_agents,
+    load_config,
+    read_config,
+)
+from afp_runtime.agents.definition import AGENT_ID, Agent
+from afp_runtime.agents.portable import (
+    PortableCheckpoint,
+    check_history,
+    export_checkpoint,
+    import_checkpoint,
+    parse_checkpoint,
+    validate_ledger,
+)
+
+__all__ = [
+    "AGENT_ID",
+    "ANSWER_LIMIT",
+    "Agent",
+    "AgentConfig",
+    "ConfigFile",
+    "HostConfig",
+    "ModelConfig",
+    "PortableCheckpoint",
+    "ToolConfig",
+    "WindowConfig",
+    "abandon_question",
+    "answer_question",
+    "build_definition",
+    "build_window",
+    "check_history",
+    "export_checkpoint",
+    "import_checkpoint",
+    "load_agents",
+    "load_config",
+    "parse_checkpoint",
+    "read_config",
+    "validate_answer",
+    "validate_ledger",
+]
