@@ -49,7 +49,7 @@ async def test_the_table_and_the_app_route_the_same_operations(api: Api) -> None
     """Every operation the app routes is in the document with the same method, and the
     document lists nothing the app does not route (the document itself aside)."""
     async with api.host(agent([])) as host:
-        app = create_app(host, api.path)
+        app = create_app(host)
     routed = {
         (method, _shape(route.path))
         for route in app.routes

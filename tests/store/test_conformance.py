@@ -15,7 +15,7 @@ import anyio
 import pytest
 from conformance import CONTRACTS, Backend, Capability, Store, required_capabilities
 
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 
 
 class SqliteBackend:

@@ -19,7 +19,8 @@ from conformance import T0, bundle, items_at, run_start
 from afp_runtime.errors import LeaseLost
 from afp_runtime.messages import user
 from afp_runtime.records import Txn, Write
-from afp_runtime.store import SCHEMA_VERSION, AgentClaim, SqliteStore
+from afp_runtime.store import AgentClaim
+from afp_runtime.store.sqlite import SCHEMA_VERSION, SqliteStore
 
 TTL = 30_000
 

@@ -27,7 +27,7 @@ from afp_runtime.records import (
     Txn,
     Write,
 )
-from afp_runtime.store import SCHEMA_VERSION, SqliteStore
+from afp_runtime.store.sqlite import SCHEMA_VERSION, SqliteStore
 
 
 async def raw(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
