@@ -1,6 +1,6 @@
 """Fixtures for the tools tests: a virtual clock and captured structured logs.
 
-The shared fake clock will live in ``afp_runtime/testing/__init__.py``; until then this one
+The shared fake clock will live in ``afp_runtime/testing/_fakes.py``; until then this one
 stays local.
 """
 
