@@ -17,7 +17,7 @@ from afp_runtime.agents import Agent
 from afp_runtime.errors import ModelCallError
 from afp_runtime.loop import AgentDriver, SequentialIds
 from afp_runtime.models import ScriptedModel
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 

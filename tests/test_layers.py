@@ -32,6 +32,11 @@ ENTRY_MODULES = frozenset({"cli", "testing", "demo", "scenario", "_embed", INIT}
 
 PURE = frozenset({"messages", "records", "window", "findings", "periods", "served"})
 
+# docs/storage.md#the-store-port: these reach durable state through the port package
+# ``afp_runtime.store`` only, never through a backend inside it.
+PORT_USERS = frozenset({"host", "api", "scenario", "cli", "_embed"})
+BACKENDS = (f"{PACKAGE}.store.sqlite",)
+
 # docs/architecture.md#decision-6-imports-between-layers-follow-fixed-arrows: layer -> the layers it
 # may import (besides itself and errors). "messages <- everyone" is spelled out in every row.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -94,6 +99,7 @@ class Import:
     line: int
     module: str
     text: str
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -181,7 +187,7 @@ def imports_of(path: str, tree: ast.Module) -> Iterator[Import]:
                     name = alias.name if alias.name in KNOWN - {INIT} else None
                     yield Import(node.lineno, f"{PACKAGE}.{name}" if name else PACKAGE, text)
             else:
-                yield Import(node.lineno, target, text)
+                yield Import(node.lineno, target, text, tuple(a.name for a in node.names))
         elif isinstance(node, ast.Call):
             # importlib.import_module("afp_runtime.x") / __import__("afp_runtime.x")
             name = _dotted(node.func) or ""
@@ -201,6 +207,12 @@ def clock_reads_of(tree: ast.Module) -> Iterator[tuple[int, str]]:
             dotted = _dotted(node)
             if dotted and tuple(dotted.split(".")[-2:]) in CLOCK_READS:
                 yield node.lineno, dotted
+
+
+def names_a_backend(item: Import) -> bool:
+    """Whether an import reaches a store backend (``store.sqlite``) rather than the port."""
+    modules = [item.module, *(f"{item.module}.{name}" for name in item.names)]
+    return any(m == b or m.startswith(f"{b}.") for m in modules for b in BACKENDS)
 
 
 def may_import(source: str, target: str) -> bool:
@@ -262,6 +274,9 @@ def check_source(path: str, source: str) -> tuple[list[Violation], list[Edge]]:
         if here in PURE and top in IO_LIBRARIES:
             what = f"`{item.text}`: pure layer {here} imports the I/O library {top}"
             violations.append(Violation("io", path, item.line, what))
+        if here in PORT_USERS and names_a_backend(item):
+            what = f"`{item.text}`: {here} reaches the store through the port afp_runtime.store"
+            violations.append(Violation("backend", path, item.line, what))
         target = node_of_module(item.module)
         if target is None:
             continue
@@ -387,6 +402,12 @@ def test_pure_layers_read_no_clock(scan: Scan) -> None:
 def test_layers_import_each_other_only_through_the_package(scan: Scan) -> None:
     """A layer imports another layer from its package, never from a module inside it (P1)."""
     found = scan.report("surface")
+    assert not found, "\n".join(found)
+
+
+def test_doors_reach_the_store_only_through_its_port(scan: Scan) -> None:
+    """host, api, scenario, cli and _embed import the port package, never store.sqlite."""
+    found = scan.report("backend")
     assert not found, "\n".join(found)
 
 
@@ -533,6 +554,30 @@ class TestCheckerSelf:
                 id="deep-import",
             ),
             pytest.param(
+                "afp_runtime/host/host.py",
+                "from afp_runtime.store.sqlite import SqliteStore\n",
+                "backend",
+                1,
+                "through the port",
+                id="host-imports-the-sqlite-backend",
+            ),
+            pytest.param(
+                "afp_runtime/cli/run.py",
+                "def f():\n    from afp_runtime.store import sqlite\n",
+                "backend",
+                2,
+                "cli reaches the store",
+                id="cli-imports-the-backend-package",
+            ),
+            pytest.param(
+                "afp_runtime/_embed/store.py",
+                "import importlib\nimportlib.import_module('afp_runtime.store.sqlite.runlog')\n",
+                "backend",
+                2,
+                "_embed reaches the store",
+                id="embed-imports-a-backend-module",
+            ),
+            pytest.param(
                 "afp_runtime/gateway/app.py",
                 "from afp_runtime.messages import Message\n",
                 "unknown",
@@ -575,6 +620,11 @@ class TestCheckerSelf:
                 "afp_runtime/tools/dispatch.py",
                 "from afp_runtime.tools import texts\nfrom . import _results\n",
                 id="same-layer",
+            ),
+            pytest.param(
+                "afp_runtime/api/app.py",
+                "from afp_runtime.store import Store, open_store\n",
+                id="api-imports-the-port",
             ),
             pytest.param(
                 "afp_runtime/scenario/runner.py",

@@ -55,7 +55,7 @@ from afp_runtime.scenario import (
     encode_result,
     run_scenario,
 )
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.tools import (
     declined_text,
     interrupted_text,

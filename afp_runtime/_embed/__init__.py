@@ -1,7 +1,7 @@
 """The embedded runtime: ``afp.open`` and the ``Store`` it gives (docs/python.md)."""
 
 from afp_runtime._embed.results import TurnResult, TurnStatus
-from afp_runtime._embed.store import AgentRef, Store, TurnEvents, open, store_path
+from afp_runtime._embed.store import AgentRef, Store, TurnEvents, open
 
 __all__ = [
     "AgentRef",
@@ -10,5 +10,4 @@ __all__ = [
     "TurnResult",
     "TurnStatus",
     "open",
-    "store_path",
 ]

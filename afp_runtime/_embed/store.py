@@ -23,7 +23,7 @@ import importlib
 import math
 import os
 import random
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,7 +35,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from afp_runtime import models
 from afp_runtime._embed.results import TurnResult, TurnStatus
 from afp_runtime.agents import Agent, abandon_question, answer_question
-from afp_runtime.errors import ConfigError, NotFound, StoreUnavailable
+from afp_runtime.errors import NotFound, StoreUnavailable
 from afp_runtime.host import Host
 from afp_runtime.loop import (
     AgentDriver,
@@ -64,7 +64,8 @@ from afp_runtime.served import (
     receipt_at,
     served_at,
 )
-from afp_runtime.store import AgentRow, RunRow, SqliteRunLog, SqliteStore
+from afp_runtime.store import AgentRow, RunRow, open_store
+from afp_runtime.store import Store as StorePort
 from afp_runtime.window import FoldedSpan
 
 T = TypeVar("T")
@@ -75,33 +76,6 @@ AgentRef = Agent | str
 
 def _agent_id(agent: AgentRef) -> str:
     return agent.agent_id if isinstance(agent, Agent) else agent
-
-
-def store_path(target: str | os.PathLike[str]) -> Path:
-    """The SQLite file a path or URL names (``afp.db``, ``sqlite:///afp.db`` relative,
-    ``sqlite:////srv/afp.db`` absolute, as SQLAlchemy spells them).
-
-    Raises:
-        ConfigError: a URL of another scheme (names it).
-    """
-    text = os.fspath(target)
-    scheme, sep, rest = text.partition("://")
-    if not sep or "/" in scheme or "\\" in scheme:
-        return Path(text)
-    if scheme == "sqlite":
-        if not rest.startswith("/") or rest == "/":
-            raise ConfigError(
-                f"a SQLite URL looks like sqlite:///relative.db or sqlite:////abs/path.db, "
-                f"not {text!r}",
-                field="store",
-            )
-        return Path(rest[1:])
-    if scheme in ("postgresql", "postgres"):
-        raise ConfigError(
-            "this build has no Postgres store: open a SQLite file (a path or sqlite:///...)",
-            field="store",
-        )
-    raise ConfigError(f"unknown store URL scheme {scheme!r} in {text!r}", field="store")
 
 
 class TurnEvents:
@@ -147,7 +121,7 @@ class Store:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: StorePort,
         *,
         clock: Clock,
         ids: IdFactory,
@@ -166,7 +140,7 @@ class Store:
     @property
     def path(self) -> Path:
         """The database file."""
-        return self._store.path
+        return Path(self._store.location)
 
     async def aclose(self) -> None:
         """Close the model adapters of the agents this store ran, then the database."""
@@ -447,19 +421,6 @@ class Store:
         """The agent's check-in questions (``status=None``: every status), asking order."""
         return await self._store.questions(await self._known(agent), status=status)
 
-    async def _with_log(self, run_id: str, read: Callable[[RunLog], T]) -> T:
-        """``read`` over one run's log, in a worker thread."""
-
-        def work() -> T:
-            try:
-                log = SqliteRunLog(self.path, run_id)
-            except KeyError:
-                raise NotFound(f"there is no run {run_id!r}", what="run", value=run_id) from None
-            with log:
-                return read(log)
-
-        return await anyio.to_thread.run_sync(work)
-
     async def epochs(self, run_id: str) -> list[EpochEntry]:
         """The run's model calls: outcome, attempts, agent-wide number, tool calls, usage."""
 
@@ -467,7 +428,7 @@ class Store:
             entries, _ = epoch_entries(log, start=0, limit=len(epochs(log)))
             return entries
 
-        return await self._with_log(run_id, read)
+        return await self._store.read_run(run_id, read)
 
     async def served(self, run_id: str, epoch: int) -> ServedView:
         """Exactly what the model was sent at one call of a run, rebuilt from the log.
@@ -475,7 +436,7 @@ class Store:
         Raises:
             NotFound: no such run, or the run has no such epoch.
         """
-        view = await self._with_log(run_id, lambda log: served_at(log, epoch))
+        view = await self._store.read_run(run_id, lambda log: served_at(log, epoch))
         if view is None:
             raise NotFound(f"run {run_id!r} has no epoch {epoch}", what="epoch", value=epoch)
         return view
@@ -497,7 +458,7 @@ class Store:
         """
         agent_id = await self._known(agent)
         for run in await self._store.runs(agent_id):
-            found = await self._with_log(run.run_id, lambda log: find_call(log, n))
+            found = await self._store.read_run(run.run_id, lambda log: find_call(log, n))
             if found is not None:
                 return run.run_id, found[0], found[1]
         raise NotFound(f"agent {agent_id!r} has made no model call {n}", what="call", value=n)
@@ -533,7 +494,7 @@ class Store:
                 reports.append(check(view, receipt, encoder=encoder, log=log))
             return reports
 
-        return await self._with_log(run_id, read)
+        return await self._store.read_run(run_id, read)
 
     async def folded(self, agent: AgentRef) -> list[FoldedSpan]:
         """The agent's folded spans, oldest first, each with its retained originals
@@ -559,7 +520,7 @@ class Store:
         if span.messages is not None:
             messages, _ = await self._store.resolve(agent_id, span.messages)
             return list(messages)
-        resolved = await self._with_log(span.run_id, lambda log: folded_from_log(log, span))
+        resolved = await self._store.read_run(span.run_id, lambda log: folded_from_log(log, span))
         if resolved is None:
             raise NotFound(
                 f"the originals of {summary_fingerprint!r} were not kept and cannot be "
@@ -635,7 +596,7 @@ class Store:
                 if handle_signals:
                     watch.start_soon(host.stop_on_signals)
                 if listener is not None:
-                    await api.serve_until_stopped(host, self.path, listener=listener, token=token)
+                    await api.serve_until_stopped(host, listener=listener, token=token)
                 else:
                     await host.wait_stopping()
                 watch.cancel_scope.cancel()
@@ -686,10 +647,9 @@ async def open(
         SchemaTooNew: a newer afp wrote the file (it is never touched).
         StoreDamaged: the file is not an afp database.
     """
-    path = store_path(target)
     clock = clock or SystemClock()
     ids = ids or TimeOrderedIds(clock.now_ms)
-    store = await SqliteStore.open(path, now_ms=clock.now_ms())
+    store = await open_store(target, now_ms=clock.now_ms())
     embedded = Store(store, clock=clock, ids=ids, rng=rng)
     try:
         yield embedded

@@ -1,23 +1,22 @@
-"""What every handler needs: the host, the store's path, and lookups that 404 in one place.
+"""What every handler needs: the host, its reader store, and lookups that 404 in one place.
 
-Async reads go through the host's read-only store connection; served reads open a
-``SqliteRunLog`` (read-only, synchronous) inside a worker thread, so served code never runs on
-the event loop and never awaits.
+Every read goes through the host's read-only store; served reads through its run-log reader
+(``Store.read_run``), which calls served code off the event loop with a synchronous ``RunLog``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
-import anyio
 from litestar.datastructures import State
 
 from afp_runtime.api._params import AGENT_ID, RUN_ID, path_param
 from afp_runtime.api._problems import ApiError
+from afp_runtime.errors import NotFound
 from afp_runtime.host import Host
-from afp_runtime.store import RunRow, SqliteRunLog, SqliteStore
+from afp_runtime.records import RunLog
+from afp_runtime.store import RunRow, Store
 
 T = TypeVar("T")
 
@@ -27,22 +26,18 @@ class ApiContext:
 
     Args:
         host: the running host.
-        store_path: the database file served reads open read-only.
         keepalive_s: seconds between ``: keep-alive`` comments on idle event streams.
         max_streams: open event streams allowed at once.
     """
 
-    def __init__(
-        self, host: Host, store_path: Path, *, keepalive_s: float, max_streams: int
-    ) -> None:
+    def __init__(self, host: Host, *, keepalive_s: float, max_streams: int) -> None:
         self.host = host
-        self.store_path = store_path
         self.keepalive_s = keepalive_s
         self.max_streams = max_streams
         self.open_streams = 0
 
     @property
-    def reader(self) -> SqliteStore:
+    def reader(self) -> Store:
         """The host's read-only store connection."""
         return self.host.reader
 
@@ -69,18 +64,12 @@ class ApiContext:
             raise _run_not_found(run_id)
         return runs[0]
 
-    async def with_log(self, run_id: str, read: Callable[[SqliteRunLog], T]) -> T:
-        """Run ``read`` over the run's log in a worker thread (404 when the run is unknown)."""
-
-        def work() -> T:
-            try:
-                log = SqliteRunLog(self.store_path, run_id)
-            except KeyError:
-                raise _run_not_found(run_id) from None
-            with log:
-                return read(log)
-
-        return await anyio.to_thread.run_sync(work)
+    async def with_log(self, run_id: str, read: Callable[[RunLog], T]) -> T:
+        """Run ``read`` over the run's log off the event loop (404 when the run is unknown)."""
+        try:
+            return await self.reader.read_run(run_id, read)
+        except NotFound:
+            raise _run_not_found(run_id) from None
 
 
 STATE_KEY = "afp"

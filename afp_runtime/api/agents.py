@@ -67,7 +67,7 @@ from afp_runtime.errors import IdempotencyConflict, InvalidValue, TimeNotEnabled
 from afp_runtime.host import AgentNotHosted
 from afp_runtime.records import StoredFoldedSpan
 from afp_runtime.served import find_call, folded_from_log
-from afp_runtime.store import SCHEMA_VERSION, AgentRow, RunRow
+from afp_runtime.store import AgentRow, RunRow
 
 try:
     VERSION = metadata.version("afp-runtime")
@@ -86,7 +86,7 @@ async def health(state: State) -> Health:
     status: Literal["ok", "starting", "shutting-down"] = (
         "ok" if phase == "running" else "starting" if phase == "starting" else "shutting-down"
     )
-    return Health(status=status, version=VERSION, schema_version=SCHEMA_VERSION)
+    return Health(status=status, version=VERSION, schema_version=ctx.host.store.schema_version)
 
 
 async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:

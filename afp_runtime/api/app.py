@@ -1,7 +1,7 @@
 """The app factory: a Litestar app over a running host
 (docs/api.md#the-http-api-and-the-afp-command).
 
-``create_app(host, store_path, token=…)`` wires the endpoints of ``agents``, ``runs`` and
+``create_app(host, token=…)`` wires the endpoints of ``agents``, ``runs`` and
 ``events``, the error shape of ``_problems``, and the server rules of ``_guard`` (which wrap the
 app's ASGI handler, so they run before routing). The OpenAPI document served at
 ``GET /v1/openapi.json`` is the one ``_openapi`` writes from its table of operations; Litestar's
@@ -11,7 +11,6 @@ own schema generation is off. No CORS middleware is installed, so no CORS header
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from types import MappingProxyType
 
 import anyio
@@ -52,7 +51,6 @@ async def openapi_document() -> Response[bytes]:
 
 def create_app(
     host: Host,
-    store_path: str | Path,
     *,
     token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -63,8 +61,8 @@ def create_app(
     """The local HTTP API over ``host``.
 
     Args:
-        host: the running host (its store, workers, inbox and events).
-        store_path: the database file; served reads open it read-only.
+        host: the running host (its store, workers, inbox and events); every read goes
+            through its store.
         token: the bearer token every request but health must carry (None: none, and the
             ``Host`` header must name the loopback address).
         max_body_bytes: the request body limit (1 .. 8 MiB).
@@ -82,7 +80,7 @@ def create_app(
             f"api.maxBodyBytes must be from 1 to {MAX_BODY_CEILING}, not {max_body_bytes!r}",
             field="api.maxBodyBytes",
         )
-    context = ApiContext(host, Path(store_path), keepalive_s=keepalive_s, max_streams=max_streams)
+    context = ApiContext(host, keepalive_s=keepalive_s, max_streams=max_streams)
 
     app = Litestar(
         route_handlers=[

@@ -1,8 +1,8 @@
 """Endpoints under ``/v1/runs``: run summary, resume, commit log, epochs, served views,
 receipts, conformance and window records (docs/api.md#endpoints).
 
-Every served read opens the run's ``SqliteRunLog`` in a worker thread and calls the pure
-``served`` functions there. Readings settled here:
+Every served read goes through the store's run-log reader (``Store.read_run``, off the event
+loop) and calls the pure ``served`` functions there. Readings settled here:
 
 * An epoch path number that names no epoch (``0`` included) is 404 ``epoch-not-found``; text
   that is not a number is 400 ``invalid-path-param``.

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import socket
-from pathlib import Path
 
 import anyio
 
@@ -13,19 +12,16 @@ from afp_runtime.api.server import ApiServer
 from afp_runtime.host import Host
 
 
-async def serve_until_stopped(
-    host: Host, store_path: Path, *, listener: socket.socket, token: str | None
-) -> None:
+async def serve_until_stopped(host: Host, *, listener: socket.socket, token: str | None) -> None:
     """Serve the API for a running host on ``listener`` until the host is asked to stop.
 
     Args:
         host: the running host (inside its ``async with``).
-        store_path: the database file served reads open read-only.
         listener: a bound socket (``open_listener``).
         token: the bearer token clients must send, or None (loopback only).
     """
     port = int(listener.getsockname()[1])
-    server = ApiServer(create_app(host, store_path, token=token, port=port))
+    server = ApiServer(create_app(host, token=token, port=port))
     async with anyio.create_task_group() as watch:
 
         async def exit_when_stopping() -> None:

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from afp_runtime.api.shapes import AgentView, InboxMessage, QuestionView, iso_instant
 from afp_runtime.records import QuestionRow
-from afp_runtime.store import AgentRow, InboxRow, RunRow, SqliteStore
+from afp_runtime.store import AgentRow, InboxRow, RunRow, Store
 
 if TYPE_CHECKING:
     from afp_runtime.host import AgentProfile
 
 
 async def agent_view(
-    reader: SqliteStore, row: AgentRow, profile: AgentProfile | None, *, status: str
+    reader: Store, row: AgentRow, profile: AgentProfile | None, *, status: str
 ) -> AgentView:
     """One agent's summary (``GET /v1/agents/{id}``; ``afp agent`` prints the same from the
     store, where no host profile is known)."""

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from afp_runtime.cli._exits import UsageError
 from afp_runtime.errors import NotFound
-from afp_runtime.store import SqliteStore
+from afp_runtime.store import Store
 
 MIN_SHOWN = 12
 _SHOWN_CANDIDATES = 8
@@ -67,18 +67,18 @@ def shortest(ids: Iterable[str]) -> dict[str, str]:
     return shown
 
 
-async def known_agent(store: SqliteStore, agent_id: str) -> str:
+async def known_agent(store: Store, agent_id: str) -> str:
     """``agent_id`` when the store knows that agent.
 
     Raises:
         NotFound: it does not (exit 1).
     """
     if await store.conversation_state(agent_id) is None:
-        raise NotFound(f"no agent {agent_id!r} in {store.path}", what="agent", value=agent_id)
+        raise NotFound(f"no agent {agent_id!r} in {store.location}", what="agent", value=agent_id)
     return agent_id
 
 
-async def run_id(store: SqliteStore, text: str) -> str:
+async def run_id(store: Store, text: str) -> str:
     """The run ``text`` names: a run id or unique prefix of one, or ``AGENT:last``."""
     agent, sep, last = text.rpartition(":")
     if sep and last == "last":
@@ -89,18 +89,18 @@ async def run_id(store: SqliteStore, text: str) -> str:
     return pick(text, [run.run_id for run in await store.runs()], what="run")
 
 
-async def question_id(store: SqliteStore, agent_id: str, text: str) -> str:
+async def question_id(store: Store, agent_id: str, text: str) -> str:
     """The agent's question ``text`` names (an id or a unique prefix)."""
     questions = await store.questions(agent_id)
     return pick(text, [q.question_id for q in questions], what="question")
 
 
-async def message_id(store: SqliteStore, agent_id: str, text: str) -> str:
+async def message_id(store: Store, agent_id: str, text: str) -> str:
     """The agent's inbox message ``text`` names (an id or a unique prefix)."""
     return pick(text, [m.message_id for m in await store.inbox(agent_id)], what="message")
 
 
-async def fingerprint(store: SqliteStore, agent_id: str, text: str) -> str:
+async def fingerprint(store: Store, agent_id: str, text: str) -> str:
     """The summary fingerprint of one of the agent's folds that ``text`` names."""
     spans = await store.folded_spans(agent_id)
     return pick(text, [s.summary_fingerprint for s in spans], what="folded span")

@@ -14,7 +14,7 @@ from afp_runtime.cli._lazy import load
 from afp_runtime.cli._show import print_json, say
 from afp_runtime.cli.reads import reader
 from afp_runtime.errors import AfpError, NotFound
-from afp_runtime.store import SqliteStore
+from afp_runtime.store import open_store
 
 
 async def cmd_doctor(args: Any) -> int:
@@ -60,7 +60,7 @@ async def cmd_import(args: Any) -> int:
         raise NotFound(f"cannot read {args.file}: {exc}", what="file", value=args.file) from exc
     checkpoint = agents.parse_checkpoint(data, agent_id=args.agent)
     now_ms = time.time_ns() // 1_000_000
-    store = await SqliteStore.open(args.db, now_ms=now_ms)
+    store = await open_store(args.db, now_ms=now_ms)
     try:
         state = await agents.import_checkpoint(
             store, args.agent, checkpoint, now_ms=now_ms, replace=args.replace

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 import msgspec
 
 from afp_runtime.cli import _ids
@@ -23,17 +22,14 @@ from afp_runtime.cli._show import (
     table,
     when,
 )
-from afp_runtime.errors import StoreUnavailable
 from afp_runtime.records import ListRef
-from afp_runtime.store import SqliteStore
+from afp_runtime.store import Store, open_store
 
 
 @asynccontextmanager
-async def reader(db: str) -> AsyncIterator[SqliteStore]:
+async def reader(db: str) -> AsyncIterator[Store]:
     """The store opened read-only; a missing file is exit 4, never a new empty database."""
-    if not await anyio.Path(db).exists():
-        raise StoreUnavailable(f"no database at {db}", path=db)
-    store = await SqliteStore.open(db, read_only=True)
+    store = await open_store(db, read_only=True)
     try:
         yield store
     finally:
@@ -186,7 +182,7 @@ async def cmd_inbox(args: Any) -> int:
     return EXIT_OK
 
 
-async def window_records(store: SqliteStore, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+async def window_records(store: Store, run_ids: Sequence[str]) -> list[dict[str, Any]]:
     """The window records (``compactions``) of these runs, in commit order."""
     records = []
     for run_id in run_ids:

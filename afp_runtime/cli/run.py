@@ -28,7 +28,7 @@ from afp_runtime.loop import (
     SystemClock,
     TimeOrderedIds,
 )
-from afp_runtime.store import SqliteStore
+from afp_runtime.store import open_store
 
 
 async def definition_from(path: str, agent: str | None) -> Agent:
@@ -47,7 +47,7 @@ async def _drive(
     definition = await definition_from(args.config, args.agent)
     clock = SystemClock()
     recorder = EventRecorder()
-    store = await SqliteStore.open(args.db, now_ms=clock.now_ms())
+    store = await open_store(args.db, now_ms=clock.now_ms())
     try:
         driver = AgentDriver(
             store,
@@ -99,7 +99,7 @@ async def cmd_run(args: Any) -> int:
 
 async def cmd_demo(args: Any) -> int:
     """The demo: a standing agent answering a few messages, continuing its conversation."""
-    store = await SqliteStore.open(args.db)
+    store = await open_store(args.db)
     try:
         state = await store.conversation_state("demo")
     finally:
@@ -108,7 +108,7 @@ async def cmd_demo(args: Any) -> int:
     messages = [QUESTIONS[(done + i) % len(QUESTIONS)] for i in range(args.turns)]
     definition, outcomes, recorder = await _drive(args, messages)
     _print_outcomes(outcomes)
-    store = await SqliteStore.open(args.db, read_only=True)
+    store = await open_store(args.db, read_only=True)
     try:
         agents = {a.agent_id: a for a in await store.agents()}
         spans = await store.folded_spans(definition.agent_id)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -17,7 +16,7 @@ from afp_runtime.cli._show import warn
 from afp_runtime.errors import ConfigError
 from afp_runtime.host import Host
 from afp_runtime.loop import SystemClock, TimeOrderedIds
-from afp_runtime.store import SqliteStore
+from afp_runtime.store import open_store
 
 
 async def _api_token(token_file: str | None) -> str | None:
@@ -48,7 +47,7 @@ async def cmd_serve(args: Any) -> int:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
     port = listener.getsockname()[1]
     try:
-        store = await SqliteStore.open(args.db, now_ms=clock.now_ms())
+        store = await open_store(args.db, now_ms=clock.now_ms())
     except BaseException:
         listener.close()
         raise
@@ -74,7 +73,7 @@ async def cmd_serve(args: Any) -> int:
                         f"afp: serving {', '.join(host.agent_ids)} on "
                         f"http://{args.host}:{port} (database {args.db})"
                     )
-                    await serve_until_stopped(host, Path(args.db), listener=listener, token=token)
+                    await serve_until_stopped(host, listener=listener, token=token)
             finally:
                 watch.cancel_scope.cancel()
     finally:

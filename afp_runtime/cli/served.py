@@ -1,5 +1,6 @@
 """What a model was sent: epochs, served views and their diff, receipts, conformance, the n-th
-call, exports. Served code is synchronous over a run's log, so it runs in a worker thread."""
+call, exports. Served code is synchronous over a run's log; the store's run-log reader calls it
+off the event loop."""
 
 from __future__ import annotations
 
@@ -34,7 +35,6 @@ from afp_runtime.served import (
     served_at,
     served_views,
 )
-from afp_runtime.store import SqliteRunLog
 
 T = TypeVar("T")
 
@@ -45,17 +45,9 @@ async def _run_id(db: str, text: str) -> str:
 
 
 async def _with_log(db: str, run_id: str, work: Callable[[RunLog], T]) -> T:
-    """Run sync served code against a run's log in a worker thread (it never awaits)."""
-
-    def go() -> T:
-        try:
-            log = SqliteRunLog(db, run_id)
-        except KeyError:
-            raise NotFound(f"no run {run_id!r}", what="run", value=run_id) from None
-        with log:
-            return work(log)
-
-    return await anyio.to_thread.run_sync(go)
+    """Run sync served code against a run's log, off the event loop (it never awaits)."""
+    async with reader(db) as store:
+        return await store.read_run(run_id, work)
 
 
 async def cmd_epochs(args: Any) -> int:
@@ -248,19 +240,21 @@ async def cmd_conform(args: Any) -> int:
 
 async def cmd_call(args: Any) -> int:
     """The agent's n-th model call over its whole life: run, epoch and the served view."""
+    found: tuple[int, ServedView] | None = None
     async with reader(args.db) as store:
-        runs = await store.runs(await _ids.known_agent(store, args.agent))
-    for run in runs:
-        found = await _with_log(args.db, run.run_id, lambda log: find_call(log, args.n))
-        if found is not None:
-            epoch, view = found
-            body = {"agentCall": args.n, "runId": run.run_id, "epoch": epoch, "view": view}
-            if args.json:
-                sys.stdout.write(encode_served(body).decode() + "\n")
-            else:
-                say(f"call {args.n}: run {run.run_id}, epoch {epoch}")
-                _print_view(view)
-            return EXIT_OK
+        for run in await store.runs(await _ids.known_agent(store, args.agent)):
+            found = await store.read_run(run.run_id, lambda log: find_call(log, args.n))
+            if found is not None:
+                break
+    if found is not None:
+        epoch, view = found
+        body = {"agentCall": args.n, "runId": run.run_id, "epoch": epoch, "view": view}
+        if args.json:
+            sys.stdout.write(encode_served(body).decode() + "\n")
+        else:
+            say(f"call {args.n}: run {run.run_id}, epoch {epoch}")
+            _print_view(view)
+        return EXIT_OK
     raise NotFound(f"agent {args.agent!r} has made no model call {args.n}", what="call")
 
 

@@ -26,8 +26,8 @@ from afp_runtime.cli._exits import (
 from afp_runtime.cli._lazy import load
 from afp_runtime.cli._show import add_row, brief, print_json, say, show_table, table, when
 from afp_runtime.cli.reads import reader
-from afp_runtime.errors import NotFound, StoreUnavailable
-from afp_runtime.store import SqliteStore
+from afp_runtime.errors import NotFound
+from afp_runtime.store import Store, open_store
 
 DEFAULT_WAIT_S = 300.0
 _SETTLED = ("answered", "paused", "held", "dismissed")
@@ -37,11 +37,9 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-async def _writer(db: str) -> SqliteStore:
+async def _writer(db: str) -> Store:
     """The store opened for a write command (it must exist already)."""
-    if not await anyio.Path(db).exists():
-        raise StoreUnavailable(f"no database at {db}", path=db)
-    return await SqliteStore.open(db, now_ms=_now_ms())
+    return await open_store(db, create=False, now_ms=_now_ms())
 
 
 async def _message_time(args: Any) -> dict[str, Any] | None:
@@ -95,7 +93,7 @@ async def cmd_send(args: Any) -> int:
     return EXIT_OK
 
 
-async def _turn_result(store: SqliteStore, message_id: str) -> dict[str, Any] | None:
+async def _turn_result(store: Store, message_id: str) -> dict[str, Any] | None:
     """The message's status with its answer, or why there is none."""
     row = await store.inbox_message(message_id)
     if row is None:

@@ -61,7 +61,7 @@ from afp_runtime.host.leases import HostLease
 from afp_runtime.loop import AgentDriver, Emitter, Event, IdFactory, LoopHooks
 from afp_runtime.models import Model
 from afp_runtime.records import Clock, QuestionRow
-from afp_runtime.store import Ack, SqliteStore
+from afp_runtime.store import Ack, Store
 
 log = get_logger()
 
@@ -132,8 +132,8 @@ class Host:
         boot_id: the event boot id (random when omitted).
         rng: random source for the drivers' retry jitter.
         hooks: loop hooks handed to every driver (tests).
-        host_id: this host's lease id (default: the machine's host name and a hash of the
-            database file's absolute path, so a restart takes its lease over at once).
+        host_id: this host's lease id (default: the machine's host name, so a restart takes
+            its lease over at once).
         lease_ttl_s: how long the host lease lives unrenewed; renewed every third of it.
 
     Raises:
@@ -143,7 +143,7 @@ class Host:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: Store,
         definitions: Sequence[Agent],
         *,
         clock: Clock,
@@ -211,7 +211,7 @@ class Host:
                 hooks=hooks,
             )
             self._agents[definition.agent_id] = _Agent(definition, driver)
-        self._reader: SqliteStore | None = None
+        self._reader: Store | None = None
         self._limiter: anyio.CapacityLimiter | None = None
         self._workers: TaskGroup | None = None
         self._stop_requested = anyio.Event()
@@ -240,7 +240,7 @@ class Host:
             await self._check_store()
             for agent_id in self._agents:
                 await self.store.ensure_agent(agent_id, now_ms=self.clock.now_ms())
-            self._reader = await SqliteStore.open(self.store.path, read_only=True)
+            self._reader = await self.store.open_reader()
             self._stack.push_async_callback(self._close_reader)
             # Released after the workers stopped (the callbacks run last-in first-out).
             self._stack.push_async_callback(self._lease.release)
@@ -319,9 +319,9 @@ class Host:
             problems = await self.store.quick_check()
             if problems != ["ok"]:
                 raise StoreDamaged(
-                    f"{self.store.path} failed quick_check after an unclean stop: "
+                    f"{self.store.location} failed quick_check after an unclean stop: "
                     f"{'; '.join(problems[:5])}; run `afp doctor` and restore a backup",
-                    path=str(self.store.path),
+                    path=self.store.location,
                 )
         await self.store.begin_serving()
 
@@ -354,7 +354,7 @@ class Host:
     # -- reading ------------------------------------------------------------------------------
 
     @property
-    def reader(self) -> SqliteStore:
+    def reader(self) -> Store:
         """The host's read-only connection to its store (open while the host runs)."""
         if self._reader is None:
             raise HostStopping("the host is not running")
@@ -409,7 +409,7 @@ class Host:
 
     @property
     def host_id(self) -> str:
-        """This host's lease id (derived from a relative database path: known from start-up)."""
+        """This host's lease id."""
         return self._lease.host_id
 
     @property

@@ -5,15 +5,15 @@ docs/host.md#start-up step 2; docs/architecture.md#decision-7-every-deadline-goe
 Several host processes may share one store. Each holds one lease row, renewed every
 ``lease_ttl_s / 3`` on the injected clock in one small transaction however many agents it runs,
 and claims an agent before running it; the store fences every commit by the claim
-(``SqliteStore.fence_with``), so a host that lost an agent writes nothing more for it.
+(``LeaseStore.fence_with``), so a host that lost an agent writes nothing more for it.
 
 Readings settled here:
 
-* The default ``host_id`` is the machine's host name and the first 8 hex digits of the SHA-256
-  of the database file's absolute path. It is stable across restarts of the same service, so a
-  crashed host that restarts takes its lease over at once
-  (docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once) — and two hosts
-  started on one machine and one file must therefore be given distinct ids.
+* The default ``host_id`` is the machine's host name. It is stable across restarts of the same
+  service, so a crashed host that restarts takes its lease over at once
+  (docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once); it names no
+  file, since lease rows live in the store they lease (docs/host.md#choosing-a-hostid). Two hosts
+  started on one machine and one store must therefore be given distinct ids.
 * Each period the keeper renews (and, in the same transaction, takes over other hosts' expired
   leases), reads the claims of its agents once, forgets the claims another host took (their
   passes are cancelled), and claims what became claimable, waking those agents' workers.
@@ -29,9 +29,7 @@ Readings settled here:
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
 import re
 import socket
 from collections.abc import Awaitable, Callable, Collection
@@ -45,7 +43,7 @@ from afp_runtime.errors import AgentDefinitionError, LeaseLost
 from afp_runtime.host.events import EventBus
 from afp_runtime.loop import Event
 from afp_runtime.records import Clock
-from afp_runtime.store import SqliteStore
+from afp_runtime.store import LeaseStore
 
 log = get_logger()
 
@@ -54,18 +52,10 @@ _HOST_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]+")
 
 
-def default_host_id(database: str | os.PathLike[str]) -> str:
-    """``<hostname>-<8 hex of sha256(absolute database path)>``: stable across restarts of one
-    service on one machine, distinct for another machine or another file.
-
-    A relative path is made absolute with the working directory (a blocking call: call this
-    off the event loop for a relative path).
-    """
-    name = _UNSAFE.sub("-", socket.gethostname()).strip("-")[:64] or "host"
-    text = os.fspath(database)
-    absolute = os.path.normpath(text) if os.path.isabs(text) else os.path.abspath(text)
-    digest = hashlib.sha256(absolute.encode()).hexdigest()[:8]
-    return f"{name}-{digest}"
+def default_host_id() -> str:
+    """The machine's host name (letters, digits, ``.`` and ``-``; ``host`` when it has none):
+    stable across restarts of one service, distinct for another machine."""
+    return _UNSAFE.sub("-", socket.gethostname()).strip("-")[:64] or "host"
 
 
 def _checked_host_id(host_id: object) -> str:
@@ -95,7 +85,7 @@ class HostLease:
     Args:
         store: the host's writer store; fenced once the lease is acquired.
         clock: the injected clock (lease times, the renewal period).
-        host_id: the lease row's id; default from the machine and the database file.
+        host_id: the lease row's id; default ``default_host_id()``.
         ttl_s: how long a lease lives without renewal (renewed every third of it).
         agent_ids: the hosted agents, claimed in this order.
         events: where ``lease.lost`` is published.
@@ -108,7 +98,7 @@ class HostLease:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: LeaseStore,
         *,
         clock: Clock,
         host_id: str | None,
@@ -118,10 +108,7 @@ class HostLease:
         wake: Callable[[str], None],
     ) -> None:
         self.ttl_s = _checked_ttl(ttl_s)
-        # A relative database path needs the working directory: resolved at ``acquire``.
-        if host_id is None and os.path.isabs(store.path):
-            host_id = default_host_id(store.path)
-        self._host_id = None if host_id is None else _checked_host_id(host_id)
+        self.host_id = default_host_id() if host_id is None else _checked_host_id(host_id)
         self.store = store
         self.clock = clock
         self.agent_ids = tuple(agent_ids)
@@ -131,11 +118,6 @@ class HostLease:
         self.held: set[str] = set()
         self.periods = 0
         self._passes: dict[str, anyio.CancelScope] = {}
-
-    @property
-    def host_id(self) -> str:
-        """The lease row's id (for a default id on a relative path, known from start-up)."""
-        return self._host_id or ""
 
     @property
     def ttl_ms(self) -> int:
@@ -149,8 +131,6 @@ class HostLease:
         docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once), fence the
         store by it and claim every agent not held under another host's live lease
         (docs/host.md#start-up)."""
-        if self._host_id is None:
-            self._host_id = await anyio.to_thread.run_sync(default_host_id, self.store.path)
         epoch = await self.store.acquire_lease(
             self.host_id, now_ms=self.clock.now_ms(), ttl_ms=self.ttl_ms
         )

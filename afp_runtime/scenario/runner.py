@@ -63,6 +63,7 @@ from afp_runtime.errors import (
 from afp_runtime.loop import AgentDriver, Emitter, load_folded_spans
 from afp_runtime.models import ScriptedModel
 from afp_runtime.periods import TIME_ROW_KINDS
+from afp_runtime.records import RunLog
 from afp_runtime.scenario._world import Abort, Arm, Crash, World
 from afp_runtime.scenario.format import (
     AGENT_ID,
@@ -84,7 +85,7 @@ from afp_runtime.scenario.format import (
 )
 from afp_runtime.scenario.result import RESULT_FORMAT, RunSummary, ScenarioResult, StepResult
 from afp_runtime.served import check, epochs, receipt_at, served_at
-from afp_runtime.store import SqliteRunLog, SqliteStore
+from afp_runtime.store import Store, open_store
 
 
 def _window_config(spec: StrategySpec | None) -> WindowConfig | None:
@@ -127,14 +128,14 @@ class _Host:
     def __init__(self, world: World, db_path: Path) -> None:
         self.world = world
         self.db_path = db_path
-        self.store: SqliteStore | None = None
+        self.store: Store | None = None
         self.definition: Agent | None = None
         self.driver: AgentDriver | None = None
 
     async def open(self) -> None:
         """Start a fresh host on the store (start-up, docs/host.md#start-up)."""
         world = self.world
-        self.store = await SqliteStore.open(self.db_path, now_ms=world.clock.now_ms())
+        self.store = await open_store(self.db_path, now_ms=world.clock.now_ms())
         self.definition = self._definition()
         self.driver = AgentDriver(
             self.store,
@@ -198,7 +199,7 @@ class _Host:
         except AfpError as exc:
             raise at_path("$.agent", exc) from None
 
-    def live(self) -> tuple[SqliteStore, AgentDriver]:
+    def live(self) -> tuple[Store, AgentDriver]:
         assert self.store is not None and self.driver is not None, "the host is open"
         return self.store, self.driver
 
@@ -246,30 +247,29 @@ class _Runner:
             for run in step.runs
         }
         encoder = ScriptedModel([], model=self.scenario.agent.model)
-        path = self.host.db_path
 
-        def check_all() -> list[dict[str, Any]]:
+        def check_run(log: RunLog) -> list[dict[str, Any]]:
             found = []
-            for run_id in run_ids:
-                with SqliteRunLog(path, run_id) as log:
-                    for location in epochs(log):
-                        view = served_at(log, location.epoch)
-                        assert view is not None
-                        report = check(
-                            view, receipt_at(log, location.epoch), encoder=encoder, log=log
-                        )
-                        found.append(
-                            {
-                                "turn": step_of.get(run_id),
-                                "runId": run_id,
-                                "epoch": location.epoch,
-                                "conforms": report.verdict == "verified",
-                                "gaps": [g.gap for g in view.gaps],
-                            }
-                        )
+            for location in epochs(log):
+                view = served_at(log, location.epoch)
+                assert view is not None
+                report = check(view, receipt_at(log, location.epoch), encoder=encoder, log=log)
+                found.append(
+                    {
+                        "turn": step_of.get(log.run_id),
+                        "runId": log.run_id,
+                        "epoch": location.epoch,
+                        "conforms": report.verdict == "verified",
+                        "gaps": [g.gap for g in view.gaps],
+                    }
+                )
             return found
 
-        return await anyio.to_thread.run_sync(check_all)
+        store = await open_store(self.host.db_path, read_only=True)
+        try:
+            return [row for run_id in run_ids for row in await store.read_run(run_id, check_run)]
+        finally:
+            await store.aclose()
 
     async def _step(self, index: int, step: Any) -> StepResult:
         self.world.step = index

@@ -1,15 +1,21 @@
-"""Store: the CheckpointStore port and its embedded SQLite implementation."""
+"""Store: the port every door is typed against (docs/storage.md#the-store-port).
 
-from afp_runtime.store.base import CheckpointStore
-from afp_runtime.store.sqlite.leases import AgentClaim, LeaseRenewal
-from afp_runtime.store.sqlite.migrations import SCHEMA_VERSION
-from afp_runtime.store.sqlite.rows import AgentRow, InboxRow, RunRow, StoredBundle
-from afp_runtime.store.sqlite.runlog import SqliteRunLog
-from afp_runtime.store.sqlite.store import (
+The embedded SQLite backend lives in ``afp_runtime.store.sqlite``; nothing here imports it until
+``open_store`` opens a store.
+"""
+
+from afp_runtime.store.base import CheckpointStore, HealthStore, LeaseStore, Store
+from afp_runtime.store.opening import open_store, sqlite_path
+from afp_runtime.store.values import (
     Ack,
+    AgentClaim,
+    AgentRow,
+    InboxRow,
     JournalEntry,
+    LeaseRenewal,
     LoadedConversation,
-    SqliteStore,
+    RunRow,
+    StoredBundle,
 )
 
 __all__ = [
@@ -17,13 +23,15 @@ __all__ = [
     "AgentClaim",
     "AgentRow",
     "CheckpointStore",
+    "HealthStore",
     "InboxRow",
     "JournalEntry",
     "LeaseRenewal",
+    "LeaseStore",
     "LoadedConversation",
     "RunRow",
-    "SCHEMA_VERSION",
-    "SqliteRunLog",
-    "SqliteStore",
+    "Store",
     "StoredBundle",
+    "open_store",
+    "sqlite_path",
 ]

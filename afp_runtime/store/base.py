@@ -1,14 +1,39 @@
-"""The CheckpointStore port: only the operations the loop, host and CLI need."""
+"""The store port (docs/storage.md#the-store-port): what the loop, host, API, CLI and
+embedded runtime ask of durable state, written against no backend.
+
+``CheckpointStore`` is what a run needs; ``LeaseStore`` and ``HealthStore`` are what a host adds
+(leases, fencing, health, the clean-shutdown marker); ``Store`` is all of it plus the reads of
+the API and CLI, and is what a backend implements (``afp_runtime.store.open_store`` opens one;
+``afp_runtime.testing.store_conformance`` checks one).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from afp_runtime.messages import Message
-from afp_runtime.records import ConversationState, ListRef, QuestionRow, StoredFoldedSpan, Txn
-from afp_runtime.store.sqlite.rows import InboxRow, RunRow, StoredBundle
-from afp_runtime.store.sqlite.store import Ack, JournalEntry, LoadedConversation
+from afp_runtime.records import (
+    ConversationState,
+    ListRef,
+    QuestionRow,
+    RunLog,
+    StoredFoldedSpan,
+    Txn,
+)
+from afp_runtime.store.values import (
+    Ack,
+    AgentClaim,
+    AgentRow,
+    InboxRow,
+    JournalEntry,
+    LeaseRenewal,
+    LoadedConversation,
+    RunRow,
+    StoredBundle,
+)
+
+T = TypeVar("T")
 
 
 class CheckpointStore(Protocol):
@@ -126,4 +151,131 @@ class CheckpointStore(Protocol):
 
     async def aclose(self) -> None:
         """Close the store."""
+        ...
+
+
+class LeaseStore(Protocol):
+    """Host leases, agent claims and commit fencing (docs/host.md#ownership-and-leases).
+
+    Each host holds one lease row ``(host_id, lease_epoch, expiry)``; an agent is claimed under
+    an epoch, and a claim is live while its host's row still carries that epoch unexpired.
+    """
+
+    @property
+    def fence(self) -> tuple[str, int] | None:
+        """The ``(host_id, lease_epoch)`` every commit is fenced by, or None."""
+        ...
+
+    def fence_with(self, host_id: str | None, epoch: int | None = None) -> None:
+        """Fence every later commit by this claim (``LeaseLost`` once it no longer holds, the
+        whole transaction refused); ``fence_with(None)`` removes the fence."""
+        ...
+
+    async def acquire_lease(
+        self, host_id: str, *, now_ms: int, ttl_ms: int, only_if_expired: bool = False
+    ) -> int | None:
+        """Take the host's row with a new epoch (at once, even live); with ``only_if_expired``
+        a live row is left alone (None)."""
+        ...
+
+    async def renew_lease(
+        self, host_id: str, epoch: int, *, now_ms: int, ttl_ms: int, take_over: bool = True
+    ) -> LeaseRenewal:
+        """Extend the lease while it still carries ``epoch``, and take over expired leases of
+        other hosts that claims rest on."""
+        ...
+
+    async def claim_agents(
+        self, agent_ids: Sequence[str], host_id: str, epoch: int, *, now_ms: int
+    ) -> set[str]:
+        """Claim what may be claimed of ``agent_ids`` at once; the ids now claimed."""
+        ...
+
+    async def claim_agent(self, agent_id: str, host_id: str, epoch: int, *, now_ms: int) -> bool:
+        """Claim one agent; False when another host's live lease holds it."""
+        ...
+
+    async def release_lease(self, host_id: str, epoch: int) -> bool:
+        """Expire the lease and drop its claims; False when the epoch moved on already."""
+        ...
+
+    async def agent_claims(
+        self, agent_ids: Sequence[str] | None = None, *, now_ms: int
+    ) -> list[AgentClaim]:
+        """The claim state of the named agents (every agent when None), by agent id."""
+        ...
+
+    async def agent_claim(self, agent_id: str, *, now_ms: int) -> AgentClaim | None:
+        """The claim state of one agent, or None when the store does not know it."""
+        ...
+
+
+class HealthStore(Protocol):
+    """Health checks and the clean-shutdown marker (docs/host.md#start-up)."""
+
+    async def clean_shutdown(self) -> bool:
+        """Whether the last host on this store recorded a clean shutdown."""
+        ...
+
+    async def begin_serving(self) -> None:
+        """Clear the clean-shutdown marker: a host is about to write."""
+        ...
+
+    async def mark_clean_shutdown(self) -> None:
+        """Record a clean shutdown."""
+        ...
+
+    async def quick_check(self) -> list[str]:
+        """A fast health check: ``['ok']`` when healthy, else the problems found."""
+        ...
+
+    async def integrity_check(self) -> list[str]:
+        """A full health check: ``['ok']`` when healthy, else the problems found."""
+        ...
+
+    async def body_check(self) -> list[str]:
+        """Fingerprints whose stored body no longer hashes to them."""
+        ...
+
+
+class Store(CheckpointStore, LeaseStore, HealthStore, Protocol):
+    """The whole port: what one backend implements, and what every door opens."""
+
+    @property
+    def location(self) -> str:
+        """Where the store lives, as messages name it (a file path, a URL without secrets)."""
+        ...
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version this build writes."""
+        ...
+
+    async def open_reader(self) -> Store:
+        """A read-only store on the same storage (the host's readers use one)."""
+        ...
+
+    async def agents(self) -> list[AgentRow]:
+        """Every agent with a summary of its conversation, by id."""
+        ...
+
+    async def bundles(self, run_id: str, *, from_seq: int = 0) -> list[StoredBundle]:
+        """A run's commit log from ``from_seq``, in commit order."""
+        ...
+
+    async def question(self, question_id: str) -> QuestionRow | None:
+        """One question by id, or None."""
+        ...
+
+    async def owner(self, agent_id: str) -> str | None:
+        """The conversation's owner, None until a message names one."""
+        ...
+
+    async def read_run(self, run_id: str, read: Callable[[RunLog], T]) -> T:
+        """``read`` over the run's log (docs/served.md#the-runlog-interface), called off the
+        event loop with a synchronous ``RunLog`` that is valid only during the call.
+
+        Raises:
+            NotFound: there is no such run.
+        """
         ...

@@ -59,7 +59,7 @@ from _common import (
 
 from afp_runtime.loop import AgentDriver, SystemClock, TimeOrderedIds
 from afp_runtime.messages import Message, ToolCall, message_body
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.window import sliding_window
 
 CONTENDERS = ("afp-sliding", "afp-full-history", "langgraph", "ceiling-full", "ceiling-normal")

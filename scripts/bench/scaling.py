@@ -62,7 +62,7 @@ from afp_runtime.agents import PortableCheckpoint, import_checkpoint
 from afp_runtime.host import Host
 from afp_runtime.loop import AgentDriver, SystemClock, TimeOrderedIds
 from afp_runtime.messages import Message, ModelReply, ModelRequest, ToolCall, Usage, fingerprint
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.window import FoldedSpan, sliding_window
 
 HERE = Path(__file__).resolve().parent

@@ -29,7 +29,7 @@ from afp_runtime.loop import AgentDriver, SystemClock, TimeOrderedIds
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
 from afp_runtime.models import ScriptedModel
 from afp_runtime.served import check, receipt_at, served_at
-from afp_runtime.store import SqliteRunLog, SqliteStore
+from afp_runtime.store.sqlite import SqliteRunLog, SqliteStore
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import sliding_window
 

@@ -22,7 +22,7 @@ from afp_runtime.api import ApiServer, create_app, open_listener
 from afp_runtime.host import Host
 from afp_runtime.loop import SequentialIds
 from afp_runtime.models import ScriptedModel, ScriptEntry
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import FakeClock
 from afp_runtime.tools import Tool, ToolContext
 
@@ -73,7 +73,7 @@ class Api:
 
     def app(self, host: Host, **options: Any) -> Litestar:
         """The app over ``host``."""
-        return create_app(host, self.path, **options)
+        return create_app(host, **options)
 
     @asynccontextmanager
     async def client(

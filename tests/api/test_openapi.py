@@ -12,11 +12,11 @@ import httpx
 import msgspec
 import pytest
 
+from afp_runtime.agents import checkins
 from afp_runtime.api import create_app
 from afp_runtime.api._openapi import captured_examples, example_of
 from afp_runtime.api._operations import ALWAYS, OPERATIONS
 from afp_runtime.api.constants import ANSWER_LIMIT, NOTE_LIMIT
-from afp_runtime.agents import checkins
 from afp_runtime.testing import answer
 
 from .conftest import Api, agent, error_of, post, serving, settle
@@ -49,7 +49,7 @@ async def test_the_table_and_the_app_route_the_same_operations(api: Api) -> None
     """Every operation the app routes is in the document with the same method, and the
     document lists nothing the app does not route (the document itself aside)."""
     async with api.host(agent([])) as host:
-        app = create_app(host, api.path)
+        app = create_app(host)
     routed = {
         (method, _shape(route.path))
         for route in app.routes

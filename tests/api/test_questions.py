@@ -8,7 +8,7 @@ from typing import Any
 
 from afp_runtime.errors import ModelCallError
 from afp_runtime.models import ScriptedModel
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 

@@ -9,7 +9,7 @@ import msgspec
 from afp_runtime.errors import ModelCallError
 from afp_runtime.models import ScriptedModel
 from afp_runtime.served import epochs, served_views
-from afp_runtime.store import SqliteRunLog
+from afp_runtime.store.sqlite import SqliteRunLog
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.window import sliding_window
 

@@ -13,7 +13,7 @@ import pytest
 from afp_runtime.api import check_binding, create_app, is_loopback
 from afp_runtime.errors import ConfigError
 from afp_runtime.host import AgentProfile, Host
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer
 
 from .conftest import TOKEN, Api, agent, error_of
@@ -41,7 +41,7 @@ async def test_case_30_bad_host_without_a_token(api: Api) -> None:
     """Case 30: serving without a token, a Host that is not the loopback address and port is
     400 bad-host; 127.0.0.1, localhost and [::1] with the right port pass."""
     async with api.host(agent([])) as host:
-        app = create_app(host, api.path, port=8765)
+        app = create_app(host, port=8765)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as c:
             evil = await c.get("/v1/agents", headers={"Host": "evil.example"})
@@ -80,9 +80,9 @@ async def test_create_app_refuses_a_short_token_and_a_huge_body_limit(api: Api) 
     """create_app refuses a token under 32 characters and a body limit above 8 MiB."""
     async with api.host(agent([])) as host:
         with pytest.raises(ConfigError, match=r"api\.token"):
-            create_app(host, api.path, token="x" * 31)
+            create_app(host, token="x" * 31)
         with pytest.raises(ConfigError, match=r"api\.maxBodyBytes"):
-            create_app(host, api.path, max_body_bytes=9 * 1024 * 1024)
+            create_app(host, max_body_bytes=9 * 1024 * 1024)
 
 
 async def test_case_31_body_too_large_never_reaches_the_handler(api: Api) -> None:

@@ -11,7 +11,7 @@ from afp_runtime.errors import AgentDefinitionError, ModelCallError, RunNotResum
 from afp_runtime.host import AgentNotHosted, Host, HostStopping, StreamGap
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 from tests.api.conftest import Api, agent, settle, until
 

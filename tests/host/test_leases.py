@@ -12,6 +12,8 @@ other host tests; the lease timing is all on the fake clocks.
 
 from __future__ import annotations
 
+import re
+import socket
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -28,7 +30,7 @@ from afp_runtime.host.leases import default_host_id
 from afp_runtime.loop import SequentialIds
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import FakeClock, answer
 from tests.api.conftest import agent, settle, until
 
@@ -319,9 +321,20 @@ async def test_bad_lease_options_are_refused(
     assert caught.value.context["field"] == field
 
 
-def test_the_default_host_id_names_the_machine_and_the_file(tmp_path: Path) -> None:
-    """Stable for one file (a restart takes its lease over at once), distinct for another."""
-    one = default_host_id(tmp_path / "one.db")
-    assert one == default_host_id(tmp_path / "x" / ".." / "one.db")
-    assert one != default_host_id(tmp_path / "two.db")
-    assert one.rsplit("-", 1)[1].isalnum() and len(one.rsplit("-", 1)[1]) == 8
+async def test_the_default_host_id_is_the_machine_and_a_restart_with_it_takes_over_at_once(
+    tmp_path: Path,
+) -> None:
+    """Without a hostId a host is named by its machine alone (no file path in it), so hosts on
+    two stores share the name and a restart on one store takes its own lease back at once."""
+    ids, clock = SequentialIds(), FakeClock()
+    expected = re.sub(r"[^A-Za-z0-9.-]+", "-", socket.gethostname()).strip("-")[:64] or "host"
+    assert default_host_id() == expected
+    started = clock.now_ms()
+    async with running(tmp_path / "one.db", [agent([])], clock=clock, ids=ids) as one:
+        assert (one.host_id, one.lease_epoch) == (expected, 1)
+        async with running(tmp_path / "one.db", [agent([])], clock=clock, ids=ids) as again:
+            assert (again.host_id, again.lease_epoch) == (expected, 2)
+            assert clock.now_ms() == started  # no TTL was waited for
+            assert await claim_of(tmp_path / "one.db", "ops") == (expected, 2)
+    async with running(tmp_path / "two.db", [agent([])], clock=clock, ids=ids) as other:
+        assert (other.host_id, other.lease_epoch) == (expected, 1)

@@ -21,7 +21,7 @@ import pytest
 
 from afp_runtime.host import Host
 from afp_runtime.models import ScriptedModel
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from tests.api.conftest import Api, agent, error_of, settle, until

@@ -17,7 +17,7 @@ from afp_runtime.host import Host
 from afp_runtime.loop import AgentDriver
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import RetryPolicy, ScriptedModel
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import sliding_window

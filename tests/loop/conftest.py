@@ -14,7 +14,7 @@ from afp_runtime.agents import Agent
 from afp_runtime.loop import AgentDriver, Emitter, EventRecorder, SequentialIds
 from afp_runtime.models import ScriptedModel, ScriptEntry
 from afp_runtime.records import Txn
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import FakeClock
 from afp_runtime.tools import Tool, ToolContext
 

@@ -27,7 +27,7 @@ from afp_runtime.messages import (
     message_body,
 )
 from afp_runtime.models import ExtractiveSummarizer, ScriptedModel
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import (

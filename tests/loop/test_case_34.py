@@ -14,7 +14,7 @@ from afp_runtime.loop import AgentDriver, SequentialIds
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
 from afp_runtime.served import check, epochs, receipt_at, served_at
-from afp_runtime.store import SqliteRunLog, SqliteStore
+from afp_runtime.store.sqlite import SqliteRunLog, SqliteStore
 from afp_runtime.testing import FakeClock, answer
 
 from .conftest import Harness

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import afp_runtime as afp
-from afp_runtime.store import SqliteStore
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 
 

@@ -1,21 +1,32 @@
-"""Runs the store conformance suite (``conformance.py``) against every store backend.
+"""Runs the store conformance suite (``afp_runtime.testing.store_conformance``) against every
+store backend.
 
 Today the one backend is SQLite, a real file in ``tmp_path``. To add one (Postgres), write a class
-shaped like ``SqliteBackend`` (the ``conformance.Backend`` protocol) and add it to ``BACKENDS``;
-every contract then runs against it too.
+shaped like ``SqliteBackend`` (the ``Backend`` protocol) and add it to ``BACKENDS``; every
+contract then runs against it too.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import anyio
 import pytest
-from conformance import CONTRACTS, Backend, Capability, Store, required_capabilities
 
-from afp_runtime.store import SqliteStore
+from afp_runtime.store import Store, open_store
+from afp_runtime.store.sqlite import SqliteStore
+from afp_runtime.testing.store_conformance import (
+    CONTRACTS,
+    Backend,
+    Capability,
+    Contract,
+    missing_capabilities,
+    run_contract,
+)
 
 
 class SqliteBackend:
@@ -26,11 +37,11 @@ class SqliteBackend:
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / "afp.sqlite3"
-        self._open: list[SqliteStore] = []
+        self._open: list[Store] = []
 
     async def open(self) -> Store:
-        """A new writer store on the file."""
-        store = await SqliteStore.open(self.path, now_ms=0)
+        """A new writer store on the file, opened through the port's ``open_store``."""
+        store = await open_store(self.path, now_ms=0)
         self._open.append(store)
         return store
 
@@ -70,25 +81,31 @@ async def fixture_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Asy
     await backend.aclose()
 
 
-@pytest.fixture(name="store")
-async def fixture_store(backend: Backend) -> Store:
-    """An open store of the backend under test."""
-    return await backend.open()
-
-
-@pytest.fixture(autouse=True)
-def _skip_without_capabilities(request: pytest.FixtureRequest, backend: Backend) -> None:
-    """Skip a contract that needs a capability the backend does not declare."""
-    missing = required_capabilities(request.function) - backend.capabilities
+@pytest.mark.parametrize("contract", CONTRACTS, ids=[c.__name__ for c in CONTRACTS])
+async def test_contract(contract: Contract, backend: Backend) -> None:
+    """The backend keeps the contract its docstring states (skipped without a capability)."""
+    missing = missing_capabilities(contract, backend)
     if missing:
         pytest.skip(f"{backend.name} lacks {sorted(c.value for c in missing)}")
+    await run_contract(contract, backend)
 
 
-# Collect every contract as a test of this module; pytest injects ``store`` and ``backend``.
-globals().update({contract.__name__: contract for contract in CONTRACTS})
+def test_the_suite_holds_the_lease_and_fencing_contracts() -> None:
+    """The suite holds the lease and fencing contracts besides the others."""
+    names = {contract.__name__ for contract in CONTRACTS}
+    assert {
+        "test_an_expired_lease_is_taken_over",
+        "test_a_stale_epochs_commit_is_refused_whole",
+        "test_a_live_claim_keeps_other_hosts_out",
+        "test_release_lets_another_host_claim_at_once",
+    } <= names
+    assert len(names) == len(CONTRACTS) >= 25
 
 
-def test_every_contract_is_collected() -> None:
-    """Every contract of the suite is a test of this module."""
-    assert CONTRACTS
-    assert all(globals()[contract.__name__] is contract for contract in CONTRACTS)
+def test_the_suite_imports_without_pytest() -> None:
+    """A backend's own tests can import the suite under any framework: it loads no pytest."""
+    probe = (
+        "import sys, afp_runtime.testing.store_conformance as suite\n"
+        "assert suite.CONTRACTS and 'pytest' not in sys.modules, sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, timeout=60)

@@ -1,8 +1,9 @@
-"""Host leases, agent claims and commit fencing in the SQLite store
+"""Host leases, agent claims and commit fencing in the SQLite store, as its rows show them
 (docs/host.md#ownership-and-leases;
 docs/architecture.md#decision-12-one-lease-row-per-host-process,
 docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once). Two stores on one
-file stand for two host processes."""
+file stand for two host processes; the backend-neutral contracts are in
+afp_runtime/testing/store_conformance.py."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from conformance import T0, bundle, items_at, run_start
 
 from afp_runtime.errors import LeaseLost
 from afp_runtime.messages import user
 from afp_runtime.records import Txn, Write
-from afp_runtime.store import SCHEMA_VERSION, AgentClaim, SqliteStore
+from afp_runtime.store.sqlite import SCHEMA_VERSION, SqliteStore
+from afp_runtime.testing.store_conformance import T0, bundle, items_at, run_start
 
 TTL = 30_000
 
@@ -131,34 +132,6 @@ async def test_renewal_extends_the_lease_until_its_epoch_is_raised(
     assert await lease_row(path, "h") == (2, T0 + 41_000, T0 + 11_000)
 
 
-async def test_claims_follow_the_lease_rules(a: SqliteStore, b: SqliteStore) -> None:
-    """Unclaimed: claimed. Under another host's live lease: refused. Expired, or stale after
-    a take-over: claimable. Already ours: kept. A host whose own epoch moved on: refused."""
-    ea = await a.acquire_lease("a", now_ms=T0, ttl_ms=TTL)
-    eb = await b.acquire_lease("b", now_ms=T0, ttl_ms=TTL)
-    assert ea == eb == 1
-    assert await a.claim_agent("ops", "a", ea, now_ms=T0)
-    assert await a.claim_agent("ops", "a", ea, now_ms=T0 + 1)  # ours: still ours
-    assert not await b.claim_agent("ops", "b", eb, now_ms=T0 + TTL - 1)  # A's lease is live
-    assert await b.agent_claim("ops", now_ms=T0 + TTL - 1) == AgentClaim(
-        agent_id="ops", host_id="a", lease_epoch=1, live=True
-    )
-    assert await b.claim_agent("ops", "b", eb, now_ms=T0 + TTL)  # A's lease expired
-    assert await b.agent_claim("ops", now_ms=T0 + TTL) == AgentClaim(
-        agent_id="ops",
-        host_id="b",
-        lease_epoch=1,
-        live=False,  # B's own lease expired too
-    )
-    # A claims billing, then a restart of A raises its epoch: the claim under epoch 1 is
-    # stale at once, so B may take billing although A's row is live.
-    assert await a.claim_agent("billing", "a", ea, now_ms=T0)
-    assert await a.acquire_lease("a", now_ms=T0 + 5, ttl_ms=TTL) == 2
-    assert not await a.claim_agent("ops", "a", ea, now_ms=T0 + 6)  # epoch 1 is no longer A's
-    eb = await b.acquire_lease("b", now_ms=T0 + 6, ttl_ms=TTL)
-    assert eb is not None and await b.claim_agent("billing", "b", eb, now_ms=T0 + 6)
-
-
 async def test_claim_agents_claims_many_in_one_transaction(a: SqliteStore, b: SqliteStore) -> None:
     """Start-up claims every agent it may in one transaction, skipping those held elsewhere."""
     for n in range(600):
@@ -198,34 +171,6 @@ async def test_expired_leases_of_other_hosts_are_taken_over_once(
     assert await b.claim_agent("ops", "b", eb, now_ms=T0 + TTL + 1)
 
 
-async def test_release_lets_another_host_claim_at_once(
-    a: SqliteStore, b: SqliteStore, path: Path
-) -> None:
-    """A released lease is expired for every clock and its claims are dropped; a release
-    under an epoch that moved on changes nothing."""
-    ea = await a.acquire_lease("a", now_ms=T0, ttl_ms=TTL)
-    eb = await b.acquire_lease("b", now_ms=T0, ttl_ms=TTL)
-    assert ea is not None and eb is not None
-    assert await a.claim_agent("ops", "a", ea, now_ms=T0)
-    assert not await b.claim_agent("ops", "b", eb, now_ms=T0 + 1)
-    assert not await a.release_lease("a", ea + 1)
-    assert await a.release_lease("a", ea)
-    assert await lease_row(path, "a") == (ea, 0, T0)
-    assert await a.agent_claim("ops", now_ms=T0 + 1) == AgentClaim(
-        agent_id="ops", host_id=None, lease_epoch=None, live=False
-    )
-    assert await b.claim_agent("ops", "b", eb, now_ms=T0 + 1)
-
-
-async def test_a_fenced_commit_writes_while_the_claim_holds(a: SqliteStore) -> None:
-    """With the claim in place a fenced commit writes as an unfenced one does."""
-    epoch = await a.acquire_lease("a", now_ms=T0, ttl_ms=TTL)
-    assert epoch is not None and await a.claim_agent("ops", "a", epoch, now_ms=T0)
-    a.fence_with("a", epoch)
-    await a.commit(a_turn_seed("ops", "run-1"))
-    assert [r.run_id for r in await a.runs("ops")] == ["run-1"]
-
-
 async def test_a_commit_for_an_agent_claimed_elsewhere_raises_lease_lost(
     a: SqliteStore, b: SqliteStore, path: Path
 ) -> None:
@@ -244,43 +189,6 @@ async def test_a_commit_for_an_agent_claimed_elsewhere_raises_lease_lost(
     assert "claimed by 'b'" in str(caught.value)
     assert await row_counts(path) == before and a.transactions == transactions
     assert await a.runs() == []
-
-
-async def test_a_commit_under_a_raised_epoch_raises_lease_lost(
-    a: SqliteStore, b: SqliteStore, path: Path
-) -> None:
-    """A host restarted with the same id (epoch 2) fences out commits under epoch 1 even for
-    an agent whose claim row still says epoch 1
-    (docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once)."""
-    old = await a.acquire_lease("h", now_ms=T0, ttl_ms=TTL)
-    assert old is not None and await a.claim_agent("ops", "h", old, now_ms=T0)
-    a.fence_with("h", old)
-    assert await b.acquire_lease("h", now_ms=T0 + 1, ttl_ms=TTL) == old + 1
-    before = await row_counts(path)
-    with pytest.raises(LeaseLost, match="lease epoch is now 2"):
-        await a.commit(a_turn_seed("ops", "run-1"))
-    assert await row_counts(path) == before
-
-
-async def test_an_unfenced_store_and_the_inbox_are_not_fenced(
-    a: SqliteStore, b: SqliteStore, path: Path
-) -> None:
-    """Without a fence (one process, the CLI) commits go through whoever claims the agent;
-    a fenced store still accepts inbox messages for an agent it does not hold."""
-    eb = await b.acquire_lease("b", now_ms=T0, ttl_ms=TTL)
-    assert eb is not None and await b.claim_agent("ops", "b", eb, now_ms=T0)
-    assert a.fence is None
-    await a.commit(a_turn_seed("ops", "run-1"))
-    ea = await a.acquire_lease("a", now_ms=T0, ttl_ms=TTL)
-    assert ea is not None
-    a.fence_with("a", ea)
-    ack = await a.post("ops", "hi", message_id="msg-1", now_ms=T0)
-    with pytest.raises(LeaseLost):
-        await a.commit(a_turn_seed("ops", "run-2"))
-    a.fence_with(None)
-    await a.commit(a_turn_seed("ops", "run-3", pos=1))
-    assert [r.run_id for r in await a.runs("ops")] == ["run-1", "run-3"]
-    assert (await a.inbox_message(ack.message_id)) is not None
 
 
 async def _cancel_after(scope: anyio.CancelScope, checkpoints: int) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 
 import anyio
 import pytest
-from conformance import T0, bundle, fresh, items_at, new_agent, run_start, state
 
 from afp_runtime.errors import SchemaTooNew, StoreDamaged, StoreError, StoreUnavailable
 from afp_runtime.messages import Usage, assistant, fingerprint, user
@@ -27,7 +26,16 @@ from afp_runtime.records import (
     Txn,
     Write,
 )
-from afp_runtime.store import SCHEMA_VERSION, SqliteStore
+from afp_runtime.store.sqlite import SCHEMA_VERSION, SqliteStore
+from afp_runtime.testing.store_conformance import (
+    T0,
+    bundle,
+    fresh,
+    items_at,
+    new_agent,
+    run_start,
+    state,
+)
 
 
 async def raw(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

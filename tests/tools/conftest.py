@@ -1,6 +1,7 @@
 """Fixtures for the tools tests: a virtual clock and captured structured logs.
 
-The shared fake clock will live in ``afp_runtime/testing.py``; until then this one stays local.
+The shared fake clock will live in ``afp_runtime/testing/_fakes.py``; until then this one
+stays local.
 """
 
 from __future__ import annotations

@@ -11,46 +11,20 @@ the same transaction (``writes.check_fence``), so a host that lost either writes
 
 Expiry compares ``expires_at_ms`` with the *reader's* clock: hosts sharing a file are assumed to
 have clocks in step to well within a TTL. Each function runs inside a transaction the caller
-opened; none commits.
+opened; none commits. ``Leases`` is the store's side of them.
 """
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 import aiosqlite
-import msgspec
 
-
-class AgentClaim(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """Who holds an agent, as one read of its row and its claimant's lease row.
-
-    Attributes:
-        agent_id: the agent.
-        host_id: the claiming host, None when the agent was never claimed or was released.
-        lease_epoch: the lease epoch the claim was made under (wire ``leaseEpoch``).
-        live: the claimant's lease row still carries that epoch and has not expired, so no
-            other host may claim the agent now.
-    """
-
-    agent_id: str
-    host_id: str | None
-    lease_epoch: int | None
-    live: bool
-
-
-class LeaseRenewal(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """The result of one renewal period.
-
-    Attributes:
-        renewed: this host's row still carried its epoch and was extended; False means the
-            lease was lost (someone raised the epoch), and nothing was written.
-        taken_over: hosts whose expired lease this period took over (their epoch raised by 1).
-    """
-
-    renewed: bool
-    taken_over: tuple[str, ...] = ()
-
+from afp_runtime.errors import StoreError
+from afp_runtime.store.sqlite._core import SqliteCore
+from afp_runtime.store.values import AgentClaim, LeaseRenewal
 
 _CLAIMABLE = (
     "(claim_host IS NULL OR claim_host = :host OR NOT EXISTS ("
@@ -188,3 +162,75 @@ async def claims_of(
         (AgentClaim(agent_id=r[0], host_id=r[1], lease_epoch=r[2], live=bool(r[3])) for r in found),
         key=lambda claim: claim.agent_id,
     )
+
+
+class Leases(SqliteCore):
+    """Host leases, agent claims and the fence every commit is checked by."""
+
+    def fence_with(self, host_id: str | None, epoch: int | None = None) -> None:
+        """Fence every later ``commit`` by this host's claim: it writes only while the agent is
+        claimed by ``(host_id, epoch)`` and the host's lease row still carries ``epoch``, and
+        raises ``LeaseLost`` otherwise. ``fence_with(None)`` removes the fence."""
+        self._fence = None if host_id is None or epoch is None else (host_id, epoch)
+
+    @property
+    def fence(self) -> tuple[str, int] | None:
+        """The ``(host_id, lease_epoch)`` commits are fenced by, or None."""
+        return self._fence
+
+    async def acquire_lease(
+        self, host_id: str, *, now_ms: int, ttl_ms: int, only_if_expired: bool = False
+    ) -> int | None:
+        """Take ``host_id``'s lease with a new epoch and return it
+        (docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once: at once,
+        even when the row is live); with ``only_if_expired`` a live row is left alone (None)."""
+        async with self._transaction() as db:
+            return await acquire(
+                db, host_id, now_ms=now_ms, ttl_ms=ttl_ms, only_if_expired=only_if_expired
+            )
+
+    async def renew_lease(
+        self, host_id: str, epoch: int, *, now_ms: int, ttl_ms: int, take_over: bool = True
+    ) -> LeaseRenewal:
+        """One period's transaction: extend the lease and (when it was still ours and
+        ``take_over``) take over the expired leases of other hosts."""
+        async with self._transaction() as db:
+            if not await renew(db, host_id, epoch, now_ms=now_ms, ttl_ms=ttl_ms):
+                return LeaseRenewal(renewed=False)
+            taken = await take_over_expired(db, host_id, now_ms=now_ms) if take_over else ()
+            return LeaseRenewal(renewed=True, taken_over=taken)
+
+    async def claim_agents(
+        self, agent_ids: Sequence[str], host_id: str, epoch: int, *, now_ms: int
+    ) -> set[str]:
+        """Claim what may be claimed of ``agent_ids`` in one transaction; returns the ids now
+        claimed by ``(host_id, epoch)`` (skipping agents under another host's live lease)."""
+        if not agent_ids:
+            return set()
+        async with self._transaction() as db:
+            return await claim(db, list(agent_ids), host_id, epoch, now_ms=now_ms)
+
+    async def claim_agent(self, agent_id: str, host_id: str, epoch: int, *, now_ms: int) -> bool:
+        """Claim one agent; False when another host's live lease holds it."""
+        return agent_id in await self.claim_agents([agent_id], host_id, epoch, now_ms=now_ms)
+
+    async def release_lease(self, host_id: str, epoch: int) -> bool:
+        """Expire the lease and drop its claims (clean shutdown); False when already lost."""
+        async with self._transaction() as db:
+            return await release(db, host_id, epoch)
+
+    async def agent_claims(
+        self, agent_ids: Sequence[str] | None = None, *, now_ms: int
+    ) -> list[AgentClaim]:
+        """The claim state of the named agents (every agent when None), by agent id."""
+        try:
+            return await claims_of(
+                self._conn, None if agent_ids is None else list(agent_ids), now_ms=now_ms
+            )
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"a store read failed: {exc}") from exc
+
+    async def agent_claim(self, agent_id: str, *, now_ms: int) -> AgentClaim | None:
+        """The claim state of one agent, or None when the store does not know it."""
+        found = await self.agent_claims([agent_id], now_ms=now_ms)
+        return found[0] if found else None

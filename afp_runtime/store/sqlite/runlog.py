@@ -1,9 +1,9 @@
 """The SQLite implementation of the ``RunLog`` read interface (docs/served.md#the-runlog-interface).
 
-Synchronous by design: served code never awaits, so callers open and use a ``SqliteRunLog``
-inside a worker thread (``anyio.to_thread.run_sync``). It reads on its own read-only
-connection, answers "value of key K as of bundle S" from the per-key index (the last ``set`` at
-or before S plus the appends after it), and never replays the log
+Synchronous by design: served code never awaits, so the store's ``read_run`` opens and uses a
+``SqliteRunLog`` inside a worker thread (``anyio.to_thread.run_sync``). It reads on its own
+read-only connection, answers "value of key K as of bundle S" from the per-key index (the last
+``set`` at or before S plus the appends after it), and never replays the log
 (docs/architecture.md#decision-3-served-views-read-an-index-not-a-replay).
 """
 

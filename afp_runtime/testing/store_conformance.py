@@ -1,14 +1,15 @@
-"""The store conformance suite: CheckpointStore behaviour written once, run against every backend.
+"""The store conformance suite: the ``Store`` port's behaviour written once, run against every
+backend (docs/storage.md#the-conformance-suite).
 
-Each ``test_…`` coroutine below states one contract in its docstring and takes the fixtures
-``store`` (an open store) and, where it needs more than the store API, ``backend`` (a
-``Backend``: close-and-reopen on the same storage, counting stored bodies). Every contract uses
-fresh agent and run ids, so backends may share one database between tests.
+Each ``test_…`` coroutine states one contract in its docstring and takes ``store`` (an open
+store) and, where it needs more than the port, ``backend`` (a ``Backend``: more stores on the
+same storage, close-and-reopen, counting stored bodies). Every contract uses fresh agent, run and
+host ids, so backends may share one storage between contracts.
 
-A backend runs the suite by providing those two fixtures and collecting ``CONTRACTS`` in a test
-module (``tests/store/test_conformance.py`` does it for SQLite). A contract that needs an optional
-``Capability`` is marked with ``requires``; the runner skips it for a backend without it. This
-module imports nothing from ``tests/conftest.py`` so a separately packaged backend can run it.
+A backend declares the optional ``Capability`` flags it has; a contract needing one it lacks is
+skipped (``missing_capabilities``). ``run_contract`` runs one contract on a backend with no test
+framework at all; ``tests/store/test_conformance.py`` shows the pytest wiring for SQLite. The
+module needs neither pytest nor anything under ``tests/``.
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ from __future__ import annotations
 import enum
 import inspect
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
 import msgspec
-import pytest
 
-from afp_runtime.errors import IdempotencyConflict, InvalidValue, StoreError
+from afp_runtime.errors import IdempotencyConflict, InvalidValue, LeaseLost, NotFound, StoreError
 from afp_runtime.messages import (
     Message,
     ToolCall,
@@ -35,6 +36,7 @@ from afp_runtime.messages import (
     user,
 )
 from afp_runtime.records import (
+    UNKNOWN,
     CommitBundle,
     ConversationState,
     InboxUpdate,
@@ -43,12 +45,15 @@ from afp_runtime.records import (
     ListRef,
     OpenTurn,
     RunEnd,
+    RunLog,
     RunStart,
     Txn,
     Write,
     runtime_stage_id,
 )
-from afp_runtime.store import AgentRow, CheckpointStore, InboxRow, RunRow, StoredBundle
+from afp_runtime.store import AgentClaim, Store
+
+E = TypeVar("E", bound=BaseException)
 
 # -- what a backend provides ---------------------------------------------------------------
 
@@ -63,34 +68,6 @@ class Capability(enum.Enum):
     """The backend can count the message bodies it stores."""
 
 
-class Store(CheckpointStore, Protocol):
-    """The port plus the read operations the host, API and CLI use."""
-
-    async def agents(self) -> list[AgentRow]:
-        """Every agent with a summary of its conversation."""
-        ...
-
-    async def runs(self, agent_id: str | None = None, *, run_id: str | None = None) -> list[RunRow]:
-        """Runs in start order."""
-        ...
-
-    async def bundles(self, run_id: str, *, from_seq: int = 0) -> list[StoredBundle]:
-        """A run's commit log in seq order."""
-        ...
-
-    async def last_bundle(self, run_id: str) -> StoredBundle | None:
-        """The bundle with the highest seq of a run."""
-        ...
-
-    async def inbox(self, agent_id: str, *, status: str | None = None) -> list[InboxRow]:
-        """An agent's inbox in position order."""
-        ...
-
-    async def inbox_message(self, message_id: str) -> InboxRow | None:
-        """One inbox message by id."""
-        ...
-
-
 class Backend(Protocol):
     """A store backend under test: opens stores on one storage and inspects it."""
 
@@ -98,7 +75,8 @@ class Backend(Protocol):
     capabilities: frozenset[Capability]
 
     async def open(self) -> Store:
-        """A new open store on this backend's storage."""
+        """A new open writer store on this backend's storage; several may be open at once
+        (the lease contracts use two as two host processes)."""
         ...
 
     async def reopen(self, store: Store) -> Store:
@@ -132,6 +110,33 @@ def requires(*capabilities: Capability) -> Callable[[Contract], Contract]:
 def required_capabilities(contract: Contract) -> frozenset[Capability]:
     """The capabilities a contract needs (none unless marked with ``requires``)."""
     return _REQUIRED.get(contract, frozenset())
+
+
+def missing_capabilities(contract: Contract, backend: Backend) -> frozenset[Capability]:
+    """What ``contract`` needs that ``backend`` does not declare (run it only when empty)."""
+    return required_capabilities(contract) - backend.capabilities
+
+
+async def run_contract(contract: Contract, backend: Backend) -> None:
+    """Run one contract on a store the backend opens, passing ``backend`` when it asks for it;
+    an ``AssertionError`` (or any other exception) is a failure. Closing is the caller's."""
+    store = await backend.open()
+    wants = inspect.signature(contract).parameters
+    await contract(store, backend) if "backend" in wants else await contract(store)
+
+
+@contextmanager
+def raises(kind: type[E], match: str = "") -> Iterator[list[E]]:
+    """Assert that the block raises ``kind`` (with ``match`` in its text); the exception is
+    left in the yielded list."""
+    caught: list[E] = []
+    try:
+        yield caught
+    except kind as exc:
+        assert match in str(exc), f"{str(exc)!r} does not name {match!r}"
+        caught.append(exc)
+    else:
+        raise AssertionError(f"{kind.__name__} was not raised")
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -333,7 +338,7 @@ async def test_duplicate_bundle_fails_and_writes_nothing(store: Store) -> None:
             )
         ],
     )
-    with pytest.raises(StoreError):
+    with raises(StoreError):
         await store.commit(failing)
 
     loaded = await store.load_conversation(agent_id)
@@ -354,7 +359,7 @@ async def test_failed_run_start_leaves_no_run(store: Store) -> None:
     agent_id = await new_agent(store)
     await store.commit(Txn(agent_id=agent_id, items=items_at(0, [user(f"taken {agent_id}")])))
     doomed = fresh("run")
-    with pytest.raises(StoreError):
+    with raises(StoreError):
         await store.commit(
             Txn(
                 agent_id=agent_id,
@@ -365,7 +370,7 @@ async def test_failed_run_start_leaves_no_run(store: Store) -> None:
         )
 
     assert await store.runs(run_id=doomed) == []
-    with pytest.raises(StoreError):
+    with raises(StoreError):
         await store.commit(Txn(agent_id=agent_id, bundles=[bundle(doomed, 0, "seed")]))
     later = fresh("run")
     await store.commit(Txn(agent_id=agent_id, run_start=run_start(agent_id, later)))
@@ -485,7 +490,7 @@ async def test_inbox_idempotency_key(store: Store) -> None:
     )
 
     refused_id = fresh("msg")
-    with pytest.raises(IdempotencyConflict):
+    with raises(IdempotencyConflict):
         await store.post(
             agent_id,
             "rollback",
@@ -505,9 +510,9 @@ async def test_inbox_refuses_empty_and_overlong_text(store: Store) -> None:
     """Text must hold 1 to 32,000 code points (not bytes); anything else is InvalidValue."""
     agent_id = await new_agent(store)
     refused = [fresh("msg"), fresh("msg")]
-    with pytest.raises(InvalidValue):
+    with raises(InvalidValue):
         await store.post(agent_id, "", message_id=refused[0], now_ms=T0)
-    with pytest.raises(InvalidValue):
+    with raises(InvalidValue):
         await store.post(agent_id, "é" * 32_001, message_id=refused[1], now_ms=T0)
 
     longest = await store.post(agent_id, "é" * 32_000, message_id=fresh("msg"), now_ms=T0)
@@ -709,6 +714,305 @@ async def test_cancelled_commit_is_all_or_nothing(store: Store, backend: Backend
     assert len(loaded.history) == pos
     for run_id in run_ids:
         assert [b.seq for b in await store.bundles(run_id)] == [0, 1]
+
+
+# -- contracts: reading a run's log, readers, health -------------------------------------------
+
+
+async def test_a_runs_log_is_read_through_the_store(store: Store) -> None:
+    """read_run hands served code a RunLog of the run (bundles, values as of a seq, bodies);
+    an unknown run is NotFound."""
+    agent_id = await new_agent(store)
+    run_id = fresh("run")
+    messages = [user(f"hi {run_id}"), assistant(f"hello {run_id}")]
+    await store.commit(
+        Txn(
+            agent_id=agent_id,
+            run_start=run_start(agent_id, run_id),
+            items=items_at(0, messages),
+            bundles=[
+                bundle(run_id, 0, "seed", Write(key="history", verb="set", value=ListRef())),
+                bundle(run_id, 1, "settle", Write(key="answer", verb="set", value="draft")),
+                bundle(
+                    run_id,
+                    2,
+                    "final",
+                    Write(key="history", verb="append", value=ListRef(ranges=((0, 2),))),
+                    Write(key="answer", verb="set", value=f"answer {run_id}"),
+                ),
+            ],
+        )
+    )
+
+    def read(log: RunLog) -> tuple[Any, ...]:
+        history = log.value_at("history", 2)
+        return (
+            (log.run_id, log.has_base, log.live),
+            [b.seq for b in log.bundles()],
+            [log.value_at("answer", seq) for seq in (0, 1, 2)],
+            [ref.fingerprint for ref in history],
+            log.body(fingerprint(messages[0])) is not None,
+        )
+
+    found = await store.read_run(run_id, read)
+    assert found[0] == (run_id, True, True)
+    assert found[1] == [0, 1, 2]
+    assert found[2][1:] == ["draft", f"answer {run_id}"]
+    assert found[2][0] is UNKNOWN
+    assert found[3] == [fingerprint(m) for m in messages]
+    assert found[4]
+    with raises(NotFound, match="no run"):
+        await store.read_run(fresh("run"), read)
+
+
+async def test_a_reader_sees_commits_and_refuses_writes(store: Store) -> None:
+    """open_reader gives a read-only store on the same storage: it reads what the writer
+    committed and refuses to write; the store names its location and schema version."""
+    assert store.location and store.schema_version >= 1
+    reader = await store.open_reader()
+    try:
+        agent_id = await new_agent(store)
+        assert await reader.conversation_state(agent_id) is not None
+        with raises(StoreError):
+            await reader.ensure_agent(fresh("agent"), now_ms=T0)
+    finally:
+        await reader.aclose()
+
+
+async def test_the_clean_shutdown_marker_and_the_health_checks(store: Store) -> None:
+    """begin_serving clears the clean-shutdown marker and mark_clean_shutdown sets it; a
+    healthy storage passes every check."""
+    await store.begin_serving()
+    assert not await store.clean_shutdown()
+    await store.mark_clean_shutdown()
+    assert await store.clean_shutdown()
+    assert await store.quick_check() == ["ok"]
+    assert await store.integrity_check() == ["ok"]
+    assert await store.body_check() == []
+
+
+# -- contracts: leases, claims and fencing (docs/host.md#ownership-and-leases) ----------------
+
+TTL = 30_000
+
+
+def turn_txn(agent_id: str, run_id: str, *, pos: int = 0) -> Txn:
+    """A turn's first commit: a run, its seed bundle, a new message, a checkpoint and a
+    journal row (under message id ``m-<run_id>``)."""
+    return Txn(
+        agent_id=agent_id,
+        run_start=run_start(agent_id, run_id),
+        bundles=[bundle(run_id, 0, "seed", Write(key="scratch", verb="set", value=1))],
+        items=items_at(pos, [user(f"hello from {run_id}")]),
+        conversation=state(agent_id, turn=1, ranges=((0, pos + 1),), next_pos=pos + 1),
+        journal=[
+            JournalRow(
+                agent_id=agent_id,
+                message_id=f"m-{run_id}",
+                tool_call_id="c1",
+                state="started",
+                run_id=run_id,
+            )
+        ],
+    )
+
+
+async def _refused_whole(store: Store, backend: Backend, txn: Txn, match: str) -> LeaseLost:
+    """Commit ``txn`` expecting ``LeaseLost``; check that nothing of it was written."""
+    assert txn.run_start is not None
+    agent_id, run_id = txn.agent_id, txn.run_start.run_id
+    before = await store.conversation_state(agent_id)
+    counting = Capability.COUNT_BODIES in backend.capabilities
+    bodies = await backend.body_count(store) if counting else 0
+    with raises(LeaseLost, match=match) as caught:
+        await store.commit(txn)
+    assert await store.runs(run_id=run_id) == []
+    assert await store.bundles(run_id) == []
+    assert await store.conversation_state(agent_id) == before
+    assert await store.journal(agent_id, f"m-{run_id}") == {}
+    with raises(StoreError):
+        await store.resolve(agent_id, ListRef(ranges=((txn.items[0].pos, txn.items[0].pos + 1),)))
+    if counting:
+        assert await backend.body_count(store) == bodies
+    return caught[0]
+
+
+async def test_a_lease_is_taken_with_a_new_epoch_even_when_live(store: Store) -> None:
+    """A new host gets epoch 1 and the same id again epoch 2 at once, though the row is live;
+    only_if_expired leaves a live row alone and takes an expired one."""
+    host = fresh("host")
+    assert await store.acquire_lease(host, now_ms=T0, ttl_ms=TTL) == 1
+    assert await store.acquire_lease(host, now_ms=T0 + 1, ttl_ms=TTL) == 2
+    assert await store.acquire_lease(host, now_ms=T0 + 2, ttl_ms=TTL, only_if_expired=True) is None
+    expired = T0 + 1 + TTL
+    assert await store.acquire_lease(host, now_ms=expired, ttl_ms=TTL, only_if_expired=True) == 3
+
+
+async def test_a_live_claim_keeps_other_hosts_out(store: Store, backend: Backend) -> None:
+    """A claimed agent stays its host's; a second host cannot claim it while the lease is live,
+    and claiming many at once skips it."""
+    other = await backend.open()
+    agent_id, free = await new_agent(store), await new_agent(store)
+    a, b = fresh("host"), fresh("host")
+    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
+    eb = await other.acquire_lease(b, now_ms=T0, ttl_ms=TTL)
+    assert ea is not None and eb is not None
+    assert await store.claim_agent(agent_id, a, ea, now_ms=T0)
+    assert await store.claim_agent(agent_id, a, ea, now_ms=T0 + 1)
+
+    assert not await other.claim_agent(agent_id, b, eb, now_ms=T0 + TTL - 1)
+    assert await other.claim_agents([agent_id, free], b, eb, now_ms=T0 + 1) == {free}
+    assert await other.agent_claim(agent_id, now_ms=T0 + TTL - 1) == AgentClaim(
+        agent_id=agent_id, host_id=a, lease_epoch=ea, live=True
+    )
+    claims = await other.agent_claims([free, agent_id], now_ms=T0 + 1)
+    assert [(c.agent_id, c.host_id) for c in claims] == sorted([(agent_id, a), (free, b)])
+    assert await store.agent_claim(fresh("agent"), now_ms=T0) is None
+
+
+async def test_renewal_extends_a_lease_until_its_epoch_is_raised(
+    store: Store, backend: Backend
+) -> None:
+    """A renewed lease is live past its first expiry; once a restart raised its epoch, the old
+    epoch's renewal reports the loss and its claims are stale at once."""
+    other = await backend.open()
+    agent_id = await new_agent(store)
+    a, b = fresh("host"), fresh("host")
+    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
+    assert ea is not None and await store.claim_agent(agent_id, a, ea, now_ms=T0)
+    assert (await store.renew_lease(a, ea, now_ms=T0 + 10_000, ttl_ms=TTL)).renewed
+
+    eb = await other.acquire_lease(b, now_ms=T0 + TTL + 5_000, ttl_ms=TTL)
+    assert eb is not None
+    assert not await other.claim_agent(agent_id, b, eb, now_ms=T0 + TTL + 5_000)
+    assert await other.acquire_lease(a, now_ms=T0 + 11_000, ttl_ms=TTL) == ea + 1
+    assert not (await store.renew_lease(a, ea, now_ms=T0 + 12_000, ttl_ms=TTL)).renewed
+    claim = await other.agent_claim(agent_id, now_ms=T0 + 12_000)
+    assert claim is not None and (claim.lease_epoch, claim.live) == (ea, False)
+    assert not await store.claim_agent(agent_id, a, ea, now_ms=T0 + 12_000)
+    assert await other.claim_agent(agent_id, b, eb, now_ms=T0 + 12_000)
+
+
+async def test_an_expired_lease_is_taken_over(store: Store, backend: Backend) -> None:
+    """After its TTL a host's lease is taken over by another host's renewal (once); the dead
+    host's renewal then fails and its agents may be claimed."""
+    other = await backend.open()
+    agent_id = await new_agent(store)
+    a, b = fresh("host"), fresh("host")
+    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
+    eb = await other.acquire_lease(b, now_ms=T0, ttl_ms=TTL)
+    assert ea is not None and eb is not None
+    assert await store.claim_agent(agent_id, a, ea, now_ms=T0)
+
+    early = await other.renew_lease(b, eb, now_ms=T0 + TTL - 1, ttl_ms=TTL)
+    assert early.renewed and a not in early.taken_over
+    taken = await other.renew_lease(b, eb, now_ms=T0 + TTL, ttl_ms=TTL)
+    assert taken.renewed and a in taken.taken_over
+    again = await other.renew_lease(b, eb, now_ms=T0 + TTL + 10_000, ttl_ms=TTL)
+    assert again.renewed and a not in again.taken_over
+    assert not (await store.renew_lease(a, ea, now_ms=T0 + TTL + 1, ttl_ms=TTL)).renewed
+    assert await other.claim_agent(agent_id, b, eb, now_ms=T0 + TTL + 1)
+
+
+async def test_release_lets_another_host_claim_at_once(store: Store, backend: Backend) -> None:
+    """A released lease drops its claims, so another host claims at once; a release under an
+    epoch that moved on changes nothing."""
+    other = await backend.open()
+    agent_id = await new_agent(store)
+    a, b = fresh("host"), fresh("host")
+    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
+    eb = await other.acquire_lease(b, now_ms=T0, ttl_ms=TTL)
+    assert ea is not None and eb is not None
+    assert await store.claim_agent(agent_id, a, ea, now_ms=T0)
+    assert not await other.claim_agent(agent_id, b, eb, now_ms=T0 + 1)
+
+    assert not await store.release_lease(a, ea + 1)
+    assert await store.release_lease(a, ea)
+    assert await store.agent_claim(agent_id, now_ms=T0 + 1) == AgentClaim(
+        agent_id=agent_id, host_id=None, lease_epoch=None, live=False
+    )
+    assert await other.claim_agent(agent_id, b, eb, now_ms=T0 + 1)
+
+
+async def test_a_fenced_commit_writes_while_its_claim_holds(store: Store) -> None:
+    """With its claim in place a fenced store commits as an unfenced one does."""
+    agent_id, host = await new_agent(store), fresh("host")
+    epoch = await store.acquire_lease(host, now_ms=T0, ttl_ms=TTL)
+    assert epoch is not None and await store.claim_agent(agent_id, host, epoch, now_ms=T0)
+    store.fence_with(host, epoch)
+    try:
+        assert store.fence == (host, epoch)
+        run_id = fresh("run")
+        await store.commit(turn_txn(agent_id, run_id))
+        assert [r.run_id for r in await store.runs(agent_id)] == [run_id]
+    finally:
+        store.fence_with(None)
+    assert store.fence is None
+
+
+async def test_a_stale_epochs_commit_is_refused_whole(store: Store, backend: Backend) -> None:
+    """Once a restart raised the host's epoch, a commit fenced by the old epoch raises LeaseLost
+    and nothing of it is written (so the same txn commits cleanly later)."""
+    other = await backend.open()
+    agent_id, host = await new_agent(store), fresh("host")
+    old = await store.acquire_lease(host, now_ms=T0, ttl_ms=TTL)
+    assert old is not None and await store.claim_agent(agent_id, host, old, now_ms=T0)
+    store.fence_with(host, old)
+    assert await other.acquire_lease(host, now_ms=T0 + 1, ttl_ms=TTL) == old + 1
+    txn = turn_txn(agent_id, fresh("run"))
+
+    lost = await _refused_whole(store, backend, txn, agent_id)
+
+    assert (lost.context["agent_id"], lost.context["host_id"]) == (agent_id, host)
+    store.fence_with(None)
+    await store.commit(txn)
+    assert len(await store.runs(agent_id)) == 1
+
+
+async def test_a_commit_for_an_agent_claimed_elsewhere_is_refused_whole(
+    store: Store, backend: Backend
+) -> None:
+    """Once another host claimed the agent (after this lease expired), this host's fenced
+    commit raises LeaseLost naming agent, host and epoch, and writes nothing."""
+    other = await backend.open()
+    agent_id, a, b = await new_agent(store), fresh("host"), fresh("host")
+    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
+    assert ea is not None and await store.claim_agent(agent_id, a, ea, now_ms=T0)
+    store.fence_with(a, ea)
+    try:
+        eb = await other.acquire_lease(b, now_ms=T0 + TTL, ttl_ms=TTL)
+        assert eb is not None and await other.claim_agent(agent_id, b, eb, now_ms=T0 + TTL)
+
+        lost = await _refused_whole(store, backend, turn_txn(agent_id, fresh("run")), agent_id)
+    finally:
+        store.fence_with(None)
+    assert lost.context == {"agent_id": agent_id, "host_id": a, "lease_epoch": ea}
+
+
+async def test_an_unfenced_store_and_the_inbox_are_not_fenced(
+    store: Store, backend: Backend
+) -> None:
+    """Without a fence commits go through whoever claims the agent; a fenced store still
+    accepts inbox messages for an agent it does not hold, but not its commits."""
+    other = await backend.open()
+    agent_id, a, b = await new_agent(store), fresh("host"), fresh("host")
+    eb = await other.acquire_lease(b, now_ms=T0, ttl_ms=TTL)
+    assert eb is not None and await other.claim_agent(agent_id, b, eb, now_ms=T0)
+    assert store.fence is None
+    first, refused, last = fresh("run"), fresh("run"), fresh("run")
+    await store.commit(turn_txn(agent_id, first))
+    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
+    assert ea is not None
+    store.fence_with(a, ea)
+    try:
+        ack = await store.post(agent_id, "hi", message_id=fresh("msg"), now_ms=T0)
+        with raises(LeaseLost):
+            await store.commit(turn_txn(agent_id, refused, pos=1))
+    finally:
+        store.fence_with(None)
+    await store.commit(turn_txn(agent_id, last, pos=1))
+    assert [r.run_id for r in await store.runs(agent_id)] == [first, last]
+    assert await store.inbox_message(ack.message_id) is not None
 
 
 def _collect() -> tuple[Contract, ...]:

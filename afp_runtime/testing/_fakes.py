@@ -1,4 +1,4 @@
-"""Fakes for tests, demos and scenarios: a virtual clock, scripted-model helpers, log capture.
+"""The fakes of ``afp_runtime.testing``: a virtual clock, scripted-model helpers, log capture.
 
 The fake clock only moves forward: by an explicit ``advance()``, or — inside
 ``FakeClock.autojump()`` — to the earliest pending deadline once every task is blocked
@@ -19,14 +19,6 @@ import anyio.lowlevel
 import structlog
 
 from afp_runtime.messages import ModelReply, ToolCall, Usage
-
-__all__ = [
-    "FakeClock",
-    "answer",
-    "call",
-    "capture_logs",
-    "tool_reply",
-]
 
 
 class _Deadline:

@@ -1,0 +1,282 @@
+"""The connection under the SQLite store: opening, migrations, transactions, reads.
+
+One writer connection per process, behind an anyio lock; each ``Txn`` is one short transaction,
+``synchronous=NORMAL`` unless the transaction precedes an effect leaving the process
+(``synchronous=FULL``, docs/architecture.md#decision-1-sync-durability-commits-each-stage). Every
+sqlite3 error becomes a ``StoreError``. The concerns of the store (``conversations``, ``inbox``,
+``questions``, ``runs``, ``leases``, ``health``) are mixins over this class; ``store.SqliteStore``
+puts them together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+import anyio
+import msgspec
+
+from afp_runtime.errors import SchemaTooNew, StoreDamaged, StoreError, StoreUnavailable
+from afp_runtime.records import ConversationState
+from afp_runtime.store.sqlite import writes
+from afp_runtime.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
+
+T = TypeVar("T")
+Core = TypeVar("Core", bound="SqliteCore")
+
+BUSY_TIMEOUT_MS = 5_000
+
+encoder = msgspec.msgpack.Encoder()
+_state_decoder = msgspec.msgpack.Decoder(ConversationState)
+map_decoder = msgspec.msgpack.Decoder(dict[str, Any])
+
+
+async def rows_of(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    """Every row of one statement inside a transaction."""
+    return list(await db.execute_fetchall(sql, params))
+
+
+class SqliteCore:
+    """One connection to one SQLite file (see ``store.SqliteStore``)."""
+
+    def __init__(self, path: Path, conn: aiosqlite.Connection, *, read_only: bool) -> None:
+        self.path = path
+        self._conn = conn
+        self._read_only = read_only
+        self._lock = anyio.Lock()
+        self._ids = writes.RowIds()
+        self._synchronous: str | None = None
+        self.transactions = 0
+        self._closed = False
+        self.full_transactions = 0
+        self.quick_checks = 0
+        # (host_id, lease_epoch) every commit is fenced by; None: unfenced (one process).
+        self._fence: tuple[str, int] | None = None
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls: type[Core],
+        path: str | Path,
+        *,
+        read_only: bool = False,
+        create: bool = True,
+        now_ms: int = 0,
+    ) -> Core:
+        """Open (and for writers create and migrate) the database at ``path``; with
+        ``create=False`` (and always read-only) a missing file is refused, never made.
+
+        Raises:
+            StoreUnavailable: the file cannot be opened (or does not exist and may not be made).
+            StoreDamaged: the file is not an afp_runtime database; it is left untouched.
+            SchemaTooNew: the file was written by a newer afp_runtime; it is left untouched.
+        """
+        given = str(path)
+        path = Path(path)
+        if (read_only or not create) and not await anyio.Path(path).exists():
+            raise StoreUnavailable(f"no database at {given}", path=given)
+        try:
+            if read_only:
+                conn = await aiosqlite.connect(
+                    f"file:{path}?mode=ro", uri=True, isolation_level=None
+                )
+            else:
+                conn = await aiosqlite.connect(path, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open the database {path}: {exc}") from exc
+        store = cls(path, conn, read_only=read_only)
+        try:
+            await store._prepare(now_ms)
+        except BaseException:
+            await conn.close()
+            raise
+        return store
+
+    async def _prepare(self, now_ms: int) -> None:
+        try:
+            await self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            await self._conn.execute("PRAGMA foreign_keys=ON")
+            tables = {
+                row[0]
+                for row in await self._conn.execute_fetchall(
+                    "SELECT name FROM sqlite_master WHERE type='table'"
+                )
+            }
+        except sqlite3.DatabaseError as exc:
+            raise StoreDamaged(
+                f"{self.path} is not a readable SQLite database ({exc}); it was not changed",
+                path=str(self.path),
+            ) from exc
+        if tables and "meta" not in tables:
+            raise StoreDamaged(
+                f"{self.path} is a SQLite database but not an afp_runtime one; it was not changed",
+                path=str(self.path),
+            )
+        version = 0
+        if "meta" in tables:
+            rows = await rows_of(self._conn, "SELECT value FROM meta WHERE key='schema_version'")
+            if not rows or not str(rows[0][0]).isdigit():
+                raise StoreDamaged(
+                    f"{self.path} has no readable schema version; it was not changed",
+                    path=str(self.path),
+                )
+            version = int(rows[0][0])
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{self.path} was written by a newer afp_runtime (schema {version}, "
+                f"this build knows {SCHEMA_VERSION}); it was not changed",
+                path=str(self.path),
+            )
+        if self._read_only:
+            if version == 0:
+                raise StoreUnavailable(f"{self.path} holds no afp_runtime data yet")
+            return
+        await self._conn.execute("PRAGMA journal_mode=WAL")
+        await self._set_synchronous("NORMAL")
+        if version < SCHEMA_VERSION:
+            await self._migrate(version, now_ms)
+
+    async def _migrate(self, version: int, now_ms: int) -> None:
+        async with self._transaction(full=True) as db:
+            if version == 0:
+                await db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                await db.execute(
+                    "CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                    " applied_at_ms INTEGER NOT NULL)"
+                )
+                await db.execute("INSERT INTO meta VALUES ('schema_version', '0')")
+            for number, name, sql in MIGRATIONS:
+                if number <= version:
+                    continue
+                # Comments go first: they may hold ';', which separates statements.
+                code = "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+                for statement in code.split(";"):
+                    if statement.strip():
+                        await db.execute(statement)
+                await db.execute("INSERT INTO migrations VALUES (?, ?, ?)", (number, name, now_ms))
+            await db.execute(
+                "UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),)
+            )
+
+    async def aclose(self) -> None:
+        """Close the connection (a writer first checkpoints the WAL); a second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        async with self._lock:
+            try:
+                if not self._read_only:
+                    await self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                pass  # closing still releases the file; the WAL is replayed at next open
+            await self._conn.close()
+
+    @property
+    def location(self) -> str:
+        """The database file, as messages name it."""
+        return str(self.path)
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version this build writes."""
+        return SCHEMA_VERSION
+
+    # -- transactions --------------------------------------------------------------------
+
+    async def _set_synchronous(self, level: str) -> None:
+        if self._synchronous != level:
+            await self._conn.execute(f"PRAGMA synchronous={level}")
+            self._synchronous = level
+
+    @asynccontextmanager
+    async def _transaction(self, *, full: bool = False) -> AsyncIterator[aiosqlite.Connection]:
+        if self._read_only:
+            raise StoreError("this store was opened read-only")
+        async with self._lock:
+            try:
+                await self._set_synchronous("FULL" if full else "NORMAL")
+                await self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"cannot start a transaction: {exc}") from exc
+            except BaseException:
+                # Cancelled while BEGIN was queued: it still runs on the connection's thread,
+                # which runs requests in order, so roll it back after it (else the connection
+                # stays inside a transaction and every later BEGIN fails).
+                with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error):
+                    await self._conn.execute("ROLLBACK")
+                raise
+            try:
+                yield self._conn
+                await self._conn.execute("COMMIT")
+            except BaseException as exc:
+                # Rowids cached inside the rolled-back transaction may name rows that never were.
+                self._ids.clear()
+                with anyio.CancelScope(shield=True):
+                    # If ROLLBACK fails the transaction is gone already; nothing was committed.
+                    with contextlib.suppress(sqlite3.Error):
+                        await self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"a store transaction failed: {exc}") from exc
+                raise
+            self.transactions += 1
+            self.full_transactions += int(full)
+
+    async def _write(self, work: Callable[[sqlite3.Connection], T], *, full: bool = False) -> T:
+        """Run ``work`` in one transaction on the connection's own thread: a single hop from
+        the event loop, however many statements it holds. Shielded: once begun it completes
+        or rolls back, never half-way."""
+        if self._read_only:
+            raise StoreError("this store was opened read-only")
+        level = "FULL" if full else "NORMAL"
+
+        def run(conn: sqlite3.Connection) -> T:
+            if self._synchronous != level:
+                conn.execute(f"PRAGMA synchronous={level}")
+                self._synchronous = level
+            return writes.in_transaction(conn, work)
+
+        with anyio.CancelScope(shield=True):
+            async with self._lock:
+                try:
+                    # aiosqlite runs queued functions on its connection thread, in order.
+                    result: T = await self._conn._execute(run, self._conn._conn)
+                except BaseException as exc:
+                    # Rowids cached inside the rolled-back transaction may name rows that
+                    # never were.
+                    self._ids.clear()
+                    if isinstance(exc, sqlite3.Error):
+                        raise StoreError(f"a store transaction failed: {exc}") from exc
+                    raise
+                self.transactions += 1
+                self.full_transactions += int(full)
+        return result
+
+    async def _agent_rowid(self, db: aiosqlite.Connection, agent_id: str) -> int:
+        rowid = self._ids.agents.get(agent_id)
+        if rowid is None:
+            rows = await rows_of(db, "SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
+            if not rows:
+                raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+            rowid = self._ids.agents[agent_id] = int(rows[0][0])
+        return rowid
+
+    def _decode_state(self, blob: bytes, agent_id: str) -> ConversationState:
+        try:
+            return _state_decoder.decode(blob)
+        except msgspec.DecodeError as exc:
+            raise StoreDamaged(
+                f"the conversation checkpoint of {agent_id!r} does not decode: {exc}",
+                agent_id=agent_id,
+            ) from exc
+
+    async def _fetch(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        try:
+            return list(await self._conn.execute_fetchall(sql, tuple(params)))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"a store read failed: {exc}") from exc

@@ -1,0 +1,111 @@
+"""Agents and their conversations: creating one, commits, checkpoints and history."""
+
+from __future__ import annotations
+
+from afp_runtime.errors import StoreDamaged, StoreError
+from afp_runtime.messages import Message, message_from_body
+from afp_runtime.records import ConversationState, ListRef, Txn
+from afp_runtime.store.sqlite import writes
+from afp_runtime.store.sqlite._core import SqliteCore, encoder, rows_of
+from afp_runtime.store.values import LoadedConversation
+
+
+class Conversations(SqliteCore):
+    """Agents, commits, checkpoints and the resolved history."""
+
+    async def commit(self, txn: Txn) -> None:
+        """Write ``txn`` in one transaction; nothing of it is written if any part fails."""
+        if txn.empty():
+            return
+        fence = self._fence
+        await self._write(lambda conn: writes.write_txn(conn, txn, self._ids, fence), full=txn.full)
+
+    async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
+        """Create the agent and its empty conversation when it does not exist yet."""
+        async with self._transaction() as db:
+            rows = await rows_of(db, "SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
+            if rows:
+                self._ids.agents[agent_id] = int(rows[0][0])
+                return
+            cursor = await db.execute(
+                "INSERT INTO agents (agent_id, created_at_ms) VALUES (?, ?)", (agent_id, now_ms)
+            )
+            rowid = cursor.lastrowid or 0
+            state = ConversationState(agent_id=agent_id, checkpointed_at_ms=now_ms)
+            await db.execute(
+                "INSERT INTO conversations VALUES (?, ?)", (rowid, encoder.encode(state))
+            )
+            self._ids.agents[agent_id] = rowid
+
+    async def conversation_state(self, agent_id: str) -> ConversationState | None:
+        """The stored checkpoint of ``agent_id`` without its messages, or None."""
+        rows = await self._fetch(
+            "SELECT c.state FROM conversations c JOIN agents a ON a.agent=c.agent"
+            " WHERE a.agent_id=?",
+            (agent_id,),
+        )
+        if not rows:
+            return None
+        return self._decode_state(rows[0][0], agent_id)
+
+    async def load_conversation(self, agent_id: str) -> LoadedConversation:
+        """The checkpoint and its history, resolved: O(window), not O(all history)."""
+        state = await self.conversation_state(agent_id)
+        if state is None:
+            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+        messages, fps = await self.resolve(agent_id, state.history)
+        return LoadedConversation(state=state, history=messages, fingerprints=fps)
+
+    async def resolve(
+        self, agent_id: str, ref: ListRef
+    ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
+        """The messages (with their markers) and fingerprints of a list reference."""
+        rows = await self._fetch("SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
+        if not rows:
+            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+        agent = rows[0][0]
+        messages: list[Message] = []
+        fps: list[str] = []
+        for start, end in ref.ranges:
+            found = await self._fetch(
+                "SELECT i.pos, i.fp, i.flags, i.injected_by, b.body FROM items i"
+                " LEFT JOIN bodies b ON b.fp=i.fp WHERE i.agent=? AND i.pos>=? AND i.pos<?"
+                " ORDER BY i.pos",
+                (agent, start, end),
+            )
+            if len(found) != end - start:
+                raise StoreDamaged(
+                    f"the history of {agent_id!r} names items {start}..{end - 1}, "
+                    f"but {len(found)} are stored",
+                    agent_id=agent_id,
+                )
+            for pos, fp, flags, injected_by, body in found:
+                if body is None:
+                    raise StoreDamaged(
+                        f"item {pos} of {agent_id!r} names body {fp.hex()}, which is missing",
+                        agent_id=agent_id,
+                    )
+                messages.append(
+                    message_from_body(
+                        body,
+                        not_dispatched=bool(flags & writes.NOT_DISPATCHED),
+                        injected_by=injected_by,
+                    )
+                )
+                fps.append(fp.hex())
+        return tuple(messages), tuple(fps)
+
+    async def fingerprints(self, agent_id: str, ref: ListRef) -> tuple[str, ...]:
+        """The fingerprints of a list reference's items, in order, without reading bodies."""
+        rows = await self._fetch("SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
+        if not rows:
+            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+        agent = rows[0][0]
+        fps: list[str] = []
+        for start, end in ref.ranges:
+            found = await self._fetch(
+                "SELECT fp FROM items WHERE agent=? AND pos>=? AND pos<? ORDER BY pos",
+                (agent, start, end),
+            )
+            fps.extend(row[0].hex() for row in found)
+        return tuple(fps)

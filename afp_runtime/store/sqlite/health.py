@@ -1,0 +1,56 @@
+"""Health checks and the clean-shutdown marker (docs/host.md#start-up step 1,
+docs/host.md#graceful-shutdown step 4)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import sqlite3
+
+import anyio
+
+from afp_runtime.errors import StoreError
+from afp_runtime.store.sqlite._core import SqliteCore
+
+
+class Health(SqliteCore):
+    """``quick_check``, ``integrity_check``, the body check and the clean-shutdown marker."""
+
+    async def clean_shutdown(self) -> bool:
+        """Whether the last host on this file recorded a clean shutdown."""
+        rows = await self._fetch("SELECT value FROM meta WHERE key='clean_shutdown'")
+        return bool(rows) and rows[0][0] == "1"
+
+    async def begin_serving(self) -> None:
+        """Clear the clean-shutdown marker: a host is about to write (a crash leaves it clear)."""
+        async with self._transaction(full=True) as db:
+            await db.execute("INSERT OR REPLACE INTO meta VALUES ('clean_shutdown', '0')")
+
+    async def mark_clean_shutdown(self) -> None:
+        """Record a clean shutdown and checkpoint the WAL into the main file."""
+        async with self._transaction(full=True) as db:
+            await db.execute("INSERT OR REPLACE INTO meta VALUES ('clean_shutdown', '1')")
+        async with self._lock:
+            with contextlib.suppress(sqlite3.Error):
+                await self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    async def quick_check(self) -> list[str]:
+        """``PRAGMA quick_check``: ``['ok']`` on a healthy file (counted in ``quick_checks``)."""
+        self.quick_checks += 1
+        try:
+            return [str(r[0]) for r in await self._fetch("PRAGMA quick_check")]
+        except StoreError as exc:
+            return [str(exc)]
+
+    async def integrity_check(self) -> list[str]:
+        """``PRAGMA integrity_check``: ``['ok']`` on a healthy file."""
+        return [str(r[0]) for r in await self._fetch("PRAGMA integrity_check")]
+
+    async def body_check(self) -> list[str]:
+        """Fingerprints whose stored body no longer hashes to them (content addressing)."""
+        rows = await self._fetch("SELECT fp, body FROM bodies")
+
+        def check() -> list[str]:
+            return [fp.hex() for fp, body in rows if hashlib.sha256(body).digest() != fp]
+
+        return await anyio.to_thread.run_sync(check)

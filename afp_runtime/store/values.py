@@ -1,0 +1,130 @@
+"""The values the store port reads and answers with (agents, runs, inbox messages, bundles,
+acknowledgements, the tool journal, leases and claims): frozen, backend-neutral."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from afp_runtime.messages import Message, Usage
+from afp_runtime.records import ConversationState
+
+
+class AgentRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """An agent and a summary of its conversation."""
+
+    agent_id: str
+    created_at_ms: int
+    turn: int
+    model_calls: int
+    messages: int
+    usage_totals: Usage
+    status: str
+
+
+class RunRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """One run of a turn.
+
+    Attributes:
+        answer: the final answer's text, once the run answered (runs committed before schema
+            version 11 have none here; their commit log holds it).
+        error_kind: why the run stopped held or stalled (wire ``errorKind``).
+        error: the same in words.
+    """
+
+    run_id: str
+    agent_id: str
+    turn: int
+    kind: str
+    message_id: str
+    status: str
+    started_at_ms: int
+    bundles: int
+    recovered_from: str | None = None
+    ended_at_ms: int | None = None
+    usage: Usage | None = None
+    answer: str | None = None
+    error_kind: str | None = None
+    error: str | None = None
+
+
+class InboxRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """A person's message in an agent's durable inbox."""
+
+    message_id: str
+    agent_id: str
+    position: int
+    text: str
+    status: str
+    accepted_at_ms: int
+    turn: int | None = None
+    idempotency_key: str | None = None
+    sender: str | None = None
+    time: dict[str, Any] | None = None
+
+
+class StoredBundle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A committed bundle as read back: message-list values are still references."""
+
+    run_id: str
+    seq: int
+    stage: str
+    runtime_stage_id: str
+    iteration: int
+    committed_at_ms: int
+    writes: list[dict[str, Any]]
+
+
+class LoadedConversation(msgspec.Struct, frozen=True, kw_only=True):
+    """A conversation as a run restores it: the checkpoint and the resolved history."""
+
+    state: ConversationState
+    history: tuple[Message, ...]
+    fingerprints: tuple[str, ...]
+
+
+class Ack(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The acknowledgement of a durably accepted inbox message."""
+
+    message_id: str
+    accepted_at_ms: int
+    position: int
+    duplicate: bool = False
+
+
+class JournalEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """What the journal knows of one tool call of a turn."""
+
+    started: bool
+    finished: bytes | None
+
+
+class AgentClaim(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Who holds an agent, as one read of its row and its claimant's lease row.
+
+    Attributes:
+        agent_id: the agent.
+        host_id: the claiming host, None when the agent was never claimed or was released.
+        lease_epoch: the lease epoch the claim was made under (wire ``leaseEpoch``).
+        live: the claimant's lease row still carries that epoch and has not expired, so no
+            other host may claim the agent now.
+    """
+
+    agent_id: str
+    host_id: str | None
+    lease_epoch: int | None
+    live: bool
+
+
+class LeaseRenewal(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The result of one renewal period.
+
+    Attributes:
+        renewed: this host's row still carried its epoch and was extended; False means the
+            lease was lost (someone raised the epoch), and nothing was written.
+        taken_over: hosts whose expired lease this period took over (their epoch raised by 1).
+    """
+
+    renewed: bool
+    taken_over: tuple[str, ...] = ()
