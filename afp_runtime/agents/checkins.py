@@ -19,13 +19,7 @@ from afp_runtime.errors import (
     QuestionClosed,
     shown,
 )
-from afp_runtime.periods import (
-    AnswerProblem,
-    Facts,
-    TimeQuestion,
-    check_time_answer,
-    parse_instant,
-)
+from afp_runtime.periods import AnswerProblem, Facts, TimeQuestion, check_time_answer, parse_instant
 from afp_runtime.records import QuestionRow
 from afp_runtime.store import CheckpointStore
 

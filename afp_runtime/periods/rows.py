@@ -57,8 +57,6 @@ BoundBy = Literal["quote", "value"]
 NotFilledWhy = Literal["no-window", "several-mentions", "open-reading"]
 """Why nothing was written into a call that omitted its period (docs/time.md#fill-path)."""
 
-NOT_FILLED_WHYS: Final[tuple[str, ...]] = get_args(NotFilledWhy)
-
 DriftOutcome = Literal["shifted", "redrawn"]
 """What dispatching later than ``now`` did to a look-back call (docs/time.md#drift)."""
 

@@ -104,15 +104,6 @@ ANSWER_REASON_TEXTS: Final[Mapping[str, str]] = {
 (docs/time.md#judging-answers)."""
 
 
-def answer_reason_text(reason: str) -> str:
-    """The authored sentence for an answer's reason code (docs/time.md#judging-answers).
-
-    Raises:
-        KeyError: ``reason`` is not one of ``ANSWER_REASONS``.
-    """
-    return ANSWER_REASON_TEXTS[reason]
-
-
 def refusal_observation(
     tool_name: str,
     refused: TimeRefusal,

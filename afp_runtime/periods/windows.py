@@ -126,10 +126,6 @@ class TurnWindows(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     open: tuple[OpenMention, ...] = ()
 
 
-NO_WINDOWS = TurnWindows()
-"""A turn with no mention at all."""
-
-
 def wire_row(row: object) -> Mapping[str, Any] | None:
     """A ledger row as its wire mapping (camelCase keys), or None when it is not one.
 

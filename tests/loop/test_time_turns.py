@@ -14,14 +14,9 @@ from afp_runtime.agents import Agent, abandon_question, answer_question
 from afp_runtime.errors import TimeNotEnabled
 from afp_runtime.loop import AgentDriver, Emitter
 from afp_runtime.models import ScriptedModel
-from afp_runtime.periods import (
-    Bound,
-    BoundsForm,
-    LookbackForm,
-    Period,
-    TimeConfig,
-    TimePolicy,
-)
+from afp_runtime.periods import Period, TimeConfig
+from afp_runtime.periods.forms import Bound, BoundsForm, LookbackForm
+from afp_runtime.periods.policy import TimePolicy
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import TIME_LINE_PREFIX

@@ -3,20 +3,11 @@ form shorthands ``EPOCH``, ``LOOKBACK``, ``DAY`` and ``WALL``."""
 
 from __future__ import annotations
 
-from afp_runtime.periods import (
-    AskedWindow,
-    Bound,
-    BoundsForm,
-    DayForm,
-    Instant,
-    LookbackForm,
-    PeriodContext,
-    TimeRange,
-    ZoneArgument,
-    lookback_range,
-    parse_duration,
-    parse_instant,
-)
+from afp_runtime.periods import Instant, PeriodContext, parse_instant
+from afp_runtime.periods.convert import AskedWindow
+from afp_runtime.periods.durations import parse_duration
+from afp_runtime.periods.forms import Bound, BoundsForm, DayForm, LookbackForm, ZoneArgument
+from afp_runtime.periods.ranges import TimeRange, lookback_range
 
 LA = "America/Los_Angeles"
 NOW = parse_instant("2026-10-09T15:40:00Z")

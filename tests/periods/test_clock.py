@@ -11,17 +11,16 @@ import pytest
 
 from afp_runtime.errors import InvalidValue
 from afp_runtime.periods import (
-    ClockRow,
     MessageTime,
-    PersonWindow,
     TimeClock,
-    TimeRange,
     clock_from_wire,
     clock_row,
     message_time_from_wire,
     parse_instant,
     turn_clock,
 )
+from afp_runtime.periods.clock import ClockRow
+from afp_runtime.periods.ranges import PersonWindow, TimeRange
 
 LA = "America/Los_Angeles"
 ACCEPTED_MS = 1791560400000  # 2026-10-09T15:40:00Z

@@ -3,20 +3,17 @@ docs/time.md#how-this-is-tested)."""
 
 from __future__ import annotations
 
-from afp_runtime.periods import (
+from afp_runtime.periods import Period, forms_of, parse_instant
+from afp_runtime.periods.convert import Conversion, convert_exact
+from afp_runtime.periods.forms import (
     Bound,
     BoundsForm,
-    Conversion,
     DayForm,
     JoinedForm,
     LookbackForm,
     ObjectForm,
     ObjectKeys,
-    Period,
     ZoneArgument,
-    convert_exact,
-    forms_of,
-    parse_instant,
 )
 from tests.periods._build import (
     DAY,

@@ -11,29 +11,29 @@ from hypothesis import strategies as st
 
 from afp_runtime.errors import InvalidValue
 from afp_runtime.periods import (
-    Bound,
-    BoundsForm,
     CallDecision,
     CallToBind,
     Facts,
-    Form,
-    JoinedForm,
-    LookbackForm,
-    MissingRule,
     PeriodContext,
-    TimeRange,
-    ZoneArgument,
     assume,
-    call_window_of,
     decide_call,
-    lookback_range,
     parse_instant,
-    points_at,
-    read_back,
-    time_row_to_wire,
     tool_time,
     turn_windows_of,
 )
+from afp_runtime.periods.decide import call_window_of, points_at
+from afp_runtime.periods.declare import MissingRule
+from afp_runtime.periods.forms import (
+    Bound,
+    BoundsForm,
+    Form,
+    JoinedForm,
+    LookbackForm,
+    ZoneArgument,
+)
+from afp_runtime.periods.ranges import TimeRange, lookback_range
+from afp_runtime.periods.readback import read_back
+from afp_runtime.periods.rows import time_row_to_wire
 from tests.periods._build import (
     DAY,
     EPOCH,

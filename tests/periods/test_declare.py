@@ -11,23 +11,24 @@ import pytest
 
 from afp_runtime.errors import PeriodDeclarationError
 from afp_runtime.periods import (
-    Assume,
-    Bound,
-    BoundsForm,
-    DayForm,
     Facts,
-    JoinedForm,
-    LookbackForm,
-    ObjectForm,
-    ObjectKeys,
     Period,
-    ZoneArgument,
     assume,
     check_against_schema,
     facts_of,
     forms_of,
     period_from_wire,
-    period_to_wire,
+)
+from afp_runtime.periods.declare import Assume, period_to_wire
+from afp_runtime.periods.forms import (
+    Bound,
+    BoundsForm,
+    DayForm,
+    JoinedForm,
+    LookbackForm,
+    ObjectForm,
+    ObjectKeys,
+    ZoneArgument,
 )
 from tests.periods._build import EPOCH
 

@@ -12,21 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from afp_runtime.errors import InvalidValue
-from afp_runtime.periods import (
-    CallWindowRow,
-    Form,
-    Instant,
-    PersonWindow,
-    TimeRange,
-    call_row_of,
-    dispatch_call,
-    dispatched_at_of,
-    dispatched_at_text,
-    drift_of,
-    time_row_to_wire,
-    tool_time,
-    turn_windows_of,
-)
+from afp_runtime.periods import CallWindowRow, Instant, dispatch_call, tool_time, turn_windows_of
+from afp_runtime.periods.dispatch import call_row_of, dispatched_at_of, dispatched_at_text, drift_of
+from afp_runtime.periods.forms import Form
+from afp_runtime.periods.ranges import PersonWindow, TimeRange
+from afp_runtime.periods.rows import time_row_to_wire
 from tests.periods._build import (
     EPOCH,
     LA,

@@ -10,16 +10,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from afp_runtime.periods import (
-    ENGLISH_READER_ID,
-    EnglishReader,
+from afp_runtime.periods import Reading, TimeParts
+from afp_runtime.periods.english import ENGLISH_READER_ID, EnglishReader, read_english
+from afp_runtime.periods.parts import Relative
+from afp_runtime.periods.reader import (
     Mention,
-    Reading,
     RefusedMention,
-    Relative,
-    TimeParts,
     TimeReader,
-    read_english,
     reader_info,
     validate_reading,
 )

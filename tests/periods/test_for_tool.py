@@ -5,22 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from afp_runtime.periods import (
-    Bound,
-    BoundsForm,
-    Conversion,
-    DayForm,
-    Facts,
-    LookbackForm,
-    Refusal,
-    convert_for_tool,
-    convert_widened,
-    form_facts,
-    partly_beyond_retention,
-    period_fact_problem,
-    tool_facts,
-    trimmed_by_tool,
-)
+from afp_runtime.periods import Facts, Refusal, convert_for_tool, form_facts, tool_facts
+from afp_runtime.periods.convert import Conversion, convert_widened, trimmed_by_tool
+from afp_runtime.periods.facts import partly_beyond_retention, period_fact_problem
+from afp_runtime.periods.forms import Bound, BoundsForm, DayForm, LookbackForm
 from tests.periods._build import (
     DAY,
     EPOCH,

@@ -8,19 +8,16 @@ import msgspec
 import pytest
 
 from afp_runtime.errors import InvalidValue
-from afp_runtime.periods import (
-    Instant,
+from afp_runtime.periods import Instant, parse_instant
+from afp_runtime.periods.durations import is_duration, parse_duration, spell_duration
+from afp_runtime.periods.instants import is_instant
+from afp_runtime.periods.ranges import (
     PersonWindow,
     TimeRange,
     from_inclusive,
-    is_duration,
-    is_instant,
     last_included,
     lookback_bounds,
     lookback_range,
-    parse_duration,
-    parse_instant,
-    spell_duration,
 )
 from tests.periods._build import MORNING, NOW, rng
 

@@ -11,23 +11,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from afp_runtime.errors import AgentDefinitionError
-from afp_runtime.periods import (
+from afp_runtime.periods import TimeClock, TimeParts, resolve
+from afp_runtime.periods.candidates import Resolution
+from afp_runtime.periods.english import read_english
+from afp_runtime.periods.parts import FixedDate, NumericDate, Wall
+from afp_runtime.periods.policy import (
     AppliedPolicy,
     Choice,
-    FixedDate,
     NoneChoice,
-    NumericDate,
     OnlyChoice,
     OpenChoice,
     PolicyChoice,
-    Resolution,
-    TimeClock,
-    TimeParts,
     TimePolicy,
-    Wall,
     apply_policy,
-    read_english,
-    resolve,
     with_confirm,
 )
 

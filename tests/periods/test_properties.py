@@ -9,33 +9,24 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from afp_runtime.periods import (
-    NS_PER_MS,
-    AskedWindow,
+from afp_runtime.periods import Facts, Instant, PeriodContext, convert_for_tool
+from afp_runtime.periods.convert import AskedWindow, Conversion, convert_exact
+from afp_runtime.periods.durations import spell_duration
+from afp_runtime.periods.forms import (
     Bound,
     BoundsForm,
-    Conversion,
     DayForm,
-    Facts,
     Form,
-    Instant,
     JoinedForm,
     LookbackForm,
     ObjectForm,
     ObjectKeys,
-    PeriodContext,
-    TimeRange,
     ZoneArgument,
-    convert_exact,
-    convert_for_tool,
-    date_start,
-    local_date,
-    lookback_bounds,
-    lookback_range,
-    read_back,
-    spell_duration,
-    to_zone,
 )
+from afp_runtime.periods.instants import NS_PER_MS
+from afp_runtime.periods.ranges import TimeRange, lookback_bounds, lookback_range
+from afp_runtime.periods.readback import read_back
+from afp_runtime.periods.zones import date_start, local_date, to_zone
 from tests.periods._build import DAY, EPOCH, NOW
 
 TZ = ZoneArgument(argument="tz")

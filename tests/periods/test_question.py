@@ -11,30 +11,27 @@ import pytest
 
 from afp_runtime.errors import InvalidAnswer
 from afp_runtime.periods import (
-    ANSWER_REASON_TEXTS,
-    ANSWER_REASONS,
     CallToBind,
     Facts,
-    JoinedForm,
     OpenMention,
     TimeConfig,
     TimeQuestion,
-    answered_call_windows,
     check_time_answer,
-    choice_label,
     clock_row,
     decide_call,
-    lookback_range,
     parse_instant,
     read_message,
     time_answer_row,
     time_question,
-    time_row_to_wire,
     turn_clock,
     turn_windows_of,
     validate_time_row,
-    waiting_facts,
 )
+from afp_runtime.periods.forms import JoinedForm
+from afp_runtime.periods.question import answered_call_windows, choice_label, waiting_facts
+from afp_runtime.periods.ranges import lookback_range
+from afp_runtime.periods.rows import time_row_to_wire
+from afp_runtime.periods.texts import ANSWER_REASON_TEXTS, ANSWER_REASONS
 from tests.periods._build import (
     EPOCH,
     LA,

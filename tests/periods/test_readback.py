@@ -7,22 +7,17 @@ from typing import Any
 
 import pytest
 
-from afp_runtime.periods import (
+from afp_runtime.periods import Period, forms_of
+from afp_runtime.periods.forms import (
     Bound,
     BoundsForm,
     JoinedForm,
     LookbackForm,
     ObjectForm,
     ObjectKeys,
-    Period,
-    ReadBack,
-    SentGap,
     ZoneArgument,
-    find_sent_gap,
-    forms_of,
-    is_missing,
-    read_back,
 )
+from afp_runtime.periods.readback import ReadBack, SentGap, find_sent_gap, is_missing, read_back
 from tests.periods._build import DAY, EPOCH, LA, SIGNED, WALL, ctx, rng
 
 ISO_INCLUSIVE = JoinedForm(argument="w", as_="iso", joiner="..", edge="inclusive")

@@ -8,18 +8,13 @@ import msgspec
 import pytest
 
 from afp_runtime.errors import TimeReaderError
-from afp_runtime.periods import (
+from afp_runtime.periods import Reading, TimeParts
+from afp_runtime.periods.parts import FixedDate, NumericDate, RangeSide, Relative, Wall
+from afp_runtime.periods.reader import (
     MAX_MENTIONS,
     MAX_PARSES,
-    FixedDate,
     Mention,
-    NumericDate,
-    RangeSide,
-    Reading,
     RefusedMention,
-    Relative,
-    TimeParts,
-    Wall,
     validate_reading,
 )
 

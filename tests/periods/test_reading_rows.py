@@ -11,22 +11,20 @@ import pytest
 
 from afp_runtime.errors import AgentDefinitionError, InvalidValue, TimeReaderError
 from afp_runtime.periods import (
-    ENGLISH_READER_ID,
-    TZDATA_VERSION,
-    EnglishReader,
-    OpenChoice,
-    ReaderInfo,
     TimeClock,
     TimeConfig,
-    TimePolicy,
-    TimeReadingRow,
     read_message,
-    rows_of_turn,
     time_config_from_wire,
     time_config_to_wire,
     turn_windows_of,
     validate_time_row,
 )
+from afp_runtime.periods.english import ENGLISH_READER_ID, EnglishReader
+from afp_runtime.periods.policy import OpenChoice, TimePolicy
+from afp_runtime.periods.reader import ReaderInfo
+from afp_runtime.periods.reading_rows import TimeReadingRow
+from afp_runtime.periods.windows import rows_of_turn
+from afp_runtime.periods.zones import TZDATA_VERSION
 
 LA = "America/Los_Angeles"
 CLOCK = TimeClock(now="2026-10-09T15:40:00Z", now_source="inbox", zone=LA, zone_source="agent")

@@ -11,21 +11,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from afp_runtime.errors import InvalidValue
-from afp_runtime.periods import (
-    FixedDate,
-    Instant,
-    NumericDate,
-    RangeSide,
-    Relative,
-    Resolution,
-    TimeCandidate,
-    TimeClock,
-    TimeParts,
-    TimePolicy,
-    Wall,
-    read_english,
-    resolve,
-)
+from afp_runtime.periods import Instant, TimeClock, TimeParts, resolve
+from afp_runtime.periods.candidates import Resolution, TimeCandidate
+from afp_runtime.periods.english import read_english
+from afp_runtime.periods.parts import FixedDate, NumericDate, RangeSide, Relative, Wall
+from afp_runtime.periods.policy import TimePolicy
 
 LA = "America/Los_Angeles"
 NOW = "2026-10-09T15:40:00Z"

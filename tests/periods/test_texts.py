@@ -8,7 +8,6 @@ import pytest
 
 from afp_runtime.periods import (
     TIME_LINE_PREFIX,
-    TIME_REFUSALS,
     Facts,
     abandoned_observation,
     filled_note,
@@ -17,6 +16,7 @@ from afp_runtime.periods import (
     time_line,
     unsettled_observation,
 )
+from afp_runtime.periods.facts import TIME_REFUSALS
 from tests.periods._build import DAY, EPOCH, LA, LOOKBACK, MORNING, NOW, TODAY, YMORN
 from tests.periods.test_decide import call, decide
 from tests.periods.test_windows import answered_turn

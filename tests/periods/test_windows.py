@@ -11,15 +11,9 @@ from typing import Any
 
 import msgspec
 
-from afp_runtime.periods import (
-    OpenReading,
-    PersonWindow,
-    TimeAnswerRow,
-    TimeRange,
-    TurnWindows,
-    lookback_range,
-    turn_windows_of,
-)
+from afp_runtime.periods import OpenReading, TurnWindows, turn_windows_of
+from afp_runtime.periods.ranges import PersonWindow, TimeRange, lookback_range
+from afp_runtime.periods.rows import TimeAnswerRow
 from tests.periods._build import LA, MORNING, NOW, TODAY, YDAY, YMORN
 
 # --- wire-row builders (shared) ---------------------------------------------------------------
