@@ -18,7 +18,7 @@ import msgspec
 from litestar import Litestar, Response, get
 from litestar.datastructures import State
 
-from afp_runtime.api import agents, events, questions, runs
+from afp_runtime.api import agents, events, findings, inbox, questions, runs, window
 from afp_runtime.api._context import STATE_KEY, ApiContext
 from afp_runtime.api._guard import Guard
 from afp_runtime.api._problems import EXCEPTION_HANDLERS
@@ -85,6 +85,9 @@ def create_app(
     app = Litestar(
         route_handlers=[
             *agents.HANDLERS,
+            *inbox.HANDLERS,
+            *window.HANDLERS,
+            *findings.HANDLERS,
             *questions.HANDLERS,
             *runs.HANDLERS,
             *events.HANDLERS,

@@ -42,9 +42,9 @@ from afp_runtime.api._params import (
     query_int,
 )
 from afp_runtime.api._problems import ApiError
-from afp_runtime.api.agents import window_records
 from afp_runtime.api.constants import MAX_SERVED_PAGE
 from afp_runtime.api.shapes import DismissAccepted, ResumeAccepted
+from afp_runtime.api.window import window_records
 from afp_runtime.errors import RunNotHeld, RunNotResumable
 from afp_runtime.host import AgentNotHosted
 from afp_runtime.records import MESSAGE_LIST_KEYS, ListRef, RunLog

@@ -140,34 +140,41 @@ class Run:
         # Why an extension holds the turn at seed (error kind, error), if one does.
         self.seed_hold: tuple[str, str] | None = None
         self.committer = Committer(store, definition.durability, self.hooks)
+        # What a run carries across its stages, each with the stage that owns it (writes it);
+        # everything else passes between stages as arguments and results. Each field that must
+        # outlive the run is also in the checkpoint or the commit log.
+        # -- the conversation (owner: seed, then the stage that appends or rebases)
         self.conv: ConversationState = loaded.state
         self.history: list[Message] = list(loaded.history)
         self.fps: list[str] = list(loaded.fingerprints)
         self.used_call_ids = {c.id for m in self.history for c in m.tool_calls}
+        # -- bundle numbering and event ids (owner: begin and bundle)
         self.seq = 0
         self.event_stage_id = ""
+        self.stage = "seed"
+        # -- the turn's progress (owner: seed restores; call-model counts; wrap-up and final
+        #    record how the budget ended; tool-calls and wrap-up advance the iteration)
         self.iteration = 1
         self.epochs = 0
         self.run_usage = Usage()
         self.wrap_up_asked = False
         self.stopped_early: dict[str, Any] | None = None
-        self.served: dict[str, Any] = {}
-        self.digest: RunningDigest = start_digest(run_id)
-        self.schema_hashes: dict[str, str] = {}
-        # Window inputs (docs/window.md#stand-down, docs/window.md#measurement,
-        # docs/window.md#what-a-visit-offers): restored at seed, updated by stages.
+        # -- what the window visit reads (owner: seed restores; window and call-model update;
+        #    docs/window.md#stand-down, docs/window.md#measurement,
+        #    docs/window.md#what-a-visit-offers)
         self.origins: list[MessageOrigin] = []
         self.last_usage: Usage | None = None
         self.usage_missing = False
         self.prior: tuple[PriorVisitRef, ...] = ()
-        # Whether the running digest was last extended with stubs applied.
+        # -- the receipt's base (owner: receipt; seed sets the base counts, window restarts the
+        #    digest when it rebases; docs/served.md#receipt-fields)
+        self.served: dict[str, Any] = {}
+        self.digest: RunningDigest = start_digest(run_id)
         self.digest_had_substitutions = False
-        # Fingerprint counts of the base receipt's as-sent list (docs/served.md#receipt-fields), set
-        # at seed.
+        self.schema_hashes: dict[str, str] = {}
         self.base_counts: dict[str, int] = {}
         # True while the base receipt is this run's previous call and the window only grew.
         self.base_is_prefix = False
-        self.stage = "seed"
 
     # -- plumbing ---------------------------------------------------------------------------
 

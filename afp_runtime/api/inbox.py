@@ -1,0 +1,187 @@
+"""Endpoints of an agent's inbox: posting a message, the list, one message
+(docs/api.md#endpoints).
+
+Readings settled here:
+
+* ``POST …/inbox`` takes ``{text, idempotencyKey?, from?, time?}``. A body that is not a JSON
+  object is 400 ``invalid-body``; a wrong field is 422 ``invalid-body`` naming it (unknown
+  fields included, ``time.zone`` and the like too); ``time`` for an agent without time is 422
+  ``time-not-enabled``. ``from`` is 1..128 code points. The 200 of an idempotent repeat
+  carries the original acknowledgement (status ``queued``).
+* An inbox message's ``runId`` is the latest run of its turn, and its ``answer`` (answered) or
+  ``errorKind``/``error`` (stalled, held) come from that run, in lists too; the one-message
+  endpoint also reads them from the commit log or the open turn for runs of older schemas.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, Response, get, post
+from litestar.datastructures import State
+
+from afp_runtime.api._body import json_object
+from afp_runtime.api._context import context_of
+from afp_runtime.api._params import (
+    IDEMPOTENCY_KEY,
+    MESSAGE_ID,
+    Page,
+    PathText,
+    limit_of,
+    page_of,
+    path_param,
+    query,
+    query_choice,
+)
+from afp_runtime.api._problems import ApiError
+from afp_runtime.api.constants import INBOX_STATUSES, SENDER_LIMIT, TEXT_LIMIT
+from afp_runtime.api.shapes import (
+    InboxMessage,
+    InboxPosted,
+    iso_instant,
+)
+from afp_runtime.api.views import inbox_messages
+from afp_runtime.errors import IdempotencyConflict, InvalidValue, TimeNotEnabled
+from afp_runtime.host import AgentNotHosted
+
+_BODY_FIELDS = frozenset({"text", "idempotencyKey", "from", "time"})
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _invalid(field: str, message: str, value: object) -> ApiError:
+    return ApiError(422, "invalid-body", message, field=field, value=value)
+
+
+def _text_field(body: dict[str, Any], field: str, limit: int) -> str | None:
+    value = body.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 1 <= len(value) <= limit:
+        raise _invalid(field, f"{field} must be a string of 1 to {limit:,} characters", value)
+    if _SURROGATE.search(value):
+        raise _invalid(field, f"{field} must not hold lone surrogate code points", value)
+    return value
+
+
+@post(
+    "/v1/agents/{agent_id:str}/inbox",
+    summary="Post a message",
+    tags=["inbox"],
+    status_code=202,
+)
+async def post_inbox(
+    state: State, agent_id: PathText, request: Request[Any, Any, Any]
+) -> Response[InboxPosted]:
+    """Accept a person's message durably; 202 only after it is committed."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    body = json_object(await request.body())
+    for field in body:
+        if field not in _BODY_FIELDS:
+            raise _invalid(field, f"{field} is not a field of an inbox message", body[field])
+    text = _text_field(body, "text", TEXT_LIMIT)
+    if text is None:
+        raise _invalid("text", "text is required", None)
+    key = body.get("idempotencyKey")
+    if key is not None and (not isinstance(key, str) or IDEMPOTENCY_KEY.fullmatch(key) is None):
+        raise _invalid("idempotencyKey", "idempotencyKey must be 1 to 128 of [A-Za-z0-9._:-]", key)
+    sender = _text_field(body, "from", SENDER_LIMIT)
+    time = body.get("time")
+    if time is not None and not isinstance(time, dict):
+        raise _invalid("time", "time must be an object {now?, zone?, window?}", time)
+    try:
+        ack = await ctx.host.post(agent_id, text, idempotency_key=key, sender=sender, time=time)
+    except TimeNotEnabled as exc:
+        raise ApiError(422, "time-not-enabled", exc.message, field="time", value=time) from exc
+    except AgentNotHosted as exc:
+        raise ApiError(
+            409, "agent-not-hosted", f"agent {agent_id!r} is not run by this host"
+        ) from exc
+    except IdempotencyConflict as exc:
+        raise ApiError(
+            409,
+            "idempotency-conflict",
+            "this idempotencyKey was used before for another text",
+            field="idempotencyKey",
+            value=key,
+        ) from exc
+    except InvalidValue as exc:
+        field = str(exc.context.get("field", "text"))
+        value = body.get(field) if "." not in field else time
+        raise _invalid(field, exc.message, value) from exc
+    posted = InboxPosted(
+        message_id=ack.message_id,
+        agent_id=agent_id,
+        accepted_at=iso_instant(ack.accepted_at_ms),
+        status="queued",
+        position=ack.position,
+    )
+    return Response(posted, status_code=200 if ack.duplicate else 202)
+
+
+@get("/v1/agents/{agent_id:str}/inbox", summary="List the inbox", tags=["inbox"])
+async def list_inbox(
+    state: State,
+    agent_id: PathText,
+    status: Annotated[str | None, query("status")] = None,
+    limit: Annotated[str | None, query("limit")] = None,
+    cursor: Annotated[str | None, query("cursor")] = None,
+) -> Page[InboxMessage]:
+    """The agent's inbox messages in position order, optionally of one status."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    query_choice("status", status, INBOX_STATUSES)
+    size = limit_of(limit)
+    rows = await ctx.reader.inbox(agent_id, status=status)
+    messages = inbox_messages(rows, await ctx.reader.runs(agent_id))
+    return page_of(messages, limit=size, cursor=cursor)
+
+
+@get(
+    "/v1/agents/{agent_id:str}/inbox/{message_id:str}",
+    summary="One inbox message",
+    tags=["inbox"],
+)
+async def one_message(state: State, agent_id: PathText, message_id: PathText) -> InboxMessage:
+    """One message with its status, latest run, answer or error."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    path_param("messageId", message_id, MESSAGE_ID)
+    row = await ctx.reader.inbox_message(message_id)
+    if row is None or row.agent_id != agent_id:
+        raise ApiError(
+            404,
+            "message-not-found",
+            f"agent {agent_id!r} has no inbox message {message_id!r}",
+            field="messageId",
+            value=message_id,
+        )
+    runs = [run for run in await ctx.reader.runs(agent_id) if run.message_id == message_id]
+    [shown] = inbox_messages([row], runs)
+    if row.status == "answered" and shown.answer is None and runs:
+        # A run that ended before schema version 11 keeps its answer in its commit log only.
+        last = await ctx.reader.last_bundle(runs[-1].run_id)
+        found = next(
+            (
+                w.get("value")
+                for w in (last.writes if last else [])
+                if w.get("key") == "finalAnswer"
+            ),
+            None,
+        )
+        shown = msgspec.structs.replace(shown, answer=found if isinstance(found, str) else None)
+    if row.status in ("stalled", "held") and shown.error_kind is None:
+        conversation = await ctx.reader.conversation_state(agent_id)
+        turn = conversation.open_turn if conversation is not None else None
+        if turn is not None and turn.message_id == message_id:
+            shown = msgspec.structs.replace(shown, error_kind=turn.error_kind, error=turn.error)
+    return shown
+
+
+HANDLERS = [
+    post_inbox,
+    list_inbox,
+    one_message,
+]

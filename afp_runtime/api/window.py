@@ -1,0 +1,180 @@
+"""Endpoints of what an agent's window did: window records and folded spans with their
+original messages (docs/api.md#endpoints)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import get
+from litestar.datastructures import State
+
+from afp_runtime.api._context import ApiContext, context_of
+from afp_runtime.api._params import (
+    FINGERPRINT,
+    RUN_ID,
+    Page,
+    PathText,
+    limit_of,
+    page_of,
+    path_param,
+    query,
+    query_flag,
+    query_int,
+    query_text,
+)
+from afp_runtime.api._problems import ApiError
+from afp_runtime.api.shapes import (
+    FoldedMessages,
+    FoldedSpanView,
+)
+from afp_runtime.records import StoredFoldedSpan
+from afp_runtime.served import folded_from_log
+from afp_runtime.store import RunRow
+
+
+async def window_records(ctx: ApiContext, runs: list[RunRow]) -> list[dict[str, Any]]:
+    """The window records (``compactions``) of these runs, in commit order."""
+    records: list[dict[str, Any]] = []
+    for run in runs:
+        for bundle in await ctx.reader.bundles(run.run_id):
+            for write in bundle.writes:
+                if write.get("key") != "compactions":
+                    continue
+                for record in write.get("value") or []:
+                    records.append(
+                        {
+                            "runId": run.run_id,
+                            "turn": run.turn,
+                            "runtimeStageId": bundle.runtime_stage_id,
+                            **record,
+                        }
+                    )
+    return records
+
+
+@get(
+    "/v1/agents/{agent_id:str}/window-records",
+    summary="An agent's window records",
+    tags=["window"],
+)
+async def agent_window_records(
+    state: State,
+    agent_id: PathText,
+    run_id: Annotated[str | None, query("runId")] = None,
+    turn: Annotated[str | None, query("turn")] = None,
+    limit: Annotated[str | None, query("limit")] = None,
+    cursor: Annotated[str | None, query("cursor")] = None,
+) -> Page[dict[str, Any]]:
+    """Window records across the agent's runs; filters ``runId`` and ``turn``."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    query_text("runId", run_id, RUN_ID)
+    turn_number = query_int("turn", turn, minimum=1)
+    size = limit_of(limit)
+    runs = [
+        run
+        for run in await ctx.reader.runs(agent_id)
+        if (run_id is None or run.run_id == run_id)
+        and (turn_number is None or run.turn == turn_number)
+    ]
+    return page_of(await window_records(ctx, runs), limit=size, cursor=cursor)
+
+
+def _span_view(span: StoredFoldedSpan) -> FoldedSpanView:
+    return FoldedSpanView(
+        summary_fingerprint=span.summary_fingerprint,
+        run_id=span.run_id,
+        iteration=span.iteration,
+        folded_at_ms=span.folded_at_ms,
+        model=span.model,
+        message_count=span.message_count,
+        removed_stage_ids=list(span.removed_stage_ids),
+        retained=span.retained,
+    )
+
+
+@get("/v1/agents/{agent_id:str}/folded", summary="Folded spans", tags=["window"])
+async def list_folded(
+    state: State,
+    agent_id: PathText,
+    limit: Annotated[str | None, query("limit")] = None,
+    cursor: Annotated[str | None, query("cursor")] = None,
+) -> Page[FoldedSpanView]:
+    """The agent's folded spans, oldest first, without their messages."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    size = limit_of(limit)
+    spans = await ctx.reader.folded_spans(agent_id)
+    return page_of([_span_view(span) for span in spans], limit=size, cursor=cursor)
+
+
+async def _span(ctx: ApiContext, agent_id: str, fingerprint: str) -> StoredFoldedSpan:
+    await ctx.agent(agent_id)
+    path_param("summaryFingerprint", fingerprint, FINGERPRINT)
+    spans = await ctx.reader.folded_spans(agent_id, summary_fingerprint=fingerprint)
+    if not spans:
+        raise ApiError(
+            404,
+            "fold-not-found",
+            f"agent {agent_id!r} has no folded span with this summary fingerprint",
+            field="summaryFingerprint",
+            value=fingerprint,
+        )
+    return spans[0]
+
+
+@get(
+    "/v1/agents/{agent_id:str}/folded/{fingerprint:str}",
+    summary="One folded span",
+    tags=["window"],
+)
+async def one_folded(state: State, agent_id: PathText, fingerprint: PathText) -> FoldedSpanView:
+    """One folded span, by its summary message's fingerprint."""
+    ctx = context_of(state)
+    return _span_view(await _span(ctx, agent_id, fingerprint))
+
+
+@get(
+    "/v1/agents/{agent_id:str}/folded/{fingerprint:str}/messages",
+    summary="A folded span's original messages",
+    tags=["window"],
+)
+async def folded_messages(
+    state: State,
+    agent_id: PathText,
+    fingerprint: PathText,
+    from_log: Annotated[str | None, query("fromLog")] = None,
+    limit: Annotated[str | None, query("limit")] = None,
+    cursor: Annotated[str | None, query("cursor")] = None,
+) -> FoldedMessages:
+    """The span's originals: kept with the conversation, or (``fromLog=true``) from the log."""
+    ctx = context_of(state)
+    span = await _span(ctx, agent_id, fingerprint)
+    use_log = query_flag("fromLog", from_log)
+    size = limit_of(limit)
+    if span.messages is not None:
+        messages, _ = await ctx.reader.resolve(agent_id, span.messages)
+        page = page_of(list(messages), limit=size, cursor=cursor)
+        return FoldedMessages(items=page.items, next=page.next, source="span")
+    resolved = None
+    if use_log and await ctx.reader.runs(run_id=span.run_id):
+        resolved = await ctx.with_log(span.run_id, lambda log: folded_from_log(log, span))
+    if resolved is None:
+        hint = "" if use_log else "; ask with fromLog=true to read them from the commit log"
+        raise ApiError(
+            404,
+            "messages-not-retained",
+            f"this span was folded without keeping its messages{hint}",
+            field="summaryFingerprint",
+            value=fingerprint,
+        )
+    page = page_of(resolved, limit=size, cursor=cursor)
+    return FoldedMessages(items=page.items, next=page.next, source="log")
+
+
+HANDLERS = [
+    agent_window_records,
+    list_folded,
+    one_folded,
+    folded_messages,
+]
