@@ -20,8 +20,9 @@ clock, scripted replies).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from afp_runtime._lazy import lazy_names as _lazy_names
 
 __version__ = "0.1.0"
 
@@ -147,13 +148,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'afp_runtime' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names("afp_runtime", _HOMES, globals())
 
 
 def __dir__() -> list[str]:

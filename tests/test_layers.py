@@ -24,8 +24,9 @@ SOURCE_ROOT = Path(next(iter(afp_runtime.__path__))).resolve()
 INIT = "__init__"
 ERRORS = "errors"
 LOGGING = "_logging"
+LAZY = "_lazy"
 # Modules that import nothing of ours and that every layer may import.
-SHARED = frozenset({ERRORS, LOGGING})
+SHARED = frozenset({ERRORS, LOGGING, LAZY})
 # Modules (and application-level packages, such as ``scenario`` and the embedded runtime
 # ``_embed``) outside the layers that may import any layer and that no layer may import.
 ENTRY_MODULES = frozenset({"cli", "testing", "demo", "scenario", "_embed", INIT})

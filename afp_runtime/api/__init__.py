@@ -7,9 +7,9 @@ which ``afp`` prints too, import without it.
 
 from __future__ import annotations
 
-import importlib as _importlib
 import typing as _typing
 
+from afp_runtime._lazy import lazy_names as _lazy_names
 from afp_runtime.api.constants import (
     DEFAULT_HOST,
     DEFAULT_KEEPALIVE_S,
@@ -42,13 +42,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    home = _LAZY.get(name)
-    if home is None:
-        raise AttributeError(f"module 'afp_runtime.api' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names("afp_runtime.api", _LAZY, globals())
 
 
 __all__ = [

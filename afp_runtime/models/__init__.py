@@ -7,9 +7,9 @@ model, or one that only reads a database, never imports an HTTP client.
 
 from __future__ import annotations
 
-import importlib as _importlib
 import typing as _typing
 
+from afp_runtime._lazy import lazy_names as _lazy_names
 from afp_runtime.models.base import EncodedRequest, Model, TokenSink
 from afp_runtime.models.extractive import ExtractiveSummarizer
 from afp_runtime.models.retry import Attempt, RetryPolicy, backoff_s, send_with_retries
@@ -27,13 +27,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    home = _LAZY.get(name)
-    if home is None:
-        raise AttributeError(f"module 'afp_runtime.models' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names("afp_runtime.models", _LAZY, globals())
 
 
 __all__ = [
