@@ -38,9 +38,12 @@ leaves stored data half-written.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import msgspec
 
 _VALUE_LIMIT = 200
 
@@ -245,3 +248,28 @@ def error_context(**context: Any) -> Iterator[None]:
         for key, value in context.items():
             exc.context.setdefault(key, value)
         raise
+
+
+_DECODED_AT = re.compile(r" ?- at `\$\.?(?P<path>[^`]*)`$")
+_UNKNOWN_FIELD = re.compile(r"unknown field `(?P<name>[^`]*)`")
+_NAMED_FIELD = re.compile(r"(?:unknown|missing required) field `(?P<name>[^`]*)`")
+
+
+def decoded_path(error: msgspec.ValidationError, *, missing: bool = True) -> tuple[str, str]:
+    """The wire path a msgspec decoding error names and what is wrong there: msgspec's
+    ``at `$...``` followed by the field a struct's own check names (an ``InvalidValue`` raised in
+    its ``__post_init__``, relative to that struct), or the unknown key (and, with ``missing``,
+    the missing one). The path is ``""`` for the top level."""
+    text = str(error)
+    at = _DECODED_AT.search(text)
+    path = at.group("path") if at else ""
+    cause = error.__cause__
+    if isinstance(cause, InvalidValue):
+        name, detail = str(cause.context.get("field", "")), cause.message
+    else:
+        detail = text[: at.start()] if at else text
+        named = (_NAMED_FIELD if missing else _UNKNOWN_FIELD).search(detail)
+        name = named.group("name") if named else ""
+    if name:
+        path = f"{path}.{name}" if path else name
+    return path, detail

@@ -32,13 +32,12 @@ Readings settled here:
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
 
-from afp_runtime.errors import CheckpointInvalid, shown
+from afp_runtime.errors import CheckpointInvalid, decoded_path, shown
 from afp_runtime.findings.limits import TEXT_CAP
 from afp_runtime.window import Standing
 
@@ -321,19 +320,10 @@ def rows_from_wire(raw: Iterable[Mapping[str, Any]]) -> tuple[LedgerRow, ...]:
 
 # --- strict validation --------------------------------------------------------------------------
 
-_AT = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
-_NAMED = re.compile(r"(?:unknown|missing required) field `(?P<name>[^`]*)`")
-
 
 def _field_of(error: msgspec.ValidationError) -> tuple[str, str]:
     """The wire path and the message of a msgspec validation error."""
-    text = str(error)
-    at = _AT.search(text)
-    path = at.group("path") if at else ""
-    detail = text[: at.start()] if at else text
-    unknown = _NAMED.search(detail)
-    if unknown:
-        path = f"{path}.{unknown.group('name')}" if path else unknown.group("name")
+    path, detail = decoded_path(error)
     return path or "(row)", detail
 
 

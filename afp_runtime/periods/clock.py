@@ -33,13 +33,12 @@ Readings settled here:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 import msgspec
 
-from afp_runtime.errors import InvalidValue, shown
+from afp_runtime.errors import InvalidValue, decoded_path, shown
 from afp_runtime.periods.instants import NS_PER_MS, Instant, parse_instant
 from afp_runtime.periods.ranges import PersonWindow, TimeRange
 from afp_runtime.periods.zones import is_zone_name
@@ -55,9 +54,6 @@ NOW_SOURCES: Final[tuple[str, ...]] = ("message", "inbox")
 ZONE_SOURCES: Final[tuple[str, ...]] = ("message", "agent", "answered", "unknown")
 UNKNOWN_ZONE: Final = "UTC"
 """The zone written on a clock whose zone is unknown (docs/time.md#unknown-zone)."""
-
-_AT = re.compile(r"at `\$\.?([^`]*)`")
-_UNKNOWN = re.compile(r"unknown field `([^`]*)`")
 
 
 def _refuse(field: str, why: str, value: object) -> InvalidValue:
@@ -128,18 +124,14 @@ def message_time_from_wire(data: object) -> MessageTime:
         if isinstance(cause, InvalidValue) and "field" in cause.context:
             raise cause from exc
         raise InvalidValue(
-            f"time is refused: {exc}", field=_path_of(str(exc)), value=shown(dict(data))
+            f"time is refused: {exc}", field=_path_of(exc), value=shown(dict(data))
         ) from exc
 
 
-def _path_of(message: str) -> str:
+def _path_of(error: msgspec.ValidationError) -> str:
     """``time.<key path>`` of a decoding error (``time.window``, ``time.x`` for unknown
     ``x``)."""
-    unknown = _UNKNOWN.search(message)
-    found = _AT.search(message)
-    path = found.group(1) if found else ""
-    if unknown is not None:
-        path = f"{path}.{unknown.group(1)}" if path else unknown.group(1)
+    path, _ = decoded_path(error, missing=False)
     return f"time.{path}" if path else "time"
 
 

@@ -29,13 +29,12 @@ Readings settled here:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, get_args
 
 import msgspec
 
-from afp_runtime.errors import CheckpointInvalid, InvalidValue, shown
+from afp_runtime.errors import CheckpointInvalid, InvalidValue, decoded_path, shown
 from afp_runtime.periods._values import SAFE_INTEGER
 from afp_runtime.periods.clock import ClockRow
 from afp_runtime.periods.durations import FACT_UNITS, is_duration
@@ -436,26 +435,11 @@ def time_row_to_wire(row: TimeRow) -> dict[str, Any]:
 # --- strict validation ------------------------------------------------------------------------
 
 _ANY_TIME_ROW: Final = ClockRow | TimeReadingRow | CallWindowRow | TimeAnswerRow | CallRow
-_AT = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
-_NAMED = re.compile(r"(?:unknown|missing required) field `(?P<name>[^`]*)`")
 
 
 def _where(error: msgspec.ValidationError) -> tuple[str, str]:
-    """The wire path a decoding error names and what is wrong there: msgspec's ``at `$...```
-    followed by the field a struct's own check names (relative to that struct) or the unknown
-    or missing key."""
-    text = str(error)
-    at = _AT.search(text)
-    path = at.group("path") if at else ""
-    cause = error.__cause__
-    if isinstance(cause, InvalidValue):
-        name, detail = str(cause.context.get("field", "")), cause.message
-    else:
-        detail = text[: at.start()] if at else text
-        named = _NAMED.search(detail)
-        name = named.group("name") if named else ""
-    if name:
-        path = f"{path}.{name}" if path else name
+    """The wire path a decoding error names and what is wrong there."""
+    path, detail = decoded_path(error)
     return path or "(row)", detail
 
 
