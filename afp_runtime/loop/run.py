@@ -37,6 +37,7 @@ from afp_runtime.loop.stages import (
     window,
     wrap_up,
 )
+from afp_runtime.loop.state import RunState
 from afp_runtime.messages import (
     Message,
     Usage,
@@ -51,7 +52,6 @@ from afp_runtime.records import (
     ListRef,
     OpenTurn,
     PendingBatch,
-    PriorVisitRef,
     QuestionRow,
     RunEnd,
     RunKind,
@@ -61,7 +61,6 @@ from afp_runtime.records import (
     runtime_stage_id,
 )
 from afp_runtime.served import (
-    RunningDigest,
     start_digest,
 )
 from afp_runtime.store import CheckpointStore, LoadedConversation
@@ -137,44 +136,19 @@ class Run:
         self.extensions: tuple[RunExtension, ...] = tuple(
             extension.start(start) for extension in definition.extensions
         )
-        # Why an extension holds the turn at seed (error kind, error), if one does.
-        self.seed_hold: tuple[str, str] | None = None
         self.committer = Committer(store, definition.durability, self.hooks)
-        # What a run carries across its stages, each with the stage that owns it (writes it);
-        # everything else passes between stages as arguments and results. Each field that must
-        # outlive the run is also in the checkpoint or the commit log.
-        # -- the conversation (owner: seed, then the stage that appends or rebases)
-        self.conv: ConversationState = loaded.state
-        self.history: list[Message] = list(loaded.history)
-        self.fps: list[str] = list(loaded.fingerprints)
-        self.used_call_ids = {c.id for m in self.history for c in m.tool_calls}
-        # -- bundle numbering and event ids (owner: begin and bundle)
+        history = list(loaded.history)
+        self.state = RunState(
+            conv=loaded.state,
+            history=history,
+            fps=list(loaded.fingerprints),
+            used_call_ids={c.id for m in history for c in m.tool_calls},
+            digest=start_digest(run_id),
+        )
+        # Bundle numbering and the id events carry (owner: ``begin`` and ``bundle``).
         self.seq = 0
         self.event_stage_id = ""
         self.stage = "seed"
-        # -- the turn's progress (owner: seed restores; call-model counts; wrap-up and final
-        #    record how the budget ended; tool-calls and wrap-up advance the iteration)
-        self.iteration = 1
-        self.epochs = 0
-        self.run_usage = Usage()
-        self.wrap_up_asked = False
-        self.stopped_early: dict[str, Any] | None = None
-        # -- what the window visit reads (owner: seed restores; window and call-model update;
-        #    docs/window.md#stand-down, docs/window.md#measurement,
-        #    docs/window.md#what-a-visit-offers)
-        self.origins: list[MessageOrigin] = []
-        self.last_usage: Usage | None = None
-        self.usage_missing = False
-        self.prior: tuple[PriorVisitRef, ...] = ()
-        # -- the receipt's base (owner: receipt; seed sets the base counts, window restarts the
-        #    digest when it rebases; docs/served.md#receipt-fields)
-        self.served: dict[str, Any] = {}
-        self.digest: RunningDigest = start_digest(run_id)
-        self.digest_had_substitutions = False
-        self.schema_hashes: dict[str, str] = {}
-        self.base_counts: dict[str, int] = {}
-        # True while the base receipt is this run's previous call and the window only grew.
-        self.base_is_prefix = False
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -190,8 +164,8 @@ class Run:
             agent_id=self.agent_id,
             payload=payload,
             run_id=self.run_id,
-            turn=self.conv.turn,
-            iteration=self.iteration,
+            turn=self.state.conv.turn,
+            iteration=self.state.iteration,
             runtime_stage_id=self.event_stage_id if stage else None,
         )
 
@@ -209,7 +183,7 @@ class Run:
             seq=self.seq,
             stage=self.stage,
             runtime_stage_id=runtime_stage_id(self.stage, self.seq),
-            iteration=self.iteration if iteration is None else iteration,
+            iteration=self.state.iteration if iteration is None else iteration,
             writes=tuple(writes),
             committed_at_ms=self.now(),
         )
@@ -219,7 +193,7 @@ class Run:
 
     def at(self) -> At:
         """Where the turn is, for an extension's hook."""
-        return At(turn=self.conv.turn, iteration=self.iteration)
+        return At(turn=self.state.conv.turn, iteration=self.state.iteration)
 
     def report(self, filed: Filed) -> list[Any]:
         """Emit the events of rows an extension filed; returns the rows."""
@@ -233,40 +207,42 @@ class Run:
 
     def append_history(self, messages: Sequence[Message]) -> tuple[list[Item], ListRef]:
         """Append to the in-memory window; returns the new items and their list reference."""
-        start = self.conv.next_pos
+        start = self.state.conv.next_pos
         origin = MessageOrigin(
             stage_id=runtime_stage_id(self.stage, self.seq), born_at_ms=self.now()
         )
-        self.origins.extend([origin] * len(messages))
+        self.state.origins.extend([origin] * len(messages))
         items = []
         for offset, message in enumerate(messages):
             fp = fingerprint(message)
             items.append(Item(pos=start + offset, fingerprint=fp, message=message))
-            self.history.append(message)
-            self.fps.append(fp)
+            self.state.history.append(message)
+            self.state.fps.append(fp)
         end = start + len(messages)
-        self.conv = msgspec.structs.replace(
-            self.conv, history=self.conv.history.extended(start, end), next_pos=end
+        self.state.conv = msgspec.structs.replace(
+            self.state.conv, history=self.state.conv.history.extended(start, end), next_pos=end
         )
         return items, ListRef(ranges=((start, end),) if end > start else ())
 
     def checkpoint(self, **changes: Any) -> ConversationState:
-        self.conv = msgspec.structs.replace(self.conv, checkpointed_at_ms=self.now(), **changes)
-        return self.conv
+        self.state.conv = msgspec.structs.replace(
+            self.state.conv, checkpointed_at_ms=self.now(), **changes
+        )
+        return self.state.conv
 
     def open_turn_with(self, **changes: Any) -> OpenTurn:
-        assert self.conv.open_turn is not None
-        return msgspec.structs.replace(self.conv.open_turn, **changes)
+        assert self.state.conv.open_turn is not None
+        return msgspec.structs.replace(self.state.conv.open_turn, **changes)
 
     def run_ends_early(self) -> dict[str, Any]:
         """Open-turn changes of a run that ends without the turn (a pause, a stall, a hold):
         its epochs and usage join the turn's (``turn.ended`` reports the whole turn)."""
-        turn = self.conv.open_turn
+        turn = self.state.conv.open_turn
         assert turn is not None
         before = turn.usage_before or Usage()
         return {
-            "epochs_before": turn.epochs_before + self.epochs,
-            "usage_before": before + self.run_usage,
+            "epochs_before": turn.epochs_before + self.state.epochs,
+            "usage_before": before + self.state.run_usage,
         }
 
     # -- the run ----------------------------------------------------------------------------
@@ -301,7 +277,7 @@ class Run:
                             run_id=self.run_id,
                             status="cancelled",
                             ended_at_ms=self.now(),
-                            usage=self.run_usage,
+                            usage=self.state.run_usage,
                         ),
                     )
                 )
@@ -315,8 +291,8 @@ class Run:
         self, settle: CommittedReply | None, answers: PendingBatch | None
     ) -> RunOutcome:
         await seed(self)
-        if self.seed_hold is not None:
-            error_kind, error = self.seed_hold
+        if self.state.seed_hold is not None:
+            error_kind, error = self.state.seed_hold
             return await self.stop_turn(error_kind=error_kind, error=error)
         if answers is not None:
             outcome = await settle_answers(self, answers)
@@ -327,7 +303,7 @@ class Run:
             if outcome is not None:
                 return outcome
         while True:
-            with structlog.contextvars.bound_contextvars(iteration=self.iteration):
+            with structlog.contextvars.bound_contextvars(iteration=self.state.iteration):
                 outcome = await self._iteration()
             if outcome is not None:
                 return outcome
@@ -348,14 +324,14 @@ class Run:
     ) -> RunOutcome | None:
         route, reason = decide_route(
             reply.as_reply(),
-            iteration=self.iteration,
+            iteration=self.state.iteration,
             max_iterations=self.d.max_iterations,
             wrap_up=self.d.wrap_up,
-            wrap_up_asked=self.wrap_up_asked,
+            wrap_up_asked=self.state.wrap_up_asked,
         )
         self.emit(
             "route.decided",
-            {"iteration": self.iteration, "route": route, "reason": reason},
+            {"iteration": self.state.iteration, "route": route, "reason": reason},
             stage=False,
         )
         if route == "tool-calls":
@@ -383,7 +359,7 @@ class Run:
 
         A held turn is never retried automatically; a stalled one gets a retry run when due.
         """
-        turn = self.conv.open_turn
+        turn = self.state.conv.open_turn
         assert turn is not None
         status: Literal["stalled", "held"]
         since = turn.stalled_since_ms if turn.stalled_since_ms is not None else self.now()
@@ -460,7 +436,7 @@ class Run:
                     run_id=self.run_id,
                     status=status,
                     ended_at_ms=self.now(),
-                    usage=self.run_usage,
+                    usage=self.state.run_usage,
                     answer=answer,
                     error_kind=error_kind,
                     error=error,
@@ -484,8 +460,8 @@ class Run:
         payload: dict[str, Any] = {
             "runId": self.run_id,
             "status": status,
-            "epochs": self.epochs,
-            "usage": msgspec.to_builtins(self.run_usage),
+            "epochs": self.state.epochs,
+            "usage": msgspec.to_builtins(self.state.run_usage),
         }
         if answer is not None:
             payload["answer"] = answer
@@ -500,10 +476,10 @@ class Run:
             run_id=self.run_id,
             message_id=self.message_id,
             kind=self.kind,
-            turn=self.conv.turn,
+            turn=self.state.conv.turn,
             status=status,
-            epochs=self.epochs,
-            usage=self.run_usage,
-            iteration=self.iteration,
+            epochs=self.state.epochs,
+            usage=self.state.run_usage,
+            iteration=self.state.iteration,
             **extra,
         )

@@ -34,7 +34,7 @@ async def call_model(
     run: Run, request: ModelRequest, encoded: EncodedRequest | None
 ) -> CommittedReply | RunOutcome:
     run.begin("call-model")
-    epoch = run.iteration
+    epoch = run.state.iteration
     run.emit(
         "model.started",
         {
@@ -43,7 +43,7 @@ async def call_model(
             "model": run.d.model.model,
             "systemChars": len(request.system),
             "messageCount": len(request.messages),
-            "requestOnlyCount": len(run.served["requestOnly"]),
+            "requestOnlyCount": len(run.state.served["requestOnly"]),
             "toolCount": len(request.tools),
         },
     )
@@ -79,18 +79,18 @@ async def call_model(
         attempts=len(failed) + 1,
     )
     usage = reply.usage or Usage()
-    run.run_usage = run.run_usage + usage
+    run.state.run_usage = run.state.run_usage + usage
     # What the next window visit measures (docs/window.md#measurement): this call's usage, or None.
-    run.last_usage = reply.usage
-    run.usage_missing = reply.usage is None
+    run.state.last_usage = reply.usage
+    run.state.usage_missing = reply.usage is None
     state = run.checkpoint(
-        usage_totals=run.conv.usage_totals + usage,
-        open_turn=run.open_turn_with(last_usage=reply.usage, usage_missing=run.usage_missing),
+        usage_totals=run.state.conv.usage_totals + usage,
+        open_turn=run.open_turn_with(last_usage=reply.usage, usage_missing=run.state.usage_missing),
     )
     bundle = run.bundle(
         [
             Write(key="reply", verb="set", value=committed),
-            Write(key="runUsage", verb="set", value=run.run_usage),
+            Write(key="runUsage", verb="set", value=run.state.run_usage),
         ]
     )
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state))
@@ -111,7 +111,7 @@ async def call_model(
 
 async def _call_failed(run: Run, exc: ModelCallError) -> RunOutcome:
     now = run.now()
-    turn = run.conv.open_turn
+    turn = run.state.conv.open_turn
     assert turn is not None
     failure: dict[str, Any] = {
         "errorKind": exc.error_kind,
@@ -120,7 +120,7 @@ async def _call_failed(run: Run, exc: ModelCallError) -> RunOutcome:
     }
     if exc.status is not None:
         failure["status"] = exc.status
-    run.emit("model.failed", {"epoch": run.iteration, **failure, "retryable": exc.retryable})
+    run.emit("model.failed", {"epoch": run.state.iteration, **failure, "retryable": exc.retryable})
     retry_at = None
     if exc.retryable:
         retry_at = now + min(STALL_CAP_MS, STALL_BASE_MS * 2**turn.stalls)
@@ -129,7 +129,7 @@ async def _call_failed(run: Run, exc: ModelCallError) -> RunOutcome:
     bundle = run.bundle(
         [
             Write(key="callFailure", verb="set", value=failure),
-            Write(key="runUsage", verb="set", value=run.run_usage),
+            Write(key="runUsage", verb="set", value=run.state.run_usage),
         ]
     )
     return await run.stop_turn(

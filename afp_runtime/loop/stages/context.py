@@ -24,11 +24,11 @@ log = get_logger()
 
 
 def _served_tools(run: Run) -> tuple[ToolSchema, ...]:
-    if run.wrap_up_asked:
+    if run.state.wrap_up_asked:
         return ()
     schemas = tuple(tool.schema() for tool in run.d.tools)
     for extension in run.extensions:
-        schemas = extension.serve_tools(run.d.tools, schemas, run.history)
+        schemas = extension.serve_tools(run.d.tools, schemas, run.state.history)
     return schemas
 
 
@@ -39,7 +39,7 @@ def _system_pieces(run: Run) -> tuple[list[dict[str, str]], tuple[Message, ...]]
         if run.d.system_prompt
         else []
     )
-    sent = tuple(run.history)
+    sent = tuple(run.state.history)
     for extension in run.extensions:
         pieces, sent = extension.serve(pieces, sent)
     return pieces, sent
@@ -52,14 +52,16 @@ async def context(run: Run) -> tuple[ModelRequest, tuple[Message, ...]]:
     system_pieces, sent = _system_pieces(run)
     tools = _served_tools(run)
     request_only = (
-        [{"role": "user", "reason": "wrap-up", "text": WRAP_UP_TEXT}] if run.wrap_up_asked else []
+        [{"role": "user", "reason": "wrap-up", "text": WRAP_UP_TEXT}]
+        if run.state.wrap_up_asked
+        else []
     )
     for extension in run.extensions:
         request_only += extension.request_lines()
     # Per-request stubs for results the model set aside; history itself is never rewritten.
     substitutions = [
         {"index": i, "message": served}
-        for i, (served, kept) in enumerate(zip(sent, run.history, strict=True))
+        for i, (served, kept) in enumerate(zip(sent, run.state.history, strict=True))
         if served is not kept
     ]
     # Keys keep their value until set again, so only what changed is written.
@@ -70,9 +72,9 @@ async def context(run: Run) -> tuple[ModelRequest, tuple[Message, ...]]:
         ("requestOnly", request_only),
         ("substitutions", substitutions),
     ):
-        if run.served.get(key, [] if key == "substitutions" else None) != value:
+        if run.state.served.get(key, [] if key == "substitutions" else None) != value:
             writes.append(Write(key=key, verb="set", value=value))
-        run.served[key] = value
+        run.state.served[key] = value
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle(writes)]))
     extra = tuple(Message(role="user", content=line["text"]) for line in request_only)
     request = ModelRequest(

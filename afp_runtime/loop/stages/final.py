@@ -28,9 +28,9 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
     now = run.now()
     writes = []
     if cut_short:
-        run.stopped_early = {
+        run.state.stopped_early = {
             "reason": "max-iterations",
-            "iteration": run.iteration,
+            "iteration": run.state.iteration,
             "pendingToolCalls": len(reply.tool_calls),
             "answerWasEmpty": not reply.content,
             "wrappedUp": False,
@@ -39,7 +39,7 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
         run.emit(
             "budget.exhausted",
             {
-                "iteration": run.iteration,
+                "iteration": run.state.iteration,
                 "maxIterations": run.d.max_iterations,
                 "pendingToolCalls": len(reply.tool_calls),
                 "action": "cut-short",
@@ -50,7 +50,7 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
     delivered = reply.content
     wire_rows: list[Any] = []
     for extension in run.extensions:
-        delivered, filed = extension.answer(delivered, run.at(), run.history)
+        delivered, filed = extension.answer(delivered, run.at(), run.state.history)
         wire_rows += run.report(filed)
     wire_rows += run.take_rows()
     items, appended = run.append_history([Message(role="assistant", content=delivered)])
@@ -58,18 +58,18 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
     writes.append(Write(key="finalAnswer", verb="set", value=delivered))
     if wire_rows:
         writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
-    if run.stopped_early is not None:
-        writes.append(Write(key="stoppedEarly", verb="set", value=run.stopped_early))
+    if run.state.stopped_early is not None:
+        writes.append(Write(key="stoppedEarly", verb="set", value=run.state.stopped_early))
     if reply.tool_calls and not cut_short:
         # Calls on the wrap-up call are recorded, never dispatched.
         ignored = [{"toolCallId": c.id, "toolName": c.name} for c in reply.tool_calls]
         writes.append(Write(key="ignoredToolCalls", verb="set", value=ignored))
-    turn = run.conv.open_turn
+    turn = run.state.conv.open_turn
     assert turn is not None
     state = run.checkpoint(
         open_turn=None,
         last_run_id=run.run_id,
-        ledger_count=run.conv.ledger_count + len(wire_rows),
+        ledger_count=run.state.conv.ledger_count + len(wire_rows),
     )
     await run.end_run(
         "answered",
@@ -81,7 +81,7 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
     )
     run.emit(
         "iteration.ended",
-        {"iteration": run.iteration, "route": "final", "toolCallCount": 0},
+        {"iteration": run.state.iteration, "route": "final", "toolCallCount": 0},
         stage=False,
     )
     run.emit_run_ended("answered", answer=delivered)
@@ -90,16 +90,16 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
         "messageId": run.message_id,
         "status": "answered",
         "runs": turn.runs,
-        "iterations": run.iteration,
+        "iterations": run.state.iteration,
         # Per turn (docs/host.md#event-catalogue): this run's figures plus those of the turn's
         # earlier runs.
-        "epochs": turn.epochs_before + run.epochs,
-        "usage": msgspec.to_builtins((turn.usage_before or Usage()) + run.run_usage),
+        "epochs": turn.epochs_before + run.state.epochs,
+        "usage": msgspec.to_builtins((turn.usage_before or Usage()) + run.state.run_usage),
         "durationMs": max(now - turn.started_at_ms, 0) if turn.started_at_ms else 0,
         "answer": delivered,
     }
-    if run.stopped_early is not None:
-        ended["stoppedEarly"] = run.stopped_early
+    if run.state.stopped_early is not None:
+        ended["stoppedEarly"] = run.state.stopped_early
     run.emit("turn.ended", ended, stage=False)
-    log.info("iteration", route="final", epochs=run.epochs)
+    log.info("iteration", route="final", epochs=run.state.epochs)
     return run.outcome("answered", final_answer=delivered)

@@ -48,9 +48,9 @@ log = get_logger()
 def _schema_hash(run: Run, schema: ToolSchema) -> str:
     if any(extension.schemas_vary for extension in run.extensions):
         return schema_hash(run.run_id, schema)
-    found = run.schema_hashes.get(schema.name)
+    found = run.state.schema_hashes.get(schema.name)
     if found is None:
-        found = run.schema_hashes[schema.name] = schema_hash(run.run_id, schema)
+        found = run.state.schema_hashes[schema.name] = schema_hash(run.run_id, schema)
     return found
 
 
@@ -75,17 +75,21 @@ async def receipt(
     encoded = model.encode(request) if model.encoder is not None else None
     # Between window changes the as-sent list only grows, so the digest extends by the new
     # messages; when stubs change what is sent, it is recomputed over the whole window.
-    substitutions = run.served.get("substitutions") or []
-    sent_fps = list(run.fps)
+    substitutions = run.state.served.get("substitutions") or []
+    sent_fps = list(run.state.fps)
     for sub in substitutions:
         sent_fps[sub["index"]] = fingerprint(sub["message"])
-    grew_only = run.base_is_prefix and not substitutions and not run.digest_had_substitutions
-    previous = run.digest.count
-    if substitutions or run.digest_had_substitutions:
-        run.digest = extend_digest(run.run_id, start_digest(run.run_id), sent, sent_fps)
+    grew_only = (
+        run.state.base_is_prefix and not substitutions and not run.state.digest_had_substitutions
+    )
+    previous = run.state.digest.count
+    if substitutions or run.state.digest_had_substitutions:
+        run.state.digest = extend_digest(run.run_id, start_digest(run.run_id), sent, sent_fps)
     else:
-        run.digest = extend_digest(run.run_id, run.digest, run.history, run.fps)
-    run.digest_had_substitutions = bool(substitutions)
+        run.state.digest = extend_digest(
+            run.run_id, run.state.digest, run.state.history, run.state.fps
+        )
+    run.state.digest_had_substitutions = bool(substitutions)
     # Per-entry hashes only for what is new since the base receipt
     # (docs/architecture.md#decision-2-receipts-grow-with-new-messages-only).
     if grew_only and previous <= len(sent_fps):
@@ -95,12 +99,12 @@ async def receipt(
         entries = new_entries(run.run_id, sent[previous:], appended, {})
         entries = tuple(msgspec.structs.replace(e, index=e.index + previous) for e in entries)
         for fp in appended:
-            run.base_counts[fp] = run.base_counts.get(fp, 0) + 1
+            run.state.base_counts[fp] = run.state.base_counts.get(fp, 0) + 1
     else:
-        entries = new_entries(run.run_id, sent, sent_fps, run.base_counts)
-        run.base_counts = _counts(sent_fps)
-    run.base_is_prefix = not substitutions
-    agent_call = run.conv.model_calls + 1
+        entries = new_entries(run.run_id, sent, sent_fps, run.state.base_counts)
+        run.state.base_counts = _counts(sent_fps)
+    run.state.base_is_prefix = not substitutions
+    agent_call = run.state.conv.model_calls + 1
     call_stage_id = runtime_stage_id("call-model", run.seq + 1)
     request_only = tuple(
         RequestOnlyDigest(
@@ -108,17 +112,17 @@ async def receipt(
             hash=request_only_hash(run.run_id, line["text"], line["role"]),
             reason=line["reason"],
         )
-        for line in run.served["requestOnly"]
+        for line in run.state.served["requestOnly"]
     )
     pieces = tuple(
         PieceDigest(hash=salted(run.run_id, p["text"]), slot=p["slot"], source=p["source"])
-        for p in run.served["systemPieces"]
+        for p in run.state.served["systemPieces"]
         if p["text"]
     )
     receipt = Receipt(
         version=RECEIPT_VERSION,
         basis=Basis(
-            epoch=run.iteration,
+            epoch=run.state.iteration,
             run_id=run.run_id,
             model=model.model,
             provider=model.provider,
@@ -130,7 +134,7 @@ async def receipt(
         ),
         messages=MessagesDigest(
             count=len(request.messages),
-            digest=run.digest.digest,
+            digest=run.state.digest.digest,
             new_entries=entries,
             request_only=request_only,
         ),
@@ -138,7 +142,7 @@ async def receipt(
             names=tuple(t.name for t in request.tools),
             schema_hashes={t.name: _schema_hash(run, t) for t in request.tools},
             forced=None,
-            withheld="wrap-up" if run.wrap_up_asked else None,
+            withheld="wrap-up" if run.state.wrap_up_asked else None,
         ),
         params=request.params,
         omitted_for_attention=(
@@ -159,16 +163,16 @@ async def receipt(
     # The next run's first receipt takes this call as its base (docs/served.md#receipt-fields).
     state = run.checkpoint(
         model_calls=agent_call,
-        last_sent=run.conv.history,
+        last_sent=run.state.conv.history,
         last_sent_subs=tuple((sub["index"], fp) for sub, fp in _sub_fps(substitutions, sent_fps)),
     )
     bundle = run.bundle([Write(key="receipt", verb="set", value=receipt)])
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state))
-    run.epochs += 1
+    run.state.epochs += 1
     run.emit(
         "receipt.minted",
         {
-            "epoch": run.iteration,
+            "epoch": run.state.iteration,
             "agentCall": agent_call,
             "callRuntimeStageId": call_stage_id,
             "wire": encoded is not None,

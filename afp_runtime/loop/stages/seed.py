@@ -35,13 +35,13 @@ async def seed(run: Run) -> None:
     run.begin("seed")
     now = run.now()
     items: list[Item] = []
-    open_turn = run.conv.open_turn
+    open_turn = run.state.conv.open_turn
     if run.kind == "initial":
         assert run.text is not None
-        run.conv = msgspec.structs.replace(run.conv, turn=run.conv.turn + 1)
+        run.state.conv = msgspec.structs.replace(run.state.conv, turn=run.state.conv.turn + 1)
         items, _ = run.append_history([Message(role="user", content=run.text)])
         open_turn = OpenTurn(
-            turn=run.conv.turn,
+            turn=run.state.conv.turn,
             message_id=run.message_id,
             status="running",
             last_run_id=run.run_id,
@@ -64,25 +64,25 @@ async def seed(run: Run) -> None:
             error=None,
             retry_at_ms=None,
         )
-        run.iteration = open_turn.next_iteration
-        run.wrap_up_asked = open_turn.wrap_up_asked
-        run.stopped_early = open_turn.stopped_early
-        run.last_usage = open_turn.last_usage
-        run.usage_missing = open_turn.usage_missing
-        run.prior = open_turn.prior_visits
+        run.state.iteration = open_turn.next_iteration
+        run.state.wrap_up_asked = open_turn.wrap_up_asked
+        run.state.stopped_early = open_turn.stopped_early
+        run.state.last_usage = open_turn.last_usage
+        run.state.usage_missing = open_turn.usage_missing
+        run.state.prior = open_turn.prior_visits
         run.text = run.text or _last_person_message(run)
-    if run.conv.last_sent is not None:
+    if run.state.conv.last_sent is not None:
         # The base of this run's first receipt: the conversation's last receipt (O(window)).
-        base = list(await run.store.fingerprints(run.agent_id, run.conv.last_sent))
-        for index, fp in run.conv.last_sent_subs:
+        base = list(await run.store.fingerprints(run.agent_id, run.state.conv.last_sent))
+        for index, fp in run.state.conv.last_sent_subs:
             if index < len(base):
                 base[index] = fp
         counts: dict[str, int] = {}
         for fp in base:
             counts[fp] = counts.get(fp, 0) + 1
-        run.base_counts = counts
+        run.state.base_counts = counts
     # Restored messages are re-stamped to this run's seed (docs/window.md#what-a-visit-offers).
-    run.origins = [MessageOrigin(stage_id="seed#0", born_at_ms=now)] * len(run.history)
+    run.state.origins = [MessageOrigin(stage_id="seed#0", born_at_ms=now)] * len(run.state.history)
     state = run.checkpoint(open_turn=open_turn)
     writes = [
         Write(key="runId", verb="set", value=run.run_id),
@@ -95,7 +95,7 @@ async def seed(run: Run) -> None:
     writes += [
         Write(key="userMessage", verb="set", value=run.text or ""),
         Write(key="history", verb="set", value=state.history),
-        Write(key="iteration", verb="set", value=run.iteration),
+        Write(key="iteration", verb="set", value=run.state.iteration),
         Write(key="maxIterations", verb="set", value=run.d.max_iterations),
         Write(key="model", verb="set", value=run.d.model.model),
         Write(key="provider", verb="set", value=run.d.model.provider),
@@ -125,8 +125,8 @@ async def seed(run: Run) -> None:
         for extension in run.extensions:
             seeded = await extension.seed(seeding)
             filed += seeded.rows
-            if seeded.hold is not None and run.seed_hold is None:
-                run.seed_hold = seeded.hold
+            if seeded.hold is not None and run.state.seed_hold is None:
+                run.state.seed_hold = seeded.hold
     if filed:
         # What the extensions filed (the turn's clock and readings) joins the ledger in the
         # seed's own transaction.
@@ -135,10 +135,10 @@ async def seed(run: Run) -> None:
         writes.append(
             Write(key="findingsLedger", verb="set", value={"rows": [0, state.ledger_count]})
         )
-    if run.wrap_up_asked:
+    if run.state.wrap_up_asked:
         writes.append(Write(key="wrapUpAsked", verb="set", value=True))
-    if run.stopped_early is not None:
-        writes.append(Write(key="stoppedEarly", verb="set", value=run.stopped_early))
+    if run.state.stopped_early is not None:
+        writes.append(Write(key="stoppedEarly", verb="set", value=run.state.stopped_early))
     txn = Txn(
         agent_id=run.agent_id,
         bundles=[run.bundle(writes)],
@@ -167,7 +167,7 @@ async def seed(run: Run) -> None:
 
 
 def _last_person_message(run: Run) -> str | None:
-    for message in reversed(run.history):
+    for message in reversed(run.state.history):
         if message.role == "user" and message.injected_by is None:
             return message.content
     return None

@@ -82,13 +82,13 @@ _outcome_decoder = msgspec.msgpack.Decoder(ToolOutcome)
 async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunOutcome | None:
     """Run a reply's tool batch; returns the run's outcome when the turn pauses, else None."""
     run.begin("settle" if settling else "tool-calls")
-    calls = unique_call_ids(reply.tool_calls, run.used_call_ids)
+    calls = unique_call_ids(reply.tool_calls, run.state.used_call_ids)
     # The assistant message keeps the model's arguments verbatim; tools see them peeled.
     assistant = Message(role="assistant", content=reply.content, tool_calls=calls)
     dispatched: tuple[ToolCall, ...] = calls
     ledger: list[Any] = []
     for extension in run.extensions:
-        dispatched, filed = extension.peel(dispatched, run.at(), run.history)
+        dispatched, filed = extension.peel(dispatched, run.at(), run.state.history)
         ledger += run.report(filed)
     planned = list(plan_batch(dispatched, run.d.tools_by_name))
     asks: list[Ask] = []
@@ -259,12 +259,12 @@ async def _close_batch(
     results = [_result(o, settled) for o in ordered]
     messages = [*([assistant] if assistant else []), *(o.message() for o in ordered)]
     items, appended = run.append_history(messages)
-    closed = run.iteration
-    run.iteration += 1
+    closed = run.state.iteration
+    run.state.iteration += 1
     wire_rows = [*ledger, *run.take_rows()]
     state = run.checkpoint(
-        open_turn=run.open_turn_with(next_iteration=run.iteration, pending_batch=None),
-        ledger_count=run.conv.ledger_count + len(wire_rows),
+        open_turn=run.open_turn_with(next_iteration=run.state.iteration, pending_batch=None),
+        ledger_count=run.state.conv.ledger_count + len(wire_rows),
     )
     writes = [
         Write(key="history", verb="append", value=appended),
@@ -272,7 +272,7 @@ async def _close_batch(
     ]
     if wire_rows:
         writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
-    writes.append(Write(key="iteration", verb="set", value=run.iteration))
+    writes.append(Write(key="iteration", verb="set", value=run.state.iteration))
     bundle = run.bundle(writes, iteration=closed)
     await run.committer.stage(
         Txn(
@@ -289,7 +289,7 @@ async def _close_batch(
         {"iteration": closed, "route": "tool-calls", "toolCallCount": batch_size},
         stage=False,
     )
-    log.info("iteration", route="tool-calls", tool_calls=batch_size, epochs=run.epochs)
+    log.info("iteration", route="tool-calls", tool_calls=batch_size, epochs=run.state.epochs)
     return None
 
 
@@ -314,7 +314,7 @@ async def _pause(
             agent_id=run.agent_id,
             message_id=run.message_id,
             run_id=run.run_id,
-            turn=run.conv.turn,
+            turn=run.state.conv.turn,
             kind=ask_kind,  # type: ignore[arg-type]
             prompt=prompt,
             tool_call_ids=call_ids,
@@ -337,11 +337,11 @@ async def _pause(
     state = run.checkpoint(
         open_turn=run.open_turn_with(
             status="paused",
-            next_iteration=run.iteration,
+            next_iteration=run.state.iteration,
             pending_batch=batch,
             **run.run_ends_early(),
         ),
-        ledger_count=run.conv.ledger_count + len(wire_rows),
+        ledger_count=run.state.conv.ledger_count + len(wire_rows),
     )
     writes = []
     if messages:
@@ -397,7 +397,7 @@ async def _dispatch(
 ) -> tuple[ToolOutcome, ...]:
     if not planned:
         return ()
-    turn = run.conv.turn
+    turn = run.state.conv.turn
     journals = run.committer.journals
     parts = [d for d in (e.dispatching() for e in run.extensions) if d is not None]
 
@@ -450,7 +450,7 @@ async def _dispatch(
                 outcome=_outcome_encoder.encode(outcome),
             )
             await run.store.commit(Txn(agent_id=run.agent_id, journal=[row]))
-        run.hooks.after_tool_finished(outcome.tool_call_id, run.iteration)
+        run.hooks.after_tool_finished(outcome.tool_call_id, run.state.iteration)
         payload: dict[str, Any] = {
             "toolCallId": outcome.tool_call_id,
             "toolName": outcome.tool_name,
@@ -479,7 +479,7 @@ async def _dispatch(
             agent_id=run.agent_id,
             run_id=run.run_id,
             turn=turn,
-            iteration=run.iteration,
+            iteration=run.state.iteration,
             clock=run.clock,
             on_progress=progress_sink(plan.call.id),
             **filled,
@@ -504,7 +504,7 @@ def _waiting_calls(run: Run, call_ids: Sequence[str]) -> list[ToolCall]:
     """The waiting calls, as tools see them (reserved arguments peeled, never re-filed), found
     in the committed assistant turn of the paused batch (a backward scan of the batch)."""
     wanted = set(call_ids)
-    for message in reversed(run.history):
+    for message in reversed(run.state.history):
         if message.role == "assistant" and any(c.id in wanted for c in message.tool_calls):
             by_id = {c.id: c for c in message.tool_calls}
             missing = [i for i in call_ids if i not in by_id]

@@ -59,19 +59,23 @@ async def window(run: Run) -> RunOutcome | tuple[str, ...]:
     """Visit the window; returns the salted hashes of what the visit removed (for the receipt's
     ``omittedForAttention``), or an outcome when the visit holds the turn."""
     run.begin("window")
-    run.emit("iteration.started", {"iteration": run.iteration})
+    run.emit("iteration.started", {"iteration": run.state.iteration})
     strategy = run.d.window
     if strategy is None:
         await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
         return ()
     # A strategy that declares ``reads_usage = False`` (sliding-window) does not need usage;
     # any other one, custom ones included, may.
-    if run.last_usage is None and run.usage_missing and getattr(strategy, "reads_usage", True):
+    if (
+        run.state.last_usage is None
+        and run.state.usage_missing
+        and getattr(strategy, "reads_usage", True)
+    ):
         _warn_once(
             run,
             "stale-usage",
             "the provider stopped reporting token usage; token strategies stand down",
-            iteration=run.iteration,
+            iteration=run.state.iteration,
         )
     now = run.now()
     try:
@@ -79,20 +83,20 @@ async def window(run: Run) -> RunOutcome | tuple[str, ...]:
         standings = [s for s in (e.turn_standing() for e in run.extensions) if s is not None]
         outcome = await visit_window(
             strategy,
-            history=tuple(run.history),
+            history=tuple(run.state.history),
             said=run.text,
-            measured=run.last_usage,
-            iteration=run.iteration,
+            measured=run.state.last_usage,
+            iteration=run.state.iteration,
             run_id=run.run_id,
             agent_model=run.d.model.model,
             provider_name=run.d.model.provider,
             now_ms=now,
-            origins=tuple(run.origins),
+            origins=tuple(run.state.origins),
             prior=tuple(
                 PriorVisit(
                     removed_message_count=p.removed_message_count, reasons=frozenset(p.reasons)
                 )
-                for p in run.prior
+                for p in run.state.prior
             ),
             keep_last_tool_results=run.d.keep_last_tool_results,
             fact_limit=run.d.fact_limit,
@@ -117,17 +121,23 @@ def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item],
     assert outcome.rebase is not msgspec.UNSET and outcome.window is not msgspec.UNSET
     rebase = outcome.rebase
     window: Sequence[Message] = outcome.window
-    positions = run.conv.history.positions()
+    positions = run.state.conv.history.positions()
     head = positions[: rebase.head_count]
     tail = positions[len(positions) - rebase.kept_tail_count :] if rebase.kept_tail_count else []
-    head_fps = run.fps[: rebase.head_count]
-    tail_fps = run.fps[len(run.fps) - rebase.kept_tail_count :] if rebase.kept_tail_count else []
-    head_origins = run.origins[: rebase.head_count]
+    head_fps = run.state.fps[: rebase.head_count]
+    tail_fps = (
+        run.state.fps[len(run.state.fps) - rebase.kept_tail_count :]
+        if rebase.kept_tail_count
+        else []
+    )
+    head_origins = run.state.origins[: rebase.head_count]
     tail_origins = (
-        run.origins[len(run.origins) - rebase.kept_tail_count :] if rebase.kept_tail_count else []
+        run.state.origins[len(run.state.origins) - rebase.kept_tail_count :]
+        if rebase.kept_tail_count
+        else []
     )
     items: list[Item] = []
-    next_pos = run.conv.next_pos
+    next_pos = run.state.conv.next_pos
     inserted: list[int] = []
     inserted_fps: list[str] = []
     inserted_origins: list[MessageOrigin] = []
@@ -156,13 +166,13 @@ def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item],
             )
         next_pos = start + len(window)
         ref = ListRef(ranges=((start, next_pos),))
-    run.history = list(window)
-    run.fps = head_fps + inserted_fps + tail_fps
+    run.state.history = list(window)
+    run.state.fps = head_fps + inserted_fps + tail_fps
     # The as-sent list changed other than by appending: the running digest starts again.
-    run.digest = start_digest(run.run_id)
-    run.base_is_prefix = False
-    run.origins = head_origins + inserted_origins + tail_origins
-    run.conv = msgspec.structs.replace(run.conv, history=ref, next_pos=next_pos)
+    run.state.digest = start_digest(run.run_id)
+    run.state.base_is_prefix = False
+    run.state.origins = head_origins + inserted_origins + tail_origins
+    run.state.conv = msgspec.structs.replace(run.state.conv, history=ref, next_pos=next_pos)
     return items, ref
 
 
@@ -183,7 +193,7 @@ def _stored_span(run: Run, span: FoldedSpan, removed: ListRef) -> StoredFoldedSp
 async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str, ...]:
     """Commit the visit; returns the salted hashes of the messages it removed."""
     record = outcome.record
-    before = list(run.history)
+    before = list(run.state.history)
     writes: list[Write] = []
     items: list[Item] = []
     folded: list[StoredFoldedSpan] = []
@@ -195,7 +205,7 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
             salted(run.run_id, message_body(m))
             for m in before[rebase.head_count : len(before) - rebase.kept_tail_count]
         )
-        positions = run.conv.history.positions()
+        positions = run.state.conv.history.positions()
         removed = ListRef.of_positions(
             positions[rebase.head_count : len(positions) - rebase.kept_tail_count]
         )
@@ -204,18 +214,18 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
         folded = [_stored_span(run, span, removed) for span in outcome.folded]
     writes.append(Write(key="compactions", verb="append", value=[record_to_wire(record)]))
     if folded:
-        count = run.conv.folded_count
+        count = run.state.conv.folded_count
         writes.append(
             Write(key="foldedSpans", verb="append", value={"spans": [count, count + len(folded)]})
         )
     reasons = tuple(sorted({r.reason for r in record.refusals}))
-    run.prior = (
-        *run.prior[-1:],
+    run.state.prior = (
+        *run.state.prior[-1:],
         PriorVisitRef(removed_message_count=record.removed_message_count, reasons=reasons),
     )
     state = run.checkpoint(
-        folded_count=run.conv.folded_count + len(folded),
-        open_turn=run.open_turn_with(prior_visits=run.prior),
+        folded_count=run.state.conv.folded_count + len(folded),
+        open_turn=run.open_turn_with(prior_visits=run.state.prior),
     )
     await run.committer.stage(
         Txn(
@@ -279,4 +289,4 @@ def _emit_visit(run: Run, outcome: VisitOutcome, before: Sequence[Message]) -> N
             },
         )
     if outcome.warning:
-        _warn_once(run, outcome.warning, outcome.warning, iteration=run.iteration)
+        _warn_once(run, outcome.warning, outcome.warning, iteration=run.state.iteration)

@@ -20,9 +20,9 @@ log = get_logger()
 
 async def wrap_up(run: Run, reply: CommittedReply, *, settling: bool) -> None:
     run.begin("settle" if settling else "wrap-up")
-    run.stopped_early = {
+    run.state.stopped_early = {
         "reason": "max-iterations",
-        "iteration": run.iteration,
+        "iteration": run.state.iteration,
         "pendingToolCalls": len(reply.tool_calls),
         "answerWasEmpty": not reply.content,
         "wrappedUp": True,
@@ -30,25 +30,27 @@ async def wrap_up(run: Run, reply: CommittedReply, *, settling: bool) -> None:
     run.emit(
         "budget.exhausted",
         {
-            "iteration": run.iteration,
+            "iteration": run.state.iteration,
             "maxIterations": run.d.max_iterations,
             "pendingToolCalls": len(reply.tool_calls),
             "action": "wrap-up",
         },
     )
-    run.wrap_up_asked = True
-    closed = run.iteration
-    run.iteration += 1
+    run.state.wrap_up_asked = True
+    closed = run.state.iteration
+    run.state.iteration += 1
     state = run.checkpoint(
         open_turn=run.open_turn_with(
-            next_iteration=run.iteration, wrap_up_asked=True, stopped_early=run.stopped_early
+            next_iteration=run.state.iteration,
+            wrap_up_asked=True,
+            stopped_early=run.state.stopped_early,
         )
     )
     bundle = run.bundle(
         [
             Write(key="wrapUpAsked", verb="set", value=True),
-            Write(key="stoppedEarly", verb="set", value=run.stopped_early),
-            Write(key="iteration", verb="set", value=run.iteration),
+            Write(key="stoppedEarly", verb="set", value=run.state.stopped_early),
+            Write(key="iteration", verb="set", value=run.state.iteration),
         ],
         iteration=closed,
     )
