@@ -49,14 +49,14 @@ if TYPE_CHECKING:
     from afp_runtime.models import OpenAICompatModel as OpenAICompatModel
     from afp_runtime.models import RetryPolicy as RetryPolicy
     from afp_runtime.models import ScriptedModel as ScriptedModel
-    from afp_runtime.periods import Period as Period
-    from afp_runtime.periods import TimeConfig as TimeConfig
     from afp_runtime.records import QuestionRow as QuestionRow
     from afp_runtime.served import ConformanceReport as ConformanceReport
     from afp_runtime.served import EpochEntry as EpochEntry
     from afp_runtime.served import ServedView as ServedView
     from afp_runtime.served import ViewDiff as ViewDiff
     from afp_runtime.store import RunRow as RunRow
+    from afp_runtime.time import Period as Period
+    from afp_runtime.time import TimeConfig as TimeConfig
     from afp_runtime.tools import Tool as Tool
     from afp_runtime.tools import ToolContext as ToolContext
     from afp_runtime.tools import tool as tool
@@ -83,14 +83,14 @@ _HOMES = {
     "ModelReply": "afp_runtime.messages",
     "ModelRequest": "afp_runtime.messages",
     "OpenAICompatModel": "afp_runtime.models",
-    "Period": "afp_runtime.periods",
+    "Period": "afp_runtime.time",
     "QuestionRow": "afp_runtime.records",
     "RetryPolicy": "afp_runtime.models",
     "RunRow": "afp_runtime.store",
     "ScriptedModel": "afp_runtime.models",
     "ServedView": "afp_runtime.served",
     "Store": "afp_runtime._embed",
-    "TimeConfig": "afp_runtime.periods",
+    "TimeConfig": "afp_runtime.time",
     "Tool": "afp_runtime.tools",
     "ToolCall": "afp_runtime.messages",
     "ToolContext": "afp_runtime.tools",

@@ -309,7 +309,7 @@ class TestOneBehaviour:
         assert "agents[0].maxIterations" in done.stderr
 
 
-HEAVY = ("litestar", "uvicorn", "httpx", "afp_runtime.loop", "afp_runtime.periods")
+HEAVY = ("litestar", "uvicorn", "httpx", "afp_runtime.loop", "afp_runtime.time")
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["runs"], ["inbox", "echo"], ["epochs", "echo:last"]])

@@ -12,9 +12,9 @@ import anyio
 from afp_runtime.agents import Agent
 from afp_runtime.loop import AgentDriver, SequentialIds
 from afp_runtime.models import ScriptedModel
-from afp_runtime.periods import Period, TimeConfig
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
+from afp_runtime.time import Period, TimeConfig
 from afp_runtime.tools import Tool, ToolContext
 
 from .test_cli import afp

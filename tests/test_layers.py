@@ -2,7 +2,7 @@
 
 The allowed arrows are data below. Every ``.py`` under ``afp_runtime`` is parsed; every import
 counts, including those inside functions and under ``TYPE_CHECKING``. A layer that does not
-exist yet (window, findings, periods, host, api) is checked as soon as its folder appears.
+exist yet (window, findings, time, host, api) is checked as soon as its folder appears.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ SHARED = frozenset({ERRORS, LOGGING, LAZY})
 # ``_embed``) outside the layers that may import any layer and that no layer may import.
 ENTRY_MODULES = frozenset({"cli", "testing", "demo", "scenario", "_embed", INIT})
 
-PURE = frozenset({"messages", "records", "window", "findings", "periods", "served"})
+PURE = frozenset({"messages", "records", "window", "findings", "time", "served"})
 
 # docs/storage.md#the-store-port: these reach durable state through the port package
 # ``afp_runtime.store`` only, never through a backend inside it.
@@ -45,12 +45,11 @@ ALLOWED: dict[str, frozenset[str]] = {
     "records": frozenset({"messages"}),
     "window": frozenset({"messages"}),
     "findings": frozenset({"messages", "window", "extensions", "tools"}),
-    "periods": frozenset({"messages"}),
     "served": frozenset({"messages", "records"}),
     "models": frozenset({"messages"}),
-    "tools": frozenset({"messages", "periods"}),
+    "tools": frozenset({"messages"}),
     "extensions": frozenset({"messages", "records", "window", "tools"}),
-    "time": frozenset({"messages", "records", "periods", "tools", "extensions"}),
+    "time": frozenset({"messages", "records", "tools", "extensions"}),
     "store": frozenset({"messages", "records"}),
     "loop": frozenset({"messages", "records", "window", "served"})
     | {"models", "tools", "store", "extensions"},
@@ -389,7 +388,7 @@ def test_no_layer_imports_an_entry_module(scan: Scan) -> None:
 
 
 def test_pure_layers_import_no_io_library(scan: Scan) -> None:
-    """messages, records, window, findings, periods and served import no I/O library."""
+    """messages, records, window, findings, time and served import no I/O library."""
     found = scan.report("io")
     assert not found, "\n".join(found)
 
@@ -475,11 +474,11 @@ class TestCheckerSelf:
                 id="from-package-import-layer",
             ),
             pytest.param(
-                "afp_runtime/periods/forms.py",
+                "afp_runtime/time/_forms.py",
                 "import importlib\nimportlib.import_module('afp_runtime.host')\n",
                 "arrow",
                 2,
-                "periods -> host",
+                "time -> host",
                 id="import-module-call",
             ),
             pytest.param(
@@ -539,7 +538,7 @@ class TestCheckerSelf:
                 id="datetime-now",
             ),
             pytest.param(
-                "afp_runtime/periods/forms.py",
+                "afp_runtime/time/_forms.py",
                 "import datetime\n\nday = datetime.date.today()\n",
                 "clock",
                 3,

@@ -40,14 +40,6 @@ from afp_runtime.errors import (
     ToolDefinitionError,
 )
 from afp_runtime.findings import FINDINGS_INSTRUCTION, LEDGER_HEADER
-from afp_runtime.periods import (
-    TIME_LINE_PREFIX,
-    TIME_QUOTE,
-    TIME_ROW_KINDS,
-    Facts,
-    refusal_observation,
-    unsettled_observation,
-)
 from afp_runtime.scenario import (
     RESULT_FORMAT,
     Scenario,
@@ -56,6 +48,10 @@ from afp_runtime.scenario import (
     run_scenario,
 )
 from afp_runtime.store.sqlite import SqliteStore
+from afp_runtime.time import TIME_ROW_KINDS
+from afp_runtime.time._decide import TIME_QUOTE
+from afp_runtime.time._facts import Facts
+from afp_runtime.time._texts import TIME_LINE_PREFIX, refusal_observation, unsettled_observation
 from afp_runtime.tools import (
     declined_text,
     interrupted_text,

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from afp_runtime.errors import (
     InvalidAnswer,
     InvalidValue,
     QuestionClosed,
     shown,
 )
-from afp_runtime.periods import AnswerProblem, Facts, TimeQuestion, check_time_answer, parse_instant
 from afp_runtime.records import QuestionRow
 from afp_runtime.store import CheckpointStore
+from afp_runtime.time import AnswerProblem, judge_answer
 
 ANSWER_LIMIT = 4_096
 """Most code points of a free-text answer."""
@@ -121,24 +119,11 @@ async def answer_question(
         return None
     checked = validate_answer(question.kind, value)
     if question.kind == "time" and question.detail is not None:
-        problem = _judge_time(question, checked)
+        problem = judge_answer(question.detail, checked)
         if problem is not None:
             return await _refuse_time(store, question, checked, problem, now_ms, by, shared)
     return await store.close_question(
         question_id, status="answered", answer=checked, now_ms=now_ms, by=by, shared=shared
-    )
-
-
-def _judge_time(question: QuestionRow, value: str) -> AnswerProblem | None:
-    """docs/time.md#judging-answers, with what the question kept of its waiting tools and the
-    turn."""
-    assert question.detail is not None
-    detail = question.detail
-    asked = msgspec.convert(detail["question"], TimeQuestion)
-    facts = [msgspec.convert(f, Facts) for f in detail.get("facts", [])]
-    now = parse_instant(detail["now"]) if isinstance(detail.get("now"), str) else None
-    return check_time_answer(
-        asked.format, value, zone=detail.get("personZone"), facts=facts, now=now
     )
 
 

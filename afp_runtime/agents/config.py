@@ -33,7 +33,7 @@ from afp_runtime.findings import FindingsConfig
 from afp_runtime.loop import Durability
 from afp_runtime.messages import ModelParams
 from afp_runtime.models import ExtractiveSummarizer, Model, RetryPolicy, ScriptedModel
-from afp_runtime.periods import Period, period_from_wire, time_config_from_wire
+from afp_runtime.time import Period, period_from_wire, time_config_from_wire
 from afp_runtime.tools import Tool, tool
 from afp_runtime.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
 

@@ -20,8 +20,7 @@ from afp_runtime.findings import (
 from afp_runtime.loop import Durability, TurnFailure
 from afp_runtime.messages import ModelParams, canonical_json, sha256_hex
 from afp_runtime.models import Model, RetryPolicy
-from afp_runtime.periods import TimeConfig, message_time_from_wire
-from afp_runtime.time import TimeExtension
+from afp_runtime.time import TimeConfig, TimeExtension, message_time_from_wire
 from afp_runtime.tools import Tool
 from afp_runtime.window import (
     WindowStrategy,

@@ -27,7 +27,6 @@ from afp_runtime.errors import (
 from afp_runtime.findings import validate_rows
 from afp_runtime.loop import load_folded_spans
 from afp_runtime.messages import Message, Usage, fingerprint
-from afp_runtime.periods import TIME_ROW_KINDS, validate_time_row
 from afp_runtime.records import (
     ConversationState,
     Item,
@@ -36,6 +35,7 @@ from afp_runtime.records import (
     Txn,
 )
 from afp_runtime.store import CheckpointStore
+from afp_runtime.time import TIME_ROW_KINDS, validate_time_row
 from afp_runtime.window import FoldedSpan
 
 PORTABLE_VERSION = 1

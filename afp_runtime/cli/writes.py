@@ -47,7 +47,7 @@ async def _message_time(args: Any) -> dict[str, Any] | None:
     given = {key: value for key, value in (("zone", args.zone), ("now", args.now)) if value}
     if not given:
         return None
-    periods = await load("afp_runtime.periods")
+    periods = await load("afp_runtime.time")
     periods.message_time_from_wire(given)
     return given
 

@@ -48,6 +48,9 @@ class RunStart:
     kind: RunKind
     tools_by_name: Mapping[str, Tool]
     clock: Clock
+    offload: Callable[..., Awaitable[Any]]
+    """Run a blocking function (``offload(fn, *args)``) in a worker thread, off the event
+    loop."""
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,7 @@ class Run:
             kind=kind,
             tools_by_name=definition.tools_by_name,
             clock=clock,
+            offload=anyio.to_thread.run_sync,
         )
         # Each extension's part in this run, in the definition's order (docs/loop.md#extensions).
         self.extensions: tuple[RunExtension, ...] = tuple(

@@ -64,14 +64,14 @@ from afp_runtime.errors import (
     TimeNotEnabled,
 )
 from afp_runtime.findings import FindingsConfig
-from afp_runtime.periods import (
+from afp_runtime.records import STAGES
+from afp_runtime.time import (
     Period,
     TimeConfig,
     message_time_from_wire,
     period_from_wire,
     time_config_from_wire,
 )
-from afp_runtime.records import STAGES
 from afp_runtime.tools import Tool, ToolFn
 
 SCENARIO_FORMAT = "afp-scenario/1"

@@ -62,7 +62,6 @@ from afp_runtime.errors import (
 )
 from afp_runtime.loop import AgentDriver, Emitter, load_folded_spans
 from afp_runtime.models import ScriptedModel
-from afp_runtime.periods import TIME_ROW_KINDS
 from afp_runtime.records import RunLog
 from afp_runtime.scenario._world import Abort, Arm, Crash, World
 from afp_runtime.scenario.format import (
@@ -86,6 +85,7 @@ from afp_runtime.scenario.format import (
 from afp_runtime.scenario.result import RESULT_FORMAT, RunSummary, ScenarioResult, StepResult
 from afp_runtime.served import check, epochs, receipt_at, served_at
 from afp_runtime.store import Store, open_store
+from afp_runtime.time import TIME_ROW_KINDS
 
 
 def _window_config(spec: StrategySpec | None) -> WindowConfig | None:

@@ -10,8 +10,8 @@
 * at dispatch each such call gets its ``call`` row (``dispatchedAt``, drift) and ``ctx.time``.
 * the answer run's ``settle`` files ``time-answer`` rows and second ``call-window`` rows.
 
-Everything that may load a zone file runs in a worker thread (zones load lazily, and a file
-read must not block the event loop).
+Everything that may load a zone file runs in a worker thread, through the run's ``offload``
+(zones load lazily, and a file read must not block the event loop).
 
 Readings settled here (the spec is silent):
 
@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import anyio
 import msgspec
 
 from afp_runtime.errors import TimeReaderError
@@ -46,55 +45,49 @@ from afp_runtime.extensions import (
     Settled,
 )
 from afp_runtime.messages import Message, ToolCall, ToolSchema
-from afp_runtime.periods import (
-    DEFAULT_GRANULARITY_MS,
+from afp_runtime.records import Clock, QuestionRow
+from afp_runtime.time._clock import (
+    MessageTime,
+    TimeClock,
+    clock_from_wire,
+    clock_row,
+    message_time_from_wire,
+    turn_clock,
+)
+from afp_runtime.time._config import TimeConfig, time_config_to_wire
+from afp_runtime.time._convert import PeriodContext, Refusal, convert_for_tool
+from afp_runtime.time._decide import (
     TIME_QUOTE,
     TIME_QUOTE_DESCRIPTION,
     CallDecision,
     CallToBind,
-    CallWindowRow,
-    Facts,
-    Instant,
-    MessageTime,
-    OpenMention,
-    OpenReading,
-    PeriodContext,
-    Refusal,
-    TimeClock,
-    TimeConfig,
-    TimeParts,
-    TimeQuestion,
-    TimeRefusal,
-    TurnWindows,
-    abandoned_observation,
-    call_window_of_call,
-    clock_from_wire,
-    clock_row,
-    convert_for_tool,
     decide_call,
-    dispatch_call,
-    facts_of,
-    filled_note,
-    form_facts,
-    forms_of,
-    is_zone_name,
-    message_time_from_wire,
-    preload_zones,
-    read_message,
-    refusal_observation,
-    resolve,
-    time_answer_row,
-    time_config_to_wire,
-    time_line,
-    time_question,
-    tool_facts,
-    tool_time,
-    turn_clock,
-    turn_windows_of,
-    unsettled_observation,
     without_time_quote,
 )
-from afp_runtime.records import Clock, QuestionRow
+from afp_runtime.time._declare import Period, facts_of, forms_of
+from afp_runtime.time._dispatch import dispatch_call, tool_time
+from afp_runtime.time._facts import (
+    DEFAULT_GRANULARITY_MS,
+    Facts,
+    TimeRefusal,
+    form_facts,
+    tool_facts,
+)
+from afp_runtime.time._instants import Instant
+from afp_runtime.time._parts import TimeParts
+from afp_runtime.time._question import TimeQuestion, time_answer_row, time_question
+from afp_runtime.time._reading_rows import read_message
+from afp_runtime.time._resolve import resolve
+from afp_runtime.time._rows import CallWindowRow, call_window_of_call
+from afp_runtime.time._texts import (
+    abandoned_observation,
+    filled_note,
+    refusal_observation,
+    time_line,
+    unsettled_observation,
+)
+from afp_runtime.time._windows import OpenMention, OpenReading, TurnWindows, turn_windows_of
+from afp_runtime.time._zones import is_zone_name, preload_zones
 from afp_runtime.tools import PlannedCall, Tool, ToolOutcome, plan_call, unrun_outcome
 
 TIME_KINDS = frozenset({"clock", "time-reading", "time-answer", "call-window", "call"})
@@ -149,13 +142,18 @@ class TimeTurn:
 
 
 def _facts(tool: Tool) -> Facts:
-    assert tool.period is not None
-    return facts_of(tool.period)
+    return facts_of(period_of(tool))
 
 
 def has_forms(tool: Tool | None) -> bool:
     """Whether calls to ``tool`` are decided by the time layer (a period with forms)."""
-    return tool is not None and tool.period is not None and bool(forms_of(tool.period))
+    return tool is not None and isinstance(tool.period, Period) and bool(forms_of(tool.period))
+
+
+def period_of(tool: Tool | None) -> Period:
+    """The period of a tool the time layer decides calls to."""
+    assert tool is not None and isinstance(tool.period, Period)
+    return tool.period
 
 
 # -- seed ---------------------------------------------------------------------------------------
@@ -184,13 +182,6 @@ def answered_zone(
         ):
             zone = question.answer
     return zone
-
-
-async def _preload(clock: TimeClock, agent_zone: str | None) -> None:
-    """Load the turn's zones in a worker thread, so the stages never read a zone file on
-    the event loop."""
-    names = {name for name in (clock.zone, agent_zone) if name and is_zone_name(name)}
-    await anyio.to_thread.run_sync(preload_zones, sorted(names))
 
 
 def with_time_quote(schema: ToolSchema) -> ToolSchema:
@@ -256,8 +247,15 @@ class TimeRun(RunExtension):
         self.kind = run.kind
         self.tools_by_name = run.tools_by_name
         self.clock: Clock = run.clock
+        self.offload = run.offload
         self.state: TimeTurn | None = None
         self.quotes: dict[str, str | None] = {}
+
+    async def _preload(self, clock: TimeClock, agent_zone: str | None) -> None:
+        """Load the turn's zones in a worker thread, so the stages never read a zone file on
+        the event loop."""
+        names = {name for name in (clock.zone, agent_zone) if name and is_zone_name(name)}
+        await self.offload(preload_zones, sorted(names))
 
     # -- seed -----------------------------------------------------------------------------------
 
@@ -303,8 +301,8 @@ class TimeRun(RunExtension):
             ]
             return clock, rows
 
-        clock, rows = await anyio.to_thread.run_sync(work)
-        await _preload(clock, config.zone)
+        clock, rows = await self.offload(work)
+        await self._preload(clock, config.zone)
         return TimeTurn(clock, [wire(row) for row in rows], turn)
 
     async def _continuation(
@@ -318,7 +316,7 @@ class TimeRun(RunExtension):
         if clock_wire is None:
             return None
         clock = clock_from_wire(clock_wire)
-        await _preload(clock, self.config.zone)
+        await self._preload(clock, self.config.zone)
         return TimeTurn(clock, rows, turn)
 
     # -- context --------------------------------------------------------------------------------
@@ -371,16 +369,16 @@ class TimeRun(RunExtension):
 
     def _bind(self, plan: PlannedCall, quote: str | None, at: At) -> CallToBind:
         tool = plan.tool
-        assert tool is not None and tool.period is not None
+        period = period_of(tool)
         return CallToBind(
             tool_call_id=plan.call.id,
             tool_name=plan.call.name,
             turn=at.turn,
             iteration=at.iteration,
             args=dict(plan.call.args),
-            forms=forms_of(tool.period),
-            facts=facts_of(tool.period),
-            missing=tool.period.missing,
+            forms=forms_of(period),
+            facts=facts_of(period),
+            missing=period.missing,
             quote=quote,
         )
 
@@ -407,7 +405,7 @@ class TimeRun(RunExtension):
                 for _, bind, item in binds
             ]
 
-        decisions = await anyio.to_thread.run_sync(work) if binds else []
+        decisions = await self.offload(work) if binds else []
         result = list(planned)
         for (index, bind, item), decision in zip(binds, decisions, strict=True):
             plan.decisions[bind.tool_call_id] = decision
@@ -429,9 +427,9 @@ class TimeRun(RunExtension):
         """The planned call after its decision: refused (never runs) or with its arguments."""
         row = decision.row
         if row.how == "refused":
-            assert item.tool is not None and item.tool.period is not None
-            declared = facts_of(item.tool.period)
-            forms = forms_of(item.tool.period)
+            period = period_of(item.tool)
+            declared = facts_of(period)
+            forms = forms_of(period)
             # docs/time.md#refused-calls: explain with the facts that refused it: a sent window
             # was judged with its form's facts, a fill with the tool's (the largest cap among its
             # forms).
@@ -464,7 +462,7 @@ class TimeRun(RunExtension):
         def work() -> TimeQuestion:
             return time_question(mention, binds, ctx, turn=state.turn)
 
-        question = await anyio.to_thread.run_sync(work)
+        question = await self.offload(work)
         detail = {
             "question": msgspec.to_builtins(question),
             "facts": [msgspec.to_builtins(tool_facts(b.forms, b.facts)) for b in binds],
@@ -554,7 +552,7 @@ class TimeRun(RunExtension):
                 if tool is None or not has_forms(tool):
                     continue
                 ctx = state.context(tool, agent_zone=self.config.zone)
-                decision = await anyio.to_thread.run_sync(decide_call, bind, state.windows, ctx)
+                decision = await self.offload(decide_call, bind, state.windows, ctx)
                 state.decisions[call.id] = decision
                 state.add([decision.row])
                 item = plan_call(call, self.tools_by_name)
@@ -611,7 +609,7 @@ class TimeRun(RunExtension):
                 codes.append(found.refused)
             return codes[0]
 
-        refusals = await anyio.to_thread.run_sync(lambda: [first_refusal(b) for b in binds])
+        refusals = await self.offload(lambda: [first_refusal(b) for b in binds])
         if any(code is None for code in refusals):
             return None
         planned: dict[str, PlannedCall] = {}
@@ -647,7 +645,7 @@ class TimeRun(RunExtension):
         def work() -> Any:
             return resolve(parses, clock=state.clock, policy=policy, zone_answer=zone)
 
-        resolution = await anyio.to_thread.run_sync(work)
+        resolution = await self.offload(work)
         readings = tuple(
             OpenReading(range=c.range, zone=c.zone, lookback=c.lookback, candidate=i)
             for i, c in enumerate(resolution.candidates)
@@ -676,7 +674,7 @@ class Dispatching:
         if state is None:
             return plan
         decision = state.decisions.get(plan.call.id)
-        if decision is None or plan.tool is None or plan.tool.period is None:
+        if decision is None or plan.tool is None or not isinstance(plan.tool.period, Period):
             return plan
         zone = decision.window.zone if decision.window is not None else state.zone
         ctx = state.context(plan.tool, zone=zone, agent_zone=self.run.config.zone)
@@ -684,7 +682,7 @@ class Dispatching:
         done = dispatch_call(
             decision.row,
             plan.args if isinstance(plan.args, dict) else decision.arguments,
-            forms_of(plan.tool.period),
+            forms_of(period_of(plan.tool)),
             ctx,
             at,
         )

@@ -6,10 +6,12 @@ it needs is its own structural Protocol, ``ToolClock``.
 
 from afp_runtime.tools.context import (
     QUESTION_LIMIT,
+    AskedSpan,
     PersonAsked,
     ProgressSink,
     ToolClock,
     ToolContext,
+    ToolTime,
 )
 from afp_runtime.tools.declaration import RESERVED_ARGUMENTS, Tool, ToolFn, schema_for
 from afp_runtime.tools.dispatch import (
@@ -53,6 +55,7 @@ from afp_runtime.tools.texts import (
 __all__ = [
     "ARGS_NOT_JSON",
     "ARGS_NOT_OBJECT",
+    "AskedSpan",
     "CallFinishedHook",
     "CallStartedHook",
     "ContextFactory",
@@ -74,6 +77,7 @@ __all__ = [
     "ToolFn",
     "ToolOutcome",
     "ToolStatus",
+    "ToolTime",
     "approval_prompt",
     "check_schema",
     "declined_text",

@@ -12,10 +12,48 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import Any, Literal, NoReturn, Protocol
 
-if TYPE_CHECKING:
-    from afp_runtime.periods import ToolTime
+import msgspec
+
+
+class AskedSpan(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """``ctx.time.asked``: the row's ``asked``, always half-open
+    (docs/time.md#the-time-a-tool-sees).
+
+    Attributes:
+        start: wire ``from``, as written in the row.
+        end: wire ``to``, as written in the row.
+        edge: always ``exclusive``.
+    """
+
+    start: str = msgspec.field(name="from")
+    end: str = msgspec.field(name="to")
+    edge: Literal["exclusive"] = "exclusive"
+
+
+class ToolTime(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """The time a tool sees on its context (``ctx.time``, docs/time.md#the-time-a-tool-sees).
+
+    Wire: ``{version: 1, asked?: {from, to, edge: "exclusive"}, zone, now, dispatchedAt,
+    zoneUnknown?: true}``.
+
+    Attributes:
+        version: the shape's version, 1 (always written).
+        zone: the turn's clock zone (``"UTC"`` when the zone is unknown).
+        now: the turn's clock ``now`` as filed.
+        dispatched_at: the ``call`` row's ``dispatchedAt`` (wire ``dispatchedAt``).
+        asked: copied from the latest ``call-window`` row; absent when it has none.
+        zone_unknown: the clock's ``zoneSource`` is ``unknown`` (wire ``zoneUnknown``).
+    """
+
+    version: int
+    zone: str
+    now: str
+    dispatched_at: str
+    asked: AskedSpan | None = None
+    zone_unknown: bool = False
+
 
 QUESTION_LIMIT = 4_096
 """Most code points of a question a tool may ask the person."""

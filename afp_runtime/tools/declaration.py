@@ -13,19 +13,29 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
 from afp_runtime.errors import ToolDefinitionError, error_context, shown
 from afp_runtime.messages import ToolSchema
-from afp_runtime.periods import Period, check_against_schema
 from afp_runtime.tools.context import ToolContext
 from afp_runtime.tools.schema import check_schema
 
 RESERVED_ARGUMENTS = ("_findings", "_timeQuote")
 """Argument names the runtime peels off every call; no tool may declare them
 (docs/architecture.md#decision-14-reserved-tool-arguments-are-refused-at-definition)."""
+
+
+@runtime_checkable
+class Period(Protocol):
+    """A period declaration (``afp.Period``, docs/time.md#period-forms-a-tool-declares), as a tool
+    holds it: it checks itself against the tool's input schema."""
+
+    def check_against(self, input_schema: Mapping[str, Any]) -> None:
+        """Raise ``PeriodDeclarationError`` when the declaration does not fit the schema."""
+        ...
+
 
 ToolFn = Callable[[Any, ToolContext], Any]
 """``async def fn(args, ctx)`` or ``def fn(args, ctx)``, returning str, None or a JSON-able."""
@@ -170,7 +180,7 @@ class Tool:
             if not isinstance(self.period, Period):
                 raise _refuse(name, "period", "must be a Period", self.period)
             with error_context(tool=name):
-                check_against_schema(self.period, self.input_schema)
+                self.period.check_against(self.input_schema)
 
     def _checked_schema(self) -> dict[str, Any]:
         """A private JSON copy of the input schema, after checking it."""

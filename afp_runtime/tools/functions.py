@@ -27,9 +27,8 @@ import msgspec
 import msgspec.inspect as mi
 
 from afp_runtime.errors import ToolDefinitionError
-from afp_runtime.periods import Period
 from afp_runtime.tools.context import ToolContext
-from afp_runtime.tools.declaration import Tool, ToolFn, is_async_callable, schema_for
+from afp_runtime.tools.declaration import Period, Tool, ToolFn, is_async_callable, schema_for
 
 F = TypeVar("F", bound=Callable[..., Any])
 

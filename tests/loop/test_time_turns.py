@@ -14,10 +14,10 @@ from afp_runtime.agents import Agent, abandon_question, answer_question
 from afp_runtime.errors import TimeNotEnabled
 from afp_runtime.loop import AgentDriver, Emitter
 from afp_runtime.models import ScriptedModel
-from afp_runtime.periods import Period, TimeConfig
-from afp_runtime.periods.forms import Bound, BoundsForm, LookbackForm
-from afp_runtime.periods.policy import TimePolicy
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
+from afp_runtime.time import Period, TimeConfig
+from afp_runtime.time._forms import Bound, BoundsForm, LookbackForm
+from afp_runtime.time._policy import TimePolicy
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import TIME_LINE_PREFIX
 
@@ -308,9 +308,9 @@ async def test_an_abandoned_time_question_runs_nothing(harness: Harness) -> None
 
 def test_the_window_layer_knows_the_time_line_prefix() -> None:
     """The window treats the time line as authored text; the two constants must agree."""
-    from afp_runtime import periods
+    from afp_runtime.time import _texts
 
-    assert periods.TIME_LINE_PREFIX == TIME_LINE_PREFIX
+    assert _texts.TIME_LINE_PREFIX == TIME_LINE_PREFIX
 
 
 async def _ask_and_answer(

@@ -3,11 +3,11 @@ form shorthands ``EPOCH``, ``LOOKBACK``, ``DAY`` and ``WALL``."""
 
 from __future__ import annotations
 
-from afp_runtime.periods import Instant, PeriodContext, parse_instant
-from afp_runtime.periods.convert import AskedWindow
-from afp_runtime.periods.durations import parse_duration
-from afp_runtime.periods.forms import Bound, BoundsForm, DayForm, LookbackForm, ZoneArgument
-from afp_runtime.periods.ranges import TimeRange, lookback_range
+from afp_runtime.time._convert import AskedWindow, PeriodContext
+from afp_runtime.time._durations import parse_duration
+from afp_runtime.time._forms import Bound, BoundsForm, DayForm, LookbackForm, ZoneArgument
+from afp_runtime.time._instants import Instant, parse_instant
+from afp_runtime.time._ranges import TimeRange, lookback_range
 
 LA = "America/Los_Angeles"
 NOW = parse_instant("2026-10-09T15:40:00Z")

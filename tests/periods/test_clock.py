@@ -10,17 +10,10 @@ import msgspec
 import pytest
 
 from afp_runtime.errors import InvalidValue
-from afp_runtime.periods import (
-    MessageTime,
-    TimeClock,
-    clock_from_wire,
-    clock_row,
-    message_time_from_wire,
-    parse_instant,
-    turn_clock,
-)
-from afp_runtime.periods.clock import ClockRow
-from afp_runtime.periods.ranges import PersonWindow, TimeRange
+from afp_runtime.time import MessageTime, message_time_from_wire
+from afp_runtime.time._clock import ClockRow, TimeClock, clock_from_wire, clock_row, turn_clock
+from afp_runtime.time._instants import parse_instant
+from afp_runtime.time._ranges import PersonWindow, TimeRange
 
 LA = "America/Los_Angeles"
 ACCEPTED_MS = 1791560400000  # 2026-10-09T15:40:00Z

@@ -3,9 +3,10 @@ docs/time.md#how-this-is-tested)."""
 
 from __future__ import annotations
 
-from afp_runtime.periods import Period, forms_of, parse_instant
-from afp_runtime.periods.convert import Conversion, convert_exact
-from afp_runtime.periods.forms import (
+from afp_runtime.time import Period
+from afp_runtime.time._convert import Conversion, convert_exact
+from afp_runtime.time._declare import forms_of
+from afp_runtime.time._forms import (
     Bound,
     BoundsForm,
     DayForm,
@@ -15,6 +16,7 @@ from afp_runtime.periods.forms import (
     ObjectKeys,
     ZoneArgument,
 )
+from afp_runtime.time._instants import parse_instant
 from tests.periods._build import (
     DAY,
     EPOCH,

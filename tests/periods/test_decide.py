@@ -10,20 +10,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from afp_runtime.errors import InvalidValue
-from afp_runtime.periods import (
+from afp_runtime.time._convert import PeriodContext
+from afp_runtime.time._decide import (
     CallDecision,
     CallToBind,
-    Facts,
-    PeriodContext,
-    assume,
+    call_window_of,
     decide_call,
-    parse_instant,
-    tool_time,
-    turn_windows_of,
+    points_at,
 )
-from afp_runtime.periods.decide import call_window_of, points_at
-from afp_runtime.periods.declare import MissingRule
-from afp_runtime.periods.forms import (
+from afp_runtime.time._declare import MissingRule, assume
+from afp_runtime.time._dispatch import tool_time
+from afp_runtime.time._facts import Facts
+from afp_runtime.time._forms import (
     Bound,
     BoundsForm,
     Form,
@@ -31,9 +29,11 @@ from afp_runtime.periods.forms import (
     LookbackForm,
     ZoneArgument,
 )
-from afp_runtime.periods.ranges import TimeRange, lookback_range
-from afp_runtime.periods.readback import read_back
-from afp_runtime.periods.rows import time_row_to_wire
+from afp_runtime.time._instants import parse_instant
+from afp_runtime.time._ranges import TimeRange, lookback_range
+from afp_runtime.time._readback import read_back
+from afp_runtime.time._rows import time_row_to_wire
+from afp_runtime.time._windows import turn_windows_of
 from tests.periods._build import (
     DAY,
     EPOCH,

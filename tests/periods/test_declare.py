@@ -10,17 +10,17 @@ import msgspec
 import pytest
 
 from afp_runtime.errors import PeriodDeclarationError
-from afp_runtime.periods import (
-    Facts,
-    Period,
+from afp_runtime.time import Period, period_from_wire
+from afp_runtime.time._declare import (
+    Assume,
     assume,
     check_against_schema,
     facts_of,
     forms_of,
-    period_from_wire,
+    period_to_wire,
 )
-from afp_runtime.periods.declare import Assume, period_to_wire
-from afp_runtime.periods.forms import (
+from afp_runtime.time._facts import Facts
+from afp_runtime.time._forms import (
     Bound,
     BoundsForm,
     DayForm,

@@ -12,11 +12,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from afp_runtime.errors import InvalidValue
-from afp_runtime.periods import CallWindowRow, Instant, dispatch_call, tool_time, turn_windows_of
-from afp_runtime.periods.dispatch import call_row_of, dispatched_at_of, dispatched_at_text, drift_of
-from afp_runtime.periods.forms import Form
-from afp_runtime.periods.ranges import PersonWindow, TimeRange
-from afp_runtime.periods.rows import time_row_to_wire
+from afp_runtime.time._dispatch import (
+    call_row_of,
+    dispatch_call,
+    dispatched_at_of,
+    dispatched_at_text,
+    drift_of,
+    tool_time,
+)
+from afp_runtime.time._forms import Form
+from afp_runtime.time._instants import Instant
+from afp_runtime.time._ranges import PersonWindow, TimeRange
+from afp_runtime.time._rows import CallWindowRow, time_row_to_wire
+from afp_runtime.time._windows import turn_windows_of
 from tests.periods._build import (
     EPOCH,
     LA,

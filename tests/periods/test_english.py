@@ -10,11 +10,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from afp_runtime.periods import Reading, TimeParts
-from afp_runtime.periods.english import ENGLISH_READER_ID, EnglishReader, read_english
-from afp_runtime.periods.parts import Relative
-from afp_runtime.periods.reader import (
+from afp_runtime.time._english import ENGLISH_READER_ID, EnglishReader, read_english
+from afp_runtime.time._parts import Relative, TimeParts
+from afp_runtime.time._reader import (
     Mention,
+    Reading,
     RefusedMention,
     TimeReader,
     reader_info,

@@ -5,10 +5,21 @@ from __future__ import annotations
 
 import pytest
 
-from afp_runtime.periods import Facts, Refusal, convert_for_tool, form_facts, tool_facts
-from afp_runtime.periods.convert import Conversion, convert_widened, trimmed_by_tool
-from afp_runtime.periods.facts import partly_beyond_retention, period_fact_problem
-from afp_runtime.periods.forms import Bound, BoundsForm, DayForm, LookbackForm
+from afp_runtime.time._convert import (
+    Conversion,
+    Refusal,
+    convert_for_tool,
+    convert_widened,
+    trimmed_by_tool,
+)
+from afp_runtime.time._facts import (
+    Facts,
+    form_facts,
+    partly_beyond_retention,
+    period_fact_problem,
+    tool_facts,
+)
+from afp_runtime.time._forms import Bound, BoundsForm, DayForm, LookbackForm
 from tests.periods._build import (
     DAY,
     EPOCH,

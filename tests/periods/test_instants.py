@@ -8,10 +8,9 @@ import msgspec
 import pytest
 
 from afp_runtime.errors import InvalidValue
-from afp_runtime.periods import Instant, parse_instant
-from afp_runtime.periods.durations import is_duration, parse_duration, spell_duration
-from afp_runtime.periods.instants import is_instant
-from afp_runtime.periods.ranges import (
+from afp_runtime.time._durations import is_duration, parse_duration, spell_duration
+from afp_runtime.time._instants import Instant, is_instant, parse_instant
+from afp_runtime.time._ranges import (
     PersonWindow,
     TimeRange,
     from_inclusive,

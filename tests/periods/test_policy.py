@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from afp_runtime.errors import AgentDefinitionError
-from afp_runtime.periods import TimeClock, TimeParts, resolve
-from afp_runtime.periods.candidates import Resolution
-from afp_runtime.periods.english import read_english
-from afp_runtime.periods.parts import FixedDate, NumericDate, Wall
-from afp_runtime.periods.policy import (
+from afp_runtime.time._candidates import Resolution
+from afp_runtime.time._clock import TimeClock
+from afp_runtime.time._english import read_english
+from afp_runtime.time._parts import FixedDate, NumericDate, TimeParts, Wall
+from afp_runtime.time._policy import (
     AppliedPolicy,
     Choice,
     NoneChoice,
@@ -26,6 +26,7 @@ from afp_runtime.periods.policy import (
     apply_policy,
     with_confirm,
 )
+from afp_runtime.time._resolve import resolve
 
 LA = "America/Los_Angeles"
 CLOCK = TimeClock(now="2026-10-09T15:40:00Z", now_source="inbox", zone=LA, zone_source="agent")

@@ -9,10 +9,16 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from afp_runtime.periods import Facts, Instant, PeriodContext, convert_for_tool
-from afp_runtime.periods.convert import AskedWindow, Conversion, convert_exact
-from afp_runtime.periods.durations import spell_duration
-from afp_runtime.periods.forms import (
+from afp_runtime.time._convert import (
+    AskedWindow,
+    Conversion,
+    PeriodContext,
+    convert_exact,
+    convert_for_tool,
+)
+from afp_runtime.time._durations import spell_duration
+from afp_runtime.time._facts import Facts
+from afp_runtime.time._forms import (
     Bound,
     BoundsForm,
     DayForm,
@@ -23,10 +29,10 @@ from afp_runtime.periods.forms import (
     ObjectKeys,
     ZoneArgument,
 )
-from afp_runtime.periods.instants import NS_PER_MS
-from afp_runtime.periods.ranges import TimeRange, lookback_bounds, lookback_range
-from afp_runtime.periods.readback import read_back
-from afp_runtime.periods.zones import date_start, local_date, to_zone
+from afp_runtime.time._instants import NS_PER_MS, Instant
+from afp_runtime.time._ranges import TimeRange, lookback_bounds, lookback_range
+from afp_runtime.time._readback import read_back
+from afp_runtime.time._zones import date_start, local_date, to_zone
 from tests.periods._build import DAY, EPOCH, NOW
 
 TZ = ZoneArgument(argument="tz")

@@ -10,28 +10,26 @@ import msgspec
 import pytest
 
 from afp_runtime.errors import InvalidAnswer
-from afp_runtime.periods import (
-    CallToBind,
-    Facts,
-    OpenMention,
-    TimeConfig,
+from afp_runtime.time import TimeConfig, validate_time_row
+from afp_runtime.time._clock import clock_row, turn_clock
+from afp_runtime.time._decide import CallToBind, decide_call
+from afp_runtime.time._facts import Facts
+from afp_runtime.time._forms import JoinedForm
+from afp_runtime.time._instants import parse_instant
+from afp_runtime.time._question import (
     TimeQuestion,
+    answered_call_windows,
     check_time_answer,
-    clock_row,
-    decide_call,
-    parse_instant,
-    read_message,
+    choice_label,
     time_answer_row,
     time_question,
-    turn_clock,
-    turn_windows_of,
-    validate_time_row,
+    waiting_facts,
 )
-from afp_runtime.periods.forms import JoinedForm
-from afp_runtime.periods.question import answered_call_windows, choice_label, waiting_facts
-from afp_runtime.periods.ranges import lookback_range
-from afp_runtime.periods.rows import time_row_to_wire
-from afp_runtime.periods.texts import ANSWER_REASON_TEXTS, ANSWER_REASONS
+from afp_runtime.time._ranges import lookback_range
+from afp_runtime.time._reading_rows import read_message
+from afp_runtime.time._rows import time_row_to_wire
+from afp_runtime.time._texts import ANSWER_REASON_TEXTS, ANSWER_REASONS
+from afp_runtime.time._windows import OpenMention, turn_windows_of
 from tests.periods._build import (
     EPOCH,
     LA,

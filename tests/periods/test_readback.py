@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from afp_runtime.periods import Period, forms_of
-from afp_runtime.periods.forms import (
+from afp_runtime.time import Period
+from afp_runtime.time._declare import forms_of
+from afp_runtime.time._forms import (
     Bound,
     BoundsForm,
     JoinedForm,
@@ -17,7 +18,7 @@ from afp_runtime.periods.forms import (
     ObjectKeys,
     ZoneArgument,
 )
-from afp_runtime.periods.readback import ReadBack, SentGap, find_sent_gap, is_missing, read_back
+from afp_runtime.time._readback import ReadBack, SentGap, find_sent_gap, is_missing, read_back
 from tests.periods._build import DAY, EPOCH, LA, SIGNED, WALL, ctx, rng
 
 ISO_INCLUSIVE = JoinedForm(argument="w", as_="iso", joiner="..", edge="inclusive")

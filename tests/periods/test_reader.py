@@ -8,12 +8,12 @@ import msgspec
 import pytest
 
 from afp_runtime.errors import TimeReaderError
-from afp_runtime.periods import Reading, TimeParts
-from afp_runtime.periods.parts import FixedDate, NumericDate, RangeSide, Relative, Wall
-from afp_runtime.periods.reader import (
+from afp_runtime.time._parts import FixedDate, NumericDate, RangeSide, Relative, TimeParts, Wall
+from afp_runtime.time._reader import (
     MAX_MENTIONS,
     MAX_PARSES,
     Mention,
+    Reading,
     RefusedMention,
     validate_reading,
 )

@@ -10,21 +10,15 @@ import msgspec
 import pytest
 
 from afp_runtime.errors import AgentDefinitionError, InvalidValue, TimeReaderError
-from afp_runtime.periods import (
-    TimeClock,
-    TimeConfig,
-    read_message,
-    time_config_from_wire,
-    time_config_to_wire,
-    turn_windows_of,
-    validate_time_row,
-)
-from afp_runtime.periods.english import ENGLISH_READER_ID, EnglishReader
-from afp_runtime.periods.policy import OpenChoice, TimePolicy
-from afp_runtime.periods.reader import ReaderInfo
-from afp_runtime.periods.reading_rows import TimeReadingRow
-from afp_runtime.periods.windows import rows_of_turn
-from afp_runtime.periods.zones import TZDATA_VERSION
+from afp_runtime.time import TimeConfig, time_config_from_wire, validate_time_row
+from afp_runtime.time._clock import TimeClock
+from afp_runtime.time._config import time_config_to_wire
+from afp_runtime.time._english import ENGLISH_READER_ID, EnglishReader
+from afp_runtime.time._policy import OpenChoice, TimePolicy
+from afp_runtime.time._reader import ReaderInfo
+from afp_runtime.time._reading_rows import TimeReadingRow, read_message
+from afp_runtime.time._windows import rows_of_turn, turn_windows_of
+from afp_runtime.time._zones import TZDATA_VERSION
 
 LA = "America/Los_Angeles"
 CLOCK = TimeClock(now="2026-10-09T15:40:00Z", now_source="inbox", zone=LA, zone_source="agent")

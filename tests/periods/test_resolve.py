@@ -11,11 +11,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from afp_runtime.errors import InvalidValue
-from afp_runtime.periods import Instant, TimeClock, TimeParts, resolve
-from afp_runtime.periods.candidates import Resolution, TimeCandidate
-from afp_runtime.periods.english import read_english
-from afp_runtime.periods.parts import FixedDate, NumericDate, RangeSide, Relative, Wall
-from afp_runtime.periods.policy import TimePolicy
+from afp_runtime.time._candidates import Resolution, TimeCandidate
+from afp_runtime.time._clock import TimeClock
+from afp_runtime.time._english import read_english
+from afp_runtime.time._instants import Instant
+from afp_runtime.time._parts import FixedDate, NumericDate, RangeSide, Relative, TimeParts, Wall
+from afp_runtime.time._policy import TimePolicy
+from afp_runtime.time._resolve import resolve
 
 LA = "America/Los_Angeles"
 NOW = "2026-10-09T15:40:00Z"

@@ -9,9 +9,17 @@ import msgspec
 import pytest
 
 from afp_runtime.errors import CheckpointInvalid, InvalidValue
-from afp_runtime.periods import CallWindowRow, call_window_of_call, validate_time_row
-from afp_runtime.periods.ranges import PersonWindow
-from afp_runtime.periods.rows import CallRow, Differs, Drift, TimeAnswerRow, time_row_to_wire
+from afp_runtime.time import validate_time_row
+from afp_runtime.time._ranges import PersonWindow
+from afp_runtime.time._rows import (
+    CallRow,
+    CallWindowRow,
+    Differs,
+    Drift,
+    TimeAnswerRow,
+    call_window_of_call,
+    time_row_to_wire,
+)
 from tests.periods._build import MORNING, YMORN
 from tests.periods.test_windows import answer, candidate, clock, no_mentions, reading, span
 

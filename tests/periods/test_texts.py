@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from afp_runtime.periods import (
+from afp_runtime.time._facts import TIME_REFUSALS, Facts
+from afp_runtime.time._instants import parse_instant
+from afp_runtime.time._texts import (
     TIME_LINE_PREFIX,
-    Facts,
     abandoned_observation,
     filled_note,
-    parse_instant,
     refusal_observation,
     time_line,
     unsettled_observation,
 )
-from afp_runtime.periods.facts import TIME_REFUSALS
 from tests.periods._build import DAY, EPOCH, LA, LOOKBACK, MORNING, NOW, TODAY, YMORN
 from tests.periods.test_decide import call, decide
 from tests.periods.test_windows import answered_turn

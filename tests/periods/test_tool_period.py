@@ -9,7 +9,8 @@ import pytest
 
 from afp_runtime.agents import build_definition, load_config
 from afp_runtime.errors import ConfigError, PeriodDeclarationError, ToolDefinitionError
-from afp_runtime.periods import Period, forms_of
+from afp_runtime.time import Period
+from afp_runtime.time._declare import forms_of
 from afp_runtime.tools import Tool
 from tests.periods._build import EPOCH
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import msgspec
 
-from afp_runtime.periods import OpenReading, TurnWindows, turn_windows_of
-from afp_runtime.periods.ranges import PersonWindow, TimeRange, lookback_range
-from afp_runtime.periods.rows import TimeAnswerRow
+from afp_runtime.time._ranges import PersonWindow, TimeRange, lookback_range
+from afp_runtime.time._rows import TimeAnswerRow
+from afp_runtime.time._windows import OpenReading, TurnWindows, turn_windows_of
 from tests.periods._build import LA, MORNING, NOW, TODAY, YDAY, YMORN
 
 # --- wire-row builders (shared) ---------------------------------------------------------------

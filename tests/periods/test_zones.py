@@ -10,16 +10,18 @@ import pytest
 import tzdata
 
 from afp_runtime.errors import InvalidValue
-from afp_runtime.periods import is_zone_name, parse_instant, preload_zones
-from afp_runtime.periods.zones import (
+from afp_runtime.time._instants import parse_instant
+from afp_runtime.time._zones import (
     TZDATA_VERSION,
     WallGap,
     WallOverlap,
     WallPolicy,
     WallUnique,
     date_start,
+    is_zone_name,
     load_zone,
     local_date,
+    preload_zones,
     read_wall,
     to_zone,
     wall_to_instant,

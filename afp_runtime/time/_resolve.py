@@ -59,7 +59,7 @@ from datetime import date, timedelta
 from typing import TYPE_CHECKING, Final, cast
 
 from afp_runtime.errors import InvalidValue
-from afp_runtime.periods._bound_instants import (
+from afp_runtime.time._bound_instants import (
     NAIVE_EPOCH,
     BoundReading,
     Offsets,
@@ -67,14 +67,7 @@ from afp_runtime.periods._bound_instants import (
     reading_pairs,
     written,
 )
-from afp_runtime.periods._day_readings import Day, day_readings
-from afp_runtime.periods._shapes import Shape, grain_of, shapes_of
-from afp_runtime.periods._zone_tokens import (
-    SideZone,
-    abbreviation_offset,
-    zone_of_token,
-)
-from afp_runtime.periods.candidates import (
+from afp_runtime.time._candidates import (
     IMPLIED,
     CandidateNote,
     CenturyImplied,
@@ -87,15 +80,22 @@ from afp_runtime.periods.candidates import (
     Resolution,
     TimeCandidate,
 )
-from afp_runtime.periods.clock import TimeClock
-from afp_runtime.periods.durations import UNIT_MS
-from afp_runtime.periods.instants import Instant
-from afp_runtime.periods.parts import DateParts, RangeSide, Relative, TimeParts, Wall
-from afp_runtime.periods.ranges import TimeRange, lookback_range
-from afp_runtime.periods.zones import load_zone, to_local
+from afp_runtime.time._clock import TimeClock
+from afp_runtime.time._day_readings import Day, day_readings
+from afp_runtime.time._durations import UNIT_MS
+from afp_runtime.time._instants import Instant
+from afp_runtime.time._parts import DateParts, RangeSide, Relative, TimeParts, Wall
+from afp_runtime.time._ranges import TimeRange, lookback_range
+from afp_runtime.time._shapes import Shape, grain_of, shapes_of
+from afp_runtime.time._zone_tokens import (
+    SideZone,
+    abbreviation_offset,
+    zone_of_token,
+)
+from afp_runtime.time._zones import load_zone, to_local
 
 if TYPE_CHECKING:
-    from afp_runtime.periods.policy import TimePolicy
+    from afp_runtime.time._policy import TimePolicy
 
 _GRAIN_ORDER: Final[tuple[str, ...]] = ("second", "minute", "hour", "day", "week")
 _LOOKBACK_LETTER: Final[dict[str, str]] = {"minute": "m", "hour": "h", "day": "d", "week": "w"}

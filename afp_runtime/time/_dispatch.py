@@ -22,14 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import msgspec
 
-from afp_runtime.periods.convert import AskedWindow, PeriodContext, convert_exact
-from afp_runtime.periods.forms import Form, LookbackForm
-from afp_runtime.periods.instants import NS_PER_MS, Instant, parse_instant, spell_instant
-from afp_runtime.periods.rows import CallRow, CallWindowRow, Drift, DriftOutcome
+from afp_runtime.time._convert import AskedWindow, PeriodContext, convert_exact
+from afp_runtime.time._forms import Form, LookbackForm
+from afp_runtime.time._instants import NS_PER_MS, Instant, spell_instant
+from afp_runtime.time._rows import CallRow, CallWindowRow, Drift, DriftOutcome
+from afp_runtime.tools import AskedSpan, ToolTime
 
 TOOL_TIME_VERSION: Final = 1
 """The version of the ``ToolTime`` shape."""
@@ -178,50 +179,6 @@ def dispatch_call(
     drift = drift_of(window_row, forms, ctx, at)
     final = drift.apply(arguments) if drift is not None else dict(arguments)
     return DispatchedCall(row=call_row_of(window_row, at, drift), arguments=final, drift=drift)
-
-
-class AskedSpan(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """``ctx.time.asked``: the row's ``asked``, always half-open
-    (docs/time.md#the-time-a-tool-sees).
-
-    Attributes:
-        start: wire ``from``, as written in the row.
-        end: wire ``to``, as written in the row.
-        edge: always ``exclusive``.
-    """
-
-    start: str = msgspec.field(name="from")
-    end: str = msgspec.field(name="to")
-    edge: Literal["exclusive"] = "exclusive"
-
-
-class ToolTime(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """The time a tool sees on its context (``ctx.time``, docs/time.md#the-time-a-tool-sees).
-
-    Wire: ``{version: 1, asked?: {from, to, edge: "exclusive"}, zone, now, dispatchedAt,
-    zoneUnknown?: true}``.
-
-    Attributes:
-        version: the shape's version, 1 (always written).
-        zone: the turn's clock zone (``"UTC"`` when the zone is unknown).
-        now: the turn's clock ``now`` as filed.
-        dispatched_at: the ``call`` row's ``dispatchedAt`` (wire ``dispatchedAt``).
-        asked: copied from the latest ``call-window`` row; absent when it has none.
-        zone_unknown: the clock's ``zoneSource`` is ``unknown`` (wire ``zoneUnknown``).
-    """
-
-    version: int
-    zone: str
-    now: str
-    dispatched_at: str
-    asked: AskedSpan | None = None
-    zone_unknown: bool = False
-
-    def asked_range(self) -> tuple[Instant, Instant] | None:
-        """``asked`` as two instants ``[from, to)``, or None."""
-        if self.asked is None:
-            return None
-        return parse_instant(self.asked.start), parse_instant(self.asked.end)
 
 
 def tool_time(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Final, Literal
 
-from afp_runtime.periods.parts import RelativeUnit
+from afp_runtime.time._parts import RelativeUnit
 
 _I = re.IGNORECASE
 _DG = "[0-9]"

@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from afp_runtime.periods.facts import Facts, TimeRefusal
-from afp_runtime.periods.instants import Instant, local_parts, parse_instant
-from afp_runtime.periods.rows import CallWindowRow
-from afp_runtime.periods.zones import is_zone_name, to_zone
+from afp_runtime.time._facts import Facts, TimeRefusal
+from afp_runtime.time._instants import Instant, local_parts, parse_instant
+from afp_runtime.time._rows import CallWindowRow
+from afp_runtime.time._zones import is_zone_name, to_zone
 
 WEEKDAYS: Final[tuple[str, ...]] = (
     "Monday",

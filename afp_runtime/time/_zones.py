@@ -33,7 +33,7 @@ from zoneinfo import ZoneInfo
 import msgspec
 
 from afp_runtime.errors import InvalidValue, shown
-from afp_runtime.periods.instants import NS_PER_S, Instant
+from afp_runtime.time._instants import NS_PER_S, Instant
 
 try:
     import tzdata as _tzdata

@@ -32,8 +32,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from afp_runtime.periods.convert import AskedWindow
-from afp_runtime.periods.ranges import PersonWindow, TimeRange, WindowSource
+from afp_runtime.time._convert import AskedWindow
+from afp_runtime.time._ranges import PersonWindow, TimeRange, WindowSource
 
 AnswerHow = Literal["confirmed", "edited"]
 """How a ``time-answer`` came about: one of the offered choices, or a typed range

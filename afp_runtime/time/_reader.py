@@ -41,7 +41,7 @@ from typing import Any, Final, Literal, Protocol
 import msgspec
 
 from afp_runtime.errors import TimeReaderError, shown
-from afp_runtime.periods.parts import TimeParts
+from afp_runtime.time._parts import TimeParts
 
 MAX_MENTIONS: Final[int] = 16
 """Mentions beyond the sixteenth are refused ``malformed``."""

@@ -37,14 +37,13 @@ from typing import Any
 
 import msgspec
 
-from afp_runtime.periods._values import is_safe, spell_wall
-from afp_runtime.periods.durations import (
+from afp_runtime.time._durations import (
     FACT_UNITS,
     parse_duration,
     smallest_unit_ms,
     spell_duration,
 )
-from afp_runtime.periods.facts import (
+from afp_runtime.time._facts import (
     DEFAULT_GRANULARITY_MS,
     Facts,
     TimeRefusal,
@@ -53,7 +52,7 @@ from afp_runtime.periods.facts import (
     period_fact_problem,
     tool_facts,
 )
-from afp_runtime.periods.forms import (
+from afp_runtime.time._forms import (
     BoundsForm,
     DayForm,
     Form,
@@ -61,9 +60,10 @@ from afp_runtime.periods.forms import (
     LookbackForm,
     zone_argument_of,
 )
-from afp_runtime.periods.instants import NS_PER_MS, NS_PER_S, Instant, spell_instant
-from afp_runtime.periods.ranges import TimeRange, lookback_range
-from afp_runtime.periods.zones import (
+from afp_runtime.time._instants import NS_PER_MS, NS_PER_S, Instant, spell_instant
+from afp_runtime.time._ranges import TimeRange, lookback_range
+from afp_runtime.time._values import is_safe, spell_wall
+from afp_runtime.time._zones import (
     WallUnique,
     date_start,
     is_zone_name,

@@ -20,11 +20,11 @@ from typing import Final, Literal
 
 import msgspec
 
-from afp_runtime.periods._check import check_choice, check_duration, refuse
-from afp_runtime.periods.durations import FACT_UNITS, parse_duration
-from afp_runtime.periods.forms import Form
-from afp_runtime.periods.instants import NS_PER_MS, Instant
-from afp_runtime.periods.ranges import TimeRange
+from afp_runtime.time._check import check_choice, check_duration, refuse
+from afp_runtime.time._durations import FACT_UNITS, parse_duration
+from afp_runtime.time._forms import Form
+from afp_runtime.time._instants import NS_PER_MS, Instant
+from afp_runtime.time._ranges import TimeRange
 
 Direction = Literal["past", "future", "any"]
 """Which side of now a tool's data lies on."""

@@ -8,7 +8,7 @@ import re
 from datetime import date, datetime
 from typing import Final
 
-from afp_runtime.periods.instants import NS_PER_MS, NS_PER_S
+from afp_runtime.time._instants import NS_PER_MS, NS_PER_S
 
 SAFE_INTEGER: Final = 2**53 - 1
 """The largest integer every JSON reader keeps exactly."""

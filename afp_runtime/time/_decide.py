@@ -40,7 +40,7 @@ from typing import Any, Final
 import msgspec
 
 from afp_runtime.errors import InvalidValue
-from afp_runtime.periods.convert import (
+from afp_runtime.time._convert import (
     AskedWindow,
     Conversion,
     PeriodContext,
@@ -49,15 +49,15 @@ from afp_runtime.periods.convert import (
     convert_for_tool,
     trimmed_by_tool,
 )
-from afp_runtime.periods.declare import AS_SENT, Assume, MissingRule
-from afp_runtime.periods.durations import FACT_UNITS, parse_duration
-from afp_runtime.periods.facts import Facts, form_facts, partly_beyond_retention
-from afp_runtime.periods.facts import period_fact_problem as _fact_problem
-from afp_runtime.periods.forms import Form, arguments_of
-from afp_runtime.periods.ranges import TimeRange, lookback_bounds, lookback_range
-from afp_runtime.periods.readback import find_sent_gap, is_missing, read_back
-from afp_runtime.periods.rows import CallWindowRow, Differs
-from afp_runtime.periods.windows import TurnWindow, TurnWindows
+from afp_runtime.time._declare import AS_SENT, Assume, MissingRule
+from afp_runtime.time._durations import FACT_UNITS, parse_duration
+from afp_runtime.time._facts import Facts, form_facts, partly_beyond_retention
+from afp_runtime.time._facts import period_fact_problem as _fact_problem
+from afp_runtime.time._forms import Form, arguments_of
+from afp_runtime.time._ranges import TimeRange, lookback_bounds, lookback_range
+from afp_runtime.time._readback import find_sent_gap, is_missing, read_back
+from afp_runtime.time._rows import CallWindowRow, Differs
+from afp_runtime.time._windows import TurnWindow, TurnWindows
 
 TIME_QUOTE: Final = "_timeQuote"
 """The reserved argument in which the model quotes the person's words a period comes from."""

@@ -40,8 +40,8 @@ from typing import Final, Literal
 
 import msgspec
 
-from afp_runtime.periods.parts import Meridiem
-from afp_runtime.periods.ranges import TimeRange
+from afp_runtime.time._parts import Meridiem
+from afp_runtime.time._ranges import TimeRange
 
 Grain = Literal["second", "minute", "hour", "day", "week"]
 """A candidate's unit of precision."""

@@ -42,11 +42,11 @@ from typing import Final, Literal
 import msgspec
 
 from afp_runtime.errors import InvalidValue, TimeReaderError, shown
-from afp_runtime.periods.candidates import TimeCandidate
-from afp_runtime.periods.clock import TimeClock
-from afp_runtime.periods.config import TimeConfig
-from afp_runtime.periods.parts import TimeParts
-from afp_runtime.periods.policy import (
+from afp_runtime.time._candidates import TimeCandidate
+from afp_runtime.time._clock import TimeClock
+from afp_runtime.time._config import TimeConfig
+from afp_runtime.time._parts import TimeParts
+from afp_runtime.time._policy import (
     Choice,
     NoneChoice,
     OnlyChoice,
@@ -55,7 +55,7 @@ from afp_runtime.periods.policy import (
     apply_policy,
     with_confirm,
 )
-from afp_runtime.periods.reader import (
+from afp_runtime.time._reader import (
     MAX_PARSES,
     Mention,
     MentionRefusal,
@@ -63,8 +63,8 @@ from afp_runtime.periods.reader import (
     reader_info,
     validate_reading,
 )
-from afp_runtime.periods.resolve import resolve
-from afp_runtime.periods.zones import TZDATA_VERSION
+from afp_runtime.time._resolve import resolve
+from afp_runtime.time._zones import TZDATA_VERSION
 
 FIRST_ITERATION: Final = 1
 """The iteration of rows a turn's first ``seed`` files (docs/time.md#row-kinds)."""

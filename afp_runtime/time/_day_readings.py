@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from afp_runtime.periods.parts import DateParts, FixedDate, NumericDate, Relative
+from afp_runtime.time._parts import DateParts, FixedDate, NumericDate, Relative
 
 
 @dataclass(frozen=True)

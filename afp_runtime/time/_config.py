@@ -34,10 +34,10 @@ from typing import Any, Final
 import msgspec
 
 from afp_runtime.errors import AgentDefinitionError, shown
-from afp_runtime.periods.english import ENGLISH_READER_ID, EnglishReader
-from afp_runtime.periods.policy import TimePolicy
-from afp_runtime.periods.reader import TimeReader
-from afp_runtime.periods.zones import is_zone_name
+from afp_runtime.time._english import ENGLISH_READER_ID, EnglishReader
+from afp_runtime.time._policy import TimePolicy
+from afp_runtime.time._reader import TimeReader
+from afp_runtime.time._zones import is_zone_name
 
 DEFAULT_MAX_ANSWER_REPEATS: Final = 3
 """How many rejected answers a time question takes before it closes ``unsettled``

@@ -27,8 +27,8 @@ from typing import Final, Literal
 
 import msgspec
 
-from afp_runtime.periods._check import check_choice, check_duration, check_name, refuse
-from afp_runtime.periods.durations import LOOKBACK_UNITS, check_units
+from afp_runtime.time._check import check_choice, check_duration, check_name, refuse
+from afp_runtime.time._durations import LOOKBACK_UNITS, check_units
 
 BoundAs = Literal["iso", "epoch-ms", "epoch-s", "date", "wall"]
 """How one end is written: strict instant, epoch milliseconds or seconds, local date, or local

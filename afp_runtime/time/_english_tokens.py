@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from afp_runtime.periods import _english_words as words
-from afp_runtime.periods._english_words import TokKind
-from afp_runtime.periods.parts import (
+from afp_runtime.time import _english_words as words
+from afp_runtime.time._english_words import TokKind
+from afp_runtime.time._parts import (
     MAX_LOOKBACK_COUNT,
     MAX_ZONE_TOKEN,
     FixedDate,

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
-from afp_runtime.periods._shapes import Bound, Shape
-from afp_runtime.periods.candidates import CandidateNote, DstGap, DstOverlap, Which
-from afp_runtime.periods.instants import NS_PER_S, Instant
-from afp_runtime.periods.zones import WallOverlap, WallUnique, date_start, read_wall, to_zone
+from afp_runtime.time._candidates import CandidateNote, DstGap, DstOverlap, Which
+from afp_runtime.time._instants import NS_PER_S, Instant
+from afp_runtime.time._shapes import Bound, Shape
+from afp_runtime.time._zones import WallOverlap, WallUnique, date_start, read_wall, to_zone
 
 NAIVE_EPOCH: Final = datetime(1970, 1, 1)
 

@@ -39,9 +39,9 @@ from typing import Any, Final, Literal
 import msgspec
 
 from afp_runtime.errors import InvalidValue, decoded_path, shown
-from afp_runtime.periods.instants import NS_PER_MS, Instant, parse_instant
-from afp_runtime.periods.ranges import PersonWindow, TimeRange
-from afp_runtime.periods.zones import is_zone_name
+from afp_runtime.time._instants import NS_PER_MS, Instant, parse_instant
+from afp_runtime.time._ranges import PersonWindow, TimeRange
+from afp_runtime.time._zones import is_zone_name
 
 NowSource = Literal["message", "inbox"]
 """Where the clock's ``now`` came from: the message's ``time.now``, or the inbox's

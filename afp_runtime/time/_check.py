@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from afp_runtime.errors import PeriodDeclarationError, shown
-from afp_runtime.periods.durations import FACT_UNITS, is_duration
+from afp_runtime.time._durations import FACT_UNITS, is_duration
 
 _NO_VALUE: Any = object()
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from afp_runtime.periods._english_tokens import D_KINDS, T_KINDS, Tok
-from afp_runtime.periods._english_words import LOOK_TAIL
-from afp_runtime.periods.parts import DateParts, Relative, Wall
+from afp_runtime.time._english_tokens import D_KINDS, T_KINDS, Tok
+from afp_runtime.time._english_words import LOOK_TAIL
+from afp_runtime.time._parts import DateParts, Relative, Wall
 
 
 @dataclass(slots=True)

@@ -89,11 +89,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from afp_runtime.periods._english_parser import Node, Parser
-from afp_runtime.periods._english_tokens import tokenize
-from afp_runtime.periods._english_words import rx
-from afp_runtime.periods.parts import RangeSide, TimeParts, Wall
-from afp_runtime.periods.reader import Mention, Reading
+from afp_runtime.time._english_parser import Node, Parser
+from afp_runtime.time._english_tokens import tokenize
+from afp_runtime.time._english_words import rx
+from afp_runtime.time._parts import RangeSide, TimeParts, Wall
+from afp_runtime.time._reader import Mention, Reading
 
 ENGLISH_READER_ID: Final[str] = "afp/english"
 ENGLISH_READER_VERSION: Final[str] = "1.0.0"

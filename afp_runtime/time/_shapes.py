@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Final
 
-from afp_runtime.periods._day_readings import Day, compatible
-from afp_runtime.periods.candidates import Grain
-from afp_runtime.periods.instants import NS_PER_S
-from afp_runtime.periods.parts import Meridiem, Wall
+from afp_runtime.time._candidates import Grain
+from afp_runtime.time._day_readings import Day, compatible
+from afp_runtime.time._instants import NS_PER_S
+from afp_runtime.time._parts import Meridiem, Wall
 
 _GRAIN_NS: Final[dict[str, int]] = {
     "second": NS_PER_S,

@@ -36,10 +36,10 @@ from typing import Any, Final, Literal
 import msgspec
 
 from afp_runtime.errors import PeriodDeclarationError
-from afp_runtime.periods._check import check_choice, check_name, prefixed, refuse
-from afp_runtime.periods.durations import FACT_UNITS, is_duration
-from afp_runtime.periods.facts import Direction, Facts, check_facts
-from afp_runtime.periods.forms import (
+from afp_runtime.time._check import check_choice, check_name, prefixed, refuse
+from afp_runtime.time._durations import FACT_UNITS, is_duration
+from afp_runtime.time._facts import Direction, Facts, check_facts
+from afp_runtime.time._forms import (
     EPOCH_AS,
     FORM_KINDS,
     Bound,
@@ -135,6 +135,10 @@ class Period(
     filters_to_asked: bool = False
     wall_zone: Literal["agent"] | None = None
     missing: MissingRule = "as-sent"
+
+    def check_against(self, input_schema: Mapping[str, Any]) -> None:
+        """Check the period's arguments against a tool's input schema (``check_against_schema``)."""
+        check_against_schema(self, input_schema)
 
     def __post_init__(self) -> None:
         # Lists given in Python become tuples, so a period stays immutable and hashable.

@@ -57,9 +57,9 @@ from typing import Final, Literal
 import msgspec
 
 from afp_runtime.errors import AgentDefinitionError, shown
-from afp_runtime.periods.candidates import DstGap, DstOverlap, Resolution, TimeCandidate
-from afp_runtime.periods.parts import MAX_ZONE_TOKEN
-from afp_runtime.periods.zones import is_zone_name
+from afp_runtime.time._candidates import DstGap, DstOverlap, Resolution, TimeCandidate
+from afp_runtime.time._parts import MAX_ZONE_TOKEN
+from afp_runtime.time._zones import is_zone_name
 
 DateOrder = Literal["ask", "MDY", "DMY", "YMD"]
 """How numeric dates are read: ask the person, or one order."""

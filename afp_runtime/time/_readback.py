@@ -32,10 +32,9 @@ from typing import Any
 import msgspec
 
 from afp_runtime.errors import InvalidValue
-from afp_runtime.periods._values import parse_date, parse_wall, read_epoch
-from afp_runtime.periods.convert import PeriodContext
-from afp_runtime.periods.durations import is_duration, parse_duration
-from afp_runtime.periods.forms import (
+from afp_runtime.time._convert import PeriodContext
+from afp_runtime.time._durations import is_duration, parse_duration
+from afp_runtime.time._forms import (
     BoundsForm,
     DayForm,
     Form,
@@ -44,9 +43,10 @@ from afp_runtime.periods.forms import (
     value_arguments_of,
     zone_argument_of,
 )
-from afp_runtime.periods.instants import NS_PER_MS, NS_PER_S, Instant, parse_written
-from afp_runtime.periods.ranges import TimeRange, lookback_range
-from afp_runtime.periods.zones import WallGap, WallUnique, date_start, is_zone_name, read_wall
+from afp_runtime.time._instants import NS_PER_MS, NS_PER_S, Instant, parse_written
+from afp_runtime.time._ranges import TimeRange, lookback_range
+from afp_runtime.time._values import parse_date, parse_wall, read_epoch
+from afp_runtime.time._zones import WallGap, WallUnique, date_start, is_zone_name, read_wall
 
 _DAY = timedelta(days=1)
 

@@ -30,22 +30,22 @@ Readings settled here:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
 from afp_runtime.errors import InvalidAnswer, InvalidValue, shown
-from afp_runtime.periods.convert import PeriodContext, Refusal, convert_for_tool
-from afp_runtime.periods.decide import CallDecision, CallToBind, decide_call
-from afp_runtime.periods.facts import Facts, period_fact_problem, tool_facts
-from afp_runtime.periods.instants import Instant, local_parts, parse_instant
-from afp_runtime.periods.ranges import TimeRange
-from afp_runtime.periods.rows import TimeAnswerRow
-from afp_runtime.periods.texts import ANSWER_REASON_TEXTS, WEEKDAYS
-from afp_runtime.periods.windows import OpenMention, OpenReading, TurnWindows
-from afp_runtime.periods.zones import WallGap, is_zone_name, read_wall, to_zone
+from afp_runtime.time._convert import PeriodContext, Refusal, convert_for_tool
+from afp_runtime.time._decide import CallDecision, CallToBind, decide_call
+from afp_runtime.time._facts import Facts, period_fact_problem, tool_facts
+from afp_runtime.time._instants import Instant, local_parts, parse_instant
+from afp_runtime.time._ranges import TimeRange
+from afp_runtime.time._rows import TimeAnswerRow
+from afp_runtime.time._texts import ANSWER_REASON_TEXTS, WEEKDAYS
+from afp_runtime.time._windows import OpenMention, OpenReading, TurnWindows
+from afp_runtime.time._zones import WallGap, is_zone_name, read_wall, to_zone
 
 QuestionFormat = Literal["zone", "time-range"]
 """What a time question asks for: a zone name, or a ``from/to`` range
@@ -407,3 +407,15 @@ def answered_call_windows(
     when the range fits none of its forms.
     """
     return [decide_call(call, windows, ctx) for call in calls]
+
+
+def judge_answer(detail: Mapping[str, Any], value: str) -> AnswerProblem | None:
+    """Judge an answer to a time question with what the question kept when it was asked (its
+    shape, the waiting tools' facts, the turn's ``now`` and the person's zone;
+    docs/time.md#judging-answers); None when it is accepted."""
+    asked = msgspec.convert(detail["question"], TimeQuestion)
+    facts = [msgspec.convert(f, Facts) for f in detail.get("facts", [])]
+    now = parse_instant(detail["now"]) if isinstance(detail.get("now"), str) else None
+    return check_time_answer(
+        asked.format, value, zone=detail.get("personZone"), facts=facts, now=now
+    )

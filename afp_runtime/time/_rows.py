@@ -35,15 +35,15 @@ from typing import Any, Final, Literal, get_args
 import msgspec
 
 from afp_runtime.errors import CheckpointInvalid, InvalidValue, decoded_path, shown
-from afp_runtime.periods._values import SAFE_INTEGER
-from afp_runtime.periods.clock import ClockRow
-from afp_runtime.periods.durations import FACT_UNITS, is_duration
-from afp_runtime.periods.facts import TIME_REFUSALS, TimeRefusal
-from afp_runtime.periods.instants import NS_PER_MS, Instant, parse_instant, spell_instant
-from afp_runtime.periods.ranges import PersonWindow, TimeRange
-from afp_runtime.periods.reading_rows import TimeReadingRow
-from afp_runtime.periods.windows import AnswerHow, wire_row
-from afp_runtime.periods.zones import is_zone_name
+from afp_runtime.time._clock import ClockRow
+from afp_runtime.time._durations import FACT_UNITS, is_duration
+from afp_runtime.time._facts import TIME_REFUSALS, TimeRefusal
+from afp_runtime.time._instants import NS_PER_MS, Instant, parse_instant, spell_instant
+from afp_runtime.time._ranges import PersonWindow, TimeRange
+from afp_runtime.time._reading_rows import TimeReadingRow
+from afp_runtime.time._values import SAFE_INTEGER
+from afp_runtime.time._windows import AnswerHow, wire_row
+from afp_runtime.time._zones import is_zone_name
 
 CallHow = Literal["filled", "bound", "model-chosen", "model", "unread", "not-filled", "refused"]
 """What the decision did with a call (docs/time.md#outcomes)."""

@@ -19,7 +19,7 @@ from typing import Final, Literal
 import msgspec
 
 from afp_runtime.errors import InvalidValue, shown
-from afp_runtime.periods.instants import NS_PER_MS, Instant, parse_instant
+from afp_runtime.time._instants import NS_PER_MS, Instant, parse_instant
 
 WindowSource = Literal["answered", "derived-from-reading", "control"]
 """Where a person window comes from (docs/time.md#person-windows)."""

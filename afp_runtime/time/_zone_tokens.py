@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from afp_runtime.periods.candidates import CandidateNote, OffsetSaid, ZoneReadNote
-from afp_runtime.periods.zones import is_zone_name, load_zone, zone_names
+from afp_runtime.time._candidates import CandidateNote, OffsetSaid, ZoneReadNote
+from afp_runtime.time._zones import is_zone_name, load_zone, zone_names
 
 _OFFSET = re.compile(r"(?:(?:UTC|GMT)\s?)?([+\-−])\s?([0-9]{1,2})(?::?([0-9]{2}))?")
 _PLACE = re.compile(r"(.+?)\s+[Tt]ime")
