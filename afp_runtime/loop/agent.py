@@ -257,15 +257,27 @@ class AgentDriver:
             ),
             checkpointed_at_ms=self.clock.now_ms(),
         )
+        crashed = state.open_turn.last_run_id
         await self.store.commit(
             Txn(
                 agent_id=self.agent_id,
                 conversation=held,
                 inbox=[InboxUpdate(message_id=message_id, status="held")],
+                # The run the last crash cut off ends here: no recovery run will mark it.
+                crashed_run=crashed,
                 full=True,
             )
         )
         log.warning("turn held", error_kind="crash-loop", error=error)
+        self.emitter.emit(
+            "turn.held",
+            at_ms=self.clock.now_ms(),
+            agent_id=self.agent_id,
+            payload={"errorKind": "crash-loop", "message": error, "runId": crashed},
+            run_id=crashed,
+            turn=state.open_turn.turn,
+            iteration=state.open_turn.next_iteration,
+        )
 
     async def _run(
         self,

@@ -34,6 +34,7 @@ from afp_runtime.records.txn import (
     RunStart,
     RunStatus,
     Txn,
+    crashed_at_ms,
 )
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "Unknown",
     "Verb",
     "Write",
+    "crashed_at_ms",
     "parse_runtime_stage_id",
     "runtime_stage_id",
 ]

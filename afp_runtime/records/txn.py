@@ -139,7 +139,8 @@ class Txn(msgspec.Struct, kw_only=True):
     folded: list[StoredFoldedSpan] = msgspec.field(default_factory=list)
     # Ledger rows to append, in wire form (each a mapping with a ``kind``).
     ledger: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    # A run found cut off (still ``running``) when its turn is recovered: marked ``crashed``.
+    # A run found cut off (still ``running``) when its turn is recovered, or held for a crash
+    # loop: marked ``crashed`` (see ``crashed_at_ms``).
     crashed_run: str | None = None
     # Check-in questions asked by a pause, inserted open.
     questions: list[QuestionRow] = msgspec.field(default_factory=list)
@@ -177,3 +178,13 @@ class Txn(msgspec.Struct, kw_only=True):
             or self.ledger
             or self.questions
         )
+
+
+def crashed_at_ms(txn: Txn) -> int | None:
+    """When ``txn.crashed_run`` is taken to have ended: the start of the run that recovers it,
+    else the checkpoint the transaction writes (a crash-loop hold); None with neither."""
+    if txn.run_start is not None:
+        return txn.run_start.started_at_ms
+    if txn.conversation is not None:
+        return txn.conversation.checkpointed_at_ms
+    return None

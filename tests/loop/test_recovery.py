@@ -211,6 +211,12 @@ async def test_crash_loop_holds_the_turn(harness: Harness) -> None:
     assert state.open_turn.status == "held" and state.open_turn.error_kind == "crash-loop"
     statuses = [row.status for row in await harness.store.inbox("ops")]
     assert statuses == ["held", "queued"]
+    # The run the last crash cut off is not left "running", and watchers learn of the hold.
+    runs = await harness.store.runs("ops")
+    assert "running" not in {run.status for run in runs}
+    [held] = harness.recorder.of_type("turn.held")
+    assert held.payload["errorKind"] == "crash-loop"
+    assert held.payload["runId"] == state.open_turn.last_run_id == held.run_id
 
 
 async def test_a_recovery_cut_after_its_seed_still_settles(harness: Harness) -> None:

@@ -17,7 +17,7 @@ import msgspec
 
 from afp_runtime.errors import LeaseLost, StoreError, StoreUnavailable
 from afp_runtime.messages import message_body
-from afp_runtime.records import InboxUpdate, Item, JournalRow, Txn
+from afp_runtime.records import InboxUpdate, Item, JournalRow, Txn, crashed_at_ms
 
 T = TypeVar("T")
 
@@ -173,11 +173,12 @@ def write_txn(
             "UPDATE conversations SET state=? WHERE agent=?",
             (_encoder.encode(txn.conversation), agent),
         )
-    if txn.crashed_run is not None and txn.run_start is not None:
+    crashed_at = crashed_at_ms(txn)
+    if txn.crashed_run is not None and crashed_at is not None:
         # Only a run nothing ended (a shutdown ends its runs ``cancelled`` itself).
         conn.execute(
             "UPDATE runs SET status='crashed', ended_at_ms=? WHERE run_id=? AND status='running'",
-            (txn.run_start.started_at_ms, txn.crashed_run),
+            (crashed_at, txn.crashed_run),
         )
     if txn.run_end is not None:
         end = txn.run_end
