@@ -247,3 +247,8 @@ def test_epochs_call_receipt_and_export(tmp_path: Path) -> None:
     from_file = afp("served", "--file", str(export), "--json")
     from_store = afp("served", run_id, "--all", "--db", str(db), "--json")
     assert json.loads(from_file.stdout) == json.loads(from_store.stdout)
+    # With --file a lone positional is the epoch (the export names its run).
+    one = afp("served", "--file", str(export), "2", "--json")
+    assert one.returncode == 0, one.stderr
+    assert json.loads(one.stdout) == json.loads(from_store.stdout)[1]
+    assert afp("served", "--file", str(export), run_id, "2").returncode == 2

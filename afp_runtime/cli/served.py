@@ -142,6 +142,11 @@ async def cmd_served(args: Any) -> int:
         except OSError as exc:
             raise NotFound(f"cannot read {args.file}: {exc}", what="file", value=args.file) from exc
         log: Any = load_export(data)
+        if args.run is not None:
+            # The export names its run: a lone positional is the epoch.
+            if args.epoch is not None or not args.run.isdecimal():
+                raise UsageError("with --file, give only the EPOCH: the export names its run")
+            args.epoch = int(args.run)
         views = served_views(log) if args.epoch is None else (served_at(log, args.epoch),)
     else:
         if args.run is None:
