@@ -65,13 +65,6 @@ class _Claim(NamedTuple):
     assertions: tuple[Assertion, ...]
 
 
-class _Conflict(NamedTuple):
-    """A conflicting key: when it became conflicting, and its witnesses."""
-
-    since: int
-    witnesses: tuple[Witness, ...]
-
-
 _ValueKey = tuple[str, AssertedValue]
 
 

@@ -96,10 +96,6 @@ class MemoryRunLog:
 
     # --- writing ----------------------------------------------------------------------------
 
-    def put_body(self, fp: str, body: bytes) -> None:
-        """Store a body under a fingerprint (as given: nothing is checked or repaired)."""
-        self._bodies[fp] = body
-
     def stored_bodies(self) -> dict[str, bytes]:
         """A copy of the body store."""
         return dict(self._bodies)

@@ -16,7 +16,6 @@ the signature.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import re
 import typing
@@ -456,8 +455,3 @@ def tool(
     if fn is not None:
         return declare(fn)
     return declare
-
-
-def tool_options(target: Tool, **changes: Any) -> Tool:
-    """A copy of ``target`` with some options changed (all checks run again)."""
-    return dataclasses.replace(target, **changes)
