@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+import afp_runtime.store.sqlite as _sqlite_backend
 from afp_runtime.cli._parser import build_parser, command_named
 from afp_runtime.cli._show import visible
+from afp_runtime.store import masked
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "configs" / "demo.toml"
@@ -357,3 +359,46 @@ def test_a_word_naming_no_command_lists_every_command() -> None:
     )
     assert done.returncode == 2
     assert "'runs'" in done.stderr and "'serve'" in done.stderr and "'scenario'" in done.stderr
+
+
+def test_the_store_comes_from_afp_db_and_migrate_reports_its_version(
+    echo: Path, tmp_path: Path
+) -> None:
+    """Without --db every command uses AFP_DB; afp migrate prints the schema it applied."""
+    db = tmp_path / "from-env.db"
+    env = {**os.environ, "AFP_DB": str(db)}
+    done = subprocess.run(
+        [sys.executable, "-m", "afp_runtime.cli", "migrate", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["schemaVersion"] == _sqlite_backend.SCHEMA_VERSION
+    assert Path(report["store"]).resolve() == db.resolve() and db.exists()
+    listed = subprocess.run(
+        [sys.executable, "-m", "afp_runtime.cli", "runs"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert listed.returncode == 0 and "no runs" in listed.stdout.lower(), listed
+
+
+def test_a_url_password_is_never_shown() -> None:
+    """masked hides a URL's password, in its user part and in a password parameter."""
+    assert masked("postgresql://afp:s3cret@db.example:5432/afp") == (
+        "postgresql://afp:***@db.example:5432/afp"
+    )
+    assert masked("postgresql://db/afp?user=afp&password=s3cret&x=1") == (
+        "postgresql://db/afp?user=afp&password=***&x=1"
+    )
+    assert masked("postgresql://afp@db/afp") == "postgresql://afp@db/afp"
+    assert masked("runs/afp.db") == "runs/afp.db"

@@ -5,6 +5,7 @@ imported only when run, so ``afp --help`` and a read command load no more than t
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +13,10 @@ from afp_runtime import __version__
 from afp_runtime.api.constants import DEFAULT_HOST, DEFAULT_PORT
 
 DEFAULT_DB = "afp.db"
+DB_HELP = (
+    "the store: a SQLite file or a database URL (default: the AFP_DB environment variable, "
+    f"else ./{DEFAULT_DB}); a URL's password is never printed"
+)
 API_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 
 RUN_HELP = "a run id, a unique prefix of one, or AGENT:last"
@@ -61,7 +66,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             return _Unbuilt()
         built.append(name)
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--db", default=DEFAULT_DB, help=f"SQLite file (default ./{DEFAULT_DB})")
+        p.add_argument("--db", default=os.environ.get("AFP_DB") or DEFAULT_DB, help=DB_HELP)
         p.set_defaults(command_ref=command)
         return p
 
@@ -235,6 +240,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("agent")
     p.add_argument("file", help="a portable checkpoint (JSON)")
     p.add_argument("--replace", action="store_true", help="archive and replace a conversation")
+
+    p = add("migrate", "admin:cmd_migrate", "Apply the store's migrations; print its schema.")
+    json_flag(p)
 
     p = add("doctor", "admin:cmd_doctor", "Check the database's integrity and stored bodies.")
     json_flag(p)

@@ -1,5 +1,6 @@
-"""Looking after a database: ``afp doctor``, ``afp checkpoint``, ``afp import``
-(docs/storage.md#checking-a-database, docs/storage.md#portable-checkpoints)."""
+"""Looking after a database: ``afp doctor``, ``afp migrate``, ``afp checkpoint``, ``afp import``
+(docs/storage.md#checking-a-database, docs/storage.md#store-locations,
+docs/storage.md#portable-checkpoints)."""
 
 from __future__ import annotations
 
@@ -71,4 +72,19 @@ async def cmd_import(args: Any) -> int:
         f"imported {len(state.history)} messages and {state.folded_count} folded spans "
         f"into {args.agent!r}"
     )
+    return EXIT_OK
+
+
+async def cmd_migrate(args: Any) -> int:
+    """Open the store as a writer, which applies every migration it lacks (opening does that
+    anyway; this says so), and print the schema version it is at."""
+    store = await open_store(args.db, now_ms=int(time.time() * 1000))
+    try:
+        report = {"store": store.location, "schemaVersion": store.schema_version}
+    finally:
+        await store.aclose()
+    if args.json:
+        print_json(report)
+    else:
+        say(f"{report['store']}: schema version {report['schemaVersion']}")
     return EXIT_OK
