@@ -367,28 +367,19 @@ def test_the_store_comes_from_afp_db_and_migrate_reports_its_version(
     """Without --db every command uses AFP_DB; afp migrate prints the schema it applied."""
     db = tmp_path / "from-env.db"
     env = {**os.environ, "AFP_DB": str(db)}
-    done = subprocess.run(
-        [sys.executable, "-m", "afp_runtime.cli", "migrate", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-        cwd=tmp_path,
-    )
+
+    def afp_in_env(*argv: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "afp_runtime.cli", *argv]
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=60, check=False, env=env, cwd=tmp_path
+        )
+
+    done = afp_in_env("migrate", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["schemaVersion"] == _sqlite_backend.SCHEMA_VERSION
     assert Path(report["store"]).resolve() == db.resolve() and db.exists()
-    listed = subprocess.run(
-        [sys.executable, "-m", "afp_runtime.cli", "runs"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-        cwd=tmp_path,
-    )
+    listed = afp_in_env("runs")
     assert listed.returncode == 0 and "no runs" in listed.stdout.lower(), listed
 
 
