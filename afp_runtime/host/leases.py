@@ -116,6 +116,11 @@ class HostLease:
         self.wake = wake
         self.epoch: int | None = None
         self.held: set[str] = set()
+        # How many agents this host holds at most: its fair share among the live hosts
+        # (docs/host.md#agents-spread-over-the-hosts), fixed at each period.
+        self.share = len(self.agent_ids)
+        # Held agents this host gives up as soon as no pass runs on them.
+        self.leaving: set[str] = set()
         self.periods = 0
         self._passes: dict[str, anyio.CancelScope] = {}
 
@@ -136,7 +141,8 @@ class HostLease:
         )
         assert epoch is not None  # an unconditional acquire always takes the row
         self._hold(epoch)
-        await self._claim(list(self.agent_ids))
+        await self._spread(self.clock.now_ms())
+        await self._claim(self._wanted(list(self.agent_ids)))
         log.info(
             "host lease acquired",
             host_id=self.host_id,
@@ -202,11 +208,14 @@ class HostLease:
         for claim in claims:
             if claim.agent_id in self.held and (claim.host_id, claim.lease_epoch) != ours:
                 self.lost(claim.agent_id, f"claimed by {claim.host_id!r}")
-        claimable = [
-            c.agent_id
-            for c in claims
-            if c.agent_id not in self.held and (not c.live or c.host_id == self.host_id)
-        ]
+        await self._spread(now)
+        claimable = self._wanted(
+            [
+                c.agent_id
+                for c in claims
+                if c.agent_id not in self.held and (not c.live or c.host_id == self.host_id)
+            ]
+        )
         if claimable:
             await self._claim(claimable)
 
@@ -228,16 +237,22 @@ class HostLease:
                 self._passes.pop(agent_id, None)
         if reason is not None:
             self.lost(agent_id, reason)
+        elif agent_id in self.leaving:
+            await self._give_up([agent_id])
 
     async def _ready(self, agent_id: str) -> bool:
         if self.epoch is None:
             return False
+        if agent_id in self.leaving:
+            return False  # given up: it waits for the host that claims it
         if agent_id in self.held:
             return True
         # A read first: the write transaction of a claim only when it can succeed.
         claim = await self.store.agent_claim(agent_id, now_ms=self.clock.now_ms())
         if claim is not None and claim.live and claim.host_id != self.host_id:
             return False
+        if len(self.held) >= self.share:
+            return False  # over its share: another host takes it
         return agent_id in await self._claim([agent_id])
 
     def lost(self, agent_id: str, reason: str) -> None:
@@ -245,6 +260,7 @@ class HostLease:
         if agent_id not in self.held:
             return
         self.held.discard(agent_id)
+        self.leaving.discard(agent_id)
         scope = self._passes.get(agent_id)
         if scope is not None:
             scope.cancel()
@@ -275,9 +291,45 @@ class HostLease:
                 self.wake(agent_id)
         return claimed
 
+    def _wanted(self, candidates: list[str]) -> list[str]:
+        """The first of ``candidates`` this host may still claim within its share."""
+        return candidates[: max(0, self.share - len(self.held))]
+
+    async def _spread(self, now_ms: int) -> None:
+        """Fix this host's share, ``ceil(agents / live hosts)``, and give up the agents held
+        beyond it (the last in the file's order first) for the other hosts to claim: an idle
+        one at once, one whose pass runs when the pass ends (no pass starts on it meanwhile)."""
+        hosts = set(await self.store.live_hosts(now_ms=now_ms)) | {self.host_id}
+        self.share = math.ceil(len(self.agent_ids) / len(hosts))
+        surplus = len(self.held) - self.share
+        if surplus <= 0:
+            self.leaving.clear()
+        else:
+            # Keep the agents chosen already; add more from the end when the surplus grew.
+            order = [a for a in reversed(self.agent_ids) if a in self.held]
+            chosen = [a for a in order if a in self.leaving][:surplus]
+            others = [a for a in order if a not in self.leaving]
+            self.leaving = {*chosen, *others[: surplus - len(chosen)]}
+        await self._give_up([a for a in self.leaving if a not in self._passes])
+
+    async def _give_up(self, agent_ids: list[str]) -> None:
+        if not agent_ids or self.epoch is None:
+            return
+        released = await self.store.release_agents(agent_ids, self.host_id, self.epoch)
+        self.held -= released
+        self.leaving -= released
+        if released:
+            log.info(
+                "agents given up for other hosts",
+                host_id=self.host_id,
+                agents=sorted(released),
+                share=self.share,
+            )
+
     def _lose_everything(self) -> None:
         epoch, self.epoch = self.epoch, None
         self.held.clear()
+        self.leaving.clear()
         for scope in self._passes.values():
             scope.cancel()
         self._publish(None, epoch)

@@ -209,6 +209,15 @@ class LeaseStore(Protocol):
         """The claim state of one agent, or None when the store does not know it."""
         ...
 
+    async def live_hosts(self, *, now_ms: int) -> list[str]:
+        """The ids of the hosts whose lease is unexpired, sorted."""
+        ...
+
+    async def release_agents(self, agent_ids: Sequence[str], host_id: str, epoch: int) -> set[str]:
+        """Drop this host's claims on ``agent_ids`` (so another host may claim them at once);
+        the ids released (those it held under ``epoch``)."""
+        ...
+
 
 class HealthStore(Protocol):
     """Health checks and the clean-shutdown marker (docs/host.md#start-up)."""

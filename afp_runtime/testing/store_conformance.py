@@ -934,6 +934,42 @@ async def test_release_lets_another_host_claim_at_once(store: Store, backend: Ba
     assert await other.claim_agent(agent_id, b, eb, now_ms=T0 + 1)
 
 
+async def test_live_hosts_are_those_with_an_unexpired_lease(store: Store) -> None:
+    """live_hosts lists the hosts whose lease has not expired, sorted; a released lease is gone
+    at once."""
+    a, b = sorted([fresh("host"), fresh("host")])
+    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
+    assert ea is not None
+    assert await store.acquire_lease(b, now_ms=T0 + 5_000, ttl_ms=TTL) is not None
+    live = await store.live_hosts(now_ms=T0 + 1)
+    assert [h for h in live if h in (a, b)] == [a, b]
+    later = await store.live_hosts(now_ms=T0 + TTL)
+    assert a not in later and b in later
+    assert await store.release_lease(a, ea + 1) is False
+    eb = await store.acquire_lease(b, now_ms=T0 + 6_000, ttl_ms=TTL)
+    assert eb is not None and await store.release_lease(b, eb)
+    assert b not in await store.live_hosts(now_ms=T0 + 6_001)
+
+
+async def test_a_host_gives_agents_up_for_another_to_claim(store: Store, backend: Backend) -> None:
+    """release_agents drops only the claims this host holds under its epoch; another host may
+    claim the released agents at once, while the kept ones stay out of its reach."""
+    other = await backend.open()
+    kept, given = await new_agent(store), await new_agent(store)
+    a, b = fresh("host"), fresh("host")
+    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
+    eb = await other.acquire_lease(b, now_ms=T0, ttl_ms=TTL)
+    assert ea is not None and eb is not None
+    assert await store.claim_agents([kept, given], a, ea, now_ms=T0) == {kept, given}
+
+    assert await other.release_agents([given], b, eb) == set()
+    assert await store.release_agents([given], a, ea + 1) == set()
+    assert await store.release_agents([given, fresh("agent")], a, ea) == {given}
+    assert await other.claim_agents([kept, given], b, eb, now_ms=T0 + 1) == {given}
+    claim = await other.agent_claim(kept, now_ms=T0 + 1)
+    assert claim is not None and (claim.host_id, claim.live) == (a, True)
+
+
 async def test_a_fenced_commit_writes_while_its_claim_holds(store: Store) -> None:
     """With its claim in place a fenced store commits as an unfenced one does."""
     agent_id, host = await new_agent(store), fresh("host")

@@ -338,3 +338,41 @@ async def test_the_default_host_id_is_the_machine_and_a_restart_with_it_takes_ov
             assert await claim_of(tmp_path / "one.db", "ops") == (expected, 2)
     async with running(tmp_path / "two.db", [agent([])], clock=clock, ids=ids) as other:
         assert (other.host_id, other.lease_epoch) == (expected, 1)
+
+
+async def test_agents_spread_over_the_live_hosts(tmp_path: Path) -> None:
+    """Ten agents over three live hosts: within a few periods every agent is held by exactly one
+    host and none holds more than ceil(10 / 3); when one host stops cleanly, the other two take
+    its agents and hold at most ceil(10 / 2) each."""
+    path, ids, clock = tmp_path / "afp.db", SequentialIds(), FakeClock()
+    agent_ids = [f"agent-{i}" for i in range(10)]
+
+    def definitions() -> list[Agent]:
+        return [agent([], agent_id=agent_id) for agent_id in agent_ids]
+
+    async def period_of(hosts: Sequence[Host]) -> None:
+        done = [host.lease_periods + 1 for host in hosts]
+        clock.advance(PERIOD_S)
+        await until(lambda: all(h.lease_periods >= d for h, d in zip(hosts, done, strict=True)))
+
+    async def spread(hosts: Sequence[Host], cap: int) -> dict[str, int]:
+        """Periods until every agent has one holder among ``hosts``, none above ``cap``."""
+        names = [host.host_id for host in hosts]
+        for _ in range(8):
+            await period_of(hosts)
+            rows = await raw(path, "SELECT claim_host, COUNT(*) FROM agents GROUP BY claim_host")
+            counts = {str(host): int(n) for host, n in rows}
+            held_by_them = set(counts) <= set(names) and sum(counts.values()) == 10
+            if held_by_them and max(counts.values()) <= cap:
+                return counts
+        raise AssertionError(f"not spread over {names} within 8 periods: {counts}")
+
+    async with (
+        running(path, definitions(), clock=clock, ids=ids, host_id="h1") as h1,
+        running(path, definitions(), clock=clock, ids=ids, host_id="h2") as h2,
+    ):
+        async with running(path, definitions(), clock=clock, ids=ids, host_id="h3") as h3:
+            counts = await spread([h1, h2, h3], cap=4)
+            assert len(counts) == 3
+            h3.stop(0)
+        assert await spread([h1, h2], cap=5) == {"h1": 5, "h2": 5}

@@ -136,6 +136,23 @@ async def release(db: aiosqlite.Connection, host_id: str, epoch: int) -> bool:
     return True
 
 
+async def release_claims(
+    db: aiosqlite.Connection, agent_ids: list[str], host_id: str, epoch: int
+) -> set[str]:
+    """Drop the claims ``(host_id, epoch)`` holds on ``agent_ids``; the ids released."""
+    released: set[str] = set()
+    for start in range(0, len(agent_ids), _CHUNK):
+        chunk = agent_ids[start : start + _CHUNK]
+        rows = await db.execute_fetchall(
+            "UPDATE agents SET claim_host = NULL, claim_epoch = NULL"
+            f" WHERE agent_id IN ({', '.join('?' * len(chunk))})"
+            " AND claim_host = ? AND claim_epoch = ? RETURNING agent_id",
+            [*chunk, host_id, epoch],
+        )
+        released.update(str(row[0]) for row in rows)
+    return released
+
+
 async def claims_of(
     db: aiosqlite.Connection, agent_ids: list[str] | None, *, now_ms: int
 ) -> list[AgentClaim]:
@@ -234,3 +251,21 @@ class Leases(SqliteCore):
         """The claim state of one agent, or None when the store does not know it."""
         found = await self.agent_claims([agent_id], now_ms=now_ms)
         return found[0] if found else None
+
+    async def live_hosts(self, *, now_ms: int) -> list[str]:
+        """The ids of the hosts whose lease is unexpired, sorted."""
+        try:
+            rows = await self._conn.execute_fetchall(
+                "SELECT host_id FROM host_leases WHERE expires_at_ms > ? ORDER BY host_id",
+                (now_ms,),
+            )
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"a store read failed: {exc}") from exc
+        return [str(row[0]) for row in rows]
+
+    async def release_agents(self, agent_ids: Sequence[str], host_id: str, epoch: int) -> set[str]:
+        """Drop this host's claims on ``agent_ids`` in one transaction; the ids released."""
+        if not agent_ids:
+            return set()
+        async with self._transaction() as db:
+            return await release_claims(db, list(agent_ids), host_id, epoch)
