@@ -591,6 +591,9 @@ class Host:
         async with anyio.create_task_group() as workers:
             self._workers = workers
             workers.start_soon(self._lease.keep)
+            # A message posted through any process wakes its worker at once where the store
+            # can tell; the poll interval is the fallback (docs/host.md#a-message-reaches-its-host).
+            workers.start_soon(self.store.watch_posts, self.wake)
             for agent in self._agents.values():
                 self._live_workers += 1
                 await workers.start(self._worker, agent)

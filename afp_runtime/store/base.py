@@ -264,6 +264,12 @@ class Store(CheckpointStore, LeaseStore, HealthStore, Protocol):
         """A read-only store on the same storage (the host's readers use one)."""
         ...
 
+    async def watch_posts(self, on_post: Callable[[str], None]) -> None:
+        """Call ``on_post(agent_id)`` whenever any process posts to an agent's inbox, until
+        cancelled (docs/host.md#a-message-reaches-its-host). A backend that cannot tell waits
+        for ever: hosts then find messages by polling."""
+        ...
+
     async def agents(self) -> list[AgentRow]:
         """Every agent with a summary of its conversation, by id."""
         ...

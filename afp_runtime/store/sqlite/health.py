@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import sqlite3
+from collections.abc import Callable
 
 import anyio
 
@@ -54,3 +55,7 @@ class Health(SqliteCore):
             return [fp.hex() for fp, body in rows if hashlib.sha256(body).digest() != fp]
 
         return await anyio.to_thread.run_sync(check)
+
+    async def watch_posts(self, on_post: Callable[[str], None]) -> None:
+        """SQLite tells other processes nothing: wait until cancelled (hosts poll)."""
+        await anyio.sleep_forever()
