@@ -3,7 +3,9 @@
 The arguments have already passed the input schema, where a number with no fractional part
 (``3.0``) counts as an integer, as JSON Schema says; msgspec refuses a float for an ``int``. So
 before decoding, every integral float that stands where the type takes an integer (and no float)
-becomes an ``int``: the schema and the decoder then accept the same values.
+becomes an ``int``, and so does one in a union whose float members' constraints refuse it while
+another member takes an integer (msgspec decodes a float only into the float members): the
+schema and the decoder then accept the same values.
 """
 
 from __future__ import annotations
@@ -48,10 +50,38 @@ def _object_fields(info: mi.Type, value: dict[str, Any]) -> dict[str, mi.Type] |
     return None
 
 
+def _fits_float(value: float, info: mi.FloatType) -> bool:
+    """Whether ``value`` meets a float type's constraints."""
+    return (
+        (info.gt is None or value > info.gt)
+        and (info.ge is None or value >= info.ge)
+        and (info.lt is None or value < info.lt)
+        and (info.le is None or value <= info.le)
+        and (info.multiple_of is None or value % info.multiple_of == 0)
+    )
+
+
+def _int_instead(value: float, info: mi.Type) -> bool:
+    """Whether an integral float must become an ``int``: the type takes an int and no float,
+    or (a union) every float member's constraints refuse it while another member takes an int
+    — msgspec tries a float only on the float members, the schema tries every member."""
+    if _takes_int_not_float(info):
+        return True
+    if not isinstance(info, mi.UnionType):
+        return False
+    floats = [t for t in info.types if isinstance(t, mi.FloatType)]
+    others = [t for t in info.types if not isinstance(t, mi.FloatType)]
+    return (
+        bool(floats)
+        and not any(_fits_float(value, t) for t in floats)
+        and any(_takes_int_not_float(t) for t in others)
+    )
+
+
 def _whole_numbers(value: Any, info: mi.Type) -> Any:
     """``value`` with integral floats turned into ints where ``info`` takes an int."""
     if isinstance(value, float):
-        if value.is_integer() and _takes_int_not_float(info):
+        if value.is_integer() and _int_instead(value, info):
             return int(value)
         return value
     if isinstance(value, list):

@@ -26,6 +26,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from afp_runtime.errors import ToolDefinitionError
+from afp_runtime.tools._unions import crashing_union
 from afp_runtime.tools.context import ToolContext
 from afp_runtime.tools.declaration import Period, Tool, ToolFn, is_async_callable, schema_for
 
@@ -239,6 +240,16 @@ class _Signature:
                     )
                 self.context = parameter.name
                 continue
+            crashing = crashing_union(hint)
+            if crashing is not None:
+                raise _refuse(
+                    name,
+                    parameter.name,
+                    "has a union msgspec cannot decode, "
+                    f"the union {str(crashing).replace('typing.', '')} "
+                    "(a constrained value beside a fixed-length tuple); "
+                    "use a variable-length tuple or drop the constraint",
+                )
             try:
                 info = mi.type_info(hint)
             except (TypeError, ValueError):

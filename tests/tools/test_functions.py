@@ -21,6 +21,7 @@ from afp_runtime.tools import (
     ToolOutcome,
     parse_docstring,
     plan_batch,
+    plan_call,
     run_batch,
     tool,
 )
@@ -407,3 +408,47 @@ class TestCalls:
 
         outcome = await run_one(clock, span, start="a", end="b")
         assert outcome.content == "a-b"
+
+
+def test_a_union_msgspec_would_crash_on_is_refused_with_its_name() -> None:
+    """A constrained value beside a fixed-length tuple in one union (which corrupts memory in
+    msgspec's decoder) is a ToolDefinitionError naming the union, at any depth."""
+
+    def pick(x: dict[str, list[Annotated[int, msgspec.Meta(ge=0)] | tuple[int, int]]]) -> str:
+        return "ok"
+
+    with pytest.raises(ToolDefinitionError, match=r"the union .*tuple\[int, int\]"):
+        tool(pick)
+
+    def fine(x: Annotated[int, msgspec.Meta(ge=0)] | tuple[int, ...]) -> str:
+        return "ok"
+
+    assert tool(fine).input_schema["properties"]["x"]["anyOf"]
+
+
+def test_an_integral_float_refused_by_the_float_member_goes_to_the_int_member() -> None:
+    """In a union of a constrained float and an int, 3.0 passes the schema as an integer, so it
+    is decoded as the int 3 rather than refused by the float member."""
+    seen: list[Any] = []
+
+    @tool
+    def pick(x: Annotated[float, msgspec.Meta(lt=2.5)] | int) -> str:
+        seen.append(x)
+        return "ok"
+
+    planned = plan_call(ToolCall(id="c", name="pick", args={"x": 3.0}), {"pick": pick})
+    assert planned.runnable, planned.outcome
+    pick.fn(planned.args, None)
+    assert seen == [3] and type(seen[0]) is int
+    kept = plan_call(ToolCall(id="d", name="pick", args={"x": 2.0}), {"pick": pick})
+    pick.fn(kept.args, None)
+    assert seen[-1] == 2.0 and type(seen[-1]) is float
+
+
+def test_a_struct_with_a_union_msgspec_would_crash_on_is_refused() -> None:
+    """Tool.from_struct refuses an args Struct holding such a union instead of crashing."""
+    shape = msgspec.defstruct(
+        "Crashing", [("x", Annotated[str, msgspec.Meta(min_length=1)] | tuple[int, int])]
+    )
+    with pytest.raises(ToolDefinitionError, match="fixed-length tuple"):
+        Tool.from_struct("crashing", "", shape, lambda args, ctx: "ok")
