@@ -15,7 +15,14 @@ import msgspec
 
 from afp_runtime.errors import IdempotencyConflict, InvalidValue, LeaseLost, NotOwner, StoreDamaged
 from afp_runtime.messages import Message, Usage, message_from_body
-from afp_runtime.records import ConversationState, QuestionRow, StoredFoldedSpan, runtime_stage_id
+from afp_runtime.records import (
+    ConversationState,
+    Item,
+    QuestionRow,
+    RunEnd,
+    StoredFoldedSpan,
+    runtime_stage_id,
+)
 from afp_runtime.store.values import Ack, AgentRow, InboxRow, JournalEntry, RunRow, StoredBundle
 
 NOT_DISPATCHED = 1
@@ -328,3 +335,53 @@ def ledger_rows(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[dict[str, 
         raise StoreDamaged(
             f"a ledger row of {agent_id!r} does not decode: {exc}", agent_id=agent_id
         ) from exc
+
+
+# -- what backends write: the values of one row, in the order of the table's columns ----------
+
+QUESTION_INSERT = (
+    "INSERT INTO questions (question_id, agent, message_id, run_id, turn,"
+    " kind, prompt, tool_call_ids, asked_at_ms, status, repeat, detail)"
+)
+
+
+def question_values(agent: int, q: QuestionRow) -> tuple[Any, ...]:
+    """The values of ``QUESTION_INSERT`` for a question asked of ``agent``."""
+    return (
+        q.question_id,
+        agent,
+        q.message_id,
+        q.run_id,
+        q.turn,
+        q.kind,
+        q.prompt,
+        encoder.encode(q.tool_call_ids),
+        q.asked_at_ms,
+        q.status,
+        q.repeat,
+        None if q.detail is None else encoder.encode(q.detail),
+    )
+
+
+def item_values(agent: int, item: Item) -> tuple[Any, ...]:
+    """An ``items`` row: ``(agent, pos, fp, flags, injected_by)``."""
+    return (
+        agent,
+        item.pos,
+        bytes.fromhex(item.fingerprint),
+        NOT_DISPATCHED if item.message.not_dispatched else 0,
+        item.message.injected_by,
+    )
+
+
+def run_end_values(end: RunEnd) -> tuple[Any, ...]:
+    """``(status, ended_at_ms, usage, answer, error_kind, error, run_id)`` of an ended run."""
+    return (
+        end.status,
+        end.ended_at_ms,
+        encoder.encode(end.usage),
+        end.answer,
+        end.error_kind,
+        end.error,
+        end.run_id,
+    )

@@ -6,12 +6,12 @@ from afp_runtime.errors import StoreError
 from afp_runtime.messages import Message
 from afp_runtime.records import ConversationState, ListRef, Txn
 from afp_runtime.store import rows as common
+from afp_runtime.store.mixins import Loading
 from afp_runtime.store.sqlite import writes
 from afp_runtime.store.sqlite._core import SqliteCore, encoder, rows_of
-from afp_runtime.store.values import LoadedConversation
 
 
-class Conversations(SqliteCore):
+class Conversations(Loading, SqliteCore):
     """Agents, commits, checkpoints and the resolved history."""
 
     async def commit(self, txn: Txn) -> None:
@@ -48,14 +48,6 @@ class Conversations(SqliteCore):
         if not rows:
             return None
         return self._decode_state(rows[0][0], agent_id)
-
-    async def load_conversation(self, agent_id: str) -> LoadedConversation:
-        """The checkpoint and its history, resolved: O(window), not O(all history)."""
-        state = await self.conversation_state(agent_id)
-        if state is None:
-            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
-        messages, fps = await self.resolve(agent_id, state.history)
-        return LoadedConversation(state=state, history=messages, fingerprints=fps)
 
     async def resolve(
         self, agent_id: str, ref: ListRef

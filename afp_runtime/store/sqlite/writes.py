@@ -151,19 +151,10 @@ def write_txn(
             (txn.run_start.started_at_ms, txn.crashed_run),
         )
     if txn.run_end is not None:
-        end = txn.run_end
         conn.execute(
             "UPDATE runs SET status=?, ended_at_ms=?, usage=?, answer=?, error_kind=?, error=?"
             " WHERE run_id=?",
-            (
-                end.status,
-                end.ended_at_ms,
-                _encoder.encode(end.usage),
-                end.answer,
-                end.error_kind,
-                end.error,
-                end.run_id,
-            ),
+            common.run_end_values(txn.run_end),
         )
     for update in txn.inbox:
         _update_inbox(conn, update)
@@ -182,26 +173,8 @@ def write_txn(
         _insert_ledger(conn, agent, txn.ledger)
     if txn.questions:
         conn.executemany(
-            "INSERT INTO questions (question_id, agent, message_id, run_id, turn,"
-            " kind, prompt, tool_call_ids, asked_at_ms, status, repeat, detail)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    q.question_id,
-                    agent,
-                    q.message_id,
-                    q.run_id,
-                    q.turn,
-                    q.kind,
-                    q.prompt,
-                    _encoder.encode(q.tool_call_ids),
-                    q.asked_at_ms,
-                    q.status,
-                    q.repeat,
-                    None if q.detail is None else _encoder.encode(q.detail),
-                )
-                for q in txn.questions
-            ],
+            common.QUESTION_INSERT + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [common.question_values(agent, q) for q in txn.questions],
         )
     for span in txn.folded:
         conn.execute(
@@ -218,16 +191,7 @@ def _insert_items(conn: sqlite3.Connection, agent: int, items: list[Item]) -> No
     )
     conn.executemany(
         "INSERT INTO items VALUES (?, ?, ?, ?, ?)",
-        [
-            (
-                agent,
-                i.pos,
-                bytes.fromhex(i.fingerprint),
-                NOT_DISPATCHED if i.message.not_dispatched else 0,
-                i.message.injected_by,
-            )
-            for i in items
-        ],
+        [common.item_values(agent, i) for i in items],
     )
 
 
