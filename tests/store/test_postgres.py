@@ -14,9 +14,10 @@ import anyio
 import pytest
 
 from afp_runtime.errors import ConfigError, SchemaTooNew, StoreDamaged, StoreUnavailable
+from afp_runtime.records import CommitBundle, RunLog, RunStart, Txn, Write, runtime_stage_id
 from afp_runtime.store import open_store
-from afp_runtime.store.postgres import SCHEMA_VERSION, PostgresStore, masked
-from tests.store._postgres import FreshDatabase, admin
+from afp_runtime.store.postgres import SCHEMA_VERSION, PostgresRunLog, PostgresStore, masked
+from tests.store._postgres import ENV, FreshDatabase, admin, server_url
 
 T0 = 1_700_000_000_000
 
@@ -167,3 +168,51 @@ async def test_concurrent_posts_to_one_agent_get_distinct_positions(
     finally:
         await first.aclose()
         await second.aclose()
+
+
+def test_no_server_is_a_failure_not_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without AFP_TEST_POSTGRES_URL a Postgres test fails (it is never skipped)."""
+    monkeypatch.delenv(ENV, raising=False)
+    with pytest.raises(pytest.fail.Exception, match="scripts/test"):
+        server_url()
+
+
+async def test_a_runs_log_reads_only_what_it_is_asked(database: FreshDatabase) -> None:
+    """read_run on Postgres answers value_at from the per-key index: one read of the
+    index and one of the bundle it names, however long the log."""
+    store = await open_store(database.url)
+    try:
+        await store.ensure_agent("ann", now_ms=T0)
+        start = RunStart(
+            run_id="run-1",
+            agent_id="ann",
+            turn=1,
+            kind="initial",
+            started_at_ms=T0,
+            message_id="m-1",
+        )
+        bundles = [
+            CommitBundle(
+                run_id="run-1",
+                seq=seq,
+                stage="settle",
+                runtime_stage_id=runtime_stage_id("settle", seq),
+                iteration=seq,
+                writes=(Write(key=f"k{seq % 7}", verb="set", value=seq),),
+                committed_at_ms=T0 + seq,
+            )
+            for seq in range(200)
+        ]
+        await store.commit(Txn(agent_id="ann", run_start=start, bundles=bundles))
+
+        def read(log: RunLog) -> tuple[object, int]:
+            assert isinstance(log, PostgresRunLog)
+            before = log.reads
+            value = log.value_at("k3", 150)
+            return value, log.reads - before
+
+        value, reads = await store.read_run("run-1", read)
+        assert value == 150 - (150 - 3) % 7
+        assert reads == 2
+    finally:
+        await store.aclose()

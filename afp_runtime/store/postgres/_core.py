@@ -14,6 +14,7 @@ are mixins over this class, as in the SQLite backend; ``store.PostgresStore`` pu
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -235,21 +236,44 @@ class PostgresCore:
         if self._read_only:
             raise StoreError("this store was opened read-only")
         with anyio.CancelScope(shield=True):
-            async with self._connection() as conn:
-                try:
-                    async with conn.transaction():
-                        if not full:
-                            await conn.execute("SET LOCAL synchronous_commit TO off")
-                        result = await work(conn)
-                except AfpError:
-                    raise
-                except (*LOST, asyncpg.exceptions.QueryCanceledError) as exc:
-                    raise self._unavailable("a transaction", exc) from exc
-                except asyncpg.PostgresError as exc:
-                    raise StoreError(f"a store transaction failed: {exc}") from exc
+            try:
+                result = await self._transact(work, full=full)
+            except AfpError:
+                raise
+            except (*LOST, asyncpg.exceptions.QueryCanceledError) as exc:
+                raise self._unavailable("a transaction", exc) from exc
+            except asyncpg.PostgresError as exc:
+                raise StoreError(f"a store transaction failed: {exc}") from exc
         self.transactions += 1
         self.full_transactions += int(full)
         return result
+
+    async def _transact(
+        self, work: Callable[[asyncpg.Connection], Awaitable[T]], *, full: bool
+    ) -> T:
+        # A connection found lost at BEGIN has written nothing: that one attempt is repeated
+        # on a fresh connection. Once BEGIN went through, a loss is the caller's to see.
+        for attempt in (1, 2):
+            async with self._connection() as conn:
+                transaction = conn.transaction()
+                try:
+                    await transaction.start()
+                except LOST:
+                    if attempt == 2:
+                        raise
+                    conn.terminate()
+                    continue
+                try:
+                    if not full:
+                        await conn.execute("SET LOCAL synchronous_commit TO off")
+                    result = await work(conn)
+                except BaseException:
+                    with contextlib.suppress(*LOST, asyncpg.PostgresError):
+                        await transaction.rollback()
+                    raise
+                await transaction.commit()
+                return result
+        raise AssertionError("unreachable")
 
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
         """Every row of one read; retried once on a fresh connection when the connection
