@@ -5,7 +5,7 @@ The embedded SQLite backend lives in ``afp_runtime.store.sqlite``; nothing here 
 """
 
 from afp_runtime.store.base import CheckpointStore, HealthStore, LeaseStore, Store
-from afp_runtime.store.opening import open_store, sqlite_path
+from afp_runtime.store.opening import open_store, shown_location, sqlite_path
 from afp_runtime.store.values import (
     Ack,
     AgentClaim,
@@ -33,5 +33,6 @@ __all__ = [
     "Store",
     "StoredBundle",
     "open_store",
+    "shown_location",
     "sqlite_path",
 ]

@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 
@@ -41,6 +42,19 @@ def sqlite_path(target: str | os.PathLike[str]) -> Path:
             field="store",
         )
     raise ConfigError(f"unknown store URL scheme {scheme!r} in {text!r}", field="store")
+
+
+def shown_location(target: str | os.PathLike[str]) -> str:
+    """A store location as messages, logs and hints show it: a URL with its password spelled
+    ``***`` (``postgresql://ann:***@db/afp``), anything else as given."""
+    text = os.fspath(target)
+    if "://" not in text:
+        return text
+    parts = urlsplit(text)
+    if parts.password is None:
+        return text
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def _backend_name(target: str | os.PathLike[str]) -> str:

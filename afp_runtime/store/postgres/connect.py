@@ -14,9 +14,12 @@ import ssl
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
+__all__ = ["Target", "masked", "parse", "ssl_context"]
+
 import msgspec
 
 from afp_runtime.errors import ConfigError
+from afp_runtime.store.opening import shown_location as masked
 
 POOL_MIN = 1
 POOL_MAX = 10
@@ -24,16 +27,6 @@ STATEMENT_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10.0
 _OURS = ("pool_min", "pool_max", "statement_timeout_ms", "connect_timeout_s")
 _SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
-
-
-def masked(url: str) -> str:
-    """``url`` with its password (if any) spelled ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 class Target(msgspec.Struct, frozen=True, kw_only=True):
