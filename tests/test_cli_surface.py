@@ -18,7 +18,7 @@ import pytest
 import afp_runtime.store.sqlite as _sqlite_backend
 from afp_runtime.cli._parser import build_parser, command_named
 from afp_runtime.cli._show import visible
-from afp_runtime.store import masked
+from afp_runtime.store import shown_location
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "configs" / "demo.toml"
@@ -384,12 +384,12 @@ def test_the_store_comes_from_afp_db_and_migrate_reports_its_version(
 
 
 def test_a_url_password_is_never_shown() -> None:
-    """masked hides a URL's password, in its user part and in a password parameter."""
-    assert masked("postgresql://afp:s3cret@db.example:5432/afp") == (
+    """shown_location hides a URL's password, in its user part and in a password parameter."""
+    assert shown_location("postgresql://afp:s3cret@db.example:5432/afp") == (
         "postgresql://afp:***@db.example:5432/afp"
     )
-    assert masked("postgresql://db/afp?user=afp&password=s3cret&x=1") == (
+    assert shown_location("postgresql://db/afp?user=afp&password=s3cret&x=1") == (
         "postgresql://db/afp?user=afp&password=***&x=1"
     )
-    assert masked("postgresql://afp@db/afp") == "postgresql://afp@db/afp"
-    assert masked("runs/afp.db") == "runs/afp.db"
+    assert shown_location("postgresql://afp@db/afp") == "postgresql://afp@db/afp"
+    assert shown_location("runs/afp.db") == "runs/afp.db"

@@ -36,7 +36,7 @@ PURE = frozenset({"messages", "records", "window", "findings", "time", "served"}
 # docs/storage.md#the-store-port: these reach durable state through the port package
 # ``afp_runtime.store`` only, never through a backend inside it.
 PORT_USERS = frozenset({"host", "api", "scenario", "cli", "_embed"})
-BACKENDS = (f"{PACKAGE}.store.sqlite",)
+BACKENDS = (f"{PACKAGE}.store.sqlite", f"{PACKAGE}.store.postgres")
 
 # docs/architecture.md#decision-6-imports-between-layers-follow-fixed-arrows: layer -> the layers it
 # may import (besides itself and errors). "messages <- everyone" is spelled out in every row.

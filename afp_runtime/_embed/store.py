@@ -634,8 +634,8 @@ async def open(
     afp.open("afp.db") as store:``. Everything it opened is closed when the block ends.
 
     Args:
-        target: a SQLite file path, or a ``sqlite:///relative.db`` / ``sqlite:////abs.db``
-            URL.
+        target: a SQLite file path, a ``sqlite:///relative.db`` / ``sqlite:////abs.db``
+            URL, or a ``postgresql://`` URL (docs/storage.md#the-postgres-backend).
         clock: the clock turns run on (default: the system clock; ``afp_runtime.testing``
             has a virtual one).
         ids: the run and message id factory (default: time-ordered ids on ``clock``).

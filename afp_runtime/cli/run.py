@@ -28,7 +28,7 @@ from afp_runtime.loop import (
     SystemClock,
     TimeOrderedIds,
 )
-from afp_runtime.store import masked, open_store
+from afp_runtime.store import open_store, shown_location
 
 
 async def definition_from(path: str, agent: str | None) -> Agent:
@@ -153,11 +153,13 @@ async def cmd_demo(args: Any) -> int:
     )
     add_row(grid, ["folds", f"{len(spans)} folded spans kept with the conversation"])
     add_row(grid, ["status", agent.status])
-    db = masked(args.db)
-    data = db if "://" in db else str(await anyio.Path(db).resolve())
-    add_row(grid, ["data", data])
+    shown = shown_location(args.db)
+    if "://" not in shown:
+        shown = str(await anyio.Path(args.db).resolve())
+    add_row(grid, ["data", shown])
     grid.show_header = False
     out.print(grid)
+    db = shown_location(args.db)
     say("next:")
     say(f"  afp runs demo --db {db}                 # every run of the agent")
     say(f"  afp commits demo:last --db {db}         # the commit log of the last run")

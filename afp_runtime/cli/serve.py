@@ -16,7 +16,7 @@ from afp_runtime.cli._show import warn
 from afp_runtime.errors import ConfigError
 from afp_runtime.host import Host
 from afp_runtime.loop import SystemClock, TimeOrderedIds
-from afp_runtime.store import open_store
+from afp_runtime.store import open_store, shown_location
 
 
 async def _api_token(token_file: str | None) -> str | None:
@@ -71,7 +71,7 @@ async def cmd_serve(args: Any) -> int:
                 async with host:
                     warn(
                         f"afp: serving {', '.join(host.agent_ids)} on "
-                        f"http://{args.host}:{port} (database {args.db})"
+                        f"http://{args.host}:{port} (database {shown_location(args.db)})"
                     )
                     await serve_until_stopped(host, listener=listener, token=token)
             finally:

@@ -5,8 +5,7 @@ The embedded SQLite backend lives in ``afp_runtime.store.sqlite``; nothing here 
 """
 
 from afp_runtime.store.base import CheckpointStore, HealthStore, LeaseStore, Store
-from afp_runtime.store.locations import masked
-from afp_runtime.store.opening import open_store, sqlite_path
+from afp_runtime.store.opening import open_store, shown_location, sqlite_path
 from afp_runtime.store.values import (
     Ack,
     AgentClaim,
@@ -33,7 +32,7 @@ __all__ = [
     "RunRow",
     "Store",
     "StoredBundle",
-    "masked",
     "open_store",
+    "shown_location",
     "sqlite_path",
 ]

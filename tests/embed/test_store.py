@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 import afp_runtime as afp
-from afp_runtime.errors import ConfigError, NotFound, QuestionClosed
+from afp_runtime.errors import ConfigError, NotFound, QuestionClosed, StoreUnavailable
 from afp_runtime.messages import ModelRequest
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
 
@@ -287,15 +287,18 @@ async def test_unknown_names_are_not_found(tmp_path: Path) -> None:
 
 
 async def test_urls_name_a_sqlite_file_and_other_schemes_are_refused(tmp_path: Path) -> None:
-    """``sqlite:///`` URLs open the file they name; Postgres and unknown schemes are refused."""
+    """``sqlite:///`` URLs open the file they name; a Postgres URL goes to the Postgres backend
+    (here nobody listens: StoreUnavailable); unknown schemes are refused."""
     target = tmp_path / "url.db"
     async with afp.open(f"sqlite:///{target}") as store:
         assert store.path == target
     assert await anyio.Path(target).exists()
-    for url in ("postgresql://db/afp", "redis://x"):
-        with pytest.raises(ConfigError):
-            async with afp.open(url):
-                pass
+    with pytest.raises(ConfigError):
+        async with afp.open("redis://x"):
+            pass
+    with pytest.raises(StoreUnavailable):
+        async with afp.open("postgresql://ann:pw@127.0.0.1:1/afp"):
+            pass
 
 
 async def test_host_answers_posted_messages(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
 """Runs the store conformance suite (``afp_runtime.testing.store_conformance``) against every
 store backend.
 
-Today the one backend is SQLite, a real file in ``tmp_path``. To add one (Postgres), write a class
-shaped like ``SqliteBackend`` (the ``Backend`` protocol) and add it to ``BACKENDS``; every
-contract then runs against it too.
+Two backends: SQLite, a real file in ``tmp_path``, and Postgres, a fresh database per test on
+the server ``scripts/test`` starts (``tests/store/_postgres.py``; no server fails the Postgres
+tests, never skips them). To add one, write a class shaped like ``SqliteBackend`` (the
+``Backend`` protocol) and add it to ``BACKENDS``; every contract then runs against it too.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from afp_runtime.testing.store_conformance import (
     missing_capabilities,
     run_contract,
 )
+from tests.store._postgres import PostgresBackend
 
 
 class SqliteBackend:
@@ -70,7 +72,10 @@ class SqliteBackend:
             await self._open.pop().aclose()
 
 
-BACKENDS: dict[str, Callable[[Path], Backend]] = {"sqlite": SqliteBackend}
+BACKENDS: dict[str, Callable[[Path], Backend]] = {
+    "sqlite": SqliteBackend,
+    "postgres": lambda _: PostgresBackend(),
+}
 
 
 @pytest.fixture(name="backend", params=sorted(BACKENDS))

@@ -19,21 +19,20 @@ from typing import Any, TypeVar
 
 import aiosqlite
 import anyio
-import msgspec
 
 from afp_runtime.errors import SchemaTooNew, StoreDamaged, StoreError, StoreUnavailable
 from afp_runtime.records import ConversationState
+from afp_runtime.store import rows as common
+from afp_runtime.store.rows import encoder, map_decoder
 from afp_runtime.store.sqlite import writes
 from afp_runtime.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["SqliteCore", "encoder", "map_decoder", "rows_of"]
 
 T = TypeVar("T")
 Core = TypeVar("Core", bound="SqliteCore")
 
 BUSY_TIMEOUT_MS = 5_000
-
-encoder = msgspec.msgpack.Encoder()
-_state_decoder = msgspec.msgpack.Decoder(ConversationState)
-map_decoder = msgspec.msgpack.Decoder(dict[str, Any])
 
 
 async def rows_of(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
@@ -267,13 +266,7 @@ class SqliteCore:
         return rowid
 
     def _decode_state(self, blob: bytes, agent_id: str) -> ConversationState:
-        try:
-            return _state_decoder.decode(blob)
-        except msgspec.DecodeError as exc:
-            raise StoreDamaged(
-                f"the conversation checkpoint of {agent_id!r} does not decode: {exc}",
-                agent_id=agent_id,
-            ) from exc
+        return common.decode_state(blob, agent_id)
 
     async def _fetch(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
         try:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from afp_runtime.errors import StoreDamaged, StoreError
-from afp_runtime.messages import Message, message_from_body
+from afp_runtime.errors import StoreError
+from afp_runtime.messages import Message
 from afp_runtime.records import ConversationState, ListRef, Txn
+from afp_runtime.store import rows as common
+from afp_runtime.store.mixins import Loading
 from afp_runtime.store.sqlite import writes
 from afp_runtime.store.sqlite._core import SqliteCore, encoder, rows_of
-from afp_runtime.store.values import LoadedConversation
 
 
-class Conversations(SqliteCore):
+class Conversations(Loading, SqliteCore):
     """Agents, commits, checkpoints and the resolved history."""
 
     async def commit(self, txn: Txn) -> None:
@@ -48,14 +49,6 @@ class Conversations(SqliteCore):
             return None
         return self._decode_state(rows[0][0], agent_id)
 
-    async def load_conversation(self, agent_id: str) -> LoadedConversation:
-        """The checkpoint and its history, resolved: O(window), not O(all history)."""
-        state = await self.conversation_state(agent_id)
-        if state is None:
-            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
-        messages, fps = await self.resolve(agent_id, state.history)
-        return LoadedConversation(state=state, history=messages, fingerprints=fps)
-
     async def resolve(
         self, agent_id: str, ref: ListRef
     ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
@@ -73,26 +66,9 @@ class Conversations(SqliteCore):
                 " ORDER BY i.pos",
                 (agent, start, end),
             )
-            if len(found) != end - start:
-                raise StoreDamaged(
-                    f"the history of {agent_id!r} names items {start}..{end - 1}, "
-                    f"but {len(found)} are stored",
-                    agent_id=agent_id,
-                )
-            for pos, fp, flags, injected_by, body in found:
-                if body is None:
-                    raise StoreDamaged(
-                        f"item {pos} of {agent_id!r} names body {fp.hex()}, which is missing",
-                        agent_id=agent_id,
-                    )
-                messages.append(
-                    message_from_body(
-                        body,
-                        not_dispatched=bool(flags & writes.NOT_DISPATCHED),
-                        injected_by=injected_by,
-                    )
-                )
-                fps.append(fp.hex())
+            got, got_fps = common.resolved_range(agent_id, start, end, found)
+            messages.extend(got)
+            fps.extend(got_fps)
         return tuple(messages), tuple(fps)
 
     async def fingerprints(self, agent_id: str, ref: ListRef) -> tuple[str, ...]:

@@ -6,8 +6,8 @@ from typing import Any
 
 import aiosqlite
 
-from afp_runtime.errors import IdempotencyConflict, InvalidValue, NotOwner
-from afp_runtime.store.sqlite._core import SqliteCore, encoder, map_decoder, rows_of
+from afp_runtime.store import rows as common
+from afp_runtime.store.sqlite._core import SqliteCore, encoder, rows_of
 from afp_runtime.store.values import Ack, InboxRow, JournalEntry
 
 
@@ -20,28 +20,14 @@ async def check_owner(
     shared: bool,
     claim: bool,
 ) -> None:
-    # docs/host.md#the-owner-check: once a conversation has an owner, every message and
-    # answer must name that owner; one that names nobody is refused like another's.
+    """The owner check on an open transaction; with ``claim`` a first sender becomes the owner."""
     if shared:
         return
-    rows = await rows_of(db, "SELECT owner FROM agents WHERE agent=?", (agent,))
-    owner = rows[0][0] if rows else None
-    if owner is None:
-        if claim and sender is not None:
-            await db.execute("UPDATE agents SET owner=? WHERE agent=?", (sender, agent))
-        return
-    if sender is None:
-        raise NotOwner(
-            f"agent {agent_id!r} belongs to a principal; name it (from) to write to it",
-            agent_id=agent_id,
-            principal=None,
-        )
-    if owner != sender:
-        raise NotOwner(
-            f"agent {agent_id!r} belongs to another principal; {sender!r} may not write to it",
-            agent_id=agent_id,
-            principal=sender,
-        )
+    found = await rows_of(db, "SELECT owner FROM agents WHERE agent=?", (agent,))
+    owner = found[0][0] if found else None
+    if owner is None and claim and sender is not None:
+        await db.execute("UPDATE agents SET owner=? WHERE agent=?", (sender, agent))
+    common.check_owner(owner, agent_id, sender)
 
 
 class Inbox(SqliteCore):
@@ -73,37 +59,23 @@ class Inbox(SqliteCore):
             IdempotencyConflict: the key was used before with other text.
             NotOwner: ``sender`` is not the owner; nothing is stored.
         """
-        if not 1 <= len(text) <= 32_000:
-            raise InvalidValue(
-                f"a message must hold 1 to 32,000 code points, not {len(text)}", field="text"
-            )
+        common.check_text(text)
         async with self._transaction(full=True) as db:
             agent = await self._agent_rowid(db, agent_id)
             await check_owner(db, agent, agent_id, sender, shared=shared, claim=True)
             if idempotency_key is not None:
-                rows = await rows_of(
+                found = await rows_of(
                     db,
                     "SELECT message_id, text, accepted_at_ms, position FROM inbox"
                     " WHERE agent=? AND idempotency_key=?",
                     (agent, idempotency_key),
                 )
-                if rows:
-                    found_id, found_text, accepted, position = rows[0]
-                    if found_text != text:
-                        raise IdempotencyConflict(
-                            f"idempotency key {idempotency_key!r} was used for another text",
-                            message_id=found_id,
-                        )
-                    return Ack(
-                        message_id=found_id,
-                        accepted_at_ms=accepted,
-                        position=position,
-                        duplicate=True,
-                    )
-            rows = await rows_of(
+                if found:
+                    return common.duplicate_ack(found[0], text, idempotency_key)
+            found = await rows_of(
                 db, "SELECT COALESCE(MAX(position), 0) + 1 FROM inbox WHERE agent=?", (agent,)
             )
-            position = int(rows[0][0])
+            position = int(found[0][0])
             await db.execute(
                 "INSERT INTO inbox (message_id, agent, position, text, status, accepted_at_ms,"
                 " idempotency_key, sender, time) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
@@ -122,65 +94,40 @@ class Inbox(SqliteCore):
 
     async def owner(self, agent_id: str) -> str | None:
         """The conversation's owner (``identity.owner``), None until a message names one."""
-        rows = await self._fetch("SELECT owner FROM agents WHERE agent_id=?", (agent_id,))
-        return rows[0][0] if rows else None
+        found = await self._fetch("SELECT owner FROM agents WHERE agent_id=?", (agent_id,))
+        return found[0][0] if found else None
 
     async def inbox(self, agent_id: str, *, status: str | None = None) -> list[InboxRow]:
         """An agent's inbox messages in position order, optionally of one status."""
         sql = (
-            "SELECT i.message_id, i.position, i.text, i.status, i.accepted_at_ms, i.turn,"
-            " i.idempotency_key, i.sender, i.time FROM inbox i JOIN agents a ON a.agent=i.agent"
+            f"SELECT {common.INBOX_COLUMNS} FROM inbox i JOIN agents a ON a.agent=i.agent"
             " WHERE a.agent_id=?"
         )
         params: tuple[Any, ...] = (agent_id,)
         if status is not None:
             sql += " AND i.status=?"
             params += (status,)
-        rows = await self._fetch(sql + " ORDER BY i.position", params)
-        return [
-            InboxRow(
-                message_id=r[0],
-                agent_id=agent_id,
-                position=r[1],
-                text=r[2],
-                status=r[3],
-                accepted_at_ms=r[4],
-                turn=r[5],
-                idempotency_key=r[6],
-                sender=r[7],
-                time=map_decoder.decode(r[8]) if r[8] is not None else None,
-            )
-            for r in rows
-        ]
+        found = await self._fetch(sql + " ORDER BY i.position", params)
+        return [common.inbox_row(agent_id, r) for r in found]
 
     async def inbox_message(self, message_id: str) -> InboxRow | None:
         """One inbox message by id."""
-        rows = await self._fetch(
+        found = await self._fetch(
             "SELECT a.agent_id FROM inbox i JOIN agents a ON a.agent=i.agent WHERE i.message_id=?",
             (message_id,),
         )
-        if not rows:
+        if not found:
             return None
-        for row in await self.inbox(rows[0][0]):
+        for row in await self.inbox(found[0][0]):
             if row.message_id == message_id:
                 return row
         return None
 
     async def journal(self, agent_id: str, message_id: str) -> dict[str, JournalEntry]:
         """Per tool call of a turn (its inbox message): whether it started, its outcome."""
-        rows = await self._fetch(
+        found = await self._fetch(
             "SELECT j.call_id, j.state, j.outcome FROM tool_journal j"
             " JOIN agents a ON a.agent=j.agent WHERE a.agent_id=? AND j.message_id=?",
             (agent_id, message_id),
         )
-        started: set[str] = set()
-        finished: dict[str, bytes] = {}
-        for call_id, state, outcome in rows:
-            if state == "started":
-                started.add(call_id)
-            else:
-                finished[call_id] = outcome
-        return {
-            call_id: JournalEntry(started=call_id in started, finished=finished.get(call_id))
-            for call_id in started | set(finished)
-        }
+        return common.journal_entries(found)

@@ -23,6 +23,7 @@ from typing import Any
 import aiosqlite
 
 from afp_runtime.errors import StoreError
+from afp_runtime.store.mixins import Fencing
 from afp_runtime.store.sqlite._core import SqliteCore
 from afp_runtime.store.values import AgentClaim, LeaseRenewal
 
@@ -181,19 +182,8 @@ async def claims_of(
     )
 
 
-class Leases(SqliteCore):
+class Leases(Fencing, SqliteCore):
     """Host leases, agent claims and the fence every commit is checked by."""
-
-    def fence_with(self, host_id: str | None, epoch: int | None = None) -> None:
-        """Fence every later ``commit`` by this host's claim: it writes only while the agent is
-        claimed by ``(host_id, epoch)`` and the host's lease row still carries ``epoch``, and
-        raises ``LeaseLost`` otherwise. ``fence_with(None)`` removes the fence."""
-        self._fence = None if host_id is None or epoch is None else (host_id, epoch)
-
-    @property
-    def fence(self) -> tuple[str, int] | None:
-        """The ``(host_id, lease_epoch)`` commits are fenced by, or None."""
-        return self._fence
 
     async def acquire_lease(
         self, host_id: str, *, now_ms: int, ttl_ms: int, only_if_expired: bool = False

@@ -6,20 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import aiosqlite
-import msgspec
 
-from afp_runtime.errors import QuestionClosed, StoreDamaged
+from afp_runtime.errors import QuestionClosed
 from afp_runtime.records import QuestionRow
-from afp_runtime.store.sqlite._core import SqliteCore, encoder, map_decoder, rows_of
+from afp_runtime.store import rows as common
+from afp_runtime.store.sqlite._core import SqliteCore, encoder, rows_of
 from afp_runtime.store.sqlite.inbox import check_owner
-
-_ids_decoder = msgspec.msgpack.Decoder(tuple[str, ...])
-_any_decoder = msgspec.msgpack.Decoder()
-_QUESTION_COLUMNS = (
-    "q.question_id, a.agent_id, q.message_id, q.run_id, q.turn, q.kind, q.prompt,"
-    " q.tool_call_ids, q.asked_at_ms, q.status, q.repeat, q.answer, q.answered_at_ms,"
-    " q.answered_by, q.detail"
-)
 
 
 class Questions(SqliteCore):
@@ -34,7 +26,7 @@ class Questions(SqliteCore):
     ) -> list[QuestionRow]:
         """An agent's questions in asking order (optionally one status, or these ids)."""
         sql = (
-            f"SELECT {_QUESTION_COLUMNS} FROM questions q JOIN agents a ON a.agent=q.agent"
+            f"SELECT {common.QUESTION_COLUMNS} FROM questions q JOIN agents a ON a.agent=q.agent"
             " WHERE a.agent_id=?"
         )
         params: tuple[Any, ...] = (agent_id,)
@@ -45,40 +37,16 @@ class Questions(SqliteCore):
             sql += f" AND q.question_id IN ({', '.join('?' * len(question_ids))})"
             params += tuple(question_ids)
         rows = await self._fetch(sql + " ORDER BY q.question", params)
-        return [self._question(row) for row in rows]
+        return [common.question_row(row) for row in rows]
 
     async def question(self, question_id: str) -> QuestionRow | None:
         """One question by id, or None."""
         rows = await self._fetch(
-            f"SELECT {_QUESTION_COLUMNS} FROM questions q JOIN agents a ON a.agent=q.agent"
+            f"SELECT {common.QUESTION_COLUMNS} FROM questions q JOIN agents a ON a.agent=q.agent"
             " WHERE q.question_id=?",
             (question_id,),
         )
-        return self._question(rows[0]) if rows else None
-
-    def _question(self, row: Any) -> QuestionRow:
-        try:
-            return QuestionRow(
-                question_id=row[0],
-                agent_id=row[1],
-                message_id=row[2],
-                run_id=row[3],
-                turn=row[4],
-                kind=row[5],
-                prompt=row[6],
-                tool_call_ids=_ids_decoder.decode(row[7]),
-                asked_at_ms=row[8],
-                status=row[9],
-                repeat=row[10],
-                answer=_any_decoder.decode(row[11]) if row[11] is not None else None,
-                answered_at_ms=row[12],
-                answered_by=row[13],
-                detail=map_decoder.decode(row[14]) if row[14] is not None else None,
-            )
-        except msgspec.DecodeError as exc:
-            raise StoreDamaged(
-                f"question {row[0]!r} does not decode: {exc}", question_id=row[0]
-            ) from exc
+        return common.question_row(rows[0]) if rows else None
 
     async def close_question(
         self,

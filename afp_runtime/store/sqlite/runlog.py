@@ -1,38 +1,18 @@
-"""The SQLite implementation of the ``RunLog`` read interface (docs/served.md#the-runlog-interface).
-
-Synchronous by design: served code never awaits, so the store's ``read_run`` opens and uses a
-``SqliteRunLog`` inside a worker thread (``anyio.to_thread.run_sync``). It reads on its own
-read-only connection, answers "value of key K as of bundle S" from the per-key index (the last
-``set`` at or before S plus the appends after it), and never replays the log
-(docs/architecture.md#decision-3-served-views-read-an-index-not-a-replay).
-"""
+"""The SQLite ``RunLog`` (docs/served.md#the-runlog-interface): ``IndexedRunLog`` on a read-only
+``sqlite3`` connection of its own, opened and used inside a worker thread by ``read_run``."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
-from afp_runtime.errors import StoreDamaged, StoreUnavailable
-from afp_runtime.records import (
-    MESSAGE_LIST_KEYS,
-    UNKNOWN,
-    Anchor,
-    CommitBundle,
-    ListRef,
-    MessageRef,
-    Write,
-    runtime_stage_id,
-)
-from afp_runtime.store.sqlite.writes import NOT_DISPATCHED
-
-_writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
+from afp_runtime.errors import StoreUnavailable
+from afp_runtime.store.indexed_runlog import IndexedRunLog
 
 
-class SqliteRunLog:
+class SqliteRunLog(IndexedRunLog):
     """One run's commit log on a SQLite file, read-only.
 
     Args:
@@ -49,20 +29,14 @@ class SqliteRunLog:
             self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"cannot open {path} read-only: {exc}") from exc
-        row = self._db.execute(
-            "SELECT run, agent, status FROM runs WHERE run_id=?", (run_id,)
-        ).fetchone()
-        if row is None:
+        try:
+            super().__init__(run_id)
+        except BaseException:
             self._db.close()
-            raise KeyError(run_id)
-        self.run_id = run_id
-        self._run, self._agent, status = row
-        self.live = status == "running"
-        first = self._db.execute(
-            "SELECT stage FROM bundles WHERE run=? AND seq=0", (self._run,)
-        ).fetchone()
-        self.has_base = first is not None and first[0] == "seed"
-        self.reads = 0
+            raise
+
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> Sequence[Sequence[Any]]:
+        return self._db.execute(sql, params).fetchall()
 
     def close(self) -> None:
         """Close the read-only connection."""
@@ -73,137 +47,3 @@ class SqliteRunLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- anchors ----------------------------------------------------------------------------
-
-    def anchors(self) -> tuple[Anchor, ...]:
-        """Every receipt and call-model bundle, in commit order."""
-        self.reads += 1
-        rows = self._db.execute(
-            "SELECT seq, stage, iteration FROM bundles"
-            " WHERE run=? AND stage IN ('receipt', 'call-model') ORDER BY seq",
-            (self._run,),
-        ).fetchall()
-        return tuple(Anchor(seq=seq, stage=stage, iteration=it) for seq, stage, it in rows)
-
-    def anchor_at(self, epoch: int) -> Anchor | None:
-        """The earliest receipt anchor of iteration ``epoch``: one index lookup."""
-        self.reads += 1
-        row = self._db.execute(
-            "SELECT seq, iteration FROM bundles WHERE run=? AND stage='receipt' AND iteration=?"
-            " ORDER BY seq LIMIT 1",
-            (self._run, epoch),
-        ).fetchone()
-        return None if row is None else Anchor(seq=row[0], stage="receipt", iteration=row[1])
-
-    # -- bundles ----------------------------------------------------------------------------
-
-    def _decode(self, seq: int, stage: str, iteration: int, at: int, blob: bytes) -> CommitBundle:
-        try:
-            raw = _writes_decoder.decode(blob)
-        except msgspec.DecodeError as exc:
-            raise StoreDamaged(
-                f"bundle {seq} of run {self.run_id!r} does not decode: {exc}", run_id=self.run_id
-            ) from exc
-        writes = tuple(
-            Write(
-                key=w["key"],
-                verb=w["verb"],
-                value=self._refs(w["value"]) if w["key"] in MESSAGE_LIST_KEYS else w.get("value"),
-            )
-            for w in raw
-        )
-        return CommitBundle(
-            run_id=self.run_id,
-            seq=seq,
-            stage=stage,
-            runtime_stage_id=runtime_stage_id(stage, seq),
-            iteration=iteration,
-            writes=writes,
-            committed_at_ms=at,
-        )
-
-    def bundle(self, seq: int) -> CommitBundle | None:
-        """The bundle at ``seq``, message lists as references."""
-        self.reads += 1
-        row = self._db.execute(
-            "SELECT seq, stage, iteration, committed_at_ms, writes FROM bundles"
-            " WHERE run=? AND seq=?",
-            (self._run, seq),
-        ).fetchone()
-        return None if row is None else self._decode(*row)
-
-    def bundles(self, from_seq: int = 0) -> Iterator[CommitBundle]:
-        """Bundles in commit order from ``from_seq``."""
-        rows = self._db.execute(
-            "SELECT seq, stage, iteration, committed_at_ms, writes FROM bundles"
-            " WHERE run=? AND seq>=? ORDER BY seq",
-            (self._run, from_seq),
-        )
-        for row in rows:
-            self.reads += 1
-            yield self._decode(*row)
-
-    # -- values -----------------------------------------------------------------------------
-
-    def _refs(self, value: Any) -> tuple[MessageRef, ...]:
-        """The item references a stored list value (a ListRef) names."""
-        ref = msgspec.convert(value, ListRef)
-        refs: list[MessageRef] = []
-        for start, end in ref.ranges:
-            rows = self._db.execute(
-                "SELECT fp, flags, injected_by FROM items WHERE agent=? AND pos>=? AND pos<?"
-                " ORDER BY pos",
-                (self._agent, start, end),
-            ).fetchall()
-            refs.extend(
-                MessageRef(
-                    fingerprint=fp.hex(),
-                    not_dispatched=bool(flags & NOT_DISPATCHED),
-                    injected_by=injected_by,
-                )
-                for fp, flags, injected_by in rows
-            )
-        return tuple(refs)
-
-    def _write_of(self, key: str, seq: int) -> Any:
-        bundle = self.bundle(seq)
-        if bundle is None:
-            raise StoreDamaged(f"the index names bundle {seq} of {self.run_id!r}, which is missing")
-        for write in bundle.writes:
-            if write.key == key:
-                return write
-        raise StoreDamaged(f"bundle {seq} of {self.run_id!r} has no write of {key!r}")
-
-    def value_at(self, key: str, seq: int) -> Any:
-        """The value of ``key`` as of bundle ``seq``, from the per-key index; ``UNKNOWN`` when
-        it was never written by then."""
-        self.reads += 1
-        pending: list[int] = []
-        value: Any = UNKNOWN
-        for found_seq, verb in self._db.execute(
-            "SELECT seq, verb FROM key_index WHERE run=? AND key=? AND seq<=? ORDER BY seq DESC",
-            (self._run, key, seq),
-        ):
-            if verb == "append":
-                pending.append(found_seq)
-                continue
-            # A delete means nothing before it counts.
-            value = self._write_of(key, found_seq).value if verb == "set" else UNKNOWN
-            break
-        if not pending:
-            return value
-        items: list[Any] = list(value) if value is not UNKNOWN and value is not None else []
-        for found_seq in reversed(pending):
-            items.extend(self._write_of(key, found_seq).value)
-        return tuple(items) if key in MESSAGE_LIST_KEYS else items
-
-    def body(self, fingerprint: str) -> bytes | None:
-        """The stored canonical body under ``fingerprint``, or None."""
-        self.reads += 1
-        try:
-            key = bytes.fromhex(fingerprint)
-        except ValueError:
-            return None
-        row = self._db.execute("SELECT body FROM bodies WHERE fp=?", (key,)).fetchone()
-        return None if row is None else bytes(row[0])

@@ -6,21 +6,16 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio
-import msgspec
 
-from afp_runtime.errors import NotFound, StoreDamaged
-from afp_runtime.messages import Usage
-from afp_runtime.records import RunLog, StoredFoldedSpan, runtime_stage_id
+from afp_runtime.errors import NotFound
+from afp_runtime.records import RunLog, StoredFoldedSpan
+from afp_runtime.store import rows as common
 from afp_runtime.store.sqlite import writes
-from afp_runtime.store.sqlite._core import SqliteCore, map_decoder
+from afp_runtime.store.sqlite._core import SqliteCore
 from afp_runtime.store.sqlite.runlog import SqliteRunLog
 from afp_runtime.store.values import AgentRow, RunRow, StoredBundle
 
 T = TypeVar("T")
-
-_usage_decoder = msgspec.msgpack.Decoder(Usage)
-_writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
-_span_decoder = msgspec.msgpack.Decoder(StoredFoldedSpan)
 
 
 class Runs(SqliteCore):
@@ -32,30 +27,11 @@ class Runs(SqliteCore):
             "SELECT a.agent_id, a.created_at_ms, c.state FROM agents a"
             " JOIN conversations c ON c.agent=a.agent ORDER BY a.agent_id"
         )
-        result = []
-        for agent_id, created, blob in rows:
-            state = self._decode_state(blob, agent_id)
-            result.append(
-                AgentRow(
-                    agent_id=agent_id,
-                    created_at_ms=created,
-                    turn=state.turn,
-                    model_calls=state.model_calls,
-                    messages=len(state.history),
-                    usage_totals=state.usage_totals,
-                    status=state.open_turn.status if state.open_turn else "idle",
-                )
-            )
-        return result
+        return [common.agent_row(agent_id, created, blob) for agent_id, created, blob in rows]
 
     async def runs(self, agent_id: str | None = None, *, run_id: str | None = None) -> list[RunRow]:
         """Runs in start order: all, one agent's, or one by id."""
-        sql = (
-            "SELECT r.run_id, a.agent_id, r.turn, r.kind, r.message_id, r.status,"
-            " r.started_at_ms, r.recovered_from, r.ended_at_ms, r.usage,"
-            " (SELECT COUNT(*) FROM bundles b WHERE b.run=r.run), r.answer, r.error_kind, r.error"
-            " FROM runs r JOIN agents a ON a.agent=r.agent"
-        )
+        sql = f"SELECT {common.RUN_COLUMNS} FROM runs r JOIN agents a ON a.agent=r.agent"
         params: tuple[Any, ...] = ()
         if agent_id is not None:
             sql += " WHERE a.agent_id=?"
@@ -64,25 +40,7 @@ class Runs(SqliteCore):
             sql += " WHERE r.run_id=?"
             params = (run_id,)
         rows = await self._fetch(sql + " ORDER BY r.run", params)
-        return [
-            RunRow(
-                run_id=r[0],
-                agent_id=r[1],
-                turn=r[2],
-                kind=r[3],
-                message_id=r[4],
-                status=r[5],
-                started_at_ms=r[6],
-                recovered_from=r[7],
-                ended_at_ms=r[8],
-                usage=_usage_decoder.decode(r[9]) if r[9] is not None else None,
-                bundles=r[10],
-                answer=r[11],
-                error_kind=r[12],
-                error=r[13],
-            )
-            for r in rows
-        ]
+        return [common.run_row(r) for r in rows]
 
     async def bundles(self, run_id: str, *, from_seq: int = 0) -> list[StoredBundle]:
         """A run's commit log from ``from_seq``, in commit order."""
@@ -91,26 +49,7 @@ class Runs(SqliteCore):
             " JOIN runs r ON r.run=b.run WHERE r.run_id=? AND b.seq>=? ORDER BY b.seq",
             (run_id, from_seq),
         )
-        result = []
-        for seq, stage, iteration, committed, blob in rows:
-            try:
-                writes = _writes_decoder.decode(blob)
-            except msgspec.DecodeError as exc:
-                raise StoreDamaged(
-                    f"bundle {seq} of run {run_id!r} does not decode: {exc}", run_id=run_id
-                ) from exc
-            result.append(
-                StoredBundle(
-                    run_id=run_id,
-                    seq=seq,
-                    stage=stage,
-                    runtime_stage_id=runtime_stage_id(stage, seq),
-                    iteration=iteration,
-                    committed_at_ms=committed,
-                    writes=writes,
-                )
-            )
-        return result
+        return common.stored_bundles(run_id, rows)
 
     async def last_bundle(self, run_id: str) -> StoredBundle | None:
         """The last committed bundle of a run (what a recovery looks at), or None."""
@@ -135,12 +74,7 @@ class Runs(SqliteCore):
             sql += " AND f.summary_fp=?"
             params += (writes.fp_key(summary_fingerprint),)
         rows = await self._fetch(sql + " ORDER BY f.idx", params)
-        try:
-            return [_span_decoder.decode(row[0]) for row in rows]
-        except msgspec.DecodeError as exc:
-            raise StoreDamaged(
-                f"a folded span of {agent_id!r} does not decode: {exc}", agent_id=agent_id
-            ) from exc
+        return common.folded_spans(agent_id, rows)
 
     async def ledger(
         self, agent_id: str, *, kind: str | None = None, turn: int | None = None
@@ -155,12 +89,7 @@ class Runs(SqliteCore):
             sql += " AND l.turn=?"
             params += (turn,)
         rows = await self._fetch(sql + " ORDER BY l.idx", params)
-        try:
-            return [map_decoder.decode(row[0]) for row in rows]
-        except msgspec.DecodeError as exc:
-            raise StoreDamaged(
-                f"a ledger row of {agent_id!r} does not decode: {exc}", agent_id=agent_id
-            ) from exc
+        return common.ledger_rows(agent_id, rows)
 
     async def read_run(self, run_id: str, read: Callable[[RunLog], T]) -> T:
         """``read`` over the run's log in a worker thread, on a read-only connection of its

@@ -15,24 +15,17 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from afp_runtime.errors import LeaseLost, StoreError, StoreUnavailable
+from afp_runtime.errors import StoreError, StoreUnavailable
 from afp_runtime.messages import message_body
 from afp_runtime.records import InboxUpdate, Item, JournalRow, Txn, crashed_at_ms
+from afp_runtime.store import rows as common
+from afp_runtime.store.rows import NOT_DISPATCHED, TURN_CLOSED, fp_key
+
+__all__ = ["NOT_DISPATCHED", "RowIds", "check_fence", "fp_key", "in_transaction", "write_txn"]
 
 T = TypeVar("T")
 
-NOT_DISPATCHED = 1
-_TURN_CLOSED = frozenset({"answered", "dismissed"})
-
 _encoder = msgspec.msgpack.Encoder()
-
-
-def fp_key(fingerprint: str) -> bytes:
-    """Fingerprints are stored as 32 bytes; a foreign (non-hex) one as its UTF-8 text."""
-    try:
-        return bytes.fromhex(fingerprint) if len(fingerprint) == 64 else fingerprint.encode()
-    except ValueError:
-        return fingerprint.encode()
 
 
 class RowIds:
@@ -89,35 +82,13 @@ def in_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection]
 
 def check_fence(conn: sqlite3.Connection, agent_id: str, host_id: str, epoch: int) -> None:
     """Raise ``LeaseLost`` unless the agent is claimed by ``(host_id, epoch)`` and the host's
-    lease row still carries ``epoch``: one indexed read, on every fenced commit.
-
-    Expiry is not checked here: a lease nobody took over is still this host's to renew.
-    """
+    lease row still carries ``epoch``: one indexed read, on every fenced commit."""
     row = conn.execute(
         "SELECT a.claim_host, a.claim_epoch, l.lease_epoch FROM agents a"
         " LEFT JOIN host_leases l ON l.host_id = ? WHERE a.agent_id = ?",
         (host_id, agent_id),
     ).fetchone()
-    if row is not None and row[0] == host_id and row[1] == epoch and row[2] == epoch:
-        return
-    raise LeaseLost(
-        f"host {host_id!r} (lease epoch {epoch}) no longer holds agent {agent_id!r}: "
-        f"{fence_problem(row, epoch)}; nothing was written",
-        agent_id=agent_id,
-        host_id=host_id,
-        lease_epoch=epoch,
-    )
-
-
-def fence_problem(row: Sequence[Any] | None, epoch: int) -> str:
-    """Why a fence check failed, from its ``(claim_host, claim_epoch, lease_epoch)`` row."""
-    if row is None:
-        return "the agent is not in the store"
-    if row[0] is None:
-        return "the agent is not claimed"
-    if row[2] != epoch:
-        return f"the host's lease epoch is now {row[2]}"
-    return f"the agent is claimed by {row[0]!r} under lease epoch {row[1]}"
+    common.check_fence(row, agent_id, host_id, epoch)
 
 
 def write_txn(
@@ -181,23 +152,14 @@ def write_txn(
             (crashed_at, txn.crashed_run),
         )
     if txn.run_end is not None:
-        end = txn.run_end
         conn.execute(
             "UPDATE runs SET status=?, ended_at_ms=?, usage=?, answer=?, error_kind=?, error=?"
             " WHERE run_id=?",
-            (
-                end.status,
-                end.ended_at_ms,
-                _encoder.encode(end.usage),
-                end.answer,
-                end.error_kind,
-                end.error,
-                end.run_id,
-            ),
+            common.run_end_values(txn.run_end),
         )
     for update in txn.inbox:
         _update_inbox(conn, update)
-        if update.status in _TURN_CLOSED:
+        if update.status in TURN_CLOSED:
             # The journal only settles calls of an unfinished turn
             # (docs/loop.md#tool-calls-in-flight-at-a-crash); once the turn is closed its
             # settlements live in the commit log, so the rows (each holding a result body) are
@@ -212,26 +174,8 @@ def write_txn(
         _insert_ledger(conn, agent, txn.ledger)
     if txn.questions:
         conn.executemany(
-            "INSERT INTO questions (question_id, agent, message_id, run_id, turn,"
-            " kind, prompt, tool_call_ids, asked_at_ms, status, repeat, detail)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    q.question_id,
-                    agent,
-                    q.message_id,
-                    q.run_id,
-                    q.turn,
-                    q.kind,
-                    q.prompt,
-                    _encoder.encode(q.tool_call_ids),
-                    q.asked_at_ms,
-                    q.status,
-                    q.repeat,
-                    None if q.detail is None else _encoder.encode(q.detail),
-                )
-                for q in txn.questions
-            ],
+            common.QUESTION_INSERT + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [common.question_values(agent, q) for q in txn.questions],
         )
     for span in txn.folded:
         conn.execute(
@@ -248,16 +192,7 @@ def _insert_items(conn: sqlite3.Connection, agent: int, items: list[Item]) -> No
     )
     conn.executemany(
         "INSERT INTO items VALUES (?, ?, ?, ?, ?)",
-        [
-            (
-                agent,
-                i.pos,
-                bytes.fromhex(i.fingerprint),
-                NOT_DISPATCHED if i.message.not_dispatched else 0,
-                i.message.injected_by,
-            )
-            for i in items
-        ],
+        [common.item_values(agent, i) for i in items],
     )
 
 

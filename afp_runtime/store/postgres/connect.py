@@ -1,0 +1,122 @@
+"""From a ``postgresql://`` URL to an asyncpg pool (docs/storage.md#the-postgres-backend).
+
+The URL is split once at open: the store's own query parameters (``pool_min``, ``pool_max``,
+``statement_timeout_ms``, ``connect_timeout_s``) are taken out, the password is kept apart and
+never shown (``masked`` spells the URL with ``***`` in its place, the form every message and
+log uses), and the TLS context is built in a worker thread, since asyncpg would read
+certificate files on the event loop at every new connection.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+__all__ = ["Target", "masked", "parse", "ssl_context"]
+
+import msgspec
+
+from afp_runtime.errors import ConfigError
+from afp_runtime.store.opening import shown_location as masked
+
+POOL_MIN = 1
+POOL_MAX = 10
+STATEMENT_TIMEOUT_MS = 30_000
+CONNECT_TIMEOUT_S = 10.0
+_OURS = ("pool_min", "pool_max", "statement_timeout_ms", "connect_timeout_s")
+_SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+
+
+class Target(msgspec.Struct, frozen=True, kw_only=True):
+    """Where and how to connect: the URL without secrets and options, and the options."""
+
+    dsn: str
+    """The URL asyncpg connects to, without password, TLS mode or the store's own options."""
+    location: str
+    """The URL as messages show it (the password masked)."""
+    password: str
+    pool_min: int = POOL_MIN
+    pool_max: int = POOL_MAX
+    statement_timeout_ms: int = STATEMENT_TIMEOUT_MS
+    connect_timeout_s: float = CONNECT_TIMEOUT_S
+    ssl_mode: str = "disable"
+    ssl_root_cert: str | None = None
+
+
+def parse(url: str, **overrides: Any) -> Target:
+    """Split a ``postgresql://`` (or ``postgres://``) URL; keyword overrides win over the URL's
+    query parameters.
+
+    Raises:
+        ConfigError: an option is not a number, or the pool bounds or TLS mode are invalid.
+    """
+    location = masked(url)
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    options: dict[str, Any] = {}
+    kept: list[tuple[str, str]] = []
+    ssl_mode = os.environ.get("PGSSLMODE", "prefer")
+    root_cert = os.environ.get("PGSSLROOTCERT")
+    for name, value in query:
+        if name in _OURS:
+            try:
+                options[name] = float(value) if name == "connect_timeout_s" else int(value)
+            except ValueError:
+                raise ConfigError(
+                    f"{name} in {location} must be a number, not {value!r}", field="store"
+                ) from None
+        elif name == "sslmode":
+            ssl_mode = value
+        elif name == "sslrootcert":
+            root_cert = value
+        else:
+            kept.append((name, value))
+    options.update({k: v for k, v in overrides.items() if v is not None})
+    sockets = [v for k, v in kept if k == "host"]
+    host = parts.hostname or (sockets[0] if sockets else "")
+    if not host or host.startswith("/"):
+        ssl_mode = "disable"  # a Unix socket: TLS does not apply
+    if ssl_mode not in _SSL_MODES:
+        raise ConfigError(f"unknown sslmode {ssl_mode!r} in {location}", field="store")
+    password = unquote(parts.password) if parts.password is not None else ""
+    password = password or os.environ.get("PGPASSWORD", "")
+    netloc = parts.netloc.rpartition("@")[2]
+    if parts.username is not None:
+        netloc = f"{parts.username}@{netloc}"
+    scheme = "postgresql"
+    dsn = urlunsplit((scheme, netloc, parts.path, urlencode(kept), ""))
+    target = Target(
+        dsn=dsn,
+        location=location,
+        password=password,
+        ssl_mode=ssl_mode,
+        ssl_root_cert=root_cert,
+        **options,
+    )
+    if not 1 <= target.pool_min <= target.pool_max:
+        raise ConfigError(
+            f"the pool bounds of {location} must satisfy 1 <= pool_min <= pool_max, not "
+            f"{target.pool_min} and {target.pool_max}",
+            field="store",
+        )
+    return target
+
+
+def ssl_context(target: Target) -> ssl.SSLContext | bool:
+    """The ``ssl`` argument for asyncpg (blocking: certificate files are read; call it in a
+    worker thread). ``disable`` is no TLS; ``allow``, ``prefer`` and ``require`` encrypt
+    without verifying the server (``prefer`` falls back to plain when the server has no TLS,
+    see ``_core``); ``verify-ca`` and ``verify-full`` verify it against the system's or
+    ``sslrootcert``'s authorities."""
+    if target.ssl_mode == "disable":
+        return False
+    if target.ssl_mode.startswith("verify-"):
+        context = ssl.create_default_context(cafile=target.ssl_root_cert)
+        context.check_hostname = target.ssl_mode == "verify-full"
+        return context
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context

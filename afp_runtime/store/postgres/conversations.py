@@ -1,0 +1,94 @@
+"""Agents and their conversations on Postgres: creating one, commits, checkpoints, history."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from afp_runtime.errors import StoreError
+from afp_runtime.messages import Message
+from afp_runtime.records import ConversationState, ListRef, Txn
+from afp_runtime.store import rows as common
+from afp_runtime.store.mixins import Loading
+from afp_runtime.store.postgres import writes
+from afp_runtime.store.postgres._core import PostgresCore
+from afp_runtime.store.rows import encoder
+
+
+class Conversations(Loading, PostgresCore):
+    """Agents, commits, checkpoints and the resolved history."""
+
+    async def commit(self, txn: Txn) -> None:
+        """Write ``txn`` in one transaction; nothing of it is written if any part fails (a
+        fenced store checks its claim inside that transaction first)."""
+        if txn.empty():
+            return
+        fence = self._fence
+        await self._write(lambda conn: writes.write_txn(conn, txn, fence), full=txn.full)
+
+    async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
+        """Create the agent and its empty conversation when it does not exist yet."""
+
+        async def work(conn: asyncpg.Connection) -> None:
+            agent = await conn.fetchval(
+                "INSERT INTO agents (agent_id, created_at_ms) VALUES ($1, $2)"
+                " ON CONFLICT (agent_id) DO NOTHING RETURNING agent",
+                agent_id,
+                now_ms,
+            )
+            if agent is not None:
+                state = ConversationState(agent_id=agent_id, checkpointed_at_ms=now_ms)
+                await conn.execute(
+                    "INSERT INTO conversations VALUES ($1, $2)", agent, encoder.encode(state)
+                )
+
+        await self._write(work)
+
+    async def conversation_state(self, agent_id: str) -> ConversationState | None:
+        """The stored checkpoint of ``agent_id`` without its messages, or None."""
+        found = await self._fetch(
+            "SELECT c.state FROM conversations c JOIN agents a ON a.agent = c.agent"
+            " WHERE a.agent_id = $1",
+            agent_id,
+        )
+        return self._decode_state(found[0][0], agent_id) if found else None
+
+    async def _agent(self, agent_id: str) -> int:
+        found = await self._fetch("SELECT agent FROM agents WHERE agent_id = $1", agent_id)
+        if not found:
+            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+        return int(found[0][0])
+
+    async def resolve(
+        self, agent_id: str, ref: ListRef
+    ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
+        """The messages (with their markers) and fingerprints of a list reference."""
+        agent = await self._agent(agent_id)
+        messages: list[Message] = []
+        fps: list[str] = []
+        for start, end in ref.ranges:
+            found = await self._fetch(
+                "SELECT i.pos, i.fp, i.flags, i.injected_by, b.body FROM items i"
+                " LEFT JOIN bodies b ON b.fp = i.fp"
+                " WHERE i.agent = $1 AND i.pos >= $2 AND i.pos < $3 ORDER BY i.pos",
+                agent,
+                start,
+                end,
+            )
+            got, got_fps = common.resolved_range(agent_id, start, end, found)
+            messages.extend(got)
+            fps.extend(got_fps)
+        return tuple(messages), tuple(fps)
+
+    async def fingerprints(self, agent_id: str, ref: ListRef) -> tuple[str, ...]:
+        """The fingerprints of a list reference's items, in order, without reading bodies."""
+        agent = await self._agent(agent_id)
+        fps: list[str] = []
+        for start, end in ref.ranges:
+            found = await self._fetch(
+                "SELECT fp FROM items WHERE agent = $1 AND pos >= $2 AND pos < $3 ORDER BY pos",
+                agent,
+                start,
+                end,
+            )
+            fps.extend(bytes(row[0]).hex() for row in found)
+        return tuple(fps)

@@ -1,0 +1,116 @@
+"""The durable inbox, the owner check and the tool journal on Postgres."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from afp_runtime.store import rows as common
+from afp_runtime.store.postgres._core import POSTS_CHANNEL, PostgresCore
+from afp_runtime.store.rows import encoder
+from afp_runtime.store.values import Ack, InboxRow, JournalEntry
+
+
+async def owner_check(
+    conn: asyncpg.Connection, agent: int, agent_id: str, sender: str | None, *, claim: bool
+) -> None:
+    """The owner check (docs/host.md#the-owner-check) on an open transaction, the agent's row
+    locked; with ``claim`` a first sender becomes the owner."""
+    owner = await conn.fetchval("SELECT owner FROM agents WHERE agent = $1 FOR UPDATE", agent)
+    if owner is None and claim and sender is not None:
+        await conn.execute("UPDATE agents SET owner = $1 WHERE agent = $2", sender, agent)
+    common.check_owner(owner, agent_id, sender)
+
+
+class Inbox(PostgresCore):
+    """A person's messages, accepted durably; the tool journal of a turn."""
+
+    async def post(
+        self,
+        agent_id: str,
+        text: str,
+        *,
+        message_id: str,
+        now_ms: int,
+        idempotency_key: str | None = None,
+        sender: str | None = None,
+        shared: bool = False,
+        time: dict[str, Any] | None = None,
+    ) -> Ack:
+        """Accept a person's message durably (committed with ``synchronous_commit=on`` before
+        the acknowledgement), under the owner check and the idempotency key, as
+        ``CheckpointStore.post`` states.
+
+        Raises:
+            InvalidValue: the text is empty or longer than 32,000 code points.
+            IdempotencyConflict: the key was used before with other text.
+            NotOwner: ``sender`` is not the owner; nothing is stored.
+        """
+        common.check_text(text)
+
+        async def work(conn: asyncpg.Connection) -> Ack:
+            # The agent's row stays locked to COMMIT: positions of one agent never race.
+            agent = await self._agent_id(conn, agent_id, lock=True)
+            if not shared:
+                await owner_check(conn, agent, agent_id, sender, claim=True)
+            if idempotency_key is not None:
+                found = await conn.fetchrow(
+                    "SELECT message_id, text, accepted_at_ms, position FROM inbox"
+                    " WHERE agent = $1 AND idempotency_key = $2",
+                    agent,
+                    idempotency_key,
+                )
+                if found is not None:
+                    return common.duplicate_ack(tuple(found), text, idempotency_key)
+            position = await conn.fetchval(
+                "INSERT INTO inbox (message_id, agent, position, text, status, accepted_at_ms,"
+                " idempotency_key, sender, time) SELECT $1, $2, COALESCE(MAX(position), 0) + 1,"
+                " $3, 'queued', $4, $5, $6, $7 FROM inbox WHERE agent = $2 RETURNING position",
+                message_id,
+                agent,
+                text,
+                now_ms,
+                idempotency_key,
+                sender,
+                None if time is None else encoder.encode(time),
+            )
+            # Delivered at COMMIT to every host listening (docs/host.md#a-message-reaches-its-host).
+            await conn.execute("SELECT pg_notify($1, $2)", POSTS_CHANNEL, agent_id)
+            return Ack(message_id=message_id, accepted_at_ms=now_ms, position=int(position))
+
+        return await self._write(work, full=True)
+
+    async def owner(self, agent_id: str) -> str | None:
+        """The conversation's owner (``identity.owner``), None until a message names one."""
+        found = await self._fetch("SELECT owner FROM agents WHERE agent_id = $1", agent_id)
+        return found[0][0] if found else None
+
+    async def inbox(self, agent_id: str, *, status: str | None = None) -> list[InboxRow]:
+        """An agent's inbox messages in position order, optionally of one status."""
+        found = await self._fetch(
+            f"SELECT {common.INBOX_COLUMNS} FROM inbox i JOIN agents a ON a.agent = i.agent"
+            " WHERE a.agent_id = $1 AND ($2::text IS NULL OR i.status = $2) ORDER BY i.position",
+            agent_id,
+            status,
+        )
+        return [common.inbox_row(agent_id, r) for r in found]
+
+    async def inbox_message(self, message_id: str) -> InboxRow | None:
+        """One inbox message by id."""
+        found = await self._fetch(
+            f"SELECT a.agent_id, {common.INBOX_COLUMNS} FROM inbox i"
+            " JOIN agents a ON a.agent = i.agent WHERE i.message_id = $1",
+            message_id,
+        )
+        return common.inbox_row(found[0][0], tuple(found[0])[1:]) if found else None
+
+    async def journal(self, agent_id: str, message_id: str) -> dict[str, JournalEntry]:
+        """Per tool call of a turn (its inbox message): whether it started, its outcome."""
+        found = await self._fetch(
+            "SELECT j.call_id, j.state, j.outcome FROM tool_journal j"
+            " JOIN agents a ON a.agent = j.agent WHERE a.agent_id = $1 AND j.message_id = $2",
+            agent_id,
+            message_id,
+        )
+        return common.journal_entries(found)

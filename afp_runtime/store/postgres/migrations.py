@@ -1,0 +1,158 @@
+"""Numbered forward migrations of the Postgres schema, applied in order at open
+(docs/storage.md#the-postgres-backend).
+
+The Postgres schema has its own numbers: its migration 1 is the SQLite schema as of SQLite's
+migration 11, in Postgres types. A migration is never edited once released; a change of schema is
+a new number. ``meta`` and ``migrations`` themselves are made by the store before migration 1.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    (
+        1,
+        "initial schema",
+        """
+        CREATE TABLE agents (
+            agent BIGSERIAL PRIMARY KEY,
+            agent_id TEXT NOT NULL UNIQUE,
+            created_at_ms BIGINT NOT NULL,
+            owner TEXT,
+            claim_host TEXT,
+            claim_epoch BIGINT
+        );
+        CREATE INDEX agents_by_claim ON agents (claim_host, claim_epoch);
+        CREATE TABLE conversations (
+            agent BIGINT PRIMARY KEY REFERENCES agents (agent),
+            state BYTEA NOT NULL
+        );
+        -- Message bodies, content-addressed: stored once however often they are sent.
+        CREATE TABLE bodies (fp BYTEA PRIMARY KEY, body BYTEA NOT NULL);
+        -- Each agent's append-only item log: message references (fingerprint + markers).
+        CREATE TABLE items (
+            agent BIGINT NOT NULL,
+            pos BIGINT NOT NULL,
+            fp BYTEA NOT NULL,
+            flags INTEGER NOT NULL DEFAULT 0,
+            injected_by TEXT,
+            PRIMARY KEY (agent, pos)
+        );
+        CREATE TABLE runs (
+            run BIGSERIAL PRIMARY KEY,
+            run_id TEXT NOT NULL UNIQUE,
+            agent BIGINT NOT NULL REFERENCES agents (agent),
+            turn BIGINT NOT NULL,
+            kind TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            recovered_from TEXT,
+            status TEXT NOT NULL,
+            started_at_ms BIGINT NOT NULL,
+            ended_at_ms BIGINT,
+            usage BYTEA,
+            answer TEXT,
+            error_kind TEXT,
+            error TEXT
+        );
+        CREATE INDEX runs_by_agent ON runs (agent, run);
+        -- The append-only commit log.
+        CREATE TABLE bundles (
+            run BIGINT NOT NULL,
+            seq BIGINT NOT NULL,
+            stage TEXT NOT NULL,
+            iteration BIGINT NOT NULL,
+            committed_at_ms BIGINT NOT NULL,
+            writes BYTEA NOT NULL,
+            PRIMARY KEY (run, seq)
+        );
+        CREATE INDEX bundles_by_stage ON bundles (run, stage, iteration, seq);
+        -- Per-key index of each run's log: which bundles wrote which key, and how.
+        CREATE TABLE key_index (
+            run BIGINT NOT NULL,
+            key TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            verb TEXT NOT NULL,
+            PRIMARY KEY (run, key, seq)
+        );
+        CREATE TABLE inbox (
+            message BIGSERIAL PRIMARY KEY,
+            message_id TEXT NOT NULL UNIQUE,
+            agent BIGINT NOT NULL REFERENCES agents (agent),
+            position BIGINT NOT NULL,
+            text TEXT NOT NULL,
+            status TEXT NOT NULL,
+            accepted_at_ms BIGINT NOT NULL,
+            idempotency_key TEXT,
+            sender TEXT,
+            turn BIGINT,
+            time BYTEA,
+            UNIQUE (agent, position),
+            UNIQUE (agent, idempotency_key)
+        );
+        CREATE INDEX inbox_by_status ON inbox (agent, status, position);
+        CREATE TABLE tool_journal (
+            agent BIGINT NOT NULL,
+            message_id TEXT NOT NULL,
+            call_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            outcome BYTEA,
+            PRIMARY KEY (agent, message_id, call_id, state)
+        );
+        -- Append-only: one row per fold, oldest first; originals by reference to the item log.
+        CREATE TABLE folded_spans (
+            agent BIGINT NOT NULL REFERENCES agents (agent),
+            idx BIGINT NOT NULL,
+            summary_fp BYTEA NOT NULL,
+            span BYTEA NOT NULL,
+            PRIMARY KEY (agent, idx)
+        );
+        CREATE INDEX folded_by_summary ON folded_spans (agent, summary_fp);
+        -- A conversation replaced by an import, archived whole (checkpoint, spans, ledger).
+        CREATE TABLE archived_conversations (
+            agent BIGINT NOT NULL REFERENCES agents (agent),
+            archived_at_ms BIGINT NOT NULL,
+            state BYTEA NOT NULL,
+            folded BYTEA NOT NULL,
+            ledger BYTEA
+        );
+        -- The conversation's append-only ledger (findings, time rows), in wire form.
+        CREATE TABLE ledger_rows (
+            agent BIGINT NOT NULL REFERENCES agents (agent),
+            idx BIGINT NOT NULL,
+            kind TEXT NOT NULL,
+            turn BIGINT,
+            "row" BYTEA NOT NULL,
+            PRIMARY KEY (agent, idx)
+        );
+        -- Questions a paused turn waits on (docs/host.md#check-ins).
+        CREATE TABLE questions (
+            question BIGSERIAL PRIMARY KEY,
+            question_id TEXT NOT NULL UNIQUE,
+            agent BIGINT NOT NULL REFERENCES agents (agent),
+            message_id TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            turn BIGINT NOT NULL,
+            kind TEXT NOT NULL,
+            prompt TEXT NOT NULL,
+            tool_call_ids BYTEA NOT NULL,
+            asked_at_ms BIGINT NOT NULL,
+            status TEXT NOT NULL,
+            repeat BIGINT NOT NULL DEFAULT 0,
+            answer BYTEA,
+            answered_at_ms BIGINT,
+            answered_by TEXT,
+            detail BYTEA
+        );
+        CREATE INDEX questions_by_agent ON questions (agent, status, question);
+        -- One row per host process (docs/storage.md#leases-and-fencing).
+        CREATE TABLE host_leases (
+            host_id TEXT PRIMARY KEY,
+            lease_epoch BIGINT NOT NULL,
+            expires_at_ms BIGINT NOT NULL,
+            renewed_at_ms BIGINT NOT NULL
+        )
+        """,
+    ),
+)
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,53 @@
+"""Hearing of posts made through any process: ``LISTEN`` on the channel every inbox post and
+every closed question notifies at its COMMIT (docs/host.md#a-message-reaches-its-host)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import asyncpg
+
+from afp_runtime._logging import get_logger
+from afp_runtime.errors import StoreUnavailable
+from afp_runtime.store.postgres._core import LOST, POSTS_CHANNEL, PostgresCore
+
+log = get_logger()
+
+# How long to wait before listening again after the connection was lost (posts made meanwhile
+# are found by the hosts' polling).
+_CHECK_S = 1.0
+
+
+class Notices(PostgresCore):
+    """``watch_posts`` over one pooled connection kept listening."""
+
+    async def watch_posts(self, on_post: Callable[[str], None]) -> None:
+        """Call ``on_post(agent_id)`` for every post or closed question any process commits,
+        until cancelled; a lost connection is replaced, and what was posted while none
+        listened is left to polling."""
+
+        def heard(connection: Any, pid: int, channel: str, payload: str) -> None:
+            on_post(payload)
+
+        while True:
+            try:
+                await self._listen(heard)
+            except (*LOST, asyncpg.PostgresError, StoreUnavailable) as exc:
+                log.warning("listening for posts failed; trying again", error=str(exc))
+            await anyio.sleep(_CHECK_S)
+
+    async def _listen(self, heard: Callable[[Any, int, str, str], None]) -> None:
+        """Listen on one pooled connection until it is lost (or the watch is cancelled)."""
+        closed = anyio.Event()
+        async with self._connection() as conn:
+            conn.add_termination_listener(lambda connection: closed.set())
+            await conn.add_listener(POSTS_CHANNEL, heard)
+            try:
+                await closed.wait()
+            finally:
+                with anyio.CancelScope(shield=True), contextlib.suppress(*LOST):
+                    if not conn.is_closed():
+                        await conn.remove_listener(POSTS_CHANNEL, heard)

@@ -1,0 +1,387 @@
+"""What every backend does the same with the rows it reads: decoding stored values into the
+port's value types, and the checks whose answer depends only on rows already read (the owner
+check, the fence check, idempotency).
+
+A backend selects columns in the order each function names and hands the rows over; the SQL
+stays the backend's own (docs/storage.md#the-store-port).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from afp_runtime.errors import IdempotencyConflict, InvalidValue, LeaseLost, NotOwner, StoreDamaged
+from afp_runtime.messages import Message, Usage, message_from_body
+from afp_runtime.records import (
+    ConversationState,
+    Item,
+    QuestionRow,
+    RunEnd,
+    StoredFoldedSpan,
+    runtime_stage_id,
+)
+from afp_runtime.store.values import Ack, AgentRow, InboxRow, JournalEntry, RunRow, StoredBundle
+
+NOT_DISPATCHED = 1
+"""The ``flags`` bit of an item whose tool call was not dispatched."""
+
+TURN_CLOSED = frozenset({"answered", "dismissed"})
+"""Inbox statuses that close a turn (its tool journal rows are dropped)."""
+
+encoder = msgspec.msgpack.Encoder()
+map_decoder = msgspec.msgpack.Decoder(dict[str, Any])
+_state_decoder = msgspec.msgpack.Decoder(ConversationState)
+_usage_decoder = msgspec.msgpack.Decoder(Usage)
+_writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
+_span_decoder = msgspec.msgpack.Decoder(StoredFoldedSpan)
+_ids_decoder = msgspec.msgpack.Decoder(tuple[str, ...])
+_any_decoder = msgspec.msgpack.Decoder()
+
+
+def fp_key(fingerprint: str) -> bytes:
+    """Fingerprints are stored as 32 bytes; a foreign (non-hex) one as its UTF-8 text."""
+    try:
+        return bytes.fromhex(fingerprint) if len(fingerprint) == 64 else fingerprint.encode()
+    except ValueError:
+        return fingerprint.encode()
+
+
+def check_text(text: str) -> None:
+    """Raise ``InvalidValue`` unless an inbox message holds 1 to 32,000 code points."""
+    if not 1 <= len(text) <= 32_000:
+        raise InvalidValue(
+            f"a message must hold 1 to 32,000 code points, not {len(text)}", field="text"
+        )
+
+
+def check_owner(owner: str | None, agent_id: str, sender: str | None) -> None:
+    """docs/host.md#the-owner-check: once a conversation has an ``owner``, every message and
+    answer must name that owner; one that names nobody is refused like another's."""
+    if owner is None:
+        return
+    if sender is None:
+        raise NotOwner(
+            f"agent {agent_id!r} belongs to a principal; name it (from) to write to it",
+            agent_id=agent_id,
+            principal=None,
+        )
+    if owner != sender:
+        raise NotOwner(
+            f"agent {agent_id!r} belongs to another principal; {sender!r} may not write to it",
+            agent_id=agent_id,
+            principal=sender,
+        )
+
+
+def duplicate_ack(row: Sequence[Any], text: str, key: str) -> Ack:
+    """The original ack of a message posted again under ``key``, from its ``(message_id, text,
+    accepted_at_ms, position)`` row.
+
+    Raises:
+        IdempotencyConflict: the key was used for another text.
+    """
+    found_id, found_text, accepted, position = row
+    if found_text != text:
+        raise IdempotencyConflict(
+            f"idempotency key {key!r} was used for another text", message_id=found_id
+        )
+    return Ack(message_id=found_id, accepted_at_ms=accepted, position=position, duplicate=True)
+
+
+def check_fence(row: Sequence[Any] | None, agent_id: str, host_id: str, epoch: int) -> None:
+    """Raise ``LeaseLost`` unless the ``(claim_host, claim_epoch, lease_epoch)`` row read in the
+    commit's transaction says the agent is claimed by ``(host_id, epoch)`` and the host's lease
+    row still carries ``epoch``. Expiry is not checked: a lease nobody took over is still this
+    host's to renew."""
+    if row is not None and row[0] == host_id and row[1] == epoch and row[2] == epoch:
+        return
+    raise LeaseLost(
+        f"host {host_id!r} (lease epoch {epoch}) no longer holds agent {agent_id!r}: "
+        f"{_fence_problem(row, epoch)}; nothing was written",
+        agent_id=agent_id,
+        host_id=host_id,
+        lease_epoch=epoch,
+    )
+
+
+def _fence_problem(row: Sequence[Any] | None, epoch: int) -> str:
+    if row is None:
+        return "the agent is not in the store"
+    if row[0] is None:
+        return "the agent is not claimed"
+    if row[2] != epoch:
+        return f"the host's lease epoch is now {row[2]}"
+    return f"the agent is claimed by {row[0]!r} under lease epoch {row[1]}"
+
+
+def decode_state(blob: bytes, agent_id: str) -> ConversationState:
+    """A stored conversation checkpoint.
+
+    Raises:
+        StoreDamaged: it does not decode.
+    """
+    try:
+        return _state_decoder.decode(blob)
+    except msgspec.DecodeError as exc:
+        raise StoreDamaged(
+            f"the conversation checkpoint of {agent_id!r} does not decode: {exc}",
+            agent_id=agent_id,
+        ) from exc
+
+
+def resolved_range(
+    agent_id: str, start: int, end: int, found: Sequence[Sequence[Any]]
+) -> tuple[list[Message], list[str]]:
+    """Messages and fingerprints of items ``start..end-1`` from their ``(pos, fp, flags,
+    injected_by, body)`` rows (body None when missing).
+
+    Raises:
+        StoreDamaged: an item or a body is missing.
+    """
+    if len(found) != end - start:
+        raise StoreDamaged(
+            f"the history of {agent_id!r} names items {start}..{end - 1}, "
+            f"but {len(found)} are stored",
+            agent_id=agent_id,
+        )
+    messages: list[Message] = []
+    fps: list[str] = []
+    for pos, fp, flags, injected_by, body in found:
+        if body is None:
+            raise StoreDamaged(
+                f"item {pos} of {agent_id!r} names body {bytes(fp).hex()}, which is missing",
+                agent_id=agent_id,
+            )
+        messages.append(
+            message_from_body(
+                bytes(body),
+                not_dispatched=bool(flags & NOT_DISPATCHED),
+                injected_by=injected_by,
+            )
+        )
+        fps.append(bytes(fp).hex())
+    return messages, fps
+
+
+def agent_row(agent_id: str, created_at_ms: int, blob: bytes) -> AgentRow:
+    """An agent's summary from its creation time and stored checkpoint."""
+    state = decode_state(blob, agent_id)
+    return AgentRow(
+        agent_id=agent_id,
+        created_at_ms=created_at_ms,
+        turn=state.turn,
+        model_calls=state.model_calls,
+        messages=len(state.history),
+        usage_totals=state.usage_totals,
+        status=state.open_turn.status if state.open_turn else "idle",
+    )
+
+
+INBOX_COLUMNS = (
+    "i.message_id, i.position, i.text, i.status, i.accepted_at_ms, i.turn,"
+    " i.idempotency_key, i.sender, i.time"
+)
+
+
+def inbox_row(agent_id: str, r: Sequence[Any]) -> InboxRow:
+    """An inbox message from a row of ``INBOX_COLUMNS``."""
+    return InboxRow(
+        message_id=r[0],
+        agent_id=agent_id,
+        position=r[1],
+        text=r[2],
+        status=r[3],
+        accepted_at_ms=r[4],
+        turn=r[5],
+        idempotency_key=r[6],
+        sender=r[7],
+        time=map_decoder.decode(r[8]) if r[8] is not None else None,
+    )
+
+
+def journal_entries(rows: Iterable[Sequence[Any]]) -> dict[str, JournalEntry]:
+    """Per tool call, from ``(call_id, state, outcome)`` rows: whether it started, its outcome."""
+    started: set[str] = set()
+    finished: dict[str, bytes | None] = {}
+    for call_id, state, outcome in rows:
+        if state == "started":
+            started.add(call_id)
+        else:
+            finished[call_id] = None if outcome is None else bytes(outcome)
+    return {
+        call_id: JournalEntry(started=call_id in started, finished=finished.get(call_id))
+        for call_id in started | set(finished)
+    }
+
+
+QUESTION_COLUMNS = (
+    "q.question_id, a.agent_id, q.message_id, q.run_id, q.turn, q.kind, q.prompt,"
+    " q.tool_call_ids, q.asked_at_ms, q.status, q.repeat, q.answer, q.answered_at_ms,"
+    " q.answered_by, q.detail"
+)
+
+
+def question_row(row: Sequence[Any]) -> QuestionRow:
+    """A question from a row of ``QUESTION_COLUMNS``.
+
+    Raises:
+        StoreDamaged: a stored value does not decode.
+    """
+    try:
+        return QuestionRow(
+            question_id=row[0],
+            agent_id=row[1],
+            message_id=row[2],
+            run_id=row[3],
+            turn=row[4],
+            kind=row[5],
+            prompt=row[6],
+            tool_call_ids=_ids_decoder.decode(row[7]),
+            asked_at_ms=row[8],
+            status=row[9],
+            repeat=row[10],
+            answer=_any_decoder.decode(row[11]) if row[11] is not None else None,
+            answered_at_ms=row[12],
+            answered_by=row[13],
+            detail=map_decoder.decode(row[14]) if row[14] is not None else None,
+        )
+    except msgspec.DecodeError as exc:
+        raise StoreDamaged(
+            f"question {row[0]!r} does not decode: {exc}", question_id=row[0]
+        ) from exc
+
+
+RUN_COLUMNS = (
+    "r.run_id, a.agent_id, r.turn, r.kind, r.message_id, r.status,"
+    " r.started_at_ms, r.recovered_from, r.ended_at_ms, r.usage,"
+    " (SELECT COUNT(*) FROM bundles b WHERE b.run=r.run), r.answer, r.error_kind, r.error"
+)
+
+
+def run_row(r: Sequence[Any]) -> RunRow:
+    """A run from a row of ``RUN_COLUMNS``."""
+    return RunRow(
+        run_id=r[0],
+        agent_id=r[1],
+        turn=r[2],
+        kind=r[3],
+        message_id=r[4],
+        status=r[5],
+        started_at_ms=r[6],
+        recovered_from=r[7],
+        ended_at_ms=r[8],
+        usage=_usage_decoder.decode(r[9]) if r[9] is not None else None,
+        bundles=r[10],
+        answer=r[11],
+        error_kind=r[12],
+        error=r[13],
+    )
+
+
+def stored_bundles(run_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredBundle]:
+    """A run's bundles from ``(seq, stage, iteration, committed_at_ms, writes)`` rows.
+
+    Raises:
+        StoreDamaged: a bundle's writes do not decode.
+    """
+    result = []
+    for seq, stage, iteration, committed, blob in rows:
+        try:
+            writes = _writes_decoder.decode(blob)
+        except msgspec.DecodeError as exc:
+            raise StoreDamaged(
+                f"bundle {seq} of run {run_id!r} does not decode: {exc}", run_id=run_id
+            ) from exc
+        result.append(
+            StoredBundle(
+                run_id=run_id,
+                seq=seq,
+                stage=stage,
+                runtime_stage_id=runtime_stage_id(stage, seq),
+                iteration=iteration,
+                committed_at_ms=committed,
+                writes=writes,
+            )
+        )
+    return result
+
+
+def folded_spans(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredFoldedSpan]:
+    """Folded spans from ``(span,)`` rows.
+
+    Raises:
+        StoreDamaged: a span does not decode.
+    """
+    try:
+        return [_span_decoder.decode(row[0]) for row in rows]
+    except msgspec.DecodeError as exc:
+        raise StoreDamaged(
+            f"a folded span of {agent_id!r} does not decode: {exc}", agent_id=agent_id
+        ) from exc
+
+
+def ledger_rows(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
+    """Ledger rows in wire form from ``(row,)`` rows.
+
+    Raises:
+        StoreDamaged: a row does not decode.
+    """
+    try:
+        return [map_decoder.decode(row[0]) for row in rows]
+    except msgspec.DecodeError as exc:
+        raise StoreDamaged(
+            f"a ledger row of {agent_id!r} does not decode: {exc}", agent_id=agent_id
+        ) from exc
+
+
+# -- what backends write: the values of one row, in the order of the table's columns ----------
+
+QUESTION_INSERT = (
+    "INSERT INTO questions (question_id, agent, message_id, run_id, turn,"
+    " kind, prompt, tool_call_ids, asked_at_ms, status, repeat, detail)"
+)
+
+
+def question_values(agent: int, q: QuestionRow) -> tuple[Any, ...]:
+    """The values of ``QUESTION_INSERT`` for a question asked of ``agent``."""
+    return (
+        q.question_id,
+        agent,
+        q.message_id,
+        q.run_id,
+        q.turn,
+        q.kind,
+        q.prompt,
+        encoder.encode(q.tool_call_ids),
+        q.asked_at_ms,
+        q.status,
+        q.repeat,
+        None if q.detail is None else encoder.encode(q.detail),
+    )
+
+
+def item_values(agent: int, item: Item) -> tuple[Any, ...]:
+    """An ``items`` row: ``(agent, pos, fp, flags, injected_by)``."""
+    return (
+        agent,
+        item.pos,
+        bytes.fromhex(item.fingerprint),
+        NOT_DISPATCHED if item.message.not_dispatched else 0,
+        item.message.injected_by,
+    )
+
+
+def run_end_values(end: RunEnd) -> tuple[Any, ...]:
+    """``(status, ended_at_ms, usage, answer, error_kind, error, run_id)`` of an ended run."""
+    return (
+        end.status,
+        end.ended_at_ms,
+        encoder.encode(end.usage),
+        end.answer,
+        end.error_kind,
+        end.error,
+        end.run_id,
+    )
