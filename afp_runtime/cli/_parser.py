@@ -252,6 +252,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument(
+        "--host-id",
+        help="this host's lease id, one per host on a shared store (default: the file's "
+        "[host] hostId, else the machine's name)",
+    )
+    p.add_argument(
         "--token-file", help="file holding the API token (else AFP_API_TOKEN; >= 32 chars)"
     )
     p.add_argument(

@@ -60,7 +60,7 @@ async def cmd_serve(args: Any) -> int:
             max_active_turns=settings.max_active_turns,
             poll_interval_s=settings.poll_interval_s,
             shutdown_grace_s=settings.shutdown_grace_s if args.grace is None else args.grace,
-            host_id=settings.host_id,
+            host_id=settings.host_id if args.host_id is None else args.host_id,
             lease_ttl_s=settings.lease_ttl_s,
         )
         async with anyio.create_task_group() as watch:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -56,11 +57,12 @@ def test_a_short_token_is_refused(tmp_path: Path) -> None:
 
 def test_serve_answers_over_http_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     """`afp serve` with a token file serves health openly, refuses requests without the token,
-    answers a posted message, and exits 0 on SIGTERM."""
+    answers a posted message, takes its lease id from --host-id, and exits 0 on SIGTERM."""
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n", encoding="utf-8")
     port = free_port()
     args = ["--agents", str(DEMO), "--db", str(tmp_path / "afp.db"), "--port", str(port)]
+    args += ["--host-id", "host-b"]
     process = subprocess.Popen(
         [sys.executable, "-m", "afp_runtime.cli", "serve", *args, "--token-file", str(token_file)],
         stdout=subprocess.PIPE,
@@ -82,6 +84,9 @@ def test_serve_answers_over_http_and_stops_cleanly_on_sigterm(tmp_path: Path) ->
                     pass
                 assert time.monotonic() < deadline, "the server did not come up"
                 time.sleep(0.05)
+            with sqlite3.connect(tmp_path / "afp.db") as conn:
+                leases = conn.execute("SELECT host_id FROM host_leases").fetchall()
+            assert leases == [("host-b",)]
             assert client.get("/v1/agents").status_code == 401
             agents = client.get("/v1/agents", headers=auth).json()["items"]
             assert [a["agentId"] for a in agents] == ["demo"]
