@@ -10,6 +10,7 @@ worker thread. ``IndexedRunLog`` answers "value of key K as of bundle S" from th
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -32,7 +33,7 @@ _writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
 _BUNDLE_COLUMNS = "SELECT seq, stage, iteration, committed_at_ms, writes FROM bundles"
 
 
-class IndexedRunLog:
+class IndexedRunLog(abc.ABC):
     """One run's commit log, read-only, through a backend's ``_rows``.
 
     Raises:
@@ -50,9 +51,10 @@ class IndexedRunLog:
         self.has_base = bool(first) and first[0][0] == "seed"
         self.reads = 0
 
+    @abc.abstractmethod
     def _rows(self, sql: str, params: tuple[Any, ...]) -> Sequence[Sequence[Any]]:
-        """Every row of one statement (``?`` placeholders), synchronously."""
-        raise NotImplementedError
+        """Every row of one statement (``?`` placeholders), synchronously; each backend
+        answers it."""
 
     # -- anchors ----------------------------------------------------------------------------
 

@@ -3,6 +3,8 @@ a store's commits are checked by, and a conversation loaded from its checkpoint 
 
 from __future__ import annotations
 
+import abc
+
 from afp_runtime.errors import StoreError
 from afp_runtime.messages import Message
 from afp_runtime.records import ConversationState, ListRef
@@ -26,16 +28,18 @@ class Fencing:
         return self._fence
 
 
-class Loading:
+class Loading(abc.ABC):
     """``load_conversation`` over a backend's ``conversation_state`` and ``resolve``."""
 
+    @abc.abstractmethod
     async def conversation_state(self, agent_id: str) -> ConversationState | None:
-        raise NotImplementedError
+        """The stored checkpoint (each backend answers it)."""
 
+    @abc.abstractmethod
     async def resolve(
         self, agent_id: str, ref: ListRef
     ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
-        raise NotImplementedError
+        """Messages and fingerprints of a list reference (each backend answers it)."""
 
     async def load_conversation(self, agent_id: str) -> LoadedConversation:
         """The checkpoint and its history, resolved: O(window), not O(all history)."""
