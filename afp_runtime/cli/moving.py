@@ -29,7 +29,7 @@ def _agent_list(text: str | None) -> list[str] | None:
 def _progress(total: int) -> Iterator[Callable[[AgentDump], None]]:
     """A bar on stderr, one step per agent written, when stderr is a terminal."""
     columns = (
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),  # shown as data (cli/_show.py)
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -47,8 +47,9 @@ def _progress(total: int) -> Iterator[Callable[[AgentDump], None]]:
 def _summary(counts: CopyCounts) -> str:
     return (
         f"{counts.runs} runs, {counts.bundles} bundles, {counts.bodies} message bodies "
-        f"({counts.new_bodies} new to it), {counts.items} items, {counts.inbox} inbox messages, "
-        f"{counts.questions} questions, {counts.ledger_rows} ledger rows, "
+        f"({counts.new_bodies} new to the destination), {counts.items} items, "
+        f"{counts.inbox} inbox messages, {counts.questions} questions, "
+        f"{counts.ledger_rows} ledger rows, "
         f"{counts.folded_spans} folded spans"
     )
 
@@ -79,7 +80,8 @@ async def cmd_copy(args: Any) -> int:
     elif counts.agents == 0:
         say(f"{shown['from']} holds no agents: nothing was copied")
     else:
-        say(f"copied {counts.agents} agents from {shown['from']} to {shown['to']}")
+        agents = f"{counts.agents} agent{'' if counts.agents == 1 else 's'}"
+        say(f"copied {agents} from {shown['from']} to {shown['to']}")
         say(_summary(counts))
         say(f"check the copy: afp doctor --db {shown['to']}")
     return EXIT_OK

@@ -35,12 +35,20 @@ from afp_runtime.store.dump import (
 class Table(msgspec.Struct, frozen=True):
     """One table a dump carries: its name, the dump field and record type, and the order its
     rows are kept in. ``by_run`` tables name their run (``run_id`` first); the others their
-    agent."""
+    agent. Rows ordered by text are sorted here by ``text_order`` (code points), since the
+    backends' collations may sort text differently."""
 
     name: str
     record: type[msgspec.Struct]
     order: str
     by_run: bool = False
+    text_order: tuple[str, ...] = ()
+
+    def ordered(self, records: Iterable[Any]) -> tuple[Any, ...]:
+        """``records`` in the order every backend keeps them in a dump."""
+        if not self.text_order:
+            return tuple(records)
+        return tuple(sorted(records, key=lambda r: tuple(getattr(r, f) for f in self.text_order)))
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -78,9 +86,14 @@ TABLES: tuple[Table, ...] = (
     Table("items", ItemRecord, "t.pos"),
     Table("runs", RunRecord, "t.run"),
     Table("bundles", BundleRecord, "t.seq", by_run=True),
-    Table("key_index", KeyRecord, "t.key, t.seq", by_run=True),
+    Table("key_index", KeyRecord, "t.seq", by_run=True, text_order=("run_id", "key", "seq")),
     Table("inbox", InboxRecord, "t.position"),
-    Table("tool_journal", JournalRecord, "t.message_id, t.call_id, t.state"),
+    Table(
+        "tool_journal",
+        JournalRecord,
+        "t.message_id",
+        text_order=("message_id", "call_id", "state"),
+    ),
     Table("folded_spans", FoldRecord, "t.idx"),
     Table("ledger_rows", LedgerRecord, "t.idx"),
     Table("questions", QuestionRecord, "t.question"),
@@ -126,7 +139,9 @@ def build_dump(
         raise StoreDamaged(
             f"the agents row of {agent_id!r} is not valid: {exc}", agent_id=agent_id
         ) from exc
-    records = {t.name: tuple(_record(t, agent_id, r) for r in table_rows[t.name]) for t in TABLES}
+    records = {
+        t.name: t.ordered(_record(t, agent_id, r) for r in table_rows[t.name]) for t in TABLES
+    }
     bodies = []
     for fp, body in body_rows:
         if body is None:
