@@ -24,7 +24,8 @@ leaves stored data half-written.
     │   ├── RunNotResumable
     │   ├── RunNotHeld
     │   ├── QuestionClosed
-    │   └── ScriptExhausted
+    │   ├── ScriptExhausted
+    │   └── CopyRefused
     ├── ModelCallError            (error_kind, status, retryable, provider)
     ├── WindowStrategyError       (strategy, field, detail) holds the turn: window-strategy
     ├── CompactionUnmeasurableError (provider)      holds the turn: usage-unmeasurable
@@ -156,6 +157,12 @@ class QuestionClosed(StateError):
 
 class ScriptExhausted(StateError):
     """A scripted model or tool ran out of scripted replies."""
+
+
+class CopyRefused(StateError):
+    """A copy between stores would overwrite what the destination holds, or take agents a live
+    host holds in the source (docs/storage.md#moving-between-stores); names them. Nothing was
+    written."""
 
 
 class ModelCallError(AfpError):

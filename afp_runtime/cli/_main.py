@@ -78,6 +78,7 @@ def _run(command: Command, args: Any) -> int:
     from afp_runtime.errors import (
         AfpError,
         ConfigError,
+        CopyRefused,
         IdempotencyConflict,
         NotFound,
         NotOwner,
@@ -95,7 +96,14 @@ def _run(command: Command, args: Any) -> int:
     except (UsageError, ConfigError) as exc:
         warn(f"afp: {exc}")
         return EXIT_USAGE
-    except (NotOwner, QuestionClosed, RunNotHeld, RunNotResumable, IdempotencyConflict) as exc:
+    except (
+        NotOwner,
+        QuestionClosed,
+        RunNotHeld,
+        RunNotResumable,
+        IdempotencyConflict,
+        CopyRefused,
+    ) as exc:
         # A write the state or the ownership refuses.
         warn(f"afp: {exc.message}")
         return EXIT_REFUSED

@@ -17,6 +17,7 @@ DB_HELP = (
     "the store: a SQLite file or a database URL (default: the AFP_DB environment variable, "
     f"else ./{DEFAULT_DB}); a URL's password is never printed"
 )
+STORE_HELP = "a SQLite file or a database URL; a URL's password is never printed"
 API_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 
 RUN_HELP = "a run id, a unique prefix of one, or AGENT:last"
@@ -61,12 +62,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     built: list[str] = []
 
-    def add(name: str, command: str, help_text: str) -> Any:
+    def add(name: str, command: str, help_text: str, *, db: bool = True) -> Any:
         if only is not None and name != only:
             return _Unbuilt()
         built.append(name)
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--db", default=os.environ.get("AFP_DB") or DEFAULT_DB, help=DB_HELP)
+        if db:
+            p.add_argument("--db", default=os.environ.get("AFP_DB") or DEFAULT_DB, help=DB_HELP)
         p.set_defaults(command_ref=command)
         return p
 
@@ -245,6 +247,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     json_flag(p)
 
     p = add("doctor", "admin:cmd_doctor", "Check the database's integrity and stored bodies.")
+    json_flag(p)
+
+    p = add(
+        "copy",
+        "moving:cmd_copy",
+        "Copy agents with their whole history into another store (SQLite or Postgres).",
+        db=False,
+    )
+    p.add_argument("--from", dest="source", required=True, metavar="STORE", help=STORE_HELP)
+    p.add_argument("--to", dest="destination", required=True, metavar="STORE", help=STORE_HELP)
+    p.add_argument(
+        "--agents", help="only these agents, comma-separated (default: every agent of --from)"
+    )
     json_flag(p)
 
     p = add("serve", "serve:cmd_serve", "Run the standing host and the local HTTP API.")

@@ -4,7 +4,9 @@ The embedded SQLite backend lives in ``afp_runtime.store.sqlite``; nothing here 
 ``open_store`` opens a store.
 """
 
-from afp_runtime.store.base import CheckpointStore, HealthStore, LeaseStore, Store
+from afp_runtime.store.base import CheckpointStore, HealthStore, LeaseStore, MovingStore, Store
+from afp_runtime.store.copying import agents_to_copy, copy_agents
+from afp_runtime.store.dump import AgentDump, CopyCounts
 from afp_runtime.store.opening import open_store, shown_location, sqlite_path
 from afp_runtime.store.values import (
     Ack,
@@ -21,17 +23,22 @@ from afp_runtime.store.values import (
 __all__ = [
     "Ack",
     "AgentClaim",
+    "AgentDump",
     "AgentRow",
     "CheckpointStore",
+    "CopyCounts",
     "HealthStore",
     "InboxRow",
     "JournalEntry",
     "LeaseRenewal",
     "LeaseStore",
     "LoadedConversation",
+    "MovingStore",
     "RunRow",
     "Store",
     "StoredBundle",
+    "agents_to_copy",
+    "copy_agents",
     "open_store",
     "shown_location",
     "sqlite_path",

@@ -2,14 +2,15 @@
 embedded runtime ask of durable state, written against no backend.
 
 ``CheckpointStore`` is what a run needs; ``LeaseStore`` and ``HealthStore`` are what a host adds
-(leases, fencing, health, the clean-shutdown marker); ``Store`` is all of it plus the reads of
-the API and CLI, and is what a backend implements (``afp_runtime.store.open_store`` opens one;
+(leases, fencing, health, the clean-shutdown marker); ``MovingStore`` is agents leaving and
+entering a store whole (``afp copy``); ``Store`` is all of it plus the reads of the API and CLI,
+and is what a backend implements (``afp_runtime.store.open_store`` opens one;
 ``afp_runtime.testing.store_conformance`` checks one).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from afp_runtime.messages import Message
@@ -21,6 +22,7 @@ from afp_runtime.records import (
     StoredFoldedSpan,
     Txn,
 )
+from afp_runtime.store.dump import AgentDump, CopyCounts
 from afp_runtime.store.values import (
     Ack,
     AgentClaim,
@@ -247,7 +249,33 @@ class HealthStore(Protocol):
         ...
 
 
-class Store(CheckpointStore, LeaseStore, HealthStore, Protocol):
+class MovingStore(Protocol):
+    """Agents leaving and entering a store with their whole history
+    (docs/storage.md#moving-between-stores; ``afp_runtime.store.copy_agents`` puts the two
+    together)."""
+
+    async def export_agent(self, agent_id: str) -> AgentDump:
+        """Every row of one agent, read in one snapshot, every stored value checked (each body
+        against its fingerprint included).
+
+        Raises:
+            NotFound: the store holds no such agent.
+            StoreDamaged: a row does not read back; the message names it.
+        """
+        ...
+
+    async def import_agents(self, dumps: AsyncIterable[AgentDump]) -> CopyCounts:
+        """Write every dump, as it arrives, in one transaction: all of them, or nothing when
+        anything fails (an exception from ``dumps`` included). Copied agents are unclaimed.
+
+        Raises:
+            CopyRefused: the store holds one of the agents, or one of their run, inbox message
+                or question ids, already.
+        """
+        ...
+
+
+class Store(CheckpointStore, LeaseStore, HealthStore, MovingStore, Protocol):
     """The whole port: what one backend implements, and what every door opens."""
 
     @property

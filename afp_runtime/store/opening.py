@@ -41,7 +41,9 @@ def sqlite_path(target: str | os.PathLike[str]) -> Path:
             "a Postgres URL names a database, not a SQLite file: open it with open_store",
             field="store",
         )
-    raise ConfigError(f"unknown store URL scheme {scheme!r} in {text!r}", field="store")
+    raise ConfigError(
+        f"unknown store URL scheme {scheme!r} in {shown_location(text)!r}", field="store"
+    )
 
 
 def shown_location(target: str | os.PathLike[str]) -> str:

@@ -68,6 +68,13 @@ class FreshDatabase:
             self._created = True
         return self.url
 
+    async def __aenter__(self) -> FreshDatabase:
+        await self.create()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.drop()
+
     async def drop(self) -> None:
         """Drop the database, closing whatever still holds it open."""
         if self._created:

@@ -227,9 +227,15 @@ class PostgresCore:
                     conn.terminate()
 
     async def _write(
-        self, work: Callable[[asyncpg.Connection], Awaitable[T]], *, full: bool = False
+        self,
+        work: Callable[[asyncpg.Connection], Awaitable[T]],
+        *,
+        full: bool = False,
+        shield: bool = True,
     ) -> T:
         """``work`` in one transaction, shielded: once begun it commits or rolls back whole.
+        A long one (an import of whole agents) passes ``shield=False``: cancelling it rolls it
+        back.
 
         Raises:
             StoreError: the store is read-only, or a statement failed (nothing was written).
@@ -237,7 +243,7 @@ class PostgresCore:
         """
         if self._read_only:
             raise StoreError("this store was opened read-only")
-        with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=shield):
             try:
                 result = await self._transact(work, full=full)
             except AfpError:
@@ -270,7 +276,10 @@ class PostgresCore:
                         await conn.execute("SET LOCAL synchronous_commit TO off")
                     result = await work(conn)
                 except BaseException:
-                    with contextlib.suppress(*LOST, asyncpg.PostgresError):
+                    with (
+                        anyio.CancelScope(shield=True),
+                        contextlib.suppress(*LOST, asyncpg.PostgresError),
+                    ):
                         await transaction.rollback()
                     raise
                 await transaction.commit()
@@ -280,10 +289,19 @@ class PostgresCore:
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
         """Every row of one read; retried once on a fresh connection when the connection
         was lost (a read changes nothing, so repeating it is safe)."""
+
+        async def fetch(conn: asyncpg.Connection) -> list[Any]:
+            return list(await conn.fetch(sql, *args))
+
+        return await self._read(fetch)
+
+    async def _read(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """``work`` (reads only) on one connection; retried once on a fresh connection when
+        the connection was lost, as ``_fetch`` is."""
         for attempt in (1, 2):
             try:
                 async with self._connection() as conn:
-                    return list(await conn.fetch(sql, *args))
+                    return await work(conn)
             except StoreUnavailable:
                 if attempt == 2:
                     raise

@@ -13,12 +13,13 @@ from afp_runtime.store.postgres.conversations import Conversations
 from afp_runtime.store.postgres.health import Health
 from afp_runtime.store.postgres.inbox import Inbox
 from afp_runtime.store.postgres.leases import Leases
+from afp_runtime.store.postgres.moving import Moving
 from afp_runtime.store.postgres.notices import Notices
 from afp_runtime.store.postgres.questions import Questions
 from afp_runtime.store.postgres.runs import Runs
 
 
-class PostgresStore(Conversations, Inbox, Questions, Runs, Leases, Health, Notices):
+class PostgresStore(Conversations, Inbox, Questions, Runs, Leases, Health, Notices, Moving):
     """The store port on one Postgres database.
 
     Open with ``await PostgresStore.open(url)`` (creates the tables and runs migrations) or

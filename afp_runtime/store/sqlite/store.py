@@ -2,7 +2,8 @@
 
 ``SqliteStore`` is the ``afp_runtime.store.Store`` port on one file, put together from one
 mixin per concern over the connection of ``_core``: conversations and commits, the inbox and
-the tool journal, questions, listings and run logs, leases and fencing, health.
+the tool journal, questions, listings and run logs, leases and fencing, health, and agents
+moving between stores.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from afp_runtime.store.sqlite.conversations import Conversations
 from afp_runtime.store.sqlite.health import Health
 from afp_runtime.store.sqlite.inbox import Inbox
 from afp_runtime.store.sqlite.leases import Leases
+from afp_runtime.store.sqlite.moving import Moving
 from afp_runtime.store.sqlite.questions import Questions
 from afp_runtime.store.sqlite.runs import Runs
 
 
-class SqliteStore(Conversations, Inbox, Questions, Runs, Leases, Health):
+class SqliteStore(Conversations, Inbox, Questions, Runs, Leases, Health, Moving):
     """The store port on one SQLite file.
 
     Open with ``await SqliteStore.open(path)`` (creates the file and runs migrations) or
