@@ -155,12 +155,8 @@ def resolve_fact_limit(
         else _check_keep(findings_value, FindingsConfigError, "findings option")
     )
     agent_limit = (
-        None
+        DEFAULT_FACT_LIMIT
         if agent_value is msgspec.UNSET
         else _check_keep(agent_value, WindowConfigError, "agent option")
     )
-    if findings_limit is not None:
-        return findings_limit
-    if agent_limit is not None:
-        return agent_limit
-    return DEFAULT_FACT_LIMIT
+    return agent_limit if findings_limit is None else findings_limit

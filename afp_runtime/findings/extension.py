@@ -7,6 +7,7 @@ An unarmed agent has no findings extension: its calls are not peeled and nothing
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,7 +55,7 @@ from afp_runtime.findings.rows import (
 from afp_runtime.findings.serve import decorate_schema, offer_ids, serve_findings
 from afp_runtime.messages import Message, ToolCall, ToolSchema
 from afp_runtime.tools import Tool
-from afp_runtime.window import Turn, VisitOutcome
+from afp_runtime.window import VisitOutcome
 
 
 class FindingsExtension:
@@ -112,12 +113,7 @@ class FindingsRun(RunExtension):
         )
 
     def turn_standing(self) -> Any:
-        standing_of = self.fold.standing_of
-
-        def standing(turn: Turn) -> Any:
-            return turn_standing_of(turn, standing_of=standing_of)
-
-        return standing
+        return functools.partial(turn_standing_of, standing_of=self.fold.standing_of)
 
     def after_visit(self, outcome: VisitOutcome) -> VisitOutcome:
         if not outcome.evicted:
