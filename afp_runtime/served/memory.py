@@ -37,7 +37,7 @@ from afp_runtime.records import (
     Write,
     runtime_stage_id,
 )
-from afp_runtime.served.view import as_ref, served_enc_hook, thaw_message
+from afp_runtime.served.view import apply_write, as_ref, served_enc_hook, thaw_message
 
 _encoder = msgspec.json.Encoder(enc_hook=served_enc_hook)
 _refs_decoder = msgspec.json.Decoder(tuple[MessageRef, ...])
@@ -237,17 +237,10 @@ class MemoryRunLog:
         start = end - 1
         while start > 0 and entries[start].verb == "append":
             start -= 1
-        value: Any = UNKNOWN
+        fold: dict[str, Any] = {key: UNKNOWN}
         for entry in entries[max(start, 0) : end]:
-            if entry.verb == "set":
-                value = self._decode(key, entry.data)
-            elif entry.verb == "delete":
-                value = UNKNOWN
-            else:
-                items = self._decode(key, entry.data)
-                base = list(value) if isinstance(value, list | tuple) else []
-                base.extend(items if isinstance(items, list | tuple) else (items,))
-                value = base
+            apply_write(fold, key, entry.verb, self._decode(key, entry.data))
+        value = fold[key]
         if key in MESSAGE_LIST_KEYS and isinstance(value, list):
             return tuple(value)
         return value

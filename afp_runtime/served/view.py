@@ -38,14 +38,14 @@ Readings settled here (docs/served.md leaves them open or does not cover them):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
 import msgspec
 
 from afp_runtime.messages import Message, ToolSchema, message_from_body
-from afp_runtime.records import UNKNOWN, Anchor, CommitBundle, MessageRef, RunLog, Write
+from afp_runtime.records import UNKNOWN, Anchor, CommitBundle, MessageRef, RunLog
 from afp_runtime.served.gaps import (
     ReceiptCause,
     ServedGap,
@@ -57,6 +57,7 @@ from afp_runtime.served.locate import (
     Locator,
     check_epoch,
     find,
+    last_set,
     number_of,
     readable_int,
 )
@@ -111,23 +112,19 @@ def encode_served(value: Any) -> bytes:
     return _json_encoder.encode(value)
 
 
-def _frozen_message(message: Message) -> Message:
+def _with_args(message: Message, convert: Callable[[Any], Any]) -> Message:
+    """The message with each tool call's ``args`` passed through ``convert``."""
     if not message.tool_calls:
         return message
     calls = tuple(
-        msgspec.structs.replace(call, args=freeze(call.args)) for call in message.tool_calls
+        msgspec.structs.replace(call, args=convert(call.args)) for call in message.tool_calls
     )
     return msgspec.structs.replace(message, tool_calls=calls)
 
 
 def thaw_message(message: Message) -> Message:
     """The message with plain ``args`` dicts, ready for ``canonical_json`` and encoders."""
-    if not message.tool_calls:
-        return message
-    calls = tuple(
-        msgspec.structs.replace(call, args=thaw(call.args)) for call in message.tool_calls
-    )
-    return msgspec.structs.replace(message, tool_calls=calls)
+    return _with_args(message, thaw)
 
 
 # --- the view -------------------------------------------------------------------------------
@@ -227,11 +224,7 @@ def receipt_write(bundle: CommitBundle | None) -> Any:
     """The value of the anchor bundle's ``receipt`` write, or ``UNKNOWN`` without one."""
     if bundle is None or bundle.stage != "receipt":
         return UNKNOWN
-    value: Any = UNKNOWN
-    for write in bundle.writes:
-        if write.key == "receipt" and write.verb == "set":
-            value = write.value
-    return value
+    return last_set(bundle, "receipt", UNKNOWN)
 
 
 def accept_receipt(value: Any) -> tuple[Receipt | None, ReceiptCause | None]:
@@ -298,7 +291,7 @@ class Bodies:
                     base = msgspec.structs.replace(
                         base, not_dispatched=ref.not_dispatched, injected_by=ref.injected_by
                     )
-                base = _frozen_message(base)
+                base = _with_args(base, freeze)
             self._marked[key] = base
         return self._marked[key]
 
@@ -365,15 +358,24 @@ def _bare_ref(item: Mapping[str, Any], text_key: str) -> str | None:
     return None
 
 
-def _pieces(value: Any, lost: _Lost) -> tuple[ServedPiece, ...]:
-    pieces: list[ServedPiece] = []
+def _elements(
+    value: Any, lost: _Lost, container: str, text_key: str
+) -> Iterator[Mapping[str, Any]]:
+    """The mapping elements of a stored list; one that arrived as a bare reference (its text lost)
+    is reported to ``lost`` instead, and any other element is damage, skipped."""
     for item in value if isinstance(value, list | tuple) else ():
         if not isinstance(item, Mapping):
             continue
-        fp = _bare_ref(item, "text")
-        if fp is not None:
-            lost.add("pieces", fp)
-            continue
+        fp = _bare_ref(item, text_key)
+        if fp is None:
+            yield item
+        else:
+            lost.add(container, fp)
+
+
+def _pieces(value: Any, lost: _Lost) -> tuple[ServedPiece, ...]:
+    pieces: list[ServedPiece] = []
+    for item in _elements(value, lost, "pieces", "text"):
         text, slot, source = item.get("text"), item.get("slot"), item.get("source")
         if isinstance(text, str) and isinstance(slot, str) and isinstance(source, str) and text:
             pieces.append(ServedPiece(text=text, slot=slot, source=source))
@@ -382,13 +384,7 @@ def _pieces(value: Any, lost: _Lost) -> tuple[ServedPiece, ...]:
 
 def _request_only(value: Any, lost: _Lost) -> tuple[RequestOnlyLine, ...]:
     lines: list[RequestOnlyLine] = []
-    for item in value if isinstance(value, list | tuple) else ():
-        if not isinstance(item, Mapping):
-            continue
-        fp = _bare_ref(item, "text")
-        if fp is not None:
-            lost.add("requestOnly", fp)
-            continue
+    for item in _elements(value, lost, "requestOnly", "text"):
         role, text, reason = item.get("role"), item.get("text"), item.get("reason")
         if isinstance(role, str) and isinstance(text, str) and isinstance(reason, str):
             lines.append(RequestOnlyLine(role=role, text=text, reason=reason))
@@ -396,16 +392,10 @@ def _request_only(value: Any, lost: _Lost) -> tuple[RequestOnlyLine, ...]:
 
 
 def _schemas(value: Any, lost: _Lost) -> tuple[ServedTool, ...]:
+    if isinstance(value, list | tuple):
+        value = [msgspec.to_builtins(v) if isinstance(v, msgspec.Struct) else v for v in value]
     schemas: list[ServedTool] = []
-    for item in value if isinstance(value, list | tuple) else ():
-        if isinstance(item, msgspec.Struct):
-            item = msgspec.to_builtins(item)
-        if not isinstance(item, Mapping):
-            continue
-        fp = _bare_ref(item, "name")
-        if fp is not None:
-            lost.add("schemas", fp)
-            continue
+    for item in _elements(value, lost, "schemas", "name"):
         try:
             schema = msgspec.convert(item, ToolSchema)
         except (msgspec.ValidationError, ValueError):
@@ -426,7 +416,7 @@ def _as_sent(history: Any, substitutions: Any, bodies: Bodies, lost: _Lost) -> t
     sent: list[Message] = []
     for slot in as_sent_slots(history, substitutions):
         if isinstance(slot, Message):
-            sent.append(_frozen_message(slot))
+            sent.append(_with_args(slot, freeze))
         elif isinstance(slot, MessageRef):
             found = bodies.resolve(slot)
             if found is None:
@@ -543,18 +533,17 @@ def receipt_at(log: RunLog, k: int) -> Receipt | None:
     return receipt
 
 
-def _apply(fold: dict[str, Any], write: Write) -> None:
-    if write.verb == "set":
-        value = write.value
-        fold[write.key] = list(value) if isinstance(value, list | tuple) else value
-    elif write.verb == "append":
-        base = fold[write.key]
+def apply_write(fold: dict[str, Any], key: str, verb: str, value: Any) -> None:
+    """Fold one write of ``key`` into ``fold`` (arrays kept as lists)."""
+    if verb == "set":
+        fold[key] = list(value) if isinstance(value, list | tuple) else value
+    elif verb == "append":
+        base = fold[key]
         if not isinstance(base, list):
-            base = fold[write.key] = []
-        value = write.value
+            base = fold[key] = []
         base.extend(value if isinstance(value, list | tuple) else (value,))
     else:
-        fold[write.key] = UNKNOWN
+        fold[key] = UNKNOWN
 
 
 def served_views(log: RunLog) -> tuple[ServedView, ...]:
@@ -570,7 +559,7 @@ def served_views(log: RunLog) -> tuple[ServedView, ...]:
     for bundle in log.bundles(0):
         for write in bundle.writes:
             if write.key in _FOLD_KEYS:
-                _apply(fold, write)
+                apply_write(fold, write.key, write.verb, write.value)
         if bundle.stage not in ("receipt", "call-model"):
             continue
         found = locator.feed(Anchor(seq=bundle.seq, stage=bundle.stage, iteration=bundle.iteration))
