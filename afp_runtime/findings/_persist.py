@@ -182,8 +182,7 @@ class _Trie(Mapping[K, V], Generic[K, V]):
         found = _find(self._root, self._path(key), key)
         if found is None:
             raise KeyError(key)
-        value: V = found.value
-        return value
+        return found.value
 
     def __contains__(self, key: object) -> bool:
         try:

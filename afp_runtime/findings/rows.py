@@ -283,8 +283,7 @@ def row_to_wire(row: LedgerRow | msgspec.Struct) -> dict[str, Any]:
     if isinstance(row, ForeignRow):
         return {"kind": row.kind, **row.fields}
     # Through JSON, so arrays come back as lists: exactly what the committed bytes decode to.
-    wire: dict[str, Any] = _decode(_encode(row))
-    return wire
+    return _decode(_encode(row))
 
 
 def rows_to_wire(rows: Iterable[LedgerRow | msgspec.Struct]) -> list[dict[str, Any]]:
@@ -310,8 +309,7 @@ def row_from_wire(raw: Mapping[str, Any]) -> LedgerRow:
     kind = _kind_of(raw)
     own = _OWN_KINDS.get(kind) if isinstance(kind, str) else None
     if own is not None:
-        decoded: FindingsRow = msgspec.convert(raw, type=own)  # type: ignore[assignment]
-        return decoded
+        return msgspec.convert(raw, type=own)  # type: ignore[return-value]
     if not isinstance(kind, str):
         raise msgspec.ValidationError(f"a ledger row needs a string 'kind', not {shown(kind)}")
     return _foreign(kind, raw)

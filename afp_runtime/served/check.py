@@ -48,13 +48,14 @@ from afp_runtime.records import MessageRef, RunLog
 from afp_runtime.served.gaps import excused_fields
 from afp_runtime.served.locate import find
 from afp_runtime.served.receipt import (
+    Basis,
     Receipt,
     extend_digest,
     request_only_hash,
     schema_hash,
     start_digest,
 )
-from afp_runtime.served.view import ServedView, as_sent_slots, thaw_message
+from afp_runtime.served.view import ServedBasis, ServedView, as_sent_slots, thaw_message
 
 ClauseStatus = Literal["pass", "fail", "excused", "not-checkable"]
 Verdict = Literal["verified", "reconstructed", "damaged"]
@@ -301,15 +302,8 @@ def check(
         log: the run's log, to name the damaged body when the message digest differs.
     """
     gaps = tuple(gap.gap for gap in view.gaps)
-    run_id = (
-        receipt.basis.run_id
-        if receipt is not None
-        else view.basis.run_id
-        if view.basis is not None
-        else log.run_id
-        if log is not None
-        else None
-    )
+    basis: Basis | ServedBasis | None = view.basis if receipt is None else receipt.basis
+    run_id = basis.run_id if basis is not None else log.run_id if log is not None else None
     if receipt is None:
         results = tuple(
             ClauseResult(clause=clause, status="not-checkable", detail="no-receipt")

@@ -47,10 +47,8 @@ _AFTER = 1 << 62
 
 
 class _Meta(NamedTuple):
-    stage: str
-    runtime_stage_id: str
-    iteration: int
-    committed_at_ms: int
+    # The bundle without its writes, which are kept as (key, verb, stored JSON) alone.
+    head: CommitBundle
     writes: tuple[tuple[str, str, bytes | None], ...]
 
 
@@ -141,19 +139,14 @@ class MemoryRunLog:
             writes.append((write.key, write.verb, data))
             entries = self._index.setdefault(write.key, [])
             bisect.insort(entries, _Entry(bundle.seq, order, write.verb, data))
-        self._meta[bundle.seq] = _Meta(
-            stage=bundle.stage,
-            runtime_stage_id=bundle.runtime_stage_id,
-            iteration=bundle.iteration,
-            committed_at_ms=bundle.committed_at_ms,
-            writes=tuple(writes),
-        )
+        head = msgspec.structs.replace(bundle, run_id=self.run_id, writes=())
+        self._meta[bundle.seq] = _Meta(head, tuple(writes))
         bisect.insort(self._seqs, bundle.seq)
         if bundle.stage == "receipt":
             bisect.insort(self._receipts.setdefault(bundle.iteration, []), bundle.seq)
         if self._forced_base is None:
             first = self._meta.get(0)
-            self.has_base = first is not None and first.stage == "seed"
+            self.has_base = first is not None and first.head.stage == "seed"
 
     def append(
         self,
@@ -190,9 +183,9 @@ class MemoryRunLog:
     def anchors(self) -> tuple[Anchor, ...]:
         """Every ``receipt`` and ``call-model`` bundle, in commit order."""
         return tuple(
-            Anchor(seq=seq, stage=meta.stage, iteration=meta.iteration)
+            Anchor(seq=seq, stage=head.stage, iteration=head.iteration)
             for seq in self._seqs
-            if (meta := self._meta[seq]).stage in ("receipt", "call-model")
+            if (head := self._meta[seq].head).stage in ("receipt", "call-model")
         )
 
     def anchor_at(self, epoch: int) -> Anchor | None:
@@ -207,18 +200,11 @@ class MemoryRunLog:
         meta = self._meta.get(seq)
         if meta is None:
             return None
-        return CommitBundle(
-            run_id=self.run_id,
-            seq=seq,
-            stage=meta.stage,
-            runtime_stage_id=meta.runtime_stage_id,
-            iteration=meta.iteration,
-            writes=tuple(
-                Write(key=key, verb=verb, value=self._decode(key, data))  # type: ignore[arg-type]
-                for key, verb, data in meta.writes
-            ),
-            committed_at_ms=meta.committed_at_ms,
+        writes = tuple(
+            Write(key=key, verb=verb, value=self._decode(key, data))  # type: ignore[arg-type]
+            for key, verb, data in meta.writes
         )
+        return msgspec.structs.replace(meta.head, writes=writes)
 
     def bundles(self, from_seq: int = 0) -> Iterator[CommitBundle]:
         """Bundles in commit order from ``from_seq``."""

@@ -38,9 +38,9 @@ Readings settled here (docs/served.md leaves them open or does not cover them):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 
@@ -62,6 +62,8 @@ from afp_runtime.served.locate import (
     readable_int,
 )
 from afp_runtime.served.receipt import RECEIPT_VERSION, Receipt
+
+_T = TypeVar("_T")
 
 # The keys a view reads at its call.
 VIEW_KEYS: Final = (
@@ -237,15 +239,9 @@ def accept_receipt(value: Any) -> tuple[Receipt | None, ReceiptCause | None]:
     if not isinstance(value, Mapping):
         return None, "receipt-shape-rejected"
     version = readable_int(value.get("version"))
-    basis = value.get("basis")
-    if (
-        version is None
-        or not 1 <= version <= RECEIPT_VERSION
-        or not isinstance(basis, Mapping)
-        or readable_int(basis.get("epoch")) is None
-    ):
+    if version is None or not 1 <= version <= RECEIPT_VERSION:
         return None, "receipt-shape-rejected"
-    try:
+    try:  # strict: ``basis.epoch`` (like every int) refuses a bool
         return msgspec.convert(value, Receipt), None
     except (msgspec.ValidationError, ValueError):
         return None, "receipt-shape-rejected"
@@ -358,56 +354,23 @@ def _bare_ref(item: Mapping[str, Any], text_key: str) -> str | None:
     return None
 
 
-def _elements(
-    value: Any, lost: _Lost, container: str, text_key: str
-) -> Iterator[Mapping[str, Any]]:
-    """The mapping elements of a stored list; one that arrived as a bare reference (its text lost)
-    is reported to ``lost`` instead, and any other element is damage, skipped."""
+def _elements(value: Any, lost: _Lost, container: str, text_key: str, into: type[_T]) -> list[_T]:
+    """The elements of a stored list that decode into ``into``. One that arrived as a bare
+    reference (its text lost) is reported to ``lost`` instead; any other element that does not
+    decode is damage, skipped."""
+    decoded: list[_T] = []
     for item in value if isinstance(value, list | tuple) else ():
         if not isinstance(item, Mapping):
             continue
         fp = _bare_ref(item, text_key)
-        if fp is None:
-            yield item
-        else:
+        if fp is not None:
             lost.add(container, fp)
-
-
-def _pieces(value: Any, lost: _Lost) -> tuple[ServedPiece, ...]:
-    pieces: list[ServedPiece] = []
-    for item in _elements(value, lost, "pieces", "text"):
-        text, slot, source = item.get("text"), item.get("slot"), item.get("source")
-        if isinstance(text, str) and isinstance(slot, str) and isinstance(source, str) and text:
-            pieces.append(ServedPiece(text=text, slot=slot, source=source))
-    return tuple(pieces)
-
-
-def _request_only(value: Any, lost: _Lost) -> tuple[RequestOnlyLine, ...]:
-    lines: list[RequestOnlyLine] = []
-    for item in _elements(value, lost, "requestOnly", "text"):
-        role, text, reason = item.get("role"), item.get("text"), item.get("reason")
-        if isinstance(role, str) and isinstance(text, str) and isinstance(reason, str):
-            lines.append(RequestOnlyLine(role=role, text=text, reason=reason))
-    return tuple(lines)
-
-
-def _schemas(value: Any, lost: _Lost) -> tuple[ServedTool, ...]:
-    if isinstance(value, list | tuple):
-        value = [msgspec.to_builtins(v) if isinstance(v, msgspec.Struct) else v for v in value]
-    schemas: list[ServedTool] = []
-    for item in _elements(value, lost, "schemas", "name"):
+            continue
         try:
-            schema = msgspec.convert(item, ToolSchema)
+            decoded.append(msgspec.convert(item, into))
         except (msgspec.ValidationError, ValueError):
             continue
-        schemas.append(
-            ServedTool(
-                name=schema.name,
-                description=schema.description,
-                input_schema=freeze(schema.input_schema),
-            )
-        )
-    return tuple(schemas)
+    return decoded
 
 
 def _as_sent(history: Any, substitutions: Any, bodies: Bodies, lost: _Lost) -> tuple[Message, ...]:
@@ -439,19 +402,31 @@ def compose(
     (docs/served.md#rebuild-order)."""
     receipt, cause = accept_receipt(receipt_value)
     lost = _Lost()
-    pieces = _pieces(values["systemPieces"], lost)
+    pieces = tuple(
+        piece
+        for piece in _elements(values["systemPieces"], lost, "pieces", "text", ServedPiece)
+        if piece.text
+    )
     history = values["history"]
     subs = values["substitutions"]
     as_sent = _as_sent(history, subs, bodies, lost)
-    request_only = _request_only(values["requestOnly"], lost)
-    schemas = _schemas(values["servedTools"], lost)
+    request_only = tuple(
+        _elements(values["requestOnly"], lost, "requestOnly", "text", RequestOnlyLine)
+    )
+    tools = values["servedTools"]
+    if isinstance(tools, list | tuple):  # a log may hand back the ToolSchema structs the loop wrote
+        tools = [msgspec.to_builtins(t) if isinstance(t, msgspec.Struct) else t for t in tools]
+    schemas = tuple(
+        ServedTool(
+            name=schema.name,
+            description=schema.description,
+            input_schema=freeze(schema.input_schema),
+        )
+        for schema in _elements(tools, lost, "schemas", "name", ToolSchema)
+    )
     names = tuple(schema.name for schema in schemas)
     forced_tool = values["forcedTool"]
-    forced = (
-        forced_tool
-        if isinstance(forced_tool, str) and forced_tool and forced_tool in names
-        else None
-    )
+    forced = forced_tool if forced_tool and forced_tool in names else None
     withheld: Literal["wrap-up"] | None = "wrap-up" if values["wrapUpAsked"] is True else None
 
     gaps: list[ServedGap] = []
@@ -478,11 +453,7 @@ def compose(
         basis=(
             None
             if receipt is None
-            else ServedBasis(
-                model=receipt.basis.model,
-                provider=receipt.basis.provider,
-                run_id=receipt.basis.run_id,
-            )
+            else msgspec.convert(receipt.basis, ServedBasis, from_attributes=True)
         ),
         system=ServedSystem(text="\n\n".join(p.text for p in pieces), pieces=pieces),
         messages=ServedMessages(as_sent=as_sent, request_only=request_only),
