@@ -23,7 +23,7 @@ Readings settled here:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 
@@ -35,8 +35,8 @@ ServeMode = Literal["ledger-and-facts", "ledger-only"]
 AnswerAsk = Literal["none", "quote-facts"]
 """``quote-facts`` closes the ledger piece with an ask to quote the facts the answer uses."""
 
-SERVE_MODES: tuple[str, ...] = ("ledger-and-facts", "ledger-only")
-ANSWER_ASKS: tuple[str, ...] = ("none", "quote-facts")
+SERVE_MODES: tuple[str, ...] = get_args(ServeMode)
+ANSWER_ASKS: tuple[str, ...] = get_args(AnswerAsk)
 
 DEFAULT_FACT_LIMIT = 4
 """The ledger-fact pin's limit when neither place sets ``keep_ledger_facts``

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 
@@ -45,9 +45,9 @@ Basis = Literal["direct", "exploratory"]
 Expect = Literal["low", "medium", "high"]
 Stratum = Literal["asserted", "quoted"]
 
-BASES: tuple[str, ...] = ("direct", "exploratory")
-EXPECTS: tuple[str, ...] = ("low", "medium", "high")
-STANDINGS: tuple[str, ...] = ("fact", "open", "noise", "ruled-out")
+BASES: tuple[str, ...] = get_args(Basis)
+EXPECTS: tuple[str, ...] = get_args(Expect)
+STANDINGS: tuple[str, ...] = get_args(Standing)
 
 AssertedValue = str | int | float | bool
 """An assertion's value: a string, a finite number or a boolean (never ``null``)."""
@@ -226,9 +226,7 @@ FindingsRow = BasisRow | StandingRow | ConflictRow
 LedgerRow = BasisRow | StandingRow | ConflictRow | ForeignRow
 
 _OWN_KINDS: dict[str, type[msgspec.Struct]] = {
-    "basis": BasisRow,
-    "standing": StandingRow,
-    "conflict": ConflictRow,
+    str(row_type.__struct_config__.tag): row_type for row_type in get_args(FindingsRow)
 }
 FINDINGS_KINDS: frozenset[str] = frozenset(_OWN_KINDS)
 

@@ -198,16 +198,10 @@ async def visit_window(
             stamps["ledger_facts"] = ledger
     record = msgspec.structs.replace(result.record, **stamps) if stamps else result.record
 
+    # Every field of the result, with the record as stamped.
     return VisitOutcome(
-        record=record,
-        window=result.window,
-        rebase=result.rebase,
-        evictions=result.evictions,
+        **{**msgspec.structs.asdict(result), "record": record},
         evicted=evicted,
-        folded=result.folded,
-        budget_pressure=result.budget_pressure,
-        spend=result.spend,
-        warning=result.warning,
         stood_down=stood_down,
         facts_stood_down=facts_stood_down,
         prior=remember(prior, record),
