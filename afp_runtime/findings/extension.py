@@ -136,15 +136,13 @@ class FindingsRun(RunExtension):
         known = known_ids(history, self.fold)
         name_of = judged_name_of(history, self.fold)
         for call in calls:
-            if call.name not in self.tools_by_name:
-                # A tool the agent does not have was never decorated: not peeled, nothing filed
-                # (docs/findings.md#peeling-before-the-tool-sees-it); it is answered unknown-tool.
+            # A tool the agent does not have was never decorated: not peeled, nothing filed
+            # (docs/findings.md#peeling-before-the-tool-sees-it); it is answered unknown-tool.
+            args, raw = peel(call.args) if call.name in self.tools_by_name else (call.args, MISSING)
+            if raw is MISSING:
                 clean.append(call)
                 continue
-            args, raw = peel(call.args)
-            clean.append(msgspec.structs.replace(call, args=args) if raw is not MISSING else call)
-            if raw is MISSING:
-                continue
+            clean.append(msgspec.structs.replace(call, args=args))
             declarations.append(
                 declaration_rows(
                     raw,

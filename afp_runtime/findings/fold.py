@@ -361,12 +361,11 @@ def dropped_standings(
     """
     dropped: list[DroppedStanding] = []
     for message in evicted:
-        if message.role != "tool" or not message.tool_call_id:
-            continue
-        standing = None if message.not_dispatched else standing_of.get(message.tool_call_id)
-        dropped.append(
-            DroppedStanding(tool_call_id=message.tool_call_id)
-            if standing is None
-            else DroppedStanding(tool_call_id=message.tool_call_id, standing=standing)
-        )
+        if message.role == "tool" and message.tool_call_id:
+            standing = (
+                msgspec.UNSET
+                if message.not_dispatched
+                else standing_of.get(message.tool_call_id, msgspec.UNSET)
+            )
+            dropped.append(DroppedStanding(tool_call_id=message.tool_call_id, standing=standing))
     return tuple(dropped)

@@ -289,10 +289,15 @@ def ledger_piece(window: Sequence[Message], fold: LedgerFold, config: FindingsCo
     return "\n".join(lines)
 
 
-def _stubbed(standing: Standing | None, config: FindingsConfig) -> bool:
-    if standing in ("noise", "ruled-out"):
-        return True
-    return standing == "fact" and config.serve == "ledger-only"
+def _served_copy(
+    message: Message, standing_of: Mapping[str, Standing], config: FindingsConfig
+) -> Message:
+    """The message as served: its stub when its result is set aside, else the message itself."""
+    ident = judged_id(message)
+    standing = None if ident is None else standing_of.get(ident)
+    if standing in ("noise", "ruled-out") or (standing == "fact" and config.serve == "ledger-only"):
+        return stub_for(message, standing)
+    return message
 
 
 def stub_for(message: Message, standing: Standing) -> Message:
@@ -312,17 +317,8 @@ def serve_findings(
         window as served: each result judged ``noise`` or ``ruled-out`` (and ``fact`` under
         ``serve="ledger-only"``) replaced by its stub; roles, ids, order and count unchanged.
     """
-    standing_of = fold.standing_of
-    served: list[Message] = []
-    for message in window:
-        ident = judged_id(message)
-        standing = None if ident is None else standing_of.get(ident)
-        if standing is not None and _stubbed(standing, config):
-            served.append(stub_for(message, standing))
-        else:
-            served.append(message)
     return ServedFindings(
         instruction=FINDINGS_INSTRUCTION,
         ledger_piece=ledger_piece(window, fold, config),
-        messages=tuple(served),
+        messages=tuple(_served_copy(m, fold.standing_of, config) for m in window),
     )

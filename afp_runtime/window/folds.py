@@ -150,13 +150,8 @@ def folded_span_for(conversation: object, message: Message) -> FoldedSpan | None
     "no fold recorded for this message", not "no originals".
     """
     spans = _spans(conversation)
-    if not spans:
-        return None
-    wanted = fingerprint(message)
-    for span in spans:
-        if not is_foreign(span) and span.summary_fingerprint == wanted:
-            return span
-    return None
+    wanted = fingerprint(message) if spans else None
+    return next((s for s in spans if not is_foreign(s) and s.summary_fingerprint == wanted), None)
 
 
 def folded_messages(conversation: object) -> tuple[Message, ...]:
@@ -165,8 +160,5 @@ def folded_messages(conversation: object) -> tuple[Message, ...]:
 
     Foreign spans count like any other.
     """
-    out: list[Message] = []
-    for span in _spans(conversation):
-        if span.messages is not msgspec.UNSET:
-            out.extend(span.messages)
-    return tuple(out)
+    spans = _spans(conversation)
+    return tuple(m for span in spans if span.messages is not msgspec.UNSET for m in span.messages)

@@ -56,9 +56,5 @@ def dropped_tool_names(
     """
     source = span if context is None else context
     index = source if isinstance(source, Mapping) else call_names(source)
-    seen: dict[str, None] = {}
-    for message in span:
-        name = tool_name_of(message, index)
-        if name is not None:
-            seen.setdefault(name, None)
-    return tuple(seen)
+    names = (tool_name_of(message, index) for message in span)
+    return tuple(dict.fromkeys(name for name in names if name is not None))

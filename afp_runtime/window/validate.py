@@ -94,11 +94,10 @@ def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> N
     size = len(history)
 
     # 1. The record names this strategy and this visit.
-    if strategy_of(record) != strategy_name:
+    filed_under = strategy_of(record)
+    if filed_under != strategy_name:
         check.fail(
-            "record.strategy",
-            f"expected the strategy's name {strategy_name!r}",
-            strategy_of(record),
+            "record.strategy", f"expected the strategy's name {strategy_name!r}", filed_under
         )
     if record.iteration != visit.iteration:
         check.fail(
@@ -155,21 +154,18 @@ def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> N
             if inserted.role != "user":
                 check.fail("window", "an inserted message must have role user", inserted.role)
         removed = range(head, size - tail)
+        bounds = [removed.start, removed.stop]
 
         # 4. The removed range is whole turns inside the latest plan's span.
         starts = {turn.start for turn in visit.turns}
         if removed.start not in starts or (removed.stop != size and removed.stop not in starts):
-            check.fail(
-                "window",
-                "the removed range must consist of whole turns",
-                [removed.start, removed.stop],
-            )
+            check.fail("window", "the removed range must consist of whole turns", bounds)
         plan = visit.latest_plan
         if plan is None or plan.span is None:
             check.fail(
                 "window",
                 "no removal plan with a span was obtained this visit, so nothing may be removed",
-                [removed.start, removed.stop],
+                bounds,
             )
         else:
             first, last = plan.span
@@ -179,7 +175,7 @@ def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> N
                 check.fail(
                     "window",
                     f"the removed range lies outside the plan span [{low}, {high})",
-                    [removed.start, removed.stop],
+                    bounds,
                 )
 
     # 5. The record's counts and chars are exact.
