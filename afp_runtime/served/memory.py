@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from afp_runtime.errors import InvalidValue, shown
-from afp_runtime.messages import Message, fingerprint, message_body
+from afp_runtime.messages import Message, message_body, sha256_hex
 from afp_runtime.records import (
     MESSAGE_LIST_KEYS,
     UNKNOWN,
@@ -102,20 +102,16 @@ class MemoryRunLog:
         items = value if isinstance(value, list | tuple) else (value,)
         refs: list[MessageRef] = []
         for index, item in enumerate(items):
+            ref: MessageRef | None
             if isinstance(item, Message):
-                plain = thaw_message(item)
-                fp = fingerprint(plain)
-                self._bodies.setdefault(fp, message_body(plain))
-                refs.append(
-                    MessageRef(
-                        fingerprint=fp,
-                        not_dispatched=item.not_dispatched,
-                        injected_by=item.injected_by,
-                    )
+                body = message_body(thaw_message(item))
+                ref = MessageRef(
+                    fingerprint=sha256_hex(body),
+                    not_dispatched=item.not_dispatched,
+                    injected_by=item.injected_by,
                 )
-                continue
-            ref = as_ref(item)
-            if ref is None:
+                self._bodies.setdefault(ref.fingerprint, body)
+            elif (ref := as_ref(item)) is None:
                 raise InvalidValue(
                     f"{key}[{index}] is neither a message nor a message reference",
                     field=f"{key}[{index}]",

@@ -8,14 +8,13 @@ None or empty ``folded`` all mean "no folds".
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import msgspec
 
-from afp_runtime.messages import Message, fingerprint
+from afp_runtime.messages import Message, fingerprint, sha256_hex
 from afp_runtime.window.names import call_names, tool_name_of
 from afp_runtime.window.texts import (
     SUMMARY_PREFIX,
@@ -118,8 +117,7 @@ def transcript(span: Sequence[Message], context: Sequence[Message]) -> str:
 def span_key(span: Sequence[Message]) -> str:
     """The latch key of a span: SHA-256 over its members' fingerprints, one per line
     (docs/window.md#the-latch)."""
-    joined = "\n".join(fingerprint(m) for m in span)
-    return hashlib.sha256(joined.encode("ascii")).hexdigest()
+    return sha256_hex("\n".join(fingerprint(m) for m in span).encode("ascii"))
 
 
 def is_foreign(span: FoldedSpan) -> bool:
