@@ -9,8 +9,8 @@ root-to-leaf path (at most 13 small dicts), and the old map is left untouched.
   unspecified (it follows hashes, which vary between processes), so nothing that must be
   deterministic iterates a ``PMap``.
 * ``SeqMap`` places a non-negative int key by its value, most significant bits first, so
-  iteration is in ascending key order (``reversed`` gives descending) and a walk can stop after
-  the first few entries without visiting the rest.
+  iteration is in ascending key order and a walk can stop after the first few entries without
+  visiting the rest.
 
 Equality is by contents (the ``Mapping`` rule), whatever the trie shapes.
 """
@@ -18,7 +18,7 @@ Equality is by contents (the ``Mapping`` rule), whatever the trie shapes.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Set
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -134,15 +134,15 @@ def _drop(node: _Node, shift: int, path: int, key: Any) -> _Node | None:
     return copy
 
 
-def _walk(node: _Node, descending: bool) -> Iterator[_Leaf]:
-    for index in sorted(node, reverse=descending):
+def _walk(node: _Node) -> Iterator[_Leaf]:
+    for index in sorted(node):
         entry = node[index]
         if isinstance(entry, dict):
-            yield from _walk(entry, descending)
+            yield from _walk(entry)
         elif isinstance(entry, _Leaf):
             yield entry
         else:
-            yield from (reversed(entry.leaves) if descending else entry.leaves)
+            yield from entry.leaves
 
 
 class _Trie(Mapping[K, V], Generic[K, V]):
@@ -158,13 +158,13 @@ class _Trie(Mapping[K, V], Generic[K, V]):
             self._root, added = _put(self._root, _TOP, _Leaf(self._path(key), key, value))
             self._size += added
 
-    def _make(self, root: _Node, size: int) -> Any:
+    def _make(self, root: _Node, size: int) -> Self:
         made = object.__new__(type(self))
         made._root = root
         made._size = size
         return made
 
-    def set(self, key: K, value: V) -> Any:
+    def set(self, key: K, value: V) -> Self:
         """A map with ``key`` bound to ``value``; this map is unchanged."""
         path = self._path(key)
         found = _find(self._root, path, key)
@@ -173,7 +173,7 @@ class _Trie(Mapping[K, V], Generic[K, V]):
         root, added = _put(self._root, _TOP, _Leaf(path, key, value))
         return self._make(root, self._size + added)
 
-    def delete(self, key: K) -> Any:
+    def delete(self, key: K) -> Self:
         """A map without ``key`` (this map itself when the key is absent)."""
         root = _drop(self._root, _TOP, self._path(key), key)
         return self if root is None else self._make(root, self._size - 1)
@@ -182,8 +182,7 @@ class _Trie(Mapping[K, V], Generic[K, V]):
         found = _find(self._root, self._path(key), key)
         if found is None:
             raise KeyError(key)
-        value: V = found.value
-        return value
+        return found.value
 
     def __contains__(self, key: object) -> bool:
         try:
@@ -192,7 +191,7 @@ class _Trie(Mapping[K, V], Generic[K, V]):
             return False
 
     def __iter__(self) -> Iterator[K]:
-        return (leaf.key for leaf in _walk(self._root, False))
+        return (leaf.key for leaf in _walk(self._root))
 
     def __len__(self) -> int:
         return self._size
@@ -217,16 +216,6 @@ class PMap(_Trie[K, V]):
     __slots__ = ()
     _path = staticmethod(_hash_path)
 
-    def set(self, key: K, value: V) -> PMap[K, V]:
-        """A map with ``key`` bound to ``value``; this map is unchanged."""
-        made: PMap[K, V] = super().set(key, value)
-        return made
-
-    def delete(self, key: K) -> PMap[K, V]:
-        """A map without ``key`` (this map itself when the key is absent)."""
-        made: PMap[K, V] = super().delete(key)
-        return made
-
 
 class SeqMap(_Trie[int, V]):
     """A persistent map from non-negative ints, iterated in ascending key order."""
@@ -234,26 +223,9 @@ class SeqMap(_Trie[int, V]):
     __slots__ = ()
     _path = staticmethod(_int_path)
 
-    def set(self, key: int, value: V) -> SeqMap[V]:
-        """A map with ``key`` bound to ``value``; this map is unchanged."""
-        made: SeqMap[V] = super().set(key, value)
-        return made
-
-    def delete(self, key: int) -> SeqMap[V]:
-        """A map without ``key`` (this map itself when the key is absent)."""
-        made: SeqMap[V] = super().delete(key)
-        return made
-
     def values_ascending(self) -> Iterator[V]:
         """Values in ascending key order, lazily."""
-        return (leaf.value for leaf in _walk(self._root, False))
-
-    def values_descending(self) -> Iterator[V]:
-        """Values in descending key order, lazily."""
-        return (leaf.value for leaf in _walk(self._root, True))
-
-    def __reversed__(self) -> Iterator[int]:
-        return (leaf.key for leaf in _walk(self._root, True))
+        return (leaf.value for leaf in _walk(self._root))
 
 
 class PSet(Set[K], Generic[K]):

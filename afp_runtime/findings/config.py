@@ -23,7 +23,7 @@ Readings settled here:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 
@@ -35,8 +35,8 @@ ServeMode = Literal["ledger-and-facts", "ledger-only"]
 AnswerAsk = Literal["none", "quote-facts"]
 """``quote-facts`` closes the ledger piece with an ask to quote the facts the answer uses."""
 
-SERVE_MODES: tuple[str, ...] = ("ledger-and-facts", "ledger-only")
-ANSWER_ASKS: tuple[str, ...] = ("none", "quote-facts")
+SERVE_MODES: tuple[str, ...] = get_args(ServeMode)
+ANSWER_ASKS: tuple[str, ...] = get_args(AnswerAsk)
 
 DEFAULT_FACT_LIMIT = 4
 """The ledger-fact pin's limit when neither place sets ``keep_ledger_facts``
@@ -155,12 +155,8 @@ def resolve_fact_limit(
         else _check_keep(findings_value, FindingsConfigError, "findings option")
     )
     agent_limit = (
-        None
+        DEFAULT_FACT_LIMIT
         if agent_value is msgspec.UNSET
         else _check_keep(agent_value, WindowConfigError, "agent option")
     )
-    if findings_limit is not None:
-        return findings_limit
-    if agent_limit is not None:
-        return agent_limit
-    return DEFAULT_FACT_LIMIT
+    return agent_limit if findings_limit is None else findings_limit

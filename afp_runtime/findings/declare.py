@@ -239,13 +239,10 @@ def _standing_row(
                     tally.malformed += 1
                 else:
                     assertions.append(made)
-    known = judged in known_ids
-    if known:
-        tool = name_of(judged)
-        if tool:
-            fields["tool_name"] = tool
-    else:
+    if judged not in known_ids:
         fields["unknown_id"] = True
+    elif tool := name_of(judged):
+        fields["tool_name"] = tool
     return StandingRow(
         tool_call_id=judged,
         standing=standing,

@@ -7,6 +7,7 @@ An unarmed agent has no findings extension: its calls are not peeled and nothing
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,7 +55,7 @@ from afp_runtime.findings.rows import (
 from afp_runtime.findings.serve import decorate_schema, offer_ids, serve_findings
 from afp_runtime.messages import Message, ToolCall, ToolSchema
 from afp_runtime.tools import Tool
-from afp_runtime.window import Turn, VisitOutcome
+from afp_runtime.window import VisitOutcome
 
 
 class FindingsExtension:
@@ -112,12 +113,7 @@ class FindingsRun(RunExtension):
         )
 
     def turn_standing(self) -> Any:
-        standing_of = self.fold.standing_of
-
-        def standing(turn: Turn) -> Any:
-            return turn_standing_of(turn, standing_of=standing_of)
-
-        return standing
+        return functools.partial(turn_standing_of, standing_of=self.fold.standing_of)
 
     def after_visit(self, outcome: VisitOutcome) -> VisitOutcome:
         if not outcome.evicted:
@@ -140,15 +136,13 @@ class FindingsRun(RunExtension):
         known = known_ids(history, self.fold)
         name_of = judged_name_of(history, self.fold)
         for call in calls:
-            if call.name not in self.tools_by_name:
-                # A tool the agent does not have was never decorated: not peeled, nothing filed
-                # (docs/findings.md#peeling-before-the-tool-sees-it); it is answered unknown-tool.
+            # A tool the agent does not have was never decorated: not peeled, nothing filed
+            # (docs/findings.md#peeling-before-the-tool-sees-it); it is answered unknown-tool.
+            args, raw = peel(call.args) if call.name in self.tools_by_name else (call.args, MISSING)
+            if raw is MISSING:
                 clean.append(call)
                 continue
-            args, raw = peel(call.args)
-            clean.append(msgspec.structs.replace(call, args=args) if raw is not MISSING else call)
-            if raw is MISSING:
-                continue
+            clean.append(msgspec.structs.replace(call, args=args))
             declarations.append(
                 declaration_rows(
                     raw,

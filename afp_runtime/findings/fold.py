@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import NamedTuple, get_args
 
 import msgspec
 
@@ -82,6 +82,11 @@ def key_of(assertion: Assertion) -> ConflictKey:
     return (assertion.subject.kind, assertion.subject.id, assertion.predicate)
 
 
+_NO_ROWS: Mapping[Standing, SeqMap[StandingRow]] = MappingProxyType(
+    dict.fromkeys(get_args(Standing), SeqMap())
+)
+
+
 class LedgerFold(msgspec.Struct, frozen=True, kw_only=True):
     """The fold of a ledger (docs/findings.md#the-fold). Build it with ``fold_ledger``.
 
@@ -106,30 +111,27 @@ class LedgerFold(msgspec.Struct, frozen=True, kw_only=True):
             entry for a fact without assertions.
     """
 
-    standing_of: PMap[str, Standing]
-    current: PMap[str, StandingRow]
-    basis_of: PMap[str, BasisRow]
-    known: PSet[str]
-    conflicts: PMap[ConflictKey, tuple[Witness, ...]]
-    by_standing: Mapping[Standing, SeqMap[StandingRow]]
-    claims: PMap[ConflictKey, PMap[str, _Claim]]
-    tallies: PMap[ConflictKey, PMap[_ValueKey, int]]
-    conflict_order: SeqMap[ConflictKey]
-    conflict_since: PMap[ConflictKey, int]
-    seq_of: PMap[str, int]
-    next_seq: int
-    fact_entries: int
+    # Every collection is immutable, so the defaults (the empty fold) are shared safely.
+    standing_of: PMap[str, Standing] = PMap()
+    current: PMap[str, StandingRow] = PMap()
+    basis_of: PMap[str, BasisRow] = PMap()
+    known: PSet[str] = PSet()
+    conflicts: PMap[ConflictKey, tuple[Witness, ...]] = PMap()
+    by_standing: Mapping[Standing, SeqMap[StandingRow]] = _NO_ROWS
+    claims: PMap[ConflictKey, PMap[str, _Claim]] = PMap()
+    tallies: PMap[ConflictKey, PMap[_ValueKey, int]] = PMap()
+    conflict_order: SeqMap[ConflictKey] = SeqMap()
+    conflict_since: PMap[ConflictKey, int] = PMap()
+    seq_of: PMap[str, int] = PMap()
+    next_seq: int = 0
+    fact_entries: int = 0
 
     @property
     def asserted(self) -> tuple[Assertion, ...]:
         """Assertions of the current ``fact`` rows, in ledger order."""
-        return tuple(assertion for _, assertion in self.iter_asserted())
-
-    def iter_asserted(self) -> Iterator[tuple[StandingRow, Assertion]]:
-        """Current fact rows' assertions with their rows, in ledger order, lazily."""
-        for row in self.by_standing["fact"].values_ascending():
-            for assertion in row.assertions:
-                yield row, assertion
+        return tuple(
+            assertion for row in self.rows_in_order("fact") for assertion in row.assertions
+        )
 
     def rows_in_order(self, standing: Standing) -> Iterator[StandingRow]:
         """The current rows of one standing, in ledger order, lazily."""
@@ -145,28 +147,7 @@ class LedgerFold(msgspec.Struct, frozen=True, kw_only=True):
             yield key, self.conflicts[key]
 
 
-def _empty() -> LedgerFold:
-    empty_rows: SeqMap[StandingRow] = SeqMap()
-    return LedgerFold(
-        standing_of=PMap(),
-        current=PMap(),
-        basis_of=PMap(),
-        known=PSet(),
-        conflicts=PMap(),
-        by_standing=MappingProxyType(
-            {s: empty_rows for s in ("fact", "open", "noise", "ruled-out")}
-        ),
-        claims=PMap(),
-        tallies=PMap(),
-        conflict_order=SeqMap(),
-        conflict_since=PMap(),
-        seq_of=PMap(),
-        next_seq=0,
-        fact_entries=0,
-    )
-
-
-EMPTY_FOLD = _empty()
+EMPTY_FOLD = LedgerFold()
 """The fold of an empty ledger (``fold_ledger(None, ())``)."""
 
 
@@ -336,6 +317,14 @@ def file_standing(fold: LedgerFold, row: StandingRow) -> tuple[LedgerFold, tuple
     return folded, tuple(_conflict_row(folded, key, row) for key in newly)
 
 
+def judged_id(message: Message) -> str | None:
+    """The id a standing can judge: a ``tool`` message's non-empty ``tool_call_id``, unless the
+    message was settled without running (``not_dispatched``)."""
+    if message.role == "tool" and message.tool_call_id and not message.not_dispatched:
+        return message.tool_call_id
+    return None
+
+
 _RANK: dict[Standing | None, int] = {"fact": 4, "open": 3, None: 2, "ruled-out": 1, "noise": 0}
 
 
@@ -350,9 +339,10 @@ def turn_standing_of(turn: Turn, standing_of: Mapping[str, Standing]) -> Standin
     best: Standing | None = None
     best_rank = -1
     for message in turn.messages:
-        if message.role != "tool" or not message.tool_call_id or message.not_dispatched:
+        ident = judged_id(message)
+        if ident is None:
             continue
-        standing = standing_of.get(message.tool_call_id)
+        standing = standing_of.get(ident)
         rank = _RANK[standing]
         if rank > best_rank:
             best, best_rank = standing, rank
@@ -371,12 +361,11 @@ def dropped_standings(
     """
     dropped: list[DroppedStanding] = []
     for message in evicted:
-        if message.role != "tool" or not message.tool_call_id:
-            continue
-        standing = None if message.not_dispatched else standing_of.get(message.tool_call_id)
-        dropped.append(
-            DroppedStanding(tool_call_id=message.tool_call_id)
-            if standing is None
-            else DroppedStanding(tool_call_id=message.tool_call_id, standing=standing)
-        )
+        if message.role == "tool" and message.tool_call_id:
+            standing = (
+                msgspec.UNSET
+                if message.not_dispatched
+                else standing_of.get(message.tool_call_id, msgspec.UNSET)
+            )
+            dropped.append(DroppedStanding(tool_call_id=message.tool_call_id, standing=standing))
     return tuple(dropped)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 
@@ -45,9 +45,9 @@ Basis = Literal["direct", "exploratory"]
 Expect = Literal["low", "medium", "high"]
 Stratum = Literal["asserted", "quoted"]
 
-BASES: tuple[str, ...] = ("direct", "exploratory")
-EXPECTS: tuple[str, ...] = ("low", "medium", "high")
-STANDINGS: tuple[str, ...] = ("fact", "open", "noise", "ruled-out")
+BASES: tuple[str, ...] = get_args(Basis)
+EXPECTS: tuple[str, ...] = get_args(Expect)
+STANDINGS: tuple[str, ...] = get_args(Standing)
 
 AssertedValue = str | int | float | bool
 """An assertion's value: a string, a finite number or a boolean (never ``null``)."""
@@ -226,9 +226,7 @@ FindingsRow = BasisRow | StandingRow | ConflictRow
 LedgerRow = BasisRow | StandingRow | ConflictRow | ForeignRow
 
 _OWN_KINDS: dict[str, type[msgspec.Struct]] = {
-    "basis": BasisRow,
-    "standing": StandingRow,
-    "conflict": ConflictRow,
+    str(row_type.__struct_config__.tag): row_type for row_type in get_args(FindingsRow)
 }
 FINDINGS_KINDS: frozenset[str] = frozenset(_OWN_KINDS)
 
@@ -283,8 +281,7 @@ def row_to_wire(row: LedgerRow | msgspec.Struct) -> dict[str, Any]:
     if isinstance(row, ForeignRow):
         return {"kind": row.kind, **row.fields}
     # Through JSON, so arrays come back as lists: exactly what the committed bytes decode to.
-    wire: dict[str, Any] = _decode(_encode(row))
-    return wire
+    return _decode(_encode(row))
 
 
 def rows_to_wire(rows: Iterable[LedgerRow | msgspec.Struct]) -> list[dict[str, Any]]:
@@ -294,6 +291,10 @@ def rows_to_wire(rows: Iterable[LedgerRow | msgspec.Struct]) -> list[dict[str, A
 
 def _kind_of(raw: object) -> object:
     return raw.get("kind") if isinstance(raw, Mapping) else None
+
+
+def _foreign(kind: str, raw: Mapping[str, Any]) -> ForeignRow:
+    return ForeignRow(kind=kind, fields={k: v for k, v in raw.items() if k != "kind"})
 
 
 def row_from_wire(raw: Mapping[str, Any]) -> LedgerRow:
@@ -306,11 +307,10 @@ def row_from_wire(raw: Mapping[str, Any]) -> LedgerRow:
     kind = _kind_of(raw)
     own = _OWN_KINDS.get(kind) if isinstance(kind, str) else None
     if own is not None:
-        decoded: FindingsRow = msgspec.convert(raw, type=own)  # type: ignore[assignment]
-        return decoded
+        return msgspec.convert(raw, type=own)  # type: ignore[return-value]
     if not isinstance(kind, str):
         raise msgspec.ValidationError(f"a ledger row needs a string 'kind', not {shown(kind)}")
-    return ForeignRow(kind=kind, fields={k: v for k, v in raw.items() if k != "kind"})
+    return _foreign(kind, raw)
 
 
 def rows_from_wire(raw: Iterable[Mapping[str, Any]]) -> tuple[LedgerRow, ...]:
@@ -337,9 +337,11 @@ def _invalid(index: int, kind: object, field: str, detail: str) -> CheckpointInv
     )
 
 
-def _text_problem(path: str, value: object) -> tuple[str, str] | None:
-    if isinstance(value, str) and len(value) > TEXT_CAP:
-        return path, f"longer than {TEXT_CAP} code points"
+def _text_problem(*texts: tuple[str, object]) -> tuple[str, str] | None:
+    """The first ``(path, value)`` whose value is a string longer than ``TEXT_CAP``."""
+    for path, value in texts:
+        if isinstance(value, str) and len(value) > TEXT_CAP:
+            return path, f"longer than {TEXT_CAP} code points"
     return None
 
 
@@ -347,15 +349,14 @@ def _assertion_problem(path: str, assertion: Assertion, row: StandingRow) -> tup
     value = assertion.value
     if isinstance(value, float) and not math.isfinite(value):
         return f"{path}.value", "not a finite number"
-    for sub, text in (
-        ("subject.kind", assertion.subject.kind),
-        ("subject.id", assertion.subject.id),
-        ("predicate", assertion.predicate),
-        ("value", value),
-    ):
-        problem = _text_problem(f"{path}.{sub}", text)
-        if problem:
-            return problem
+    problem = _text_problem(
+        (f"{path}.subject.kind", assertion.subject.kind),
+        (f"{path}.subject.id", assertion.subject.id),
+        (f"{path}.predicate", assertion.predicate),
+        (f"{path}.value", value),
+    )
+    if problem:
+        return problem
     stratum = "asserted" if row.standing == "fact" else "quoted"
     if assertion.stratum != stratum:
         return f"{path}.stratum", f"must be {stratum!r} on a {row.standing} row"
@@ -364,45 +365,29 @@ def _assertion_problem(path: str, assertion: Assertion, row: StandingRow) -> tup
     return None
 
 
-def _counts_problem(row: BasisRow | StandingRow) -> tuple[str, str] | None:
+def _row_problem(row: FindingsRow) -> tuple[str, str] | None:
+    """The first rule a typed findings row breaks, as (wire path, what is wrong)."""
     if row.turn < 1:
         return "turn", "must be >= 1"
     if row.iteration < 1:
         return "iteration", "must be >= 1"
+    if isinstance(row, ConflictRow):
+        if len(row.witnesses) < 2:
+            return "witnesses", "a conflict needs at least two witnesses"
+        return None
     if isinstance(row.malformed, int) and row.malformed < 1:
         return "malformed", "must be >= 1 when present"
     if isinstance(row.cut, tuple) and not row.cut:
         return "cut", "must not be empty when present"
-    return None
-
-
-def _row_problem(row: FindingsRow) -> tuple[str, str] | None:
-    """The first rule a typed findings row breaks, as (wire path, what is wrong)."""
-    if isinstance(row, ConflictRow):
-        if row.turn < 1:
-            return "turn", "must be >= 1"
-        if row.iteration < 1:
-            return "iteration", "must be >= 1"
-        if len(row.witnesses) < 2:
-            return "witnesses", "a conflict needs at least two witnesses"
-        return None
-    problem = _counts_problem(row)
-    if problem:
-        return problem
     if isinstance(row, BasisRow):
-        for name in ("proposition", "predicts"):
-            problem = _text_problem(name, getattr(row, name))
-            if problem:
-                return problem
-        return None
+        return _text_problem(("proposition", row.proposition), ("predicts", row.predicts))
     if row.settles is not msgspec.UNSET and row.standing != "open":
         return "settles", "only an open row carries settles"
     if row.line is not msgspec.UNSET and row.standing != "ruled-out":
         return "line", "only a ruled-out row carries line"
-    for name in ("settles", "line"):
-        problem = _text_problem(name, getattr(row, name))
-        if problem:
-            return problem
+    problem = _text_problem(("settles", row.settles), ("line", row.line))
+    if problem:
+        return problem
     if row.standing == "noise" and row.assertions:
         return "assertions", "a noise row carries no assertions"
     for position, assertion in enumerate(row.assertions):
@@ -444,9 +429,7 @@ def validate_rows(
         if not isinstance(kind, str):
             raise _invalid(index, kind, "kind", "a row needs a string kind")
         if checked_elsewhere is not None and checked_elsewhere(index, item):
-            rows.append(
-                ForeignRow(kind=kind, fields={k: v for k, v in item.items() if k != "kind"})
-            )
+            rows.append(_foreign(kind, item))
             continue
         struct_type = _registry.get(kind)
         if struct_type is None:
@@ -462,7 +445,5 @@ def validate_rows(
                 raise _invalid(index, kind, *problem)
             rows.append(typed)
         else:
-            rows.append(
-                ForeignRow(kind=kind, fields={k: v for k, v in item.items() if k != "kind"})
-            )
+            rows.append(_foreign(kind, item))
     return tuple(rows)

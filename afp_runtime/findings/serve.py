@@ -35,7 +35,7 @@ import msgspec
 from afp_runtime.findings import texts
 from afp_runtime.findings.config import FindingsConfig
 from afp_runtime.findings.declare import FINDINGS_ARG
-from afp_runtime.findings.fold import LedgerFold
+from afp_runtime.findings.fold import LedgerFold, judged_id
 from afp_runtime.findings.limits import FINDINGS_LIST_CAP, OFFER_CAP
 from afp_runtime.findings.rows import BASES, EXPECTS, STANDINGS, AssertedValue
 from afp_runtime.findings.texts import FINDINGS_INSTRUCTION
@@ -80,15 +80,6 @@ class ServedFindings(msgspec.Struct, frozen=True, kw_only=True):
     messages: tuple[Message, ...]
 
 
-def _offerable(message: Message, standing_of: Mapping[str, Standing]) -> bool:
-    return (
-        message.role == "tool"
-        and bool(message.tool_call_id)
-        and not message.not_dispatched
-        and standing_of.get(message.tool_call_id or "") in (None, "fact", "open")
-    )
-
-
 def offer_ids(window: Sequence[Message], standing_of: Mapping[str, Standing]) -> Offer:
     """The results the model may judge next, newest first, at most 32
     (docs/findings.md#the-offer-of-result-ids).
@@ -98,10 +89,15 @@ def offer_ids(window: Sequence[Message], standing_of: Mapping[str, Standing]) ->
     """
     seen: dict[str, None] = {}
     for message in reversed(window):
-        if _offerable(message, standing_of) and message.tool_call_id not in seen:
-            seen[message.tool_call_id or ""] = None
+        ident = judged_id(message)
+        if ident is not None and standing_of.get(ident) in (None, "fact", "open"):
+            seen.setdefault(ident, None)
     ids = tuple(seen)
     return Offer(ids=ids[:OFFER_CAP], left_out=max(0, len(ids) - OFFER_CAP))
+
+
+def _choice(values: Sequence[str], description: str) -> dict[str, Any]:
+    return {"type": "string", "enum": list(values), "description": description}
 
 
 def _findings_schema(offer: Offer) -> dict[str, Any]:
@@ -135,11 +131,7 @@ def _findings_schema(offer: Offer) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "toolCallId": tool_call_id,
-            "standing": {
-                "type": "string",
-                "enum": list(STANDINGS),
-                "description": texts.STANDING_DESCRIPTION,
-            },
+            "standing": _choice(STANDINGS, texts.STANDING_DESCRIPTION),
             "sought": {"type": "boolean", "description": texts.SOUGHT_DESCRIPTION},
             "assertions": {
                 "type": "array",
@@ -155,16 +147,8 @@ def _findings_schema(offer: Offer) -> dict[str, Any]:
         "type": "object",
         "description": texts.FINDINGS_DESCRIPTION,
         "properties": {
-            "basis": {
-                "type": "string",
-                "enum": list(BASES),
-                "description": texts.BASIS_DESCRIPTION,
-            },
-            "expect": {
-                "type": "string",
-                "enum": list(EXPECTS),
-                "description": texts.EXPECT_DESCRIPTION,
-            },
+            "basis": _choice(BASES, texts.BASIS_DESCRIPTION),
+            "expect": _choice(EXPECTS, texts.EXPECT_DESCRIPTION),
             "proposition": {"type": "string", "description": texts.PROPOSITION_DESCRIPTION},
             "predicts": {"type": "string", "description": texts.PREDICTS_DESCRIPTION},
             "previous": {
@@ -276,14 +260,8 @@ def _open_lines(fold: LedgerFold) -> Iterator[str]:
 
 
 def _undeclared_in_view(window: Sequence[Message], standing_of: Mapping[str, Standing]) -> int:
-    return sum(
-        1
-        for m in window
-        if m.role == "tool"
-        and m.tool_call_id
-        and not m.not_dispatched
-        and m.tool_call_id not in standing_of
-    )
+    judged = (judged_id(m) for m in window)
+    return sum(1 for ident in judged if ident is not None and ident not in standing_of)
 
 
 def ledger_piece(window: Sequence[Message], fold: LedgerFold, config: FindingsConfig) -> str | None:
@@ -311,10 +289,15 @@ def ledger_piece(window: Sequence[Message], fold: LedgerFold, config: FindingsCo
     return "\n".join(lines)
 
 
-def _stubbed(standing: Standing | None, config: FindingsConfig) -> bool:
-    if standing in ("noise", "ruled-out"):
-        return True
-    return standing == "fact" and config.serve == "ledger-only"
+def _served_copy(
+    message: Message, standing_of: Mapping[str, Standing], config: FindingsConfig
+) -> Message:
+    """The message as served: its stub when its result is set aside, else the message itself."""
+    ident = judged_id(message)
+    standing = None if ident is None else standing_of.get(ident)
+    if standing in ("noise", "ruled-out") or (standing == "fact" and config.serve == "ledger-only"):
+        return stub_for(message, standing)
+    return message
 
 
 def stub_for(message: Message, standing: Standing) -> Message:
@@ -334,20 +317,8 @@ def serve_findings(
         window as served: each result judged ``noise`` or ``ruled-out`` (and ``fact`` under
         ``serve="ledger-only"``) replaced by its stub; roles, ids, order and count unchanged.
     """
-    standing_of = fold.standing_of
-    served: list[Message] = []
-    for message in window:
-        standing = (
-            standing_of.get(message.tool_call_id)
-            if message.role == "tool" and message.tool_call_id and not message.not_dispatched
-            else None
-        )
-        if standing is not None and _stubbed(standing, config):
-            served.append(stub_for(message, standing))
-        else:
-            served.append(message)
     return ServedFindings(
         instruction=FINDINGS_INSTRUCTION,
         ledger_piece=ledger_piece(window, fold, config),
-        messages=tuple(served),
+        messages=tuple(_served_copy(m, fold.standing_of, config) for m in window),
     )

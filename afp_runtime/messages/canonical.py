@@ -74,11 +74,11 @@ def sha256_hex(data: bytes) -> str:
 
 def fingerprint(message: Message) -> str:
     """SHA-256 (64 lower-case hex) of the message's canonical body; markers excluded."""
-    return hashlib.sha256(message_body(message)).hexdigest()
+    return sha256_hex(message_body(message))
 
 
 def salted(run_id: str, data: bytes | str) -> str:
     """SHA-256 of ``run_id``, a unit separator and ``data``: the receipt digest H."""
     if isinstance(data, str):
         data = data.encode("utf-8")
-    return hashlib.sha256(run_id.encode("utf-8") + b"\x1f" + data).hexdigest()
+    return sha256_hex(run_id.encode("utf-8") + b"\x1f" + data)

@@ -150,34 +150,23 @@ class Txn(msgspec.Struct, kw_only=True):
 
     def absorb(self, other: Txn) -> None:
         """Merge a later transaction's writes into this one (batching durability modes)."""
-        self.bundles.extend(other.bundles)
-        self.items.extend(other.items)
+        for name in _ROW_LISTS:
+            getattr(self, name).extend(getattr(other, name))
         self.conversation = other.conversation or self.conversation
         self.run_start = self.run_start or other.run_start
         self.run_end = other.run_end or self.run_end
-        self.inbox.extend(other.inbox)
-        self.journal.extend(other.journal)
-        self.folded.extend(other.folded)
-        self.ledger.extend(other.ledger)
-        self.questions.extend(other.questions)
         self.crashed_run = self.crashed_run or other.crashed_run
         self.replace_conversation = self.replace_conversation or other.replace_conversation
         self.full = self.full or other.full
 
     def empty(self) -> bool:
         """True when the transaction writes nothing."""
-        return not (
-            self.bundles
-            or self.items
-            or self.conversation
-            or self.run_start
-            or self.run_end
-            or self.inbox
-            or self.journal
-            or self.folded
-            or self.ledger
-            or self.questions
-        )
+        rows = any(getattr(self, name) for name in _ROW_LISTS)
+        return not (rows or self.conversation or self.run_start or self.run_end)
+
+
+# The list fields of a ``Txn``: merging extends each, and a transaction with none writes nothing.
+_ROW_LISTS = ("bundles", "items", "inbox", "journal", "folded", "ledger", "questions")
 
 
 def crashed_at_ms(txn: Txn) -> int | None:

@@ -48,37 +48,20 @@ from afp_runtime.records import MessageRef, RunLog
 from afp_runtime.served.gaps import excused_fields
 from afp_runtime.served.locate import find
 from afp_runtime.served.receipt import (
+    Basis,
     Receipt,
     extend_digest,
     request_only_hash,
     schema_hash,
     start_digest,
 )
-from afp_runtime.served.view import ServedView, as_sent_slots, thaw_message
+from afp_runtime.served.view import ServedBasis, ServedView, as_sent_slots, thaw_message
 
 ClauseStatus = Literal["pass", "fail", "excused", "not-checkable"]
 Verdict = Literal["verified", "reconstructed", "damaged"]
 
-CLAUSES: Final[tuple[str, ...]] = (
-    "epoch",
-    "system.hash",
-    "system.chars",
-    "system.pieces",
-    "messages.count",
-    "messages.digest",
-    "messages.newEntries",
-    "messages.requestOnly",
-    "tools.names",
-    "tools.forced",
-    "tools.withheld",
-    "tools.schemaHashes",
-    "wire",
-)
-
-# The receipt paths a clause's mismatch concerns (for excuses); others name themselves.
-_CLAUSE_FIELDS: Final[Mapping[str, frozenset[str]]] = {
-    "wire": frozenset({"wire.hash", "wire.bytes"}),
-}
+# The receipt paths a wire mismatch concerns (for excuses); every other clause names itself.
+_WIRE_FIELDS: Final = frozenset({"wire.hash", "wire.bytes"})
 _COMPOSITION_PREFIXES: Final = ("system.", "messages.", "tools.")
 
 
@@ -249,6 +232,8 @@ _CHECKS: Final[Mapping[str, _Clause]] = {
     "tools.schemaHashes": _schema_hashes,
 }
 
+CLAUSES: Final[tuple[str, ...]] = (*_CHECKS, "wire")
+
 
 def _damaged_index(view: ServedView, log: RunLog) -> str | None:
     """The first as-sent reference whose stored body does not hash to its fingerprint."""
@@ -317,15 +302,8 @@ def check(
         log: the run's log, to name the damaged body when the message digest differs.
     """
     gaps = tuple(gap.gap for gap in view.gaps)
-    run_id = (
-        receipt.basis.run_id
-        if receipt is not None
-        else view.basis.run_id
-        if view.basis is not None
-        else log.run_id
-        if log is not None
-        else None
-    )
+    basis: Basis | ServedBasis | None = view.basis if receipt is None else receipt.basis
+    run_id = basis.run_id if basis is not None else log.run_id if log is not None else None
     if receipt is None:
         results = tuple(
             ClauseResult(clause=clause, status="not-checkable", detail="no-receipt")
@@ -345,8 +323,7 @@ def check(
         if detail is None:
             results_list.append(ClauseResult(clause=clause, status="pass"))
             continue
-        fields = _CLAUSE_FIELDS.get(clause, frozenset({clause}))
-        if fields & excused:
+        if clause in excused:
             results_list.append(ClauseResult(clause=clause, status="excused", detail=detail))
             continue
         if clause == "messages.digest" and log is not None:
@@ -362,7 +339,7 @@ def check(
         status, wire_detail = "not-checkable", "composition-incomplete"
     else:
         status, wire_detail = _wire(view, receipt, encoder)
-        if status == "fail" and _CLAUSE_FIELDS["wire"] & excused:
+        if status == "fail" and _WIRE_FIELDS & excused:
             status = "excused"
     results_list.append(ClauseResult(clause="wire", status=status, detail=wire_detail))
     results = tuple(results_list)

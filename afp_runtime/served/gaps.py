@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import msgspec
 
@@ -39,15 +39,7 @@ GapKind = Literal[
 
 ReceiptCause = Literal["receipt-missing", "receipt-shape-rejected"]
 
-GAP_KINDS: Final[tuple[GapKind, ...]] = (
-    "no-fold-base",
-    "no-conversation-on-record",
-    "body-missing",
-    "no-receipt-on-record",
-    "no-wire-digest",
-    "wire-not-reproducible",
-    "provider-defaults",
-)
+GAP_KINDS: Final[tuple[GapKind, ...]] = get_args(GapKind)
 
 # How many missing fingerprints ``body-missing`` lists before it counts the rest.
 MAX_GAP_REFS: Final = 32

@@ -75,13 +75,11 @@ def check_epoch(k: object) -> int:
     return k
 
 
-def _receipt(anchor: Anchor, position: int) -> Located:
-    return Located(
-        anchor=anchor,
-        position=position,
-        call_seq=anchor.seq + 1,
-        call_runtime_stage_id=runtime_stage_id("call-model", anchor.seq + 1),
-    )
+def _located(anchor: Anchor, position: int) -> Located:
+    """The epoch ``anchor`` starts: a receipt is answered by the next bundle, a lone
+    ``call-model`` anchor answers itself."""
+    call_seq = anchor.seq + 1 if anchor.stage == "receipt" else anchor.seq
+    return Located(anchor, position, call_seq, runtime_stage_id("call-model", call_seq))
 
 
 class Locator:
@@ -94,22 +92,17 @@ class Locator:
     def feed(self, anchor: Anchor) -> Located | None:
         """Take the next anchor; return the epoch it starts, if it starts one."""
         previous, self._previous = self._previous, anchor
-        if anchor.stage == "receipt":
-            found = _receipt(anchor, len(self.located) + 1)
-        elif anchor.stage != "call-model" or (
-            previous is not None
-            and previous.stage == "receipt"
-            and previous.seq == anchor.seq - 1
-            and previous.iteration == anchor.iteration
+        if anchor.stage != "receipt" and (
+            anchor.stage != "call-model"
+            or (
+                previous is not None
+                and previous.stage == "receipt"
+                and previous.seq == anchor.seq - 1
+                and previous.iteration == anchor.iteration
+            )
         ):
             return None
-        else:
-            found = Located(
-                anchor=anchor,
-                position=len(self.located) + 1,
-                call_seq=anchor.seq,
-                call_runtime_stage_id=runtime_stage_id("call-model", anchor.seq),
-            )
+        found = _located(anchor, len(self.located) + 1)
         self.located.append(found)
         return found
 
@@ -148,7 +141,7 @@ def find(log: RunLog, k: int) -> tuple[Located, int] | None:
         and anchor.stage == "receipt"
         and readable_int(log.value_at("iteration", anchor.seq)) == k
     ):
-        return _receipt(anchor, 0), k
+        return _located(anchor, 0), k
     located = locate_all(log.anchors())
     candidates = [found for found in located if found.anchor.iteration == k]
     if k <= len(located) and located[k - 1] not in candidates:
@@ -160,9 +153,9 @@ def find(log: RunLog, k: int) -> tuple[Located, int] | None:
     return None
 
 
-def _write(bundle: CommitBundle, key: str) -> Any:
-    """The value of the last ``set`` of ``key`` in one bundle, or None."""
-    value = None
+def last_set(bundle: CommitBundle, key: str, default: Any = None) -> Any:
+    """The value of the last ``set`` of ``key`` in one bundle, or ``default``."""
+    value = default
     for write in bundle.writes:
         if write.key == key and write.verb == "set":
             value = write.value
@@ -183,10 +176,10 @@ def outcome_of(log: RunLog, found: Located) -> tuple[Outcome, int]:
     bundle = log.bundle(found.call_seq)
     if bundle is None or bundle.stage != "call-model" or bundle.iteration != found.anchor.iteration:
         return ("in-flight" if log.live else "abandoned"), 0
-    reply = _write(bundle, "reply")
+    reply = last_set(bundle, "reply")
     if reply is not None:
         return "replied", _attempts(reply)
-    return "failed", _attempts(_write(bundle, "callFailure"))
+    return "failed", _attempts(last_set(bundle, "callFailure"))
 
 
 def location(log: RunLog, found: Located, number: int) -> EpochLocation:

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from afp_runtime.errors import InvalidValue, shown
-from afp_runtime.messages import Message, fingerprint, message_body
+from afp_runtime.messages import Message, message_body, sha256_hex
 from afp_runtime.records import (
     MESSAGE_LIST_KEYS,
     UNKNOWN,
@@ -37,7 +37,7 @@ from afp_runtime.records import (
     Write,
     runtime_stage_id,
 )
-from afp_runtime.served.view import as_ref, served_enc_hook, thaw_message
+from afp_runtime.served.view import apply_write, as_ref, served_enc_hook, thaw_message
 
 _encoder = msgspec.json.Encoder(enc_hook=served_enc_hook)
 _refs_decoder = msgspec.json.Decoder(tuple[MessageRef, ...])
@@ -47,10 +47,8 @@ _AFTER = 1 << 62
 
 
 class _Meta(NamedTuple):
-    stage: str
-    runtime_stage_id: str
-    iteration: int
-    committed_at_ms: int
+    # The bundle without its writes, which are kept as (key, verb, stored JSON) alone.
+    head: CommitBundle
     writes: tuple[tuple[str, str, bytes | None], ...]
 
 
@@ -104,20 +102,16 @@ class MemoryRunLog:
         items = value if isinstance(value, list | tuple) else (value,)
         refs: list[MessageRef] = []
         for index, item in enumerate(items):
+            ref: MessageRef | None
             if isinstance(item, Message):
-                plain = thaw_message(item)
-                fp = fingerprint(plain)
-                self._bodies.setdefault(fp, message_body(plain))
-                refs.append(
-                    MessageRef(
-                        fingerprint=fp,
-                        not_dispatched=item.not_dispatched,
-                        injected_by=item.injected_by,
-                    )
+                body = message_body(thaw_message(item))
+                ref = MessageRef(
+                    fingerprint=sha256_hex(body),
+                    not_dispatched=item.not_dispatched,
+                    injected_by=item.injected_by,
                 )
-                continue
-            ref = as_ref(item)
-            if ref is None:
+                self._bodies.setdefault(ref.fingerprint, body)
+            elif (ref := as_ref(item)) is None:
                 raise InvalidValue(
                     f"{key}[{index}] is neither a message nor a message reference",
                     field=f"{key}[{index}]",
@@ -141,19 +135,14 @@ class MemoryRunLog:
             writes.append((write.key, write.verb, data))
             entries = self._index.setdefault(write.key, [])
             bisect.insort(entries, _Entry(bundle.seq, order, write.verb, data))
-        self._meta[bundle.seq] = _Meta(
-            stage=bundle.stage,
-            runtime_stage_id=bundle.runtime_stage_id,
-            iteration=bundle.iteration,
-            committed_at_ms=bundle.committed_at_ms,
-            writes=tuple(writes),
-        )
+        head = msgspec.structs.replace(bundle, run_id=self.run_id, writes=())
+        self._meta[bundle.seq] = _Meta(head, tuple(writes))
         bisect.insort(self._seqs, bundle.seq)
         if bundle.stage == "receipt":
             bisect.insort(self._receipts.setdefault(bundle.iteration, []), bundle.seq)
         if self._forced_base is None:
             first = self._meta.get(0)
-            self.has_base = first is not None and first.stage == "seed"
+            self.has_base = first is not None and first.head.stage == "seed"
 
     def append(
         self,
@@ -190,9 +179,9 @@ class MemoryRunLog:
     def anchors(self) -> tuple[Anchor, ...]:
         """Every ``receipt`` and ``call-model`` bundle, in commit order."""
         return tuple(
-            Anchor(seq=seq, stage=meta.stage, iteration=meta.iteration)
+            Anchor(seq=seq, stage=head.stage, iteration=head.iteration)
             for seq in self._seqs
-            if (meta := self._meta[seq]).stage in ("receipt", "call-model")
+            if (head := self._meta[seq].head).stage in ("receipt", "call-model")
         )
 
     def anchor_at(self, epoch: int) -> Anchor | None:
@@ -207,18 +196,11 @@ class MemoryRunLog:
         meta = self._meta.get(seq)
         if meta is None:
             return None
-        return CommitBundle(
-            run_id=self.run_id,
-            seq=seq,
-            stage=meta.stage,
-            runtime_stage_id=meta.runtime_stage_id,
-            iteration=meta.iteration,
-            writes=tuple(
-                Write(key=key, verb=verb, value=self._decode(key, data))  # type: ignore[arg-type]
-                for key, verb, data in meta.writes
-            ),
-            committed_at_ms=meta.committed_at_ms,
+        writes = tuple(
+            Write(key=key, verb=verb, value=self._decode(key, data))  # type: ignore[arg-type]
+            for key, verb, data in meta.writes
         )
+        return msgspec.structs.replace(meta.head, writes=writes)
 
     def bundles(self, from_seq: int = 0) -> Iterator[CommitBundle]:
         """Bundles in commit order from ``from_seq``."""
@@ -237,17 +219,10 @@ class MemoryRunLog:
         start = end - 1
         while start > 0 and entries[start].verb == "append":
             start -= 1
-        value: Any = UNKNOWN
+        fold: dict[str, Any] = {key: UNKNOWN}
         for entry in entries[max(start, 0) : end]:
-            if entry.verb == "set":
-                value = self._decode(key, entry.data)
-            elif entry.verb == "delete":
-                value = UNKNOWN
-            else:
-                items = self._decode(key, entry.data)
-                base = list(value) if isinstance(value, list | tuple) else []
-                base.extend(items if isinstance(items, list | tuple) else (items,))
-                value = base
+            apply_write(fold, key, entry.verb, self._decode(key, entry.data))
+        value = fold[key]
         if key in MESSAGE_LIST_KEYS and isinstance(value, list):
             return tuple(value)
         return value

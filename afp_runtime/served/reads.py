@@ -24,9 +24,9 @@ from typing import Any
 import msgspec
 
 from afp_runtime.messages import Message, message_from_body
-from afp_runtime.records import CommitBundle, MessageRef, RunLog, StoredFoldedSpan
-from afp_runtime.served.locate import EpochLocation, epochs
-from afp_runtime.served.view import ServedView, receipt_at, view_of
+from afp_runtime.records import MessageRef, RunLog, StoredFoldedSpan
+from afp_runtime.served.locate import EpochLocation, epochs, last_set
+from afp_runtime.served.view import ServedView, receipt_at, receipt_write, view_of
 
 
 class EpochEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -57,28 +57,19 @@ class EpochEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     gaps: list[str]
 
 
-def _write(bundle: CommitBundle | None, key: str) -> Any:
-    if bundle is None:
-        return None
-    for write in bundle.writes:
-        if write.key == key:
-            return write.value
-    return None
-
-
 def _reply_of(log: RunLog, location: EpochLocation) -> Mapping[str, Any] | None:
     call = log.bundle(location.anchor_seq)
     if call is None or call.stage != "call-model":
         call = log.bundle(location.anchor_seq + 1)
         if call is None or call.stage != "call-model":
             return None
-    reply = _write(call, "reply")
+    reply = last_set(call, "reply")
     return reply if isinstance(reply, Mapping) else None
 
 
 def epoch_entry(log: RunLog, location: EpochLocation, view: ServedView) -> EpochEntry:
     """The listing entry of one located epoch."""
-    receipt = _write(log.bundle(location.anchor_seq), "receipt")
+    receipt = receipt_write(log.bundle(location.anchor_seq))
     agent_call = receipt.get("agentCall") if isinstance(receipt, Mapping) else None
     reply = _reply_of(log, location)
     calls = reply.get("toolCalls") if reply is not None else None

@@ -8,6 +8,7 @@ messages) while the window only grows
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -166,10 +167,8 @@ def new_entries(
     (``base`` counts the base call's fingerprints); of a fingerprint's occurrences, the surplus
     is taken from the last ones.
     """
-    counts: dict[str, int] = {}
-    for fp in fingerprints:
-        counts[fp] = counts.get(fp, 0) + 1
-    surplus = {fp: n - base.get(fp, 0) for fp, n in counts.items() if n > base.get(fp, 0)}
+    surplus = Counter(fingerprints)
+    surplus.subtract(base)
     picked: list[int] = []
     for index in range(len(fingerprints) - 1, -1, -1):
         fp = fingerprints[index]

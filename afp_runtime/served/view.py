@@ -38,14 +38,14 @@ Readings settled here (docs/served.md leaves them open or does not cover them):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 
 from afp_runtime.messages import Message, ToolSchema, message_from_body
-from afp_runtime.records import UNKNOWN, Anchor, CommitBundle, MessageRef, RunLog, Write
+from afp_runtime.records import UNKNOWN, Anchor, CommitBundle, MessageRef, RunLog
 from afp_runtime.served.gaps import (
     ReceiptCause,
     ServedGap,
@@ -57,10 +57,13 @@ from afp_runtime.served.locate import (
     Locator,
     check_epoch,
     find,
+    last_set,
     number_of,
     readable_int,
 )
 from afp_runtime.served.receipt import RECEIPT_VERSION, Receipt
+
+_T = TypeVar("_T")
 
 # The keys a view reads at its call.
 VIEW_KEYS: Final = (
@@ -111,23 +114,19 @@ def encode_served(value: Any) -> bytes:
     return _json_encoder.encode(value)
 
 
-def _frozen_message(message: Message) -> Message:
+def _with_args(message: Message, convert: Callable[[Any], Any]) -> Message:
+    """The message with each tool call's ``args`` passed through ``convert``."""
     if not message.tool_calls:
         return message
     calls = tuple(
-        msgspec.structs.replace(call, args=freeze(call.args)) for call in message.tool_calls
+        msgspec.structs.replace(call, args=convert(call.args)) for call in message.tool_calls
     )
     return msgspec.structs.replace(message, tool_calls=calls)
 
 
 def thaw_message(message: Message) -> Message:
     """The message with plain ``args`` dicts, ready for ``canonical_json`` and encoders."""
-    if not message.tool_calls:
-        return message
-    calls = tuple(
-        msgspec.structs.replace(call, args=thaw(call.args)) for call in message.tool_calls
-    )
-    return msgspec.structs.replace(message, tool_calls=calls)
+    return _with_args(message, thaw)
 
 
 # --- the view -------------------------------------------------------------------------------
@@ -227,11 +226,7 @@ def receipt_write(bundle: CommitBundle | None) -> Any:
     """The value of the anchor bundle's ``receipt`` write, or ``UNKNOWN`` without one."""
     if bundle is None or bundle.stage != "receipt":
         return UNKNOWN
-    value: Any = UNKNOWN
-    for write in bundle.writes:
-        if write.key == "receipt" and write.verb == "set":
-            value = write.value
-    return value
+    return last_set(bundle, "receipt", UNKNOWN)
 
 
 def accept_receipt(value: Any) -> tuple[Receipt | None, ReceiptCause | None]:
@@ -244,15 +239,9 @@ def accept_receipt(value: Any) -> tuple[Receipt | None, ReceiptCause | None]:
     if not isinstance(value, Mapping):
         return None, "receipt-shape-rejected"
     version = readable_int(value.get("version"))
-    basis = value.get("basis")
-    if (
-        version is None
-        or not 1 <= version <= RECEIPT_VERSION
-        or not isinstance(basis, Mapping)
-        or readable_int(basis.get("epoch")) is None
-    ):
+    if version is None or not 1 <= version <= RECEIPT_VERSION:
         return None, "receipt-shape-rejected"
-    try:
+    try:  # strict: ``basis.epoch`` (like every int) refuses a bool
         return msgspec.convert(value, Receipt), None
     except (msgspec.ValidationError, ValueError):
         return None, "receipt-shape-rejected"
@@ -298,7 +287,7 @@ class Bodies:
                     base = msgspec.structs.replace(
                         base, not_dispatched=ref.not_dispatched, injected_by=ref.injected_by
                     )
-                base = _frozen_message(base)
+                base = _with_args(base, freeze)
             self._marked[key] = base
         return self._marked[key]
 
@@ -365,59 +354,23 @@ def _bare_ref(item: Mapping[str, Any], text_key: str) -> str | None:
     return None
 
 
-def _pieces(value: Any, lost: _Lost) -> tuple[ServedPiece, ...]:
-    pieces: list[ServedPiece] = []
+def _elements(value: Any, lost: _Lost, container: str, text_key: str, into: type[_T]) -> list[_T]:
+    """The elements of a stored list that decode into ``into``. One that arrived as a bare
+    reference (its text lost) is reported to ``lost`` instead; any other element that does not
+    decode is damage, skipped."""
+    decoded: list[_T] = []
     for item in value if isinstance(value, list | tuple) else ():
         if not isinstance(item, Mapping):
             continue
-        fp = _bare_ref(item, "text")
+        fp = _bare_ref(item, text_key)
         if fp is not None:
-            lost.add("pieces", fp)
-            continue
-        text, slot, source = item.get("text"), item.get("slot"), item.get("source")
-        if isinstance(text, str) and isinstance(slot, str) and isinstance(source, str) and text:
-            pieces.append(ServedPiece(text=text, slot=slot, source=source))
-    return tuple(pieces)
-
-
-def _request_only(value: Any, lost: _Lost) -> tuple[RequestOnlyLine, ...]:
-    lines: list[RequestOnlyLine] = []
-    for item in value if isinstance(value, list | tuple) else ():
-        if not isinstance(item, Mapping):
-            continue
-        fp = _bare_ref(item, "text")
-        if fp is not None:
-            lost.add("requestOnly", fp)
-            continue
-        role, text, reason = item.get("role"), item.get("text"), item.get("reason")
-        if isinstance(role, str) and isinstance(text, str) and isinstance(reason, str):
-            lines.append(RequestOnlyLine(role=role, text=text, reason=reason))
-    return tuple(lines)
-
-
-def _schemas(value: Any, lost: _Lost) -> tuple[ServedTool, ...]:
-    schemas: list[ServedTool] = []
-    for item in value if isinstance(value, list | tuple) else ():
-        if isinstance(item, msgspec.Struct):
-            item = msgspec.to_builtins(item)
-        if not isinstance(item, Mapping):
-            continue
-        fp = _bare_ref(item, "name")
-        if fp is not None:
-            lost.add("schemas", fp)
+            lost.add(container, fp)
             continue
         try:
-            schema = msgspec.convert(item, ToolSchema)
+            decoded.append(msgspec.convert(item, into))
         except (msgspec.ValidationError, ValueError):
             continue
-        schemas.append(
-            ServedTool(
-                name=schema.name,
-                description=schema.description,
-                input_schema=freeze(schema.input_schema),
-            )
-        )
-    return tuple(schemas)
+    return decoded
 
 
 def _as_sent(history: Any, substitutions: Any, bodies: Bodies, lost: _Lost) -> tuple[Message, ...]:
@@ -426,7 +379,7 @@ def _as_sent(history: Any, substitutions: Any, bodies: Bodies, lost: _Lost) -> t
     sent: list[Message] = []
     for slot in as_sent_slots(history, substitutions):
         if isinstance(slot, Message):
-            sent.append(_frozen_message(slot))
+            sent.append(_with_args(slot, freeze))
         elif isinstance(slot, MessageRef):
             found = bodies.resolve(slot)
             if found is None:
@@ -449,19 +402,31 @@ def compose(
     (docs/served.md#rebuild-order)."""
     receipt, cause = accept_receipt(receipt_value)
     lost = _Lost()
-    pieces = _pieces(values["systemPieces"], lost)
+    pieces = tuple(
+        piece
+        for piece in _elements(values["systemPieces"], lost, "pieces", "text", ServedPiece)
+        if piece.text
+    )
     history = values["history"]
     subs = values["substitutions"]
     as_sent = _as_sent(history, subs, bodies, lost)
-    request_only = _request_only(values["requestOnly"], lost)
-    schemas = _schemas(values["servedTools"], lost)
+    request_only = tuple(
+        _elements(values["requestOnly"], lost, "requestOnly", "text", RequestOnlyLine)
+    )
+    tools = values["servedTools"]
+    if isinstance(tools, list | tuple):  # a log may hand back the ToolSchema structs the loop wrote
+        tools = [msgspec.to_builtins(t) if isinstance(t, msgspec.Struct) else t for t in tools]
+    schemas = tuple(
+        ServedTool(
+            name=schema.name,
+            description=schema.description,
+            input_schema=freeze(schema.input_schema),
+        )
+        for schema in _elements(tools, lost, "schemas", "name", ToolSchema)
+    )
     names = tuple(schema.name for schema in schemas)
     forced_tool = values["forcedTool"]
-    forced = (
-        forced_tool
-        if isinstance(forced_tool, str) and forced_tool and forced_tool in names
-        else None
-    )
+    forced = forced_tool if forced_tool and forced_tool in names else None
     withheld: Literal["wrap-up"] | None = "wrap-up" if values["wrapUpAsked"] is True else None
 
     gaps: list[ServedGap] = []
@@ -488,11 +453,7 @@ def compose(
         basis=(
             None
             if receipt is None
-            else ServedBasis(
-                model=receipt.basis.model,
-                provider=receipt.basis.provider,
-                run_id=receipt.basis.run_id,
-            )
+            else msgspec.convert(receipt.basis, ServedBasis, from_attributes=True)
         ),
         system=ServedSystem(text="\n\n".join(p.text for p in pieces), pieces=pieces),
         messages=ServedMessages(as_sent=as_sent, request_only=request_only),
@@ -543,18 +504,17 @@ def receipt_at(log: RunLog, k: int) -> Receipt | None:
     return receipt
 
 
-def _apply(fold: dict[str, Any], write: Write) -> None:
-    if write.verb == "set":
-        value = write.value
-        fold[write.key] = list(value) if isinstance(value, list | tuple) else value
-    elif write.verb == "append":
-        base = fold[write.key]
+def apply_write(fold: dict[str, Any], key: str, verb: str, value: Any) -> None:
+    """Fold one write of ``key`` into ``fold`` (arrays kept as lists)."""
+    if verb == "set":
+        fold[key] = list(value) if isinstance(value, list | tuple) else value
+    elif verb == "append":
+        base = fold[key]
         if not isinstance(base, list):
-            base = fold[write.key] = []
-        value = write.value
+            base = fold[key] = []
         base.extend(value if isinstance(value, list | tuple) else (value,))
     else:
-        fold[write.key] = UNKNOWN
+        fold[key] = UNKNOWN
 
 
 def served_views(log: RunLog) -> tuple[ServedView, ...]:
@@ -570,7 +530,7 @@ def served_views(log: RunLog) -> tuple[ServedView, ...]:
     for bundle in log.bundles(0):
         for write in bundle.writes:
             if write.key in _FOLD_KEYS:
-                _apply(fold, write)
+                apply_write(fold, write.key, write.verb, write.value)
         if bundle.stage not in ("receipt", "call-model"):
             continue
         found = locator.feed(Anchor(seq=bundle.seq, stage=bundle.stage, iteration=bundle.iteration))

@@ -8,14 +8,13 @@ None or empty ``folded`` all mean "no folds".
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import msgspec
 
-from afp_runtime.messages import Message, fingerprint
+from afp_runtime.messages import Message, fingerprint, sha256_hex
 from afp_runtime.window.names import call_names, tool_name_of
 from afp_runtime.window.texts import (
     SUMMARY_PREFIX,
@@ -118,8 +117,7 @@ def transcript(span: Sequence[Message], context: Sequence[Message]) -> str:
 def span_key(span: Sequence[Message]) -> str:
     """The latch key of a span: SHA-256 over its members' fingerprints, one per line
     (docs/window.md#the-latch)."""
-    joined = "\n".join(fingerprint(m) for m in span)
-    return hashlib.sha256(joined.encode("ascii")).hexdigest()
+    return sha256_hex("\n".join(fingerprint(m) for m in span).encode("ascii"))
 
 
 def is_foreign(span: FoldedSpan) -> bool:
@@ -150,13 +148,8 @@ def folded_span_for(conversation: object, message: Message) -> FoldedSpan | None
     "no fold recorded for this message", not "no originals".
     """
     spans = _spans(conversation)
-    if not spans:
-        return None
-    wanted = fingerprint(message)
-    for span in spans:
-        if not is_foreign(span) and span.summary_fingerprint == wanted:
-            return span
-    return None
+    wanted = fingerprint(message) if spans else None
+    return next((s for s in spans if not is_foreign(s) and s.summary_fingerprint == wanted), None)
 
 
 def folded_messages(conversation: object) -> tuple[Message, ...]:
@@ -165,8 +158,5 @@ def folded_messages(conversation: object) -> tuple[Message, ...]:
 
     Foreign spans count like any other.
     """
-    out: list[Message] = []
-    for span in _spans(conversation):
-        if span.messages is not msgspec.UNSET:
-            out.extend(span.messages)
-    return tuple(out)
+    spans = _spans(conversation)
+    return tuple(m for span in spans if span.messages is not msgspec.UNSET for m in span.messages)

@@ -28,17 +28,6 @@ def call_names(context: Iterable[Message]) -> dict[str, str]:
     return names
 
 
-def _called_name(call_id: str, context: Sequence[Message] | CallNames) -> str | None:
-    """Name of the first call with ``call_id`` in ``context``, or None when there is none."""
-    if isinstance(context, Mapping):
-        return context.get(call_id)
-    for message in context:
-        for call in message.tool_calls:
-            if call.id == call_id:
-                return call.name
-    return None
-
-
 def tool_name_of(message: Message, context: Sequence[Message] | CallNames) -> str | None:
     """The tool a ``tool`` message answers for, or None when it cannot be named
     (docs/window.md#naming-a-tool-result).
@@ -53,7 +42,8 @@ def tool_name_of(message: Message, context: Sequence[Message] | CallNames) -> st
         return message.tool_name
     if not message.tool_call_id:
         return None
-    return _called_name(message.tool_call_id, context) or None
+    names = context if isinstance(context, Mapping) else call_names(context)
+    return names.get(message.tool_call_id) or None
 
 
 def dropped_tool_names(
@@ -66,9 +56,5 @@ def dropped_tool_names(
     """
     source = span if context is None else context
     index = source if isinstance(source, Mapping) else call_names(source)
-    seen: dict[str, None] = {}
-    for message in span:
-        name = tool_name_of(message, index)
-        if name is not None:
-            seen.setdefault(name, None)
-    return tuple(seen)
+    names = (tool_name_of(message, index) for message in span)
+    return tuple(dict.fromkeys(name for name in names if name is not None))

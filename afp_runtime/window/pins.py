@@ -134,10 +134,7 @@ def spend_ceiling(
     if not admitted:
         return msgspec.UNSET, frozenset()
     block = WindowObservations(
-        pinned=tuple(
-            PinnedTurn(tool_name=pin.tool_name, turn_index=pin.turn_index, chars=pin.chars)
-            for pin in admitted
-        ),
+        pinned=tuple(msgspec.convert(pin, PinnedTurn, from_attributes=True) for pin in admitted),
         yielded=len(contested) - len(admitted),
         limit=limit,
     )

@@ -158,25 +158,15 @@ def plan_removal(
         if first is not None:
             break
 
-    if first is None or last is None:
-        span = None
-    else:
+    refusals = (*leading, *keep_list)
+    span: tuple[int, int] | None = None
+    if first is not None and last is not None:
         span = (first, last)
         if first == last and is_existing_summary is not None and is_existing_summary(turns[first]):
             only = Refusal(
-                reason="only-existing-summary",
-                turn_index=first,
-                message_index=turns[first].start,
+                reason="only-existing-summary", turn_index=first, message_index=turns[first].start
             )
-            return RemovalPlan(
-                span=None,
-                refusals=(*leading, only, *keep_list),
-                observations=observations,
-                ledger_facts=ledger_facts,
-            )
+            span, refusals = None, (*leading, only, *keep_list)
     return RemovalPlan(
-        span=span,
-        refusals=(*leading, *keep_list),
-        observations=observations,
-        ledger_facts=ledger_facts,
+        span=span, refusals=refusals, observations=observations, ledger_facts=ledger_facts
     )

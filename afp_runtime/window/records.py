@@ -119,5 +119,9 @@ class CustomRecord(msgspec.Struct, frozen=True, kw_only=True, rename="camel", om
     dropped_standings: tuple[DroppedStanding, ...] | msgspec.UnsetType = msgspec.UNSET
 
 
+CUSTOM_FIELDS: frozenset[str] = frozenset(CustomRecord.__struct_encode_fields__) - {"extra"}
+"""Wire names of a custom record's typed fields: its ``extra`` keys are written flat beside them,
+and every other key of a record is ``extra``."""
+
 BuiltinRecord = SlidingWindowRecord | TokenBudgetRecord | SummarizeOldestRecord
 WindowRecord = SlidingWindowRecord | TokenBudgetRecord | SummarizeOldestRecord | CustomRecord

@@ -10,7 +10,7 @@ first), as records or ``PriorVisit`` summaries; the outcome carries the updated 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 
@@ -21,14 +21,7 @@ from afp_runtime.window.names import call_names, dropped_tool_names
 from afp_runtime.window.observations import LedgerFactPin, WindowObservations
 from afp_runtime.window.pins import ledger_fact_pins, tool_result_pins
 from afp_runtime.window.plan import Guards
-from afp_runtime.window.records import (
-    BuiltinRecord,
-    CustomRecord,
-    SlidingWindowRecord,
-    SummarizeOldestRecord,
-    TokenBudgetRecord,
-    WindowRecord,
-)
+from afp_runtime.window.records import CUSTOM_FIELDS, BuiltinRecord, CustomRecord, WindowRecord
 from afp_runtime.window.standdown import (
     FACT_PIN_REASONS,
     RECENCY_PIN_REASONS,
@@ -205,16 +198,10 @@ async def visit_window(
             stamps["ledger_facts"] = ledger
     record = msgspec.structs.replace(result.record, **stamps) if stamps else result.record
 
+    # Every field of the result, with the record as stamped.
     return VisitOutcome(
-        record=record,
-        window=result.window,
-        rebase=result.rebase,
-        evictions=result.evictions,
+        **{**msgspec.structs.asdict(result), "record": record},
         evicted=evicted,
-        folded=result.folded,
-        budget_pressure=result.budget_pressure,
-        spend=result.spend,
-        warning=result.warning,
         stood_down=stood_down,
         facts_stood_down=facts_stood_down,
         prior=remember(prior, record),
@@ -223,23 +210,10 @@ async def visit_window(
 
 # --- wire form of records ----------------------------------------------------------------------
 
-_KNOWN_TAGS: frozenset[str] = frozenset(
-    tag
-    for tag in (
-        SlidingWindowRecord.__struct_config__.tag,
-        TokenBudgetRecord.__struct_config__.tag,
-        SummarizeOldestRecord.__struct_config__.tag,
-    )
-    if isinstance(tag, str)
-)
+_KNOWN_TAGS = frozenset(record.__struct_config__.tag for record in get_args(BuiltinRecord))
 
 _json_encode = msgspec.json.Encoder().encode
 _json_decode = msgspec.json.Decoder().decode
-
-# Wire names of a custom record's typed fields; every other key of a record is ``extra``.
-_CUSTOM_FIELDS: frozenset[str] = frozenset(
-    name for name in CustomRecord.__struct_encode_fields__ if name != "extra"
-)
 
 
 def record_to_wire(record: WindowRecord) -> dict[str, Any]:
@@ -256,9 +230,7 @@ def record_to_wire(record: WindowRecord) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in data.items():
         if key == "extra":
-            for extra_key, extra_value in value.items():
-                if extra_key not in _CUSTOM_FIELDS:
-                    flat[extra_key] = extra_value
+            flat.update((k, v) for k, v in value.items() if k not in CUSTOM_FIELDS)
         else:
             flat[key] = value
     return flat
@@ -281,6 +253,6 @@ def record_from_wire(data: Mapping[str, Any]) -> WindowRecord:
             return msgspec.convert(dict(data), type=BuiltinRecord)
         except msgspec.ValidationError:
             pass
-    common = {key: value for key, value in data.items() if key in _CUSTOM_FIELDS}
-    extra = {key: value for key, value in data.items() if key not in _CUSTOM_FIELDS}
+    common = {key: value for key, value in data.items() if key in CUSTOM_FIELDS}
+    extra = {key: value for key, value in data.items() if key not in CUSTOM_FIELDS}
     return msgspec.convert({**common, "extra": extra}, type=CustomRecord)

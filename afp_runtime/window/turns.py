@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from afp_runtime.messages import Message
+from afp_runtime.messages import Message, chars
 from afp_runtime.window.texts import AUTHORED_PREFIXES
 
 
@@ -45,9 +45,8 @@ def segment(history: Sequence[Message]) -> tuple[Turn, ...]:
     return tuple(turns) if history else ()
 
 
-def window_chars(messages: Sequence[Message]) -> int:
-    """Code points of the messages' content, summed (never tokens)."""
-    return sum(len(m.content) for m in messages)
+window_chars = chars
+"""Code points of the messages' content, summed (never tokens): ``messages.chars``."""
 
 
 def is_person_message(message: Message) -> bool:

@@ -10,28 +10,18 @@ Linear in window length.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, get_args
 
 import msgspec
 
 from afp_runtime.errors import WindowStrategyError, shown
 from afp_runtime.messages import Message, fingerprint
-from afp_runtime.window.records import (
-    CustomRecord,
-    SlidingWindowRecord,
-    SummarizeOldestRecord,
-    TokenBudgetRecord,
-    WindowRecord,
-)
+from afp_runtime.window.records import CUSTOM_FIELDS, CustomRecord, WindowRecord
 from afp_runtime.window.refusals import REFUSAL_REASONS
 from afp_runtime.window.turns import window_chars
 from afp_runtime.window.visit import WindowResult, WindowVisit
 
-_RECORD_TYPES = (SlidingWindowRecord, TokenBudgetRecord, SummarizeOldestRecord, CustomRecord)
-# Wire names of a custom record's typed fields: its ``extra`` keys are written flat beside them.
-_TYPED_WIRE_NAMES: frozenset[str] = frozenset(
-    name for name in CustomRecord.__struct_encode_fields__ if name != "extra"
-)
+_RECORD_TYPES: tuple[type, ...] = get_args(WindowRecord)
 
 
 def strategy_of(record: WindowRecord) -> str:
@@ -44,6 +34,11 @@ def strategy_of(record: WindowRecord) -> str:
 
 def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _same(a: Message, b: Message) -> bool:
+    """The same object is the same message; only a copy needs its fingerprint compared."""
+    return a is b or fingerprint(a) == fingerprint(b)
 
 
 def _first_talker(messages: Sequence[Message]) -> str | None:
@@ -92,18 +87,17 @@ def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> N
     if not isinstance(record, _RECORD_TYPES):
         check.fail("record", "the record must be a window record", record)
     if isinstance(record, CustomRecord):
-        clashes = sorted(key for key in record.extra if key in _TYPED_WIRE_NAMES)
+        clashes = sorted(key for key in record.extra if key in CUSTOM_FIELDS)
         if clashes:
             check.fail("record.extra", "extra keys may not reuse a common field's name", clashes)
     history = visit.history
     size = len(history)
 
     # 1. The record names this strategy and this visit.
-    if strategy_of(record) != strategy_name:
+    filed_under = strategy_of(record)
+    if filed_under != strategy_name:
         check.fail(
-            "record.strategy",
-            f"expected the strategy's name {strategy_name!r}",
-            strategy_of(record),
+            "record.strategy", f"expected the strategy's name {strategy_name!r}", filed_under
         )
     if record.iteration != visit.iteration:
         check.fail(
@@ -140,20 +134,15 @@ def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> N
                 f"{tail} tail messages (insertedAtMs decides the middle)",
                 len(window),
             )
-        # The same object is the same message; only a copy needs its fingerprint compared.
         for position in range(head):
-            if window[position] is not history[position] and fingerprint(
-                window[position]
-            ) != fingerprint(history[position]):
+            if not _same(window[position], history[position]):
                 check.fail(
                     "window",
                     f"head message {position} differs from the old window",
                     window[position].content,
                 )
         for back in range(1, tail + 1):
-            if window[-back] is not history[-back] and fingerprint(window[-back]) != fingerprint(
-                history[-back]
-            ):
+            if not _same(window[-back], history[-back]):
                 check.fail(
                     "window",
                     f"tail message {len(window) - back} differs from the old "
@@ -165,21 +154,18 @@ def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> N
             if inserted.role != "user":
                 check.fail("window", "an inserted message must have role user", inserted.role)
         removed = range(head, size - tail)
+        bounds = [removed.start, removed.stop]
 
         # 4. The removed range is whole turns inside the latest plan's span.
         starts = {turn.start for turn in visit.turns}
         if removed.start not in starts or (removed.stop != size and removed.stop not in starts):
-            check.fail(
-                "window",
-                "the removed range must consist of whole turns",
-                [removed.start, removed.stop],
-            )
+            check.fail("window", "the removed range must consist of whole turns", bounds)
         plan = visit.latest_plan
         if plan is None or plan.span is None:
             check.fail(
                 "window",
                 "no removal plan with a span was obtained this visit, so nothing may be removed",
-                [removed.start, removed.stop],
+                bounds,
             )
         else:
             first, last = plan.span
@@ -189,7 +175,7 @@ def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> N
                 check.fail(
                     "window",
                     f"the removed range lies outside the plan span [{low}, {high})",
-                    [removed.start, removed.stop],
+                    bounds,
                 )
 
     # 5. The record's counts and chars are exact.

@@ -173,14 +173,12 @@ class WindowVisit:
 
     def removal_facts(self, indices: Iterable[int], at_ms: int) -> RemovalFacts:
         """Origin stage ids and evictions (with survival) of removed pre-change indexes."""
-        stage_ids: list[str] = []
-        seen: set[str] = set()
+        stage_ids: dict[str, None] = {}
         evictions = []
         for index in indices:
             origin = self._origins[index] if index < len(self._origins) else None
-            if origin is not None and origin.stage_id not in seen:
-                seen.add(origin.stage_id)
-                stage_ids.append(origin.stage_id)
+            if origin is not None:
+                stage_ids.setdefault(origin.stage_id)
             survival = max(0, at_ms - origin.born_at_ms) if origin is not None else 0
             evictions.append(Eviction(index=index, survival_ms=survival))
         return RemovalFacts(removed_stage_ids=tuple(stage_ids), evictions=tuple(evictions))

@@ -149,12 +149,10 @@ class SummarizeOldest:
                 removed_message_count=0,
                 window_chars_after=chars_before,
                 summary_chars=summary_chars,
+                summarizer_tokens=msgspec.UNSET if tokens is None else tokens,
+                summarizer_skipped=True if skipped else msgspec.UNSET,
                 refusals=refusals,
             )
-            if tokens is not None:
-                record = msgspec.structs.replace(record, summarizer_tokens=tokens)
-            if skipped:
-                record = msgspec.structs.replace(record, summarizer_skipped=True)
             return WindowResult(
                 record=record,
                 budget_pressure=self._pressure(measured.input, "none"),

@@ -85,18 +85,14 @@ def over_budget(visit: WindowVisit, strategy: str, threshold_tokens: float) -> U
     if measured is None:
         return None
     if measured.input == 0 and measured.output == 0:
-        raise unmeasurable(strategy, visit.provider_name)
+        provider = visit.provider_name
+        raise CompactionUnmeasurableError(
+            f"the {strategy} window strategy cannot measure the window: provider {provider!r} "
+            "reported 0 input and 0 output tokens for the last model call",
+            provider=provider,
+            strategy=strategy,
+        )
     return measured if measured.input > threshold_tokens else None
-
-
-def unmeasurable(strategy: str, provider: str) -> CompactionUnmeasurableError:
-    """The error of a token strategy whose last reading was 0 input and 0 output tokens."""
-    return CompactionUnmeasurableError(
-        f"the {strategy} window strategy cannot measure the window: provider {provider!r} "
-        "reported 0 input and 0 output tokens for the last model call",
-        provider=provider,
-        strategy=strategy,
-    )
 
 
 def token_budget(
