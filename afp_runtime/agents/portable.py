@@ -25,13 +25,12 @@ from afp_runtime.errors import (
     shown,
 )
 from afp_runtime.findings import validate_rows
-from afp_runtime.loop import load_folded_spans
+from afp_runtime.loop import load_folded_spans, stored_span
 from afp_runtime.messages import Message, Usage, fingerprint
 from afp_runtime.records import (
     ConversationState,
     Item,
     ListRef,
-    StoredFoldedSpan,
     Txn,
 )
 from afp_runtime.store import CheckpointStore
@@ -238,17 +237,7 @@ async def import_checkpoint(
     history = append(checkpoint.history)
     spans = checkpoint.folded if checkpoint.folded is not msgspec.UNSET else ()
     stored = [
-        StoredFoldedSpan(
-            summary_fingerprint=span.summary_fingerprint,
-            run_id=span.run_id,
-            iteration=span.iteration,
-            folded_at_ms=span.folded_at_ms,
-            model=span.model,
-            message_count=span.message_count,
-            removed_stage_ids=tuple(span.removed_stage_ids),
-            retained=span.retained,
-            messages=append(span.messages) if span.messages is not msgspec.UNSET else None,
-        )
+        stored_span(span, append(span.messages) if span.messages is not msgspec.UNSET else None)
         for span in spans
     ]
     ledger = (

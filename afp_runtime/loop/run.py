@@ -300,7 +300,8 @@ class Run:
             if outcome is not None:
                 return outcome
         elif settle is not None:
-            outcome = await self._settle(settle)
+            # Complete the iteration whose reply was committed before a crash; never re-ask.
+            outcome = await self._after_reply(settle, settling=True)
             if outcome is not None:
                 return outcome
         while True:
@@ -344,9 +345,29 @@ class Run:
 
     # -- closing stages -----------------------------------------------------------------------
 
-    async def _settle(self, reply: CommittedReply) -> RunOutcome | None:
-        """Complete the iteration whose reply was committed before a crash; never re-ask."""
-        return await self._after_reply(reply, settling=True)
+    def exhaust_budget(
+        self, reply: CommittedReply, *, action: Literal["wrap-up", "cut-short"]
+    ) -> None:
+        """The step budget ran out with calls pending: set ``stoppedEarly`` and emit
+        ``budget.exhausted`` (``wrap-up``: one more call with tools withheld)."""
+        self.state.stopped_early = {
+            "reason": "max-iterations",
+            "iteration": self.state.iteration,
+            "pendingToolCalls": len(reply.tool_calls),
+            "answerWasEmpty": not reply.content,
+            "wrappedUp": action == "wrap-up",
+        }
+        if action == "cut-short":
+            self.state.stopped_early["action"] = action
+        self.emit(
+            "budget.exhausted",
+            {
+                "iteration": self.state.iteration,
+                "maxIterations": self.d.max_iterations,
+                "pendingToolCalls": len(reply.tool_calls),
+                "action": action,
+            },
+        )
 
     async def stop_turn(
         self,

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from afp_runtime._logging import get_logger
 from afp_runtime.extensions import SeedInput
 from afp_runtime.messages import (
     Message,
@@ -26,9 +26,6 @@ from afp_runtime.window import MessageOrigin
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
-
-
-log = get_logger()
 
 
 async def seed(run: Run) -> None:
@@ -77,10 +74,7 @@ async def seed(run: Run) -> None:
         for index, fp in run.state.conv.last_sent_subs:
             if index < len(base):
                 base[index] = fp
-        counts: dict[str, int] = {}
-        for fp in base:
-            counts[fp] = counts.get(fp, 0) + 1
-        run.state.base_counts = counts
+        run.state.base_counts = dict(Counter(base))
     # Restored messages are re-stamped to this run's seed (docs/window.md#what-a-visit-offers).
     run.state.origins = [MessageOrigin(stage_id="seed#0", born_at_ms=now)] * len(run.state.history)
     state = run.checkpoint(open_turn=open_turn)

@@ -47,6 +47,7 @@ from afp_runtime.messages import (
 )
 from afp_runtime.records import (
     JournalRow,
+    JournalState,
     PendingBatch,
     QuestionRow,
     Txn,
@@ -401,6 +402,16 @@ async def _dispatch(
     journals = run.committer.journals
     parts = [d for d in (e.dispatching() for e in run.extensions) if d is not None]
 
+    def journal_row(call_id: str, state: JournalState, outcome: bytes | None = None) -> JournalRow:
+        return JournalRow(
+            agent_id=run.agent_id,
+            message_id=run.message_id,
+            tool_call_id=call_id,
+            state=state,
+            run_id=run.run_id,
+            outcome=outcome,
+        )
+
     def prepare(plan: PlannedCall) -> PlannedCall:
         for part in parts:
             plan = part.prepare(plan)
@@ -409,17 +420,7 @@ async def _dispatch(
     async def on_group_start(group: Sequence[PlannedCall]) -> None:
         if not journals:
             return
-        rows = [
-            JournalRow(
-                agent_id=run.agent_id,
-                message_id=run.message_id,
-                tool_call_id=p.call.id,
-                state="started",
-                run_id=run.run_id,
-            )
-            for p in group
-            if p.runnable
-        ]
+        rows = [journal_row(p.call.id, "started") for p in group if p.runnable]
         if rows:
             # "started" means "may have run": it must be on disk before any tool runs.
             await run.store.commit(Txn(agent_id=run.agent_id, journal=rows, full=True))
@@ -441,14 +442,7 @@ async def _dispatch(
             # Not a result: the person's answer will be (the call stays "started" only).
             return
         if journals:
-            row = JournalRow(
-                agent_id=run.agent_id,
-                message_id=run.message_id,
-                tool_call_id=outcome.tool_call_id,
-                state="finished",
-                run_id=run.run_id,
-                outcome=_outcome_encoder.encode(outcome),
-            )
+            row = journal_row(outcome.tool_call_id, "finished", _outcome_encoder.encode(outcome))
             await run.store.commit(Txn(agent_id=run.agent_id, journal=[row]))
         run.hooks.after_tool_finished(outcome.tool_call_id, run.state.iteration)
         payload: dict[str, Any] = {
