@@ -107,6 +107,11 @@ class ApiError(Exception):
         return msgspec.json.encode(self.body())
 
 
+def not_hosted(agent_id: str) -> ApiError:
+    """409 ``agent-not-hosted``: a write to an agent this host does not run."""
+    return ApiError(409, "agent-not-hosted", f"agent {agent_id!r} is not run by this host")
+
+
 def request_id(request: Request[Any, Any, Any]) -> str | None:
     """The correlation id the guard gave this request."""
     value = request.scope.get(REQUEST_ID_KEY)

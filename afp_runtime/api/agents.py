@@ -63,7 +63,7 @@ async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:
     return await agent_view(ctx.reader, row, profile, status=status)
 
 
-@get("/v1/agents", summary="List agents", tags=["agents"])
+@get("/v1/agents")
 async def list_agents(
     state: State,
     limit: Annotated[str | None, query("limit")] = None,
@@ -79,7 +79,7 @@ async def list_agents(
     return Page(items=views, next=nxt)
 
 
-@get("/v1/agents/{agent_id:str}", summary="One agent", tags=["agents"])
+@get("/v1/agents/{agent_id:str}")
 async def one_agent(state: State, agent_id: PathText) -> AgentView:
     """One agent: status, model, turn, counters, inbox depth, active run."""
     ctx = context_of(state)
@@ -91,7 +91,7 @@ async def one_agent(state: State, agent_id: PathText) -> AgentView:
     return await _agent_view(ctx, rows[0])
 
 
-@get("/v1/agents/{agent_id:str}/runs", summary="An agent's runs", tags=["runs"])
+@get("/v1/agents/{agent_id:str}/runs")
 async def agent_runs(
     state: State,
     agent_id: PathText,
@@ -106,7 +106,7 @@ async def agent_runs(
     return page_of(runs, limit=size, cursor=cursor)
 
 
-@get("/v1/agents/{agent_id:str}/calls/{n:str}", summary="The n-th model call", tags=["served"])
+@get("/v1/agents/{agent_id:str}/calls/{n:str}")
 async def agent_call(state: State, agent_id: PathText, n: PathText) -> CallView:
     """Where the agent's n-th model call sits, and what it was sent."""
     ctx = context_of(state)

@@ -136,12 +136,7 @@ def _stream(
     )
 
 
-@get(
-    "/v1/agents/{agent_id:str}/events",
-    summary="One agent's events (SSE)",
-    tags=["events"],
-    media_type="text/event-stream",
-)
+@get("/v1/agents/{agent_id:str}/events", media_type="text/event-stream")
 async def agent_events(
     state: State,
     agent_id: PathText,
@@ -157,12 +152,7 @@ async def agent_events(
     )
 
 
-@get(
-    "/v1/events",
-    summary="Every agent's events (SSE)",
-    tags=["events"],
-    media_type="text/event-stream",
-)
+@get("/v1/events", media_type="text/event-stream")
 async def all_events(
     state: State,
     agent: Annotated[list[str] | None, query("agent")] = None,

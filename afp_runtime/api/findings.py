@@ -25,7 +25,7 @@ from afp_runtime.api._params import (
 )
 
 
-@get("/v1/agents/{agent_id:str}/findings", summary="Findings ledger rows", tags=["findings"])
+@get("/v1/agents/{agent_id:str}/findings")
 async def findings(
     state: State,
     agent_id: PathText,

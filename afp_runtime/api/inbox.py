@@ -35,7 +35,7 @@ from afp_runtime.api._params import (
     query,
     query_choice,
 )
-from afp_runtime.api._problems import ApiError
+from afp_runtime.api._problems import ApiError, not_hosted
 from afp_runtime.api.constants import INBOX_STATUSES, SENDER_LIMIT, TEXT_LIMIT
 from afp_runtime.api.shapes import (
     InboxMessage,
@@ -65,12 +65,7 @@ def _text_field(body: dict[str, Any], field: str, limit: int) -> str | None:
     return value
 
 
-@post(
-    "/v1/agents/{agent_id:str}/inbox",
-    summary="Post a message",
-    tags=["inbox"],
-    status_code=202,
-)
+@post("/v1/agents/{agent_id:str}/inbox", status_code=202)
 async def post_inbox(
     state: State, agent_id: PathText, request: Request[Any, Any, Any]
 ) -> Response[InboxPosted]:
@@ -96,9 +91,7 @@ async def post_inbox(
     except TimeNotEnabled as exc:
         raise ApiError(422, "time-not-enabled", exc.message, field="time", value=time) from exc
     except AgentNotHosted as exc:
-        raise ApiError(
-            409, "agent-not-hosted", f"agent {agent_id!r} is not run by this host"
-        ) from exc
+        raise not_hosted(agent_id) from exc
     except IdempotencyConflict as exc:
         raise ApiError(
             409,
@@ -121,7 +114,7 @@ async def post_inbox(
     return Response(posted, status_code=200 if ack.duplicate else 202)
 
 
-@get("/v1/agents/{agent_id:str}/inbox", summary="List the inbox", tags=["inbox"])
+@get("/v1/agents/{agent_id:str}/inbox")
 async def list_inbox(
     state: State,
     agent_id: PathText,
@@ -139,11 +132,7 @@ async def list_inbox(
     return page_of(messages, limit=size, cursor=cursor)
 
 
-@get(
-    "/v1/agents/{agent_id:str}/inbox/{message_id:str}",
-    summary="One inbox message",
-    tags=["inbox"],
-)
+@get("/v1/agents/{agent_id:str}/inbox/{message_id:str}")
 async def one_message(state: State, agent_id: PathText, message_id: PathText) -> InboxMessage:
     """One message with its status, latest run, answer or error."""
     ctx = context_of(state)

@@ -31,7 +31,7 @@ from afp_runtime.api._params import (
     query,
     query_choice,
 )
-from afp_runtime.api._problems import ApiError
+from afp_runtime.api._problems import ApiError, not_hosted
 from afp_runtime.api.constants import QUESTION_STATUSES, SENDER_LIMIT
 from afp_runtime.api.shapes import AnswerAccepted, QuestionView
 from afp_runtime.api.views import question_view
@@ -46,7 +46,7 @@ def _answer_status(row: QuestionRow) -> Literal["accepted", "re-asked", "unsettl
     return "unsettled" if row.status == "unsettled" else "accepted"
 
 
-@get("/v1/agents/{agent_id:str}/questions", summary="Pending questions", tags=["questions"])
+@get("/v1/agents/{agent_id:str}/questions")
 async def list_questions(
     state: State,
     agent_id: PathText,
@@ -86,10 +86,6 @@ async def _body(request: Request[Any, Any, Any], fields: frozenset[str]) -> dict
     return body
 
 
-def _not_hosted(agent_id: str) -> ApiError:
-    return ApiError(409, "agent-not-hosted", f"agent {agent_id!r} is not run by this host")
-
-
 def _already_closed(exc: QuestionClosed, question_id: str) -> ApiError:
     return ApiError(409, "question-closed", exc.message, field="questionId", value=question_id)
 
@@ -106,12 +102,7 @@ def _closed(row: QuestionRow | None, agent_id: str, question_id: str) -> Questio
     return row
 
 
-@post(
-    "/v1/agents/{agent_id:str}/questions/{question_id:str}/answer",
-    summary="Answer a question",
-    tags=["questions"],
-    status_code=200,
-)
+@post("/v1/agents/{agent_id:str}/questions/{question_id:str}/answer", status_code=200)
 async def answer(
     state: State, agent_id: PathText, question_id: PathText, request: Request[Any, Any, Any]
 ) -> AnswerAccepted:
@@ -125,7 +116,7 @@ async def answer(
     try:
         row = await ctx.host.answer(agent_id, question_id, body["value"], sender=body.get("from"))
     except AgentNotHosted as exc:
-        raise _not_hosted(agent_id) from exc
+        raise not_hosted(agent_id) from exc
     except InvalidAnswer as exc:
         raise ApiError(
             422,
@@ -141,12 +132,7 @@ async def answer(
     return AnswerAccepted(status=_answer_status(closed), question=question_view(closed))
 
 
-@post(
-    "/v1/agents/{agent_id:str}/questions/{question_id:str}/abandon",
-    summary="Abandon a question",
-    tags=["questions"],
-    status_code=200,
-)
+@post("/v1/agents/{agent_id:str}/questions/{question_id:str}/abandon", status_code=200)
 async def abandon(
     state: State, agent_id: PathText, question_id: PathText, request: Request[Any, Any, Any]
 ) -> AnswerAccepted:
@@ -158,7 +144,7 @@ async def abandon(
     try:
         row = await ctx.host.abandon(agent_id, question_id, sender=body.get("from"))
     except AgentNotHosted as exc:
-        raise _not_hosted(agent_id) from exc
+        raise not_hosted(agent_id) from exc
     except QuestionClosed as exc:
         raise _already_closed(exc, question_id) from exc
     return AnswerAccepted(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from litestar import get
 from litestar.datastructures import State
 
@@ -52,11 +53,7 @@ async def window_records(ctx: ApiContext, runs: list[RunRow]) -> list[dict[str, 
     return records
 
 
-@get(
-    "/v1/agents/{agent_id:str}/window-records",
-    summary="An agent's window records",
-    tags=["window"],
-)
+@get("/v1/agents/{agent_id:str}/window-records")
 async def agent_window_records(
     state: State,
     agent_id: PathText,
@@ -81,19 +78,13 @@ async def agent_window_records(
 
 
 def _span_view(span: StoredFoldedSpan) -> FoldedSpanView:
-    return FoldedSpanView(
-        summary_fingerprint=span.summary_fingerprint,
-        run_id=span.run_id,
-        iteration=span.iteration,
-        folded_at_ms=span.folded_at_ms,
-        model=span.model,
-        message_count=span.message_count,
-        removed_stage_ids=list(span.removed_stage_ids),
-        retained=span.retained,
-    )
+    """The span's own fields, by the same names, without its messages."""
+    fields = msgspec.structs.asdict(span)
+    del fields["messages"]
+    return FoldedSpanView(**{**fields, "removed_stage_ids": list(span.removed_stage_ids)})
 
 
-@get("/v1/agents/{agent_id:str}/folded", summary="Folded spans", tags=["window"])
+@get("/v1/agents/{agent_id:str}/folded")
 async def list_folded(
     state: State,
     agent_id: PathText,
@@ -123,22 +114,14 @@ async def _span(ctx: ApiContext, agent_id: str, fingerprint: str) -> StoredFolde
     return spans[0]
 
 
-@get(
-    "/v1/agents/{agent_id:str}/folded/{fingerprint:str}",
-    summary="One folded span",
-    tags=["window"],
-)
+@get("/v1/agents/{agent_id:str}/folded/{fingerprint:str}")
 async def one_folded(state: State, agent_id: PathText, fingerprint: PathText) -> FoldedSpanView:
     """One folded span, by its summary message's fingerprint."""
     ctx = context_of(state)
     return _span_view(await _span(ctx, agent_id, fingerprint))
 
 
-@get(
-    "/v1/agents/{agent_id:str}/folded/{fingerprint:str}/messages",
-    summary="A folded span's original messages",
-    tags=["window"],
-)
+@get("/v1/agents/{agent_id:str}/folded/{fingerprint:str}/messages")
 async def folded_messages(
     state: State,
     agent_id: PathText,
