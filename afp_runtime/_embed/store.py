@@ -25,8 +25,9 @@ import os
 import random
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import anyio
 import anyio.to_thread
@@ -305,25 +306,15 @@ class Store:
     ) -> TurnResult:
         driver = self._driver(agent)
         async with self._lock(agent.agent_id):
-            if abandon:
-                row = await abandon_question(
-                    self._store,
-                    agent.agent_id,
-                    question_id,
-                    now_ms=self._clock.now_ms(),
-                    by=sender,
-                    shared=agent.shared,
-                )
-            else:
-                row = await answer_question(
-                    self._store,
-                    agent.agent_id,
-                    question_id,
-                    value,
-                    now_ms=self._clock.now_ms(),
-                    by=sender,
-                    shared=agent.shared,
-                )
+            close = abandon_question if abandon else partial(answer_question, value=value)
+            row = await close(
+                self._store,
+                agent.agent_id,
+                question_id,
+                now_ms=self._clock.now_ms(),
+                by=sender,
+                shared=agent.shared,
+            )
             if row is None:
                 raise NotFound(
                     f"agent {agent.agent_id!r} has no question {question_id!r}",
@@ -338,9 +329,7 @@ class Store:
     ) -> TurnResult:
         """The message's turn as ``outcomes`` (this call's runs) and the store tell it."""
         mine = tuple(outcome for outcome in outcomes if outcome.message_id == message_id)
-        usage = Usage()
-        for outcome in mine:
-            usage = usage + outcome.usage
+        usage = sum((outcome.usage for outcome in mine), Usage())
         questions = tuple(
             q
             for q in await self._store.questions(agent_id, status="open")
@@ -608,18 +597,9 @@ class Store:
 def _turn_status(status: str) -> TurnStatus:
     """A run's or inbox row's status as a turn's: a ``running`` one that nobody runs now was
     cut off."""
-    known: dict[str, TurnStatus] = {
-        "queued": "queued",
-        "answered": "answered",
-        "dismissed": "dismissed",
-        "held": "held",
-        "paused": "paused",
-        "stalled": "stalled",
-        "cancelled": "cancelled",
-        "crashed": "crashed",
-        "running": "crashed",
-    }
-    return known.get(status, "queued")
+    if status == "running":
+        return "crashed"
+    return status if status in get_args(TurnStatus) else "queued"  # type: ignore[return-value]
 
 
 @asynccontextmanager
