@@ -64,6 +64,9 @@ def header(name: str) -> Any:
 
 # Every path parameter is taken as text and checked by its pattern in the handler.
 PathText = Annotated[str, _marker("path")]
+# The paging parameters of every list (``limit_of``, ``offset_of``).
+Limit = Annotated[str | None, query("limit")]
+Cursor = Annotated[str | None, query("cursor")]
 
 
 def path_param(field: str, value: str, pattern: re.Pattern[str]) -> str:

@@ -11,20 +11,21 @@ Readings settled here:
 from __future__ import annotations
 
 from importlib import metadata
-from typing import Annotated, Literal
+from typing import Literal
 
 from litestar import get
 from litestar.datastructures import State
 
 from afp_runtime.api._context import ApiContext, context_of
 from afp_runtime.api._params import (
+    Cursor,
+    Limit,
     Page,
     PathText,
     limit_of,
     number_param,
     offset_of,
     page_of,
-    query,
 )
 from afp_runtime.api._problems import ApiError
 from afp_runtime.api.shapes import (
@@ -64,11 +65,7 @@ async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:
 
 
 @get("/v1/agents")
-async def list_agents(
-    state: State,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
-) -> Page[AgentView]:
+async def list_agents(state: State, limit: Limit = None, cursor: Cursor = None) -> Page[AgentView]:
     """Every agent with its summary, by id."""
     ctx = context_of(state)
     size = limit_of(limit)
@@ -93,10 +90,7 @@ async def one_agent(state: State, agent_id: PathText) -> AgentView:
 
 @get("/v1/agents/{agent_id:str}/runs")
 async def agent_runs(
-    state: State,
-    agent_id: PathText,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    state: State, agent_id: PathText, limit: Limit = None, cursor: Cursor = None
 ) -> Page[RunRow]:
     """The agent's runs, newest first."""
     ctx = context_of(state)

@@ -62,12 +62,9 @@ async def _frames(ctx: ApiContext, subscription: Subscription) -> AsyncIterator[
     try:
         yield b": open\n\n"
         while True:
-            item = None
-            received = False
-            with anyio.move_on_after(ctx.keepalive_s):
+            with anyio.move_on_after(ctx.keepalive_s) as idle:
                 item = await subscription.next()
-                received = True
-            if not received:
+            if idle.cancelled_caught:
                 yield b": keep-alive\n\n"
                 continue
             if item is None:

@@ -27,6 +27,8 @@ from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
     IDEMPOTENCY_KEY,
     MESSAGE_ID,
+    Cursor,
+    Limit,
     Page,
     PathText,
     limit_of,
@@ -119,8 +121,8 @@ async def list_inbox(
     state: State,
     agent_id: PathText,
     status: Annotated[str | None, query("status")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> Page[InboxMessage]:
     """The agent's inbox messages in position order, optionally of one status."""
     ctx = context_of(state)

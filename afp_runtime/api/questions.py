@@ -23,6 +23,8 @@ from afp_runtime.api._body import json_object
 from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
     RUN_ID,
+    Cursor,
+    Limit,
     Page,
     PathText,
     limit_of,
@@ -51,8 +53,8 @@ async def list_questions(
     state: State,
     agent_id: PathText,
     status: Annotated[str | None, query("status")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> Page[QuestionView]:
     """The agent's open questions (tool asks, approvals, time asks), oldest first, paged."""
     ctx = context_of(state)

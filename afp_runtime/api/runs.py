@@ -30,6 +30,8 @@ from litestar.datastructures import State
 
 from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
+    Cursor,
+    Limit,
     Page,
     PathText,
     encode_cursor,
@@ -120,8 +122,8 @@ async def commits(
     run_id: PathText,
     from_seq: Annotated[str | None, query("fromSeq")] = None,
     expand: Annotated[str | None, query("expand")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> Page[StoredBundle]:
     """Commit bundles from ``fromSeq``; message lists by reference unless ``expand=true``."""
     ctx = context_of(state)
@@ -147,10 +149,7 @@ async def commits(
 
 @get("/v1/runs/{run_id:str}/epochs")
 async def list_epochs(
-    state: State,
-    run_id: PathText,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    state: State, run_id: PathText, limit: Limit = None, cursor: Cursor = None
 ) -> Page[EpochEntry]:
     """The run's model calls in commit order, with outcome, usage and gaps."""
     ctx = context_of(state)
@@ -252,8 +251,8 @@ async def served_list(
     state: State,
     run_id: PathText,
     from_epoch: Annotated[str | None, query("fromEpoch")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> Page[ServedView]:
     """The run's served views from ``fromEpoch``, at most 50 per page."""
     ctx = context_of(state)
@@ -272,10 +271,7 @@ async def served_list(
 
 @get("/v1/runs/{run_id:str}/window-records")
 async def run_window_records(
-    state: State,
-    run_id: PathText,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    state: State, run_id: PathText, limit: Limit = None, cursor: Cursor = None
 ) -> Page[dict[str, Any]]:
     """The window records the run's window stages filed, in commit order."""
     ctx = context_of(state)

@@ -13,6 +13,8 @@ from afp_runtime.api._context import ApiContext, context_of
 from afp_runtime.api._params import (
     FINGERPRINT,
     RUN_ID,
+    Cursor,
+    Limit,
     Page,
     PathText,
     limit_of,
@@ -59,8 +61,8 @@ async def agent_window_records(
     agent_id: PathText,
     run_id: Annotated[str | None, query("runId")] = None,
     turn: Annotated[str | None, query("turn")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> Page[dict[str, Any]]:
     """Window records across the agent's runs; filters ``runId`` and ``turn``."""
     ctx = context_of(state)
@@ -86,10 +88,7 @@ def _span_view(span: StoredFoldedSpan) -> FoldedSpanView:
 
 @get("/v1/agents/{agent_id:str}/folded")
 async def list_folded(
-    state: State,
-    agent_id: PathText,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    state: State, agent_id: PathText, limit: Limit = None, cursor: Cursor = None
 ) -> Page[FoldedSpanView]:
     """The agent's folded spans, oldest first, without their messages."""
     ctx = context_of(state)
@@ -127,8 +126,8 @@ async def folded_messages(
     agent_id: PathText,
     fingerprint: PathText,
     from_log: Annotated[str | None, query("fromLog")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> FoldedMessages:
     """The span's originals: kept with the conversation, or (``fromLog=true``) from the log."""
     ctx = context_of(state)
