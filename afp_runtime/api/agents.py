@@ -24,7 +24,6 @@ from afp_runtime.api._params import (
     PathText,
     limit_of,
     number_param,
-    offset_of,
     page_of,
 )
 from afp_runtime.api._problems import ApiError
@@ -69,11 +68,8 @@ async def list_agents(state: State, limit: Limit = None, cursor: Cursor = None) 
     """Every agent with its summary, by id."""
     ctx = context_of(state)
     size = limit_of(limit)
-    rows = await ctx.reader.agents()
-    start = offset_of(cursor)
-    views = [await _agent_view(ctx, row) for row in rows[start : start + size]]
-    nxt = page_of(rows, limit=size, cursor=cursor).next
-    return Page(items=views, next=nxt)
+    page = page_of(await ctx.reader.agents(), limit=size, cursor=cursor)
+    return Page(items=[await _agent_view(ctx, row) for row in page.items], next=page.next)
 
 
 @get("/v1/agents/{agent_id:str}")

@@ -317,18 +317,10 @@ def _schema(
 
 
 def build_tool(
-    fn: Callable[..., Any],
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    idempotent: bool = False,
-    parallel_safe: bool = False,
-    check_in: bool = False,
-    timeout_s: float = 60.0,
-    max_result_chars: int = 20_000,
-    period: Period | None = None,
+    fn: Callable[..., Any], *, name: str | None, description: str | None, **options: Any
 ) -> Tool:
-    """The ``Tool`` for a typed function (what ``@tool`` does; see ``tool``).
+    """The ``Tool`` for a typed function (what ``@tool`` does; see ``tool``); ``options`` are
+    the declaration options ``tool`` takes.
 
     Raises:
         ToolDefinitionError: the signature cannot be a tool's (names the tool and parameter).
@@ -351,14 +343,9 @@ def build_tool(
         summary if description is None else description,
         _schema(tool_name, args_type, params),
         signature.adapter(fn, is_async_callable(fn)),
-        idempotent=idempotent,
-        parallel_safe=parallel_safe,
-        check_in=check_in,
-        timeout_s=timeout_s,
-        max_result_chars=max_result_chars,
         args_type=args_type,
-        period=period,
         function=fn,
+        **options,
     )
 
 
