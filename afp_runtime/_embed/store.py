@@ -36,6 +36,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from afp_runtime import models
 from afp_runtime._embed.results import TurnResult, TurnStatus
 from afp_runtime.agents import Agent, abandon_question, answer_question
+from afp_runtime.api.views import final_answer
 from afp_runtime.errors import NotFound, StoreUnavailable
 from afp_runtime.host import Host
 from afp_runtime.loop import (
@@ -357,7 +358,9 @@ class Store:
         assert row is not None, "the message was committed"
         runs = [r for r in await self._store.runs(agent_id) if r.message_id == message_id]
         last_run = runs[-1] if runs else None
-        answer = await self._answer_of(last_run) if row.status == "answered" else None
+        answer = None
+        if last_run is not None and row.status == "answered":
+            answer = await final_answer(self._store, last_run.run_id)
         state = await self._store.conversation_state(agent_id)
         open_turn = state.open_turn if state is not None else None
         error_kind = error = None
@@ -374,15 +377,6 @@ class Store:
             error=error,
             questions=questions,
         )
-
-    async def _answer_of(self, run: RunRow | None) -> str | None:
-        if run is None:
-            return None
-        last = await self._store.last_bundle(run.run_id)
-        for write in last.writes if last is not None else []:
-            if write.get("key") == "finalAnswer" and isinstance(write.get("value"), str):
-                return str(write["value"])
-        return None
 
     # -- reading ------------------------------------------------------------------------------
 
