@@ -26,7 +26,7 @@ from afp_runtime.api._params import (
     number_param,
     page_of,
 )
-from afp_runtime.api._problems import ApiError
+from afp_runtime.api._problems import ApiError, not_found
 from afp_runtime.api.shapes import (
     AgentView,
     CallView,
@@ -107,8 +107,7 @@ async def agent_call(state: State, agent_id: PathText, n: PathText) -> CallView:
         if found is not None:
             epoch, view = found
             return CallView(agent_call=number, run_id=run.run_id, epoch=epoch, view=view)
-    raise ApiError(
-        404,
+    raise not_found(
         "call-not-found",
         f"agent {agent_id!r} has made no model call numbered {number}",
         field="n",

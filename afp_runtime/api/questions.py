@@ -33,7 +33,7 @@ from afp_runtime.api._params import (
     query,
     query_choice,
 )
-from afp_runtime.api._problems import ApiError, not_hosted
+from afp_runtime.api._problems import ApiError, invalid_body, not_found, not_hosted
 from afp_runtime.api.constants import QUESTION_STATUSES, SENDER_LIMIT
 from afp_runtime.api.shapes import AnswerAccepted, QuestionView
 from afp_runtime.api.views import question_view
@@ -69,21 +69,11 @@ async def _body(request: Request[Any, Any, Any], fields: frozenset[str]) -> dict
     body = json_object(await request.body(), empty_is_object=True)
     for field in body:
         if field not in fields:
-            raise ApiError(
-                422,
-                "invalid-body",
-                f"{field} is not a field of this request",
-                field=field,
-                value=body[field],
-            )
+            raise invalid_body(field, f"{field} is not a field of this request", body[field])
     sender = body.get("from")
     if sender is not None and (not isinstance(sender, str) or not 1 <= len(sender) <= SENDER_LIMIT):
-        raise ApiError(
-            422,
-            "invalid-body",
-            f"from must be a string of 1 to {SENDER_LIMIT} characters",
-            field="from",
-            value=sender,
+        raise invalid_body(
+            "from", f"from must be a string of 1 to {SENDER_LIMIT} characters", sender
         )
     return body
 
@@ -94,8 +84,7 @@ def _already_closed(exc: QuestionClosed, question_id: str) -> ApiError:
 
 def _closed(row: QuestionRow | None, agent_id: str, question_id: str) -> QuestionRow:
     if row is None:
-        raise ApiError(
-            404,
+        raise not_found(
             "question-not-found",
             f"agent {agent_id!r} has no question {question_id!r}",
             field="questionId",
@@ -114,7 +103,7 @@ async def answer(
     path_param("questionId", question_id, RUN_ID)
     body = await _body(request, frozenset({"value", "from"}))
     if "value" not in body:
-        raise ApiError(422, "invalid-body", "value is required", field="value", value=None)
+        raise invalid_body("value", "value is required", None)
     try:
         row = await ctx.host.answer(agent_id, question_id, body["value"], sender=body.get("from"))
     except AgentNotHosted as exc:

@@ -43,7 +43,7 @@ from afp_runtime.api._params import (
     query_flag,
     query_int,
 )
-from afp_runtime.api._problems import ApiError, not_hosted
+from afp_runtime.api._problems import ApiError, not_found, not_hosted
 from afp_runtime.api.constants import MAX_SERVED_PAGE
 from afp_runtime.api.shapes import DismissAccepted, ResumeAccepted
 from afp_runtime.api.window import window_records
@@ -69,12 +69,8 @@ from afp_runtime.store import RunRow, StoredBundle
 
 
 def _epoch_not_found(run_id: PathText, epoch: PathText) -> ApiError:
-    return ApiError(
-        404,
-        "epoch-not-found",
-        f"run {run_id!r} has no epoch {epoch}",
-        field="epoch",
-        value=epoch,
+    return not_found(
+        "epoch-not-found", f"run {run_id!r} has no epoch {epoch}", field="epoch", value=epoch
     )
 
 
@@ -205,8 +201,7 @@ async def receipt(state: State, run_id: PathText, epoch: PathText) -> Receipt:
     if not exists:
         raise _epoch_not_found(run_id, epoch)
     if found is None:
-        raise ApiError(
-            404,
+        raise not_found(
             "receipt-not-found",
             f"epoch {number} of run {run_id!r} has no acceptable receipt on record",
             field="epoch",

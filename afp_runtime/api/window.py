@@ -25,7 +25,7 @@ from afp_runtime.api._params import (
     query_int,
     query_text,
 )
-from afp_runtime.api._problems import ApiError
+from afp_runtime.api._problems import not_found
 from afp_runtime.api.shapes import (
     FoldedMessages,
     FoldedSpanView,
@@ -103,8 +103,7 @@ async def _span(ctx: ApiContext, agent_id: str, fingerprint: str) -> StoredFolde
     path_param("summaryFingerprint", fingerprint, FINGERPRINT)
     spans = await ctx.reader.folded_spans(agent_id, summary_fingerprint=fingerprint)
     if not spans:
-        raise ApiError(
-            404,
+        raise not_found(
             "fold-not-found",
             f"agent {agent_id!r} has no folded span with this summary fingerprint",
             field="summaryFingerprint",
@@ -143,8 +142,7 @@ async def folded_messages(
         resolved = await ctx.with_log(span.run_id, lambda log: folded_from_log(log, span))
     if resolved is None:
         hint = "" if use_log else "; ask with fromLog=true to read them from the commit log"
-        raise ApiError(
-            404,
+        raise not_found(
             "messages-not-retained",
             f"this span was folded without keeping its messages{hint}",
             field="summaryFingerprint",
