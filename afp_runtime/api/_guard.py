@@ -156,11 +156,8 @@ class Guard:
         if port is None:
             server = scope.get("server")
             port = server[1] if server and server[1] is not None else None
-        allowed = (
-            {f"{name}:{port}" for name in _LOOPBACK_NAMES}
-            if port is not None
-            else set(_LOOPBACK_NAMES)
-        )
+        suffix = f":{port}" if port is not None else ""
+        allowed = {name + suffix for name in _LOOPBACK_NAMES}
         if host is None or host.lower() not in allowed:
             raise ApiError(
                 400,

@@ -55,11 +55,8 @@ async def health(state: State) -> Health:
 
 async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:
     profile = ctx.host.profile(row.agent_id)
-    status = (
-        (ctx.host.status_override(row.agent_id) or row.status)
-        if profile is not None
-        else "not-leased"
-    )
+    override = ctx.host.status_override(row.agent_id) if profile is not None else None
+    status = "not-leased" if profile is None else override or row.status
     return await agent_view(ctx.reader, row, profile, status=status)
 
 

@@ -110,7 +110,6 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunO
             run,
             kind="approval",
             messages=[assistant],
-            results=[],
             waiting=[p.call.id for p in planned],
             asks=asks,
             ledger=ledger,
@@ -141,11 +140,8 @@ async def settle_answers(run: Run, batch: PendingBatch) -> RunOutcome | None:
             return await _pause(
                 run,
                 kind="approval",
-                messages=[],
-                results=[],
                 waiting=list(batch.tool_call_ids),
                 asks=decided.asks,
-                ledger=[],
                 keep_questions=decided.kept_question_ids,
             )
         timed.update(decided.planned)
@@ -298,11 +294,11 @@ async def _pause(
     run: Run,
     *,
     kind: str,
-    messages: Sequence[Message],
-    results: list[dict[str, Any]],
     waiting: Sequence[str],
     asks: Sequence[Ask],
-    ledger: list[Any],
+    messages: Sequence[Message] = (),
+    results: Sequence[dict[str, Any]] = (),
+    ledger: Sequence[Any] = (),
     keep_questions: tuple[str, ...] = (),
     outcomes: dict[str, Any] | None = None,
 ) -> RunOutcome:
