@@ -338,41 +338,35 @@ class Store:
         )
         if mine:
             last = mine[-1]
-            status = _turn_status(last.status)
-            return TurnResult(
-                agent_id=agent_id,
-                message_id=message_id,
-                status=status,
-                answer=last.final_answer,
-                turn=last.turn,
-                run_id=last.run_id,
-                runs=mine,
-                usage=usage,
-                error_kind=last.error_kind,
-                error=last.error,
-                questions=questions,
-            )
-        # Nothing ran for it now: queued behind another turn, or settled before (a retried
-        # send with the same idempotency key).
-        row = await self._store.inbox_message(message_id)
-        assert row is not None, "the message was committed"
-        runs = [r for r in await self._store.runs(agent_id) if r.message_id == message_id]
-        last_run = runs[-1] if runs else None
-        answer = None
-        if last_run is not None and row.status == "answered":
-            answer = await final_answer(self._store, last_run.run_id)
-        state = await self._store.conversation_state(agent_id)
-        open_turn = state.open_turn if state is not None else None
-        error_kind = error = None
-        if open_turn is not None and open_turn.message_id == message_id:
-            error_kind, error = open_turn.error_kind, open_turn.error
+            status: str = last.status
+            answer: str | None = last.final_answer
+            run_id: str | None = last.run_id
+            turn = last.turn
+            error_kind, error = last.error_kind, last.error
+        else:
+            # Nothing ran for it now: queued behind another turn, or settled before (a retried
+            # send with the same idempotency key).
+            row = await self._store.inbox_message(message_id)
+            assert row is not None, "the message was committed"
+            runs = [r for r in await self._store.runs(agent_id) if r.message_id == message_id]
+            status, answer, turn = row.status, None, row.turn or 0
+            run_id = runs[-1].run_id if runs else None
+            if run_id is not None and row.status == "answered":
+                answer = await final_answer(self._store, run_id)
+            state = await self._store.conversation_state(agent_id)
+            open_turn = state.open_turn if state is not None else None
+            error_kind = error = None
+            if open_turn is not None and open_turn.message_id == message_id:
+                error_kind, error = open_turn.error_kind, open_turn.error
         return TurnResult(
             agent_id=agent_id,
             message_id=message_id,
-            status=_turn_status(row.status),
+            status=_turn_status(status),
             answer=answer,
-            turn=row.turn or 0,
-            run_id=last_run.run_id if last_run is not None else None,
+            turn=turn,
+            run_id=run_id,
+            runs=mine,
+            usage=usage,
             error_kind=error_kind,
             error=error,
             questions=questions,

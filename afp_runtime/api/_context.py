@@ -44,9 +44,7 @@ class ApiContext:
     async def agent(self, agent_id: str) -> str:
         """A validated id of an agent that exists (in the store or on this host); else 404."""
         path_param("agentId", agent_id, AGENT_ID)
-        if self.host.hosts(agent_id):
-            return agent_id
-        if await self.reader.conversation_state(agent_id) is None:
+        if not self.host.hosts(agent_id) and await self.reader.conversation_state(agent_id) is None:
             raise not_found(
                 "agent-not-found",
                 f"there is no agent {agent_id!r}",

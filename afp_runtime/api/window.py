@@ -37,22 +37,14 @@ from afp_runtime.store import RunRow
 
 async def window_records(ctx: ApiContext, runs: list[RunRow]) -> list[dict[str, Any]]:
     """The window records (``compactions``) of these runs, in commit order."""
-    records: list[dict[str, Any]] = []
-    for run in runs:
-        for bundle in await ctx.reader.bundles(run.run_id):
-            for write in bundle.writes:
-                if write.get("key") != "compactions":
-                    continue
-                for record in write.get("value") or []:
-                    records.append(
-                        {
-                            "runId": run.run_id,
-                            "turn": run.turn,
-                            "runtimeStageId": bundle.runtime_stage_id,
-                            **record,
-                        }
-                    )
-    return records
+    return [
+        {"runId": run.run_id, "turn": run.turn, "runtimeStageId": bundle.runtime_stage_id, **record}
+        for run in runs
+        for bundle in await ctx.reader.bundles(run.run_id)
+        for write in bundle.writes
+        if write.get("key") == "compactions"
+        for record in write.get("value") or []
+    ]
 
 
 @get("/v1/agents/{agent_id:str}/window-records")
