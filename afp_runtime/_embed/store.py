@@ -36,7 +36,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from afp_runtime import models
 from afp_runtime._embed.results import TurnResult, TurnStatus
 from afp_runtime.agents import Agent, abandon_question, answer_question
-from afp_runtime.api.views import final_answer
 from afp_runtime.errors import NotFound, StoreUnavailable
 from afp_runtime.host import Host
 from afp_runtime.loop import (
@@ -352,7 +351,7 @@ class Store:
             status, answer, turn = row.status, None, row.turn or 0
             run_id = runs[-1].run_id if runs else None
             if run_id is not None and row.status == "answered":
-                answer = await final_answer(self._store, run_id)
+                answer = await self._answer_of(run_id)
             state = await self._store.conversation_state(agent_id)
             open_turn = state.open_turn if state is not None else None
             error_kind = error = None
@@ -371,6 +370,13 @@ class Store:
             error=error,
             questions=questions,
         )
+
+    async def _answer_of(self, run_id: str) -> str | None:
+        last = await self._store.last_bundle(run_id)
+        for write in last.writes if last is not None else []:
+            if write.get("key") == "finalAnswer" and isinstance(write.get("value"), str):
+                return str(write["value"])
+        return None
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ from afp_runtime.api.shapes import (
     InboxPosted,
     iso_instant,
 )
-from afp_runtime.api.views import final_answer, inbox_messages
+from afp_runtime.api.views import inbox_messages
 from afp_runtime.errors import IdempotencyConflict, InvalidValue, TimeNotEnabled
 from afp_runtime.host import AgentNotHosted
 
@@ -150,8 +150,16 @@ async def one_message(state: State, agent_id: PathText, message_id: PathText) ->
     [shown] = inbox_messages([row], runs)
     if row.status == "answered" and shown.answer is None and runs:
         # A run that ended before schema version 11 keeps its answer in its commit log only.
-        answer = await final_answer(ctx.reader, runs[-1].run_id)
-        shown = msgspec.structs.replace(shown, answer=answer)
+        last = await ctx.reader.last_bundle(runs[-1].run_id)
+        found = next(
+            (
+                w.get("value")
+                for w in (last.writes if last else [])
+                if w.get("key") == "finalAnswer"
+            ),
+            None,
+        )
+        shown = msgspec.structs.replace(shown, answer=found if isinstance(found, str) else None)
     if row.status in ("stalled", "held") and shown.error_kind is None:
         conversation = await ctx.reader.conversation_state(agent_id)
         turn = conversation.open_turn if conversation is not None else None

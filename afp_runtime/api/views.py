@@ -75,15 +75,6 @@ def inbox_messages(rows: Sequence[InboxRow], runs: Sequence[RunRow]) -> list[Inb
     return shown
 
 
-async def final_answer(reader: Store, run_id: str) -> str | None:
-    """The answer the run's last bundle committed (``finalAnswer``), if it committed one."""
-    last = await reader.last_bundle(run_id)
-    for write in last.writes if last is not None else []:
-        if write.get("key") == "finalAnswer" and isinstance(write.get("value"), str):
-            return str(write["value"])
-    return None
-
-
 def question_view(row: QuestionRow) -> QuestionView:
     """A stored question as the API shows it."""
     return QuestionView(
