@@ -106,46 +106,8 @@ _HOMES = {
     "tool": "afp_runtime.tools",
 }
 
-__all__ = [
-    "AfpError",
-    "Agent",
-    "AnthropicModel",
-    "ConformanceReport",
-    "EpochEntry",
-    "Event",
-    "ExtractiveSummarizer",
-    "FindingsConfig",
-    "FoldedSpan",
-    "Host",
-    "Message",
-    "Model",
-    "ModelParams",
-    "ModelReply",
-    "ModelRequest",
-    "OpenAICompatModel",
-    "Period",
-    "QuestionRow",
-    "RetryPolicy",
-    "RunRow",
-    "ScriptedModel",
-    "ServedView",
-    "Store",
-    "TimeConfig",
-    "Tool",
-    "ToolCall",
-    "ToolContext",
-    "TurnEvents",
-    "TurnResult",
-    "Usage",
-    "ViewDiff",
-    "__version__",
-    "load_agents",
-    "open",
-    "sliding_window",
-    "summarize_oldest",
-    "token_budget",
-    "tool",
-]
+# Every name of ``_HOMES``, and the version.
+__all__ = sorted([*_HOMES, "__version__"])
 
 
 __getattr__ = _lazy_names("afp_runtime", _HOMES, globals())

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
-from afp_runtime.tools import Tool, ToolContext
+from afp_runtime.tools import Tool, ToolContext, ToolFn
 
 QUESTIONS = (
     "Where is order 1042?",
@@ -74,22 +74,14 @@ _ORDER_SCHEMA = {
     "additionalProperties": False,
 }
 
-LOOKUP_ORDER = Tool(
-    "lookup_order",
-    "Look up an order's record by its id.",
-    _ORDER_SCHEMA,
-    lookup_order,
-    idempotent=True,
-    parallel_safe=True,
-)
 
-SHIPPING_STATUS = Tool(
-    "shipping_status",
-    "Report where an order's parcel is.",
-    _ORDER_SCHEMA,
-    shipping_status,
-    idempotent=True,
-    parallel_safe=True,
+def _order_tool(name: str, description: str, fn: ToolFn) -> Tool:
+    return Tool(name, description, _ORDER_SCHEMA, fn, idempotent=True, parallel_safe=True)
+
+
+LOOKUP_ORDER = _order_tool("lookup_order", "Look up an order's record by its id.", lookup_order)
+SHIPPING_STATUS = _order_tool(
+    "shipping_status", "Report where an order's parcel is.", shipping_status
 )
 
 

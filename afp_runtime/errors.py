@@ -51,11 +51,8 @@ _VALUE_LIMIT = 200
 
 def shown(value: Any) -> str:
     """Render an offending value for an error message, truncated to 200 code points."""
-    text = value if isinstance(value, str) else repr(value)
-    text = repr(text) if isinstance(value, str) else text
-    if len(text) > _VALUE_LIMIT:
-        return text[:_VALUE_LIMIT] + "…"
-    return text
+    text = repr(value)
+    return text if len(text) <= _VALUE_LIMIT else text[:_VALUE_LIMIT] + "…"
 
 
 class AfpError(Exception):

@@ -25,8 +25,9 @@ import os
 import random
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import anyio
 import anyio.to_thread
@@ -305,25 +306,15 @@ class Store:
     ) -> TurnResult:
         driver = self._driver(agent)
         async with self._lock(agent.agent_id):
-            if abandon:
-                row = await abandon_question(
-                    self._store,
-                    agent.agent_id,
-                    question_id,
-                    now_ms=self._clock.now_ms(),
-                    by=sender,
-                    shared=agent.shared,
-                )
-            else:
-                row = await answer_question(
-                    self._store,
-                    agent.agent_id,
-                    question_id,
-                    value,
-                    now_ms=self._clock.now_ms(),
-                    by=sender,
-                    shared=agent.shared,
-                )
+            close = abandon_question if abandon else partial(answer_question, value=value)
+            row = await close(
+                self._store,
+                agent.agent_id,
+                question_id,
+                now_ms=self._clock.now_ms(),
+                by=sender,
+                shared=agent.shared,
+            )
             if row is None:
                 raise NotFound(
                     f"agent {agent.agent_id!r} has no question {question_id!r}",
@@ -338,9 +329,7 @@ class Store:
     ) -> TurnResult:
         """The message's turn as ``outcomes`` (this call's runs) and the store tell it."""
         mine = tuple(outcome for outcome in outcomes if outcome.message_id == message_id)
-        usage = Usage()
-        for outcome in mine:
-            usage = usage + outcome.usage
+        usage = sum((outcome.usage for outcome in mine), Usage())
         questions = tuple(
             q
             for q in await self._store.questions(agent_id, status="open")
@@ -348,48 +337,42 @@ class Store:
         )
         if mine:
             last = mine[-1]
-            status = _turn_status(last.status)
-            return TurnResult(
-                agent_id=agent_id,
-                message_id=message_id,
-                status=status,
-                answer=last.final_answer,
-                turn=last.turn,
-                run_id=last.run_id,
-                runs=mine,
-                usage=usage,
-                error_kind=last.error_kind,
-                error=last.error,
-                questions=questions,
-            )
-        # Nothing ran for it now: queued behind another turn, or settled before (a retried
-        # send with the same idempotency key).
-        row = await self._store.inbox_message(message_id)
-        assert row is not None, "the message was committed"
-        runs = [r for r in await self._store.runs(agent_id) if r.message_id == message_id]
-        last_run = runs[-1] if runs else None
-        answer = await self._answer_of(last_run) if row.status == "answered" else None
-        state = await self._store.conversation_state(agent_id)
-        open_turn = state.open_turn if state is not None else None
-        error_kind = error = None
-        if open_turn is not None and open_turn.message_id == message_id:
-            error_kind, error = open_turn.error_kind, open_turn.error
+            status: str = last.status
+            answer: str | None = last.final_answer
+            run_id: str | None = last.run_id
+            turn = last.turn
+            error_kind, error = last.error_kind, last.error
+        else:
+            # Nothing ran for it now: queued behind another turn, or settled before (a retried
+            # send with the same idempotency key).
+            row = await self._store.inbox_message(message_id)
+            assert row is not None, "the message was committed"
+            runs = [r for r in await self._store.runs(agent_id) if r.message_id == message_id]
+            status, answer, turn = row.status, None, row.turn or 0
+            run_id = runs[-1].run_id if runs else None
+            if run_id is not None and row.status == "answered":
+                answer = await self._answer_of(run_id)
+            state = await self._store.conversation_state(agent_id)
+            open_turn = state.open_turn if state is not None else None
+            error_kind = error = None
+            if open_turn is not None and open_turn.message_id == message_id:
+                error_kind, error = open_turn.error_kind, open_turn.error
         return TurnResult(
             agent_id=agent_id,
             message_id=message_id,
-            status=_turn_status(row.status),
+            status=_turn_status(status),
             answer=answer,
-            turn=row.turn or 0,
-            run_id=last_run.run_id if last_run is not None else None,
+            turn=turn,
+            run_id=run_id,
+            runs=mine,
+            usage=usage,
             error_kind=error_kind,
             error=error,
             questions=questions,
         )
 
-    async def _answer_of(self, run: RunRow | None) -> str | None:
-        if run is None:
-            return None
-        last = await self._store.last_bundle(run.run_id)
+    async def _answer_of(self, run_id: str) -> str | None:
+        last = await self._store.last_bundle(run_id)
         for write in last.writes if last is not None else []:
             if write.get("key") == "finalAnswer" and isinstance(write.get("value"), str):
                 return str(write["value"])
@@ -608,18 +591,9 @@ class Store:
 def _turn_status(status: str) -> TurnStatus:
     """A run's or inbox row's status as a turn's: a ``running`` one that nobody runs now was
     cut off."""
-    known: dict[str, TurnStatus] = {
-        "queued": "queued",
-        "answered": "answered",
-        "dismissed": "dismissed",
-        "held": "held",
-        "paused": "paused",
-        "stalled": "stalled",
-        "cancelled": "cancelled",
-        "crashed": "crashed",
-        "running": "crashed",
-    }
-    return known.get(status, "queued")
+    if status == "running":
+        return "crashed"
+    return status if status in get_args(TurnStatus) else "queued"  # type: ignore[return-value]
 
 
 @asynccontextmanager

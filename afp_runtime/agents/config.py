@@ -416,27 +416,19 @@ def _agent(
     tools: Sequence[Tool],
     window: WindowStrategy | None,
 ) -> Agent:
+    # Every other field of the config is the Agent option of the same name.
+    built = ("id", "model", "tools", "window", "durability", "time")
+    options = {
+        name: getattr(config, name) for name in config.__struct_fields__ if name not in built
+    }
     return Agent(
         config.id,
         model or build_model(config.model, field=f"{field}.model", base_dir=base_dir),
         tools=tools,
-        system_prompt=config.system_prompt,
-        max_iterations=config.max_iterations,
-        wrap_up=config.wrap_up,
-        durability=config.durability or durability,
-        max_concurrent_tools=config.max_concurrent_tools,
-        params=config.params,
-        retry=config.retry,
-        max_recoveries=config.max_recoveries,
         window=window,
-        keep_last_tool_results=config.keep_last_tool_results,
-        findings=config.findings,
-        keep_ledger_facts=config.keep_ledger_facts,
-        shared=config.shared,
-        on_turn_failure=config.on_turn_failure,
-        max_stall_s=config.max_stall_s,
-        pause_timeout_s=config.pause_timeout_s,
+        durability=config.durability or durability,
         time=time_config_from_wire(config.time) if config.time is not None else None,
+        **options,
     )
 
 

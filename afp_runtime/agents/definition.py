@@ -38,6 +38,11 @@ def _positive_int(field: str, value: Any, *, minimum: int = 1) -> None:
         )
 
 
+def _bool(field: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise AgentDefinitionError(f"{field} must be a bool, not {shown(value)}", field=field)
+
+
 def _positive_seconds(field: str, value: Any) -> None:
     if (
         isinstance(value, bool)
@@ -135,14 +140,8 @@ class Agent:
                 f"durability must be sync, iteration or turn, not {shown(durability)}",
                 field="durability",
             )
-        if not isinstance(wrap_up, bool):
-            raise AgentDefinitionError(
-                f"wrapUp must be a bool, not {shown(wrap_up)}", field="wrapUp"
-            )
-        if not isinstance(shared, bool):
-            raise AgentDefinitionError(
-                f"shared must be a bool, not {shown(shared)}", field="shared"
-            )
+        _bool("wrapUp", wrap_up)
+        _bool("shared", shared)
         if on_turn_failure not in ("hold", "skip"):
             raise AgentDefinitionError(
                 f"onTurnFailure must be hold or skip, not {shown(on_turn_failure)}",

@@ -25,13 +25,12 @@ from afp_runtime.errors import (
     shown,
 )
 from afp_runtime.findings import validate_rows
-from afp_runtime.loop import load_folded_spans
+from afp_runtime.loop import load_folded_spans, stored_span
 from afp_runtime.messages import Message, Usage, fingerprint
 from afp_runtime.records import (
     ConversationState,
     Item,
     ListRef,
-    StoredFoldedSpan,
     Txn,
 )
 from afp_runtime.store import CheckpointStore
@@ -64,10 +63,6 @@ class PortableCheckpoint(
     checkpointed_at_ms: int = 0
 
 
-def _fail(message: str, **context: Any) -> CheckpointInvalid:
-    return CheckpointInvalid(message, **context)
-
-
 def check_history(history: Sequence[Message], *, path: str = "history") -> None:
     """Every tool message answers a call of an earlier assistant message; call ids are unique.
 
@@ -78,13 +73,13 @@ def check_history(history: Sequence[Message], *, path: str = "history") -> None:
     for index, message in enumerate(history):
         for call in message.tool_calls:
             if call.id in called:
-                raise _fail(
+                raise CheckpointInvalid(
                     f"{path}[{index}].toolCalls: call id {call.id!r} is used twice",
                     field=f"{path}[{index}].toolCalls",
                 )
             called.add(call.id)
         if message.role == "tool" and message.tool_call_id not in called:
-            raise _fail(
+            raise CheckpointInvalid(
                 f"{path}[{index}] answers call {message.tool_call_id!r}, "
                 "which no earlier assistant message made",
                 field=f"{path}[{index}].toolCallId",
@@ -96,14 +91,16 @@ def check_spans(spans: Sequence[FoldedSpan], *, path: str = "folded") -> None:
     for index, span in enumerate(spans):
         where = f"{path}[{index}]"
         if not span.summary_fingerprint:
-            raise _fail(f"{where}.summaryFingerprint is empty", field=where)
+            raise CheckpointInvalid(f"{where}.summaryFingerprint is empty", field=where)
         if not span.run_id:
-            raise _fail(f"{where}.runId is empty", field=where)
+            raise CheckpointInvalid(f"{where}.runId is empty", field=where)
         if span.iteration < 1 or span.message_count < 1:
-            raise _fail(f"{where}: iteration and messageCount must be >= 1", field=where)
+            raise CheckpointInvalid(
+                f"{where}: iteration and messageCount must be >= 1", field=where
+            )
         has_messages = span.messages is not msgspec.UNSET
         if has_messages != (span.retained == "conversation"):
-            raise _fail(
+            raise CheckpointInvalid(
                 f"{where}.messages must be present exactly when retained is 'conversation'",
                 field=f"{where}.messages",
             )
@@ -119,23 +116,23 @@ def parse_checkpoint(data: bytes, *, agent_id: str) -> PortableCheckpoint:
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
-        raise _fail(f"the checkpoint is not valid JSON: {exc}") from exc
+        raise CheckpointInvalid(f"the checkpoint is not valid JSON: {exc}") from exc
     if not isinstance(raw, dict):
-        raise _fail(f"a checkpoint must be a JSON object, not {type(raw).__name__}")
+        raise CheckpointInvalid(f"a checkpoint must be a JSON object, not {type(raw).__name__}")
     version = raw.get("version")
     if isinstance(version, bool) or not isinstance(version, int):
-        raise _fail(f"version must be the int 1, not {shown(version)}", field="version")
+        raise CheckpointInvalid(f"version must be the int 1, not {shown(version)}", field="version")
     if version > PORTABLE_VERSION:
-        raise _fail(
+        raise CheckpointInvalid(
             f"version {version} was written by a newer afp_runtime (this build reads "
             f"{PORTABLE_VERSION})",
             field="version",
         )
     if version != PORTABLE_VERSION:
-        raise _fail(f"version must be 1, not {version}", field="version")
+        raise CheckpointInvalid(f"version must be 1, not {version}", field="version")
     owner = raw.get("agentId")
     if not isinstance(owner, str) or not AGENT_ID.match(owner):
-        raise _fail(f"agentId must be an agent id, not {shown(owner)}", field="agentId")
+        raise CheckpointInvalid(f"agentId must be an agent id, not {shown(owner)}", field="agentId")
     if owner != agent_id:
         raise ConversationMismatch(
             f"the checkpoint belongs to agent {owner!r}, not {agent_id!r}",
@@ -144,10 +141,10 @@ def parse_checkpoint(data: bytes, *, agent_id: str) -> PortableCheckpoint:
     try:
         checkpoint = msgspec.convert(raw, PortableCheckpoint)
     except msgspec.ValidationError as exc:
-        raise _fail(f"the checkpoint is invalid: {exc}") from exc
+        raise CheckpointInvalid(f"the checkpoint is invalid: {exc}") from exc
     for name in ("turn", "model_calls"):
         if getattr(checkpoint, name) < 0:
-            raise _fail(f"{name} must be >= 0", field=name)
+            raise CheckpointInvalid(f"{name} must be >= 0", field=name)
     check_history(checkpoint.history)
     if checkpoint.folded is not msgspec.UNSET:
         check_spans(checkpoint.folded)
@@ -238,17 +235,7 @@ async def import_checkpoint(
     history = append(checkpoint.history)
     spans = checkpoint.folded if checkpoint.folded is not msgspec.UNSET else ()
     stored = [
-        StoredFoldedSpan(
-            summary_fingerprint=span.summary_fingerprint,
-            run_id=span.run_id,
-            iteration=span.iteration,
-            folded_at_ms=span.folded_at_ms,
-            model=span.model,
-            message_count=span.message_count,
-            removed_stage_ids=tuple(span.removed_stage_ids),
-            retained=span.retained,
-            messages=append(span.messages) if span.messages is not msgspec.UNSET else None,
-        )
+        stored_span(span, append(span.messages) if span.messages is not msgspec.UNSET else None)
         for span in spans
     ]
     ledger = (

@@ -12,7 +12,7 @@ from typing import TypeVar
 from litestar.datastructures import State
 
 from afp_runtime.api._params import AGENT_ID, RUN_ID, path_param
-from afp_runtime.api._problems import ApiError
+from afp_runtime.api._problems import ApiError, not_found
 from afp_runtime.errors import NotFound
 from afp_runtime.host import Host
 from afp_runtime.records import RunLog
@@ -44,11 +44,8 @@ class ApiContext:
     async def agent(self, agent_id: str) -> str:
         """A validated id of an agent that exists (in the store or on this host); else 404."""
         path_param("agentId", agent_id, AGENT_ID)
-        if self.host.hosts(agent_id):
-            return agent_id
-        if await self.reader.conversation_state(agent_id) is None:
-            raise ApiError(
-                404,
+        if not self.host.hosts(agent_id) and await self.reader.conversation_state(agent_id) is None:
+            raise not_found(
                 "agent-not-found",
                 f"there is no agent {agent_id!r}",
                 field="agentId",
@@ -83,6 +80,4 @@ def context_of(state: State) -> ApiContext:
 
 
 def _run_not_found(run_id: str) -> ApiError:
-    return ApiError(
-        404, "run-not-found", f"there is no run {run_id!r}", field="runId", value=run_id
-    )
+    return not_found("run-not-found", f"there is no run {run_id!r}", field="runId", value=run_id)

@@ -90,7 +90,7 @@ class Guard:
             await _send_error(send_with_id, error)
             return
         except _Answered as answer:
-            await _send_empty(send_with_id, answer.status, answer.headers)
+            await _send(send_with_id, answer.status, answer.headers)
             return
         if scope["method"] == "HEAD":  # type: ignore[typeddict-item]
             # The server keeps its own scope (it knows not to send a body for HEAD); the app
@@ -156,11 +156,8 @@ class Guard:
         if port is None:
             server = scope.get("server")
             port = server[1] if server and server[1] is not None else None
-        allowed = (
-            {f"{name}:{port}" for name in _LOOPBACK_NAMES}
-            if port is not None
-            else set(_LOOPBACK_NAMES)
-        )
+        suffix = f":{port}" if port is not None else ""
+        allowed = {name + suffix for name in _LOOPBACK_NAMES}
         if host is None or host.lower() not in allowed:
             raise ApiError(
                 400,
@@ -246,18 +243,13 @@ def _headers_only(send: Send, receive: Receive) -> tuple[Send, Receive]:
     return send_headers, receive_until_ended
 
 
-async def _send_empty(send: Send, status: int, headers: dict[str, str]) -> None:
+async def _send(send: Send, status: int, headers: dict[str, str], body: bytes = b"") -> None:
     raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 async def _send_error(send: Send, error: ApiError) -> None:
     body = error.encoded()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-    ]
-    headers += [(k.lower().encode(), v.encode()) for k, v in error.headers.items()]
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+    json_headers = {"content-type": "application/json", "content-length": str(len(body))}
+    await _send(send, error.status, {**json_headers, **error.headers}, body)

@@ -58,13 +58,7 @@ def _path(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]
 
 
 def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "schema": schema,
-        "description": description,
-    }
+    return {**_path(name, schema, description), "in": "query", "required": False}
 
 
 def _pattern(regex: re.Pattern[str]) -> dict[str, Any]:
@@ -94,7 +88,7 @@ def _paging(maximum: int = MAX_LIMIT) -> list[dict[str, Any]]:
     ]
 
 
-TURN = _query("turn", {"type": "integer", "minimum": 1, "maximum": 9_999_999_999}, "one turn")
+TURN = _query("turn", _NUMBER, "one turn")
 TYPES = _query(
     "types",
     {
@@ -204,6 +198,9 @@ _QUESTION_EXAMPLE = {
     "zone": None,
     "refused": None,
 }
+
+
+_EVENT_EXAMPLE = 'id: 3f2a-12\nevent: turn.ended\ndata: {"type":"turn.ended"}\n\n'
 
 
 def _page(item: Any) -> dict[str, Any]:
@@ -458,11 +455,7 @@ OPERATIONS: tuple[Operation, ...] = (
         Page[StoredBundle],
         params=(
             RUN,
-            _query(
-                "fromSeq",
-                {"type": "integer", "minimum": 0, "maximum": 9_999_999_999},
-                "from this bundle",
-            ),
+            _query("fromSeq", {**_NUMBER, "minimum": 0}, "from this bundle"),
             _query("expand", _FLAG, "resolve message lists into messages"),
             *_paging(),
         ),
@@ -528,11 +521,7 @@ OPERATIONS: tuple[Operation, ...] = (
         Page[ServedView],
         params=(
             RUN,
-            _query(
-                "fromEpoch",
-                {"type": "integer", "minimum": 1, "maximum": 9_999_999_999},
-                "the first epoch",
-            ),
+            _query("fromEpoch", _NUMBER, "the first epoch"),
             *_paging(MAX_SERVED_PAGE),
         ),
     ),
@@ -554,7 +543,7 @@ OPERATIONS: tuple[Operation, ...] = (
         params=(AGENT, TYPES, FOLLOW, LAST_EVENT_ID),
         errors=(429,),
         stream=True,
-        example='id: 3f2a-12\nevent: turn.ended\ndata: {"type":"turn.ended"}\n\n',
+        example=_EVENT_EXAMPLE,
     ),
     Operation(
         "GET",
@@ -578,7 +567,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         errors=(429,),
         stream=True,
-        example='id: 3f2a-12\nevent: turn.ended\ndata: {"type":"turn.ended"}\n\n',
+        example=_EVENT_EXAMPLE,
     ),
 )
 

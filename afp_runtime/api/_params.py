@@ -39,32 +39,34 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 
 
-def query(name: str) -> Any:
-    """The ``Annotated`` marker of the query parameter ``name`` (its wire name: ``fromSeq``).
+def _marker(kind: str, name: str | None = None) -> Any:
+    """The ``Annotated`` marker of a ``query``, ``header`` or ``path`` parameter.
 
-    Litestar 2.25 replaced ``Parameter(query=…)`` by ``QueryParameter``; both are supported.
+    Litestar 2.25 replaced ``Parameter(query=…)`` by ``QueryParameter`` (and so on); both are
+    supported.
     """
-    modern = getattr(_litestar_params, "QueryParameter", None)
+    modern = getattr(_litestar_params, f"{kind.title()}Parameter", None)
     if modern is not None:
-        return modern(name=name)
-    return _litestar_params.Parameter(query=name)
+        return modern() if name is None else modern(name=name)
+    legacy: dict[str, Any] = {} if name is None else {kind: name}
+    return _litestar_params.Parameter(**legacy)
+
+
+def query(name: str) -> Any:
+    """The ``Annotated`` marker of the query parameter ``name`` (its wire name: ``fromSeq``)."""
+    return _marker("query", name)
 
 
 def header(name: str) -> Any:
-    """The ``Annotated`` marker of the request header ``name`` (see ``query``)."""
-    modern = getattr(_litestar_params, "HeaderParameter", None)
-    if modern is not None:
-        return modern(name=name)
-    return _litestar_params.Parameter(header=name)
-
-
-def _path_marker() -> Any:
-    modern = getattr(_litestar_params, "PathParameter", None)
-    return modern() if modern is not None else _litestar_params.Parameter()
+    """The ``Annotated`` marker of the request header ``name``."""
+    return _marker("header", name)
 
 
 # Every path parameter is taken as text and checked by its pattern in the handler.
-PathText = Annotated[str, _path_marker()]
+PathText = Annotated[str, _marker("path")]
+# The paging parameters of every list (``limit_of``, ``offset_of``).
+Limit = Annotated[str | None, query("limit")]
+Cursor = Annotated[str | None, query("cursor")]
 
 
 def path_param(field: str, value: str, pattern: re.Pattern[str]) -> str:

@@ -107,6 +107,21 @@ class ApiError(Exception):
         return msgspec.json.encode(self.body())
 
 
+def not_found(code: str, message: str, *, field: str, value: object) -> ApiError:
+    """404 ``code``: the thing a path field names does not exist."""
+    return ApiError(404, code, message, field=field, value=value)
+
+
+def invalid_body(field: str, message: str, value: object) -> ApiError:
+    """422 ``invalid-body``: a field of the body is refused."""
+    return ApiError(422, "invalid-body", message, field=field, value=value)
+
+
+def not_hosted(agent_id: str) -> ApiError:
+    """409 ``agent-not-hosted``: a write to an agent this host does not run."""
+    return ApiError(409, "agent-not-hosted", f"agent {agent_id!r} is not run by this host")
+
+
 def request_id(request: Request[Any, Any, Any]) -> str | None:
     """The correlation id the guard gave this request."""
     value = request.scope.get(REQUEST_ID_KEY)

@@ -11,22 +11,22 @@ Readings settled here:
 from __future__ import annotations
 
 from importlib import metadata
-from typing import Annotated, Literal
+from typing import Literal
 
 from litestar import get
 from litestar.datastructures import State
 
 from afp_runtime.api._context import ApiContext, context_of
 from afp_runtime.api._params import (
+    Cursor,
+    Limit,
     Page,
     PathText,
     limit_of,
     number_param,
-    offset_of,
     page_of,
-    query,
 )
-from afp_runtime.api._problems import ApiError
+from afp_runtime.api._problems import ApiError, not_found
 from afp_runtime.api.shapes import (
     AgentView,
     CallView,
@@ -55,31 +55,21 @@ async def health(state: State) -> Health:
 
 async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:
     profile = ctx.host.profile(row.agent_id)
-    status = (
-        (ctx.host.status_override(row.agent_id) or row.status)
-        if profile is not None
-        else "not-leased"
-    )
+    override = ctx.host.status_override(row.agent_id) if profile is not None else None
+    status = "not-leased" if profile is None else override or row.status
     return await agent_view(ctx.reader, row, profile, status=status)
 
 
-@get("/v1/agents", summary="List agents", tags=["agents"])
-async def list_agents(
-    state: State,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
-) -> Page[AgentView]:
+@get("/v1/agents")
+async def list_agents(state: State, limit: Limit = None, cursor: Cursor = None) -> Page[AgentView]:
     """Every agent with its summary, by id."""
     ctx = context_of(state)
     size = limit_of(limit)
-    rows = await ctx.reader.agents()
-    start = offset_of(cursor)
-    views = [await _agent_view(ctx, row) for row in rows[start : start + size]]
-    nxt = page_of(rows, limit=size, cursor=cursor).next
-    return Page(items=views, next=nxt)
+    page = page_of(await ctx.reader.agents(), limit=size, cursor=cursor)
+    return Page(items=[await _agent_view(ctx, row) for row in page.items], next=page.next)
 
 
-@get("/v1/agents/{agent_id:str}", summary="One agent", tags=["agents"])
+@get("/v1/agents/{agent_id:str}")
 async def one_agent(state: State, agent_id: PathText) -> AgentView:
     """One agent: status, model, turn, counters, inbox depth, active run."""
     ctx = context_of(state)
@@ -91,12 +81,9 @@ async def one_agent(state: State, agent_id: PathText) -> AgentView:
     return await _agent_view(ctx, rows[0])
 
 
-@get("/v1/agents/{agent_id:str}/runs", summary="An agent's runs", tags=["runs"])
+@get("/v1/agents/{agent_id:str}/runs")
 async def agent_runs(
-    state: State,
-    agent_id: PathText,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    state: State, agent_id: PathText, limit: Limit = None, cursor: Cursor = None
 ) -> Page[RunRow]:
     """The agent's runs, newest first."""
     ctx = context_of(state)
@@ -106,7 +93,7 @@ async def agent_runs(
     return page_of(runs, limit=size, cursor=cursor)
 
 
-@get("/v1/agents/{agent_id:str}/calls/{n:str}", summary="The n-th model call", tags=["served"])
+@get("/v1/agents/{agent_id:str}/calls/{n:str}")
 async def agent_call(state: State, agent_id: PathText, n: PathText) -> CallView:
     """Where the agent's n-th model call sits, and what it was sent."""
     ctx = context_of(state)
@@ -117,8 +104,7 @@ async def agent_call(state: State, agent_id: PathText, n: PathText) -> CallView:
         if found is not None:
             epoch, view = found
             return CallView(agent_call=number, run_id=run.run_id, epoch=epoch, view=view)
-    raise ApiError(
-        404,
+    raise not_found(
         "call-not-found",
         f"agent {agent_id!r} has made no model call numbered {number}",
         field="n",

@@ -42,7 +42,7 @@ def _document_bytes() -> bytes:
     return msgspec.json.encode(_openapi.document(version=agents.VERSION))
 
 
-@get("/v1/openapi.json", include_in_schema=False)
+@get("/v1/openapi.json")
 async def openapi_document() -> Response[bytes]:
     """The OpenAPI document of this API (built once, off the event loop)."""
     body = await anyio.to_thread.run_sync(_document_bytes)

@@ -62,12 +62,9 @@ async def _frames(ctx: ApiContext, subscription: Subscription) -> AsyncIterator[
     try:
         yield b": open\n\n"
         while True:
-            item = None
-            received = False
-            with anyio.move_on_after(ctx.keepalive_s):
+            with anyio.move_on_after(ctx.keepalive_s) as idle:
                 item = await subscription.next()
-                received = True
-            if not received:
+            if idle.cancelled_caught:
                 yield b": keep-alive\n\n"
                 continue
             if item is None:
@@ -136,12 +133,7 @@ def _stream(
     )
 
 
-@get(
-    "/v1/agents/{agent_id:str}/events",
-    summary="One agent's events (SSE)",
-    tags=["events"],
-    media_type="text/event-stream",
-)
+@get("/v1/agents/{agent_id:str}/events", media_type="text/event-stream")
 async def agent_events(
     state: State,
     agent_id: PathText,
@@ -157,12 +149,7 @@ async def agent_events(
     )
 
 
-@get(
-    "/v1/events",
-    summary="Every agent's events (SSE)",
-    tags=["events"],
-    media_type="text/event-stream",
-)
+@get("/v1/events", media_type="text/event-stream")
 async def all_events(
     state: State,
     agent: Annotated[list[str] | None, query("agent")] = None,

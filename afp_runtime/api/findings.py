@@ -15,6 +15,8 @@ from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
     ROW_KIND,
     TOOL_CALL_ID,
+    Cursor,
+    Limit,
     Page,
     PathText,
     limit_of,
@@ -25,15 +27,15 @@ from afp_runtime.api._params import (
 )
 
 
-@get("/v1/agents/{agent_id:str}/findings", summary="Findings ledger rows", tags=["findings"])
+@get("/v1/agents/{agent_id:str}/findings")
 async def findings(
     state: State,
     agent_id: PathText,
     kind: Annotated[str | None, query("kind")] = None,
     turn: Annotated[str | None, query("turn")] = None,
     tool_call_id: Annotated[str | None, query("toolCallId")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> Page[dict[str, Any]]:
     """The agent's ledger rows in filing order; filters ``kind``, ``turn``, ``toolCallId``."""
     ctx = context_of(state)

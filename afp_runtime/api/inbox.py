@@ -27,6 +27,8 @@ from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
     IDEMPOTENCY_KEY,
     MESSAGE_ID,
+    Cursor,
+    Limit,
     Page,
     PathText,
     limit_of,
@@ -35,7 +37,7 @@ from afp_runtime.api._params import (
     query,
     query_choice,
 )
-from afp_runtime.api._problems import ApiError
+from afp_runtime.api._problems import ApiError, invalid_body, not_found, not_hosted
 from afp_runtime.api.constants import INBOX_STATUSES, SENDER_LIMIT, TEXT_LIMIT
 from afp_runtime.api.shapes import (
     InboxMessage,
@@ -50,27 +52,18 @@ _BODY_FIELDS = frozenset({"text", "idempotencyKey", "from", "time"})
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
-def _invalid(field: str, message: str, value: object) -> ApiError:
-    return ApiError(422, "invalid-body", message, field=field, value=value)
-
-
 def _text_field(body: dict[str, Any], field: str, limit: int) -> str | None:
     value = body.get(field)
     if value is None:
         return None
     if not isinstance(value, str) or not 1 <= len(value) <= limit:
-        raise _invalid(field, f"{field} must be a string of 1 to {limit:,} characters", value)
+        raise invalid_body(field, f"{field} must be a string of 1 to {limit:,} characters", value)
     if _SURROGATE.search(value):
-        raise _invalid(field, f"{field} must not hold lone surrogate code points", value)
+        raise invalid_body(field, f"{field} must not hold lone surrogate code points", value)
     return value
 
 
-@post(
-    "/v1/agents/{agent_id:str}/inbox",
-    summary="Post a message",
-    tags=["inbox"],
-    status_code=202,
-)
+@post("/v1/agents/{agent_id:str}/inbox", status_code=202)
 async def post_inbox(
     state: State, agent_id: PathText, request: Request[Any, Any, Any]
 ) -> Response[InboxPosted]:
@@ -80,25 +73,25 @@ async def post_inbox(
     body = json_object(await request.body())
     for field in body:
         if field not in _BODY_FIELDS:
-            raise _invalid(field, f"{field} is not a field of an inbox message", body[field])
+            raise invalid_body(field, f"{field} is not a field of an inbox message", body[field])
     text = _text_field(body, "text", TEXT_LIMIT)
     if text is None:
-        raise _invalid("text", "text is required", None)
+        raise invalid_body("text", "text is required", None)
     key = body.get("idempotencyKey")
     if key is not None and (not isinstance(key, str) or IDEMPOTENCY_KEY.fullmatch(key) is None):
-        raise _invalid("idempotencyKey", "idempotencyKey must be 1 to 128 of [A-Za-z0-9._:-]", key)
+        raise invalid_body(
+            "idempotencyKey", "idempotencyKey must be 1 to 128 of [A-Za-z0-9._:-]", key
+        )
     sender = _text_field(body, "from", SENDER_LIMIT)
     time = body.get("time")
     if time is not None and not isinstance(time, dict):
-        raise _invalid("time", "time must be an object {now?, zone?, window?}", time)
+        raise invalid_body("time", "time must be an object {now?, zone?, window?}", time)
     try:
         ack = await ctx.host.post(agent_id, text, idempotency_key=key, sender=sender, time=time)
     except TimeNotEnabled as exc:
         raise ApiError(422, "time-not-enabled", exc.message, field="time", value=time) from exc
     except AgentNotHosted as exc:
-        raise ApiError(
-            409, "agent-not-hosted", f"agent {agent_id!r} is not run by this host"
-        ) from exc
+        raise not_hosted(agent_id) from exc
     except IdempotencyConflict as exc:
         raise ApiError(
             409,
@@ -110,7 +103,7 @@ async def post_inbox(
     except InvalidValue as exc:
         field = str(exc.context.get("field", "text"))
         value = body.get(field) if "." not in field else time
-        raise _invalid(field, exc.message, value) from exc
+        raise invalid_body(field, exc.message, value) from exc
     posted = InboxPosted(
         message_id=ack.message_id,
         agent_id=agent_id,
@@ -121,13 +114,13 @@ async def post_inbox(
     return Response(posted, status_code=200 if ack.duplicate else 202)
 
 
-@get("/v1/agents/{agent_id:str}/inbox", summary="List the inbox", tags=["inbox"])
+@get("/v1/agents/{agent_id:str}/inbox")
 async def list_inbox(
     state: State,
     agent_id: PathText,
     status: Annotated[str | None, query("status")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> Page[InboxMessage]:
     """The agent's inbox messages in position order, optionally of one status."""
     ctx = context_of(state)
@@ -139,11 +132,7 @@ async def list_inbox(
     return page_of(messages, limit=size, cursor=cursor)
 
 
-@get(
-    "/v1/agents/{agent_id:str}/inbox/{message_id:str}",
-    summary="One inbox message",
-    tags=["inbox"],
-)
+@get("/v1/agents/{agent_id:str}/inbox/{message_id:str}")
 async def one_message(state: State, agent_id: PathText, message_id: PathText) -> InboxMessage:
     """One message with its status, latest run, answer or error."""
     ctx = context_of(state)
@@ -151,8 +140,7 @@ async def one_message(state: State, agent_id: PathText, message_id: PathText) ->
     path_param("messageId", message_id, MESSAGE_ID)
     row = await ctx.reader.inbox_message(message_id)
     if row is None or row.agent_id != agent_id:
-        raise ApiError(
-            404,
+        raise not_found(
             "message-not-found",
             f"agent {agent_id!r} has no inbox message {message_id!r}",
             field="messageId",

@@ -23,6 +23,8 @@ from afp_runtime.api._body import json_object
 from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
     RUN_ID,
+    Cursor,
+    Limit,
     Page,
     PathText,
     limit_of,
@@ -31,7 +33,7 @@ from afp_runtime.api._params import (
     query,
     query_choice,
 )
-from afp_runtime.api._problems import ApiError
+from afp_runtime.api._problems import ApiError, invalid_body, not_found, not_hosted
 from afp_runtime.api.constants import QUESTION_STATUSES, SENDER_LIMIT
 from afp_runtime.api.shapes import AnswerAccepted, QuestionView
 from afp_runtime.api.views import question_view
@@ -46,13 +48,13 @@ def _answer_status(row: QuestionRow) -> Literal["accepted", "re-asked", "unsettl
     return "unsettled" if row.status == "unsettled" else "accepted"
 
 
-@get("/v1/agents/{agent_id:str}/questions", summary="Pending questions", tags=["questions"])
+@get("/v1/agents/{agent_id:str}/questions")
 async def list_questions(
     state: State,
     agent_id: PathText,
     status: Annotated[str | None, query("status")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> Page[QuestionView]:
     """The agent's open questions (tool asks, approvals, time asks), oldest first, paged."""
     ctx = context_of(state)
@@ -67,27 +69,13 @@ async def _body(request: Request[Any, Any, Any], fields: frozenset[str]) -> dict
     body = json_object(await request.body(), empty_is_object=True)
     for field in body:
         if field not in fields:
-            raise ApiError(
-                422,
-                "invalid-body",
-                f"{field} is not a field of this request",
-                field=field,
-                value=body[field],
-            )
+            raise invalid_body(field, f"{field} is not a field of this request", body[field])
     sender = body.get("from")
     if sender is not None and (not isinstance(sender, str) or not 1 <= len(sender) <= SENDER_LIMIT):
-        raise ApiError(
-            422,
-            "invalid-body",
-            f"from must be a string of 1 to {SENDER_LIMIT} characters",
-            field="from",
-            value=sender,
+        raise invalid_body(
+            "from", f"from must be a string of 1 to {SENDER_LIMIT} characters", sender
         )
     return body
-
-
-def _not_hosted(agent_id: str) -> ApiError:
-    return ApiError(409, "agent-not-hosted", f"agent {agent_id!r} is not run by this host")
 
 
 def _already_closed(exc: QuestionClosed, question_id: str) -> ApiError:
@@ -96,8 +84,7 @@ def _already_closed(exc: QuestionClosed, question_id: str) -> ApiError:
 
 def _closed(row: QuestionRow | None, agent_id: str, question_id: str) -> QuestionRow:
     if row is None:
-        raise ApiError(
-            404,
+        raise not_found(
             "question-not-found",
             f"agent {agent_id!r} has no question {question_id!r}",
             field="questionId",
@@ -106,12 +93,7 @@ def _closed(row: QuestionRow | None, agent_id: str, question_id: str) -> Questio
     return row
 
 
-@post(
-    "/v1/agents/{agent_id:str}/questions/{question_id:str}/answer",
-    summary="Answer a question",
-    tags=["questions"],
-    status_code=200,
-)
+@post("/v1/agents/{agent_id:str}/questions/{question_id:str}/answer", status_code=200)
 async def answer(
     state: State, agent_id: PathText, question_id: PathText, request: Request[Any, Any, Any]
 ) -> AnswerAccepted:
@@ -121,11 +103,11 @@ async def answer(
     path_param("questionId", question_id, RUN_ID)
     body = await _body(request, frozenset({"value", "from"}))
     if "value" not in body:
-        raise ApiError(422, "invalid-body", "value is required", field="value", value=None)
+        raise invalid_body("value", "value is required", None)
     try:
         row = await ctx.host.answer(agent_id, question_id, body["value"], sender=body.get("from"))
     except AgentNotHosted as exc:
-        raise _not_hosted(agent_id) from exc
+        raise not_hosted(agent_id) from exc
     except InvalidAnswer as exc:
         raise ApiError(
             422,
@@ -141,12 +123,7 @@ async def answer(
     return AnswerAccepted(status=_answer_status(closed), question=question_view(closed))
 
 
-@post(
-    "/v1/agents/{agent_id:str}/questions/{question_id:str}/abandon",
-    summary="Abandon a question",
-    tags=["questions"],
-    status_code=200,
-)
+@post("/v1/agents/{agent_id:str}/questions/{question_id:str}/abandon", status_code=200)
 async def abandon(
     state: State, agent_id: PathText, question_id: PathText, request: Request[Any, Any, Any]
 ) -> AnswerAccepted:
@@ -158,7 +135,7 @@ async def abandon(
     try:
         row = await ctx.host.abandon(agent_id, question_id, sender=body.get("from"))
     except AgentNotHosted as exc:
-        raise _not_hosted(agent_id) from exc
+        raise not_hosted(agent_id) from exc
     except QuestionClosed as exc:
         raise _already_closed(exc, question_id) from exc
     return AnswerAccepted(

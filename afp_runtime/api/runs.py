@@ -30,6 +30,8 @@ from litestar.datastructures import State
 
 from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
+    Cursor,
+    Limit,
     Page,
     PathText,
     encode_cursor,
@@ -41,7 +43,7 @@ from afp_runtime.api._params import (
     query_flag,
     query_int,
 )
-from afp_runtime.api._problems import ApiError
+from afp_runtime.api._problems import ApiError, not_found, not_hosted
 from afp_runtime.api.constants import MAX_SERVED_PAGE
 from afp_runtime.api.shapes import DismissAccepted, ResumeAccepted
 from afp_runtime.api.window import window_records
@@ -67,28 +69,19 @@ from afp_runtime.store import RunRow, StoredBundle
 
 
 def _epoch_not_found(run_id: PathText, epoch: PathText) -> ApiError:
-    return ApiError(
-        404,
-        "epoch-not-found",
-        f"run {run_id!r} has no epoch {epoch}",
-        field="epoch",
-        value=epoch,
+    return not_found(
+        "epoch-not-found", f"run {run_id!r} has no epoch {epoch}", field="epoch", value=epoch
     )
 
 
-@get("/v1/runs/{run_id:str}", summary="One run", tags=["runs"])
+@get("/v1/runs/{run_id:str}")
 async def one_run(state: State, run_id: PathText) -> RunRow:
     """The run's summary: agent, turn, kind, status, usage."""
     ctx = context_of(state)
     return await ctx.run(run_id)
 
 
-@post(
-    "/v1/runs/{run_id:str}/resume",
-    summary="Resume a held or stalled run",
-    tags=["runs"],
-    status_code=202,
-)
+@post("/v1/runs/{run_id:str}/resume", status_code=202)
 async def resume_run(state: State, run_id: PathText) -> Response[ResumeAccepted]:
     """Ask the host to resume the run's held or stalled turn now (an operator run)."""
     ctx = context_of(state)
@@ -96,16 +89,14 @@ async def resume_run(state: State, run_id: PathText) -> Response[ResumeAccepted]
     try:
         await ctx.host.resume(run.agent_id, run_id=run_id)
     except AgentNotHosted as exc:
-        raise ApiError(
-            409, "agent-not-hosted", f"agent {run.agent_id!r} is not run by this host"
-        ) from exc
+        raise not_hosted(run.agent_id) from exc
     except RunNotResumable as exc:
         raise ApiError(409, "run-not-resumable", exc.message, field="runId", value=run_id) from exc
     accepted = ResumeAccepted(run_id=run_id, agent_id=run.agent_id, status="accepted")
     return Response(accepted, status_code=202)
 
 
-@post("/v1/runs/{run_id:str}/dismiss", summary="Dismiss a held run", tags=["runs"], status_code=200)
+@post("/v1/runs/{run_id:str}/dismiss", status_code=200)
 async def dismiss_run(state: State, run_id: PathText) -> DismissAccepted:
     """Close the run's held turn ``dismissed``: its messages stay, the inbox moves on."""
     ctx = context_of(state)
@@ -113,9 +104,7 @@ async def dismiss_run(state: State, run_id: PathText) -> DismissAccepted:
     try:
         message_id = await ctx.host.dismiss(run.agent_id, run_id=run_id)
     except AgentNotHosted as exc:
-        raise ApiError(
-            409, "agent-not-hosted", f"agent {run.agent_id!r} is not run by this host"
-        ) from exc
+        raise not_hosted(run.agent_id) from exc
     except RunNotHeld as exc:
         raise ApiError(409, "run-not-held", exc.message, field="runId", value=run_id) from exc
     return DismissAccepted(
@@ -123,14 +112,14 @@ async def dismiss_run(state: State, run_id: PathText) -> DismissAccepted:
     )
 
 
-@get("/v1/runs/{run_id:str}/commits", summary="A run's commit log", tags=["runs"])
+@get("/v1/runs/{run_id:str}/commits")
 async def commits(
     state: State,
     run_id: PathText,
     from_seq: Annotated[str | None, query("fromSeq")] = None,
     expand: Annotated[str | None, query("expand")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> Page[StoredBundle]:
     """Commit bundles from ``fromSeq``; message lists by reference unless ``expand=true``."""
     ctx = context_of(state)
@@ -150,26 +139,13 @@ async def commits(
                 messages, _ = await ctx.reader.resolve(run.agent_id, ref)
                 write = {**write, "value": list(messages)}
             writes.append(write)
-        items.append(
-            StoredBundle(
-                run_id=bundle.run_id,
-                seq=bundle.seq,
-                stage=bundle.stage,
-                runtime_stage_id=bundle.runtime_stage_id,
-                iteration=bundle.iteration,
-                committed_at_ms=bundle.committed_at_ms,
-                writes=writes,
-            )
-        )
+        items.append(msgspec.structs.replace(bundle, writes=writes))
     return Page(items=items, next=page.next)
 
 
-@get("/v1/runs/{run_id:str}/epochs", summary="A run's epochs", tags=["served"])
+@get("/v1/runs/{run_id:str}/epochs")
 async def list_epochs(
-    state: State,
-    run_id: PathText,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    state: State, run_id: PathText, limit: Limit = None, cursor: Cursor = None
 ) -> Page[EpochEntry]:
     """The run's model calls in commit order, with outcome, usage and gaps."""
     ctx = context_of(state)
@@ -182,7 +158,7 @@ async def list_epochs(
     return Page(items=entries, next=encode_cursor(start + size) if start + size < total else None)
 
 
-@get("/v1/runs/{run_id:str}/epochs/{epoch:str}", summary="One epoch", tags=["served"])
+@get("/v1/runs/{run_id:str}/epochs/{epoch:str}")
 async def one_epoch(state: State, run_id: PathText, epoch: PathText) -> EpochEntry:
     """One epoch's listing entry."""
     ctx = context_of(state)
@@ -199,7 +175,7 @@ async def one_epoch(state: State, run_id: PathText, epoch: PathText) -> EpochEnt
     return entry
 
 
-@get("/v1/runs/{run_id:str}/epochs/{epoch:str}/served", summary="Served view", tags=["served"])
+@get("/v1/runs/{run_id:str}/epochs/{epoch:str}/served")
 async def served_view(state: State, run_id: PathText, epoch: PathText) -> ServedView:
     """Exactly what the model was sent at this epoch, rebuilt from the log, with its gaps."""
     ctx = context_of(state)
@@ -211,7 +187,7 @@ async def served_view(state: State, run_id: PathText, epoch: PathText) -> Served
     return view
 
 
-@get("/v1/runs/{run_id:str}/epochs/{epoch:str}/receipt", summary="Receipt", tags=["served"])
+@get("/v1/runs/{run_id:str}/epochs/{epoch:str}/receipt")
 async def receipt(state: State, run_id: PathText, epoch: PathText) -> Receipt:
     """The epoch's receipt as stored (digests only, never content)."""
     ctx = context_of(state)
@@ -225,8 +201,7 @@ async def receipt(state: State, run_id: PathText, epoch: PathText) -> Receipt:
     if not exists:
         raise _epoch_not_found(run_id, epoch)
     if found is None:
-        raise ApiError(
-            404,
+        raise not_found(
             "receipt-not-found",
             f"epoch {number} of run {run_id!r} has no acceptable receipt on record",
             field="epoch",
@@ -235,11 +210,7 @@ async def receipt(state: State, run_id: PathText, epoch: PathText) -> Receipt:
     return found
 
 
-@get(
-    "/v1/runs/{run_id:str}/epochs/{epoch:str}/conformance",
-    summary="Conformance report",
-    tags=["served"],
-)
+@get("/v1/runs/{run_id:str}/epochs/{epoch:str}/conformance")
 async def conformance(
     state: State,
     run_id: PathText,
@@ -270,13 +241,13 @@ async def conformance(
     return report
 
 
-@get("/v1/runs/{run_id:str}/served", summary="Served views", tags=["served"])
+@get("/v1/runs/{run_id:str}/served")
 async def served_list(
     state: State,
     run_id: PathText,
     from_epoch: Annotated[str | None, query("fromEpoch")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> Page[ServedView]:
     """The run's served views from ``fromEpoch``, at most 50 per page."""
     ctx = context_of(state)
@@ -293,12 +264,9 @@ async def served_list(
     return Page(items=views, next=encode_cursor(start + size) if start + size < total else None)
 
 
-@get("/v1/runs/{run_id:str}/window-records", summary="A run's window records", tags=["window"])
+@get("/v1/runs/{run_id:str}/window-records")
 async def run_window_records(
-    state: State,
-    run_id: PathText,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    state: State, run_id: PathText, limit: Limit = None, cursor: Cursor = None
 ) -> Page[dict[str, Any]]:
     """The window records the run's window stages filed, in commit order."""
     ctx = context_of(state)

@@ -13,6 +13,7 @@ import contextlib
 import ipaddress
 import socket
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import anyio
@@ -68,11 +69,9 @@ async def open_listener(host: str, port: int) -> socket.socket:
     """
     name = "127.0.0.1" if host.lower() == "localhost" else host.strip("[]")
     family = socket.AF_INET6 if ":" in name else socket.AF_INET
-
-    def bind() -> socket.socket:
-        return socket.create_server((name, port), family=family)
-
-    return await anyio.to_thread.run_sync(bind)
+    return await anyio.to_thread.run_sync(
+        partial(socket.create_server, (name, port), family=family)
+    )
 
 
 class ApiServer(uvicorn.Server):

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from afp_runtime.api.shapes import AgentView, InboxMessage, QuestionView, iso_instant
 from afp_runtime.records import QuestionRow
 from afp_runtime.store import AgentRow, InboxRow, RunRow, Store
@@ -46,20 +48,9 @@ async def agent_view(
 
 
 def inbox_message(row: InboxRow, **extra: Any) -> InboxMessage:
-    """One stored inbox row as the API shows it (``extra``: run id, answer, error)."""
-    return InboxMessage(
-        message_id=row.message_id,
-        agent_id=row.agent_id,
-        position=row.position,
-        text=row.text,
-        status=row.status,
-        accepted_at_ms=row.accepted_at_ms,
-        turn=row.turn,
-        idempotency_key=row.idempotency_key,
-        sender=row.sender,
-        time=row.time,
-        **extra,
-    )
+    """One stored inbox row as the API shows it (``extra``: run id, answer, error); the shape
+    starts with the row's own fields, by the same names."""
+    return InboxMessage(**msgspec.structs.asdict(row), **extra)
 
 
 def inbox_messages(rows: Sequence[InboxRow], runs: Sequence[RunRow]) -> list[InboxMessage]:
@@ -118,9 +109,5 @@ def _time_fields(row: QuestionRow) -> dict[str, Any]:
     }
     refused = row.detail.get("refused")
     if refused is not None:
-        fields["refused"] = {
-            "answer": refused.get("answer"),
-            "reason": refused.get("reason"),
-            "why": refused.get("why"),
-        }
+        fields["refused"] = {key: refused.get(key) for key in ("answer", "reason", "why")}
     return fields

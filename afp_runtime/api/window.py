@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from litestar import get
 from litestar.datastructures import State
 
@@ -12,6 +13,8 @@ from afp_runtime.api._context import ApiContext, context_of
 from afp_runtime.api._params import (
     FINGERPRINT,
     RUN_ID,
+    Cursor,
+    Limit,
     Page,
     PathText,
     limit_of,
@@ -22,7 +25,7 @@ from afp_runtime.api._params import (
     query_int,
     query_text,
 )
-from afp_runtime.api._problems import ApiError
+from afp_runtime.api._problems import not_found
 from afp_runtime.api.shapes import (
     FoldedMessages,
     FoldedSpanView,
@@ -34,36 +37,24 @@ from afp_runtime.store import RunRow
 
 async def window_records(ctx: ApiContext, runs: list[RunRow]) -> list[dict[str, Any]]:
     """The window records (``compactions``) of these runs, in commit order."""
-    records: list[dict[str, Any]] = []
-    for run in runs:
-        for bundle in await ctx.reader.bundles(run.run_id):
-            for write in bundle.writes:
-                if write.get("key") != "compactions":
-                    continue
-                for record in write.get("value") or []:
-                    records.append(
-                        {
-                            "runId": run.run_id,
-                            "turn": run.turn,
-                            "runtimeStageId": bundle.runtime_stage_id,
-                            **record,
-                        }
-                    )
-    return records
+    return [
+        {"runId": run.run_id, "turn": run.turn, "runtimeStageId": bundle.runtime_stage_id, **record}
+        for run in runs
+        for bundle in await ctx.reader.bundles(run.run_id)
+        for write in bundle.writes
+        if write.get("key") == "compactions"
+        for record in write.get("value") or []
+    ]
 
 
-@get(
-    "/v1/agents/{agent_id:str}/window-records",
-    summary="An agent's window records",
-    tags=["window"],
-)
+@get("/v1/agents/{agent_id:str}/window-records")
 async def agent_window_records(
     state: State,
     agent_id: PathText,
     run_id: Annotated[str | None, query("runId")] = None,
     turn: Annotated[str | None, query("turn")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> Page[dict[str, Any]]:
     """Window records across the agent's runs; filters ``runId`` and ``turn``."""
     ctx = context_of(state)
@@ -81,24 +72,15 @@ async def agent_window_records(
 
 
 def _span_view(span: StoredFoldedSpan) -> FoldedSpanView:
-    return FoldedSpanView(
-        summary_fingerprint=span.summary_fingerprint,
-        run_id=span.run_id,
-        iteration=span.iteration,
-        folded_at_ms=span.folded_at_ms,
-        model=span.model,
-        message_count=span.message_count,
-        removed_stage_ids=list(span.removed_stage_ids),
-        retained=span.retained,
-    )
+    """The span's own fields, by the same names, without its messages."""
+    fields = msgspec.structs.asdict(span)
+    del fields["messages"]
+    return FoldedSpanView(**{**fields, "removed_stage_ids": list(span.removed_stage_ids)})
 
 
-@get("/v1/agents/{agent_id:str}/folded", summary="Folded spans", tags=["window"])
+@get("/v1/agents/{agent_id:str}/folded")
 async def list_folded(
-    state: State,
-    agent_id: PathText,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    state: State, agent_id: PathText, limit: Limit = None, cursor: Cursor = None
 ) -> Page[FoldedSpanView]:
     """The agent's folded spans, oldest first, without their messages."""
     ctx = context_of(state)
@@ -113,8 +95,7 @@ async def _span(ctx: ApiContext, agent_id: str, fingerprint: str) -> StoredFolde
     path_param("summaryFingerprint", fingerprint, FINGERPRINT)
     spans = await ctx.reader.folded_spans(agent_id, summary_fingerprint=fingerprint)
     if not spans:
-        raise ApiError(
-            404,
+        raise not_found(
             "fold-not-found",
             f"agent {agent_id!r} has no folded span with this summary fingerprint",
             field="summaryFingerprint",
@@ -123,29 +104,21 @@ async def _span(ctx: ApiContext, agent_id: str, fingerprint: str) -> StoredFolde
     return spans[0]
 
 
-@get(
-    "/v1/agents/{agent_id:str}/folded/{fingerprint:str}",
-    summary="One folded span",
-    tags=["window"],
-)
+@get("/v1/agents/{agent_id:str}/folded/{fingerprint:str}")
 async def one_folded(state: State, agent_id: PathText, fingerprint: PathText) -> FoldedSpanView:
     """One folded span, by its summary message's fingerprint."""
     ctx = context_of(state)
     return _span_view(await _span(ctx, agent_id, fingerprint))
 
 
-@get(
-    "/v1/agents/{agent_id:str}/folded/{fingerprint:str}/messages",
-    summary="A folded span's original messages",
-    tags=["window"],
-)
+@get("/v1/agents/{agent_id:str}/folded/{fingerprint:str}/messages")
 async def folded_messages(
     state: State,
     agent_id: PathText,
     fingerprint: PathText,
     from_log: Annotated[str | None, query("fromLog")] = None,
-    limit: Annotated[str | None, query("limit")] = None,
-    cursor: Annotated[str | None, query("cursor")] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> FoldedMessages:
     """The span's originals: kept with the conversation, or (``fromLog=true``) from the log."""
     ctx = context_of(state)
@@ -161,8 +134,7 @@ async def folded_messages(
         resolved = await ctx.with_log(span.run_id, lambda log: folded_from_log(log, span))
     if resolved is None:
         hint = "" if use_log else "; ask with fromLog=true to read them from the commit log"
-        raise ApiError(
-            404,
+        raise not_found(
             "messages-not-retained",
             f"this span was folded without keeping its messages{hint}",
             field="summaryFingerprint",

@@ -9,6 +9,7 @@ from afp_runtime.loop.folded import (
     load_folded_conversation,
     load_folded_spans,
     resolve_span,
+    stored_span,
 )
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory, SequentialIds, TimeOrderedIds
@@ -39,5 +40,6 @@ __all__ = [
     "load_folded_conversation",
     "load_folded_spans",
     "resolve_span",
+    "stored_span",
     "unique_call_ids",
 ]

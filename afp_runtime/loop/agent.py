@@ -26,8 +26,6 @@ from afp_runtime.store import Ack, CheckpointStore
 
 log = get_logger()
 
-_reply_from = msgspec.convert
-
 
 class AgentDriver:
     """Runs one agent's turns on a store, one at a time.
@@ -114,17 +112,11 @@ class AgentDriver:
                     if await self._skip_held():
                         continue
                     return outcomes
-                outcomes.append(outcome)
-                if outcome.status == "held" and await self._skip_held():
-                    continue
-                if outcome.status != "answered":
+            else:
+                queued = await self.store.inbox(self.agent_id, status="queued")
+                if not queued:
                     return outcomes
-                continue
-            queued = await self.store.inbox(self.agent_id, status="queued")
-            if not queued:
-                return outcomes
-            message = queued[0]
-            outcome = await self._run("initial", message.message_id, text=message.text)
+                outcome = await self._run("initial", queued[0].message_id, text=queued[0].text)
             outcomes.append(outcome)
             if outcome.status == "held" and await self._skip_held():
                 continue
@@ -213,7 +205,7 @@ class AgentDriver:
             if last.stage == "call-model":
                 for write in last.writes:
                     if write.get("key") == "reply":
-                        return _reply_from(write["value"], CommittedReply)
+                        return msgspec.convert(write["value"], CommittedReply)
             return None
         return None
 

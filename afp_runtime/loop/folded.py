@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from afp_runtime.records import StoredFoldedSpan
+from afp_runtime.records import ListRef, StoredFoldedSpan
 from afp_runtime.store import CheckpointStore
 from afp_runtime.window import FoldedSpan
 
@@ -25,17 +25,16 @@ async def resolve_span(store: CheckpointStore, agent_id: str, span: StoredFolded
     messages: tuple | msgspec.UnsetType = msgspec.UNSET
     if span.messages is not None:
         messages, _ = await store.resolve(agent_id, span.messages)
+    # The two shapes share their field names; only ``messages`` differs (values, not a reference).
+    retained = "conversation" if span.retained == "conversation" else "discard"
     return FoldedSpan(
-        summary_fingerprint=span.summary_fingerprint,
-        run_id=span.run_id,
-        iteration=span.iteration,
-        folded_at_ms=span.folded_at_ms,
-        model=span.model,
-        message_count=span.message_count,
-        removed_stage_ids=span.removed_stage_ids,
-        retained="conversation" if span.retained == "conversation" else "discard",
-        messages=messages,
+        **{**msgspec.structs.asdict(span), "retained": retained, "messages": messages}
     )
+
+
+def stored_span(span: FoldedSpan, messages: ListRef | None) -> StoredFoldedSpan:
+    """A span as the store keeps it: its originals, when kept, by reference (``messages``)."""
+    return StoredFoldedSpan(**{**msgspec.structs.asdict(span), "messages": messages})
 
 
 async def load_folded_spans(

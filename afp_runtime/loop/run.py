@@ -300,7 +300,8 @@ class Run:
             if outcome is not None:
                 return outcome
         elif settle is not None:
-            outcome = await self._settle(settle)
+            # Complete the iteration whose reply was committed before a crash; never re-ask.
+            outcome = await self._after_reply(settle, settling=True)
             if outcome is not None:
                 return outcome
         while True:
@@ -344,9 +345,29 @@ class Run:
 
     # -- closing stages -----------------------------------------------------------------------
 
-    async def _settle(self, reply: CommittedReply) -> RunOutcome | None:
-        """Complete the iteration whose reply was committed before a crash; never re-ask."""
-        return await self._after_reply(reply, settling=True)
+    def exhaust_budget(
+        self, reply: CommittedReply, *, action: Literal["wrap-up", "cut-short"]
+    ) -> None:
+        """The step budget ran out with calls pending: set ``stoppedEarly`` and emit
+        ``budget.exhausted`` (``wrap-up``: one more call with tools withheld)."""
+        self.state.stopped_early = {
+            "reason": "max-iterations",
+            "iteration": self.state.iteration,
+            "pendingToolCalls": len(reply.tool_calls),
+            "answerWasEmpty": not reply.content,
+            "wrappedUp": action == "wrap-up",
+        }
+        if action == "cut-short":
+            self.state.stopped_early["action"] = action
+        self.emit(
+            "budget.exhausted",
+            {
+                "iteration": self.state.iteration,
+                "maxIterations": self.d.max_iterations,
+                "pendingToolCalls": len(reply.tool_calls),
+                "action": action,
+            },
+        )
 
     async def stop_turn(
         self,
@@ -362,7 +383,6 @@ class Run:
         """
         turn = self.state.conv.open_turn
         assert turn is not None
-        status: Literal["stalled", "held"]
         since = turn.stalled_since_ms if turn.stalled_since_ms is not None else self.now()
         if retry_at_ms is not None and retry_at_ms - since > self.d.max_stall_s * 1000:
             # docs/host.md#stalled-and-held-turns: past max_stall_s a stalled turn is held for an
@@ -373,39 +393,26 @@ class Run:
             )
             error_kind = "stall-limit"
             retry_at_ms = None
-        if retry_at_ms is not None:
-            status = "stalled"
-            open_turn = self.open_turn_with(
-                **self.run_ends_early(),
-                status="stalled",
-                stalls=turn.stalls + 1,
-                error_kind=error_kind,
-                error=error,
-                retry_at_ms=retry_at_ms,
-                stalled_since_ms=since,
-            )
-        else:
-            status = "held"
-            open_turn = self.open_turn_with(
-                status="held", error_kind=error_kind, error=error, **self.run_ends_early()
-            )
+        status: Literal["stalled", "held"] = "held" if retry_at_ms is None else "stalled"
+        stall = (
+            {}
+            if retry_at_ms is None
+            else {"stalls": turn.stalls + 1, "retry_at_ms": retry_at_ms, "stalled_since_ms": since}
+        )
+        open_turn = self.open_turn_with(
+            **self.run_ends_early(), status=status, error_kind=error_kind, error=error, **stall
+        )
         state = self.checkpoint(open_turn=open_turn)
         await self.end_run(
             status, bundles=bundles, conversation=state, error_kind=error_kind, error=error
         )
         log.warning("turn stopped", status=status, error_kind=error_kind, error=error)
-        if status == "stalled":
-            self.emit(
-                "turn.stalled",
-                {"errorKind": error_kind, "retryAtMs": retry_at_ms, "stalls": open_turn.stalls},
-                stage=False,
-            )
-        else:
-            self.emit(
-                "turn.held",
-                {"errorKind": error_kind, "message": error, "runId": self.run_id},
-                stage=False,
-            )
+        event = (
+            {"errorKind": error_kind, "retryAtMs": retry_at_ms, "stalls": open_turn.stalls}
+            if status == "stalled"
+            else {"errorKind": error_kind, "message": error, "runId": self.run_id}
+        )
+        self.emit(f"turn.{status}", event, stage=False)
         self.emit_run_ended(status, error_kind=error_kind, error=error)
         return self.outcome(status, error_kind=error_kind, error=error)
 

@@ -39,7 +39,7 @@ import httpx
 import msgspec
 
 from afp_runtime.errors import ConfigError, InvalidValue, ModelCallError, shown
-from afp_runtime.messages import Message, ModelReply, ModelRequest
+from afp_runtime.messages import Message, ModelParams, ModelReply, ModelRequest, ToolSchema
 from afp_runtime.models.base import EncodedRequest, TokenSink
 
 #: Exceptions of httpx that a request can raise; each is mapped to a ModelCallError.
@@ -54,6 +54,21 @@ HTTPX_ERRORS: tuple[type[Exception], ...] = (
 NO_RESULT_TEXT = (
     "[no result was recorded for this tool call; the call may never have run, "
     "so do not assume its effect]"
+)
+
+# How an httpx exception is classified, first match wins: kind, what went wrong, retryable.
+_EXCEPTION_KINDS: tuple[tuple[Any, str, str, bool], ...] = (
+    (httpx.TimeoutException, "network", "the request timed out", True),
+    (httpx.RemoteProtocolError, "network", "the connection broke or the body was cut short", True),
+    (httpx.TransportError | httpx.StreamError, "network", "the request failed in transport", True),
+    (httpx.DecodingError, "bad-response", "the response body could not be decoded", True),
+    (httpx.TooManyRedirects, "bad-request", "too many redirects; check the base URL", False),
+    (
+        httpx.InvalidURL | httpx.CookieConflict,
+        "bad-request",
+        "the request could not be built",
+        False,
+    ),
 )
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -144,13 +159,11 @@ def load_json(data: bytes | str) -> Any:
         ValueError: the data is not JSON (``msgspec.DecodeError`` is a ValueError).
     """
     try:
-        return msgspec.json.decode(data)
-    except (msgspec.DecodeError, UnicodeError):
-        pass
-    except RecursionError as exc:
-        raise ValueError("JSON nested too deeply") from exc
-    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-    try:
+        try:
+            return msgspec.json.decode(data)
+        except (msgspec.DecodeError, UnicodeError):
+            pass
+        text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
         value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
         return _scrub_tree(value)
     except RecursionError as exc:
@@ -260,20 +273,10 @@ def error_from_exception(provider: str, exc: Exception) -> ModelCallError:
     reason = f"{name}: {exc}" if str(exc) else name
     if isinstance(exc, httpx.HTTPStatusError):
         return error_from_response(provider, exc.response, context_length=lambda _: False)
-    if isinstance(exc, httpx.TimeoutException):
-        kind, what, retryable = "network", "the request timed out", True
-    elif isinstance(exc, httpx.RemoteProtocolError):
-        kind, what, retryable = "network", "the connection broke or the body was cut short", True
-    elif isinstance(exc, httpx.TransportError | httpx.StreamError):
-        kind, what, retryable = "network", "the request failed in transport", True
-    elif isinstance(exc, httpx.DecodingError):
-        kind, what, retryable = "bad-response", "the response body could not be decoded", True
-    elif isinstance(exc, httpx.TooManyRedirects):
-        kind, what, retryable = "bad-request", "too many redirects; check the base URL", False
-    elif isinstance(exc, httpx.InvalidURL | httpx.CookieConflict):
-        kind, what, retryable = "bad-request", "the request could not be built", False
-    else:
-        kind, what, retryable = "network", "the request failed", True
+    kind, what, retryable = next(
+        ((k, w, r) for types, k, w, r in _EXCEPTION_KINDS if isinstance(exc, types)),
+        ("network", "the request failed", True),
+    )
     return ModelCallError(
         f"{provider}: {what} ({shown(reason)})",
         error_kind=kind,
@@ -356,6 +359,23 @@ def check_max_tokens(provider: str, max_tokens: int | None) -> int | None:
     return max_tokens
 
 
+def sampling(params: ModelParams, *, stop: str) -> dict[str, Any]:
+    """The sampling dials the request's params set, by the vendor's names (``stop``: its key
+    for stop sequences)."""
+    stops = list(params.stop) if params.stop is not None else None
+    dials = {"temperature": params.temperature, "top_p": params.top_p, stop: stops}
+    return {key: value for key, value in dials.items() if value is not None}
+
+
+def tool_fields(tool: ToolSchema, *, schema_key: str) -> dict[str, Any]:
+    """A tool as the vendors list it: its name, its input schema under ``schema_key``, and its
+    description when it has one."""
+    wire: dict[str, Any] = {"name": tool.name, schema_key: tool.input_schema}
+    if tool.description:
+        wire["description"] = tool.description
+    return wire
+
+
 def token_count(usage: Mapping[str, Any], key: str, where: str = "usage") -> int | None:
     """A non-negative int usage field, None when absent or null.
 
@@ -417,7 +437,7 @@ class HttpModel(ABC):
         """The provider's request headers (credentials included)."""
 
     @abstractmethod
-    def _decode(self, data: Any) -> ModelReply:
+    def _decode(self, data: dict[str, Any]) -> ModelReply:
         """The reply a provider's decoded JSON body holds."""
 
     @abstractmethod
@@ -467,6 +487,8 @@ class HttpModel(ABC):
                 f"not valid JSON: {exc}; body starts {shown(response.content[:120])}",
             ) from exc
         try:
+            if not isinstance(data, dict):
+                raise ReplyShapeError(f"the body is {type(data).__name__}, not a JSON object")
             reply = self._decode(data)
         except ReplyShapeError as exc:
             vendor = vendor_error(data)

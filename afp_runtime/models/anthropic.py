@@ -37,7 +37,6 @@ from afp_runtime.messages import (
     ModelRequest,
     StopReason,
     ToolCall,
-    ToolSchema,
     Usage,
     canonical_json,
 )
@@ -48,8 +47,10 @@ from afp_runtime.models._http import (
     check_max_tokens,
     pair_tool_results,
     resolve_api_key,
+    sampling,
     scrub,
     token_count,
+    tool_fields,
 )
 from afp_runtime.models.base import EncodedRequest
 
@@ -83,7 +84,6 @@ class AnthropicModel(HttpModel):
 
     provider = _PROVIDER
     encoder: str | None = "anthropic-messages/1"
-    deterministic = True
 
     def __init__(
         self,
@@ -147,16 +147,11 @@ class AnthropicModel(HttpModel):
         if system:
             body["system"] = "\n\n".join(system)
         if request.tools:
-            body["tools"] = [_wire_tool(tool) for tool in request.tools]
+            body["tools"] = [tool_fields(tool, schema_key="input_schema") for tool in request.tools]
             choice = _tool_choice(request)
             if choice is not None:
                 body["tool_choice"] = choice
-        if params.temperature is not None:
-            body["temperature"] = params.temperature
-        if params.top_p is not None:
-            body["top_p"] = params.top_p
-        if params.stop is not None:
-            body["stop_sequences"] = list(params.stop)
+        body.update(sampling(params, stop="stop_sequences"))
         return EncodedRequest(body=canonical_json(body), path="/v1/messages")
 
     def _headers(self) -> dict[str, str]:
@@ -174,9 +169,7 @@ class AnthropicModel(HttpModel):
     def _overloaded(self, vendor: VendorError) -> bool:
         return vendor.type == "overloaded_error"
 
-    def _decode(self, data: Any) -> ModelReply:
-        if not isinstance(data, dict):
-            raise ReplyShapeError(f"the body is {type(data).__name__}, not a JSON object")
+    def _decode(self, data: dict[str, Any]) -> ModelReply:
         if data.get("type") == "error":
             raise ReplyShapeError("the body is an error, not a message")
         content = data.get("content")
@@ -220,13 +213,6 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-def _wire_tool(tool: ToolSchema) -> dict[str, Any]:
-    wire: dict[str, Any] = {"name": tool.name, "input_schema": tool.input_schema}
-    if tool.description:
-        wire["description"] = tool.description
-    return wire
-
-
 def _tool_choice(request: ModelRequest) -> dict[str, Any] | None:
     if request.forced is not None:
         return {"type": "tool", "name": request.forced}
@@ -246,10 +232,8 @@ def _reply_call(index: int, block: Mapping[str, Any]) -> ToolCall:
     if not isinstance(name, str) or not name:
         raise ReplyShapeError(f"content[{index}].name is missing")
     raw = block.get("input")
-    if raw is None:
-        return ToolCall(id=scrub(call_id), name=scrub(name))
-    if isinstance(raw, dict):
-        return ToolCall(id=scrub(call_id), name=scrub(name), args=raw)
+    if raw is None or isinstance(raw, dict):
+        return ToolCall(id=scrub(call_id), name=scrub(name), args=raw or {})
     # Not an object: keep what the model produced, as with unparsable OpenAI arguments.
     text = canonical_json(raw).decode("utf-8")
     return ToolCall(id=scrub(call_id), name=scrub(name), args={}, args_text=text)

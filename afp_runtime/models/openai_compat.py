@@ -36,7 +36,6 @@ from afp_runtime.messages import (
     ModelRequest,
     StopReason,
     ToolCall,
-    ToolSchema,
     Usage,
     canonical_json,
 )
@@ -48,8 +47,10 @@ from afp_runtime.models._http import (
     load_json,
     pair_tool_results,
     resolve_api_key,
+    sampling,
     scrub,
     token_count,
+    tool_fields,
 )
 from afp_runtime.models.base import EncodedRequest
 
@@ -81,7 +82,6 @@ class OpenAICompatModel(HttpModel):
 
     provider = _PROVIDER
     encoder: str | None = "openai-chat/1"
-    deterministic = True
 
     def __init__(
         self,
@@ -127,21 +127,17 @@ class OpenAICompatModel(HttpModel):
         body["messages"] = messages
         if request.tools:
             body["tools"] = [
-                {"type": "function", "function": _wire_function(tool)} for tool in request.tools
+                {"type": "function", "function": tool_fields(tool, schema_key="parameters")}
+                for tool in request.tools
             ]
             choice = _tool_choice(request)
             if choice is not None:
                 body["tool_choice"] = choice
         params = request.params
-        if params.temperature is not None:
-            body["temperature"] = params.temperature
-        if params.top_p is not None:
-            body["top_p"] = params.top_p
+        body.update(sampling(params, stop="stop"))
         max_tokens = params.max_tokens if params.max_tokens is not None else self.max_tokens
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
-        if params.stop is not None:
-            body["stop"] = list(params.stop)
         return EncodedRequest(body=canonical_json(body), path="/chat/completions")
 
     def _headers(self) -> dict[str, str]:
@@ -158,9 +154,7 @@ class OpenAICompatModel(HttpModel):
             or "context_length_exceeded" in text
         )
 
-    def _decode(self, data: Any) -> ModelReply:
-        if not isinstance(data, dict):
-            raise ReplyShapeError(f"the body is {type(data).__name__}, not a JSON object")
+    def _decode(self, data: dict[str, Any]) -> ModelReply:
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise ReplyShapeError("the body has no choices[0]")
@@ -204,13 +198,6 @@ def _checked_extra(extra_body: Mapping[str, Any] | None) -> dict[str, Any]:
             f"{_PROVIDER}: extra_body is not JSON-encodable: {exc}", field="extra_body"
         ) from exc
     return copied
-
-
-def _wire_function(tool: ToolSchema) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
-    if tool.description:
-        function["description"] = tool.description
-    return function
 
 
 def _tool_choice(request: ModelRequest) -> Any:
@@ -285,10 +272,8 @@ def _reply_call(index: int, raw: Any) -> ToolCall:
     if not isinstance(call_id, str) or not call_id:
         call_id = f"call_{uuid.uuid4().hex[:24]}"
     arguments = function.get("arguments")
-    if arguments is None:
-        return ToolCall(id=scrub(call_id), name=scrub(name))
-    if isinstance(arguments, dict):
-        return ToolCall(id=scrub(call_id), name=scrub(name), args=arguments)
+    if arguments is None or isinstance(arguments, dict):
+        return ToolCall(id=scrub(call_id), name=scrub(name), args=arguments or {})
     if not isinstance(arguments, str):
         raise ReplyShapeError(f"{where}.function.arguments is {shown(arguments)}")
     try:

@@ -27,13 +27,19 @@ def crashing_union(hint: Any) -> Any:
             return hint
     if origin is typing.Annotated:
         return crashing_union(args[0])
-    if typing.is_typeddict(hint) or dataclasses.is_dataclass(hint):
-        fields = typing.get_type_hints(hint, include_extras=True)
-        return next((u for u in map(crashing_union, fields.values()) if u is not None), None)
-    if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
+    struct = isinstance(hint, type) and issubclass(hint, msgspec.Struct)
+    if struct or typing.is_typeddict(hint) or dataclasses.is_dataclass(hint):
         fields = typing.get_type_hints(hint, include_extras=True)
         return next((u for u in map(crashing_union, fields.values()) if u is not None), None)
     return next((u for u in map(crashing_union, args) if u is not None), None)
+
+
+def crashing_text(crashing: Any) -> str:
+    """How a refusal names the union ``crashing_union`` found, and what to do instead."""
+    return (
+        f"the union {str(crashing).replace('typing.', '')} (a constrained value beside a "
+        "fixed-length tuple); use a variable-length tuple or drop the constraint"
+    )
 
 
 def _bare(hint: Any) -> Any:

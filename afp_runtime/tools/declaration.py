@@ -19,7 +19,7 @@ import msgspec
 
 from afp_runtime.errors import ToolDefinitionError, error_context, shown
 from afp_runtime.messages import ToolSchema
-from afp_runtime.tools._unions import crashing_union
+from afp_runtime.tools._unions import crashing_text, crashing_union
 from afp_runtime.tools.context import ToolContext
 from afp_runtime.tools.schema import check_schema
 
@@ -80,9 +80,7 @@ def schema_for(struct_type: type[msgspec.Struct]) -> dict[str, Any]:
     crashing = crashing_union(struct_type)
     if crashing is not None:
         raise ToolDefinitionError(
-            f"{struct_type.__name__} has a union msgspec cannot decode, the union "
-            f"{str(crashing).replace('typing.', '')} (a constrained value beside a fixed-length "
-            "tuple); use a variable-length tuple or drop the constraint",
+            f"{struct_type.__name__} has a union msgspec cannot decode, {crashing_text(crashing)}",
             property="args_type",
         )
     generated = msgspec.json.schema(struct_type)

@@ -134,13 +134,7 @@ ContextFactory = Callable[[PlannedCall], ToolContext]
 def unrun_outcome(call: ToolCall, status: ToolStatus, content: str) -> ToolOutcome:
     """The outcome of a call whose function did not run now (pre-decided, declined, answered
     from elsewhere): ``content`` is the observation, no duration."""
-    return ToolOutcome(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        status=status,
-        content=content,
-        result_chars=len(content),
-    )
+    return _ran(call, status, content, None)
 
 
 def _struct_problem(error: msgspec.ValidationError) -> str:
@@ -162,18 +156,15 @@ def plan_call(call: ToolCall, tools: Mapping[str, Tool]) -> PlannedCall:
             call=call,
             outcome=unrun_outcome(call, "unknown-tool", texts.unknown_tool_text(call.name, tools)),
         )
-    if call.args_text is not None:
-        content = texts.invalid_args_text(call.name, (texts.ARGS_NOT_OBJECT,))
-        return PlannedCall(
-            call=call, tool=found, outcome=unrun_outcome(call, "invalid-args", content)
-        )
-    problems = validate_args(found.input_schema, call.args)
+    problems: tuple[str, ...] = (texts.ARGS_NOT_OBJECT,)
     args: Any = None
-    try:
-        # A private deep copy: a tool that edits its arguments must not edit the recorded call.
-        args = msgspec.json.decode(msgspec.json.encode(call.args))
-    except (TypeError, ValueError, OverflowError, RecursionError, msgspec.EncodeError):
-        problems = (*problems, texts.ARGS_NOT_JSON)
+    if call.args_text is None:
+        problems = validate_args(found.input_schema, call.args)
+        try:
+            # A private deep copy: a tool that edits its arguments must not edit the recorded call.
+            args = msgspec.json.decode(msgspec.json.encode(call.args))
+        except (TypeError, ValueError, OverflowError, RecursionError, msgspec.EncodeError):
+            problems = (*problems, texts.ARGS_NOT_JSON)
     if not problems and found.args_type is not None:
         try:
             args = decode_args(args, found.args_type)
@@ -400,7 +391,7 @@ async def _run_call(item: PlannedCall, context: ToolContext, clock: ToolClock) -
     )
 
 
-def _ran(call: ToolCall, status: ToolStatus, content: str, duration_ms: int) -> ToolOutcome:
+def _ran(call: ToolCall, status: ToolStatus, content: str, duration_ms: int | None) -> ToolOutcome:
     return ToolOutcome(
         tool_call_id=call.id,
         tool_name=call.name,

@@ -20,17 +20,15 @@ import inspect
 import re
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, overload
+from typing import Any, overload
 
 import msgspec
 import msgspec.inspect as mi
 
 from afp_runtime.errors import ToolDefinitionError
-from afp_runtime.tools._unions import crashing_union
+from afp_runtime.tools._unions import crashing_text, crashing_union
 from afp_runtime.tools.context import ToolContext
 from afp_runtime.tools.declaration import Period, Tool, ToolFn, is_async_callable, schema_for
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 SUPPORTED = (
     "str, int, float, bool, None, Any, Literal, Enum, list, tuple, dict[str, ...], unions, "
@@ -107,8 +105,14 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return "\n".join(description).strip(), params
 
 
-def _type_name(annotation: Any) -> str:
-    return str(getattr(annotation, "__qualname__", None) or repr(annotation))
+def _unsupported(tool: str, parameter: str, annotation: Any) -> ToolDefinitionError:
+    name = str(getattr(annotation, "__qualname__", None) or repr(annotation))
+    return _refuse(
+        tool,
+        parameter,
+        f"is annotated with {name}, which is no msgspec Struct, dataclass or TypedDict; "
+        f"a tool argument may be {SUPPORTED}",
+    )
 
 
 def _json_kind(info: mi.Type) -> str | None:
@@ -161,13 +165,7 @@ def _check_type(tool: str, parameter: str, info: mi.Type, seen: set[int]) -> Non
             tool, parameter, f"is annotated with {refused}; a tool argument may be {SUPPORTED}"
         )
     if isinstance(info, mi.CustomType):
-        name = _type_name(info.cls)
-        raise _refuse(
-            tool,
-            parameter,
-            f"is annotated with {name}, which is no msgspec Struct, dataclass or TypedDict; "
-            f"a tool argument may be {SUPPORTED}",
-        )
+        raise _unsupported(tool, parameter, info.cls)
     if isinstance(info, mi.DictType):
         if not isinstance(info.key_type, mi.StrType):
             raise _refuse(
@@ -245,20 +243,12 @@ class _Signature:
                 raise _refuse(
                     name,
                     parameter.name,
-                    "has a union msgspec cannot decode, "
-                    f"the union {str(crashing).replace('typing.', '')} "
-                    "(a constrained value beside a fixed-length tuple); "
-                    "use a variable-length tuple or drop the constraint",
+                    f"has a union msgspec cannot decode, {crashing_text(crashing)}",
                 )
             try:
                 info = mi.type_info(hint)
             except (TypeError, ValueError):
-                raise _refuse(
-                    name,
-                    parameter.name,
-                    f"is annotated with {_type_name(hint)}, which is no msgspec Struct, "
-                    f"dataclass or TypedDict; a tool argument may be {SUPPORTED}",
-                ) from None
+                raise _unsupported(name, parameter.name, hint) from None
             _check_type(name, parameter.name, info, set())
             if parameter.kind is parameter.POSITIONAL_ONLY:
                 self.positional.append(parameter.name)
@@ -327,18 +317,10 @@ def _schema(
 
 
 def build_tool(
-    fn: Callable[..., Any],
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    idempotent: bool = False,
-    parallel_safe: bool = False,
-    check_in: bool = False,
-    timeout_s: float = 60.0,
-    max_result_chars: int = 20_000,
-    period: Period | None = None,
+    fn: Callable[..., Any], *, name: str | None, description: str | None, **options: Any
 ) -> Tool:
-    """The ``Tool`` for a typed function (what ``@tool`` does; see ``tool``).
+    """The ``Tool`` for a typed function (what ``@tool`` does; see ``tool``); ``options`` are
+    the declaration options ``tool`` takes.
 
     Raises:
         ToolDefinitionError: the signature cannot be a tool's (names the tool and parameter).
@@ -361,14 +343,9 @@ def build_tool(
         summary if description is None else description,
         _schema(tool_name, args_type, params),
         signature.adapter(fn, is_async_callable(fn)),
-        idempotent=idempotent,
-        parallel_safe=parallel_safe,
-        check_in=check_in,
-        timeout_s=timeout_s,
-        max_result_chars=max_result_chars,
         args_type=args_type,
-        period=period,
         function=fn,
+        **options,
     )
 
 

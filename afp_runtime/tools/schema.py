@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
 import msgspec
@@ -56,6 +57,14 @@ _SHOWN_STRING = 40
 _SHOWN_CHOICES = 10
 
 Path = tuple[str | int, ...]
+
+# The numeric bounds: when a value fails each, and how the problem says it.
+_BOUNDS: dict[str, tuple[Callable[[float, float], bool], str]] = {
+    "minimum": (operator.lt, "at least"),
+    "exclusiveMinimum": (operator.le, "greater than"),
+    "maximum": (operator.gt, "at most"),
+    "exclusiveMaximum": (operator.ge, "less than"),
+}
 
 
 def format_path(path: Sequence[str | int], root: str = ROOT) -> str:
@@ -196,15 +205,22 @@ def _resolve(root: Any, ref: str) -> Any:
     return node
 
 
-class _Validator:
-    """One validation pass: the root schema (for ``$ref``) and the problems found so far."""
+class _Pass:
+    """One pass over a schema: the root schema (for ``$ref``) and the problems found so far,
+    each led by its path (``root_name`` names the root)."""
+
+    root_name = ROOT
 
     def __init__(self, root: Any, problems: list[str]) -> None:
         self.root = root
         self.problems = problems
 
     def add(self, path: Path, why: str) -> None:
-        self.problems.append(f"{format_path(path)}: {why}")
+        self.problems.append(f"{format_path(path, self.root_name)}: {why}")
+
+
+class _Validator(_Pass):
+    """One validation pass of a value."""
 
     def check(self, schema: Any, value: Any, path: Path, refs_here: frozenset[int]) -> None:
         """Validate ``value`` at ``path``; ``refs_here`` guards against ``$ref`` loops."""
@@ -259,18 +275,11 @@ class _Validator:
     def _check_combinations(
         self, schema: Mapping[str, Any], value: Any, path: Path, refs_here: frozenset[int]
     ) -> None:
-        any_of = schema.get("anyOf")
-        if isinstance(any_of, list) and any_of:
-            results = self._alternatives(any_of, value, path)
-            if all(results):
-                self.add(
-                    path,
-                    f"matches none of {_plural(len(results), 'alternative')}: "
-                    + "; or ".join(_without_path(r[0], path) for r in results),
-                )
-        one_of = schema.get("oneOf")
-        if isinstance(one_of, list) and one_of:
-            results = self._alternatives(one_of, value, path)
+        for keyword in ("anyOf", "oneOf"):
+            alternatives = schema.get(keyword)
+            if not isinstance(alternatives, list) or not alternatives:
+                continue
+            results = self._alternatives(alternatives, value, path)
             matching = sum(1 for r in results if not r)
             if matching == 0:
                 self.add(
@@ -278,7 +287,7 @@ class _Validator:
                     f"matches none of {_plural(len(results), 'alternative')}: "
                     + "; or ".join(_without_path(r[0], path) for r in results),
                 )
-            elif matching > 1:
+            elif matching > 1 and keyword == "oneOf":
                 self.add(path, f"matches {matching} alternatives; exactly one must match")
         all_of = schema.get("allOf")
         if isinstance(all_of, list):
@@ -290,27 +299,24 @@ class _Validator:
         step = schema.get("multipleOf")
         if _is_number(step) and step > 0 and not _is_multiple(value, step):
             self.add(path, f"must be a multiple of {_json(step)}, got {shown}")
-        limit = schema.get("minimum")
-        if _is_number(limit) and value < limit:
-            self.add(path, f"must be at least {_json(limit)}, got {shown}")
-        limit = schema.get("exclusiveMinimum")
-        if _is_number(limit) and value <= limit:
-            self.add(path, f"must be greater than {_json(limit)}, got {shown}")
-        limit = schema.get("maximum")
-        if _is_number(limit) and value > limit:
-            self.add(path, f"must be at most {_json(limit)}, got {shown}")
-        limit = schema.get("exclusiveMaximum")
-        if _is_number(limit) and value >= limit:
-            self.add(path, f"must be less than {_json(limit)}, got {shown}")
+        for keyword, (fails, words) in _BOUNDS.items():
+            limit = schema.get(keyword)
+            if _is_number(limit) and fails(value, limit):
+                self.add(path, f"must be {words} {_json(limit)}, got {shown}")
+
+    def _check_count(
+        self, schema: Mapping[str, Any], count: int, path: Path, what: str, noun: str
+    ) -> None:
+        """``min<what>`` and ``max<what>`` (``Length``, ``Items``, ``Properties``)."""
+        least = schema.get(f"min{what}")
+        if _is_number(least) and count < least:
+            self.add(path, f"must have at least {_plural(least, noun)}, got {count}")
+        most = schema.get(f"max{what}")
+        if _is_number(most) and count > most:
+            self.add(path, f"must have at most {_plural(most, noun)}, got {count}")
 
     def _check_string(self, schema: Mapping[str, Any], value: str, path: Path) -> None:
-        length = len(value)
-        least = schema.get("minLength")
-        if _is_number(least) and length < least:
-            self.add(path, f"must have at least {_plural(least, 'character')}, got {length}")
-        most = schema.get("maxLength")
-        if _is_number(most) and length > most:
-            self.add(path, f"must have at most {_plural(most, 'character')}, got {length}")
+        self._check_count(schema, len(value), path, "Length", "character")
         pattern = schema.get("pattern")
         if isinstance(pattern, str):
             compiled = _compiled(pattern)
@@ -319,12 +325,7 @@ class _Validator:
 
     def _check_array(self, schema: Mapping[str, Any], value: Sequence[Any], path: Path) -> None:
         count = len(value)
-        least = schema.get("minItems")
-        if _is_number(least) and count < least:
-            self.add(path, f"must have at least {_plural(least, 'item')}, got {count}")
-        most = schema.get("maxItems")
-        if _is_number(most) and count > most:
-            self.add(path, f"must have at most {_plural(most, 'item')}, got {count}")
+        self._check_count(schema, count, path, "Items", "item")
         prefix = schema.get("prefixItems")
         prefix = prefix if isinstance(prefix, list) else []
         for index, (item_schema, item) in enumerate(zip(prefix, value, strict=False)):
@@ -339,13 +340,7 @@ class _Validator:
     def _check_object(
         self, schema: Mapping[str, Any], value: Mapping[str, Any], path: Path
     ) -> None:
-        count = len(value)
-        least = schema.get("minProperties")
-        if _is_number(least) and count < least:
-            self.add(path, f"must have at least {_plural(least, 'property')}, got {count}")
-        most = schema.get("maxProperties")
-        if _is_number(most) and count > most:
-            self.add(path, f"must have at most {_plural(most, 'property')}, got {count}")
+        self._check_count(schema, len(value), path, "Properties", "property")
         required = schema.get("required")
         if isinstance(required, list):
             for name in required:
@@ -394,18 +389,12 @@ _COUNT_KEYWORDS = (
     "minProperties",
     "maxProperties",
 )
-_BOUND_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 
-class _SchemaChecker:
+class _SchemaChecker(_Pass):
     """Walks the subset's keywords of a schema and reports malformed ones."""
 
-    def __init__(self, root: Any, problems: list[str]) -> None:
-        self.root = root
-        self.problems = problems
-
-    def add(self, path: Path, why: str) -> None:
-        self.problems.append(f"{format_path(path, _SCHEMA_ROOT)}: {why}")
+    root_name = _SCHEMA_ROOT
 
     def walk(self, node: Any, path: Path) -> None:
         if isinstance(node, bool):
@@ -416,7 +405,7 @@ class _SchemaChecker:
         self._check_type(node, path)
         if "enum" in node and not isinstance(node["enum"], list):
             self.add((*path, "enum"), "must be an array of allowed values")
-        for keyword in _BOUND_KEYWORDS:
+        for keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             if keyword in node and not (_is_number(node[keyword]) and math.isfinite(node[keyword])):
                 self.add((*path, keyword), f"must be a number, not {_describe(node[keyword])}")
         for keyword in _COUNT_KEYWORDS:

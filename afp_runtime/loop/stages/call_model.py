@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from afp_runtime._logging import get_logger
 from afp_runtime.errors import ModelCallError
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.messages import (
@@ -26,8 +25,6 @@ if TYPE_CHECKING:
 # The first stall waits this long; each further stall doubles it, up to the cap.
 STALL_BASE_MS = 60_000
 STALL_CAP_MS = 3_600_000
-
-log = get_logger()
 
 
 async def call_model(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from afp_runtime._logging import get_logger
 from afp_runtime.messages import (
     Message,
     ModelRequest,
@@ -18,9 +17,6 @@ from afp_runtime.window import WRAP_UP_TEXT
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
-
-
-log = get_logger()
 
 
 def _served_tools(run: Run) -> tuple[ToolSchema, ...]:

@@ -28,23 +28,7 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
     now = run.now()
     writes = []
     if cut_short:
-        run.state.stopped_early = {
-            "reason": "max-iterations",
-            "iteration": run.state.iteration,
-            "pendingToolCalls": len(reply.tool_calls),
-            "answerWasEmpty": not reply.content,
-            "wrappedUp": False,
-            "action": "cut-short",
-        }
-        run.emit(
-            "budget.exhausted",
-            {
-                "iteration": run.state.iteration,
-                "maxIterations": run.d.max_iterations,
-                "pendingToolCalls": len(reply.tool_calls),
-                "action": "cut-short",
-            },
-        )
+        run.exhaust_budget(reply, action="cut-short")
     # An extension may file rows from the answer and peel what it declared from what is
     # delivered (the call-model bundle keeps the raw reply).
     delivered = reply.content

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections import Counter
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from afp_runtime._logging import get_logger
 from afp_runtime.messages import (
     Message,
     ModelRequest,
@@ -42,9 +42,6 @@ if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
 
 
-log = get_logger()
-
-
 def _schema_hash(run: Run, schema: ToolSchema) -> str:
     if any(extension.schemas_vary for extension in run.extensions):
         return schema_hash(run.run_id, schema)
@@ -52,17 +49,6 @@ def _schema_hash(run: Run, schema: ToolSchema) -> str:
     if found is None:
         found = run.state.schema_hashes[schema.name] = schema_hash(run.run_id, schema)
     return found
-
-
-def _counts(fps: list[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for fp in fps:
-        counts[fp] = counts.get(fp, 0) + 1
-    return counts
-
-
-def _sub_fps(substitutions: list[Any], sent_fps: list[str]) -> list[tuple[Any, str]]:
-    return [(sub, sent_fps[sub["index"]]) for sub in substitutions]
 
 
 async def receipt(
@@ -102,7 +88,7 @@ async def receipt(
             run.state.base_counts[fp] = run.state.base_counts.get(fp, 0) + 1
     else:
         entries = new_entries(run.run_id, sent, sent_fps, run.state.base_counts)
-        run.state.base_counts = _counts(sent_fps)
+        run.state.base_counts = dict(Counter(sent_fps))
     run.state.base_is_prefix = not substitutions
     agent_call = run.state.conv.model_calls + 1
     call_stage_id = runtime_stage_id("call-model", run.seq + 1)
@@ -164,7 +150,7 @@ async def receipt(
     state = run.checkpoint(
         model_calls=agent_call,
         last_sent=run.state.conv.history,
-        last_sent_subs=tuple((sub["index"], fp) for sub, fp in _sub_fps(substitutions, sent_fps)),
+        last_sent_subs=tuple((sub["index"], sent_fps[sub["index"]]) for sub in substitutions),
     )
     bundle = run.bundle([Write(key="receipt", verb="set", value=receipt)])
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state))

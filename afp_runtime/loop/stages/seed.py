@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from afp_runtime._logging import get_logger
 from afp_runtime.extensions import SeedInput
 from afp_runtime.messages import (
     Message,
@@ -26,9 +26,6 @@ from afp_runtime.window import MessageOrigin
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
-
-
-log = get_logger()
 
 
 async def seed(run: Run) -> None:
@@ -77,13 +74,31 @@ async def seed(run: Run) -> None:
         for index, fp in run.state.conv.last_sent_subs:
             if index < len(base):
                 base[index] = fp
-        counts: dict[str, int] = {}
-        for fp in base:
-            counts[fp] = counts.get(fp, 0) + 1
-        run.state.base_counts = counts
+        run.state.base_counts = dict(Counter(base))
     # Restored messages are re-stamped to this run's seed (docs/window.md#what-a-visit-offers).
     run.state.origins = [MessageOrigin(stage_id="seed#0", born_at_ms=now)] * len(run.state.history)
     state = run.checkpoint(open_turn=open_turn)
+    filed: list[Any] = []
+    if run.extensions:
+        # Every extension reads the conversation's ledger once, as the store holds it.
+        ledger = await run.store.ledger(run.agent_id)
+        seeding = SeedInput(
+            turn=state.turn,
+            text=run.text,
+            ledger=ledger,
+            message_time=run.message_time,
+            accepted_at_ms=run.accepted_at_ms,
+            answered_questions=partial(run.store.questions, run.agent_id, status="answered"),
+        )
+        for extension in run.extensions:
+            seeded = await extension.seed(seeding)
+            filed += seeded.rows
+            if seeded.hold is not None and run.state.seed_hold is None:
+                run.state.seed_hold = seeded.hold
+    if filed:
+        # What the extensions filed (the turn's clock and readings) joins the ledger in the
+        # seed's own transaction.
+        state = run.checkpoint(ledger_count=state.ledger_count + len(filed))
     writes = [
         Write(key="runId", verb="set", value=run.run_id),
         Write(key="agentId", verb="set", value=run.agent_id),
@@ -107,34 +122,9 @@ async def seed(run: Run) -> None:
         spans = {"spans": [0, state.folded_count]}
         writes.append(Write(key="foldedSpans", verb="set", value=spans))
     if state.ledger_count:
-        # By reference, unchanged: armed or not, the ledger belongs to the conversation.
+        # By reference: armed or not, the ledger belongs to the conversation.
         rows = {"rows": [0, state.ledger_count]}
         writes.append(Write(key="findingsLedger", verb="set", value=rows))
-    filed: list[Any] = []
-    if run.extensions:
-        # Every extension reads the conversation's ledger once, as the store holds it.
-        ledger = await run.store.ledger(run.agent_id)
-        seeding = SeedInput(
-            turn=state.turn,
-            text=run.text,
-            ledger=ledger,
-            message_time=run.message_time,
-            accepted_at_ms=run.accepted_at_ms,
-            answered_questions=partial(run.store.questions, run.agent_id, status="answered"),
-        )
-        for extension in run.extensions:
-            seeded = await extension.seed(seeding)
-            filed += seeded.rows
-            if seeded.hold is not None and run.state.seed_hold is None:
-                run.state.seed_hold = seeded.hold
-    if filed:
-        # What the extensions filed (the turn's clock and readings) joins the ledger in the
-        # seed's own transaction.
-        state = run.checkpoint(ledger_count=state.ledger_count + len(filed))
-        writes = [w for w in writes if w.key != "findingsLedger"]
-        writes.append(
-            Write(key="findingsLedger", verb="set", value={"rows": [0, state.ledger_count]})
-        )
     if run.state.wrap_up_asked:
         writes.append(Write(key="wrapUpAsked", verb="set", value=True))
     if run.state.stopped_early is not None:

@@ -47,6 +47,7 @@ from afp_runtime.messages import (
 )
 from afp_runtime.records import (
     JournalRow,
+    JournalState,
     PendingBatch,
     QuestionRow,
     Txn,
@@ -109,7 +110,6 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunO
             run,
             kind="approval",
             messages=[assistant],
-            results=[],
             waiting=[p.call.id for p in planned],
             asks=asks,
             ledger=ledger,
@@ -140,11 +140,8 @@ async def settle_answers(run: Run, batch: PendingBatch) -> RunOutcome | None:
             return await _pause(
                 run,
                 kind="approval",
-                messages=[],
-                results=[],
                 waiting=list(batch.tool_call_ids),
                 asks=decided.asks,
-                ledger=[],
                 keep_questions=decided.kept_question_ids,
             )
         timed.update(decided.planned)
@@ -297,11 +294,11 @@ async def _pause(
     run: Run,
     *,
     kind: str,
-    messages: Sequence[Message],
-    results: list[dict[str, Any]],
     waiting: Sequence[str],
     asks: Sequence[Ask],
-    ledger: list[Any],
+    messages: Sequence[Message] = (),
+    results: Sequence[dict[str, Any]] = (),
+    ledger: Sequence[Any] = (),
     keep_questions: tuple[str, ...] = (),
     outcomes: dict[str, Any] | None = None,
 ) -> RunOutcome:
@@ -401,6 +398,16 @@ async def _dispatch(
     journals = run.committer.journals
     parts = [d for d in (e.dispatching() for e in run.extensions) if d is not None]
 
+    def journal_row(call_id: str, state: JournalState, outcome: bytes | None = None) -> JournalRow:
+        return JournalRow(
+            agent_id=run.agent_id,
+            message_id=run.message_id,
+            tool_call_id=call_id,
+            state=state,
+            run_id=run.run_id,
+            outcome=outcome,
+        )
+
     def prepare(plan: PlannedCall) -> PlannedCall:
         for part in parts:
             plan = part.prepare(plan)
@@ -409,17 +416,7 @@ async def _dispatch(
     async def on_group_start(group: Sequence[PlannedCall]) -> None:
         if not journals:
             return
-        rows = [
-            JournalRow(
-                agent_id=run.agent_id,
-                message_id=run.message_id,
-                tool_call_id=p.call.id,
-                state="started",
-                run_id=run.run_id,
-            )
-            for p in group
-            if p.runnable
-        ]
+        rows = [journal_row(p.call.id, "started") for p in group if p.runnable]
         if rows:
             # "started" means "may have run": it must be on disk before any tool runs.
             await run.store.commit(Txn(agent_id=run.agent_id, journal=rows, full=True))
@@ -441,14 +438,7 @@ async def _dispatch(
             # Not a result: the person's answer will be (the call stays "started" only).
             return
         if journals:
-            row = JournalRow(
-                agent_id=run.agent_id,
-                message_id=run.message_id,
-                tool_call_id=outcome.tool_call_id,
-                state="finished",
-                run_id=run.run_id,
-                outcome=_outcome_encoder.encode(outcome),
-            )
+            row = journal_row(outcome.tool_call_id, "finished", _outcome_encoder.encode(outcome))
             await run.store.commit(Txn(agent_id=run.agent_id, journal=[row]))
         run.hooks.after_tool_finished(outcome.tool_call_id, run.state.iteration)
         payload: dict[str, Any] = {

@@ -11,12 +11,13 @@ rules holds the turn and commits nothing of the visit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import CompactionUnmeasurableError, WindowStrategyError
+from afp_runtime.loop.folded import stored_span
 from afp_runtime.messages import Message, fingerprint, message_body, salted
 from afp_runtime.records import (
     MAX_RANGES,
@@ -30,7 +31,6 @@ from afp_runtime.records import (
 )
 from afp_runtime.served import start_digest
 from afp_runtime.window import (
-    FoldedSpan,
     MessageOrigin,
     PriorVisit,
     VisitOutcome,
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 
 log = get_logger()
+T = TypeVar("T")
 
 
 def _warn_once(run: Run, key: str, message: str, **context: Any) -> None:
@@ -121,21 +122,13 @@ def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item],
     assert outcome.rebase is not msgspec.UNSET and outcome.window is not msgspec.UNSET
     rebase = outcome.rebase
     window: Sequence[Message] = outcome.window
+
+    def tail(values: list[T]) -> list[T]:
+        return values[len(values) - rebase.kept_tail_count :] if rebase.kept_tail_count else []
+
     positions = run.state.conv.history.positions()
-    head = positions[: rebase.head_count]
-    tail = positions[len(positions) - rebase.kept_tail_count :] if rebase.kept_tail_count else []
-    head_fps = run.state.fps[: rebase.head_count]
-    tail_fps = (
-        run.state.fps[len(run.state.fps) - rebase.kept_tail_count :]
-        if rebase.kept_tail_count
-        else []
-    )
+    head, head_fps = positions[: rebase.head_count], run.state.fps[: rebase.head_count]
     head_origins = run.state.origins[: rebase.head_count]
-    tail_origins = (
-        run.state.origins[len(run.state.origins) - rebase.kept_tail_count :]
-        if rebase.kept_tail_count
-        else []
-    )
     items: list[Item] = []
     next_pos = run.state.conv.next_pos
     inserted: list[int] = []
@@ -150,44 +143,24 @@ def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item],
         stage_id = runtime_stage_id(run.stage, run.seq)
         inserted_origins = [MessageOrigin(stage_id=stage_id, born_at_ms=born)]
         next_pos += 1
-    new_positions = head + inserted + tail
-    ref = ListRef.of_positions(new_positions)
+    fps = head_fps + inserted_fps + tail(run.state.fps)
+    ref = ListRef.of_positions(head + inserted + tail(positions))
     if len(ref.ranges) > MAX_RANGES:
         # Compact: the window's references are appended again as one contiguous range, so a
         # list never needs more than a few ranges to read (bodies are shared, not copied).
         start = next_pos
         for offset, message in enumerate(window):
-            items.append(
-                Item(
-                    pos=start + offset,
-                    fingerprint=(head_fps + inserted_fps + tail_fps)[offset],
-                    message=message,
-                )
-            )
+            items.append(Item(pos=start + offset, fingerprint=fps[offset], message=message))
         next_pos = start + len(window)
         ref = ListRef(ranges=((start, next_pos),))
     run.state.history = list(window)
-    run.state.fps = head_fps + inserted_fps + tail_fps
+    run.state.fps = fps
     # The as-sent list changed other than by appending: the running digest starts again.
     run.state.digest = start_digest(run.run_id)
     run.state.base_is_prefix = False
-    run.state.origins = head_origins + inserted_origins + tail_origins
+    run.state.origins = head_origins + inserted_origins + tail(run.state.origins)
     run.state.conv = msgspec.structs.replace(run.state.conv, history=ref, next_pos=next_pos)
     return items, ref
-
-
-def _stored_span(run: Run, span: FoldedSpan, removed: ListRef) -> StoredFoldedSpan:
-    return StoredFoldedSpan(
-        summary_fingerprint=span.summary_fingerprint,
-        run_id=span.run_id,
-        iteration=span.iteration,
-        folded_at_ms=span.folded_at_ms,
-        model=span.model,
-        message_count=span.message_count,
-        removed_stage_ids=span.removed_stage_ids,
-        retained=span.retained,
-        messages=removed if span.retained == "conversation" else None,
-    )
 
 
 async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str, ...]:
@@ -211,7 +184,10 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
         )
         items, ref = _new_history(run, outcome, now)
         writes.append(Write(key="history", verb="set", value=ref))
-        folded = [_stored_span(run, span, removed) for span in outcome.folded]
+        folded = [
+            stored_span(span, removed if span.retained == "conversation" else None)
+            for span in outcome.folded
+        ]
     writes.append(Write(key="compactions", verb="append", value=[record_to_wire(record)]))
     if folded:
         count = run.state.conv.folded_count

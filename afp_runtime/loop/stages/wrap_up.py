@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from afp_runtime._logging import get_logger
 from afp_runtime.loop.outcomes import CommittedReply
 from afp_runtime.records import (
     Txn,
@@ -15,27 +14,9 @@ if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
 
 
-log = get_logger()
-
-
 async def wrap_up(run: Run, reply: CommittedReply, *, settling: bool) -> None:
     run.begin("settle" if settling else "wrap-up")
-    run.state.stopped_early = {
-        "reason": "max-iterations",
-        "iteration": run.state.iteration,
-        "pendingToolCalls": len(reply.tool_calls),
-        "answerWasEmpty": not reply.content,
-        "wrappedUp": True,
-    }
-    run.emit(
-        "budget.exhausted",
-        {
-            "iteration": run.state.iteration,
-            "maxIterations": run.d.max_iterations,
-            "pendingToolCalls": len(reply.tool_calls),
-            "action": "wrap-up",
-        },
-    )
+    run.exhaust_budget(reply, action="wrap-up")
     run.state.wrap_up_asked = True
     closed = run.state.iteration
     run.state.iteration += 1
