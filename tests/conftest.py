@@ -13,6 +13,11 @@ import pytest
 import structlog
 from blockbuster import BlockBuster, blockbuster_ctx
 
+# The time package reads the zone list once, at import. `afp.Agent` and friends are imported on
+# first use, so a test that first touches them inside its event loop would do that read there
+# and fail for its order in the run, not for what it tests.
+import afp_runtime.time  # noqa: F401
+
 
 @pytest.fixture(autouse=True, name="blockbuster")
 def fixture_blockbuster() -> Iterator[BlockBuster]:
