@@ -171,7 +171,7 @@ def _killer(
             pause_until = time.monotonic() + rng.uniform(0.2, 0.8)
             while time.monotonic() < pause_until or len(fleet.up) < 2:
                 fleet.refresh()
-                time.sleep(0.02)
+                time.sleep(0.05)
                 assert time.monotonic() < deadline, f"hosts up: {fleet.up}"
             if fleet.kills == RESTART_AFTER_KILLS and not fleet.listening_again:
                 _restart_postgres(fleet, pg, probes)
@@ -246,7 +246,8 @@ def fixture_pg() -> Iterator[PostgresServer]:
         server.close()
 
 
-# Measured on a 2-core machine: see the report printed at the end (seconds=).
+# 33 host starts and about 600 runs: 40-60 s on a 2-core machine shared with other test runs,
+# 58 s with two CPU-bound processes beside it, 102 s with other suites running too.
 @pytest.mark.timeout(300)
 def test_three_hosts_answer_every_message_once_through_kills_and_a_postgres_restart(
     pg: PostgresServer, tmp_path: Path
