@@ -179,9 +179,11 @@ def on_lease_lost(request: Request[Any, Any, Any], exc: Exception) -> Response[E
 
 
 def on_store_unavailable(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
-    """The store cannot be opened or read: 503 ``store-unavailable``."""
+    """The store cannot be reached: 503 ``store-unavailable``. A write answered so is not
+    acknowledged; sent again with its idempotency key it is stored once."""
     log.warning("store unavailable", error=str(exc), request_id=request_id(request))
-    return _response(request, ApiError(503, "store-unavailable", "the store cannot be read now"))
+    message = "the store cannot be reached now; nothing was acknowledged, try again later"
+    return _response(request, ApiError(503, "store-unavailable", message))
 
 
 def on_internal(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:

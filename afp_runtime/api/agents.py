@@ -44,13 +44,18 @@ except metadata.PackageNotFoundError:  # running from a source tree that was nev
 
 @get("/v1/health", summary="Health", tags=["host"])
 async def health(state: State) -> Health:
-    """Whether the host runs; needs no token."""
+    """Whether the host runs, and which host answered; needs no token."""
     ctx = context_of(state)
     phase = ctx.host.state
     status: Literal["ok", "starting", "shutting-down"] = (
         "ok" if phase == "running" else "starting" if phase == "starting" else "shutting-down"
     )
-    return Health(status=status, version=VERSION, schema_version=ctx.host.store.schema_version)
+    return Health(
+        status=status,
+        version=VERSION,
+        schema_version=ctx.host.store.schema_version,
+        host_id=ctx.host.host_id,
+    )
 
 
 async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:

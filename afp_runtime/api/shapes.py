@@ -27,11 +27,12 @@ class _Shape(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class Health(_Shape, frozen=True, kw_only=True):
-    """``GET /v1/health``."""
+    """``GET /v1/health``; ``host_id`` names the host that answered (its lease id)."""
 
     status: Literal["ok", "starting", "shutting-down"]
     version: str
     schema_version: int
+    host_id: str
 
 
 class AgentView(_Shape, frozen=True, kw_only=True):

@@ -57,13 +57,16 @@ from afp_runtime._logging import get_logger
 from afp_runtime.agents import Agent, abandon_question, answer_question
 from afp_runtime.errors import AgentDefinitionError, RunNotResumable, StateError, StoreDamaged
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
-from afp_runtime.host.leases import HostLease
+from afp_runtime.host.leases import HostLease, store_unavailable
 from afp_runtime.loop import AgentDriver, Emitter, Event, IdFactory, LoopHooks
 from afp_runtime.models import Model
 from afp_runtime.records import Clock, QuestionRow
 from afp_runtime.store import Ack, Store
 
 log = get_logger()
+
+# The first wait before a worker tries again after the store could not be reached.
+_RETRY_FIRST_S = 0.25
 
 HostState = Literal["starting", "running", "stopping", "stopped"]
 
@@ -626,6 +629,7 @@ class Host:
 
     async def _work_until_stopped(self, agent: _Agent) -> None:
         assert self._limiter is not None
+        failures = 0  # passes in a row the store could not be reached for
         while not self._stop_requested.is_set():
             # A post during the pass sets the fresh event, so it is never missed.
             agent.wake = anyio.Event()
@@ -635,15 +639,42 @@ class Host:
                 agent.working = True
                 try:
                     await self._lease.run_pass(agent.driver.agent_id, lambda: self._pass(agent))
-                except Exception:
-                    log.exception("an agent's work pass failed; it retries at its next wake")
+                    failures = 0
+                except Exception as exc:
+                    failures = self._pass_failed(exc, failures)
                 finally:
                     agent.working = False
                     agent.passes += 1
             if self._stop_requested.is_set():
                 return
-            with self.clock.move_on_after(self.poll_interval_s):
+            with self.clock.move_on_after(self._next_look_s(failures)):
                 await agent.wake.wait()
+
+    def _pass_failed(self, exc: Exception, failures: int) -> int:
+        """Log a failed pass; the count of passes in a row the store could not be reached for.
+
+        Every transaction commits whole or not at all, so what a cut-off pass leaves is what
+        a crash would: the next pass reads the store again and recovers the open turn
+        (docs/host.md#hosts-and-a-failing-store).
+        """
+        unavailable = store_unavailable(exc)
+        if unavailable is None:
+            log.exception("an agent's work pass failed; it retries at its next wake")
+            return 0
+        log.warning(
+            "the store could not be reached; the pass is tried again",
+            error=str(unavailable),
+            retry_in_s=self._next_look_s(failures + 1),
+        )
+        return failures + 1
+
+    def _next_look_s(self, failures: int) -> float:
+        """How long a worker waits for a wake-up before it looks again: the poll interval, or
+        after passes the store could not be reached for, a back-off from 0.25 s doubling up to
+        the poll interval, so a turn goes on soon after the store is back."""
+        if not failures:
+            return self.poll_interval_s
+        return min(self.poll_interval_s, _RETRY_FIRST_S * 2 ** min(failures - 1, 16))
 
     async def _pass(self, agent: _Agent) -> None:
         async with agent.lock:

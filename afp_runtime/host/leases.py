@@ -39,7 +39,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from afp_runtime._logging import get_logger
-from afp_runtime.errors import AgentDefinitionError, LeaseLost
+from afp_runtime.errors import AgentDefinitionError, LeaseLost, StoreUnavailable
 from afp_runtime.host.events import EventBus
 from afp_runtime.loop import Event
 from afp_runtime.records import Clock
@@ -123,6 +123,10 @@ class HostLease:
         self.leaving: set[str] = set()
         self.periods = 0
         self._passes: dict[str, anyio.CancelScope] = {}
+        # Held while this host reads claims and changes them (a period, a worker's claim, a
+        # give-up): a period comparing a read of the claims with ``held`` must not see a claim
+        # a worker made in between, or it would forget an agent the store says it holds.
+        self._claiming = anyio.Lock()
 
     @property
     def ttl_ms(self) -> int:
@@ -178,13 +182,27 @@ class HostLease:
             await self.clock.sleep(self.ttl_s / 3)
             try:
                 await self.period()
-            except Exception:
-                log.exception("a lease period failed; the next period tries again")
+            except Exception as exc:
+                unavailable = store_unavailable(exc)
+                if unavailable is None:
+                    log.exception("a lease period failed; the next period tries again")
+                else:
+                    # Each step of a period is its own transaction: the next period redoes
+                    # whichever did not happen (docs/host.md#hosts-and-a-failing-store).
+                    log.warning(
+                        "a lease period could not reach the store; the next period tries again",
+                        host_id=self.host_id,
+                        error=str(unavailable),
+                    )
             self.periods += 1
 
     async def period(self) -> None:
         """Renew (or take the row back once expired), drop claims other hosts took, and claim
         what became claimable."""
+        async with self._claiming:
+            await self._period()
+
+    async def _period(self) -> None:
         now = self.clock.now_ms()
         if self.epoch is None:
             epoch = await self.store.acquire_lease(
@@ -235,12 +253,27 @@ class HostLease:
                 reason = _first_leaf(group)
             finally:
                 self._passes.pop(agent_id, None)
-        if reason is not None:
+        if reason is None and agent_id in self.leaving:
+            async with self._claiming:
+                await self._give_up([agent_id])
+        elif reason is not None and agent_id not in self.held:
+            # The whole lease went first (a host frozen past its TTL): say what was refused.
+            log.warning(
+                "a commit was fenced off; nothing of it was written",
+                agent_id=agent_id,
+                host_id=self.host_id,
+                reason=reason,
+            )
+        elif reason is not None:
             self.lost(agent_id, reason)
-        elif agent_id in self.leaving:
-            await self._give_up([agent_id])
 
     async def _ready(self, agent_id: str) -> bool:
+        if agent_id in self.held and agent_id not in self.leaving and self.epoch is not None:
+            return True
+        async with self._claiming:
+            return await self._ready_locked(agent_id)
+
+    async def _ready_locked(self, agent_id: str) -> bool:
         if self.epoch is None:
             return False
         if agent_id in self.leaving:
@@ -355,6 +388,18 @@ class HostLease:
                 payload=payload,
             )
         )
+
+
+def store_unavailable(exc: BaseException) -> StoreUnavailable | None:
+    """The ``StoreUnavailable`` that ``exc`` is or (in an exception group) holds, else None."""
+    if isinstance(exc, StoreUnavailable):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = store_unavailable(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _first_leaf(group: BaseExceptionGroup[LeaseLost]) -> str:

@@ -295,7 +295,8 @@ class Store(CheckpointStore, LeaseStore, HealthStore, MovingStore, Protocol):
     async def watch_posts(self, on_post: Callable[[str], None]) -> None:
         """Call ``on_post(agent_id)`` whenever any process posts to an agent's inbox, until
         cancelled (docs/host.md#a-message-reaches-its-host). A backend that cannot tell waits
-        for ever: hosts then find messages by polling."""
+        for ever: hosts then find messages by polling. One that stopped hearing for a while
+        (a lost connection) calls it for every agent once it hears again."""
         ...
 
     async def agents(self) -> list[AgentRow]:

@@ -15,13 +15,15 @@ from .conftest import Api, agent, error_of, post, settle
 
 
 async def test_health_answers_ok_with_version_and_schema(api: Api) -> None:
-    """Health reports ok, the package version and the store's schema version."""
-    async with api.running(agent([])) as (_, client):
+    """Health reports ok, the package version, the store's schema version and the id of the
+    host that answered."""
+    async with api.running(agent([]), host_options={"host_id": "host-b.example"}) as (_, client):
         response = await client.get("/v1/health")
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "ok"
     assert isinstance(body["version"], str) and isinstance(body["schemaVersion"], int)
+    assert body["hostId"] == "host-b.example"
 
 
 async def test_agents_list_and_one_describe_the_hosted_agent(api: Api) -> None:

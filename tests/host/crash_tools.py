@@ -11,7 +11,7 @@ answer after ``AFP_TEST_TOOL_SLEEP_S`` seconds on the call's clock, noting ``sta
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import anyio
@@ -81,15 +81,16 @@ SLOW_STATUS = Tool(
 def agents_toml(
     agent_ids: list[str],
     *,
-    special: str,
+    special: str | Collection[str],
     special_tool: str,
     other_tool: str = "afp_runtime.demo:SHIPPING_STATUS",
 ) -> str:
-    """An agents file: copies of the demo agent; ``special`` uses ``special_tool`` (a ref) for
-    ``shipping_status``, the others ``other_tool``."""
+    """An agents file: copies of the demo agent; ``special`` (one id or several) uses
+    ``special_tool`` (a ref) for ``shipping_status``, the others ``other_tool``."""
+    specials = {special} if isinstance(special, str) else set(special)
     parts = []
     for agent_id in agent_ids:
-        status = special_tool if agent_id == special else other_tool
+        status = special_tool if agent_id in specials else other_tool
         parts.append(
             f"""
 [[agents]]

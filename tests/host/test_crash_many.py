@@ -5,7 +5,6 @@ non-idempotent tool call runs twice, and the file stays intact
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -22,6 +21,7 @@ import httpx
 import pytest
 
 from tests.host.crash_tools import agents_toml
+from tests.host.processes import afp
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -84,18 +84,9 @@ def _query(db: Path, sql: str) -> list[tuple[object, ...]]:
 
 
 def _send(db: Path, env: dict[str, str], agent: str, text: str, key: str) -> dict[str, object]:
-    args = ["send", agent, text, "--db", str(db), "--idempotency-key", key, "--json"]
-    done = subprocess.run(
-        [sys.executable, "-m", "afp_runtime.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-        cwd=REPO,
+    ack: dict[str, object] = afp(
+        ["send", agent, text, "--db", str(db), "--idempotency-key", key], env
     )
-    assert done.returncode == 0, done.stderr
-    ack: dict[str, object] = json.loads(done.stdout)
     return ack
 
 

@@ -4,13 +4,21 @@ parallel agents under a capacity bound, operator resume, events and stopping
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
-from afp_runtime.errors import AgentDefinitionError, ModelCallError, RunNotResumable
+from afp_runtime.errors import (
+    AgentDefinitionError,
+    ModelCallError,
+    RunNotResumable,
+    StoreUnavailable,
+)
 from afp_runtime.host import AgentNotHosted, Host, HostStopping, StreamGap
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
+from afp_runtime.records import Txn
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 from tests.api.conftest import Api, agent, settle, until
@@ -169,3 +177,35 @@ async def test_duplicate_agent_ids_are_refused(api: Api) -> None:
             Host(store, [agent([]), agent([])], clock=api.clock, ids=api.ids)
     finally:
         await store.aclose()
+
+
+async def test_a_pass_that_cannot_reach_the_store_is_tried_again_soon(api: Api, logs: Any) -> None:
+    """A pass cut off by StoreUnavailable is logged as a warning without a traceback and tried
+    again 0.25 s later on the clock, not at the next poll (an hour here): the turn is then
+    answered, once."""
+    model = ScriptedModel([answer("after the outage")], model="mock")
+    async with api.host(agent(model), poll_interval_s=3600.0) as host:
+        await settle(host)
+        commit = host.store.commit
+        outage = [StoreUnavailable("the server is away")]
+
+        async def flaky(txn: Txn) -> None:
+            if outage:
+                raise outage.pop()
+            await commit(txn)
+
+        host.store.commit = flaky  # type: ignore[method-assign]
+        ack = await host.post("ops", "hi")
+        await until(lambda: not outage and not host.working("ops"))
+        await anyio.wait_all_tasks_blocked()
+        queued = await host.reader.inbox_message(ack.message_id)
+        api.clock.advance(0.25)
+        await settle(host, within_s=5)
+        answered = await host.reader.inbox_message(ack.message_id)
+    assert queued is not None and queued.status == "queued"  # the seed never committed
+    assert answered is not None and answered.status == "answered" and model.calls == 1
+    warned = [e for e in logs if e["event"].startswith("the store could not be reached")]
+    assert [(e["log_level"], e["retry_in_s"], "exc_info" in e) for e in warned] == [
+        ("warning", 0.25, False)
+    ]
+    assert not [e for e in logs if e["event"].startswith("an agent's work pass failed")]

@@ -24,9 +24,10 @@ import anyio
 import pytest
 
 from afp_runtime.agents import Agent
-from afp_runtime.errors import AgentDefinitionError
+from afp_runtime.errors import AgentDefinitionError, LeaseLost
 from afp_runtime.host import Host
-from afp_runtime.host.leases import default_host_id
+from afp_runtime.host.events import EventBus
+from afp_runtime.host.leases import HostLease, default_host_id
 from afp_runtime.loop import SequentialIds
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
@@ -376,3 +377,89 @@ async def test_agents_spread_over_the_live_hosts(tmp_path: Path) -> None:
             assert len(counts) == 3
             h3.stop(0)
         assert await spread([h1, h2], cap=5) == {"h1": 5, "h2": 5}
+
+
+async def test_a_commit_fenced_after_the_whole_lease_went_is_logged(
+    tmp_path: Path, logs: Any
+) -> None:
+    """A pass whose commit is fenced off after the renewal had already dropped every claim (a
+    host frozen past its TTL wakes up in that order) logs the refused commit with its reason,
+    rather than passing over it because the agent is no longer held."""
+    store = await SqliteStore.open(tmp_path / "afp.db", now_ms=0)
+    try:
+        lease = HostLease(
+            store,
+            clock=FakeClock(),
+            host_id="h",
+            ttl_s=TTL_S,
+            agent_ids=["ops"],
+            events=EventBus(),
+            wake=lambda agent_id: None,
+        )
+        lease.epoch, lease.held = 1, {"ops"}
+        refused = "host 'h' (lease epoch 1) no longer holds agent 'ops': nothing was written"
+
+        async def work() -> None:
+            lease._lose_everything()  # the renewal that found the epoch raised ran first
+            raise LeaseLost(refused)
+
+        await lease.run_pass("ops", work)
+    finally:
+        await store.aclose()
+    fenced = [e for e in logs if e["event"] == "a commit was fenced off; nothing of it was written"]
+    assert [(e["agent_id"], e["reason"]) for e in fenced] == [("ops", refused)]
+
+
+async def test_a_claim_made_while_a_period_reads_the_claims_is_not_forgotten(
+    tmp_path: Path,
+) -> None:
+    """A worker's claim that lands while a lease period is between reading the claims and
+    acting on them waits for the period: what the host believes it holds stays what the store
+    says it holds (else an agent would stay claimed by a host that never runs it)."""
+    store = await SqliteStore.open(tmp_path / "afp.db", now_ms=0)
+    try:
+        for agent_id in ("b", "ops"):
+            await store.ensure_agent(agent_id, now_ms=0)
+        clock = FakeClock()
+        # Another live host: this one's share is one agent of the two.
+        await store.acquire_lease("g", now_ms=clock.now_ms(), ttl_ms=3_600_000)
+        lease = HostLease(
+            store,
+            clock=clock,
+            host_id="h",
+            ttl_s=TTL_S,
+            agent_ids=["b", "ops"],
+            events=EventBus(),
+            wake=lambda agent_id: None,
+        )
+        await lease.acquire()
+        assert lease.epoch is not None and lease.share == 1
+        await store.release_agents(["b", "ops"], "h", lease.epoch)
+        lease.held.clear()
+        read, go_on = anyio.Event(), anyio.Event()
+        agent_claims = store.agent_claims
+
+        async def slow_claims(*args: Any, **kwargs: Any) -> Any:
+            found = await agent_claims(*args, **kwargs)
+            read.set()
+            await go_on.wait()
+            return found
+
+        store.agent_claims = slow_claims  # type: ignore[method-assign]
+
+        async def work() -> None:
+            pass
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(lease.period)
+            await read.wait()
+            # A worker of ``ops`` wants to claim it now, while the period holds its read.
+            group.start_soon(lease.run_pass, "ops", work)
+            await anyio.wait_all_tasks_blocked()
+            go_on.set()
+        store.agent_claims = agent_claims  # type: ignore[method-assign]
+        found = await store.agent_claims(now_ms=clock.now_ms())
+    finally:
+        await store.aclose()
+    ours = {c.agent_id for c in found if c.host_id == "h"}
+    assert lease.held == ours and len(ours) == 1, (lease.held, found)

@@ -8,6 +8,7 @@ Every test runs on a fresh database of the server ``scripts/test`` starts; none 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -23,6 +24,7 @@ from afp_runtime.errors import (
 from afp_runtime.records import CommitBundle, RunLog, RunStart, Txn, Write, runtime_stage_id
 from afp_runtime.store import open_store
 from afp_runtime.store.postgres import SCHEMA_VERSION, PostgresRunLog, PostgresStore, masked
+from tests.api.conftest import until
 from tests.store._postgres import ENV, FreshDatabase, admin, server_url
 
 T0 = 1_700_000_000_000
@@ -151,6 +153,78 @@ async def test_a_lost_connection_is_retried_for_reads(database: FreshDatabase) -
         await store.ensure_agent("bob", now_ms=T0)
     finally:
         await store.aclose()
+
+
+async def _terminate(url: str, pid: int) -> None:
+    conn = await admin(url)
+    try:
+        await conn.execute("SELECT pg_terminate_backend($1)", pid)
+    finally:
+        await conn.close()
+
+
+async def test_a_connection_lost_inside_a_transaction_is_unavailable_and_replaced(
+    database: FreshDatabase,
+) -> None:
+    """A transaction whose connection the server closes under it is a StoreUnavailable naming
+    that loss (not a failure to discard the connection asyncpg already dropped from the pool),
+    and the next transaction commits on a fresh connection."""
+    store = await open_store(database.url)
+    assert isinstance(store, PostgresStore)
+    try:
+        await store.ensure_agent("ann", now_ms=T0)
+
+        async def work(conn: Any) -> None:
+            await _terminate(database.url, conn.get_server_pid())
+            await until(conn.is_closed)
+            await conn.execute("SELECT 1")
+
+        with pytest.raises(StoreUnavailable) as caught:
+            await store._write(work)
+        assert "terminate()" not in str(caught.value), caught.value
+        await store.ensure_agent("bob", now_ms=T0)
+        assert [a.agent_id for a in await store.agents()] == ["ann", "bob"]
+    finally:
+        await store.aclose()
+
+
+async def test_watch_posts_listens_again_and_reports_every_agent(database: FreshDatabase) -> None:
+    """When its listening connection is lost, watch_posts listens again, reports every agent
+    once (posts made meanwhile went unheard) and then hears posts as before."""
+    writer = await open_store(database.url, now_ms=T0)
+    listener = await open_store(database.url, now_ms=T0)
+    heard: list[str] = []
+    try:
+        for agent_id in ("ann", "bob"):
+            await writer.ensure_agent(agent_id, now_ms=T0)
+        conn = await admin(database.url)
+        try:
+            pids: list[int] = []
+
+            async def listening() -> bool:
+                pids[:] = (
+                    await conn.fetchval(
+                        "SELECT array_agg(pid) FROM pg_stat_activity"
+                        " WHERE datname = current_database() AND query LIKE 'LISTEN%'"
+                    )
+                    or []
+                )
+                return bool(pids)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(listener.watch_posts, heard.append)
+                await until(listening)
+                await conn.execute("SELECT pg_terminate_backend($1)", pids[0])
+                await until(lambda: sorted(heard) == ["ann", "bob"])
+                await writer.post("bob", "hello again", message_id="m1", now_ms=T0)
+                await until(lambda: len(heard) == 3)
+                group.cancel_scope.cancel()
+        finally:
+            await conn.close()
+        assert heard[2:] == ["bob"]
+    finally:
+        await writer.aclose()
+        await listener.aclose()
 
 
 async def test_concurrent_posts_to_one_agent_get_distinct_positions(

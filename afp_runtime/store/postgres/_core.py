@@ -7,9 +7,11 @@ Each write is one transaction on one connection, shielded from cancellation so i
 rolls back whole; a transaction whose ``Txn`` does not precede an effect leaving the process
 commits with ``synchronous_commit=off`` (the ``NORMAL`` of SQLite), every other one waits for
 the WAL flush (docs/architecture.md#decision-1-sync-durability-commits-each-stage). A read whose
-connection was lost is retried once on a fresh one; a lost connection anywhere else is a
-``StoreUnavailable``, and every other database error a ``StoreError``. The concerns of the store
-are mixins over this class, as in the SQLite backend; ``store.PostgresStore`` puts them together.
+connection was lost, and a transaction whose connection was lost at ``BEGIN``, are repeated on
+another connection (after a server restart every pooled one may be dead); a lost connection
+anywhere else is a ``StoreUnavailable``, and every other database error a ``StoreError``. The
+concerns of the store are mixins over this class, as in the SQLite backend;
+``store.PostgresStore`` puts them together.
 """
 
 from __future__ import annotations
@@ -217,14 +219,20 @@ class PostgresCore:
         try:
             yield conn
         except LOST:
-            conn.terminate()  # the pool replaces it rather than hand it out again
+            _discard(conn)
             raise
         finally:
             with anyio.CancelScope(shield=True):
                 try:
                     await self._pool.release(conn)
                 except LOST:
-                    conn.terminate()
+                    _discard(conn)
+
+    @property
+    def _attempts(self) -> int:
+        # After a server restart every pooled connection may be dead: one try on each of
+        # them and one on a fresh connection, which fails at once if the server is down.
+        return self.target.pool_max + 1
 
     async def _write(
         self,
@@ -259,17 +267,17 @@ class PostgresCore:
     async def _transact(
         self, work: Callable[[asyncpg.Connection], Awaitable[T]], *, full: bool
     ) -> T:
-        # A connection found lost at BEGIN has written nothing: that one attempt is repeated
-        # on a fresh connection. Once BEGIN went through, a loss is the caller's to see.
-        for attempt in (1, 2):
+        # A connection found lost at BEGIN has written nothing: the attempt is repeated on
+        # another connection. Once BEGIN went through, a loss is the caller's to see.
+        for attempt in range(1, self._attempts + 1):
             async with self._connection() as conn:
                 transaction = conn.transaction()
                 try:
                     await transaction.start()
                 except LOST:
-                    if attempt == 2:
+                    if attempt == self._attempts:
                         raise
-                    conn.terminate()
+                    _discard(conn)
                     continue
                 try:
                     if not full:
@@ -287,8 +295,7 @@ class PostgresCore:
         raise AssertionError("unreachable")
 
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
-        """Every row of one read; retried once on a fresh connection when the connection
-        was lost (a read changes nothing, so repeating it is safe)."""
+        """Every row of one read, repeated on another connection as ``_read`` says."""
 
         async def fetch(conn: asyncpg.Connection) -> list[Any]:
             return list(await conn.fetch(sql, *args))
@@ -296,17 +303,18 @@ class PostgresCore:
         return await self._read(fetch)
 
     async def _read(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-        """``work`` (reads only) on one connection; retried once on a fresh connection when
-        the connection was lost, as ``_fetch`` is."""
-        for attempt in (1, 2):
+        """``work`` (reads only) on one connection; repeated on another connection when the
+        connection was lost (a read changes nothing, so repeating it is safe): once when no
+        connection could be had, on each pooled connection when the one used turned out dead."""
+        for attempt in range(1, self._attempts + 1):
             try:
                 async with self._connection() as conn:
                     return await work(conn)
             except StoreUnavailable:
-                if attempt == 2:
+                if attempt >= 2:
                     raise
             except LOST as exc:
-                if attempt == 2:
+                if attempt == self._attempts:
                     raise self._unavailable("a read", exc) from exc
             except asyncpg.exceptions.QueryCanceledError as exc:
                 raise self._unavailable("a read", exc) from exc
@@ -324,6 +332,14 @@ class PostgresCore:
 
     def _decode_state(self, blob: bytes, agent_id: str) -> ConversationState:
         return common.decode_state(blob, agent_id)
+
+
+def _discard(conn: asyncpg.Connection) -> None:
+    """Terminate a connection found lost, so the pool replaces it rather than hand it out
+    again. asyncpg detaches a connection whose socket closed from the pool by itself, and then
+    refuses ``terminate``: such a connection needs nothing more."""
+    with contextlib.suppress(asyncpg.exceptions.InterfaceError):
+        conn.terminate()
 
 
 async def _create_pool(target: connect.Target, *, read_only: bool) -> asyncpg.Pool:
