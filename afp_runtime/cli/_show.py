@@ -111,10 +111,7 @@ def table(*headers: str, title: str | None = None) -> Table:
     """A table whose cells fold rather than vanish behind an ellipsis."""
     grid = Table(title=Text(visible(title)) if title else None)
     for header in headers:
-        if header in WIDE:
-            grid.add_column(Text(header), overflow="fold")
-        else:
-            grid.add_column(Text(header), no_wrap=True, overflow="fold")
+        grid.add_column(Text(header), no_wrap=header not in WIDE, overflow="fold")
     return grid
 
 

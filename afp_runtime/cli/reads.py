@@ -5,7 +5,7 @@ order (the API's), and an empty result says so."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import msgspec
@@ -27,13 +27,18 @@ from afp_runtime.store import Store, open_store
 
 
 @asynccontextmanager
-async def reader(db: str) -> AsyncIterator[Store]:
-    """The store opened read-only; a missing file is exit 4, never a new empty database."""
-    store = await open_store(db, read_only=True)
+async def opened(db: str, **options: Any) -> AsyncIterator[Store]:
+    """The store at ``db`` opened with ``open_store``'s ``options``, closed after the block."""
+    store = await open_store(db, **options)
     try:
         yield store
     finally:
         await store.aclose()
+
+
+def reader(db: str) -> AbstractAsyncContextManager[Store]:
+    """The store opened read-only; a missing file is exit 4, never a new empty database."""
+    return opened(db, read_only=True)
 
 
 async def cmd_agents(args: Any) -> int:
