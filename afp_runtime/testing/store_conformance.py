@@ -78,19 +78,15 @@ class Backend(Protocol):
     async def open(self) -> Store:
         """A new open writer store on this backend's storage; several may be open at once
         (the lease contracts use two as two host processes)."""
-        ...
 
     async def reopen(self, store: Store) -> Store:
         """Close ``store`` and open a fresh one on the same storage (``REOPEN``)."""
-        ...
 
     async def body_count(self, store: Store) -> int:
         """How many message bodies the storage holds (``COUNT_BODIES``)."""
-        ...
 
     async def aclose(self) -> None:
         """Close every store this backend opened and still holds open."""
-        ...
 
 
 Contract = Callable[..., Awaitable[None]]
