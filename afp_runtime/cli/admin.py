@@ -47,8 +47,7 @@ async def cmd_checkpoint(args: Any) -> int:
     async with reader(args.db) as store:
         await _ids.known_agent(store, args.agent)
         checkpoint = await agents.export_checkpoint(store, args.agent)
-    print_json(checkpoint)
-    return EXIT_OK
+    return print_json(checkpoint)
 
 
 async def cmd_import(args: Any) -> int:

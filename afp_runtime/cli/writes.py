@@ -152,8 +152,7 @@ async def cmd_questions(args: Any) -> int:
     views = [question_view(row) for row in rows]
     if args.json:
         # Exactly the API's body: one page holding every question.
-        print_json({"items": views, "next": None})
-        return EXIT_OK
+        return print_json({"items": views, "next": None})
     short = _ids.shortest(row.question_id for row in rows)
     grid = table("question", "kind", "status", "asked", "calls", "prompt")
     for row in rows:
