@@ -21,6 +21,8 @@ STORE_HELP = "a SQLite file or a database URL; a URL's password is never printed
 API_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 
 RUN_HELP = "a run id, a unique prefix of one, or AGENT:last"
+_WITHOUT_JSON = frozenset({"demo", "receipt", "export", "checkpoint", "import", "serve"})
+"""The commands that take no ``--json``."""
 
 
 class _Unbuilt:
@@ -60,20 +62,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    built: list[str] = []
+    built: dict[str, argparse.ArgumentParser] = {}
 
     def add(name: str, command: str, help_text: str, *, db: bool = True) -> Any:
         if only is not None and name != only:
             return _Unbuilt()
-        built.append(name)
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = built[name] = sub.add_parser(name, help=help_text, description=help_text)
         if db:
             p.add_argument("--db", default=os.environ.get("AFP_DB") or DEFAULT_DB, help=DB_HELP)
         p.set_defaults(command_ref=command)
         return p
-
-    def json_flag(p: Any) -> None:
-        p.add_argument("--json", action="store_true", help="print data as JSON")
 
     p = add(
         "run", "run:cmd_run", "Run an agent config once: finish unfinished work, answer a message."
@@ -81,7 +79,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("config", help="agent config file (TOML)")
     p.add_argument("--message", "-m", help="a person's message to answer")
     p.add_argument("--agent", help="which agent of the file (default: the first)")
-    json_flag(p)
 
     p = add("demo", "run:cmd_demo", "Run the demo standing agent with its scripted model.")
     p.add_argument("--config", default="configs/demo.toml", help="the demo config")
@@ -89,35 +86,29 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(agent=None)
 
     p = add("agents", "reads:cmd_agents", "List agents.")
-    json_flag(p)
 
     p = add(
         "agent", "reads:cmd_agent", "One agent's summary (status, turn, inbox, open questions)."
     )
     p.add_argument("agent")
-    json_flag(p)
 
     p = add(
         "health", "writes:cmd_health", "Ask the running host whether it is up (GET /v1/health)."
     )
     p.add_argument("--api", default=API_URL, help="the host's API URL")
-    json_flag(p)
 
     p = add("runs", "reads:cmd_runs", "List runs, newest first (all, one agent's, or one by --id).")
     p.add_argument("agent", nargs="?")
     p.add_argument("--id", help=RUN_HELP)
-    json_flag(p)
 
     p = add("commits", "reads:cmd_commits", "Show a run's commit log.")
     p.add_argument("run", help=RUN_HELP)
     p.add_argument("--from-seq", type=int, default=0)
     p.add_argument("--expand", action="store_true", help="resolve message references")
-    json_flag(p)
 
     p = add("inbox", "reads:cmd_inbox", "List an agent's inbox.")
     p.add_argument("agent")
     p.add_argument("--status")
-    json_flag(p)
 
     p = add(
         "send", "writes:cmd_send", "Post a message to an agent's durable inbox (no host needed)."
@@ -141,12 +132,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         default=None,
         help="seconds --wait waits at most (default 300); given, it waits even with no host yet",
     )
-    json_flag(p)
 
     p = add("questions", "writes:cmd_questions", "List an agent's open check-in questions.")
     p.add_argument("agent")
     p.add_argument("--all", action="store_true", help="every question, closed ones too")
-    json_flag(p)
 
     p = add(
         "answer", "writes:cmd_answer", "Answer a check-in question (text, approve/decline, JSON)."
@@ -155,37 +144,31 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("question", help="a question id or a unique prefix of one")
     p.add_argument("value")
     p.add_argument("--from", dest="sender", help="the answering principal")
-    json_flag(p)
     p.set_defaults(abandon=False)
 
     p = add("abandon", "writes:cmd_answer", "Close a check-in question without an answer.")
     p.add_argument("agent")
     p.add_argument("question", help="a question id or a unique prefix of one")
     p.add_argument("--from", dest="sender", help="the principal closing it")
-    json_flag(p)
     p.set_defaults(abandon=True, value=None)
 
     p = add(
         "dismiss", "writes:cmd_dismiss", "Dismiss a held turn (by a run) so the queue moves on."
     )
     p.add_argument("run", help=RUN_HELP)
-    json_flag(p)
 
     p = add("resume", "writes:cmd_resume", "Ask the running host to resume a held or stalled run.")
     p.add_argument("run", help=RUN_HELP)
     p.add_argument("--api", default=API_URL, help="the host's API URL")
-    json_flag(p)
 
     p = add("window", "reads:cmd_window", "Show window records (what left, what refused, pins).")
     p.add_argument("run", nargs="?", help=RUN_HELP)
     p.add_argument("--agent", help="every run of this agent")
-    json_flag(p)
 
     p = add("folded", "reads:cmd_folded", "List folded spans; recover one span's originals.")
     p.add_argument("agent")
     p.add_argument("fingerprint", nargs="?", help="a summary fingerprint or a unique prefix")
     p.add_argument("--messages", action="store_true", help="print the retained originals")
-    json_flag(p)
 
     p = add(
         "findings", "reads:cmd_findings", "List the findings ledger: rows, standings, conflicts."
@@ -193,11 +176,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("agent")
     p.add_argument("--kind", help="only rows of this kind (basis, standing, conflict, ...)")
     p.add_argument("--turn", type=int, help="only rows of this turn")
-    json_flag(p)
 
     p = add("epochs", "served:cmd_epochs", "List a run's model calls (epochs).")
     p.add_argument("run", help=RUN_HELP)
-    json_flag(p)
 
     p = add("served", "served:cmd_served", "Rebuild exactly what the model was sent at an epoch.")
     p.add_argument("run", nargs="?", help=RUN_HELP)
@@ -207,7 +188,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--diff", nargs=2, type=int, metavar=("A", "B"), help="what changed from epoch A to B"
     )
-    json_flag(p)
 
     p = add("receipt", "served:cmd_receipt", "Print the receipt digested when an epoch was sent.")
     p.add_argument("run", help=RUN_HELP)
@@ -222,12 +202,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--wire", action="store_true", help="re-encode and check the bytes (the default)"
     )
     p.add_argument("--no-wire", action="store_true", help="skip re-encoding the request bytes")
-    json_flag(p)
 
     p = add("call", "served:cmd_call", "Show the agent's n-th model call (agent-wide number).")
     p.add_argument("agent")
     p.add_argument("n", type=int)
-    json_flag(p)
 
     p = add("export", "served:cmd_export", "Export a run's log as JSON (bodies inlined).")
     p.add_argument("run", help=RUN_HELP)
@@ -244,10 +222,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--replace", action="store_true", help="archive and replace a conversation")
 
     p = add("migrate", "admin:cmd_migrate", "Apply the store's migrations; print its schema.")
-    json_flag(p)
 
     p = add("doctor", "admin:cmd_doctor", "Check the database's integrity and stored bodies.")
-    json_flag(p)
 
     p = add(
         "copy",
@@ -260,7 +236,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--agents", help="only these agents, comma-separated (default: every agent of --from)"
     )
-    json_flag(p)
 
     p = add("serve", "serve:cmd_serve", "Run the standing host and the local HTTP API.")
     p.add_argument("--agents", required=True, help="agents file (TOML, like configs/demo.toml)")
@@ -282,6 +257,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "[host] shutdownGraceS, else 30); a second signal skips the rest",
     )
 
+    for name, p in built.items():
+        if name not in _WITHOUT_JSON:  # last, after the command's own options
+            p.add_argument("--json", action="store_true", help="print data as JSON")
     if only is not None and only != "scenario":
         # A word that names no command gets the full parser, so its error lists them all.
         return parser if built else build_parser()

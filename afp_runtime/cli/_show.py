@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from afp_runtime.cli._exits import EXIT_OK
+
 # Characters that reorder or hide text on a terminal (the "Trojan source" set) and the
 # Unicode line separators: named, so what is shown is what is stored.
 _NAMED = frozenset(
@@ -69,9 +71,11 @@ def warn(text: str) -> None:
     err.print(Text(visible(text)), soft_wrap=True)
 
 
-def print_json(value: Any) -> None:
-    """The value as indented JSON on stdout (controls escaped by the encoder)."""
+def print_json(value: Any) -> int:
+    """The value as indented JSON on stdout (controls escaped by the encoder); returns
+    ``EXIT_OK``, so a command can end with it."""
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(value)).decode() + "\n")
+    return EXIT_OK
 
 
 def when(ms: int | None) -> str:
@@ -111,10 +115,7 @@ def table(*headers: str, title: str | None = None) -> Table:
     """A table whose cells fold rather than vanish behind an ellipsis."""
     grid = Table(title=Text(visible(title)) if title else None)
     for header in headers:
-        if header in WIDE:
-            grid.add_column(Text(header), overflow="fold")
-        else:
-            grid.add_column(Text(header), no_wrap=True, overflow="fold")
+        grid.add_column(Text(header), no_wrap=header not in WIDE, overflow="fold")
     return grid
 
 

@@ -13,9 +13,8 @@ from afp_runtime.cli import _ids
 from afp_runtime.cli._exits import EXIT_OK, EXIT_UNAVAILABLE
 from afp_runtime.cli._lazy import load
 from afp_runtime.cli._show import print_json, say
-from afp_runtime.cli.reads import reader
+from afp_runtime.cli.reads import opened, reader
 from afp_runtime.errors import AfpError, NotFound
-from afp_runtime.store import open_store
 
 
 async def cmd_doctor(args: Any) -> int:
@@ -48,8 +47,7 @@ async def cmd_checkpoint(args: Any) -> int:
     async with reader(args.db) as store:
         await _ids.known_agent(store, args.agent)
         checkpoint = await agents.export_checkpoint(store, args.agent)
-    print_json(checkpoint)
-    return EXIT_OK
+    return print_json(checkpoint)
 
 
 async def cmd_import(args: Any) -> int:
@@ -61,13 +59,10 @@ async def cmd_import(args: Any) -> int:
         raise NotFound(f"cannot read {args.file}: {exc}", what="file", value=args.file) from exc
     checkpoint = agents.parse_checkpoint(data, agent_id=args.agent)
     now_ms = time.time_ns() // 1_000_000
-    store = await open_store(args.db, now_ms=now_ms)
-    try:
+    async with opened(args.db, now_ms=now_ms) as store:
         state = await agents.import_checkpoint(
             store, args.agent, checkpoint, now_ms=now_ms, replace=args.replace
         )
-    finally:
-        await store.aclose()
     say(
         f"imported {len(state.history)} messages and {state.folded_count} folded spans "
         f"into {args.agent!r}"
@@ -78,11 +73,8 @@ async def cmd_import(args: Any) -> int:
 async def cmd_migrate(args: Any) -> int:
     """Open the store as a writer, which applies every migration it lacks (opening does that
     anyway; this says so), and print the schema version it is at."""
-    store = await open_store(args.db, now_ms=int(time.time() * 1000))
-    try:
+    async with opened(args.db, now_ms=int(time.time() * 1000)) as store:
         report = {"store": store.location, "schemaVersion": store.schema_version}
-    finally:
-        await store.aclose()
     if args.json:
         print_json(report)
     else:

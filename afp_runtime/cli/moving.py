@@ -13,7 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._show import err, print_json, say
-from afp_runtime.store import AgentDump, CopyCounts, agents_to_copy, copy_agents, open_store
+from afp_runtime.cli.reads import opened
+from afp_runtime.store import AgentDump, CopyCounts, agents_to_copy, copy_agents
 
 
 def _agent_list(text: str | None) -> list[str] | None:
@@ -60,21 +61,15 @@ async def cmd_copy(args: Any) -> int:
     agent_ids = _agent_list(args.agents)
     now_ms = time.time_ns() // 1_000_000
     # Both are writers: opening migrates an older schema and refuses a newer one.
-    source = await open_store(args.source, create=False, now_ms=now_ms)
-    try:
+    async with opened(args.source, create=False, now_ms=now_ms) as source:
         # Refused or unknown agents are said before the destination is created.
         chosen = await agents_to_copy(source, agent_ids, now_ms=now_ms)
-        destination = await open_store(args.destination, now_ms=now_ms)
-        try:
+        async with opened(args.destination, now_ms=now_ms) as destination:
             with _progress(len(chosen)) as step:
                 counts = await copy_agents(
                     source, destination, chosen, now_ms=now_ms, on_agent=step
                 )
             shown = {"from": source.location, "to": destination.location}
-        finally:
-            await destination.aclose()
-    finally:
-        await source.aclose()
     if args.json:
         print_json({**shown, **msgspec.to_builtins(counts)})
     elif counts.agents == 0:

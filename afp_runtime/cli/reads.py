@@ -5,7 +5,7 @@ order (the API's), and an empty result says so."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import msgspec
@@ -27,13 +27,18 @@ from afp_runtime.store import Store, open_store
 
 
 @asynccontextmanager
-async def reader(db: str) -> AsyncIterator[Store]:
-    """The store opened read-only; a missing file is exit 4, never a new empty database."""
-    store = await open_store(db, read_only=True)
+async def opened(db: str, **options: Any) -> AsyncIterator[Store]:
+    """The store at ``db`` opened with ``open_store``'s ``options``, closed after the block."""
+    store = await open_store(db, **options)
     try:
         yield store
     finally:
         await store.aclose()
+
+
+def reader(db: str) -> AbstractAsyncContextManager[Store]:
+    """The store opened read-only; a missing file is exit 4, never a new empty database."""
+    return opened(db, read_only=True)
 
 
 async def cmd_agents(args: Any) -> int:
@@ -41,8 +46,7 @@ async def cmd_agents(args: Any) -> int:
     async with reader(args.db) as store:
         agents = await store.agents()
     if args.json:
-        print_json(agents)
-        return EXIT_OK
+        return print_json(agents)
     grid = table("agent", "status", "turns", "messages", "model calls", "tokens in/out", "created")
     for a in agents:
         tokens = f"{a.usage_totals.input}/{a.usage_totals.output}"
@@ -70,8 +74,7 @@ async def cmd_agent(args: Any) -> int:
         views = await load("afp_runtime.api.views")
         view = await views.agent_view(store, rows[0], None, status=rows[0].status)
     if args.json:
-        print_json(view)
-        return EXIT_OK
+        return print_json(view)
     grid = table("field", "value")
     for name, value in msgspec.to_builtins(view).items():
         if name != "openQuestions":
@@ -96,8 +99,7 @@ async def cmd_runs(args: Any) -> int:
     newest_first = list(reversed(runs))
     if args.json:
         # Exactly the API's bodies: one run (GET /v1/runs/{id}), else a page newest first.
-        print_json(runs[0] if args.id is not None else {"items": newest_first, "next": None})
-        return EXIT_OK
+        return print_json(runs[0] if args.id is not None else {"items": newest_first, "next": None})
     short = _ids.shortest(every)
     grid = table("run", "agent", "turn", "kind", "status", "bundles", "started", "recovered from")
     for r in newest_first:
@@ -138,8 +140,7 @@ async def cmd_commits(args: Any) -> int:
                 expanded.append(msgspec.structs.replace(bundle, writes=writes))
             bundles = expanded
     if args.json:
-        print_json(bundles)
-        return EXIT_OK
+        return print_json(bundles)
     grid = table("id", "iteration", "committed", "writes")
     limit = 200 if args.expand else 60
     for b in bundles:
@@ -161,8 +162,7 @@ async def cmd_inbox(args: Any) -> int:
     messages = views.inbox_messages(rows, runs)
     if args.json:
         # Exactly the API's body (GET …/inbox): one page holding every message.
-        print_json({"items": messages, "next": None})
-        return EXIT_OK
+        return print_json({"items": messages, "next": None})
     short = _ids.shortest(row.message_id for row in rows)
     grid = table("message", "position", "status", "turn", "accepted", "text")
     for r in rows:
@@ -221,8 +221,7 @@ async def cmd_window(args: Any) -> int:
         records = await window_records(store, run_ids)
         short = _ids.shortest(r.run_id for r in await store.runs())
     if args.json:
-        print_json(records)
-        return EXIT_OK
+        return print_json(records)
     grid = table(
         "run", "strategy", "iteration", "removed", "chars before → after", "refusals", "pins"
     )
@@ -263,8 +262,7 @@ async def cmd_folded(args: Any) -> int:
             raise UsageError("--messages needs a FINGERPRINT")
         messages = spans[0].messages if spans[0].messages is not msgspec.UNSET else ()
         if args.json:
-            print_json(messages)
-            return EXIT_OK
+            return print_json(messages)
         if not messages:
             say("this span was folded with retain='discard': no originals were kept")
             return EXIT_OK
@@ -275,8 +273,7 @@ async def cmd_folded(args: Any) -> int:
         show_table(grid, empty="no messages")
         return EXIT_OK
     if args.json:
-        print_json([msgspec.structs.replace(s, messages=msgspec.UNSET) for s in spans])
-        return EXIT_OK
+        return print_json([msgspec.structs.replace(s, messages=msgspec.UNSET) for s in spans])
     short = _ids.shortest(s.summary_fingerprint for s in spans)
     grid = table("summary fingerprint", "run", "iteration", "folded", "model", "messages", "kept")
     for span in spans:
@@ -304,8 +301,7 @@ async def cmd_findings(args: Any) -> int:
         rows = await store.ledger(args.agent, kind=args.kind, turn=args.turn)
         every = await store.ledger(args.agent)
     if args.json:
-        print_json(rows)
-        return EXIT_OK
+        return print_json(rows)
     fold = findings.fold_ledger(None, findings.rows_from_wire(every))
     grid = table("#", "kind", "turn", "iteration", "tool call", "tool", "detail")
     for i, row in enumerate(rows):
@@ -349,12 +345,8 @@ def _time_detail(row: dict[str, Any]) -> str:
     """A one-line summary of a time row (docs/time.md#row-kinds) for the findings table."""
     kind = row.get("kind")
     if kind == "call-window":
-        parts = [str(row.get("how"))]
-        for key in ("why", "refused", "by", "argument", "assumed"):
-            if key in row:
-                parts.append(f"{key}={row[key]}")
-        if "form" in row:
-            parts.append(f"form={row['form']}")
+        keys = ("why", "refused", "by", "argument", "assumed", "form")
+        parts = [str(row.get("how")), *(f"{key}={row[key]}" for key in keys if key in row)]
         asked = row.get("asked")
         if isinstance(asked, dict):
             parts.append(f"asked={asked.get('from')}/{asked.get('to')}")

@@ -17,7 +17,7 @@ import msgspec
 from afp_runtime.agents import Agent, read_config
 from afp_runtime.cli._exits import EXIT_OK, TURN_EXITS
 from afp_runtime.cli._show import add_row, out, print_json, say, table
-from afp_runtime.cli.reads import window_records
+from afp_runtime.cli.reads import opened, reader, window_records
 from afp_runtime.demo import QUESTIONS
 from afp_runtime.errors import ConfigError
 from afp_runtime.loop import (
@@ -99,22 +99,16 @@ async def cmd_run(args: Any) -> int:
 
 async def cmd_demo(args: Any) -> int:
     """The demo: a standing agent answering a few messages, continuing its conversation."""
-    store = await open_store(args.db)
-    try:
+    async with opened(args.db) as store:
         state = await store.conversation_state("demo")
-    finally:
-        await store.aclose()
     done = state.turn if state is not None else 0
     messages = [QUESTIONS[(done + i) % len(QUESTIONS)] for i in range(args.turns)]
     definition, outcomes, recorder = await _drive(args, messages)
     _print_outcomes(outcomes)
-    store = await open_store(args.db, read_only=True)
-    try:
+    async with reader(args.db) as store:
         agents = {a.agent_id: a for a in await store.agents()}
         spans = await store.folded_spans(definition.agent_id)
         records = await window_records(store, [o.run_id for o in outcomes])
-    finally:
-        await store.aclose()
     agent = agents[definition.agent_id]
     tool_calls = recorder.of_type("tool.ended")
     grid = table("what", "", title=f"standing agent {definition.agent_id!r}")

@@ -39,30 +39,25 @@ from afp_runtime.served import (
 T = TypeVar("T")
 
 
-async def _run_id(db: str, text: str) -> str:
+async def _with_log(db: str, text: str, work: Callable[[RunLog], T]) -> tuple[str, T]:
+    """The run ``text`` names, and sync served code run against its log, off the event loop (it
+    never awaits)."""
     async with reader(db) as store:
-        return await _ids.run_id(store, text)
-
-
-async def _with_log(db: str, run_id: str, work: Callable[[RunLog], T]) -> T:
-    """Run sync served code against a run's log, off the event loop (it never awaits)."""
-    async with reader(db) as store:
-        return await store.read_run(run_id, work)
+        run_id = await _ids.run_id(store, text)
+        return run_id, await store.read_run(run_id, work)
 
 
 async def cmd_epochs(args: Any) -> int:
     """List a run's epochs (model calls): outcome, attempts, agent-wide call number."""
-    run_id = await _run_id(args.db, args.run)
 
     def work(log: RunLog) -> list[Any]:
         entries, _ = epoch_entries(log, start=0, limit=len(epochs(log)))
         return entries
 
-    entries = await _with_log(args.db, run_id, work)
+    run_id, entries = await _with_log(args.db, args.run, work)
     if args.json:
         # Exactly the API's body (GET /v1/runs/{id}/epochs): one page holding every epoch.
-        print_json({"items": entries, "next": None})
-        return EXIT_OK
+        return print_json({"items": entries, "next": None})
     grid = table("epoch", "call", "agent call", "outcome", "attempts", "tool calls", "gaps")
     for e in entries:
         add_row(
@@ -151,14 +146,13 @@ async def cmd_served(args: Any) -> int:
     else:
         if args.run is None:
             raise UsageError("give RUN (or --file EXPORT)")
-        run_id = await _run_id(args.db, args.run)
         if args.diff is not None:
             a, b = args.diff
 
             def work_diff(log: RunLog) -> tuple[ServedView | None, ServedView | None]:
                 return served_at(log, a), served_at(log, b)
 
-            va, vb = await _with_log(args.db, run_id, work_diff)
+            run_id, (va, vb) = await _with_log(args.db, args.run, work_diff)
             if va is None or vb is None:
                 missing = a if va is None else b
                 raise NotFound(
@@ -176,7 +170,7 @@ async def cmd_served(args: Any) -> int:
                 return served_views(log)
             return (served_at(log, args.epoch),)
 
-        views = await _with_log(args.db, run_id, work)
+        _, views = await _with_log(args.db, args.run, work)
     if any(v is None for v in views):
         raise NotFound(f"no epoch {args.epoch}", what="epoch", value=args.epoch)
     if args.json:
@@ -193,16 +187,14 @@ async def cmd_served(args: Any) -> int:
 
 async def cmd_receipt(args: Any) -> int:
     """Print the stored receipt of one epoch."""
-    run_id = await _run_id(args.db, args.run)
-    receipt = await _with_log(args.db, run_id, lambda log: receipt_at(log, args.epoch))
+    run_id, receipt = await _with_log(args.db, args.run, lambda log: receipt_at(log, args.epoch))
     if receipt is None:
         raise NotFound(
             f"run {run_id!r} has no accepted receipt for epoch {args.epoch}",
             what="epoch",
             value=args.epoch,
         )
-    print_json(receipt)
-    return EXIT_OK
+    return print_json(receipt)
 
 
 def _encoder_for(receipt: Receipt | None) -> Any:
@@ -217,7 +209,6 @@ def _encoder_for(receipt: Receipt | None) -> Any:
 async def cmd_conform(args: Any) -> int:
     """Check epochs against their receipts, bytes re-encoded unless ``--no-wire``; exit 3 when
     any epoch is damaged."""
-    run_id = await _run_id(args.db, args.run)
 
     def work(log: RunLog) -> list[ConformanceReport]:
         numbers = [args.epoch] if args.epoch is not None else [e.epoch for e in epochs(log)]
@@ -225,13 +216,15 @@ async def cmd_conform(args: Any) -> int:
         for number in numbers:
             view = served_at(log, number)
             if view is None:
-                raise NotFound(f"run {run_id!r} has no epoch {number}", what="epoch", value=number)
+                raise NotFound(
+                    f"run {log.run_id!r} has no epoch {number}", what="epoch", value=number
+                )
             receipt = receipt_at(log, number)
             encoder = None if args.no_wire else _encoder_for(receipt)
             reports.append(check(view, receipt, encoder=encoder, log=log))
         return reports
 
-    reports = await _with_log(args.db, run_id, work)
+    run_id, reports = await _with_log(args.db, args.run, work)
     if args.json:
         print_json(reports)
     else:
@@ -265,7 +258,8 @@ async def cmd_call(args: Any) -> int:
 
 async def cmd_export(args: Any) -> int:
     """Export a run's log (bodies inlined) for reading without the store."""
-    run_id = await _run_id(args.db, args.run)
-    data = await _with_log(args.db, run_id, lambda log: export_run(log, from_seq=args.from_seq))
+    _, data = await _with_log(
+        args.db, args.run, lambda log: export_run(log, from_seq=args.from_seq)
+    )
     sys.stdout.write(data.decode() + "\n")
     return EXIT_OK

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
@@ -25,9 +26,9 @@ from afp_runtime.cli._exits import (
 )
 from afp_runtime.cli._lazy import load
 from afp_runtime.cli._show import add_row, brief, print_json, say, show_table, table, when
-from afp_runtime.cli.reads import reader
+from afp_runtime.cli.reads import opened, reader
 from afp_runtime.errors import NotFound
-from afp_runtime.store import Store, open_store
+from afp_runtime.store import Store
 
 DEFAULT_WAIT_S = 300.0
 _SETTLED = ("answered", "paused", "held", "dismissed")
@@ -37,9 +38,9 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-async def _writer(db: str) -> Store:
+def _writer(db: str) -> AbstractAsyncContextManager[Store]:
     """The store opened for a write command (it must exist already)."""
-    return await open_store(db, create=False, now_ms=_now_ms())
+    return opened(db, create=False, now_ms=_now_ms())
 
 
 async def _message_time(args: Any) -> dict[str, Any] | None:
@@ -59,8 +60,7 @@ async def cmd_send(args: Any) -> int:
     (one that does not exist is said at once, exit 4, unless ``--timeout`` says to wait).
     """
     message_time = await _message_time(args)
-    store = await _writer(args.db)
-    try:
+    async with _writer(args.db) as store:
         await _ids.known_agent(store, args.agent)
         if args.wait and args.timeout is None:
             claim = await store.agent_claim(args.agent, now_ms=_now_ms())
@@ -79,8 +79,6 @@ async def cmd_send(args: Any) -> int:
             sender=args.sender,
             time=message_time,
         )
-    finally:
-        await store.aclose()
     if args.wait:
         timeout = DEFAULT_WAIT_S if args.timeout is None else args.timeout
         return await _wait_for(args, ack.message_id, timeout)
@@ -154,8 +152,7 @@ async def cmd_questions(args: Any) -> int:
     views = [question_view(row) for row in rows]
     if args.json:
         # Exactly the API's body: one page holding every question.
-        print_json({"items": views, "next": None})
-        return EXIT_OK
+        return print_json({"items": views, "next": None})
     short = _ids.shortest(row.question_id for row in rows)
     grid = table("question", "kind", "status", "asked", "calls", "prompt")
     for row in rows:
@@ -193,8 +190,7 @@ async def cmd_answer(args: Any) -> int:
     """Answer (or abandon) a question durably; a running host starts the answer run within
     its poll interval (the same code path as the API's answer endpoint)."""
     agents = await load("afp_runtime.agents")
-    store = await _writer(args.db)
-    try:
+    async with _writer(args.db) as store:
         await _ids.known_agent(store, args.agent)
         question_id = await _ids.question_id(store, args.agent, args.question)
         if args.abandon:
@@ -207,8 +203,6 @@ async def cmd_answer(args: Any) -> int:
             row = await agents.answer_question(
                 store, args.agent, question_id, value, now_ms=_now_ms(), by=args.sender
             )
-    finally:
-        await store.aclose()
     if row is None:
         raise NotFound(f"agent {args.agent!r} has no question {question_id!r}", what="question")
     if args.json:
@@ -226,15 +220,12 @@ async def cmd_answer(args: Any) -> int:
 async def cmd_dismiss(args: Any) -> int:
     """Close a held turn ``dismissed`` (by one of its runs) so the agent's queue moves on."""
     loop = await load("afp_runtime.loop")
-    store = await _writer(args.db)
-    try:
+    async with _writer(args.db) as store:
         run_id = await _ids.run_id(store, args.run)
         agent_id = (await store.runs(run_id=run_id))[0].agent_id
         message_id = await loop.dismiss_turn(
             store, agent_id, run_id=run_id, clock=loop.SystemClock()
         )
-    finally:
-        await store.aclose()
     if args.json:
         print_json(
             DismissAccepted(

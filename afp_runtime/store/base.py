@@ -43,29 +43,23 @@ class CheckpointStore(Protocol):
 
     async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
         """Create the agent with an empty conversation if it does not exist."""
-        ...
 
     async def conversation_state(self, agent_id: str) -> ConversationState | None:
         """The stored checkpoint without messages."""
-        ...
 
     async def load_conversation(self, agent_id: str) -> LoadedConversation:
         """The checkpoint and its resolved history."""
-        ...
 
     async def resolve(
         self, agent_id: str, ref: ListRef
     ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
         """Messages and fingerprints of a list reference."""
-        ...
 
     async def fingerprints(self, agent_id: str, ref: ListRef) -> tuple[str, ...]:
         """Fingerprints of a list reference's items, without bodies."""
-        ...
 
     async def commit(self, txn: Txn) -> None:
         """Write one transaction atomically."""
-        ...
 
     async def post(
         self,
@@ -80,7 +74,6 @@ class CheckpointStore(Protocol):
         time: dict[str, Any] | None = None,
     ) -> Ack:
         """Accept a person's message durably (the owner check included)."""
-        ...
 
     async def questions(
         self,
@@ -90,7 +83,6 @@ class CheckpointStore(Protocol):
         question_ids: Sequence[str] | None = None,
     ) -> list[QuestionRow]:
         """An agent's check-in questions in asking order."""
-        ...
 
     async def close_question(
         self,
@@ -105,7 +97,6 @@ class CheckpointStore(Protocol):
         detail: dict[str, Any] | None = None,
     ) -> QuestionRow | None:
         """Close an open question durably."""
-        ...
 
     async def reask_question(
         self,
@@ -117,43 +108,34 @@ class CheckpointStore(Protocol):
         shared: bool = False,
     ) -> QuestionRow | None:
         """Keep a question open after a refused answer."""
-        ...
 
     async def journal(self, agent_id: str, message_id: str) -> dict[str, JournalEntry]:
         """The tool journal of one turn."""
-        ...
 
     async def inbox(self, agent_id: str, *, status: str | None = None) -> list[InboxRow]:
         """An agent's inbox messages in position order."""
-        ...
 
     async def inbox_message(self, message_id: str) -> InboxRow | None:
         """One inbox message by id."""
-        ...
 
     async def runs(self, agent_id: str | None = None, *, run_id: str | None = None) -> list[RunRow]:
         """Runs in start order: all, one agent's, or one by id."""
-        ...
 
     async def last_bundle(self, run_id: str) -> StoredBundle | None:
         """The last committed bundle of a run."""
-        ...
 
     async def ledger(
         self, agent_id: str, *, kind: str | None = None, turn: int | None = None
     ) -> list[dict[str, Any]]:
         """The conversation's ledger rows in wire form, oldest first."""
-        ...
 
     async def folded_spans(
         self, agent_id: str, *, summary_fingerprint: str | None = None
     ) -> list[StoredFoldedSpan]:
         """The conversation's folded spans, oldest first."""
-        ...
 
     async def aclose(self) -> None:
         """Close the store."""
-        ...
 
 
 class LeaseStore(Protocol):
@@ -166,59 +148,48 @@ class LeaseStore(Protocol):
     @property
     def fence(self) -> tuple[str, int] | None:
         """The ``(host_id, lease_epoch)`` every commit is fenced by, or None."""
-        ...
 
     def fence_with(self, host_id: str | None, epoch: int | None = None) -> None:
         """Fence every later commit by this claim (``LeaseLost`` once it no longer holds, the
         whole transaction refused); ``fence_with(None)`` removes the fence."""
-        ...
 
     async def acquire_lease(
         self, host_id: str, *, now_ms: int, ttl_ms: int, only_if_expired: bool = False
     ) -> int | None:
         """Take the host's row with a new epoch (at once, even live); with ``only_if_expired``
         a live row is left alone (None)."""
-        ...
 
     async def renew_lease(
         self, host_id: str, epoch: int, *, now_ms: int, ttl_ms: int, take_over: bool = True
     ) -> LeaseRenewal:
         """Extend the lease while it still carries ``epoch``, and take over expired leases of
         other hosts that claims rest on."""
-        ...
 
     async def claim_agents(
         self, agent_ids: Sequence[str], host_id: str, epoch: int, *, now_ms: int
     ) -> set[str]:
         """Claim what may be claimed of ``agent_ids`` at once; the ids now claimed."""
-        ...
 
     async def claim_agent(self, agent_id: str, host_id: str, epoch: int, *, now_ms: int) -> bool:
         """Claim one agent; False when another host's live lease holds it."""
-        ...
 
     async def release_lease(self, host_id: str, epoch: int) -> bool:
         """Expire the lease and drop its claims; False when the epoch moved on already."""
-        ...
 
     async def agent_claims(
         self, agent_ids: Sequence[str] | None = None, *, now_ms: int
     ) -> list[AgentClaim]:
         """The claim state of the named agents (every agent when None), by agent id."""
-        ...
 
     async def agent_claim(self, agent_id: str, *, now_ms: int) -> AgentClaim | None:
         """The claim state of one agent, or None when the store does not know it."""
-        ...
 
     async def live_hosts(self, *, now_ms: int) -> list[str]:
         """The ids of the hosts whose lease is unexpired, sorted."""
-        ...
 
     async def release_agents(self, agent_ids: Sequence[str], host_id: str, epoch: int) -> set[str]:
         """Drop this host's claims on ``agent_ids`` (so another host may claim them at once);
         the ids released (those it held under ``epoch``)."""
-        ...
 
 
 class HealthStore(Protocol):
@@ -226,27 +197,21 @@ class HealthStore(Protocol):
 
     async def clean_shutdown(self) -> bool:
         """Whether the last host on this store recorded a clean shutdown."""
-        ...
 
     async def begin_serving(self) -> None:
         """Clear the clean-shutdown marker: a host is about to write."""
-        ...
 
     async def mark_clean_shutdown(self) -> None:
         """Record a clean shutdown."""
-        ...
 
     async def quick_check(self) -> list[str]:
         """A fast health check: ``['ok']`` when healthy, else the problems found."""
-        ...
 
     async def integrity_check(self) -> list[str]:
         """A full health check: ``['ok']`` when healthy, else the problems found."""
-        ...
 
     async def body_check(self) -> list[str]:
         """Fingerprints whose stored body no longer hashes to them."""
-        ...
 
 
 class MovingStore(Protocol):
@@ -262,7 +227,6 @@ class MovingStore(Protocol):
             NotFound: the store holds no such agent.
             StoreDamaged: a row does not read back; the message names it.
         """
-        ...
 
     async def import_agents(self, dumps: AsyncIterable[AgentDump]) -> CopyCounts:
         """Write every dump, as it arrives, in one transaction: all of them, or nothing when
@@ -272,7 +236,6 @@ class MovingStore(Protocol):
             CopyRefused: the store holds one of the agents, or one of their run, inbox message
                 or question ids, already.
         """
-        ...
 
 
 class Store(CheckpointStore, LeaseStore, HealthStore, MovingStore, Protocol):
@@ -281,39 +244,31 @@ class Store(CheckpointStore, LeaseStore, HealthStore, MovingStore, Protocol):
     @property
     def location(self) -> str:
         """Where the store lives, as messages name it (a file path, a URL without secrets)."""
-        ...
 
     @property
     def schema_version(self) -> int:
         """The schema version this build writes."""
-        ...
 
     async def open_reader(self) -> Store:
         """A read-only store on the same storage (the host's readers use one)."""
-        ...
 
     async def watch_posts(self, on_post: Callable[[str], None]) -> None:
         """Call ``on_post(agent_id)`` whenever any process posts to an agent's inbox, until
         cancelled (docs/host.md#a-message-reaches-its-host). A backend that cannot tell waits
         for ever: hosts then find messages by polling. One that stopped hearing for a while
         (a lost connection) calls it for every agent once it hears again."""
-        ...
 
     async def agents(self) -> list[AgentRow]:
         """Every agent with a summary of its conversation, by id."""
-        ...
 
     async def bundles(self, run_id: str, *, from_seq: int = 0) -> list[StoredBundle]:
         """A run's commit log from ``from_seq``, in commit order."""
-        ...
 
     async def question(self, question_id: str) -> QuestionRow | None:
         """One question by id, or None."""
-        ...
 
     async def owner(self, agent_id: str) -> str | None:
         """The conversation's owner, None until a message names one."""
-        ...
 
     async def read_run(self, run_id: str, read: Callable[[RunLog], T]) -> T:
         """``read`` over the run's log (docs/served.md#the-runlog-interface), called off the
@@ -322,4 +277,3 @@ class Store(CheckpointStore, LeaseStore, HealthStore, MovingStore, Protocol):
         Raises:
             NotFound: there is no such run.
         """
-        ...

@@ -191,15 +191,8 @@ class CopyCounts(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 def tallied(counts: CopyCounts, dump: AgentDump, *, bodies: int, new_bodies: int) -> CopyCounts:
     """``counts`` with ``dump`` written: ``bodies`` of its bodies not counted before, of which
     ``new_bodies`` the destination lacked."""
-    return CopyCounts(
-        agents=counts.agents + 1,
-        runs=counts.runs + len(dump.runs),
-        bundles=counts.bundles + len(dump.bundles),
-        bodies=counts.bodies + bodies,
-        new_bodies=counts.new_bodies + new_bodies,
-        items=counts.items + len(dump.items),
-        inbox=counts.inbox + len(dump.inbox),
-        questions=counts.questions + len(dump.questions),
-        ledger_rows=counts.ledger_rows + len(dump.ledger_rows),
-        folded_spans=counts.folded_spans + len(dump.folded_spans),
-    )
+    added = {"agents": 1, "bodies": bodies, "new_bodies": new_bodies}
+    for name in CopyCounts.__struct_fields__:
+        if name not in added:  # the rows of the table it names
+            added[name] = len(getattr(dump, name))
+    return CopyCounts(**{name: getattr(counts, name) + n for name, n in added.items()})

@@ -266,18 +266,13 @@ def check_dump(dump: AgentDump) -> None:
 
 
 def _check_blobs(dump: AgentDump) -> None:
-    """Usage of runs, the ``time`` of inbox messages and journal outcomes decode."""
-    where = ""
-    try:
-        for run in dump.runs:
-            where = f"the usage of run {run.run_id!r}"
-            if run.usage is not None:
-                _usage_decoder.decode(run.usage)
-        for message in dump.inbox:
-            where = f"the time of inbox message {message.message_id!r}"
-            if message.time is not None:
-                common.map_decoder.decode(message.time)
-    except msgspec.DecodeError as exc:
-        raise StoreDamaged(
-            f"{where} of agent {dump.agent_id!r} does not decode: {exc}", agent_id=dump.agent_id
-        ) from exc
+    """Usage of runs and the ``time`` of inbox messages decode."""
+    of = f"of agent {dump.agent_id!r}"
+    for run in dump.runs:
+        if run.usage is not None:
+            what = f"the usage of run {run.run_id!r} {of}"
+            common.decoded(_usage_decoder, run.usage, what, agent_id=dump.agent_id)
+    for message in dump.inbox:
+        if message.time is not None:
+            what = f"the time of inbox message {message.message_id!r} {of}"
+            common.decoded(common.map_decoder, message.time, what, agent_id=dump.agent_id)

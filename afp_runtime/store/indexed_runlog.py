@@ -27,9 +27,8 @@ from afp_runtime.records import (
     Write,
     runtime_stage_id,
 )
-from afp_runtime.store.rows import NOT_DISPATCHED
+from afp_runtime.store.rows import NOT_DISPATCHED, decode_writes
 
-_writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
 _BUNDLE_COLUMNS = "SELECT seq, stage, iteration, committed_at_ms, writes FROM bundles"
 
 
@@ -83,19 +82,13 @@ class IndexedRunLog(abc.ABC):
     # -- bundles ----------------------------------------------------------------------------
 
     def _decode(self, seq: int, stage: str, iteration: int, at: int, blob: bytes) -> CommitBundle:
-        try:
-            raw = _writes_decoder.decode(blob)
-        except msgspec.DecodeError as exc:
-            raise StoreDamaged(
-                f"bundle {seq} of run {self.run_id!r} does not decode: {exc}", run_id=self.run_id
-            ) from exc
         writes = tuple(
             Write(
                 key=w["key"],
                 verb=w["verb"],
                 value=self._refs(w["value"]) if w["key"] in MESSAGE_LIST_KEYS else w.get("value"),
             )
-            for w in raw
+            for w in decode_writes(blob, seq, self.run_id)
         )
         return CommitBundle(
             run_id=self.run_id,

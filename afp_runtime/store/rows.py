@@ -41,6 +41,18 @@ _ids_decoder = msgspec.msgpack.Decoder(tuple[str, ...])
 _any_decoder = msgspec.msgpack.Decoder()
 
 
+def decoded(decoder: msgspec.msgpack.Decoder[Any], blob: bytes, what: str, **context: Any) -> Any:
+    """``blob`` decoded by ``decoder``.
+
+    Raises:
+        StoreDamaged: it does not decode (``"{what} does not decode: ..."``, with ``context``).
+    """
+    try:
+        return decoder.decode(blob)
+    except msgspec.DecodeError as exc:
+        raise StoreDamaged(f"{what} does not decode: {exc}", **context) from exc
+
+
 def fp_key(fingerprint: str) -> bytes:
     """Fingerprints are stored as 32 bytes; a foreign (non-hex) one as its UTF-8 text."""
     try:
@@ -123,13 +135,9 @@ def decode_state(blob: bytes, agent_id: str) -> ConversationState:
     Raises:
         StoreDamaged: it does not decode.
     """
-    try:
-        return _state_decoder.decode(blob)
-    except msgspec.DecodeError as exc:
-        raise StoreDamaged(
-            f"the conversation checkpoint of {agent_id!r} does not decode: {exc}",
-            agent_id=agent_id,
-        ) from exc
+    what = f"the conversation checkpoint of {agent_id!r}"
+    state: ConversationState = decoded(_state_decoder, blob, what, agent_id=agent_id)
+    return state
 
 
 def resolved_range(
@@ -287,26 +295,30 @@ def stored_bundles(run_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredBun
     Raises:
         StoreDamaged: a bundle's writes do not decode.
     """
-    result = []
-    for seq, stage, iteration, committed, blob in rows:
-        try:
-            writes = _writes_decoder.decode(blob)
-        except msgspec.DecodeError as exc:
-            raise StoreDamaged(
-                f"bundle {seq} of run {run_id!r} does not decode: {exc}", run_id=run_id
-            ) from exc
-        result.append(
-            StoredBundle(
-                run_id=run_id,
-                seq=seq,
-                stage=stage,
-                runtime_stage_id=runtime_stage_id(stage, seq),
-                iteration=iteration,
-                committed_at_ms=committed,
-                writes=writes,
-            )
+    return [
+        StoredBundle(
+            run_id=run_id,
+            seq=seq,
+            stage=stage,
+            runtime_stage_id=runtime_stage_id(stage, seq),
+            iteration=iteration,
+            committed_at_ms=committed,
+            writes=decode_writes(blob, seq, run_id),
         )
-    return result
+        for seq, stage, iteration, committed, blob in rows
+    ]
+
+
+def decode_writes(blob: bytes, seq: int, run_id: str) -> list[dict[str, Any]]:
+    """The writes of bundle ``seq`` of a run, in wire form.
+
+    Raises:
+        StoreDamaged: they do not decode.
+    """
+    writes: list[dict[str, Any]] = decoded(
+        _writes_decoder, blob, f"bundle {seq} of run {run_id!r}", run_id=run_id
+    )
+    return writes
 
 
 def folded_spans(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredFoldedSpan]:
@@ -315,12 +327,8 @@ def folded_spans(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredFol
     Raises:
         StoreDamaged: a span does not decode.
     """
-    try:
-        return [_span_decoder.decode(row[0]) for row in rows]
-    except msgspec.DecodeError as exc:
-        raise StoreDamaged(
-            f"a folded span of {agent_id!r} does not decode: {exc}", agent_id=agent_id
-        ) from exc
+    what = f"a folded span of {agent_id!r}"
+    return [decoded(_span_decoder, row[0], what, agent_id=agent_id) for row in rows]
 
 
 def ledger_rows(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
@@ -329,12 +337,8 @@ def ledger_rows(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[dict[str, 
     Raises:
         StoreDamaged: a row does not decode.
     """
-    try:
-        return [map_decoder.decode(row[0]) for row in rows]
-    except msgspec.DecodeError as exc:
-        raise StoreDamaged(
-            f"a ledger row of {agent_id!r} does not decode: {exc}", agent_id=agent_id
-        ) from exc
+    what = f"a ledger row of {agent_id!r}"
+    return [decoded(map_decoder, row[0], what, agent_id=agent_id) for row in rows]
 
 
 # -- what backends write: the values of one row, in the order of the table's columns ----------

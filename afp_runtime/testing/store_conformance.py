@@ -78,19 +78,15 @@ class Backend(Protocol):
     async def open(self) -> Store:
         """A new open writer store on this backend's storage; several may be open at once
         (the lease contracts use two as two host processes)."""
-        ...
 
     async def reopen(self, store: Store) -> Store:
         """Close ``store`` and open a fresh one on the same storage (``REOPEN``)."""
-        ...
 
     async def body_count(self, store: Store) -> int:
         """How many message bodies the storage holds (``COUNT_BODIES``)."""
-        ...
 
     async def aclose(self) -> None:
         """Close every store this backend opened and still holds open."""
-        ...
 
 
 Contract = Callable[..., Awaitable[None]]
@@ -108,14 +104,10 @@ def requires(*capabilities: Capability) -> Callable[[Contract], Contract]:
     return mark
 
 
-def required_capabilities(contract: Contract) -> frozenset[Capability]:
-    """The capabilities a contract needs (none unless marked with ``requires``)."""
-    return _REQUIRED.get(contract, frozenset())
-
-
 def missing_capabilities(contract: Contract, backend: Backend) -> frozenset[Capability]:
-    """What ``contract`` needs that ``backend`` does not declare (run it only when empty)."""
-    return required_capabilities(contract) - backend.capabilities
+    """What ``contract`` needs (nothing unless marked with ``requires``) that ``backend`` does
+    not declare (run it only when empty)."""
+    return _REQUIRED.get(contract, frozenset()) - backend.capabilities
 
 
 async def run_contract(contract: Contract, backend: Backend) -> None:
@@ -838,6 +830,17 @@ async def _refused_whole(store: Store, backend: Backend, txn: Txn, match: str) -
     return caught[0]
 
 
+async def two_hosts(store: Store, backend: Backend) -> tuple[Store, str, int, str, int]:
+    """A second store on the same storage (another host process) and two fresh hosts holding
+    leases from ``T0``: ``(other, a, ea, b, eb)``, host ``a`` on ``store``, ``b`` on ``other``."""
+    other = await backend.open()
+    a, b = fresh("host"), fresh("host")
+    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
+    eb = await other.acquire_lease(b, now_ms=T0, ttl_ms=TTL)
+    assert ea is not None and eb is not None
+    return other, a, ea, b, eb
+
+
 async def test_a_lease_is_taken_with_a_new_epoch_even_when_live(store: Store) -> None:
     """A new host gets epoch 1 and the same id again epoch 2 at once, though the row is live;
     only_if_expired leaves a live row alone and takes an expired one."""
@@ -852,12 +855,8 @@ async def test_a_lease_is_taken_with_a_new_epoch_even_when_live(store: Store) ->
 async def test_a_live_claim_keeps_other_hosts_out(store: Store, backend: Backend) -> None:
     """A claimed agent stays its host's; a second host cannot claim it while the lease is live,
     and claiming many at once skips it."""
-    other = await backend.open()
+    other, a, ea, b, eb = await two_hosts(store, backend)
     agent_id, free = await new_agent(store), await new_agent(store)
-    a, b = fresh("host"), fresh("host")
-    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
-    eb = await other.acquire_lease(b, now_ms=T0, ttl_ms=TTL)
-    assert ea is not None and eb is not None
     assert await store.claim_agent(agent_id, a, ea, now_ms=T0)
     assert await store.claim_agent(agent_id, a, ea, now_ms=T0 + 1)
 
@@ -897,12 +896,8 @@ async def test_renewal_extends_a_lease_until_its_epoch_is_raised(
 async def test_an_expired_lease_is_taken_over(store: Store, backend: Backend) -> None:
     """After its TTL a host's lease is taken over by another host's renewal (once); the dead
     host's renewal then fails and its agents may be claimed."""
-    other = await backend.open()
+    other, a, ea, b, eb = await two_hosts(store, backend)
     agent_id = await new_agent(store)
-    a, b = fresh("host"), fresh("host")
-    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
-    eb = await other.acquire_lease(b, now_ms=T0, ttl_ms=TTL)
-    assert ea is not None and eb is not None
     assert await store.claim_agent(agent_id, a, ea, now_ms=T0)
 
     early = await other.renew_lease(b, eb, now_ms=T0 + TTL - 1, ttl_ms=TTL)
@@ -918,12 +913,8 @@ async def test_an_expired_lease_is_taken_over(store: Store, backend: Backend) ->
 async def test_release_lets_another_host_claim_at_once(store: Store, backend: Backend) -> None:
     """A released lease drops its claims, so another host claims at once; a release under an
     epoch that moved on changes nothing."""
-    other = await backend.open()
+    other, a, ea, b, eb = await two_hosts(store, backend)
     agent_id = await new_agent(store)
-    a, b = fresh("host"), fresh("host")
-    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
-    eb = await other.acquire_lease(b, now_ms=T0, ttl_ms=TTL)
-    assert ea is not None and eb is not None
     assert await store.claim_agent(agent_id, a, ea, now_ms=T0)
     assert not await other.claim_agent(agent_id, b, eb, now_ms=T0 + 1)
 
@@ -955,12 +946,8 @@ async def test_live_hosts_are_those_with_an_unexpired_lease(store: Store) -> Non
 async def test_a_host_gives_agents_up_for_another_to_claim(store: Store, backend: Backend) -> None:
     """release_agents drops only the claims this host holds under its epoch; another host may
     claim the released agents at once, while the kept ones stay out of its reach."""
-    other = await backend.open()
+    other, a, ea, b, eb = await two_hosts(store, backend)
     kept, given = await new_agent(store), await new_agent(store)
-    a, b = fresh("host"), fresh("host")
-    ea = await store.acquire_lease(a, now_ms=T0, ttl_ms=TTL)
-    eb = await other.acquire_lease(b, now_ms=T0, ttl_ms=TTL)
-    assert ea is not None and eb is not None
     assert await store.claim_agents([kept, given], a, ea, now_ms=T0) == {kept, given}
 
     assert await other.release_agents([given], b, eb) == set()

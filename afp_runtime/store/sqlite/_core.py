@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,18 +21,22 @@ import aiosqlite
 import anyio
 
 from afp_runtime.errors import SchemaTooNew, StoreDamaged, StoreError, StoreUnavailable
-from afp_runtime.records import ConversationState
-from afp_runtime.store import rows as common
 from afp_runtime.store.rows import encoder, map_decoder
 from afp_runtime.store.sqlite import writes
 from afp_runtime.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["SqliteCore", "encoder", "map_decoder", "rows_of"]
+__all__ = ["SqliteCore", "chunks", "encoder", "map_decoder", "rows_of"]
 
 T = TypeVar("T")
 Core = TypeVar("Core", bound="SqliteCore")
 
 BUSY_TIMEOUT_MS = 5_000
+_CHUNK = 500  # ids per statement, well under SQLite's bound on parameters
+
+
+def chunks(ids: Sequence[str]) -> Iterator[Sequence[str]]:
+    """``ids`` in slices short enough for one statement's parameters."""
+    return (ids[start : start + _CHUNK] for start in range(0, len(ids), _CHUNK))
 
 
 async def rows_of(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
@@ -255,18 +259,6 @@ class SqliteCore:
                 self.transactions += 1
                 self.full_transactions += int(full)
         return result
-
-    async def _agent_rowid(self, db: aiosqlite.Connection, agent_id: str) -> int:
-        rowid = self._ids.agents.get(agent_id)
-        if rowid is None:
-            rows = await rows_of(db, "SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
-            if not rows:
-                raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
-            rowid = self._ids.agents[agent_id] = int(rows[0][0])
-        return rowid
-
-    def _decode_state(self, blob: bytes, agent_id: str) -> ConversationState:
-        return common.decode_state(blob, agent_id)
 
     async def _fetch(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
         try:

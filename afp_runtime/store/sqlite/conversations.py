@@ -45,9 +45,7 @@ class Conversations(Loading, SqliteCore):
             " WHERE a.agent_id=?",
             (agent_id,),
         )
-        if not rows:
-            return None
-        return self._decode_state(rows[0][0], agent_id)
+        return common.decode_state(rows[0][0], agent_id) if rows else None
 
     async def resolve(
         self, agent_id: str, ref: ListRef

@@ -61,7 +61,7 @@ class Inbox(SqliteCore):
         """
         common.check_text(text)
         async with self._transaction(full=True) as db:
-            agent = await self._agent_rowid(db, agent_id)
+            agent: int = await db._execute(self._ids.rowid, db._conn, "agent", agent_id)
             await check_owner(db, agent, agent_id, sender, shared=shared, claim=True)
             if idempotency_key is not None:
                 found = await rows_of(
@@ -113,15 +113,11 @@ class Inbox(SqliteCore):
     async def inbox_message(self, message_id: str) -> InboxRow | None:
         """One inbox message by id."""
         found = await self._fetch(
-            "SELECT a.agent_id FROM inbox i JOIN agents a ON a.agent=i.agent WHERE i.message_id=?",
+            f"SELECT a.agent_id, {common.INBOX_COLUMNS} FROM inbox i"
+            " JOIN agents a ON a.agent=i.agent WHERE i.message_id=?",
             (message_id,),
         )
-        if not found:
-            return None
-        for row in await self.inbox(found[0][0]):
-            if row.message_id == message_id:
-                return row
-        return None
+        return common.inbox_row(found[0][0], found[0][1:]) if found else None
 
     async def journal(self, agent_id: str, message_id: str) -> dict[str, JournalEntry]:
         """Per tool call of a turn (its inbox message): whether it started, its outcome."""

@@ -8,30 +8,16 @@ dump it is given in one ``BEGIN IMMEDIATE`` transaction, one hop per dump.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterable, Callable, Sequence
-from typing import TypeVar
+from collections.abc import AsyncIterable, Sequence
 
 from afp_runtime.errors import NotFound, StoreError
 from afp_runtime.store import dump_tables as sql
 from afp_runtime.store.dump import AgentDump, CopyCounts, tallied
-from afp_runtime.store.sqlite._core import SqliteCore
-
-T = TypeVar("T")
-
-_CHUNK = 500  # ids per statement, well under SQLite's bound on parameters
+from afp_runtime.store.sqlite._core import SqliteCore, chunks
 
 
 class Moving(SqliteCore):
     """``export_agent`` and ``import_agents`` of the port."""
-
-    async def _on_thread(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work`` on the connection's own thread, under the store's lock."""
-        async with self._lock:
-            try:
-                result: T = await self._conn._execute(work, self._conn._conn)
-            except sqlite3.Error as exc:
-                raise StoreError(f"a store read failed: {exc}") from exc
-        return result
 
     async def export_agent(self, agent_id: str) -> AgentDump:
         """Every row of ``agent_id`` from one snapshot, checked (``dump_tables.build_dump``).
@@ -56,7 +42,12 @@ class Moving(SqliteCore):
                 conn.execute("ROLLBACK")  # a read: nothing to keep
             return sql.build_dump(found[1:], tables, bodies)
 
-        return await self._on_thread(work)
+        async with self._lock:  # on the connection's own thread
+            try:
+                dump: AgentDump = await self._conn._execute(work, self._conn._conn)
+            except sqlite3.Error as exc:
+                raise StoreError(f"a store read failed: {exc}") from exc
+        return dump
 
     async def import_agents(self, dumps: AsyncIterable[AgentDump]) -> CopyCounts:
         """Write every dump in one ``FULL`` transaction: all of them, or none when anything
@@ -79,8 +70,7 @@ class Moving(SqliteCore):
 
 def _taken(conn: sqlite3.Connection, table: str, column: str, ids: Sequence[str]) -> list[str]:
     found: list[str] = []
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
+    for chunk in chunks(ids):
         marks = ", ".join("?" * len(chunk))
         rows = conn.execute(f"SELECT {column} FROM {table} WHERE {column} IN ({marks})", chunk)
         found.extend(row[0] for row in rows)

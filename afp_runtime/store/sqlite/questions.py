@@ -76,26 +76,18 @@ class Questions(SqliteCore):
             if not await self._writable_question(db, question_id, by, shared=shared):
                 return None
             await db.execute(
-                "UPDATE questions SET status=?, answer=?, answered_at_ms=?, answered_by=?"
-                " WHERE question_id=?",
+                "UPDATE questions SET status=?, answer=?, answered_at_ms=?, answered_by=?,"
+                " repeat=COALESCE(?, repeat), detail=COALESCE(?, detail) WHERE question_id=?",
                 (
                     status,
                     None if answer is None else encoder.encode(answer),
                     now_ms,
                     by,
+                    repeat,
+                    None if detail is None else encoder.encode(detail),
                     question_id,
                 ),
             )
-            if repeat is not None or detail is not None:
-                await db.execute(
-                    "UPDATE questions SET repeat=COALESCE(?, repeat),"
-                    " detail=COALESCE(?, detail) WHERE question_id=?",
-                    (
-                        repeat,
-                        None if detail is None else encoder.encode(detail),
-                        question_id,
-                    ),
-                )
         return await self.question(question_id)
 
     async def _writable_question(

@@ -17,7 +17,7 @@ import msgspec
 
 from afp_runtime.errors import StoreError, StoreUnavailable
 from afp_runtime.messages import message_body
-from afp_runtime.records import InboxUpdate, Item, JournalRow, Txn, crashed_at_ms
+from afp_runtime.records import Item, JournalRow, Txn, crashed_at_ms
 from afp_runtime.store import rows as common
 from afp_runtime.store.rows import NOT_DISPATCHED, TURN_CLOSED, fp_key
 
@@ -39,22 +39,16 @@ class RowIds:
         self.agents.clear()
         self.runs.clear()
 
-    def agent(self, conn: sqlite3.Connection, agent_id: str) -> int:
-        rowid = self.agents.get(agent_id)
+    def rowid(self, conn: sqlite3.Connection, table: str, text_id: str) -> int:
+        """The rowid of the agent (``table="agent"``) or run of ``text_id``, cached."""
+        cache = self.agents if table == "agent" else self.runs
+        rowid = cache.get(text_id)
         if rowid is None:
-            row = conn.execute("SELECT agent FROM agents WHERE agent_id=?", (agent_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
-            rowid = self.agents[agent_id] = int(row[0])
-        return rowid
-
-    def run(self, conn: sqlite3.Connection, run_id: str) -> int:
-        rowid = self.runs.get(run_id)
-        if rowid is None:
-            row = conn.execute("SELECT run FROM runs WHERE run_id=?", (run_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no run {run_id!r} in the store", run_id=run_id)
-            rowid = self.runs[run_id] = int(row[0])
+            sql = f"SELECT {table} FROM {table}s WHERE {table}_id=?"
+            found = conn.execute(sql, (text_id,)).fetchone()
+            if found is None:
+                raise StoreError(f"no {table} {text_id!r} in the store", **{f"{table}_id": text_id})
+            rowid = cache[text_id] = int(found[0])
         return rowid
 
 
@@ -97,7 +91,7 @@ def write_txn(
     """Every write of ``txn``, in order, on an open transaction."""
     if fence is not None:  # before any write: a lost lease writes nothing
         check_fence(conn, txn.agent_id, *fence)
-    agent = ids.agent(conn, txn.agent_id)
+    agent = ids.rowid(conn, "agent", txn.agent_id)
     if txn.run_start is not None:
         start = txn.run_start
         cursor = conn.execute(
@@ -121,7 +115,7 @@ def write_txn(
     if txn.bundles:
         rows = [
             (
-                ids.run(conn, bundle.run_id),
+                ids.rowid(conn, "run", bundle.run_id),
                 bundle.seq,
                 bundle.stage,
                 bundle.iteration,
@@ -158,7 +152,10 @@ def write_txn(
             common.run_end_values(txn.run_end),
         )
     for update in txn.inbox:
-        _update_inbox(conn, update)
+        conn.execute(
+            "UPDATE inbox SET status=?, turn=COALESCE(?, turn) WHERE message_id=?",
+            (update.status, update.turn, update.message_id),
+        )
         if update.status in TURN_CLOSED:
             # The journal only settles calls of an unfinished turn
             # (docs/loop.md#tool-calls-in-flight-at-a-crash); once the turn is closed its
@@ -232,18 +229,6 @@ def _archive_conversation(conn: sqlite3.Connection, agent: int, txn: Txn) -> Non
     )
     conn.execute("DELETE FROM folded_spans WHERE agent=?", (agent,))
     conn.execute("DELETE FROM ledger_rows WHERE agent=?", (agent,))
-
-
-def _update_inbox(conn: sqlite3.Connection, update: InboxUpdate) -> None:
-    if update.turn is None:
-        conn.execute(
-            "UPDATE inbox SET status=? WHERE message_id=?", (update.status, update.message_id)
-        )
-    else:
-        conn.execute(
-            "UPDATE inbox SET status=?, turn=? WHERE message_id=?",
-            (update.status, update.turn, update.message_id),
-        )
 
 
 def _insert_journal(conn: sqlite3.Connection, agent: int, rows: Sequence[JournalRow]) -> None:
