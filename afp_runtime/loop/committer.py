@@ -1,13 +1,18 @@
 """Grouping stage transactions by durability mode (docs/loop.md#durability-modes,
 docs/architecture.md#decision-1-sync-durability-commits-each-stage).
 
-``sync`` commits every stage bundle (and every journal row) in its own transaction; ``iteration``
-commits the run's seed alone, then one transaction per iteration at its closing stage; ``turn``
-commits at the end of the turn and at pauses. A transaction marked ``full`` (it precedes an effect
-leaving the process) always commits at once, carrying whatever is pending with it.
+``sync`` keeps every bundle separate in the commit log but groups the bundles between two effects
+into one transaction: the run's seed alone; the pre-call bundles (with the previous iteration's
+closing bundle and ``finished`` journal rows) when the receipt is handed over; the reply with the
+first dispatch group's ``started`` rows. ``iteration`` commits the seed alone, then one
+transaction per iteration at its closing stage; ``turn`` commits at the end of the turn and at
+pauses. A transaction marked ``full`` (it precedes an effect leaving the process) always commits
+at once, carrying whatever is pending with it.
 """
 
 from __future__ import annotations
+
+import anyio
 
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.records import Txn
@@ -30,20 +35,52 @@ class Committer:
         """Only ``sync`` journals tool calls, so only it can settle calls in flight."""
         return self._durability == "sync"
 
-    async def stage(self, txn: Txn, *, closes: bool = False) -> None:
-        """Hand over one stage's transaction; ``closes`` marks an iteration boundary."""
+    async def stage(self, txn: Txn, *, closes: bool = False, durable: bool = False) -> None:
+        """Hand over one stage's transaction (or journal rows).
+
+        ``closes`` marks an iteration boundary (``iteration`` commits there); ``durable`` marks
+        a point ``sync`` commits at: the receipt, before its request leaves, and the seed, so a
+        run that dies before its first effect still counts as a recovery.
+        """
         if self._pending is None:
             self._pending = txn
         else:
             self._pending.absorb(txn)
+        sync = self._durability == "sync"
         if (
-            self._durability == "sync"
-            or self._pending.full
+            self._pending.full
+            or (sync and (durable or self._stops_after(txn)))
             or (closes and self._durability == "iteration")
         ):
             await self.flush()
         for bundle in txn.bundles:
             self._hooks.after_stage(bundle.stage, bundle.iteration)
+
+    def _stops_after(self, txn: Txn) -> bool:
+        return any(self._hooks.stops_after(b.stage, b.iteration) for b in txn.bundles)
+
+    async def before_effect(self) -> None:
+        """An effect other than the model request is about to leave the process (a summarizer
+        call): under ``sync`` what is pending commits first, so the call cannot lose it."""
+        if self._durability == "sync":
+            await self.flush()
+
+    async def cut_off(self, txn: Txn) -> None:
+        """The run is cut off (a shutdown): commit ``txn`` now. Under ``sync`` it carries what is
+        pending, so results of calls that ran are not lost; the other modes drop it, as a crash
+        would."""
+        if self._durability == "sync" and self._pending is not None:
+            self._pending.absorb(txn)
+            txn = self._pending
+        self._pending = None
+        await self._store.commit(txn)
+
+    async def salvage(self) -> None:
+        """The run failed with an error: under ``sync`` what was handed over still commits (each
+        bundle is whole), as it did when every stage committed alone."""
+        if self._durability == "sync":
+            with anyio.CancelScope(shield=True):
+                await self.flush()
 
     async def flush(self) -> None:
         """Commit whatever is pending."""

@@ -11,8 +11,17 @@ from __future__ import annotations
 class LoopHooks:
     """No-op hooks; subclass and override the points you need."""
 
+    def stops_after(self, stage: str, iteration: int) -> bool:
+        """Whether ``after_stage`` will stop the process after this stage. Under ``sync`` the
+        committer then commits the stage's bundle first, so the stop lands on that bundle's
+        boundary even where the bundle would share a transaction with the next ones (a store
+        written by another grouping, or another mode, can end there)."""
+        return False
+
     def after_stage(self, stage: str, iteration: int) -> None:
-        """A stage ended; under ``sync`` its bundle is committed, otherwise it may be pending."""
+        """A stage handed its bundle over. Under ``sync`` it may wait for the next effect
+        boundary (committed at once when ``stops_after`` says so); otherwise it may be pending."""
 
     def after_tool_finished(self, tool_call_id: str, iteration: int) -> None:
-        """A tool call returned (under ``sync`` its ``finished`` journal row is committed)."""
+        """A tool call returned; under ``sync`` its ``finished`` journal row is still pending
+        (it commits with the next transaction), so a stop here leaves the call ``started``."""

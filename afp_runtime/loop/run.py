@@ -262,6 +262,12 @@ class Run:
             except anyio.get_cancelled_exc_class():
                 await self._end_cancelled()
                 raise
+            except Exception:
+                try:
+                    await self.committer.salvage()
+                except Exception:
+                    log.warning("could not commit what the failed run handed over", exc_info=True)
+                raise
 
     async def _end_cancelled(self) -> None:
         """A shutdown cancelled the run: mark it ``cancelled`` (docs/host.md#graceful-shutdown). The
@@ -271,7 +277,7 @@ class Run:
             return  # not even the seed committed: there is no run row to end
         with anyio.CancelScope(shield=True):
             try:
-                await self.store.commit(
+                await self.committer.cut_off(
                     Txn(
                         agent_id=self.agent_id,
                         run_end=RunEnd(

@@ -240,16 +240,25 @@ class World:
     def _armed(self) -> Arm | None:
         return next((arm for arm in self.arms if not arm.fired), None)
 
+    def armed_at(
+        self, point: str, *, iteration: int | None = None, call_id: str | None = None
+    ) -> Arm | None:
+        """The next armed crash when it names this point (and this call or iteration)."""
+        arm = self._armed()
+        if arm is None or arm.spec.after != point:
+            return None
+        wanted = arm.spec
+        if wanted.call is not None and (call_id is None or not _same_call(call_id, wanted.call)):
+            return None
+        if wanted.iteration is not None and iteration != wanted.iteration:
+            return None
+        return arm
+
     def hit(self, point: str, *, iteration: int | None = None, call_id: str | None = None) -> bool:
         """Whether the next armed crash names this point (and this call or iteration); if so
         it is spent and the live run is marked crashed."""
-        arm = self._armed()
-        if arm is None or arm.spec.after != point:
-            return False
-        wanted = arm.spec
-        if wanted.call is not None and (call_id is None or not _same_call(call_id, wanted.call)):
-            return False
-        if wanted.iteration is not None and iteration != wanted.iteration:
+        arm = self.armed_at(point, iteration=iteration, call_id=call_id)
+        if arm is None:
             return False
         arm.fired = True
         if self.ids.runs:
@@ -262,6 +271,13 @@ class World:
         world = self
 
         class _Hooks(LoopHooks):
+            def stops_after(self, stage: str, iteration: int) -> bool:
+                # A stage crash point is the boundary of that stage's bundle
+                # (docs/scenarios.md#crash-points).
+                return (
+                    stage in STAGE_POINTS and world.armed_at(stage, iteration=iteration) is not None
+                )
+
             def after_stage(self, stage: str, iteration: int) -> None:
                 if stage in STAGE_POINTS and world.hit(stage, iteration=iteration):
                     raise Crash

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from afp_runtime.agents import Agent
-from afp_runtime.loop import AgentDriver, Emitter, EventRecorder, SequentialIds
+from afp_runtime.loop import AgentDriver, Emitter, EventRecorder, LoopHooks, SequentialIds
 from afp_runtime.models import ScriptedModel, ScriptEntry
 from afp_runtime.records import Txn
 from afp_runtime.store.sqlite import SqliteStore
@@ -75,6 +75,21 @@ class CrashingStore(SqliteStore):
             raise Crash
 
 
+class StopAfter(LoopHooks):
+    """Dies right after the named stage's bundle commits (a bundle boundary, as a scenario's
+    stage crash point)."""
+
+    def __init__(self, stage: str) -> None:
+        self.stage = stage
+
+    def stops_after(self, stage: str, iteration: int) -> bool:
+        return stage == self.stage
+
+    def after_stage(self, stage: str, iteration: int) -> None:
+        if stage == self.stage:
+            raise Crash
+
+
 def is_crash(exc: BaseException) -> bool:
     """True when ``exc`` is a Crash, or a group holding one."""
     if isinstance(exc, Crash):
@@ -104,6 +119,7 @@ class Harness:
         script: Sequence[ScriptEntry] | Any,
         *,
         behaviour: Mapping[str, Any] | None = None,
+        hooks: LoopHooks | None = None,
         **options: Any,
     ) -> AgentDriver:
         assert self.store is not None
@@ -121,6 +137,7 @@ class Harness:
             ids=self.ids,
             emitter=Emitter([self.recorder]),
             rng=random.Random(7),
+            hooks=hooks,
         )
 
     async def work(self, driver: AgentDriver) -> list[Any]:

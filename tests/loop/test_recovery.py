@@ -9,7 +9,7 @@ import msgspec
 
 from afp_runtime.testing import answer, call, tool_reply
 
-from .conftest import Crash, Harness
+from .conftest import Crash, Harness, StopAfter
 
 
 def stage_ids(bundles: list) -> list[str]:
@@ -22,9 +22,8 @@ def committed_stage(stage: str):
 
 async def test_crash_before_the_call_reruns_the_iteration(harness: Harness) -> None:
     """A crash right after context#2 leaves run-1 ending there; a recovery run answers once."""
-    driver = harness.driver([answer("done")])
+    driver = harness.driver([answer("done")], hooks=StopAfter("context"))
     await driver.post("go")
-    harness.store.crash_after = committed_stage("context")
     await harness.crash(driver)
     assert stage_ids(await harness.store.bundles("run-1")) == ["seed#0", "window#1", "context#2"]
     state = await harness.store.conversation_state("ops")
@@ -87,17 +86,21 @@ async def test_crash_after_the_reply_settles_without_asking_again(harness: Harne
         await never.wait()
         return "never"
 
+    async def die_once_b_runs(args: Any, ctx: Any) -> str:
+        while not harness.invocations["b"]:
+            await anyio.lowlevel.checkpoint()
+        raise Crash
+
+    # a runs alone first: its finished row commits with the started rows of b and c, which are
+    # both running when c's process dies (a finished row waits for the next commit).
     reply = tool_reply(
-        call("a", "alpha_tool"),
+        call("a", "beta_tool"),
         call("b", "alpha_tool"),
         call("c", "idem_tool"),
         call("d", "beta_tool"),
     )
-    driver = harness.driver([reply], behaviour={"b": hang, "c": hang})
+    driver = harness.driver([reply], behaviour={"b": hang, "c": die_once_b_runs})
     await driver.post("go")
-    harness.store.crash_after = lambda txn: any(
-        j.state == "finished" and j.tool_call_id == "a" for j in txn.journal
-    )
     await harness.crash(driver)
     journal = await harness.store.journal("ops", "msg-1")
     assert {k: (v.started, v.finished is not None) for k, v in journal.items()} == {
@@ -158,22 +161,24 @@ async def test_iteration_durability_repeats_the_lost_iteration(harness: Harness)
 
 
 async def test_sync_mode_commit_accounting(harness: Harness) -> None:
-    """Sync durability: one transaction per bundle; FULL only before effects leave the process."""
+    """Sync durability: bundles between two effects share a transaction; FULL only before
+    effects leave the process."""
     full_before = harness.store.full_transactions
     driver = harness.driver([tool_reply(call("c1", "alpha_tool")), answer("done")])
     await driver.post("go")
     assert harness.store.full_transactions == full_before + 1  # the inbox acknowledgement
     await harness.work(driver)
     commits = harness.store.committed
-    assert [len(t.bundles) for t in commits if t.bundles] == [1] * 11
-    journal = [t for t in commits if t.journal]
-    assert [(t.journal[0].state, t.full) for t in journal] == [
-        ("started", True),
-        ("finished", False),
+    assert [
+        ([b.stage for b in t.bundles], [j.state for j in t.journal], t.full) for t in commits
+    ] == [
+        (["seed"], [], False),
+        (["window", "context", "receipt"], [], False),
+        (["call-model"], ["started"], True),
+        (["tool-calls", "window", "context", "receipt"], ["finished"], False),
+        (["call-model", "final"], [], True),
     ]
-    full = [t for t in commits if t.full]
-    assert len(full) == 2 and full[1].bundles[0].stage == "final"
-    assert full[0].journal[0].state == "started"
+    assert harness.store.full_transactions == full_before + 3
 
 
 async def test_markers_survive_a_restart(harness: Harness) -> None:

@@ -153,7 +153,11 @@ async def receipt(
         last_sent_subs=tuple((sub["index"], sent_fps[sub["index"]]) for sub in substitutions),
     )
     bundle = run.bundle([Write(key="receipt", verb="set", value=receipt)])
-    await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state))
+    # The receipt is durable before the request leaves; the window and context bundles (and the
+    # previous iteration's close) share its transaction (docs/loop.md#durability-modes).
+    await run.committer.stage(
+        Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state), durable=True
+    )
     run.state.epochs += 1
     run.emit(
         "receipt.minted",

@@ -418,8 +418,9 @@ async def _dispatch(
             return
         rows = [journal_row(p.call.id, "started") for p in group if p.runnable]
         if rows:
-            # "started" means "may have run": it must be on disk before any tool runs.
-            await run.store.commit(Txn(agent_id=run.agent_id, journal=rows, full=True))
+            # "started" means "may have run": it must be on disk before any tool runs. The FULL
+            # commit carries what is pending: the reply, or an earlier group's finished rows.
+            await run.committer.stage(Txn(agent_id=run.agent_id, journal=rows, full=True))
 
     def on_call_started(plan: PlannedCall, index: int, size: int, concurrent: bool) -> None:
         run.emit(
@@ -439,7 +440,9 @@ async def _dispatch(
             return
         if journals:
             row = journal_row(outcome.tool_call_id, "finished", _outcome_encoder.encode(outcome))
-            await run.store.commit(Txn(agent_id=run.agent_id, journal=[row]))
+            # Pending until the next commit: a crash before it leaves the call "started" only,
+            # settled as possibly run (docs/loop.md#the-tool-journal).
+            await run.committer.stage(Txn(agent_id=run.agent_id, journal=[row]))
         run.hooks.after_tool_finished(outcome.tool_call_id, run.state.iteration)
         payload: dict[str, Any] = {
             "toolCallId": outcome.tool_call_id,

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 log = get_logger()
 T = TypeVar("T")
+# A strategy that declares no ``billing`` may make calls of its own.
+_UNDECLARED = object()
 
 
 def _warn_once(run: Run, key: str, message: str, **context: Any) -> None:
@@ -78,6 +80,9 @@ async def window(run: Run) -> RunOutcome | tuple[str, ...]:
             "the provider stopped reporting token usage; token strategies stand down",
             iteration=run.state.iteration,
         )
+    if getattr(strategy, "billing", _UNDECLARED) is not None:
+        # The visit may call a model (a summarizer): what is pending must not wait on it.
+        await run.committer.before_effect()
     now = run.now()
     try:
         # The window pins by the first extension's standing of a turn, if one has standings.
