@@ -1,5 +1,5 @@
 """Deciding each call's period before dispatch (docs/time.md#deciding-each-call):
-``call_window_of``.
+``decide_call``.
 
 For every call of a batch whose tool has period forms, the decision takes the call
 (``CallToBind``), the turn's windows (``windows.turn_windows_of``) and the clock, and gives one
@@ -112,11 +112,6 @@ class CallDecision(msgspec.Struct, frozen=True, kw_only=True):
     row: CallWindowRow
     arguments: dict[str, Any]
     window: TurnWindow | None = None
-
-    @property
-    def runs(self) -> bool:
-        """Whether the call may be dispatched now (not refused, not waiting for the person)."""
-        return self.row.how != "refused" and not self.asks
 
     @property
     def asks(self) -> bool:
@@ -323,9 +318,3 @@ def decide_call(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> C
     if any(not is_missing(arguments.get(name)) for name in named):
         return _sent(call, windows, ctx)
     return _fill(call, windows, ctx)
-
-
-def call_window_of(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallWindowRow:
-    """The ``call-window`` row of one call (docs/time.md#deciding-each-call):
-    ``decide_call(...).row``."""
-    return decide_call(call, windows, ctx).row

@@ -79,17 +79,6 @@ MissingRule = Literal["as-sent"] | Assume
 """``"as-sent"`` or ``Assume``; consulted only for ``no-window`` and ``several-mentions``."""
 
 
-def assume(length: str) -> Assume:
-    """The missing-period rule that assumes a span of ``length`` ending now.
-
-    Raises:
-        PeriodDeclarationError: ``length`` is not a duration.
-    """
-    if not is_duration(length, FACT_UNITS):
-        raise refuse("missing.assume", "must be a duration such as 1h", length)
-    return Assume(length=length)
-
-
 class Period(
     msgspec.Struct,
     frozen=True,
@@ -369,12 +358,6 @@ def period_from_wire(value: object) -> Period:
         return msgspec.convert(decoded, Period)
     except msgspec.ValidationError as exc:
         raise _from_validation(exc, "") from exc
-
-
-def period_to_wire(period: Period) -> dict[str, Any]:
-    """A period as its TOML/JSON value (camelCase keys, defaults left out)."""
-    wire: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(period))
-    return wire
 
 
 # --- the input schema -------------------------------------------------------------------------

@@ -21,7 +21,7 @@ Readings settled here:
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Final
 
@@ -141,25 +141,14 @@ class Instant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         """The same point written in UTC (``Z``)."""
         return Instant(ns=self.ns, offset=0)
 
-    def to_datetime(self) -> datetime:
-        """An aware ``datetime`` of the whole second, at this instant's fixed offset.
-
-        The sub-second part is not in the result; it is ``subsecond_ns`` (zone arithmetic goes
-        through ``datetime`` on whole seconds, with the sub-second part carried alongside).
-        """
-        utc = _UTC_EPOCH + timedelta(seconds=self.seconds)
-        return utc.astimezone(timezone(timedelta(seconds=self.offset)))
-
     @classmethod
-    def from_datetime(cls, moment: datetime, *, subsecond_ns: int = 0) -> Instant:
+    def from_datetime(cls, moment: datetime) -> Instant:
         """The instant of an aware ``datetime`` (its microseconds kept), in its UTC offset.
 
         Args:
             moment: an aware datetime; its ``utcoffset()`` becomes the instant's offset (a
                 zone offset that is not a whole minute, such as local mean time before 1900,
                 is replaced by UTC, which the strict profile can write).
-            subsecond_ns: nanoseconds added to the result (a sub-second part carried
-                alongside a whole-second datetime).
 
         Raises:
             InvalidValue: ``moment`` is naive.
@@ -167,10 +156,8 @@ class Instant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         delta = moment.utcoffset()
         if delta is None:
             raise InvalidValue("an instant needs an aware datetime", value=shown(moment))
-        whole = moment - _UTC_EPOCH
-        seconds = whole.days * _S_PER_DAY + whole.seconds
-        ns = seconds * NS_PER_S + whole.microseconds * 1000 + subsecond_ns
-        offset = delta.days * _S_PER_DAY + delta.seconds
+        ns = (moment - _UTC_EPOCH) // timedelta(microseconds=1) * 1000
+        offset = delta // timedelta(seconds=1)
         return cls(ns=ns, offset=offset if offset % 60 == 0 else 0)
 
 
@@ -291,14 +278,3 @@ def parse_instant(text: str, *, lenient: bool = False) -> Instant:
         InvalidValue: ``text`` is not an instant of the profile.
     """
     return parse_written(text, lenient=lenient)[0]
-
-
-def is_instant(text: object, *, lenient: bool = False) -> bool:
-    """Whether ``text`` is instant text of the strict (or lenient) profile."""
-    if not isinstance(text, str):
-        return False
-    try:
-        _parse(text, lenient)
-    except InvalidValue:
-        return False
-    return True

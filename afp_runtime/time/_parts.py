@@ -61,14 +61,6 @@ PartOfDay = Literal["morning", "afternoon", "evening", "night", "noon", "midnigh
 Anchor = Literal["previous"]
 """A reference to a window named earlier in the conversation."""
 
-PARTS_OF_DAY: Final[tuple[str, ...]] = (
-    "morning",
-    "afternoon",
-    "evening",
-    "night",
-    "noon",
-    "midnight",
-)
 MAX_LOOKBACK_COUNT: Final[int] = 100_000
 """The largest ``count`` of a span ending now (docs/time.md#what-the-english-reader-understands)."""
 MAX_DAY_OFFSET: Final[int] = 100_000

@@ -77,22 +77,6 @@ NoneWhy = Literal["unreadable", "unsupported", "no-candidate", "excluded-by-poli
 
 DATE_ORDERS: Final[tuple[str, ...]] = ("ask", "MDY", "DMY", "YMD")
 YEAR_POLICIES: Final[tuple[str, ...]] = ("ask", "current")
-OPEN_QUESTIONS: Final[tuple[str, ...]] = (
-    "date-order",
-    "year",
-    "meridiem",
-    "dst",
-    "zone",
-    "abbreviation",
-    "parse",
-    "confirm",
-)
-NONE_WHYS: Final[tuple[str, ...]] = (
-    "unreadable",
-    "unsupported",
-    "no-candidate",
-    "excluded-by-policy",
-)
 
 # Which reading tags each date-order policy keeps (two-field dates: month-day or day-month).
 _KEEPS: Final[dict[str, frozenset[str]]] = {
@@ -202,7 +186,7 @@ class OpenChoice(_Choice, frozen=True, kw_only=True, tag="open"):
 
     Attributes:
         remaining: indices of the remaining candidates, ascending (one per distinct window).
-        open: the open questions, in the order of ``OPEN_QUESTIONS``.
+        open: the open questions, in the order of ``OpenQuestion``.
         policy: the settings that discarded candidates, when any did.
     """
 
@@ -256,7 +240,7 @@ def _dst(candidate: TimeCandidate) -> tuple[object, ...]:
 def open_questions(
     candidates: Sequence[TimeCandidate], remaining: Sequence[int], *, needs_zone: bool = False
 ) -> tuple[OpenQuestion, ...]:
-    """The questions the ``remaining`` candidates leave open, in the order of ``OPEN_QUESTIONS``
+    """The questions the ``remaining`` candidates leave open, in the order of ``OpenQuestion``
     (``confirm`` excluded: ``with_confirm`` adds it)."""
     chosen = [candidates[index] for index in remaining]
 

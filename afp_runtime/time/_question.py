@@ -4,7 +4,7 @@
 When a call waits on an open mention (``not-filled / open-reading``), the batch pauses and the
 person is asked. ``time_question`` builds the question for one mention and the calls waiting on
 it; ``check_time_answer`` judges a typed value; ``time_answer_row`` files the accepted answer, and
-``answered_call_windows`` gives every waiting call its second ``call-window`` row.
+``decide_call`` gives every waiting call its second ``call-window`` row.
 
 Readings settled here:
 
@@ -38,13 +38,13 @@ import msgspec
 
 from afp_runtime.errors import InvalidAnswer, InvalidValue, shown
 from afp_runtime.time._convert import PeriodContext, Refusal, convert_for_tool
-from afp_runtime.time._decide import CallDecision, CallToBind, decide_call
-from afp_runtime.time._facts import Facts, period_fact_problem, tool_facts
+from afp_runtime.time._decide import CallToBind
+from afp_runtime.time._facts import Facts, period_fact_problem
 from afp_runtime.time._instants import Instant, local_parts, parse_instant
 from afp_runtime.time._ranges import TimeRange
 from afp_runtime.time._rows import TimeAnswerRow
 from afp_runtime.time._texts import ANSWER_REASON_TEXTS, WEEKDAYS
-from afp_runtime.time._windows import OpenMention, OpenReading, TurnWindows
+from afp_runtime.time._windows import OpenMention, OpenReading
 from afp_runtime.time._zones import WallGap, is_zone_name, read_wall, to_zone
 
 QuestionFormat = Literal["zone", "time-range"]
@@ -63,8 +63,8 @@ AnswerReason = Literal[
     "beyond-retention",
     "over-max-range",
 ]
-"""Why a time answer was not accepted (docs/time.md#judging-answers); the order of
-``texts.ANSWER_REASONS``."""
+"""Why a time answer was not accepted (docs/time.md#judging-answers), in the order the checks
+run."""
 
 ANSWER_LIMIT: Final = 4_096
 """The longest answer value accepted, in code points; longer is a 422, not an attempt."""
@@ -114,11 +114,6 @@ class TimeQuestion(msgspec.Struct, frozen=True, kw_only=True, rename="camel", om
     free_entry: Literal[True]
     tool_call_ids: tuple[str, ...]
     zone: str | None = None
-
-    def wire(self) -> dict[str, object]:
-        """The question as its JSON object (camelCase keys, arrays as lists)."""
-        built: dict[str, object] = msgspec.json.decode(msgspec.json.encode(self))
-        return built
 
 
 def _clock_text(instant: Instant) -> tuple[str, str, str]:
@@ -301,8 +296,7 @@ def check_time_answer(
         format: the question's format.
         value: the answer.
         zone: the person's zone; None when it is not known (the ``dst-gap`` check is then off).
-        facts: the judged facts of each waiting tool (``tool_facts(forms, facts)``, see
-            ``waiting_facts``).
+        facts: the judged facts of each waiting tool (``tool_facts(forms, facts)``).
         now: the turn's ``now``; required when ``facts`` are given.
 
     Raises:
@@ -340,11 +334,6 @@ def check_time_answer(
         if problem is not None:
             return _problem(problem)  # type: ignore[arg-type]
     return None
-
-
-def waiting_facts(calls: Sequence[CallToBind]) -> tuple[Facts, ...]:
-    """The facts that judge an answer, one per waiting call: ``tool_facts(forms, facts)``."""
-    return tuple(tool_facts(call.forms, call.facts) for call in calls)
 
 
 def time_answer_row(
@@ -394,19 +383,6 @@ def _choice_range(choice: TimeChoice) -> TimeRange | None:
         return TimeRange(start=start, end=end)
     except ValueError:
         return None
-
-
-def answered_call_windows(
-    calls: Sequence[CallToBind], windows: TurnWindows, ctx: PeriodContext
-) -> list[CallDecision]:
-    """The second decision of every waiting call, once the answer is filed
-    (docs/time.md#recording-an-accepted-answer).
-
-    ``windows`` must be read from the rows including the new ``time-answer``; each call is then
-    ``filled`` from the answered window (with ``sent``/``differs`` when widened) or ``refused``
-    when the range fits none of its forms.
-    """
-    return [decide_call(call, windows, ctx) for call in calls]
 
 
 def judge_answer(detail: Mapping[str, Any], value: str) -> AnswerProblem | None:

@@ -104,12 +104,6 @@ class TimeRange(
         """The same range with both ends written canonically in UTC."""
         return TimeRange.of(self.start_instant.utc(), self.end_instant.utc())
 
-    def covers(self, other: TimeRange) -> bool:
-        """Whether every instant of ``other`` lies in this range."""
-        first, last = self.bounds()
-        o_first, o_last = other.bounds()
-        return first <= o_first and o_last <= last
-
     def interval(self, joiner: str = "/") -> str:
         """``from<joiner>to`` as written: ``/`` (ISO interval) in questions and answers, ``..``
         in tool arguments."""
@@ -131,19 +125,6 @@ def lookback_bounds(now: Instant, length_ms: int) -> TimeRange:
     """The look-back as bounds, ``[now - L, now)`` in ``now``'s offset; a binding accepts it
     for a span ending now (docs/time.md#sent-window-path)."""
     return TimeRange.of(now.plus(-length_ms * NS_PER_MS), now)
-
-
-def from_inclusive(start: Instant, last: Instant, step_ns: int) -> TimeRange:
-    """The half-open range of a declared inclusive ``[start, last]``: ``[start, last + step)``.
-
-    ``step_ns`` is the tool's granularity, else 1 ms (docs/time.md#ranges).
-    """
-    return TimeRange.of(start, last.plus(step_ns))
-
-
-def last_included(time_range: TimeRange, step_ns: int) -> Instant:
-    """The inclusive end that expresses ``[from, to)``: ``to - step`` (docs/time.md#ranges)."""
-    return time_range.end_instant.plus(-step_ns)
 
 
 class PersonWindow(

@@ -425,13 +425,6 @@ def call_window_of_call(
     return None if found is None else msgspec.convert(found, type=CallWindowRow)
 
 
-def time_row_to_wire(row: TimeRow) -> dict[str, Any]:
-    """A time row as its committed JSON object (camelCase keys, absent keys omitted; arrays as
-    lists, exactly what the committed bytes decode to)."""
-    wire: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(row))
-    return wire
-
-
 # --- strict validation ------------------------------------------------------------------------
 
 _ANY_TIME_ROW: Final = ClockRow | TimeReadingRow | CallWindowRow | TimeAnswerRow | CallRow

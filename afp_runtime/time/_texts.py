@@ -57,21 +57,6 @@ TRIMMED_NOTE: Final = (
 )
 """Added to ``FILLED_NOTE`` when the fill was widened and the tool declares ``filtersToAsked``."""
 
-ANSWER_REASONS: Final[tuple[str, ...]] = (
-    "not-a-zone",
-    "not-a-range",
-    "no-offset",
-    "not-an-instant",
-    "out-of-order",
-    "dst-gap",
-    "time-future",
-    "time-past",
-    "beyond-retention",
-    "over-max-range",
-)
-"""Why a time answer was not accepted, in the order the checks run
-(docs/time.md#judging-answers)."""
-
 _EXAMPLE_RANGE: Final = "2026-10-09T08:00:00-07:00/2026-10-09T09:00:00-07:00"
 
 ANSWER_REASON_TEXTS: Final[Mapping[str, str]] = {

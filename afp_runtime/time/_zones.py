@@ -27,7 +27,7 @@ import importlib.resources
 import zoneinfo
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
-from typing import Final, Literal
+from typing import Final
 from zoneinfo import ZoneInfo
 
 import msgspec
@@ -53,10 +53,6 @@ _NAIVE_EPOCH: Final = datetime(1970, 1, 1)
 Zone = ZoneInfo | str
 """A zone given as a loaded ``ZoneInfo`` or as a name (checked and loaded on use)."""
 
-WallPolicy = Literal["compatible", "earlier", "later", "reject"]
-"""How ``wall_to_instant`` settles a repeated or skipped local time
-(docs/time.md#local-times-around-clock-changes)."""
-
 
 def _read_zone_names() -> frozenset[str]:
     if _tzdata is None:  # pragma: no cover - tzdata is a dependency
@@ -67,12 +63,8 @@ def _read_zone_names() -> frozenset[str]:
 
 # Read once at import (one small resource): checking a zone name then never reads a file, so
 # it is safe on an event loop.
-_ZONE_NAMES: Final = _read_zone_names()
-
-
-def zone_names() -> frozenset[str]:
-    """Every zone name in the database (the ``tzdata`` package's ``zones`` list)."""
-    return _ZONE_NAMES
+ZONE_NAMES: Final = _read_zone_names()
+"""Every zone name in the database (the ``tzdata`` package's ``zones`` list)."""
 
 
 def is_zone_name(name: object) -> bool:
@@ -87,7 +79,7 @@ def is_zone_name(name: object) -> bool:
         return False
     if name not in ("UTC", "GMT") and "/" not in name:
         return False
-    return name in zone_names()
+    return name in ZONE_NAMES
 
 
 @functools.cache
@@ -113,17 +105,14 @@ def load_zone(zone: Zone) -> ZoneInfo:
     return _load(zone)
 
 
-def preload_zones(names: Iterable[str] | None = None) -> None:
-    """Load and cache zones now (every zone of the database when ``names`` is None).
-
-    Loading all of them reads some 600 small files; a host can call this in a worker thread
-    so that no zone file is read on the event loop later.
+def preload_zones(names: Iterable[str]) -> None:
+    """Load and cache zones now; a host calls this in a worker thread so that no zone file is
+    read on the event loop later.
 
     Raises:
         InvalidValue: a name is not an accepted zone name.
     """
-    chosen = sorted(n for n in zone_names() if is_zone_name(n)) if names is None else names
-    for name in chosen:
+    for name in names:
         load_zone(name)
 
 
@@ -231,30 +220,11 @@ def read_wall(naive: datetime, zone: Zone) -> WallReading:
     return WallGap(earlier=b, later=a)
 
 
-def wall_to_instant(
-    naive: datetime, zone: Zone, policy: WallPolicy = "compatible"
-) -> Instant | None:
-    """The instant a local time stands for, settling repeated and skipped times by ``policy``.
-
-    ``compatible``: repeated → earlier, skipped → later (pushed forward); ``earlier`` and
-    ``later``: that one in both cases; ``reject``: None in both cases.
-    """
-    reading = read_wall(naive, zone)
+def date_start(day: date, zone: Zone) -> Instant:
+    """The first instant of ``day`` in ``zone``: midnight; a repeated midnight's earlier reading,
+    a skipped one's later reading, pushed forward (``America/Santiago`` 2026-09-06 begins at
+    ``01:00:00-03:00``)."""
+    reading = read_wall(datetime(day.year, day.month, day.day), zone)
     if isinstance(reading, WallUnique):
         return reading.instant
-    if policy == "reject":
-        return None
-    if policy == "earlier":
-        return reading.earlier
-    if policy == "later":
-        return reading.later
     return reading.earlier if isinstance(reading, WallOverlap) else reading.later
-
-
-def date_start(day: date, zone: Zone) -> Instant:
-    """The first instant of ``day`` in ``zone``: midnight, or, when midnight is skipped, the
-    ``compatible`` reading of midnight (``America/Santiago`` 2026-09-06 begins at
-    ``01:00:00-03:00``)."""
-    start = wall_to_instant(datetime(day.year, day.month, day.day), zone, "compatible")
-    assert start is not None  # compatible always answers
-    return start

@@ -23,7 +23,7 @@ from afp_runtime.time._dispatch import (
 from afp_runtime.time._forms import Form
 from afp_runtime.time._instants import Instant
 from afp_runtime.time._ranges import PersonWindow, TimeRange
-from afp_runtime.time._rows import CallWindowRow, time_row_to_wire
+from afp_runtime.time._rows import CallWindowRow
 from afp_runtime.time._windows import turn_windows_of
 from tests.periods._build import (
     EPOCH,
@@ -36,6 +36,7 @@ from tests.periods._build import (
     YDAY,
     ctx,
     rng,
+    wire_of,
 )
 from tests.periods.test_decide import call, decide
 from tests.periods.test_windows import answered_turn, clock, no_mentions
@@ -96,7 +97,7 @@ class TestCallRow:
     def test_call_row_without_drift(self) -> None:
         """A call dispatched at now has a call row without drift."""
         row = call_row_of(window_row(), CLOCK)
-        assert time_row_to_wire(row) == {
+        assert wire_of(row) == {
             "kind": "call",
             "turn": 1,
             "iteration": 1,
@@ -111,7 +112,7 @@ class TestCallRow:
         done = dispatch_call(
             decision.row, decision.arguments, [LOOKBACK_WINDOW], ctx(), later(minutes=10)
         )
-        assert time_row_to_wire(done.row) == {
+        assert wire_of(done.row) == {
             "kind": "call",
             "turn": 1,
             "iteration": 1,
@@ -148,7 +149,7 @@ class TestDrift:
         assert decision.row.form == 0
         done = dispatch_call(decision.row, decision.arguments, forms, ctx(), later(minutes=30))
         assert done.arguments == {"start_time": MS_1440, "end_time": MS_1540}
-        assert time_row_to_wire(done.row)["drift"] == {
+        assert wire_of(done.row)["drift"] == {
             "byMs": 1800000,
             "outcome": "redrawn",
             "form": 1,
@@ -165,7 +166,7 @@ class TestDrift:
         decision = decide(rows, call(forms, {"window": "1h"}))
         done = dispatch_call(decision.row, decision.arguments, forms, ctx(), later(minutes=30))
         assert done.arguments == {"window": "1h"}
-        assert time_row_to_wire(done.row)["drift"] == {"byMs": 1800000, "outcome": "shifted"}
+        assert wire_of(done.row)["drift"] == {"byMs": 1800000, "outcome": "shifted"}
 
     def test_case_49_redrawn_values(self) -> None:
         """Case 49: +30 min → redrawn in form 1 with the asked range exactly."""

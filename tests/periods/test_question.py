@@ -4,7 +4,7 @@ docs/time.md#how-this-is-tested cases 1, 2, 39, 41, 43, 50, 51)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 import pytest
@@ -13,22 +13,20 @@ from afp_runtime.errors import InvalidAnswer
 from afp_runtime.time import TimeConfig, validate_time_row
 from afp_runtime.time._clock import clock_row, turn_clock
 from afp_runtime.time._decide import CallToBind, decide_call
-from afp_runtime.time._facts import Facts
+from afp_runtime.time._facts import Facts, tool_facts
 from afp_runtime.time._forms import JoinedForm
 from afp_runtime.time._instants import parse_instant
 from afp_runtime.time._question import (
+    AnswerReason,
     TimeQuestion,
-    answered_call_windows,
     check_time_answer,
     choice_label,
     time_answer_row,
     time_question,
-    waiting_facts,
 )
 from afp_runtime.time._ranges import lookback_range
 from afp_runtime.time._reading_rows import read_message
-from afp_runtime.time._rows import time_row_to_wire
-from afp_runtime.time._texts import ANSWER_REASON_TEXTS, ANSWER_REASONS
+from afp_runtime.time._texts import ANSWER_REASON_TEXTS
 from afp_runtime.time._windows import OpenMention, turn_windows_of
 from tests.periods._build import (
     EPOCH,
@@ -41,6 +39,7 @@ from tests.periods._build import (
     YDAY,
     ctx,
     rng,
+    wire_of,
 )
 from tests.periods.test_decide import call
 from tests.periods.test_windows import answer, candidate, clock, open_turn, reading, span
@@ -83,7 +82,7 @@ class TestQuestion:
             (),
             True,
         )
-        wire = question.wire()
+        wire = wire_of(question)
         assert wire["kind"] == "time"
         assert wire["freeEntry"] is True
         assert wire["choices"] == []
@@ -203,7 +202,8 @@ class TestAnswerCheck:
     def test_facts_of_waiting_tools(self) -> None:
         """A future range for a ``direction: past`` tool is ``time-future``."""
         value = "2026-10-10T08:00:00-07:00/2026-10-10T09:00:00-07:00"
-        facts = waiting_facts([call([EPOCH], facts=Facts(direction="past"))])
+        waiting = call([EPOCH], facts=Facts(direction="past"))
+        facts = [tool_facts(waiting.forms, waiting.facts)]
         assert self.reason(value, facts=facts, now=NOW) == "time-future"
         assert self.reason(value, facts=facts[0], now=parse_instant("2026-10-11T00:00:00Z")) is None
 
@@ -222,7 +222,7 @@ class TestAnswerCheck:
 
     def test_every_reason_has_a_sentence(self) -> None:
         """Each reason code has its authored sentence, and a problem carries it."""
-        assert set(ANSWER_REASON_TEXTS) == set(ANSWER_REASONS)
+        assert set(ANSWER_REASON_TEXTS) == set(get_args(AnswerReason))
         found = check_time_answer("zone", "PST")
         assert found is not None
         assert found.sentence == ANSWER_REASON_TEXTS["not-a-zone"]
@@ -237,7 +237,7 @@ class TestRecording:
         rows = [clock(), reading(0, "last 2 hours", [candidate(last2h, lookback="2h")])]
         question = question_for(rows, call([EPOCH]))
         row = time_answer_row(question, question.choices[0].value, iteration=1, typed_zone=LA)
-        assert time_row_to_wire(row) == {
+        assert wire_of(row) == {
             "kind": "time-answer",
             "turn": 1,
             "iteration": 1,
@@ -257,11 +257,11 @@ class TestRecording:
         assert check_time_answer("time-range", value, LA) is None
         row = time_answer_row(question, value, iteration=1, typed_zone=LA)
         assert (row.how, row.zone, row.mention) == ("edited", LA, 0)
-        (second,) = answered_call_windows([waiting], turn_windows_of([*rows, row]), ctx())
+        second = decide_call(waiting, turn_windows_of([*rows, row]), ctx())
         assert second.arguments == {
             "window": "2026-10-08T06:00:00-07:00..2026-10-08T11:59:59-07:00"
         }
-        found = time_row_to_wire(second.row)
+        found = wire_of(second.row)
         assert found["how"] == "filled"
         assert found["person"] == {
             "from": "2026-10-08T06:00:00-07:00",
@@ -277,17 +277,17 @@ class TestRecording:
         tomorrow = "2026-10-10T08:00:00-07:00/2026-10-10T09:00:00-07:00"
         question = question_for(rows, waiting)
         row = time_answer_row(question, tomorrow, iteration=1, typed_zone=LA)
-        (second,) = answered_call_windows([waiting], turn_windows_of([*rows, row]), ctx())
+        second = decide_call(waiting, turn_windows_of([*rows, row]), ctx())
         assert (second.row.how, second.row.refused) == ("refused", "no-form-holds")
 
     def test_confirmed_answer_fills_later_calls(self) -> None:
         """Once answered, any later call of the turn is filled without asking again."""
         rows = [clock(), reading(0, "yesterday", [candidate(YDAY)]), answer(0, YDAY)]
         later = call([EPOCH])
-        (decision,) = answered_call_windows([later], turn_windows_of(rows), ctx())
+        decision = decide_call(later, turn_windows_of(rows), ctx())
         assert decision.row.how == "filled"
         assert decision.arguments == {"start_time": 1791442800000, "end_time": 1791529200000}
-        assert span(YDAY) == time_row_to_wire(decision.row)["asked"]
+        assert span(YDAY) == wire_of(decision.row)["asked"]
 
 
 class TestThroughTheReadingSide:
@@ -310,7 +310,7 @@ class TestThroughTheReadingSide:
         assert check_time_answer("time-range", question.choices[0].value, LA) is None
         answered = time_answer_row(question, question.choices[0].value, iteration=1, typed_zone=LA)
         filed += [first.row, answered]
-        (second,) = answered_call_windows([waiting], turn_windows_of(filed), ctx())
+        second = decide_call(waiting, turn_windows_of(filed), ctx())
         assert second.arguments == {"window": "1960m"}
         assert (second.row.how, second.row.form, second.row.asked) == ("filled", 0, YDAY)
         filed.append(second.row)
