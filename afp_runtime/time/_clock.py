@@ -41,6 +41,7 @@ import msgspec
 from afp_runtime.errors import InvalidValue, decoded_path, shown
 from afp_runtime.time._instants import NS_PER_MS, Instant, parse_instant
 from afp_runtime.time._ranges import PersonWindow, TimeRange
+from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import is_zone_name
 
 NowSource = Literal["message", "inbox"]
@@ -74,14 +75,7 @@ def _check_strict(text: object, field: str) -> Instant:
         raise _refuse(field, f"must be a strict instant: {exc.message}", text) from exc
 
 
-class MessageTime(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class MessageTime(Wire, frozen=True, kw_only=True):
     """The optional ``time`` of an inbox message: wire ``{now?, zone?, window?: {from, to}}``.
 
     Attributes:
@@ -135,14 +129,7 @@ def _path_of(error: msgspec.ValidationError) -> str:
     return f"time.{path}" if path else "time"
 
 
-class TimeClock(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class TimeClock(Wire, frozen=True, kw_only=True):
     """The turn's clock (docs/time.md#the-clock-row): wire ``{now, nowSource, zone, zoneSource,
     window?}``.
 
@@ -248,16 +235,7 @@ def turn_clock(
     )
 
 
-class ClockRow(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-    tag_field="kind",
-    tag="clock",
-):
+class ClockRow(Wire, frozen=True, kw_only=True, tag_field="kind", tag="clock"):
     """The ``clock`` row a turn's first ``seed`` files (docs/time.md#the-clock-row,
     docs/time.md#row-kinds): wire ``{kind: "clock", turn, iteration, now, nowSource, zone,
     zoneSource, window?}``.

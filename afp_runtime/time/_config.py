@@ -37,6 +37,7 @@ from afp_runtime.errors import AgentDefinitionError, shown
 from afp_runtime.time._english import ENGLISH_READER_ID, EnglishReader
 from afp_runtime.time._policy import TimePolicy
 from afp_runtime.time._reader import TimeReader
+from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import is_zone_name
 
 DEFAULT_MAX_ANSWER_REPEATS: Final = 3
@@ -62,14 +63,7 @@ def _is_reader(reader: object) -> bool:
     )
 
 
-class TimeConfig(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class TimeConfig(Wire, frozen=True, kw_only=True):
     """The time options of an agent; giving one enables the time layer
     (docs/time.md#the-rule-in-brief).
 

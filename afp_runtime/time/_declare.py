@@ -54,6 +54,7 @@ from afp_runtime.time._forms import (
     needs_zone,
     zone_argument_of,
 )
+from afp_runtime.time._wire import Wire
 
 Spelling = Literal["lookback", "signed-lookback", "iso-range", "wall-range"]
 """A shorthand spelling (docs/time.md#declaring-a-period)."""
@@ -79,14 +80,7 @@ MissingRule = Literal["as-sent"] | Assume
 """``"as-sent"`` or ``Assume``; consulted only for ``no-window`` and ``several-mentions``."""
 
 
-class Period(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class Period(Wire, frozen=True, kw_only=True):
     """How a tool takes a period, and what it declares about its data
     (docs/time.md#period-forms-a-tool-declares).
 

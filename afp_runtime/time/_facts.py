@@ -25,6 +25,7 @@ from afp_runtime.time._durations import FACT_UNITS, parse_duration
 from afp_runtime.time._forms import Form
 from afp_runtime.time._instants import NS_PER_MS, Instant
 from afp_runtime.time._ranges import TimeRange
+from afp_runtime.time._wire import Wire
 
 Direction = Literal["past", "future", "any"]
 """Which side of now a tool's data lies on."""
@@ -80,14 +81,7 @@ def check_facts(
         raise refuse("wallZone", 'can only be "agent"', wall_zone)
 
 
-class Facts(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class Facts(Wire, frozen=True, kw_only=True):
     """Facts about a tool's data (docs/time.md#facts-about-the-data); a fact that is absent is not
     checked.
 

@@ -29,6 +29,7 @@ import msgspec
 
 from afp_runtime.time._check import check_choice, check_duration, check_name, refuse
 from afp_runtime.time._durations import LOOKBACK_UNITS, check_units
+from afp_runtime.time._wire import Wire
 
 BoundAs = Literal["iso", "epoch-ms", "epoch-s", "date", "wall"]
 """How one end is written: strict instant, epoch milliseconds or seconds, local date, or local
@@ -48,18 +49,7 @@ ZONED_AS: Final[frozenset[str]] = frozenset({"date", "wall"})
 EPOCH_AS: Final[frozenset[str]] = frozenset({"epoch-ms", "epoch-s"})
 
 
-class _Part(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
-    """Base of the parts of a form."""
-
-
-class ZoneArgument(_Part, frozen=True):
+class ZoneArgument(Wire, frozen=True):
     """The argument a form writes the zone name into.
 
     Attributes:
@@ -69,7 +59,7 @@ class ZoneArgument(_Part, frozen=True):
     argument: str
 
 
-class Bound(_Part, frozen=True):
+class Bound(Wire, frozen=True):
     """One end of a ``bounds`` form.
 
     Attributes:
@@ -84,7 +74,7 @@ class Bound(_Part, frozen=True):
     edge: Edge | None = None
 
 
-class ObjectKeys(_Part, frozen=True):
+class ObjectKeys(Wire, frozen=True):
     """The two keys of an ``object`` form's value.
 
     Attributes:
@@ -96,7 +86,7 @@ class ObjectKeys(_Part, frozen=True):
     end: str = msgspec.field(name="to")
 
 
-class _Form(_Part, frozen=True, tag_field="kind"):
+class _Form(Wire, frozen=True, tag_field="kind"):
     """Base of the form kinds (tagged on ``kind``)."""
 
 

@@ -54,11 +54,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Final, Literal
 
-import msgspec
-
 from afp_runtime.errors import AgentDefinitionError, shown
 from afp_runtime.time._candidates import DstGap, DstOverlap, Resolution, TimeCandidate
 from afp_runtime.time._parts import MAX_ZONE_TOKEN
+from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import is_zone_name
 
 DateOrder = Literal["ask", "MDY", "DMY", "YMD"]
@@ -90,14 +89,7 @@ def _refuse(field: str, why: str, value: object) -> AgentDefinitionError:
     return AgentDefinitionError(f"{field} {why}", field=field, value=shown(value))
 
 
-class TimePolicy(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class TimePolicy(Wire, frozen=True, kw_only=True):
     """What the agent settles without asking (docs/time.md#the-time-policy): wire ``{dateOrder,
     year, abbreviations?}``.
 
@@ -134,14 +126,7 @@ class TimePolicy(
                 raise _refuse(field, "must be a zone name (Area/Location, UTC or GMT)", zone)
 
 
-class AppliedPolicy(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class AppliedPolicy(Wire, frozen=True, kw_only=True):
     """The policy settings that discarded candidates: wire ``{dateOrder?, year?}``.
 
     Attributes:
@@ -153,15 +138,7 @@ class AppliedPolicy(
     year: Literal["current"] | None = None
 
 
-class _Choice(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-    tag_field="by",
-):
+class _Choice(Wire, frozen=True, kw_only=True, tag_field="by"):
     """Base of the choices, tagged on ``by``."""
 
 

@@ -20,6 +20,7 @@ import msgspec
 
 from afp_runtime.errors import InvalidValue, shown
 from afp_runtime.time._instants import NS_PER_MS, Instant, parse_instant
+from afp_runtime.time._wire import Wire
 
 WindowSource = Literal["answered", "derived-from-reading", "control"]
 """Where a person window comes from (docs/time.md#person-windows)."""
@@ -127,14 +128,7 @@ def lookback_bounds(now: Instant, length_ms: int) -> TimeRange:
     return TimeRange.of(now.plus(-length_ms * NS_PER_MS), now)
 
 
-class PersonWindow(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class PersonWindow(Wire, frozen=True, kw_only=True):
     """The window a call was filled from or matched to (docs/time.md#person-windows).
 
     Attributes:

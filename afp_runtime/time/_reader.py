@@ -42,6 +42,7 @@ import msgspec
 
 from afp_runtime.errors import TimeReaderError, shown
 from afp_runtime.time._parts import TimeParts
+from afp_runtime.time._wire import Wire
 
 MAX_MENTIONS: Final[int] = 16
 """Mentions beyond the sixteenth are refused ``malformed``."""
@@ -56,18 +57,7 @@ MentionRefusal = Literal["quote-not-in-text", "malformed"]
 """Why a mention of a reader's output was refused."""
 
 
-class _Value(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
-    """Base of the reading values."""
-
-
-class Mention(_Value, frozen=True, kw_only=True):
+class Mention(Wire, frozen=True, kw_only=True):
     """Words of the message that refer to a time: wire ``{quote, parses, problem?}``.
 
     Attributes:
@@ -91,7 +81,7 @@ class Mention(_Value, frozen=True, kw_only=True):
             raise ValueError(f"at most {MAX_PARSES} parses per mention")
 
 
-class Reading(_Value, frozen=True, kw_only=True):
+class Reading(Wire, frozen=True, kw_only=True):
     """What a reader found in one message: wire ``{mentions: [...]}``, in text order.
 
     Attributes:
@@ -101,7 +91,7 @@ class Reading(_Value, frozen=True, kw_only=True):
     mentions: tuple[Mention, ...]
 
 
-class RefusedMention(_Value, frozen=True, kw_only=True):
+class RefusedMention(Wire, frozen=True, kw_only=True):
     """A mention ``validate_reading`` refused: wire ``{refused}``; it keeps no text.
 
     Attributes:
@@ -115,7 +105,7 @@ CheckedMention = Mention | RefusedMention
 """One mention after validation: accepted as it came, or refused."""
 
 
-class ReaderInfo(_Value, frozen=True, kw_only=True):
+class ReaderInfo(Wire, frozen=True, kw_only=True):
     """Which reader read a message, as a ``time-reading`` row names it: wire ``{id, version,
     kind, locale}``."""
 

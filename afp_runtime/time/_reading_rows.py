@@ -39,8 +39,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, Literal
 
-import msgspec
-
 from afp_runtime.errors import InvalidValue, TimeReaderError, shown
 from afp_runtime.time._candidates import TimeCandidate
 from afp_runtime.time._clock import TimeClock
@@ -64,6 +62,7 @@ from afp_runtime.time._reader import (
     validate_reading,
 )
 from afp_runtime.time._resolve import resolve
+from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import TZDATA_VERSION
 
 FIRST_ITERATION: Final = 1
@@ -79,16 +78,7 @@ def _count(name: str, value: object, minimum: int) -> None:
         raise _refuse(name, f"must be an int >= {minimum}", value)
 
 
-class TimeReadingRow(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-    tag_field="kind",
-    tag="time-reading",
-):
+class TimeReadingRow(Wire, frozen=True, kw_only=True, tag_field="kind", tag="time-reading"):
     """One ``time-reading`` row (docs/time.md#row-kinds); the module docstring shows its three
     forms.
 

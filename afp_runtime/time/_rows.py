@@ -43,6 +43,7 @@ from afp_runtime.time._ranges import PersonWindow, TimeRange
 from afp_runtime.time._reading_rows import TimeReadingRow
 from afp_runtime.time._values import SAFE_INTEGER
 from afp_runtime.time._windows import AnswerHow, wire_row
+from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import is_zone_name
 
 CallHow = Literal["filled", "bound", "model-chosen", "model", "unread", "not-filled", "refused"]
@@ -101,15 +102,7 @@ _MANDATORY: Final[dict[str, tuple[str, ...]]] = {
 _TRUE_ONLY: Final = ("rounded", "trimmedByTool", "partlyBeyondRetention")
 
 
-class _TimeRow(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-    tag_field="kind",
-):
+class _TimeRow(Wire, frozen=True, kw_only=True, tag_field="kind"):
     """Base of the time rows: tagged on ``kind``; absent keys omitted, never ``null``."""
 
 
@@ -288,14 +281,7 @@ class TimeAnswerRow(_TimeRow, frozen=True, kw_only=True, tag="time-answer"):
         return TimeRange(start=self.start, end=self.end)
 
 
-class Drift(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class Drift(Wire, frozen=True, kw_only=True):
     """A look-back call dispatched more than one step after ``now`` (docs/time.md#drift).
 
     Attributes:
