@@ -36,7 +36,7 @@ Wire shapes (JSON keys camelCase; every key of a candidate is always written):
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import msgspec
 
@@ -50,7 +50,7 @@ Grain = Literal["second", "minute", "hour", "day", "week"]
 Implied = Literal["date", "year", "month", "zone"]
 """What a candidate had to assume because the words did not say it."""
 
-IMPLIED: Final[tuple[str, ...]] = ("date", "year", "month", "zone")
+IMPLIED: Final[tuple[str, ...]] = get_args(Implied)
 """The ``implied`` values, in the order a candidate lists them."""
 
 DateOrderTag = Literal["MDY", "DMY", "YMD", "MD", "DM"]

@@ -34,7 +34,7 @@ Readings settled here:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import msgspec
 
@@ -51,8 +51,8 @@ NowSource = Literal["message", "inbox"]
 ZoneSource = Literal["message", "agent", "answered", "unknown"]
 """Where the clock's zone came from (docs/time.md#the-clock-row)."""
 
-NOW_SOURCES: Final[tuple[str, ...]] = ("message", "inbox")
-ZONE_SOURCES: Final[tuple[str, ...]] = ("message", "agent", "answered", "unknown")
+NOW_SOURCES: Final[tuple[str, ...]] = get_args(NowSource)
+ZONE_SOURCES: Final[tuple[str, ...]] = get_args(ZoneSource)
 UNKNOWN_ZONE: Final = "UTC"
 """The zone written on a clock whose zone is unknown (docs/time.md#unknown-zone)."""
 

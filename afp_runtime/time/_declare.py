@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import msgspec
 
@@ -59,7 +59,7 @@ from afp_runtime.time._wire import Wire
 Spelling = Literal["lookback", "signed-lookback", "iso-range", "wall-range"]
 """A shorthand spelling (docs/time.md#declaring-a-period)."""
 
-SPELLINGS: Final[tuple[str, ...]] = ("lookback", "signed-lookback", "iso-range", "wall-range")
+SPELLINGS: Final[tuple[str, ...]] = get_args(Spelling)
 
 AS_SENT: Final = "as-sent"
 """The default missing-period rule: the call runs as the model sent it."""

@@ -16,7 +16,7 @@ Readings settled here:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import msgspec
 
@@ -30,7 +30,7 @@ from afp_runtime.time._wire import Wire
 Direction = Literal["past", "future", "any"]
 """Which side of now a tool's data lies on."""
 
-DIRECTIONS: Final[tuple[str, ...]] = ("past", "future", "any")
+DIRECTIONS: Final[tuple[str, ...]] = get_args(Direction)
 
 TimeRefusal = Literal[
     "time-future",
@@ -44,15 +44,7 @@ TimeRefusal = Literal[
 """Why a call may not run with a window (docs/time.md#facts-checked-against-a-range,
 docs/time.md#refused-calls)."""
 
-TIME_REFUSALS: Final[tuple[str, ...]] = (
-    "time-future",
-    "time-past",
-    "beyond-retention",
-    "over-max-range",
-    "multi-day",
-    "dst-gap",
-    "no-form-holds",
-)
+TIME_REFUSALS: Final[tuple[str, ...]] = get_args(TimeRefusal)
 
 DEFAULT_GRANULARITY_MS: Final = 60_000
 """The step assumed where one is needed and the tool declares no ``granularity``

@@ -23,7 +23,7 @@ Readings settled here:
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import msgspec
 
@@ -41,9 +41,9 @@ Edge = Literal["inclusive", "exclusive"]
 Joiner = Literal["..", "/"]
 """What separates the two ends of a joined string."""
 
-BOUND_AS: Final[tuple[str, ...]] = ("iso", "epoch-ms", "epoch-s", "date", "wall")
-EDGES: Final[tuple[str, ...]] = ("inclusive", "exclusive")
-JOINERS: Final[tuple[str, ...]] = ("..", "/")
+BOUND_AS: Final[tuple[str, ...]] = get_args(BoundAs)
+EDGES: Final[tuple[str, ...]] = get_args(Edge)
+JOINERS: Final[tuple[str, ...]] = get_args(Joiner)
 ZONED_AS: Final[frozenset[str]] = frozenset({"date", "wall"})
 """Bound spellings that are local to a zone."""
 EPOCH_AS: Final[frozenset[str]] = frozenset({"epoch-ms", "epoch-s"})

@@ -78,7 +78,7 @@ from afp_runtime.time._parts import TimeParts
 from afp_runtime.time._question import TimeQuestion, time_answer_row, time_question
 from afp_runtime.time._reading_rows import read_message
 from afp_runtime.time._resolve import resolve
-from afp_runtime.time._rows import CallWindowRow, call_window_of_call
+from afp_runtime.time._rows import TIME_ROW_KINDS, CallWindowRow, call_window_of_call
 from afp_runtime.time._texts import (
     abandoned_observation,
     filled_note,
@@ -89,8 +89,6 @@ from afp_runtime.time._texts import (
 from afp_runtime.time._windows import OpenMention, OpenReading, TurnWindows, turn_windows_of
 from afp_runtime.time._zones import is_zone_name, preload_zones
 from afp_runtime.tools import PlannedCall, Tool, ToolOutcome, plan_call, unrun_outcome
-
-TIME_KINDS = frozenset({"clock", "time-reading", "time-answer", "call-window", "call"})
 
 
 def wire(row: Any) -> dict[str, Any]:
@@ -309,9 +307,8 @@ class TimeRun(RunExtension):
         self, ledger: Sequence[Mapping[str, Any]], turn: int
     ) -> TimeTurn | None:
         """The turn's time rows as filed by its earlier runs; None when it filed no clock."""
-        rows = [
-            dict(row) for row in ledger if row.get("turn") == turn and row.get("kind") in TIME_KINDS
-        ]
+        kept = (row for row in ledger if row.get("turn") == turn)
+        rows = [dict(row) for row in kept if row.get("kind") in TIME_ROW_KINDS]
         clock_wire = next((row for row in rows if row.get("kind") == "clock"), None)
         if clock_wire is None:
             return None

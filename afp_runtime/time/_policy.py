@@ -52,7 +52,7 @@ Readings settled here (the spec is silent):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 from afp_runtime.errors import AgentDefinitionError, shown
 from afp_runtime.time._candidates import DstGap, DstOverlap, Resolution, TimeCandidate
@@ -74,8 +74,8 @@ OpenQuestion = Literal[
 NoneWhy = Literal["unreadable", "unsupported", "no-candidate", "excluded-by-policy"]
 """Why nothing can be offered (docs/time.md#the-time-policy)."""
 
-DATE_ORDERS: Final[tuple[str, ...]] = ("ask", "MDY", "DMY", "YMD")
-YEAR_POLICIES: Final[tuple[str, ...]] = ("ask", "current")
+DATE_ORDERS: Final[tuple[str, ...]] = get_args(DateOrder)
+YEAR_POLICIES: Final[tuple[str, ...]] = get_args(YearPolicy)
 
 # Which reading tags each date-order policy keeps (two-field dates: month-day or day-month).
 _KEEPS: Final[dict[str, frozenset[str]]] = {

@@ -14,7 +14,7 @@ Readings settled here:
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import msgspec
 
@@ -25,7 +25,7 @@ from afp_runtime.time._wire import Wire
 WindowSource = Literal["answered", "derived-from-reading", "control"]
 """Where a person window comes from (docs/time.md#person-windows)."""
 
-WINDOW_SOURCES: Final[tuple[str, ...]] = ("answered", "derived-from-reading", "control")
+WINDOW_SOURCES: Final[tuple[str, ...]] = get_args(WindowSource)
 
 
 def _ends(start: object, end: object) -> tuple[Instant, Instant]:

@@ -56,7 +56,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Final, cast, get_args
 
 from afp_runtime.errors import InvalidValue
 from afp_runtime.time._bound_instants import (
@@ -97,7 +97,7 @@ from afp_runtime.time._zones import load_zone, to_local
 if TYPE_CHECKING:
     from afp_runtime.time._policy import TimePolicy
 
-_GRAIN_ORDER: Final[tuple[str, ...]] = ("second", "minute", "hour", "day", "week")
+_GRAIN_ORDER: Final[tuple[str, ...]] = get_args(Grain)
 _LOOKBACK_LETTER: Final[dict[str, str]] = {"minute": "m", "hour": "h", "day": "d", "week": "w"}
 
 
