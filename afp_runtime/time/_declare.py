@@ -38,7 +38,7 @@ import msgspec
 from afp_runtime.errors import PeriodDeclarationError
 from afp_runtime.time._check import check_choice, check_name, prefixed, refuse
 from afp_runtime.time._durations import FACT_UNITS, is_duration
-from afp_runtime.time._facts import Direction, Facts, check_facts
+from afp_runtime.time._facts import Direction, Facts
 from afp_runtime.time._forms import (
     EPOCH_AS,
     FORM_KINDS,
@@ -131,14 +131,7 @@ class Period(Wire, frozen=True, kw_only=True):
                 msgspec.structs.force_setattr(self, name, tuple(value))
         _check_shorthand(self)
         _check_forms(self.forms)
-        check_facts(
-            direction=self.direction,
-            retention=self.retention,
-            max_range=self.max_range,
-            granularity=self.granularity,
-            filters_to_asked=self.filters_to_asked,
-            wall_zone=self.wall_zone,
-        )
+        facts_of(self)  # the facts check their own values
         _check_missing(self.missing)
         if self.wall_zone is None:
             for index, form in enumerate(forms_of(self)):

@@ -51,28 +51,6 @@ DEFAULT_GRANULARITY_MS: Final = 60_000
 (docs/time.md#facts-about-the-data)."""
 
 
-def check_facts(
-    *,
-    direction: object,
-    retention: object,
-    max_range: object,
-    granularity: object,
-    filters_to_asked: object,
-    wall_zone: object,
-) -> None:
-    """Check fact values, raising ``PeriodDeclarationError`` naming the wire field
-    (docs/time.md#validation-at-definition-time)."""
-    if direction is not None:
-        check_choice(direction, DIRECTIONS, "direction")
-    check_duration(retention, "retention")
-    check_duration(max_range, "maxRange")
-    check_duration(granularity, "granularity")
-    if not isinstance(filters_to_asked, bool):
-        raise refuse("filtersToAsked", "must be true or false", filters_to_asked)
-    if wall_zone is not None and wall_zone != "agent":
-        raise refuse("wallZone", 'can only be "agent"', wall_zone)
-
-
 class Facts(Wire, frozen=True, kw_only=True):
     """Facts about a tool's data (docs/time.md#facts-about-the-data); a fact that is absent is not
     checked.
@@ -101,14 +79,15 @@ class Facts(Wire, frozen=True, kw_only=True):
     wall_zone: Literal["agent"] | None = None
 
     def __post_init__(self) -> None:
-        check_facts(
-            direction=self.direction,
-            retention=self.retention,
-            max_range=self.max_range,
-            granularity=self.granularity,
-            filters_to_asked=self.filters_to_asked,
-            wall_zone=self.wall_zone,
-        )
+        if self.direction is not None:
+            check_choice(self.direction, DIRECTIONS, "direction")
+        check_duration(self.retention, "retention")
+        check_duration(self.max_range, "maxRange")
+        check_duration(self.granularity, "granularity")
+        if not isinstance(self.filters_to_asked, bool):
+            raise refuse("filtersToAsked", "must be true or false", self.filters_to_asked)
+        if self.wall_zone is not None and self.wall_zone != "agent":
+            raise refuse("wallZone", 'can only be "agent"', self.wall_zone)
 
     @property
     def retention_ms(self) -> int | None:
@@ -177,15 +156,11 @@ def tool_facts(forms: Sequence[Form], facts: Facts) -> Facts:
     """
     if not any(form.max_range is not None for form in forms):
         return facts
-    caps = [form_cap(form, facts) for form in forms]
-    largest: str | None = None
-    if all(cap is not None for cap in caps):
-        for cap in caps:
-            if cap is not None and (
-                largest is None
-                or parse_duration(cap, FACT_UNITS) > parse_duration(largest, FACT_UNITS)
-            ):
-                largest = cap
+    caps = [cap for cap in (form_cap(form, facts) for form in forms) if cap is not None]
+    if len(caps) < len(forms):
+        return msgspec.structs.replace(facts, max_range=None)
+    # max keeps the first of equal caps: the first form's spelling.
+    largest = max(caps, key=lambda cap: parse_duration(cap, FACT_UNITS))
     return msgspec.structs.replace(facts, max_range=largest)
 
 

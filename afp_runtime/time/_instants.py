@@ -38,17 +38,15 @@ _EPOCH_ORDINAL: Final = date(1970, 1, 1).toordinal()
 _UTC_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MINUTE_NS: Final = 60 * NS_PER_S
 
-# [0-9] rather than \d: \d also matches non-ASCII digits.
-_STRICT = re.compile(
+# [0-9] rather than \d: \d also matches non-ASCII digits. The lenient profile differs only in
+# also taking a lower-case t and z: the same pattern, case-insensitive.
+_INSTANT = (
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2})"
     r"(?::([0-9]{2})(?:\.([0-9]{1,9}))?)?"
     r"(Z|[+-][0-9]{2}:[0-9]{2})"
 )
-_LENIENT = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2})"
-    r"(?::([0-9]{2})(?:\.([0-9]{1,9}))?)?"
-    r"([Zz]|[+-][0-9]{2}:[0-9]{2})"
-)
+_STRICT = re.compile(_INSTANT)
+_LENIENT = re.compile(_INSTANT, re.IGNORECASE)
 
 
 class Instant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -161,12 +159,16 @@ class Instant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         return cls(ns=ns, offset=offset if offset % 60 == 0 else 0)
 
 
-def _offset_text(offset: int) -> str:
-    if offset == 0:
-        return "Z"
+def signed_offset(offset: int) -> str:
+    """An offset in seconds written ``±HH:MM`` (``+00:00`` for zero)."""
     sign = "-" if offset < 0 else "+"
     hours, minutes = divmod(abs(offset) // 60, 60)
     return f"{sign}{hours:02d}:{minutes:02d}"
+
+
+def fraction_text(sub_ns: int) -> str:
+    """A sub-second part written ``.`` and its digits without trailing zeros; empty for none."""
+    return "." + f"{sub_ns:09d}".rstrip("0") if sub_ns else ""
 
 
 def local_parts(instant: Instant) -> tuple[date, int, int]:
@@ -199,14 +201,9 @@ def spell_instant(instant: Instant, *, millis: bool = False) -> str:
     day, of_day, sub = local_parts(instant)
     hours, rest = divmod(of_day, 3600)
     minutes, seconds = divmod(rest, 60)
-    if millis:
-        fraction = f".{sub // NS_PER_MS:03d}"
-    elif sub:
-        fraction = "." + f"{sub:09d}".rstrip("0")
-    else:
-        fraction = ""
+    fraction = f".{sub // NS_PER_MS:03d}" if millis else fraction_text(sub)
     stamp = f"{day.isoformat()}T{hours:02d}:{minutes:02d}:{seconds:02d}{fraction}"
-    return stamp + _offset_text(instant.offset)
+    return stamp + ("Z" if instant.offset == 0 else signed_offset(instant.offset))
 
 
 def _refuse(text: object, why: str) -> InvalidValue:

@@ -85,7 +85,8 @@ _KEEPS: Final[dict[str, frozenset[str]]] = {
 }
 
 
-def _refuse(field: str, why: str, value: object) -> AgentDefinitionError:
+def refuse_setting(field: str, why: str, value: object) -> AgentDefinitionError:
+    """An ``AgentDefinitionError`` naming a setting under ``time`` and its value."""
     return AgentDefinitionError(f"{field} {why}", field=field, value=shown(value))
 
 
@@ -109,21 +110,23 @@ class TimePolicy(Wire, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         if self.date_order not in DATE_ORDERS:
-            raise _refuse(
+            raise refuse_setting(
                 "time.policy.dateOrder", f"must be one of {', '.join(DATE_ORDERS)}", self.date_order
             )
         if self.year not in YEAR_POLICIES:
-            raise _refuse("time.policy.year", "must be ask or current", self.year)
+            raise refuse_setting("time.policy.year", "must be ask or current", self.year)
         if self.abbreviations is None:
             return
         if not isinstance(self.abbreviations, dict):
-            raise _refuse("time.policy.abbreviations", "must be a table", self.abbreviations)
+            raise refuse_setting("time.policy.abbreviations", "must be a table", self.abbreviations)
         for token, zone in self.abbreviations.items():
             field = f"time.policy.abbreviations.{token}"
             if not isinstance(token, str) or not token.strip() or len(token) > MAX_ZONE_TOKEN:
-                raise _refuse(field, f"must be a token of 1-{MAX_ZONE_TOKEN} code points", token)
+                raise refuse_setting(
+                    field, f"must be a token of 1-{MAX_ZONE_TOKEN} code points", token
+                )
             if not is_zone_name(zone):
-                raise _refuse(field, "must be a zone name (Area/Location, UTC or GMT)", zone)
+                raise refuse_setting(field, "must be a zone name (Area/Location, UTC or GMT)", zone)
 
 
 class AppliedPolicy(Wire, frozen=True, kw_only=True):

@@ -43,7 +43,7 @@ from afp_runtime.time._facts import Facts, period_fact_problem
 from afp_runtime.time._instants import Instant, local_parts, parse_instant
 from afp_runtime.time._ranges import TimeRange
 from afp_runtime.time._rows import TimeAnswerRow
-from afp_runtime.time._texts import ANSWER_REASON_TEXTS, WEEKDAYS
+from afp_runtime.time._texts import ANSWER_REASON_TEXTS, weekday_date_time
 from afp_runtime.time._windows import OpenMention, OpenReading
 from afp_runtime.time._zones import WallGap, is_zone_name, read_wall, to_zone
 
@@ -116,18 +116,6 @@ class TimeQuestion(msgspec.Struct, frozen=True, kw_only=True, rename="camel", om
     zone: str | None = None
 
 
-def _clock_text(instant: Instant) -> tuple[str, str, str]:
-    day, of_day, sub = local_parts(instant)
-    hours, rest = divmod(of_day, 3600)
-    minutes, seconds = divmod(rest, 60)
-    text = f"{hours:02d}:{minutes:02d}"
-    if seconds or sub:
-        text += f":{seconds:02d}"
-        if sub:
-            text += "." + f"{sub:09d}".rstrip("0")
-    return WEEKDAYS[day.weekday()], day.isoformat(), text
-
-
 def choice_label(time_range: TimeRange, zone: str) -> str:
     """A reading's label: weekday, date and times in ``zone``, the zone named.
 
@@ -137,8 +125,8 @@ def choice_label(time_range: TimeRange, zone: str) -> str:
     start, end = time_range.start_instant, time_range.end_instant
     if is_zone_name(zone):
         start, end = to_zone(start, zone), to_zone(end, zone)
-    s_weekday, s_day, s_clock = _clock_text(start)
-    e_weekday, e_day, e_clock = _clock_text(end)
+    s_weekday, s_day, s_clock = weekday_date_time(start, seconds=True)
+    e_weekday, e_day, e_clock = weekday_date_time(end, seconds=True)
     if s_day == e_day:
         return f"{s_weekday}, {s_day}, from {s_clock} until {e_clock} ({zone})"
     return f"from {s_weekday}, {s_day}, {s_clock} until {e_weekday}, {e_day}, {e_clock} ({zone})"

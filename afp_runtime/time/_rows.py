@@ -35,7 +35,7 @@ from typing import Any, Final, Literal, get_args
 import msgspec
 
 from afp_runtime.errors import CheckpointInvalid, InvalidValue, decoded_path, shown
-from afp_runtime.time._clock import ClockRow
+from afp_runtime.time._clock import ClockRow, check_counts
 from afp_runtime.time._durations import FACT_UNITS, is_duration
 from afp_runtime.time._facts import TIME_REFUSALS, TimeRefusal
 from afp_runtime.time._instants import NS_PER_MS, Instant, parse_instant, spell_instant
@@ -226,7 +226,7 @@ class CallWindowRow(_TimeRow, frozen=True, kw_only=True, tag="call-window"):
     argument: str | None = None
 
     def __post_init__(self) -> None:
-        _check_counts(self.turn, self.iteration)
+        check_counts(self.turn, self.iteration)
         if self.form is not None and (_bad_int(self.form) or self.form < 0):
             raise InvalidValue("form must be an int >= 0", field="form", value=shown(self.form))
         if self.assumed is not None and not is_duration(self.assumed, FACT_UNITS):
@@ -267,7 +267,7 @@ class TimeAnswerRow(_TimeRow, frozen=True, kw_only=True, tag="time-answer"):
     how: AnswerHow
 
     def __post_init__(self) -> None:
-        _check_counts(self.turn, self.iteration)
+        check_counts(self.turn, self.iteration)
         if _bad_int(self.mention) or self.mention < 0:
             raise InvalidValue("mention must be an int >= 0", field="mention")
         if not _strict(self.start, "from") < _strict(self.end, "to"):
@@ -334,7 +334,7 @@ class CallRow(_TimeRow, frozen=True, kw_only=True, tag="call"):
     drift: Drift | None = None
 
     def __post_init__(self) -> None:
-        _check_counts(self.turn, self.iteration)
+        check_counts(self.turn, self.iteration)
         if not is_canonical_utc_ms(self.dispatched_at):
             raise InvalidValue(
                 "dispatchedAt must be canonical UTC on a whole millisecond",
@@ -358,12 +358,6 @@ def _strict(text: object, field: str) -> Instant:
         raise InvalidValue(
             f"time-answer {field}: {exc.message}", field=field, value=shown(text)
         ) from exc
-
-
-def _check_counts(turn: object, iteration: object) -> None:
-    for name, value in (("turn", turn), ("iteration", iteration)):
-        if _bad_int(value) or value < 1:  # type: ignore[operator]
-            raise InvalidValue(f"{name} must be an int >= 1", field=name, value=shown(value))
 
 
 def present_keys(row: msgspec.Struct) -> dict[str, Any]:

@@ -23,7 +23,13 @@ from collections.abc import Mapping
 from typing import Final
 
 from afp_runtime.time._facts import Facts, TimeRefusal
-from afp_runtime.time._instants import Instant, local_parts, parse_instant
+from afp_runtime.time._instants import (
+    Instant,
+    fraction_text,
+    local_parts,
+    parse_instant,
+    signed_offset,
+)
 from afp_runtime.time._rows import CallWindowRow
 from afp_runtime.time._zones import is_zone_name, to_zone
 
@@ -178,18 +184,15 @@ def abandoned_observation(tool_name: str) -> str:
     )
 
 
-def offset_text(offset_s: int) -> str:
-    """An offset written ``UTC±HH:MM``."""
-    sign = "-" if offset_s < 0 else "+"
-    hours, minutes = divmod(abs(offset_s) // 60, 60)
-    return f"UTC{sign}{hours:02d}:{minutes:02d}"
-
-
-def weekday_date_time(instant: Instant) -> tuple[str, str, str]:
-    """The weekday, ``YYYY-MM-DD`` and ``HH:MM`` of an instant in its own offset."""
-    day, of_day, _ = local_parts(instant)
+def weekday_date_time(instant: Instant, *, seconds: bool = False) -> tuple[str, str, str]:
+    """The weekday, ``YYYY-MM-DD`` and ``HH:MM`` of an instant in its own offset; with
+    ``seconds``, ``:SS`` and a fraction follow when they are not zero."""
+    day, of_day, sub = local_parts(instant)
     hours, rest = divmod(of_day, 3600)
-    return WEEKDAYS[day.weekday()], day.isoformat(), f"{hours:02d}:{rest // 60:02d}"
+    clock = f"{hours:02d}:{rest // 60:02d}"
+    if seconds and (rest % 60 or sub):
+        clock += f":{rest % 60:02d}{fraction_text(sub)}"
+    return WEEKDAYS[day.weekday()], day.isoformat(), clock
 
 
 def time_line(now: Instant | str, zone: str, *, zone_unknown: bool = False) -> str:
@@ -217,5 +220,5 @@ def time_line(now: Instant | str, zone: str, *, zone_unknown: bool = False) -> s
     weekday, day, clock = weekday_date_time(local)
     return (
         f"{TIME_LINE_PREFIX} The current time for this turn is {weekday}, {day}, {clock}, "
-        f"{zone}, {offset_text(local.offset)}."
+        f"{zone}, UTC{signed_offset(local.offset)}."
     )
