@@ -34,7 +34,7 @@ Readings settled here:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -51,13 +51,13 @@ from afp_runtime.time._convert import (
 )
 from afp_runtime.time._declare import AS_SENT, Assume, MissingRule
 from afp_runtime.time._durations import FACT_UNITS, parse_duration
-from afp_runtime.time._facts import Facts, form_facts, partly_beyond_retention
+from afp_runtime.time._facts import Facts, TimeRefusal, form_facts, partly_beyond_retention
 from afp_runtime.time._facts import period_fact_problem as _fact_problem
 from afp_runtime.time._forms import Form, arguments_of
 from afp_runtime.time._ranges import TimeRange, lookback_bounds, lookback_range
 from afp_runtime.time._readback import find_sent_gap, is_missing, read_back
 from afp_runtime.time._rows import CallWindowRow, Differs
-from afp_runtime.time._windows import TurnWindow, TurnWindows
+from afp_runtime.time._windows import OpenReading, TurnWindow, TurnWindows
 
 TIME_QUOTE: Final = "_timeQuote"
 """The reserved argument in which the model quotes the person's words a period comes from."""
@@ -164,6 +164,29 @@ def window_equals(window: TurnWindow, sent: TimeRange, ctx: PeriodContext) -> bo
         return False
     length = parse_duration(window.lookback, FACT_UNITS)
     return sent in (lookback_bounds(ctx.now, length), lookback_range(ctx.now, length))
+
+
+def convert_reading(
+    call: CallToBind, reading: OpenReading, ctx: PeriodContext
+) -> Conversion | Refusal:
+    """``convert_for_tool`` of an open reading for ``call``, in the reading's zone and at the
+    tool's step."""
+    local = _context(call, ctx, reading.zone)
+    return convert_for_tool(reading.asked(), call.forms, call.facts, local)
+
+
+def refusal_of_all(
+    call: CallToBind, readings: Sequence[OpenReading], ctx: PeriodContext
+) -> TimeRefusal | None:
+    """The first reading's refusal when ``call`` refuses every one of ``readings``
+    (docs/time.md#fill-path step 4); None when one of them converts, or there is none."""
+    first: TimeRefusal | None = None
+    for reading in readings:
+        outcome = convert_reading(call, reading, ctx)
+        if not isinstance(outcome, Refusal):
+            return None
+        first = first or outcome.refused
+    return first
 
 
 def _row(call: CallToBind, **fields: Any) -> CallWindowRow:
@@ -277,17 +300,9 @@ def _fill(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallDec
             return CallDecision(row=row, arguments=arguments, window=window)
         filled = {**arguments, **outcome.values}
         return CallDecision(row=_filled(call, window, outcome), arguments=filled, window=window)
-    readings = windows.open[0].readings if windows.open else ()
-    refusals: list[Refusal] = []
-    for reading in readings:
-        local = _context(call, ctx, reading.zone)
-        outcome = convert_for_tool(reading.asked(), call.forms, call.facts, local)
-        if not isinstance(outcome, Refusal):
-            break
-        refusals.append(outcome)
-    if readings and len(refusals) == len(readings):
-        row = _row(call, how="refused", refused=refusals[0].refused)
-        return CallDecision(row=row, arguments=arguments)
+    refused = refusal_of_all(call, windows.open[0].readings if windows.open else (), ctx)
+    if refused is not None:
+        return CallDecision(row=_row(call, how="refused", refused=refused), arguments=arguments)
     return CallDecision(row=_row(call, how="not-filled", why="open-reading"), arguments=arguments)
 
 

@@ -285,12 +285,15 @@ def arguments_of(form: Form) -> tuple[str, ...]:
     return value_arguments_of(form) + ((zone,) if zone is not None else ())
 
 
+def ends_of(form: BoundsForm | JoinedForm | ObjectForm) -> tuple[BoundAs, BoundAs, Edge | None]:
+    """How a two-ended form writes its ``from`` and ``to`` values, and its ``to`` end's edge."""
+    if isinstance(form, BoundsForm):
+        return form.start.as_, form.end.as_, form.end.edge
+    return form.as_, form.as_, form.edge
+
+
 def needs_zone(form: Form) -> bool:
     """Whether the form writes local values (``wall``, ``date`` or ``day``)."""
-    if isinstance(form, DayForm):
-        return True
-    if isinstance(form, BoundsForm):
-        return form.start.as_ in ZONED_AS or form.end.as_ in ZONED_AS
-    if isinstance(form, JoinedForm | ObjectForm):
-        return form.as_ in ZONED_AS
-    return False
+    if isinstance(form, DayForm | LookbackForm):
+        return isinstance(form, DayForm)
+    return any(as_ in ZONED_AS for as_ in ends_of(form)[:2])

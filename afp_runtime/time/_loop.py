@@ -28,6 +28,7 @@ Readings settled here (the spec is silent):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -55,21 +56,19 @@ from afp_runtime.time._clock import (
     turn_clock,
 )
 from afp_runtime.time._config import TimeConfig, time_config_to_wire
-from afp_runtime.time._convert import PeriodContext, Refusal, convert_for_tool
+from afp_runtime.time._convert import PeriodContext
 from afp_runtime.time._decide import (
     TIME_QUOTE,
     TIME_QUOTE_DESCRIPTION,
     CallDecision,
     CallToBind,
     decide_call,
+    refusal_of_all,
     without_time_quote,
 )
 from afp_runtime.time._declare import Period, facts_of, forms_of
 from afp_runtime.time._dispatch import dispatch_call, tool_time
 from afp_runtime.time._facts import (
-    DEFAULT_GRANULARITY_MS,
-    Facts,
-    TimeRefusal,
     form_facts,
     tool_facts,
 )
@@ -112,13 +111,12 @@ class TimeTurn:
         # bundle appends them to the ledger).
         self.pending: list[dict[str, Any]] = []
 
-    def add(self, rows: Sequence[Any]) -> list[dict[str, Any]]:
-        """File ``rows`` on the turn (the next bundle commits them); returns their wire form."""
+    def add(self, rows: Sequence[Any]) -> None:
+        """File ``rows`` on the turn (the next bundle commits them)."""
         added = [wire(row) for row in rows]
         self.rows.extend(added)
         self.pending.extend(added)
         self.windows = turn_windows_of(self.rows, self.turn)
-        return added
 
     @property
     def zone(self) -> str | None:
@@ -129,18 +127,12 @@ class TimeTurn:
         self, tool: Tool | None, *, zone: str | None = None, agent_zone: str | None
     ) -> PeriodContext:
         """What a conversion for ``tool`` needs: the turn's now, the zone, the tool's step."""
-        assert tool is not None
-        facts = _facts(tool)
         return PeriodContext(
             now=self.clock.now_instant,
             zone=zone if zone is not None else self.zone,
             agent_zone=agent_zone,
-            granularity_ms=facts.granularity_ms or DEFAULT_GRANULARITY_MS,
+            granularity_ms=facts_of(period_of(tool)).granularity_ms,
         )
-
-
-def _facts(tool: Tool) -> Facts:
-    return facts_of(period_of(tool))
 
 
 def has_forms(tool: Tool | None) -> bool:
@@ -210,15 +202,6 @@ def unanswered_time(call: ToolCall, question: QuestionRow) -> ToolOutcome:
     if question.status == "unsettled":
         return unrun_outcome(call, "not-dispatched", unsettled_observation(call.name))
     return unrun_outcome(call, "not-dispatched", abandoned_observation(call.name))
-
-
-class TimePlan:
-    """The time layer's view of one batch: its decisions, what they bound, who waits."""
-
-    def __init__(self) -> None:
-        self.decisions: dict[str, CallDecision] = {}
-        self.binds: dict[str, CallToBind] = {}
-        self.asking: list[str] = []
 
 
 class TimeExtension:
@@ -388,7 +371,6 @@ class TimeRun(RunExtension):
         state = self.state
         if state is None:
             return list(planned), []
-        plan = TimePlan()
         agent_zone = self.config.zone
         binds = [
             (index, self._bind(item, self.quotes.get(item.call.id), at), item)
@@ -404,21 +386,19 @@ class TimeRun(RunExtension):
 
         decisions = await self.offload(work) if binds else []
         result = list(planned)
+        asking: list[CallToBind] = []
         for (index, bind, item), decision in zip(binds, decisions, strict=True):
-            plan.decisions[bind.tool_call_id] = decision
-            plan.binds[bind.tool_call_id] = bind
+            state.decisions[bind.tool_call_id] = decision
             result[index] = self._apply(item, decision)
             if decision.asks:
-                plan.asking.append(bind.tool_call_id)
+                asking.append(bind)
         state.add([decision.row for decision in decisions])
-        state.decisions.update(plan.decisions)
-        if not plan.asking:
+        if not asking:
             return result, []
         # docs/time.md#when-the-batch-asks, docs/time.md#question-shapes: calls wait only on the
         # turn's single open mention (docs/time.md#what-follows-for-filling).
         assert state.windows.open
-        binds_asking = [plan.binds[call_id] for call_id in plan.asking]
-        return result, [await self._question_for(state.windows.open[0], binds_asking)]
+        return result, [await self._question_for(state.windows.open[0], asking)]
 
     def _apply(self, item: PlannedCall, decision: CallDecision) -> PlannedCall:
         """The planned call after its decision: refused (never runs) or with its arguments."""
@@ -455,11 +435,7 @@ class TimeRun(RunExtension):
         ctx = PeriodContext(
             now=state.clock.now_instant, zone=state.zone, agent_zone=self.config.zone
         )
-
-        def work() -> TimeQuestion:
-            return time_question(mention, binds, ctx, turn=state.turn)
-
-        question = await self.offload(work)
+        question = await self.offload(partial(time_question, mention, binds, ctx, turn=state.turn))
         detail = {
             "question": msgspec.to_builtins(question),
             "facts": [msgspec.to_builtins(tool_facts(b.forms, b.facts)) for b in binds],
@@ -588,25 +564,11 @@ class TimeRun(RunExtension):
         assert state is not None
         if not mention.readings:
             return None
-        agent_zone = self.config.zone
         by_id = {call.id: call for call in calls}
-
-        def first_refusal(bind: CallToBind) -> TimeRefusal | None:
-            codes: list[TimeRefusal] = []
-            for reading in mention.readings:
-                ctx = PeriodContext(
-                    now=state.clock.now_instant,
-                    zone=reading.zone,
-                    agent_zone=agent_zone,
-                    granularity_ms=bind.facts.granularity_ms or DEFAULT_GRANULARITY_MS,
-                )
-                found = convert_for_tool(reading.asked(), bind.forms, bind.facts, ctx)
-                if not isinstance(found, Refusal):
-                    return None
-                codes.append(found.refused)
-            return codes[0]
-
-        refusals = await self.offload(lambda: [first_refusal(b) for b in binds])
+        ctx = PeriodContext(now=state.clock.now_instant, agent_zone=self.config.zone)
+        refusals = await self.offload(
+            lambda: [refusal_of_all(bind, mention.readings, ctx) for bind in binds]
+        )
         if any(code is None for code in refusals):
             return None
         planned: dict[str, PlannedCall] = {}
@@ -638,10 +600,7 @@ class TimeRun(RunExtension):
         )
         parses = [msgspec.convert(p, TimeParts) for p in reading.get("parses") or []]
         policy = self.config.policy
-
-        def work() -> Any:
-            return resolve(parses, clock=state.clock, policy=policy, zone_answer=zone)
-
+        work = partial(resolve, parses, clock=state.clock, policy=policy, zone_answer=zone)
         resolution = await self.offload(work)
         readings = tuple(
             OpenReading(range=c.range, zone=c.zone, lookback=c.lookback, candidate=i)

@@ -37,8 +37,8 @@ from typing import Any, Final, Literal
 import msgspec
 
 from afp_runtime.errors import InvalidAnswer, InvalidValue, shown
-from afp_runtime.time._convert import PeriodContext, Refusal, convert_for_tool
-from afp_runtime.time._decide import CallToBind
+from afp_runtime.time._convert import PeriodContext, Refusal
+from afp_runtime.time._decide import CallToBind, convert_reading
 from afp_runtime.time._facts import Facts, period_fact_problem
 from afp_runtime.time._instants import Instant, local_parts, parse_instant
 from afp_runtime.time._ranges import TimeRange
@@ -151,25 +151,16 @@ def range_prompt(quote: str, *, with_choices: bool) -> str:
     return f'What time did you mean by "{quote}"? Please type the range you meant {typed}.'
 
 
-def _accepted(reading: OpenReading, calls: Sequence[CallToBind], ctx: PeriodContext) -> bool:
-    for call in calls:
-        local = PeriodContext(
-            now=ctx.now,
-            zone=reading.zone,
-            agent_zone=ctx.agent_zone,
-            granularity_ms=call.facts.granularity_ms,
-        )
-        if isinstance(convert_for_tool(reading.asked(), call.forms, call.facts, local), Refusal):
-            return False
-    return True
-
-
 def offered_readings(
     mention: OpenMention, calls: Sequence[CallToBind], ctx: PeriodContext
 ) -> tuple[OpenReading, ...]:
     """The readings a question offers: those ``convert_for_tool`` accepts for every waiting
     call (docs/time.md#question-shapes)."""
-    return tuple(r for r in mention.readings if _accepted(r, calls, ctx))
+    return tuple(
+        reading
+        for reading in mention.readings
+        if not any(isinstance(convert_reading(call, reading, ctx), Refusal) for call in calls)
+    )
 
 
 def time_question(
