@@ -29,7 +29,7 @@ import msgspec
 from afp_runtime.time._convert import AskedWindow, PeriodContext, convert_exact
 from afp_runtime.time._forms import Form, LookbackForm
 from afp_runtime.time._instants import NS_PER_MS, Instant, spell_instant
-from afp_runtime.time._rows import CallRow, CallWindowRow, Drift, DriftOutcome
+from afp_runtime.time._rows import CallRow, CallWindowRow, Drift
 from afp_runtime.tools import AskedSpan, ToolTime
 
 TOOL_TIME_VERSION: Final = 1
@@ -70,11 +70,6 @@ class DriftResult(msgspec.Struct, frozen=True, kw_only=True):
     drift: Drift
     values: dict[str, Any] = msgspec.field(default_factory=dict)
     removed: str | None = None
-
-    @property
-    def outcome(self) -> DriftOutcome:
-        """``shifted`` or ``redrawn``."""
-        return self.drift.outcome
 
     def apply(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """The arguments the tool receives: redrawn → look-back argument out, values in;

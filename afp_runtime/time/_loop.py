@@ -90,13 +90,6 @@ from afp_runtime.time._zones import is_zone_name, preload_zones
 from afp_runtime.tools import PlannedCall, Tool, ToolOutcome, plan_call, unrun_outcome
 
 
-def wire(row: Any) -> dict[str, Any]:
-    """A time row (a Struct) in its wire form, as the ledger keeps it."""
-    if isinstance(row, dict):
-        return row
-    return dict(msgspec.to_builtins(row))
-
-
 class TimeTurn:
     """The turn's clock and time rows, kept on the run (rebuilt from the ledger at seed)."""
 
@@ -113,7 +106,7 @@ class TimeTurn:
 
     def add(self, rows: Sequence[Any]) -> None:
         """File ``rows`` on the turn (the next bundle commits them)."""
-        added = [wire(row) for row in rows]
+        added = [msgspec.to_builtins(row) for row in rows]
         self.rows.extend(added)
         self.pending.extend(added)
         self.windows = turn_windows_of(self.rows, self.turn)
@@ -284,7 +277,7 @@ class TimeRun(RunExtension):
 
         clock, rows = await self.offload(work)
         await self._preload(clock, config.zone)
-        return TimeTurn(clock, [wire(row) for row in rows], turn)
+        return TimeTurn(clock, [msgspec.to_builtins(row) for row in rows], turn)
 
     async def _continuation(
         self, ledger: Sequence[Mapping[str, Any]], turn: int

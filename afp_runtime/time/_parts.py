@@ -213,13 +213,7 @@ class RangeSide(Wire, frozen=True, kw_only=True):
     part_of_day: PartOfDay | None = None
 
     def __post_init__(self) -> None:
-        if (
-            self.date is None
-            and self.wall is None
-            and self.zone_token is None
-            and self.relative is None
-            and self.part_of_day is None
-        ):
+        if all(getattr(self, name) is None for name in self.__struct_fields__):
             raise ValueError("a range side has at least one part")
         _check_zone_token(self.zone_token)
 
@@ -246,15 +240,7 @@ class TimeParts(Wire, frozen=True, kw_only=True):
     range_of: tuple[RangeSide, RangeSide] | None = None
 
     def __post_init__(self) -> None:
-        if (
-            self.date is None
-            and self.wall is None
-            and self.zone_token is None
-            and self.relative is None
-            and self.part_of_day is None
-            and self.anchor is None
-            and self.range_of is None
-        ):
+        if all(getattr(self, name) is None for name in self.__struct_fields__):
             raise ValueError("time parts have at least one part")
         if self.range_of is not None and self.wall is not None:
             raise ValueError("a range keeps its times of day on its sides")

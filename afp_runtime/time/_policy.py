@@ -190,7 +190,7 @@ Choice = OnlyChoice | PolicyChoice | OpenChoice | NoneChoice
 
 
 def _keeps(candidate: TimeCandidate, policy: TimePolicy, setting: str) -> bool:
-    if setting == "dateOrder":
+    if setting == "date_order":
         order = candidate.reading.date_order
         return order is None or order in _KEEPS[policy.date_order]
     year = candidate.reading.year
@@ -265,16 +265,12 @@ def apply_policy(resolution: Resolution, policy: TimePolicy) -> Choice:
         return NoneChoice(why="unsupported" if resolution.unsupported else "no-candidate")
     kept = list(range(len(candidates)))
     applied: dict[str, str] = {}
-    if policy.date_order != "ask":
-        narrowed = [i for i in kept if _keeps(candidates[i], policy, "dateOrder")]
-        if len(narrowed) < len(kept):
-            applied["date_order"] = policy.date_order
-        kept = narrowed
-    if policy.year != "ask":
-        narrowed = [i for i in kept if _keeps(candidates[i], policy, "year")]
-        if len(narrowed) < len(kept):
-            applied["year"] = policy.year
-        kept = narrowed
+    for setting, value in (("date_order", policy.date_order), ("year", policy.year)):
+        if value != "ask":
+            narrowed = [i for i in kept if _keeps(candidates[i], policy, setting)]
+            if len(narrowed) < len(kept):
+                applied[setting] = value
+            kept = narrowed
     if not kept:
         return NoneChoice(why="excluded-by-policy")
     settings = AppliedPolicy(**applied) if applied else None  # type: ignore[arg-type]

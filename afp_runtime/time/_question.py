@@ -176,37 +176,27 @@ def time_question(
         ctx: the turn's ``now``, the clock zone (None when unknown) and the agent's zone.
         turn: the turn.
     """
-    ids = tuple(call.tool_call_id for call in calls)
+    format: QuestionFormat = "zone" if mention.needs_zone else "time-range"
+    offered = () if mention.needs_zone else offered_readings(mention, calls, ctx)
+    readings = offered or mention.readings
+    zone = readings[0].zone if readings and not mention.needs_zone else ctx.zone
     if mention.needs_zone:
-        return TimeQuestion(
-            kind="time",
-            format="zone",
-            turn=turn,
-            mention=mention.mention,
-            quote=mention.quote,
-            prompt=zone_prompt(mention.quote),
-            choices=(),
-            free_entry=True,
-            tool_call_ids=ids,
-            zone=ctx.zone,
-        )
-    offered = offered_readings(mention, calls, ctx)
-    zone = (
-        offered[0].zone if offered else (mention.readings[0].zone if mention.readings else ctx.zone)
-    )
+        prompt = zone_prompt(mention.quote)
+    else:
+        prompt = range_prompt(mention.quote, with_choices=bool(offered))
     return TimeQuestion(
         kind="time",
-        format="time-range",
+        format=format,
         turn=turn,
         mention=mention.mention,
         quote=mention.quote,
-        prompt=range_prompt(mention.quote, with_choices=bool(offered)),
+        prompt=prompt,
         choices=tuple(
             TimeChoice(value=r.range.interval("/"), label=choice_label(r.range, r.zone))
             for r in offered
         ),
         free_entry=True,
-        tool_call_ids=ids,
+        tool_call_ids=tuple(call.tool_call_id for call in calls),
         zone=zone,
     )
 

@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Final, cast, get_args
 
+import msgspec
+
 from afp_runtime.errors import InvalidValue
 from afp_runtime.time._bound_instants import (
     NAIVE_EPOCH,
@@ -126,14 +128,8 @@ class _Context:
 
 
 def _lookback_only(parts: TimeParts) -> bool:
-    return (
-        parts.date is None
-        and parts.wall is None
-        and parts.zone_token is None
-        and parts.part_of_day is None
-        and parts.anchor is None
-        and parts.range_of is None
-    )
+    others = (name for name in parts.__struct_fields__ if name != "relative")
+    return all(getattr(parts, name) is None for name in others)
 
 
 def _day_source(
@@ -211,14 +207,8 @@ def _notes(
 
 
 def _tags(pairs: Sequence[tuple[str, str]]) -> ReadingTags:
-    found = dict(pairs)
-    return ReadingTags(
-        date_order=found.get("dateOrder"),  # type: ignore[arg-type]
-        meridiem=found.get("meridiem"),  # type: ignore[arg-type]
-        end_meridiem=found.get("endMeridiem"),  # type: ignore[arg-type]
-        year=found.get("year"),  # type: ignore[arg-type]
-        abbreviation=found.get("abbreviation"),  # type: ignore[arg-type]
-    )
+    # The tags are named as ReadingTags' wire keys (``dateOrder``, ``endMeridiem`` …).
+    return msgspec.convert(dict(pairs), ReadingTags)
 
 
 def _finest(grains: Sequence[Grain]) -> Grain:

@@ -235,7 +235,7 @@ class CallWindowRow(_TimeRow, frozen=True, kw_only=True, tag="call-window"):
             )
         if self.refused is not None and self.refused not in TIME_REFUSALS:
             raise InvalidValue("refused is not a time refusal", field="refused")
-        problem = call_window_problem(present_keys(self))
+        problem = call_window_problem(msgspec.to_builtins(self))
         if problem is not None:
             raise InvalidValue(f"call-window {problem[0]} {problem[1]}", field=problem[0])
 
@@ -360,13 +360,6 @@ def _strict(text: object, field: str) -> Instant:
         ) from exc
 
 
-def present_keys(row: msgspec.Struct) -> dict[str, Any]:
-    """The keys a row struct writes (wire names), with their values."""
-    built = msgspec.to_builtins(row)
-    assert isinstance(built, dict)
-    return built
-
-
 def is_canonical_utc_ms(text: object) -> bool:
     """Whether ``text`` is a strict instant in canonical UTC spelling on a whole millisecond."""
     try:
@@ -390,10 +383,6 @@ def call_window_of_call(
     """
     found: Mapping[str, Any] | None = None
     for row in ledger:
-        if isinstance(row, CallWindowRow):
-            if row.tool_call_id == tool_call_id and row.turn == turn:
-                found = present_keys(row) | {"kind": "call-window"}
-            continue
         wire = wire_row(row)
         if (
             wire is not None

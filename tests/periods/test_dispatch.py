@@ -270,7 +270,7 @@ def test_drift_never_changes_asked(minutes: int, how: str, forms_index: int) -> 
     seen = tool_time(row, zone=LA, now=NOW, dispatched_at=done.row.dispatched_at)
     assert seen.asked is not None
     assert (seen.asked.start, seen.asked.end) == (ASKED.start, ASKED.end)
-    if done.drift is not None and done.drift.outcome == "redrawn":
+    if done.drift is not None and done.drift.drift.outcome == "redrawn":
         assert "w" not in done.arguments
         assert how == "filled"
         assert abs(minutes) > 1
