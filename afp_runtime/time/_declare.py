@@ -44,7 +44,6 @@ from afp_runtime.time._forms import (
     FORM_KINDS,
     Bound,
     BoundsForm,
-    DayForm,
     Form,
     JoinedForm,
     LookbackForm,
@@ -193,7 +192,7 @@ def _check_forms(forms: object) -> None:
     if not isinstance(forms, tuple):
         raise refuse("forms", "must be a list of forms", forms)
     for index, form in enumerate(forms):
-        if not isinstance(form, BoundsForm | JoinedForm | ObjectForm | DayForm | LookbackForm):
+        if not isinstance(form, Form):
             raise refuse(f"forms[{index}]", "must be a period form", form)
 
 
@@ -207,20 +206,13 @@ def _check_missing(missing: object) -> None:
 
 
 def _expand(argument: str, spelling: str, zone_argument: str | None) -> Form:
-    if spelling == "lookback":
-        return LookbackForm(argument=argument, signed=False)
-    if spelling == "signed-lookback":
-        return LookbackForm(argument=argument, signed=True)
+    if spelling in ("lookback", "signed-lookback"):
+        return LookbackForm(argument=argument, signed=spelling == "signed-lookback")
     if spelling == "iso-range":
         return JoinedForm(argument=argument, as_="iso", joiner="..", edge="inclusive")
     assert zone_argument is not None  # checked when the period was made
-    return JoinedForm(
-        argument=argument,
-        as_="wall",
-        joiner="..",
-        edge="inclusive",
-        zone=ZoneArgument(argument=zone_argument),
-    )
+    zone = ZoneArgument(argument=zone_argument)
+    return JoinedForm(argument=argument, as_="wall", joiner="..", edge="inclusive", zone=zone)
 
 
 def forms_of(period: Period) -> tuple[Form, ...]:
@@ -243,14 +235,7 @@ def forms_of(period: Period) -> tuple[Form, ...]:
 
 def facts_of(period: Period) -> Facts:
     """The facts a period declares about the tool's data (docs/time.md#facts-about-the-data)."""
-    return Facts(
-        direction=period.direction,
-        retention=period.retention,
-        max_range=period.max_range,
-        granularity=period.granularity,
-        filters_to_asked=period.filters_to_asked,
-        wall_zone=period.wall_zone,
-    )
+    return Facts(**{name: getattr(period, name) for name in Facts.__struct_fields__})
 
 
 # --- decoding ---------------------------------------------------------------------------------
@@ -316,7 +301,7 @@ def _form_from_wire(raw: object, prefix: str) -> Form:
         raise _from_validation(exc, prefix) from exc
     except PeriodDeclarationError as exc:
         raise prefixed(exc, prefix) from exc
-    assert isinstance(form, BoundsForm | JoinedForm | ObjectForm | DayForm | LookbackForm)
+    assert isinstance(form, Form)
     return form
 
 

@@ -158,8 +158,14 @@ def _numeric_date(text: str, pos: int) -> Tok | None:
     return Tok("date", pos, match.end(), NumericDate(fields=fields, year_digits=digits))
 
 
-def _month_number(name: str) -> int:
-    return words.MONTH_NUMBERS[name.lower()]
+def _fixed_date(match: re.Match[str], pos: int) -> Tok:
+    """A month-name date token, ``badD`` when its day is not 1-31 or its year is 0."""
+    day = int(match["day"])
+    year = int(match["year"]) if match["year"] else None
+    if not 1 <= day <= 31 or year == 0:
+        return Tok("badD", pos, match.end())
+    date = FixedDate(month=words.MONTH_NUMBERS[match["mon"].lower()], day=day, year=year)
+    return Tok("date", pos, match.end(), date)
 
 
 def _month_date(text: str, pos: int) -> Tok | None:
@@ -170,22 +176,10 @@ def _month_date(text: str, pos: int) -> Tok | None:
         if after is not None and not _follows_date(after["w"]):
             return None
     if match is not None:
-        day = int(match["day"])
-        if not 1 <= day <= 31:
-            return Tok("badD", pos, match.end())
-        year = int(match["year"]) if match["year"] else None
-        if year == 0:
-            return Tok("badD", pos, match.end())
-        date = FixedDate(month=_month_number(match["mon"]), day=day, year=year)
-        return Tok("date", pos, match.end(), date)
+        return _fixed_date(match, pos)
     match = words.DAY_MONTH.match(text, pos)
     if match is not None and match["mon"] not in ("may", "march"):
-        day = int(match["day"])
-        year = int(match["year"]) if match["year"] else None
-        if not 1 <= day <= 31 or year == 0:
-            return Tok("badD", pos, match.end())
-        date = FixedDate(month=_month_number(match["mon"]), day=day, year=year)
-        return Tok("date", pos, match.end(), date)
+        return _fixed_date(match, pos)
     return None
 
 

@@ -179,10 +179,8 @@ def with_time_quote(schema: ToolSchema) -> ToolSchema:
 
 def filled_outcome(outcome: ToolOutcome, decision: CallDecision | None) -> ToolOutcome:
     """A filled call's observation says where its period came from (docs/time.md#fill-path)."""
-    if decision is None or decision.row.how != "filled" or outcome.status != "ok":
-        return outcome
-    note = filled_note(decision.row)
-    if not note:
+    note = filled_note(decision.row) if decision is not None else None
+    if note is None or outcome.status != "ok":
         return outcome
     content = f"{outcome.content}\n\n{note}"
     return msgspec.structs.replace(

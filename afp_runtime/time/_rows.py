@@ -60,29 +60,15 @@ NotFilledWhy = Literal["no-window", "several-mentions", "open-reading"]
 DriftOutcome = Literal["shifted", "redrawn"]
 """What dispatching later than ``now`` did to a look-back call (docs/time.md#drift)."""
 
-TIME_ROW_KINDS: Final[tuple[str, ...]] = (
-    "clock",
-    "time-reading",
-    "time-answer",
-    "call-window",
-    "call",
-)
+TimeRowKind = Literal["clock", "time-reading", "time-answer", "call-window", "call"]
+TIME_ROW_KINDS: Final[tuple[str, ...]] = get_args(TimeRowKind)
 """Every ledger row kind the time layer files (docs/time.md#row-kinds)."""
 
 _COMMON: Final = frozenset({"kind", "turn", "iteration", "toolCallId", "toolName", "how"})
+_TRUE_ONLY: Final = ("rounded", "trimmedByTool", "partlyBeyondRetention")
 _ALLOWED: Final[dict[str, frozenset[str]]] = {
-    "filled": frozenset(
-        {
-            "form",
-            "asked",
-            "person",
-            "rounded",
-            "sent",
-            "differs",
-            "trimmedByTool",
-            "partlyBeyondRetention",
-        }
-    ),
+    # A filled row may carry every true-only flag.
+    "filled": frozenset({"form", "asked", "person", "sent", "differs", *_TRUE_ONLY}),
     "bound": frozenset({"form", "asked", "person", "by", "partlyBeyondRetention"}),
     "model-chosen": frozenset({"form", "asked", "person", "partlyBeyondRetention"}),
     "model": frozenset({"form", "asked", "partlyBeyondRetention"}),
@@ -99,7 +85,6 @@ _MANDATORY: Final[dict[str, tuple[str, ...]]] = {
     "not-filled": ("why",),
     "refused": ("refused",),
 }
-_TRUE_ONLY: Final = ("rounded", "trimmedByTool", "partlyBeyondRetention")
 
 
 class _TimeRow(Wire, frozen=True, kw_only=True, tag_field="kind"):
