@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import timedelta
 from typing import Any, Final, Literal
 
 import msgspec
@@ -40,12 +40,12 @@ from afp_runtime.errors import InvalidAnswer, InvalidValue, shown
 from afp_runtime.time._convert import PeriodContext, Refusal
 from afp_runtime.time._decide import CallToBind, convert_reading
 from afp_runtime.time._facts import Facts, period_fact_problem
-from afp_runtime.time._instants import Instant, local_parts, parse_instant
+from afp_runtime.time._instants import Instant, parse_instant
 from afp_runtime.time._ranges import TimeRange
 from afp_runtime.time._rows import TimeAnswerRow
 from afp_runtime.time._texts import ANSWER_REASON_TEXTS, weekday_date_time
 from afp_runtime.time._windows import OpenMention, OpenReading
-from afp_runtime.time._zones import WallGap, is_zone_name, read_wall, to_zone
+from afp_runtime.time._zones import NAIVE_EPOCH, WallGap, is_zone_name, read_wall, to_zone
 
 QuestionFormat = Literal["zone", "time-range"]
 """What a time question asks for: a zone name, or a ``from/to`` range
@@ -227,21 +227,12 @@ def _part_problem(part: str) -> AnswerReason | None:
 
 def _names_gap(part: str, zone: str) -> bool:
     instant = parse_instant(part)
-    day, of_day, sub = local_parts(instant)
-    hours, rest = divmod(of_day, 3600)
-    naive = datetime(day.year, day.month, day.day, hours, rest // 60, rest % 60, sub // 1000)
-    reading = read_wall(naive, zone)
+    # The local time as written: the instant moved by its own offset.
+    local = NAIVE_EPOCH + timedelta(seconds=instant.seconds + instant.offset)
+    reading = read_wall(local.replace(microsecond=instant.subsecond_ns // 1000), zone)
     if not isinstance(reading, WallGap):
         return False
     return instant.offset in (reading.earlier.offset, reading.later.offset)
-
-
-def _facts_list(facts: Facts | Sequence[Facts] | None) -> tuple[Facts, ...]:
-    if facts is None:
-        return ()
-    if isinstance(facts, Facts):
-        return (facts,)
-    return tuple(facts)
 
 
 def check_time_answer(
@@ -293,7 +284,7 @@ def check_time_answer(
         return _problem("out-of-order")
     if zone is not None and is_zone_name(zone) and any(_names_gap(p, zone) for p in parts):
         return _problem("dst-gap")
-    judged = _facts_list(facts)
+    judged = (facts,) if isinstance(facts, Facts) else tuple(facts or ())
     if judged and now is None:
         raise ValueError("check_time_answer needs now to judge facts")
     answered = TimeRange(start=parts[0], end=parts[1])

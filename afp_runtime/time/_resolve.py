@@ -62,7 +62,6 @@ import msgspec
 
 from afp_runtime.errors import InvalidValue
 from afp_runtime.time._bound_instants import (
-    NAIVE_EPOCH,
     BoundReading,
     Offsets,
     dst_note,
@@ -94,7 +93,7 @@ from afp_runtime.time._zone_tokens import (
     abbreviation_offset,
     zone_of_token,
 )
-from afp_runtime.time._zones import load_zone, to_local
+from afp_runtime.time._zones import NAIVE_EPOCH, load_zone, to_local
 
 if TYPE_CHECKING:
     from afp_runtime.time._policy import TimePolicy
@@ -137,9 +136,7 @@ def _day_source(
 ) -> tuple[DateParts | Relative | None, bool]:
     """A holder's date or day word, and whether it holds both (or a span) — unsupported."""
     relative = holder.relative
-    if relative is not None and relative.is_lookback:
-        return None, True
-    if holder.date is not None and relative is not None:
+    if relative is not None and (relative.is_lookback or holder.date is not None):
         return None, True
     return holder.date or relative, False
 
@@ -211,14 +208,6 @@ def _tags(pairs: Sequence[tuple[str, str]]) -> ReadingTags:
     return msgspec.convert(dict(pairs), ReadingTags)
 
 
-def _finest(grains: Sequence[Grain]) -> Grain:
-    return min(grains, key=_GRAIN_ORDER.index)
-
-
-def _side_grain(wall: Wall | None) -> Grain:
-    return "day" if wall is None else grain_of(wall)
-
-
 def _emit(
     ctx: _Context,
     index: int,
@@ -234,7 +223,8 @@ def _emit(
     readings = ["zone"] + (
         ["offset"] if "offset" in start_options or "offset" in end_options else []
     )
-    grain = _finest([_side_grain(side.wall) for side in sides])
+    grains: list[Grain] = ["day" if side.wall is None else grain_of(side.wall) for side in sides]
+    grain = min(grains, key=_GRAIN_ORDER.index)
     zone_ranges: list[TimeRange] = []
     for reading in readings:
         s_opt = start_options.get(reading, start_options["zone"])
@@ -316,14 +306,7 @@ def _sides(parts: TimeParts, ctx: _Context) -> list[_SideSpec] | None:
     specs = []
     for position, side in enumerate(raw):
         other = raw[1 - position]
-        source = next(
-            (
-                found
-                for found in (sources[position], whole_source, sources[1 - position])
-                if found is not None
-            ),
-            None,
-        )
+        source = sources[position] or whole_source or sources[1 - position]
         token = side.zone_token or parts.zone_token or other.zone_token
         zone = _zone_for(token, ctx)
         if zone is None:

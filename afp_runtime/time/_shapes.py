@@ -108,9 +108,7 @@ def _end_bound(day: date, wall: Wall | None, meridiem: Meridiem | None) -> tuple
 
 
 def _start_bound(day: date, wall: Wall | None, meridiem: Meridiem | None) -> Bound:
-    if wall is None:
-        return Bound(day=day)
-    return Bound(day=day, wall=_naive(day, wall, meridiem))
+    return Bound(day=day, wall=None if wall is None else _naive(day, wall, meridiem))
 
 
 def _point_shapes(day: Day, wall: Wall | None) -> list[Shape]:

@@ -48,7 +48,7 @@ ZONE_NAME_LIMIT: Final = 64
 """The longest zone name accepted, in code points."""
 
 _UTC_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_NAIVE_EPOCH: Final = datetime(1970, 1, 1)
+NAIVE_EPOCH: Final = datetime(1970, 1, 1)
 
 Zone = ZoneInfo | str
 """A zone given as a loaded ``ZoneInfo`` or as a name (checked and loaded on use)."""
@@ -116,9 +116,9 @@ def preload_zones(names: Iterable[str]) -> None:
         load_zone(name)
 
 
-def _naive_seconds(naive: datetime) -> int:
-    delta = naive.replace(microsecond=0, tzinfo=None, fold=0) - _NAIVE_EPOCH
-    return delta.days * 86_400 + delta.seconds
+def naive_seconds(naive: datetime) -> int:
+    """Whole seconds from the naive epoch to a local date and time (its microseconds dropped)."""
+    return (naive.replace(microsecond=0, tzinfo=None, fold=0) - NAIVE_EPOCH) // timedelta(seconds=1)
 
 
 def _offset_seconds(moment: datetime) -> int:
@@ -205,7 +205,7 @@ def read_wall(naive: datetime, zone: Zone) -> WallReading:
     sub_ns = naive.microsecond * 1000
     first = whole.replace(tzinfo=tz, fold=0)
     second = whole.replace(tzinfo=tz, fold=1)
-    local_s = _naive_seconds(whole)
+    local_s = naive_seconds(whole)
 
     def at(moment: datetime) -> Instant:
         ns = (local_s - _offset_seconds(moment)) * NS_PER_S + sub_ns
