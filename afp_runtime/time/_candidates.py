@@ -162,9 +162,7 @@ class ReadingTags(Wire, frozen=True, kw_only=True):
     abbreviation: AbbreviationTag | None = None
 
 
-class TimeCandidate(
-    msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True
-):
+class TimeCandidate(Wire, frozen=True, kw_only=True):
     """One window the words may mean (docs/time.md#the-resolver); every key is written (module
     docstring).
 

@@ -233,17 +233,14 @@ def _sent(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallDec
             person = windows.windows[0] if len(windows.windows) == 1 else None
     judged = form_facts(call.forms[form], call.facts)
     problem = _fact_problem(asked, judged, ctx.now)
-    fields: dict[str, Any] = {"form": form, "asked": asked}
-    if person is not None:
-        fields["person"] = person.person()
+    # Absent fields are None (or False): a row leaves them out.
+    fields = {"form": form, "asked": asked, "person": None if person is None else person.person()}
     if problem is not None:
         row = _row(call, how="refused", refused=problem, **fields)
         return CallDecision(row=row, arguments=arguments, window=person)
-    if by is not None:
-        fields["by"] = by
-    if partly_beyond_retention(asked, judged, ctx.now):
-        fields["partly_beyond_retention"] = True
-    return CallDecision(row=_row(call, how=how, **fields), arguments=arguments, window=person)
+    partly = partly_beyond_retention(asked, judged, ctx.now)
+    row = _row(call, how=how, by=by, partly_beyond_retention=partly, **fields)
+    return CallDecision(row=row, arguments=arguments, window=person)
 
 
 def _assumed(
@@ -261,22 +258,19 @@ def _assumed(
 
 
 def _filled(call: CallToBind, window: TurnWindow, conversion: Conversion) -> CallWindowRow:
-    fields: dict[str, Any] = {
-        "form": conversion.form,
-        "asked": window.range,
-        "person": window.person(),
-    }
-    if conversion.rounded:
-        fields["rounded"] = True
-    if conversion.sent is not None:
-        fields["sent"] = conversion.sent
-        if trimmed_by_tool(conversion, call.facts):
-            fields["trimmed_by_tool"] = True
-        else:
-            fields["differs"] = Differs(extra=conversion.extra)
-    if conversion.partly_beyond_retention:
-        fields["partly_beyond_retention"] = True
-    return _row(call, how="filled", **fields)
+    trimmed = trimmed_by_tool(conversion, call.facts)
+    return _row(
+        call,
+        how="filled",
+        form=conversion.form,
+        asked=window.range,
+        person=window.person(),
+        rounded=conversion.rounded,
+        sent=conversion.sent,
+        differs=Differs(extra=conversion.extra) if conversion.widened and not trimmed else None,
+        trimmed_by_tool=trimmed,
+        partly_beyond_retention=conversion.partly_beyond_retention,
+    )
 
 
 def _fill(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallDecision:

@@ -64,7 +64,7 @@ AS_SENT: Final = "as-sent"
 """The default missing-period rule: the call runs as the model sent it."""
 
 
-class Assume(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
+class Assume(Wire, frozen=True, kw_only=True):
     """The missing-period rule ``assume(L)``: a span of length L ending now
     (docs/time.md#facts-about-the-data).
 

@@ -332,10 +332,8 @@ class TimeRun(RunExtension):
             quote = call.args.get(TIME_QUOTE)
             self.quotes[call.id] = quote if isinstance(quote, str) else None
             if TIME_QUOTE in call.args:
-                args = {k: v for k, v in call.args.items() if k != TIME_QUOTE}
-                clean.append(msgspec.structs.replace(call, args=args))
-            else:
-                clean.append(call)
+                call = msgspec.structs.replace(call, args=without_time_quote(call.args))
+            clean.append(call)
         return tuple(clean), Filed()
 
     def _bind(self, plan: PlannedCall, quote: str | None, at: At) -> CallToBind:

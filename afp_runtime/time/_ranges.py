@@ -37,9 +37,7 @@ def _ends(start: object, end: object) -> tuple[Instant, Instant]:
     return first, last
 
 
-class TimeRange(
-    msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True
-):
+class TimeRange(Wire, frozen=True, kw_only=True):
     """A half-open range ``[from, to)`` of strict instants (docs/time.md#ranges).
 
     Attributes:

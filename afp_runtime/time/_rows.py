@@ -91,13 +91,7 @@ class _TimeRow(Wire, frozen=True, kw_only=True, tag_field="kind"):
     """Base of the time rows: tagged on ``kind``; absent keys omitted, never ``null``."""
 
 
-class Differs(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    forbid_unknown_fields=True,
-):
+class Differs(Wire, frozen=True, kw_only=True):
     """What a widened fill reads beyond the person's window (docs/time.md#callwindowrow-fields).
 
     Attributes:

@@ -16,7 +16,7 @@ SAFE_INTEGER: Final = 2**53 - 1
 _WALL = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,3}))?)?"
 )
-_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _DIGITS = re.compile(r"-?[0-9]+")
 
 
@@ -48,19 +48,15 @@ def parse_wall(text: object) -> tuple[datetime, int] | None:
 
 def spell_wall(naive: datetime, *, millis: bool) -> str:
     """``YYYY-MM-DDTHH:MM:SS``, plus ``.mmm`` when ``millis``."""
-    text = f"{naive.date().isoformat()}T{naive.hour:02d}:{naive.minute:02d}:{naive.second:02d}"
-    return text + (f".{naive.microsecond // 1000:03d}" if millis else "")
+    return naive.isoformat(timespec="milliseconds" if millis else "seconds")
 
 
 def parse_date(text: object) -> date | None:
     """A real calendar date ``YYYY-MM-DD``, or None."""
-    if not isinstance(text, str):
-        return None
-    found = _DATE.fullmatch(text)
-    if found is None:
+    if not isinstance(text, str) or _DATE.fullmatch(text) is None:
         return None
     try:
-        return date(int(found.group(1)), int(found.group(2)), int(found.group(3)))
+        return date.fromisoformat(text)
     except ValueError:
         return None
 
