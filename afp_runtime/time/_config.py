@@ -45,10 +45,8 @@ DEFAULT_MAX_ANSWER_REPEATS: Final = 3
 
 
 def _is_reader(reader: object) -> bool:
-    texts = ("id", "version", "locale")
-    if not all(isinstance(getattr(reader, name, None), str) for name in texts):
-        return False
-    if not all(getattr(reader, name) for name in texts):
+    texts = [getattr(reader, name, None) for name in ("id", "version", "locale")]
+    if not all(isinstance(text, str) and text for text in texts):
         return False
     return getattr(reader, "kind", None) in ("rule", "model") and callable(
         getattr(reader, "read", None)

@@ -147,12 +147,7 @@ def points_at(declared: str | None, mention_quote: str | None) -> bool:
 
 
 def _context(call: CallToBind, ctx: PeriodContext, zone: str | None) -> PeriodContext:
-    return PeriodContext(
-        now=ctx.now,
-        zone=zone,
-        agent_zone=ctx.agent_zone,
-        granularity_ms=call.facts.granularity_ms,
-    )
+    return msgspec.structs.replace(ctx, zone=zone, granularity_ms=call.facts.granularity_ms)
 
 
 def window_equals(window: TurnWindow, sent: TimeRange, ctx: PeriodContext) -> bool:

@@ -14,7 +14,6 @@ from afp_runtime.time._parts import (
     MAX_LOOKBACK_COUNT,
     MAX_ZONE_TOKEN,
     FixedDate,
-    Meridiem,
     NumericDate,
     Relative,
     Wall,
@@ -38,12 +37,6 @@ T_KINDS: Final[frozenset[str]] = frozenset({"wall", "badT"})
 # --- the tokenizer ----------------------------------------------------------------------------
 
 
-def _meridiem(text: str | None) -> Meridiem | None:
-    if text is None:
-        return None
-    return "am" if text.lower().startswith("a") else "pm"
-
-
 def _wall_of(h_text: str, m_text: str | None, s_text: str | None, mer: str | None) -> Wall | None:
     """A ``Wall`` for typed digits, or None when they are not a time (``25:00``)."""
     h = int(h_text)
@@ -51,9 +44,8 @@ def _wall_of(h_text: str, m_text: str | None, s_text: str | None, mer: str | Non
     s = int(s_text) if s_text is not None else None
     if h > 23 or (m is not None and m > 59) or (s is not None and s > 59):
         return None
-    meridiem = _meridiem(mer)
-    if meridiem is not None:
-        return Wall(h=h, m=m, s=s, meridiem=meridiem)
+    if mer is not None:
+        return Wall(h=h, m=m, s=s, meridiem="am" if mer.lower().startswith("a") else "pm")
     wide = h == 0 or h >= 13 or (len(h_text) == 2 and h_text.startswith("0") and m is not None)
     return Wall(h=h, m=m, s=s, clock="24h" if wide else None)
 
@@ -88,10 +80,8 @@ def _lookback(text: str, pos: int) -> Tok | None:
     match = words.LOOK_COUNT.match(text, pos)
     if match is not None:
         unit = words.GOOD_UNITS.get(match["u"].lower())
-        count_text = match["n"]
-        readable = unit is not None and "." not in count_text
-        count = int(count_text) if readable else 0
-        if not readable or not 1 <= count <= MAX_LOOKBACK_COUNT or unit is None:
+        count = 0 if "." in match["n"] else int(match["n"])  # a fraction is unreadable
+        if unit is None or not 1 <= count <= MAX_LOOKBACK_COUNT:
             return Tok("badS", pos, match.end())
         return Tok("look", pos, match.end(), Relative(unit=unit, count=count))
     match = words.LOOK_WORD.match(text, pos)

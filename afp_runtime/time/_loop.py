@@ -251,16 +251,14 @@ class TimeRun(RunExtension):
             TimeReaderError: the reader's output is not shaped ``{mentions: [...]}``.
         """
         config = self.config
-        assert seed.text is not None
         text = seed.text
-        turn = seed.turn
-        message_time = seed.message_time
+        assert text is not None
         earlier_zone = answered_zone(await seed.answered_questions(), seed.ledger)
 
         def work() -> tuple[TimeClock, list[Any]]:
-            time: MessageTime | None = (
-                message_time_from_wire(message_time) if message_time is not None else None
-            )
+            time: MessageTime | None = None
+            if seed.message_time is not None:
+                time = message_time_from_wire(seed.message_time)
             clock = turn_clock(
                 time,
                 agent_zone=config.zone,
@@ -268,14 +266,14 @@ class TimeRun(RunExtension):
                 accepted_at_ms=seed.accepted_at_ms,
             )
             rows = [
-                clock_row(clock, turn=turn),
-                *read_message(text, clock=clock, config=config, turn=turn),
+                clock_row(clock, turn=seed.turn),
+                *read_message(text, clock=clock, config=config, turn=seed.turn),
             ]
             return clock, rows
 
         clock, rows = await self.offload(work)
         await self._preload(clock, config.zone)
-        return TimeTurn(clock, [msgspec.to_builtins(row) for row in rows], turn)
+        return TimeTurn(clock, [msgspec.to_builtins(row) for row in rows], seed.turn)
 
     async def _continuation(
         self, ledger: Sequence[Mapping[str, Any]], turn: int

@@ -227,22 +227,16 @@ def open_questions(
     def differ(key: Callable[[TimeCandidate], object]) -> bool:
         return len({key(candidate) for candidate in chosen}) > 1
 
-    found: list[OpenQuestion] = []
-    if differ(lambda c: c.reading.date_order):
-        found.append("date-order")
-    if differ(lambda c: c.reading.year):
-        found.append("year")
-    if differ(lambda c: (c.reading.meridiem, c.reading.end_meridiem)):
-        found.append("meridiem")
-    if differ(_dst):
-        found.append("dst")
-    if needs_zone:
-        found.append("zone")
-    if differ(lambda c: c.reading.abbreviation):
-        found.append("abbreviation")
-    if differ(lambda c: c.parse):
-        found.append("parse")
-    return tuple(found)
+    asked: list[tuple[OpenQuestion, bool]] = [
+        ("date-order", differ(lambda c: c.reading.date_order)),
+        ("year", differ(lambda c: c.reading.year)),
+        ("meridiem", differ(lambda c: (c.reading.meridiem, c.reading.end_meridiem))),
+        ("dst", differ(_dst)),
+        ("zone", needs_zone),
+        ("abbreviation", differ(lambda c: c.reading.abbreviation)),
+        ("parse", differ(lambda c: c.parse)),
+    ]
+    return tuple(question for question, is_open in asked if is_open)
 
 
 def apply_policy(resolution: Resolution, policy: TimePolicy) -> Choice:

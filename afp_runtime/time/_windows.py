@@ -225,15 +225,10 @@ def _answered(row: Mapping[str, Any], answer: Mapping[str, Any], quote: str) -> 
     how = answer.get("how")
     if found is None or not isinstance(zone, str):
         return None
-    lookback = None
-    for candidate in row.get("candidates") or ():
-        if (
-            isinstance(candidate, Mapping)
-            and _lookback_of(candidate) is not None
-            and _range_of(candidate.get("range")) == found
-        ):
-            lookback = _lookback_of(candidate)
-            break
+    # The answer keeps the duration of a span-ending-now candidate it coincides with.
+    candidates = [c for c in row.get("candidates") or () if isinstance(c, Mapping)]
+    spans = [c for c in candidates if _lookback_of(c) is not None]
+    lookback = next((_lookback_of(c) for c in spans if _range_of(c.get("range")) == found), None)
     return TurnWindow(
         range=found,
         zone=zone,
@@ -316,13 +311,10 @@ def turn_windows_of(rows: Iterable[object], turn: int | None = None) -> TurnWind
                 unreadable=row.get("problem") == "unreadable",
             )
         )
-    for row in wire:
-        if row.get("kind") != "clock":
-            continue
-        control = _range_of(row.get("window"))
-        zone = row.get("zone")
-        if control is not None and isinstance(zone, str):
-            windows.append(TurnWindow(range=control, zone=zone, source="control"))
-            mentions += 1
-        break
+    clock = next((row for row in wire if row.get("kind") == "clock"), {})
+    control = _range_of(clock.get("window"))
+    zone = clock.get("zone")
+    if control is not None and isinstance(zone, str):
+        windows.append(TurnWindow(range=control, zone=zone, source="control"))
+        mentions += 1
     return TurnWindows(windows=tuple(windows), mentions=mentions, open=tuple(open_))

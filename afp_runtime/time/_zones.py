@@ -33,7 +33,7 @@ from zoneinfo import ZoneInfo
 import msgspec
 
 from afp_runtime.errors import InvalidValue, shown
-from afp_runtime.time._instants import NS_PER_S, Instant
+from afp_runtime.time._instants import Instant
 
 try:
     import tzdata as _tzdata
@@ -121,20 +121,11 @@ def naive_seconds(naive: datetime) -> int:
     return (naive.replace(microsecond=0, tzinfo=None, fold=0) - NAIVE_EPOCH) // timedelta(seconds=1)
 
 
-def _offset_seconds(moment: datetime) -> int:
-    delta = moment.utcoffset()
-    assert delta is not None  # an aware datetime from a ZoneInfo
-    return delta.days * 86_400 + delta.seconds
-
-
-def _strict_offset(offset: int) -> int:
-    return offset if offset % 60 == 0 else 0
-
-
 def to_zone(instant: Instant, zone: Zone) -> Instant:
     """The same instant written at the offset ``zone`` has at that instant."""
     local = (_UTC_EPOCH + timedelta(seconds=instant.seconds)).astimezone(load_zone(zone))
-    return instant.at_offset(_strict_offset(_offset_seconds(local)))
+    # from_datetime writes an offset that is not a whole minute (local mean time) as UTC.
+    return instant.at_offset(Instant.from_datetime(local).offset)
 
 
 def to_local(instant: Instant, zone: Zone) -> datetime:
@@ -205,11 +196,9 @@ def read_wall(naive: datetime, zone: Zone) -> WallReading:
     sub_ns = naive.microsecond * 1000
     first = whole.replace(tzinfo=tz, fold=0)
     second = whole.replace(tzinfo=tz, fold=1)
-    local_s = naive_seconds(whole)
 
     def at(moment: datetime) -> Instant:
-        ns = (local_s - _offset_seconds(moment)) * NS_PER_S + sub_ns
-        return to_zone(Instant(ns=ns), tz)
+        return to_zone(Instant.from_datetime(moment).plus(sub_ns), tz)
 
     a, b = at(first), at(second)
     if first.utcoffset() == second.utcoffset():
