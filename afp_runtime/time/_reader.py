@@ -179,17 +179,12 @@ def _mentions_of(raw: object) -> list[Any]:
 
 
 def _zone_tokens(parts: TimeParts) -> list[str]:
-    tokens = [parts.zone_token] if parts.zone_token is not None else []
-    for side in parts.range_of or ():
-        if side.zone_token is not None:
-            tokens.append(side.zone_token)
-    return tokens
+    holders = (parts, *(parts.range_of or ()))
+    return [holder.zone_token for holder in holders if holder.zone_token is not None]
 
 
 def _check_mention(text: str, raw: object) -> CheckedMention:
-    if not isinstance(raw, Mapping):
-        return RefusedMention(refused="malformed")
-    quote = raw.get("quote")
+    quote = raw.get("quote") if isinstance(raw, Mapping) else None
     if not isinstance(quote, str):
         return RefusedMention(refused="malformed")
     if quote not in text:
@@ -219,10 +214,7 @@ def validate_reading(text: str, raw: object) -> tuple[CheckedMention, ...]:
     Raises:
         TimeReaderError: the output is not shaped ``{mentions: [...]}``.
     """
-    checked: list[CheckedMention] = []
-    for index, raw_mention in enumerate(_mentions_of(raw)):
-        if index >= MAX_MENTIONS:
-            checked.append(RefusedMention(refused="malformed"))
-        else:
-            checked.append(_check_mention(text, raw_mention))
-    return tuple(checked)
+    return tuple(
+        _check_mention(text, found) if index < MAX_MENTIONS else RefusedMention(refused="malformed")
+        for index, found in enumerate(_mentions_of(raw))
+    )

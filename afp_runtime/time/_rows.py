@@ -42,7 +42,7 @@ from afp_runtime.time._instants import NS_PER_MS, Instant, parse_instant, spell_
 from afp_runtime.time._ranges import PersonWindow, TimeRange
 from afp_runtime.time._reading_rows import TimeReadingRow
 from afp_runtime.time._values import SAFE_INTEGER
-from afp_runtime.time._windows import AnswerHow, wire_row
+from afp_runtime.time._windows import AnswerHow, rows_of_turn
 from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import is_zone_name
 
@@ -138,13 +138,12 @@ def call_window_problem(present: Mapping[str, Any]) -> tuple[str, str] | None:
                     return key, "is mandatory on a dst-gap refusal"
             if "asked" in present:
                 return "asked", "is not allowed on a dst-gap refusal"
-        else:
-            if "argument" in present:
-                return "argument", "only comes with a dst-gap refusal"
-            if "asked" not in present:
-                for key in ("form", "person"):
-                    if key in present:
-                        return key, "needs asked on a refusal"
+        elif "argument" in present:
+            return "argument", "only comes with a dst-gap refusal"
+        elif "asked" not in present:
+            for key in ("form", "person"):
+                if key in present:
+                    return key, "needs asked on a refusal"
     return None
 
 
@@ -360,17 +359,12 @@ def call_window_of_call(
     ``ctx.time``, drift and observations rely on it. Rows may be wire mappings, structs or
     carried rows (see ``windows.wire_row``).
     """
-    found: Mapping[str, Any] | None = None
-    for row in ledger:
-        wire = wire_row(row)
-        if (
-            wire is not None
-            and wire.get("kind") == "call-window"
-            and wire.get("toolCallId") == tool_call_id
-            and wire.get("turn") == turn
-        ):
-            found = wire
-    return None if found is None else msgspec.convert(found, type=CallWindowRow)
+    found = [
+        row
+        for row in rows_of_turn(ledger, turn)
+        if row.get("kind") == "call-window" and row.get("toolCallId") == tool_call_id
+    ]
+    return msgspec.convert(found[-1], type=CallWindowRow) if found else None
 
 
 # --- strict validation ------------------------------------------------------------------------
