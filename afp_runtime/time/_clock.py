@@ -118,11 +118,11 @@ def message_time_from_wire(data: object) -> MessageTime:
         if isinstance(cause, InvalidValue) and "field" in cause.context:
             raise cause from exc
         raise InvalidValue(
-            f"time is refused: {exc}", field=_path_of(exc), value=shown(dict(data))
+            f"time is refused: {exc}", field=time_field(exc), value=shown(dict(data))
         ) from exc
 
 
-def _path_of(error: msgspec.ValidationError) -> str:
+def time_field(error: msgspec.ValidationError) -> str:
     """``time.<key path>`` of a decoding error (``time.window``, ``time.x`` for unknown
     ``x``)."""
     path, _ = decoded_path(error, missing=False)

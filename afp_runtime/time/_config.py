@@ -32,7 +32,8 @@ from typing import Any, Final
 
 import msgspec
 
-from afp_runtime.errors import AgentDefinitionError, decoded_path, shown
+from afp_runtime.errors import AgentDefinitionError, shown
+from afp_runtime.time._clock import time_field
 from afp_runtime.time._english import ENGLISH_READER_ID, EnglishReader
 from afp_runtime.time._policy import TimePolicy, refuse_setting
 from afp_runtime.time._reader import TimeReader
@@ -124,10 +125,8 @@ def time_config_from_wire(data: Mapping[str, Any]) -> TimeConfig:
     try:
         return msgspec.convert(data, TimeConfig)
     except msgspec.ValidationError as exc:
-        path, _ = decoded_path(exc, missing=False)
-        field = f"time.{path}" if path else "time"
         raise AgentDefinitionError(
-            f"time config is refused: {exc}", field=field, value=shown(dict(data))
+            f"time config is refused: {exc}", field=time_field(exc), value=shown(dict(data))
         ) from exc
 
 

@@ -168,10 +168,6 @@ def _zone_values(form: Form, ctx: PeriodContext) -> dict[str, Any]:
     return {argument: ctx.zone}
 
 
-def _step(point: Instant) -> int:
-    return NS_PER_MS if point.has_fraction else NS_PER_S
-
-
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -196,7 +192,7 @@ def _write(as_: str, point: Instant, role: str, zone: str | None) -> tuple[Any, 
         return (value, False) if is_safe(value) else None
     if as_ == "date":
         return _write_date(point, role, zone)
-    step = _step(point)
+    step = NS_PER_MS if point.has_fraction else NS_PER_S
     if role == "inclusive":
         point = point.plus(-step)
     millis = step == NS_PER_MS
@@ -395,9 +391,7 @@ def convert_widened(
             continue
         values, sent = found
         extra = _extra(window.range, sent)
-        if not extra:
-            continue
-        if _over_cap(form, declared, sent.reach_ns):
+        if not extra or _over_cap(form, declared, sent.reach_ns):
             continue
         return Conversion(form=index, values=values, sent=sent, extra=extra)
     return None
@@ -447,9 +441,7 @@ def convert_for_tool(
     if conversion is None:
         conversion = convert_widened(window, forms, ctx, facts=facts)
     if conversion is not None:
-        if partly:
-            conversion = msgspec.structs.replace(conversion, partly_beyond_retention=True)
-        return conversion
+        return msgspec.structs.replace(conversion, partly_beyond_retention=partly)
     if _multi_day(window, forms, ctx):
         return Refusal(refused="multi-day")
     return Refusal(refused="no-form-holds")

@@ -238,12 +238,8 @@ def _parse(text: str, lenient: bool) -> tuple[Instant, int]:
     local = (day.toordinal() - _EPOCH_ORDINAL) * _S_PER_DAY
     local += int(hour) * 3600 + int(minute) * 60 + sec
     sub = int(fraction.ljust(9, "0")) if fraction else 0
-    if second is None:
-        step = _MINUTE_NS
-    elif fraction is None:
-        step = NS_PER_S
-    else:
-        step = NS_PER_MS
+    # The written step: a minute for HH:MM, a second with seconds, a millisecond with a fraction.
+    step = _MINUTE_NS if second is None else NS_PER_S if fraction is None else NS_PER_MS
     return Instant(ns=(local - offset) * NS_PER_S + sub, offset=offset), step
 
 

@@ -203,14 +203,10 @@ def _window_key(candidate: TimeCandidate) -> tuple[object, ...]:
 
 def _distinct(candidates: Sequence[TimeCandidate], indices: Sequence[int]) -> list[int]:
     """The lowest index of each distinct window among ``indices``."""
-    seen: set[tuple[object, ...]] = set()
-    kept = []
+    first: dict[tuple[object, ...], int] = {}
     for index in indices:
-        key = _window_key(candidates[index])
-        if key not in seen:
-            seen.add(key)
-            kept.append(index)
-    return kept
+        first.setdefault(_window_key(candidates[index]), index)
+    return list(first.values())
 
 
 def _dst(candidate: TimeCandidate) -> tuple[object, ...]:

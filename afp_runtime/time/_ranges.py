@@ -86,18 +86,13 @@ class TimeRange(Wire, frozen=True, kw_only=True):
         return self.start_instant.ns, self.end_instant.ns
 
     @property
-    def length_ns(self) -> int:
-        """``to - from``, in nanoseconds."""
-        first, last = self.bounds()
-        return last - first
-
-    @property
     def reach_ns(self) -> int:
         """``to - 1 ms - from``: the distance from the first to the last instant covered.
 
         A cap is broken only when the reach exceeds it; a reach equal to it is within it.
         """
-        return self.length_ns - NS_PER_MS
+        first, last = self.bounds()
+        return last - first - NS_PER_MS
 
     def utc(self) -> TimeRange:
         """The same range with both ends written canonically in UTC."""

@@ -161,7 +161,7 @@ class TestFill:
             "why": "no-window",
             "assumed": "1h",
         }
-        seen = tool_time(decision.row, zone=LA, now=NOW, dispatched_at=NOW)
+        seen = tool_time(decision.row, zone=LA, now=NOW.text, dispatched_at=NOW.text)
         assert seen.asked is None
 
     def test_assume_applies_to_several_mentions(self) -> None:

@@ -96,6 +96,11 @@ class TestInstantText:
         assert found == parse_instant("2026-10-09T08:00:00.25-07:00")
         assert found.offset == -25200
 
+    def test_naive_datetime_is_refused(self) -> None:
+        """A naive datetime names no instant."""
+        with pytest.raises(InvalidValue):
+            Instant.from_datetime(datetime(2026, 10, 9, 15, 40))
+
     def test_offset_must_be_writable(self) -> None:
         """An offset that is not a whole minute cannot be spelled strictly and is refused."""
         with pytest.raises(InvalidValue):
