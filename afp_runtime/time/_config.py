@@ -28,7 +28,7 @@ Readings settled here:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgspec
 
@@ -109,8 +109,7 @@ class TimeConfig(Wire, frozen=True, kw_only=True):
         """The reader in use: the given object, else the built-in English reader."""
         if self.reader is None or isinstance(self.reader, str):
             return EnglishReader()
-        reader: TimeReader = self.reader
-        return reader
+        return cast(TimeReader, self.reader)
 
 
 def time_config_from_wire(data: Mapping[str, Any]) -> TimeConfig:

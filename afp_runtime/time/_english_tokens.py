@@ -209,10 +209,9 @@ def _wall(text: str, pos: int) -> Tok | None:
         wall = _wall_of(match["h"], match["m"], match["s"], match["mer"])
         if wall is None:
             return None
-        if match["z"] is not None:
+        if match["z"] is not None:  # 15:40Z: a 24-hour wall with its zone token
             wall = Wall(h=wall.h, m=wall.m, s=wall.s, clock="24h")
-            return Tok("wall", pos, match.end(), (wall, "Z"))
-        return Tok("wall", pos, match.end(), (wall, None))
+        return Tok("wall", pos, match.end(), (wall, match["z"]))
     match = words.WALL_H.match(text, pos)
     if match is not None:
         h = int(match["h"])

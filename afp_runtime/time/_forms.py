@@ -256,11 +256,7 @@ Form = BoundsForm | JoinedForm | ObjectForm | DayForm | LookbackForm
 """One of the five form kinds."""
 
 FORM_KINDS: Final[dict[str, type[_Form]]] = {
-    "bounds": BoundsForm,
-    "joined": JoinedForm,
-    "object": ObjectForm,
-    "day": DayForm,
-    "lookback": LookbackForm,
+    str(kind.__struct_config__.tag): kind for kind in get_args(Form)
 }
 """Each ``kind`` tag and its form type."""
 

@@ -177,7 +177,7 @@ def _read(
         value = args[form.argument]
         if not isinstance(value, str) or value.startswith("-") != form.signed:
             return None
-        length = value.removeprefix("-") if form.signed else value
+        length = value.removeprefix("-")  # an unsigned form refused a leading "-" above
         if not is_duration(length, form.letters):
             return None
         return lookback_range(ctx.now, parse_duration(length, form.letters)), length

@@ -33,14 +33,8 @@ from afp_runtime.time._instants import (
 from afp_runtime.time._rows import CallWindowRow
 from afp_runtime.time._zones import is_zone_name, to_zone
 
-WEEKDAYS: Final[tuple[str, ...]] = (
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
+WEEKDAYS: Final[tuple[str, ...]] = tuple(
+    str.split("Monday Tuesday Wednesday Thursday Friday Saturday Sunday")
 )
 
 TIME_LINE_PREFIX: Final = "[Clock note from the runtime, not written by the person]"

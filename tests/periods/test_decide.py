@@ -94,7 +94,7 @@ def decide(
     rows: list[Any], the_call: CallToBind, context: PeriodContext | None = None
 ) -> CallDecision:
     """The decision of ``the_call`` in the turn of ``rows``."""
-    return decide_call(the_call, turn_windows_of(rows), context or ctx())
+    return decide_call(the_call, turn_windows_of(rows, 1), context or ctx())
 
 
 def wire(rows: list[Any], the_call: CallToBind) -> dict[str, Any]:

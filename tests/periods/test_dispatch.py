@@ -242,7 +242,7 @@ class TestToolTime:
         """Case 50: under an unknown zone ``ctx.time`` has zone UTC and ``zoneUnknown``."""
         control = rng("2026-10-09T15:00:00Z", "2026-10-09T15:30:00Z")
         rows = [clock(zone="UTC", zone_source="unknown", window=control), no_mentions()]
-        windows = turn_windows_of(rows)
+        windows = turn_windows_of(rows, 1)
         decision = decide(rows, call([EPOCH]), ctx(zone="UTC", agent_zone=None))
         assert decision.arguments == {"start_time": 1791558000000, "end_time": 1791559800000}
         assert windows.windows[0].zone == "UTC"

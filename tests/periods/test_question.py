@@ -51,7 +51,7 @@ def question_for(
     rows: Sequence[object], *calls_: CallToBind, zone: str | None = LA
 ) -> TimeQuestion:
     """The question for the turn's first open mention and ``calls_``."""
-    (mention,) = turn_windows_of(rows).open
+    (mention,) = turn_windows_of(rows, 1).open
     return time_question(mention, list(calls_), ctx(zone=zone), turn=1)
 
 
@@ -112,7 +112,7 @@ class TestQuestion:
             rng("2026-09-10T08:00:00-07:00", "2026-09-10T08:41:00-07:00"),
             rng("2010-09-26T08:00:00-07:00", "2010-09-26T08:41:00-07:00"),
         ]
-        mention = turn_windows_of(open_turn("10/09/26 8 AM to 8:40 AM PST", *readings)).open[0]
+        mention = turn_windows_of(open_turn("10/09/26 8 AM to 8:40 AM PST", *readings), 1).open[0]
         question = time_question(mention, [call([EPOCH])], ctx(), turn=1)
         assert [c.value for c in question.choices] == [r.interval("/") for r in readings]
         future = call([EPOCH], facts=Facts(direction="future"))
@@ -138,7 +138,7 @@ class TestQuestion:
         mention = OpenMention(
             mention=0,
             quote="yesterday",
-            readings=turn_windows_of(open_turn("yesterday", YDAY)).open[0].readings,
+            readings=turn_windows_of(open_turn("yesterday", YDAY), 1).open[0].readings,
         )
         second = time_question(mention, [call([EPOCH])], ctx(zone=None), turn=1)
         assert [c.value for c in second.choices] == [
@@ -257,7 +257,7 @@ class TestRecording:
         assert check_time_answer("time-range", value, LA) is None
         row = time_answer_row(question, value, iteration=1, typed_zone=LA)
         assert (row.how, row.zone, row.mention) == ("edited", LA, 0)
-        second = decide_call(waiting, turn_windows_of([*rows, row]), ctx())
+        second = decide_call(waiting, turn_windows_of([*rows, row], 1), ctx())
         assert second.arguments == {
             "window": "2026-10-08T06:00:00-07:00..2026-10-08T11:59:59-07:00"
         }
@@ -277,14 +277,14 @@ class TestRecording:
         tomorrow = "2026-10-10T08:00:00-07:00/2026-10-10T09:00:00-07:00"
         question = question_for(rows, waiting)
         row = time_answer_row(question, tomorrow, iteration=1, typed_zone=LA)
-        second = decide_call(waiting, turn_windows_of([*rows, row]), ctx())
+        second = decide_call(waiting, turn_windows_of([*rows, row], 1), ctx())
         assert (second.row.how, second.row.refused) == ("refused", "no-form-holds")
 
     def test_confirmed_answer_fills_later_calls(self) -> None:
         """Once answered, any later call of the turn is filled without asking again."""
         rows = [clock(), reading(0, "yesterday", [candidate(YDAY)]), answer(0, YDAY)]
         later = call([EPOCH])
-        decision = decide_call(later, turn_windows_of(rows), ctx())
+        decision = decide_call(later, turn_windows_of(rows, 1), ctx())
         assert decision.row.how == "filled"
         assert decision.arguments == {"start_time": 1791442800000, "end_time": 1791529200000}
         assert span(YDAY) == wire_of(decision.row)["asked"]
@@ -302,7 +302,7 @@ class TestThroughTheReadingSide:
             "any errors yesterday?", clock=the_clock, config=TimeConfig(zone=LA), turn=1
         )
         waiting = call([LOOKBACK_WINDOW])
-        windows = turn_windows_of(filed)
+        windows = turn_windows_of(filed, 1)
         first = decide_call(waiting, windows, ctx())
         assert (first.row.how, first.row.why) == ("not-filled", "open-reading")
         question = time_question(windows.open[0], [waiting], ctx(), turn=1)
@@ -310,7 +310,7 @@ class TestThroughTheReadingSide:
         assert check_time_answer("time-range", question.choices[0].value, LA) is None
         answered = time_answer_row(question, question.choices[0].value, iteration=1, typed_zone=LA)
         filed += [first.row, answered]
-        second = decide_call(waiting, turn_windows_of(filed), ctx())
+        second = decide_call(waiting, turn_windows_of(filed, 1), ctx())
         assert second.arguments == {"window": "1960m"}
         assert (second.row.how, second.row.form, second.row.asked) == ("filled", 0, YDAY)
         filed.append(second.row)
