@@ -60,11 +60,10 @@ def _iso(text: str, pos: int) -> Tok | None:
     date = FixedDate(year=int(match["y"]), month=month, day=day)
     wall = None
     if match["h"] is not None:
-        h, mi = int(match["h"]), int(match["mi"])
-        s = int(match["s"]) if match["s"] is not None else None
-        if h > 23 or mi > 59 or (s is not None and s > 59):
+        wall = _wall_of(match["h"], match["mi"], match["s"], None)
+        if wall is None:
             return None
-        wall = Wall(h=h, m=mi, s=s, clock="24h")
+        wall = Wall(h=wall.h, m=wall.m, s=wall.s, clock="24h")  # an ISO time is on the 24h clock
     return Tok("iso", pos, match.end(), (date, wall, match["z"]))
 
 
@@ -188,11 +187,8 @@ def _month_only(text: str, pos: int) -> Tok | None:
         return bad
     if name == "May" and words.MAY_VERB.match(text, match.end()):
         return None  # "May I …"
-    if name.lower() in words.PLAIN_MONTHS or words.MONTH_CONTEXT.search(
-        text, max(0, pos - 24), pos
-    ):
-        return bad
-    return None
+    plain = name.lower() in words.PLAIN_MONTHS
+    return bad if plain or words.MONTH_CONTEXT.search(text, max(0, pos - 24), pos) else None
 
 
 def _wall(text: str, pos: int) -> Tok | None:

@@ -192,7 +192,7 @@ def time_question(
         quote=mention.quote,
         prompt=prompt,
         choices=tuple(
-            TimeChoice(value=r.range.interval("/"), label=choice_label(r.range, r.zone))
+            TimeChoice(value=r.range.interval(), label=choice_label(r.range, r.zone))
             for r in offered
         ),
         free_entry=True,

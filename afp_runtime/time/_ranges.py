@@ -98,10 +98,9 @@ class TimeRange(Wire, frozen=True, kw_only=True):
         """The same range with both ends written canonically in UTC."""
         return TimeRange.of(self.start_instant.utc(), self.end_instant.utc())
 
-    def interval(self, joiner: str = "/") -> str:
-        """``from<joiner>to`` as written: ``/`` (ISO interval) in questions and answers, ``..``
-        in tool arguments."""
-        return f"{self.start}{joiner}{self.end}"
+    def interval(self) -> str:
+        """``from/to`` as written (an ISO interval), as questions and answers spell a range."""
+        return f"{self.start}/{self.end}"
 
 
 def lookback_range(now: Instant, length_ms: int) -> TimeRange:
@@ -163,14 +162,13 @@ class PersonWindow(Wire, frozen=True, kw_only=True):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PersonWindow):
             return NotImplemented
-        return (self.range, self.source, self.mention) == (
-            other.range,
-            other.source,
-            other.mention,
-        )
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.range, self.source, self.mention))
+        return hash(self._key())
+
+    def _key(self) -> tuple[TimeRange, str, int | None]:
+        return self.range, self.source, self.mention
 
     @classmethod
     def of(

@@ -253,11 +253,6 @@ class TimeAnswerRow(_TimeRow, frozen=True, kw_only=True, tag="time-answer"):
         if not is_zone_name(self.zone):
             raise InvalidValue("zone must be a zone name", field="zone", value=shown(self.zone))
 
-    @property
-    def range(self) -> TimeRange:
-        """The answered range."""
-        return TimeRange(start=self.start, end=self.end)
-
 
 class Drift(Wire, frozen=True, kw_only=True):
     """A look-back call dispatched more than one step after ``now`` (docs/time.md#drift).
@@ -372,12 +367,6 @@ def call_window_of_call(
 _ANY_TIME_ROW: Final = ClockRow | TimeReadingRow | CallWindowRow | TimeAnswerRow | CallRow
 
 
-def _where(error: msgspec.ValidationError) -> tuple[str, str]:
-    """The wire path a decoding error names and what is wrong there."""
-    path, detail = decoded_path(error)
-    return path or "(row)", detail
-
-
 def _null_path(value: object, path: str) -> str | None:
     if value is None:
         return path
@@ -458,7 +447,8 @@ def validate_time_row(row: object, index: int) -> TimeRow | Mapping[str, Any]:
         try:
             typed = msgspec.convert(row, type=_ANY_TIME_ROW, strict=True)
         except msgspec.ValidationError as exc:
-            problem = _where(exc)
+            path, detail = decoded_path(exc)  # the wire path msgspec names, and what is wrong
+            problem = path or "(row)", detail
         else:
             problem = _typed_problem(typed)
     if problem is not None:

@@ -29,15 +29,10 @@ def parse_wall(text: object) -> tuple[datetime, int] | None:
     if found is None:
         return None
     year, month, day, hour, minute, second, fraction = found.groups()
+    microsecond = int((fraction or "").ljust(3, "0")) * 1000
     try:
         naive = datetime(
-            int(year),
-            int(month),
-            int(day),
-            int(hour),
-            int(minute),
-            int(second or 0),
-            int((fraction or "").ljust(3, "0")) * 1000,
+            int(year), int(month), int(day), int(hour), int(minute), int(second or 0), microsecond
         )
     except ValueError:
         return None
@@ -71,9 +66,7 @@ def read_epoch(value: object, *, in_string: bool) -> int | None:
     if in_string:
         if isinstance(value, str) and _DIGITS.fullmatch(value):
             number = int(value)
-    elif isinstance(value, bool):
-        number = None
-    elif isinstance(value, int):
+    elif isinstance(value, int) and not isinstance(value, bool):
         number = value
     elif isinstance(value, float) and value.is_integer():
         number = int(value)

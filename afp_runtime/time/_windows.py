@@ -172,15 +172,14 @@ def _surviving(row: Mapping[str, Any]) -> list[int]:
     if not isinstance(choice, Mapping):
         return []
     by = choice.get("by")
+    picked: list[object] = []
     if by == "open":
         remaining = choice.get("remaining")
         picked = list(remaining) if isinstance(remaining, Sequence) else []
     elif by == "policy":
         picked = [choice.get("candidate")]
-    elif by == "only":
-        picked = [0] if count == 1 else []
-    else:
-        picked = []
+    elif by == "only" and count == 1:
+        picked = [0]
     return [i for i in picked if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < count]
 
 

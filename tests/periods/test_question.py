@@ -114,17 +114,17 @@ class TestQuestion:
         ]
         mention = turn_windows_of(open_turn("10/09/26 8 AM to 8:40 AM PST", *readings), 1).open[0]
         question = time_question(mention, [call([EPOCH])], ctx(), turn=1)
-        assert [c.value for c in question.choices] == [r.interval("/") for r in readings]
+        assert [c.value for c in question.choices] == [r.interval() for r in readings]
         future = call([EPOCH], facts=Facts(direction="future"))
         only = time_question(mention, [future], ctx(), turn=1)
-        assert [c.value for c in only.choices] == [readings[0].interval("/")]
+        assert [c.value for c in only.choices] == [readings[0].interval()]
 
     def test_choices_fit_every_waiting_tool(self) -> None:
         """A reading is offered only when every waiting tool accepts it."""
         rows = open_turn("yesterday or today", YDAY, MORNING)
         capped = call([LOOKBACK], facts=Facts(max_range="24h"))
         question = question_for(rows, call([EPOCH]), capped)
-        assert [c.value for c in question.choices] == [MORNING.interval("/")]
+        assert [c.value for c in question.choices] == [MORNING.interval()]
 
     def test_case_50_unknown_zone_asks_where(self) -> None:
         """Case 50: an unknown clock zone asks for the zone, then offers the day in LA."""
@@ -210,7 +210,7 @@ class TestAnswerCheck:
     def test_facts_need_now(self) -> None:
         """Facts cannot be judged without the turn's ``now``."""
         with pytest.raises(ValueError):
-            check_time_answer("time-range", MORNING.interval("/"), LA, Facts(direction="past"))
+            check_time_answer("time-range", MORNING.interval(), LA, Facts(direction="past"))
 
     def test_structurally_bad_values_are_errors(self) -> None:
         """A value that is not a string or is too long is a 422, not an attempt."""
@@ -306,7 +306,7 @@ class TestThroughTheReadingSide:
         first = decide_call(waiting, windows, ctx())
         assert (first.row.how, first.row.why) == ("not-filled", "open-reading")
         question = time_question(windows.open[0], [waiting], ctx(), turn=1)
-        assert [c.value for c in question.choices] == [YDAY.interval("/")]
+        assert [c.value for c in question.choices] == [YDAY.interval()]
         assert check_time_answer("time-range", question.choices[0].value, LA) is None
         answered = time_answer_row(question, question.choices[0].value, iteration=1, typed_zone=LA)
         filed += [first.row, answered]
