@@ -166,8 +166,7 @@ def _with_qualifiers(text: str, node: Node, start: int, end: int, floor: int) ->
         if after is None or after.end() == end:
             break
         end, bad = after.end(), True
-    parts = None if bad else _parts(node)
-    return _Span(start, end, bad, parts)
+    return _Span(start, end, bad, None if bad else _parts(node))
 
 
 def _merged(text: str, spans: list[_Span]) -> list[_Span]:

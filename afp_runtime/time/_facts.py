@@ -168,6 +168,4 @@ def form_facts(form: Form, facts: Facts) -> Facts:
     """The facts that judge a window the model sent through ``form``: the declared facts with
     the cap replaced by the form's own, if it has one
     (docs/time.md#facts-checked-against-a-range)."""
-    if form.max_range is None:
-        return facts
-    return msgspec.structs.replace(facts, max_range=form.max_range)
+    return msgspec.structs.replace(facts, max_range=form_cap(form, facts))

@@ -27,7 +27,6 @@ from afp_runtime.time._instants import (
     Instant,
     fraction_text,
     local_parts,
-    parse_instant,
     signed_offset,
 )
 from afp_runtime.time._rows import CallWindowRow
@@ -189,7 +188,7 @@ def weekday_date_time(instant: Instant, *, seconds: bool = False) -> tuple[str, 
     return WEEKDAYS[day.weekday()], day.isoformat(), clock
 
 
-def time_line(now: Instant | str, zone: str, *, zone_unknown: bool = False) -> str:
+def time_line(now: Instant, zone: str, *, zone_unknown: bool = False) -> str:
     """The served time line of a turn (docs/time.md#the-served-time-line), the same in every request
     of the turn.
 
@@ -199,18 +198,17 @@ def time_line(now: Instant | str, zone: str, *, zone_unknown: bool = False) -> s
     person's zone is not known.
 
     Args:
-        now: the turn's clock ``now`` (the clock row's text or an instant).
+        now: the turn's clock ``now``.
         zone: the clock's zone.
         zone_unknown: the clock's ``zoneSource`` is ``unknown`` (or the zone is not a zone name).
     """
-    instant = parse_instant(now) if isinstance(now, str) else now
     if zone_unknown or not is_zone_name(zone):
-        weekday, day, clock = weekday_date_time(instant.utc())
+        weekday, day, clock = weekday_date_time(now.utc())
         return (
             f"{TIME_LINE_PREFIX} The current time for this turn is {weekday}, {day}, {clock} "
             "UTC. The person's time zone is not known."
         )
-    local = to_zone(instant, zone)
+    local = to_zone(now, zone)
     weekday, day, clock = weekday_date_time(local)
     return (
         f"{TIME_LINE_PREFIX} The current time for this turn is {weekday}, {day}, {clock}, "
