@@ -5,15 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Literal
+from typing import Literal
 
 from afp_runtime.time._candidates import CandidateNote, DstGap, DstOverlap, Which
 from afp_runtime.time._instants import NS_PER_S, Instant
 from afp_runtime.time._shapes import Bound, Shape
-from afp_runtime.time._zones import WallOverlap, WallUnique, date_start, read_wall, to_zone
-
-NAIVE_EPOCH: Final = datetime(1970, 1, 1)
-
+from afp_runtime.time._zones import (
+    WallOverlap,
+    WallUnique,
+    date_start,
+    naive_seconds,
+    read_wall,
+    to_zone,
+)
 
 Offsets = tuple[str, int | None]
 """A zone name and the fixed offset to use instead of it, when one applies."""
@@ -29,9 +33,7 @@ class BoundReading:
 
 
 def _fixed(naive: datetime, offset: int) -> Instant:
-    delta = naive - NAIVE_EPOCH
-    seconds = delta.days * 86_400 + delta.seconds - offset
-    return Instant(ns=seconds * NS_PER_S, offset=offset)
+    return Instant(ns=(naive_seconds(naive) - offset) * NS_PER_S, offset=offset)
 
 
 def _bound_readings(bound: Bound, zone: str, offset: int | None) -> list[BoundReading]:
@@ -68,14 +70,13 @@ def reading_pairs(
 ) -> list[tuple[BoundReading, ...]]:
     """Every (start, end) pairing of a shape's readings in the zones of its two sides."""
     starts = _bound_readings(shape.start, *start_zone)
-    if shape.point:
-        # A point's end follows its start's reading: the same typed time, one grain on.
-        ends = _bound_readings(shape.end, *end_zone)
-        if len(ends) == len(starts):
-            return [(s, BoundReading(e.instant)) for s, e in zip(starts, ends, strict=True)]
-        return [(s, BoundReading(e.instant)) for s in starts for e in ends]
     ends = _bound_readings(shape.end, *end_zone)
-    return [(s, e) for s in starts for e in ends]
+    if not shape.point:
+        return [(s, e) for s in starts for e in ends]
+    # A point's end follows its start's reading: the same typed time, one grain on.
+    if len(ends) == len(starts):
+        return [(s, BoundReading(e.instant)) for s, e in zip(starts, ends, strict=True)]
+    return [(s, BoundReading(e.instant)) for s in starts for e in ends]
 
 
 def written(reading: BoundReading, options: Offsets) -> Instant:

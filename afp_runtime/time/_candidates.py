@@ -36,12 +36,13 @@ Wire shapes (JSON keys camelCase; every key of a candidate is always written):
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import msgspec
 
 from afp_runtime.time._parts import Meridiem
 from afp_runtime.time._ranges import TimeRange
+from afp_runtime.time._wire import Wire
 
 Grain = Literal["second", "minute", "hour", "day", "week"]
 """A candidate's unit of precision."""
@@ -49,7 +50,7 @@ Grain = Literal["second", "minute", "hour", "day", "week"]
 Implied = Literal["date", "year", "month", "zone"]
 """What a candidate had to assume because the words did not say it."""
 
-IMPLIED: Final[tuple[str, ...]] = ("date", "year", "month", "zone")
+IMPLIED: Final[tuple[str, ...]] = get_args(Implied)
 """The ``implied`` values, in the order a candidate lists them."""
 
 DateOrderTag = Literal["MDY", "DMY", "YMD", "MD", "DM"]
@@ -66,25 +67,14 @@ Which = Literal["earlier", "later"]
 (docs/time.md#local-times-around-clock-changes)."""
 
 
-class _Value(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
-    """Base of the resolver's values: frozen, camelCase, absent keys omitted."""
-
-
 # --- the window kind --------------------------------------------------------------------------
 
 
-class RangeWindow(_Value, frozen=True, kw_only=True, tag_field="kind", tag="range"):
+class RangeWindow(Wire, frozen=True, kw_only=True, tag_field="kind", tag="range"):
     """A candidate that is a plain range: wire ``{kind: "range"}``."""
 
 
-class LookbackWindow(_Value, frozen=True, kw_only=True, tag_field="kind", tag="lookback"):
+class LookbackWindow(Wire, frozen=True, kw_only=True, tag_field="kind", tag="lookback"):
     """A candidate that is a span ending now: wire ``{kind: "lookback", duration}``.
 
     Attributes:
@@ -101,19 +91,19 @@ CandidateWindow = RangeWindow | LookbackWindow
 # --- notes ------------------------------------------------------------------------------------
 
 
-class EndOfGrain(_Value, frozen=True, kw_only=True, tag_field="kind", tag="end-of-grain"):
+class EndOfGrain(Wire, frozen=True, kw_only=True, tag_field="kind", tag="end-of-grain"):
     """The end covers the whole unit of what was typed: wire ``{kind: "end-of-grain"}``."""
 
 
-class CenturyImplied(_Value, frozen=True, kw_only=True, tag_field="kind", tag="century-implied"):
+class CenturyImplied(Wire, frozen=True, kw_only=True, tag_field="kind", tag="century-implied"):
     """A two-digit year got the clock's century: wire ``{kind: "century-implied"}``."""
 
 
-class OffsetSaid(_Value, frozen=True, kw_only=True, tag_field="kind", tag="offset-said"):
+class OffsetSaid(Wire, frozen=True, kw_only=True, tag_field="kind", tag="offset-said"):
     """The instants use a numeric offset the person typed: wire ``{kind: "offset-said"}``."""
 
 
-class ZoneReadNote(_Value, frozen=True, kw_only=True, tag_field="kind", tag="zone-read"):
+class ZoneReadNote(Wire, frozen=True, kw_only=True, tag_field="kind", tag="zone-read"):
     """The zone was read from the words: wire ``{kind: "zone-read", as: "place"}``.
 
     Attributes:
@@ -123,7 +113,7 @@ class ZoneReadNote(_Value, frozen=True, kw_only=True, tag_field="kind", tag="zon
     as_: Literal["place"] = msgspec.field(name="as")
 
 
-class DstOverlap(_Value, frozen=True, kw_only=True, tag_field="kind", tag="dst-overlap"):
+class DstOverlap(Wire, frozen=True, kw_only=True, tag_field="kind", tag="dst-overlap"):
     """A local time that happens twice, read one way: wire ``{kind: "dst-overlap", which,
     end?}``.
 
@@ -136,7 +126,7 @@ class DstOverlap(_Value, frozen=True, kw_only=True, tag_field="kind", tag="dst-o
     end: bool = False
 
 
-class DstGap(_Value, frozen=True, kw_only=True, tag_field="kind", tag="dst-gap"):
+class DstGap(Wire, frozen=True, kw_only=True, tag_field="kind", tag="dst-gap"):
     """A local time that never happens, read one way: wire ``{kind: "dst-gap", which, end?}``.
 
     Attributes:
@@ -153,7 +143,7 @@ CandidateNote = EndOfGrain | CenturyImplied | OffsetSaid | ZoneReadNote | DstOve
 """One of a candidate's ``notes``."""
 
 
-class ReadingTags(_Value, frozen=True, kw_only=True):
+class ReadingTags(Wire, frozen=True, kw_only=True):
     """The readings the resolver chose for a candidate: wire ``{dateOrder?, meridiem?,
     endMeridiem?, year?, abbreviation?}``.
 
@@ -172,9 +162,7 @@ class ReadingTags(_Value, frozen=True, kw_only=True):
     abbreviation: AbbreviationTag | None = None
 
 
-class TimeCandidate(
-    msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True
-):
+class TimeCandidate(Wire, frozen=True, kw_only=True):
     """One window the words may mean (docs/time.md#the-resolver); every key is written (module
     docstring).
 

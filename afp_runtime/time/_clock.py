@@ -34,13 +34,14 @@ Readings settled here:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import msgspec
 
 from afp_runtime.errors import InvalidValue, decoded_path, shown
 from afp_runtime.time._instants import NS_PER_MS, Instant, parse_instant
 from afp_runtime.time._ranges import PersonWindow, TimeRange
+from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import is_zone_name
 
 NowSource = Literal["message", "inbox"]
@@ -50,8 +51,8 @@ NowSource = Literal["message", "inbox"]
 ZoneSource = Literal["message", "agent", "answered", "unknown"]
 """Where the clock's zone came from (docs/time.md#the-clock-row)."""
 
-NOW_SOURCES: Final[tuple[str, ...]] = ("message", "inbox")
-ZONE_SOURCES: Final[tuple[str, ...]] = ("message", "agent", "answered", "unknown")
+NOW_SOURCES: Final[tuple[str, ...]] = get_args(NowSource)
+ZONE_SOURCES: Final[tuple[str, ...]] = get_args(ZoneSource)
 UNKNOWN_ZONE: Final = "UTC"
 """The zone written on a clock whose zone is unknown (docs/time.md#unknown-zone)."""
 
@@ -74,14 +75,7 @@ def _check_strict(text: object, field: str) -> Instant:
         raise _refuse(field, f"must be a strict instant: {exc.message}", text) from exc
 
 
-class MessageTime(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class MessageTime(Wire, frozen=True, kw_only=True):
     """The optional ``time`` of an inbox message: wire ``{now?, zone?, window?: {from, to}}``.
 
     Attributes:
@@ -124,25 +118,18 @@ def message_time_from_wire(data: object) -> MessageTime:
         if isinstance(cause, InvalidValue) and "field" in cause.context:
             raise cause from exc
         raise InvalidValue(
-            f"time is refused: {exc}", field=_path_of(exc), value=shown(dict(data))
+            f"time is refused: {exc}", field=time_field(exc), value=shown(dict(data))
         ) from exc
 
 
-def _path_of(error: msgspec.ValidationError) -> str:
+def time_field(error: msgspec.ValidationError) -> str:
     """``time.<key path>`` of a decoding error (``time.window``, ``time.x`` for unknown
     ``x``)."""
     path, _ = decoded_path(error, missing=False)
     return f"time.{path}" if path else "time"
 
 
-class TimeClock(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class TimeClock(Wire, frozen=True, kw_only=True):
     """The turn's clock (docs/time.md#the-clock-row): wire ``{now, nowSource, zone, zoneSource,
     window?}``.
 
@@ -164,7 +151,7 @@ class TimeClock(
     window: PersonWindow | None = None
 
     def __post_init__(self) -> None:
-        _check_clock_fields(self.now, self.now_source, self.zone, self.zone_source, self.window)
+        _check_clock_fields(self)
 
     @property
     def now_instant(self) -> Instant:
@@ -177,19 +164,18 @@ class TimeClock(
         return self.zone_source != "unknown"
 
 
-def _check_clock_fields(
-    now: object, now_source: object, zone: object, zone_source: object, window: object
-) -> None:
-    instant = _check_strict(now, "now")
-    if instant.text != now:
-        raise _refuse("now", "must be written canonically (docs/time.md#instants)", now)
-    if now_source not in NOW_SOURCES:
-        raise _refuse("nowSource", f"must be one of {', '.join(NOW_SOURCES)}", now_source)
-    _check_zone(zone, "zone")
-    if zone_source not in ZONE_SOURCES:
-        raise _refuse("zoneSource", f"must be one of {', '.join(ZONE_SOURCES)}", zone_source)
-    if zone_source == "unknown" and zone != UNKNOWN_ZONE:
-        raise _refuse("zone", 'must be "UTC" when zoneSource is unknown', zone)
+def _check_clock_fields(clock: TimeClock | ClockRow) -> None:
+    if _check_strict(clock.now, "now").text != clock.now:
+        raise _refuse("now", "must be written canonically (docs/time.md#instants)", clock.now)
+    if clock.now_source not in NOW_SOURCES:
+        raise _refuse("nowSource", f"must be one of {', '.join(NOW_SOURCES)}", clock.now_source)
+    _check_zone(clock.zone, "zone")
+    source = clock.zone_source
+    if source not in ZONE_SOURCES:
+        raise _refuse("zoneSource", f"must be one of {', '.join(ZONE_SOURCES)}", source)
+    if source == "unknown" and clock.zone != UNKNOWN_ZONE:
+        raise _refuse("zone", 'must be "UTC" when zoneSource is unknown', clock.zone)
+    window = clock.window
     if window is not None and not isinstance(window, PersonWindow):
         raise _refuse("window", "must be a control window {from, to, source: control}", window)
     if window is not None and window.source != "control":
@@ -248,16 +234,7 @@ def turn_clock(
     )
 
 
-class ClockRow(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-    tag_field="kind",
-    tag="clock",
-):
+class ClockRow(Wire, frozen=True, kw_only=True, tag_field="kind", tag="clock"):
     """The ``clock`` row a turn's first ``seed`` files (docs/time.md#the-clock-row,
     docs/time.md#row-kinds): wire ``{kind: "clock", turn, iteration, now, nowSource, zone,
     zoneSource, window?}``.
@@ -280,34 +257,25 @@ class ClockRow(
     window: PersonWindow | None = None
 
     def __post_init__(self) -> None:
-        for name, count in (("turn", self.turn), ("iteration", self.iteration)):
-            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise _refuse(name, "must be an int >= 1", count)
-        _check_clock_fields(self.now, self.now_source, self.zone, self.zone_source, self.window)
+        check_counts(self.turn, self.iteration)
+        _check_clock_fields(self)
 
     @property
     def clock(self) -> TimeClock:
         """The clock this row files."""
-        return TimeClock(
-            now=self.now,
-            now_source=self.now_source,
-            zone=self.zone,
-            zone_source=self.zone_source,
-            window=self.window,
-        )
+        return TimeClock(**{name: getattr(self, name) for name in TimeClock.__struct_fields__})
+
+
+def check_counts(turn: object, iteration: object) -> None:
+    """A row's ``turn`` and ``iteration``: ints >= 1 (``InvalidValue`` naming the field)."""
+    for name, count in (("turn", turn), ("iteration", iteration)):
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise _refuse(name, "must be an int >= 1", count)
 
 
 def clock_row(clock: TimeClock, *, turn: int, iteration: int = 1) -> ClockRow:
     """The ``clock`` row of ``clock`` for ``turn`` (iteration 1: a turn's first ``seed``)."""
-    return ClockRow(
-        turn=turn,
-        iteration=iteration,
-        now=clock.now,
-        now_source=clock.now_source,
-        zone=clock.zone,
-        zone_source=clock.zone_source,
-        window=clock.window,
-    )
+    return ClockRow(turn=turn, iteration=iteration, **msgspec.structs.asdict(clock))
 
 
 def clock_from_wire(data: Mapping[str, Any]) -> TimeClock:

@@ -27,49 +27,34 @@ Readings settled here:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgspec
 
 from afp_runtime.errors import AgentDefinitionError, shown
+from afp_runtime.time._clock import time_field
 from afp_runtime.time._english import ENGLISH_READER_ID, EnglishReader
-from afp_runtime.time._policy import TimePolicy
+from afp_runtime.time._policy import TimePolicy, refuse_setting
 from afp_runtime.time._reader import TimeReader
+from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import is_zone_name
 
 DEFAULT_MAX_ANSWER_REPEATS: Final = 3
 """How many rejected answers a time question takes before it closes ``unsettled``
 (docs/time.md#judging-answers)."""
 
-_AT = re.compile(r"at `\$\.?([^`]*)`")
-_UNKNOWN = re.compile(r"unknown field `([^`]*)`")
-
-
-def _refuse(field: str, why: str, value: object) -> AgentDefinitionError:
-    return AgentDefinitionError(f"{field} {why}", field=field, value=shown(value))
-
 
 def _is_reader(reader: object) -> bool:
-    texts = ("id", "version", "locale")
-    if not all(isinstance(getattr(reader, name, None), str) for name in texts):
-        return False
-    if not all(getattr(reader, name) for name in texts):
+    texts = [getattr(reader, name, None) for name in ("id", "version", "locale")]
+    if not all(isinstance(text, str) and text for text in texts):
         return False
     return getattr(reader, "kind", None) in ("rule", "model") and callable(
         getattr(reader, "read", None)
     )
 
 
-class TimeConfig(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class TimeConfig(Wire, frozen=True, kw_only=True):
     """The time options of an agent; giving one enables the time layer
     (docs/time.md#the-rule-in-brief).
 
@@ -94,24 +79,26 @@ class TimeConfig(
 
     def __post_init__(self) -> None:
         if self.zone is not None and not is_zone_name(self.zone):
-            raise _refuse("time.zone", "must be a zone name (Area/Location, UTC or GMT)", self.zone)
+            raise refuse_setting(
+                "time.zone", "must be a zone name (Area/Location, UTC or GMT)", self.zone
+            )
         repeats = self.max_answer_repeats
         if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 0:
-            raise _refuse("time.maxAnswerRepeats", "must be an int >= 0", repeats)
+            raise refuse_setting("time.maxAnswerRepeats", "must be an int >= 0", repeats)
         if not isinstance(self.policy, TimePolicy):
-            raise _refuse("time.policy", "must be a TimePolicy", self.policy)
+            raise refuse_setting("time.policy", "must be a TimePolicy", self.policy)
         reader = self.reader
         if reader is None or (isinstance(reader, str) and reader == ENGLISH_READER_ID):
             return
         if isinstance(reader, str):
-            raise _refuse(
+            raise refuse_setting(
                 "time.reader",
                 f'must be "{ENGLISH_READER_ID}" in a config file; other readers are given in '
                 "Python",
                 reader,
             )
         if not _is_reader(reader):
-            raise _refuse(
+            raise refuse_setting(
                 "time.reader",
                 "must be a time reader (id, version, locale, kind rule|model, read(text))",
                 reader,
@@ -122,8 +109,7 @@ class TimeConfig(
         """The reader in use: the given object, else the built-in English reader."""
         if self.reader is None or isinstance(self.reader, str):
             return EnglishReader()
-        reader: TimeReader = self.reader
-        return reader
+        return cast(TimeReader, self.reader)
 
 
 def time_config_from_wire(data: Mapping[str, Any]) -> TimeConfig:
@@ -134,19 +120,12 @@ def time_config_from_wire(data: Mapping[str, Any]) -> TimeConfig:
             names its path under ``time`` (``time.maxAnswerRepeats``, ``time.policy.x``…).
     """
     if not isinstance(data, Mapping):
-        raise _refuse("time", "must be a table", data)
+        raise refuse_setting("time", "must be a table", data)
     try:
         return msgspec.convert(data, TimeConfig)
     except msgspec.ValidationError as exc:
-        message = str(exc)
-        unknown = _UNKNOWN.search(message)
-        found = _AT.search(message)
-        path = found.group(1) if found else ""
-        if unknown is not None:
-            path = f"{path}.{unknown.group(1)}" if path else unknown.group(1)
-        field = f"time.{path}" if path else "time"
         raise AgentDefinitionError(
-            f"time config is refused: {message}", field=field, value=shown(dict(data))
+            f"time config is refused: {exc}", field=time_field(exc), value=shown(dict(data))
         ) from exc
 
 

@@ -58,6 +58,7 @@ from afp_runtime.time._forms import (
     Form,
     JoinedForm,
     LookbackForm,
+    ends_of,
     zone_argument_of,
 )
 from afp_runtime.time._instants import NS_PER_MS, NS_PER_S, Instant, spell_instant
@@ -167,10 +168,6 @@ def _zone_values(form: Form, ctx: PeriodContext) -> dict[str, Any]:
     return {argument: ctx.zone}
 
 
-def _step(point: Instant) -> int:
-    return NS_PER_MS if point.has_fraction else NS_PER_S
-
-
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -195,7 +192,7 @@ def _write(as_: str, point: Instant, role: str, zone: str | None) -> tuple[Any, 
         return (value, False) if is_safe(value) else None
     if as_ == "date":
         return _write_date(point, role, zone)
-    step = _step(point)
+    step = NS_PER_MS if point.has_fraction else NS_PER_S
     if role == "inclusive":
         point = point.plus(-step)
     millis = step == NS_PER_MS
@@ -280,26 +277,29 @@ def _exact(
         if date_start(day, zone) != span[0] or date_start(day + _DAY, zone) != span[1]:
             return None
         return {form.argument: day.isoformat(), **_zone_values(form, ctx)}, False
-    if isinstance(form, BoundsForm):
-        assert form.end.edge is not None  # checked when the form was made
-        pair = _pair(form.start.as_, form.end.as_, form.end.edge, span, zone)
-        if pair is None:
-            return None
-        values = {form.start.argument: pair[0], form.end.argument: pair[1]}
-        return {**values, **_zone_values(form, ctx)}, pair[2]
-    assert form.edge is not None  # an object form's edge is checked when it is made
-    pair = _pair(form.as_, form.as_, form.edge, span, zone)
+    from_as, to_as, edge = ends_of(form)
+    assert edge is not None  # a bounds or object form's edge is checked when it is made
+    pair = _pair(from_as, to_as, edge, span, zone)
     if pair is None:
         return None
-    if isinstance(form, JoinedForm):
-        value: Any = f"{pair[0]}{form.joiner}{pair[1]}"
+    first, last, rounded = pair
+    values: dict[str, Any]
+    if isinstance(form, BoundsForm):
+        values = {form.start.argument: first, form.end.argument: last}
+    elif isinstance(form, JoinedForm):
+        values = {form.argument: f"{first}{form.joiner}{last}"}
     else:
-        value = {form.keys.start: pair[0], form.keys.end: pair[1]}
-    return {form.argument: value, **_zone_values(form, ctx)}, pair[2]
+        values = {form.argument: {form.keys.start: first, form.keys.end: last}}
+    return {**values, **_zone_values(form, ctx)}, rounded
+
+
+def _over_cap(form: Form, facts: Facts, reach_ns: int) -> bool:
+    cap = form_cap(form, facts)
+    return cap is not None and reach_ns > parse_duration(cap, FACT_UNITS) * NS_PER_MS
 
 
 def convert_exact(
-    window: AskedWindow, forms: Sequence[Form], ctx: PeriodContext
+    window: AskedWindow, forms: Sequence[Form], ctx: PeriodContext, *, facts: Facts | None = None
 ) -> Conversion | None:
     """Write ``window`` in the first form that represents it without loss
     (docs/time.md#writing-a-window-into-a-form).
@@ -312,10 +312,15 @@ def convert_exact(
     now in the shortest exact spelling of the form's units, or, when ``to`` is within one step
     of now, ``now - from`` rounded up to the form's smallest unit.
 
+    With ``facts``, a form whose cap (its own ``maxRange``, else the period's) is below the
+    window's reach is passed over.
+
     Returns:
         ``Conversion(form, values, rounded)``, or None when no form can hold the window.
     """
     for index, form in enumerate(forms):
+        if facts is not None and _over_cap(form, facts, window.range.reach_ns):
+            continue
         found = _exact(form, window, ctx)
         if found is not None:
             return Conversion(form=index, values=found[0], rounded=found[1])
@@ -386,10 +391,7 @@ def convert_widened(
             continue
         values, sent = found
         extra = _extra(window.range, sent)
-        if not extra:
-            continue
-        cap = form_cap(form, declared)
-        if cap is not None and sent.reach_ns > parse_duration(cap, FACT_UNITS) * NS_PER_MS:
+        if not extra or _over_cap(form, declared, sent.reach_ns):
             continue
         return Conversion(form=index, values=values, sent=sent, extra=extra)
     return None
@@ -434,25 +436,12 @@ def convert_for_tool(
     if problem is not None:
         return Refusal(refused=problem)
     partly = partly_beyond_retention(window.range, judged, ctx.now)
-    conversion: Conversion | None = None
-    if not any(form.max_range is not None for form in forms):
-        conversion = convert_exact(window, forms, ctx)
-    else:
-        reach = window.range.reach_ns
-        for index, form in enumerate(forms):
-            cap = form_cap(form, facts)
-            if cap is not None and parse_duration(cap, FACT_UNITS) * NS_PER_MS < reach:
-                continue
-            found = _exact(form, window, ctx)
-            if found is not None:
-                conversion = Conversion(form=index, values=found[0], rounded=found[1])
-                break
+    # Without per-form caps no form's cap is below the reach: the facts passed above.
+    conversion = convert_exact(window, forms, ctx, facts=facts)
     if conversion is None:
         conversion = convert_widened(window, forms, ctx, facts=facts)
     if conversion is not None:
-        if partly:
-            conversion = msgspec.structs.replace(conversion, partly_beyond_retention=True)
-        return conversion
+        return msgspec.structs.replace(conversion, partly_beyond_retention=partly)
     if _multi_day(window, forms, ctx):
         return Refusal(refused="multi-day")
     return Refusal(refused="no-form-holds")

@@ -1,5 +1,5 @@
 """Deciding each call's period before dispatch (docs/time.md#deciding-each-call):
-``call_window_of``.
+``decide_call``.
 
 For every call of a batch whose tool has period forms, the decision takes the call
 (``CallToBind``), the turn's windows (``windows.turn_windows_of``) and the clock, and gives one
@@ -34,7 +34,7 @@ Readings settled here:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -51,13 +51,13 @@ from afp_runtime.time._convert import (
 )
 from afp_runtime.time._declare import AS_SENT, Assume, MissingRule
 from afp_runtime.time._durations import FACT_UNITS, parse_duration
-from afp_runtime.time._facts import Facts, form_facts, partly_beyond_retention
+from afp_runtime.time._facts import Facts, TimeRefusal, form_facts, partly_beyond_retention
 from afp_runtime.time._facts import period_fact_problem as _fact_problem
 from afp_runtime.time._forms import Form, arguments_of
 from afp_runtime.time._ranges import TimeRange, lookback_bounds, lookback_range
 from afp_runtime.time._readback import find_sent_gap, is_missing, read_back
 from afp_runtime.time._rows import CallWindowRow, Differs
-from afp_runtime.time._windows import TurnWindow, TurnWindows
+from afp_runtime.time._windows import OpenReading, TurnWindow, TurnWindows
 
 TIME_QUOTE: Final = "_timeQuote"
 """The reserved argument in which the model quotes the person's words a period comes from."""
@@ -114,11 +114,6 @@ class CallDecision(msgspec.Struct, frozen=True, kw_only=True):
     window: TurnWindow | None = None
 
     @property
-    def runs(self) -> bool:
-        """Whether the call may be dispatched now (not refused, not waiting for the person)."""
-        return self.row.how != "refused" and not self.asks
-
-    @property
     def asks(self) -> bool:
         """Whether the batch has to wait for a time question (``not-filled / open-reading``)."""
         return self.row.how == "not-filled" and self.row.why == "open-reading"
@@ -152,12 +147,7 @@ def points_at(declared: str | None, mention_quote: str | None) -> bool:
 
 
 def _context(call: CallToBind, ctx: PeriodContext, zone: str | None) -> PeriodContext:
-    return PeriodContext(
-        now=ctx.now,
-        zone=zone,
-        agent_zone=ctx.agent_zone,
-        granularity_ms=call.facts.granularity_ms,
-    )
+    return msgspec.structs.replace(ctx, zone=zone, granularity_ms=call.facts.granularity_ms)
 
 
 def window_equals(window: TurnWindow, sent: TimeRange, ctx: PeriodContext) -> bool:
@@ -169,6 +159,29 @@ def window_equals(window: TurnWindow, sent: TimeRange, ctx: PeriodContext) -> bo
         return False
     length = parse_duration(window.lookback, FACT_UNITS)
     return sent in (lookback_bounds(ctx.now, length), lookback_range(ctx.now, length))
+
+
+def convert_reading(
+    call: CallToBind, reading: OpenReading, ctx: PeriodContext
+) -> Conversion | Refusal:
+    """``convert_for_tool`` of an open reading for ``call``, in the reading's zone and at the
+    tool's step."""
+    local = _context(call, ctx, reading.zone)
+    return convert_for_tool(reading.asked(), call.forms, call.facts, local)
+
+
+def refusal_of_all(
+    call: CallToBind, readings: Sequence[OpenReading], ctx: PeriodContext
+) -> TimeRefusal | None:
+    """The first reading's refusal when ``call`` refuses every one of ``readings``
+    (docs/time.md#fill-path step 4); None when one of them converts, or there is none."""
+    first: TimeRefusal | None = None
+    for reading in readings:
+        outcome = convert_reading(call, reading, ctx)
+        if not isinstance(outcome, Refusal):
+            return None
+        first = first or outcome.refused
+    return first
 
 
 def _row(call: CallToBind, **fields: Any) -> CallWindowRow:
@@ -215,17 +228,14 @@ def _sent(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallDec
             person = windows.windows[0] if len(windows.windows) == 1 else None
     judged = form_facts(call.forms[form], call.facts)
     problem = _fact_problem(asked, judged, ctx.now)
-    fields: dict[str, Any] = {"form": form, "asked": asked}
-    if person is not None:
-        fields["person"] = person.person()
+    # Absent fields are None (or False): a row leaves them out.
+    fields = {"form": form, "asked": asked, "person": None if person is None else person.person()}
     if problem is not None:
         row = _row(call, how="refused", refused=problem, **fields)
         return CallDecision(row=row, arguments=arguments, window=person)
-    if by is not None:
-        fields["by"] = by
-    if partly_beyond_retention(asked, judged, ctx.now):
-        fields["partly_beyond_retention"] = True
-    return CallDecision(row=_row(call, how=how, **fields), arguments=arguments, window=person)
+    partly = partly_beyond_retention(asked, judged, ctx.now)
+    row = _row(call, how=how, by=by, partly_beyond_retention=partly, **fields)
+    return CallDecision(row=row, arguments=arguments, window=person)
 
 
 def _assumed(
@@ -243,22 +253,19 @@ def _assumed(
 
 
 def _filled(call: CallToBind, window: TurnWindow, conversion: Conversion) -> CallWindowRow:
-    fields: dict[str, Any] = {
-        "form": conversion.form,
-        "asked": window.range,
-        "person": window.person(),
-    }
-    if conversion.rounded:
-        fields["rounded"] = True
-    if conversion.sent is not None:
-        fields["sent"] = conversion.sent
-        if trimmed_by_tool(conversion, call.facts):
-            fields["trimmed_by_tool"] = True
-        else:
-            fields["differs"] = Differs(extra=conversion.extra)
-    if conversion.partly_beyond_retention:
-        fields["partly_beyond_retention"] = True
-    return _row(call, how="filled", **fields)
+    trimmed = trimmed_by_tool(conversion, call.facts)
+    return _row(
+        call,
+        how="filled",
+        form=conversion.form,
+        asked=window.range,
+        person=window.person(),
+        rounded=conversion.rounded,
+        sent=conversion.sent,
+        differs=Differs(extra=conversion.extra) if conversion.widened and not trimmed else None,
+        trimmed_by_tool=trimmed,
+        partly_beyond_retention=conversion.partly_beyond_retention,
+    )
 
 
 def _fill(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallDecision:
@@ -282,17 +289,9 @@ def _fill(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallDec
             return CallDecision(row=row, arguments=arguments, window=window)
         filled = {**arguments, **outcome.values}
         return CallDecision(row=_filled(call, window, outcome), arguments=filled, window=window)
-    readings = windows.open[0].readings if windows.open else ()
-    refusals: list[Refusal] = []
-    for reading in readings:
-        local = _context(call, ctx, reading.zone)
-        outcome = convert_for_tool(reading.asked(), call.forms, call.facts, local)
-        if not isinstance(outcome, Refusal):
-            break
-        refusals.append(outcome)
-    if readings and len(refusals) == len(readings):
-        row = _row(call, how="refused", refused=refusals[0].refused)
-        return CallDecision(row=row, arguments=arguments)
+    refused = refusal_of_all(call, windows.open[0].readings if windows.open else (), ctx)
+    if refused is not None:
+        return CallDecision(row=_row(call, how="refused", refused=refused), arguments=arguments)
     return CallDecision(row=_row(call, how="not-filled", why="open-reading"), arguments=arguments)
 
 
@@ -323,9 +322,3 @@ def decide_call(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> C
     if any(not is_missing(arguments.get(name)) for name in named):
         return _sent(call, windows, ctx)
     return _fill(call, windows, ctx)
-
-
-def call_window_of(call: CallToBind, windows: TurnWindows, ctx: PeriodContext) -> CallWindowRow:
-    """The ``call-window`` row of one call (docs/time.md#deciding-each-call):
-    ``decide_call(...).row``."""
-    return decide_call(call, windows, ctx).row

@@ -31,20 +31,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import msgspec
 
 from afp_runtime.errors import PeriodDeclarationError
 from afp_runtime.time._check import check_choice, check_name, prefixed, refuse
 from afp_runtime.time._durations import FACT_UNITS, is_duration
-from afp_runtime.time._facts import Direction, Facts, check_facts
+from afp_runtime.time._facts import Direction, Facts
 from afp_runtime.time._forms import (
     EPOCH_AS,
     FORM_KINDS,
     Bound,
     BoundsForm,
-    DayForm,
     Form,
     JoinedForm,
     LookbackForm,
@@ -54,17 +53,18 @@ from afp_runtime.time._forms import (
     needs_zone,
     zone_argument_of,
 )
+from afp_runtime.time._wire import Wire
 
 Spelling = Literal["lookback", "signed-lookback", "iso-range", "wall-range"]
 """A shorthand spelling (docs/time.md#declaring-a-period)."""
 
-SPELLINGS: Final[tuple[str, ...]] = ("lookback", "signed-lookback", "iso-range", "wall-range")
+SPELLINGS: Final[tuple[str, ...]] = get_args(Spelling)
 
 AS_SENT: Final = "as-sent"
 """The default missing-period rule: the call runs as the model sent it."""
 
 
-class Assume(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
+class Assume(Wire, frozen=True, kw_only=True):
     """The missing-period rule ``assume(L)``: a span of length L ending now
     (docs/time.md#facts-about-the-data).
 
@@ -79,25 +79,7 @@ MissingRule = Literal["as-sent"] | Assume
 """``"as-sent"`` or ``Assume``; consulted only for ``no-window`` and ``several-mentions``."""
 
 
-def assume(length: str) -> Assume:
-    """The missing-period rule that assumes a span of ``length`` ending now.
-
-    Raises:
-        PeriodDeclarationError: ``length`` is not a duration.
-    """
-    if not is_duration(length, FACT_UNITS):
-        raise refuse("missing.assume", "must be a duration such as 1h", length)
-    return Assume(length=length)
-
-
-class Period(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class Period(Wire, frozen=True, kw_only=True):
     """How a tool takes a period, and what it declares about its data
     (docs/time.md#period-forms-a-tool-declares).
 
@@ -148,14 +130,7 @@ class Period(
                 msgspec.structs.force_setattr(self, name, tuple(value))
         _check_shorthand(self)
         _check_forms(self.forms)
-        check_facts(
-            direction=self.direction,
-            retention=self.retention,
-            max_range=self.max_range,
-            granularity=self.granularity,
-            filters_to_asked=self.filters_to_asked,
-            wall_zone=self.wall_zone,
-        )
+        facts_of(self)  # the facts check their own values
         _check_missing(self.missing)
         if self.wall_zone is None:
             for index, form in enumerate(forms_of(self)):
@@ -217,7 +192,7 @@ def _check_forms(forms: object) -> None:
     if not isinstance(forms, tuple):
         raise refuse("forms", "must be a list of forms", forms)
     for index, form in enumerate(forms):
-        if not isinstance(form, BoundsForm | JoinedForm | ObjectForm | DayForm | LookbackForm):
+        if not isinstance(form, Form):
             raise refuse(f"forms[{index}]", "must be a period form", form)
 
 
@@ -231,20 +206,13 @@ def _check_missing(missing: object) -> None:
 
 
 def _expand(argument: str, spelling: str, zone_argument: str | None) -> Form:
-    if spelling == "lookback":
-        return LookbackForm(argument=argument, signed=False)
-    if spelling == "signed-lookback":
-        return LookbackForm(argument=argument, signed=True)
+    if spelling in ("lookback", "signed-lookback"):
+        return LookbackForm(argument=argument, signed=spelling == "signed-lookback")
     if spelling == "iso-range":
         return JoinedForm(argument=argument, as_="iso", joiner="..", edge="inclusive")
     assert zone_argument is not None  # checked when the period was made
-    return JoinedForm(
-        argument=argument,
-        as_="wall",
-        joiner="..",
-        edge="inclusive",
-        zone=ZoneArgument(argument=zone_argument),
-    )
+    zone = ZoneArgument(argument=zone_argument)
+    return JoinedForm(argument=argument, as_="wall", joiner="..", edge="inclusive", zone=zone)
 
 
 def forms_of(period: Period) -> tuple[Form, ...]:
@@ -267,14 +235,7 @@ def forms_of(period: Period) -> tuple[Form, ...]:
 
 def facts_of(period: Period) -> Facts:
     """The facts a period declares about the tool's data (docs/time.md#facts-about-the-data)."""
-    return Facts(
-        direction=period.direction,
-        retention=period.retention,
-        max_range=period.max_range,
-        granularity=period.granularity,
-        filters_to_asked=period.filters_to_asked,
-        wall_zone=period.wall_zone,
-    )
+    return Facts(**{name: getattr(period, name) for name in Facts.__struct_fields__})
 
 
 # --- decoding ---------------------------------------------------------------------------------
@@ -340,7 +301,7 @@ def _form_from_wire(raw: object, prefix: str) -> Form:
         raise _from_validation(exc, prefix) from exc
     except PeriodDeclarationError as exc:
         raise prefixed(exc, prefix) from exc
-    assert isinstance(form, BoundsForm | JoinedForm | ObjectForm | DayForm | LookbackForm)
+    assert isinstance(form, Form)
     return form
 
 
@@ -369,12 +330,6 @@ def period_from_wire(value: object) -> Period:
         return msgspec.convert(decoded, Period)
     except msgspec.ValidationError as exc:
         raise _from_validation(exc, "") from exc
-
-
-def period_to_wire(period: Period) -> dict[str, Any]:
-    """A period as its TOML/JSON value (camelCase keys, defaults left out)."""
-    wire: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(period))
-    return wire
 
 
 # --- the input schema -------------------------------------------------------------------------

@@ -21,7 +21,6 @@ Readings settled here:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any, Final
 
 import msgspec
@@ -29,7 +28,7 @@ import msgspec
 from afp_runtime.time._convert import AskedWindow, PeriodContext, convert_exact
 from afp_runtime.time._forms import Form, LookbackForm
 from afp_runtime.time._instants import NS_PER_MS, Instant, spell_instant
-from afp_runtime.time._rows import CallRow, CallWindowRow, Drift, DriftOutcome
+from afp_runtime.time._rows import CallRow, CallWindowRow, Drift
 from afp_runtime.tools import AskedSpan, ToolTime
 
 TOOL_TIME_VERSION: Final = 1
@@ -38,21 +37,13 @@ TOOL_TIME_VERSION: Final = 1
 _DRIFTING: Final = frozenset({"filled", "bound", "model-chosen", "model"})
 
 
-def dispatched_at_of(moment: datetime | Instant) -> Instant:
-    """A clock reading as ``dispatchedAt``: truncated to the millisecond, in UTC
-    (docs/time.md#the-call-row).
-
-    Args:
-        moment: the host clock's reading (an aware datetime) or an instant.
-
-    Raises:
-        InvalidValue: ``moment`` is a naive datetime.
-    """
-    instant = moment if isinstance(moment, Instant) else Instant.from_datetime(moment)
-    return Instant(ns=instant.ns - instant.ns % NS_PER_MS, offset=0)
+def dispatched_at_of(moment: Instant) -> Instant:
+    """The host clock's reading as ``dispatchedAt``: truncated to the millisecond, in UTC
+    (docs/time.md#the-call-row)."""
+    return Instant(ns=moment.ns - moment.ns % NS_PER_MS, offset=0)
 
 
-def dispatched_at_text(moment: datetime | Instant) -> str:
+def dispatched_at_text(moment: Instant) -> str:
     """``dispatchedAt`` spelled canonically in UTC, e.g. ``2026-10-09T15:50:00Z``."""
     return spell_instant(dispatched_at_of(moment))
 
@@ -70,11 +61,6 @@ class DriftResult(msgspec.Struct, frozen=True, kw_only=True):
     drift: Drift
     values: dict[str, Any] = msgspec.field(default_factory=dict)
     removed: str | None = None
-
-    @property
-    def outcome(self) -> DriftOutcome:
-        """``shifted`` or ``redrawn``."""
-        return self.drift.outcome
 
     def apply(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """The arguments the tool receives: redrawn → look-back argument out, values in;
@@ -131,7 +117,7 @@ def drift_of(
 
 
 def call_row_of(
-    row: CallWindowRow, dispatched_at: datetime | Instant, drift: DriftResult | None = None
+    row: CallWindowRow, dispatched_at: Instant, drift: DriftResult | None = None
 ) -> CallRow:
     """The ``call`` row filed when the call is handed to its tool (docs/time.md#the-call-row)."""
     return CallRow(
@@ -163,7 +149,7 @@ def dispatch_call(
     arguments: Mapping[str, Any],
     forms: Sequence[Form],
     ctx: PeriodContext,
-    dispatched_at: datetime | Instant,
+    dispatched_at: Instant,
 ) -> DispatchedCall:
     """The ``call`` row, drift and final arguments of a call handed to its tool
     (docs/time.md#the-call-row, docs/time.md#drift).
@@ -185,8 +171,8 @@ def tool_time(
     row: CallWindowRow,
     *,
     zone: str,
-    now: Instant | str,
-    dispatched_at: datetime | Instant | str,
+    now: str,
+    dispatched_at: str,
     zone_unknown: bool = False,
 ) -> ToolTime:
     """``ctx.time`` for a call whose latest ``call-window`` row is ``row``
@@ -195,17 +181,16 @@ def tool_time(
     Args:
         row: the call's latest ``call-window`` row in this turn.
         zone: the turn's clock zone.
-        now: the turn's clock ``now`` (the clock row's text, or an instant spelled canonically).
-        dispatched_at: the ``call`` row's ``dispatchedAt`` (its text, or the clock reading).
+        now: the turn's clock ``now`` (the clock row's text).
+        dispatched_at: the ``call`` row's ``dispatchedAt``.
         zone_unknown: the clock's ``zoneSource`` is ``unknown``.
     """
-    stamp = dispatched_at if isinstance(dispatched_at, str) else dispatched_at_text(dispatched_at)
     asked = None if row.asked is None else AskedSpan(start=row.asked.start, end=row.asked.end)
     return ToolTime(
         version=TOOL_TIME_VERSION,
         zone=zone,
-        now=now if isinstance(now, str) else spell_instant(now),
-        dispatched_at=stamp,
+        now=now,
+        dispatched_at=dispatched_at,
         asked=asked,
         zone_unknown=zone_unknown,
     )

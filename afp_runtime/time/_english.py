@@ -144,10 +144,6 @@ def _parts(node: Node) -> TimeParts:
     return TimeParts(date=node.date, wall=node.wall, zone_token=node.zone, relative=node.relative)
 
 
-def _is_time_point(node: Node) -> bool:
-    return node.sides is None and node.has_t
-
-
 @dataclass(slots=True)
 class _Span:
     start: int
@@ -160,7 +156,7 @@ def _with_qualifiers(text: str, node: Node, start: int, end: int, floor: int) ->
     bad = node.bad
     while True:
         before = _QUALIFIER_BEFORE.search(text, floor, start)
-        if before is None and _is_time_point(node):
+        if before is None and node.sides is None and node.has_t:  # a point with a time of day
             before = _QUALIFIER_BEFORE_TIME.search(text, floor, start)
         if before is None or before.start() == start:
             break
@@ -170,8 +166,7 @@ def _with_qualifiers(text: str, node: Node, start: int, end: int, floor: int) ->
         if after is None or after.end() == end:
             break
         end, bad = after.end(), True
-    parts = None if bad else _parts(node)
-    return _Span(start, end, bad, parts)
+    return _Span(start, end, bad, None if bad else _parts(node))
 
 
 def _merged(text: str, spans: list[_Span]) -> list[_Span]:

@@ -56,9 +56,7 @@ class Parser:
         if tok.kind == "badD":
             node.bad = True
             j = self.skip_glue(i + 1, frozenset({","}))
-            if self.kind(j) in ("date", "badD"):
-                return j + 1
-            return i + 1
+            return j + 1 if self.kind(j) in ("date", "badD") else i + 1
         if tok.kind == "date":
             node.date = tok.value
         elif tok.kind == "day":

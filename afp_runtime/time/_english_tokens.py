@@ -14,7 +14,6 @@ from afp_runtime.time._parts import (
     MAX_LOOKBACK_COUNT,
     MAX_ZONE_TOKEN,
     FixedDate,
-    Meridiem,
     NumericDate,
     Relative,
     Wall,
@@ -38,12 +37,6 @@ T_KINDS: Final[frozenset[str]] = frozenset({"wall", "badT"})
 # --- the tokenizer ----------------------------------------------------------------------------
 
 
-def _meridiem(text: str | None) -> Meridiem | None:
-    if text is None:
-        return None
-    return "am" if text.lower().startswith("a") else "pm"
-
-
 def _wall_of(h_text: str, m_text: str | None, s_text: str | None, mer: str | None) -> Wall | None:
     """A ``Wall`` for typed digits, or None when they are not a time (``25:00``)."""
     h = int(h_text)
@@ -51,9 +44,8 @@ def _wall_of(h_text: str, m_text: str | None, s_text: str | None, mer: str | Non
     s = int(s_text) if s_text is not None else None
     if h > 23 or (m is not None and m > 59) or (s is not None and s > 59):
         return None
-    meridiem = _meridiem(mer)
-    if meridiem is not None:
-        return Wall(h=h, m=m, s=s, meridiem=meridiem)
+    if mer is not None:
+        return Wall(h=h, m=m, s=s, meridiem="am" if mer.lower().startswith("a") else "pm")
     wide = h == 0 or h >= 13 or (len(h_text) == 2 and h_text.startswith("0") and m is not None)
     return Wall(h=h, m=m, s=s, clock="24h" if wide else None)
 
@@ -68,11 +60,10 @@ def _iso(text: str, pos: int) -> Tok | None:
     date = FixedDate(year=int(match["y"]), month=month, day=day)
     wall = None
     if match["h"] is not None:
-        h, mi = int(match["h"]), int(match["mi"])
-        s = int(match["s"]) if match["s"] is not None else None
-        if h > 23 or mi > 59 or (s is not None and s > 59):
+        wall = _wall_of(match["h"], match["mi"], match["s"], None)
+        if wall is None:
             return None
-        wall = Wall(h=h, m=mi, s=s, clock="24h")
+        wall = Wall(h=wall.h, m=wall.m, s=wall.s, clock="24h")  # an ISO time is on the 24h clock
     return Tok("iso", pos, match.end(), (date, wall, match["z"]))
 
 
@@ -88,10 +79,8 @@ def _lookback(text: str, pos: int) -> Tok | None:
     match = words.LOOK_COUNT.match(text, pos)
     if match is not None:
         unit = words.GOOD_UNITS.get(match["u"].lower())
-        count_text = match["n"]
-        readable = unit is not None and "." not in count_text
-        count = int(count_text) if readable else 0
-        if not readable or not 1 <= count <= MAX_LOOKBACK_COUNT or unit is None:
+        count = 0 if "." in match["n"] else int(match["n"])  # a fraction is unreadable
+        if unit is None or not 1 <= count <= MAX_LOOKBACK_COUNT:
             return Tok("badS", pos, match.end())
         return Tok("look", pos, match.end(), Relative(unit=unit, count=count))
     match = words.LOOK_WORD.match(text, pos)
@@ -158,8 +147,14 @@ def _numeric_date(text: str, pos: int) -> Tok | None:
     return Tok("date", pos, match.end(), NumericDate(fields=fields, year_digits=digits))
 
 
-def _month_number(name: str) -> int:
-    return words.MONTH_NUMBERS[name.lower()]
+def _fixed_date(match: re.Match[str], pos: int) -> Tok:
+    """A month-name date token, ``badD`` when its day is not 1-31 or its year is 0."""
+    day = int(match["day"])
+    year = int(match["year"]) if match["year"] else None
+    if not 1 <= day <= 31 or year == 0:
+        return Tok("badD", pos, match.end())
+    date = FixedDate(month=words.MONTH_NUMBERS[match["mon"].lower()], day=day, year=year)
+    return Tok("date", pos, match.end(), date)
 
 
 def _month_date(text: str, pos: int) -> Tok | None:
@@ -170,22 +165,10 @@ def _month_date(text: str, pos: int) -> Tok | None:
         if after is not None and not _follows_date(after["w"]):
             return None
     if match is not None:
-        day = int(match["day"])
-        if not 1 <= day <= 31:
-            return Tok("badD", pos, match.end())
-        year = int(match["year"]) if match["year"] else None
-        if year == 0:
-            return Tok("badD", pos, match.end())
-        date = FixedDate(month=_month_number(match["mon"]), day=day, year=year)
-        return Tok("date", pos, match.end(), date)
+        return _fixed_date(match, pos)
     match = words.DAY_MONTH.match(text, pos)
     if match is not None and match["mon"] not in ("may", "march"):
-        day = int(match["day"])
-        year = int(match["year"]) if match["year"] else None
-        if not 1 <= day <= 31 or year == 0:
-            return Tok("badD", pos, match.end())
-        date = FixedDate(month=_month_number(match["mon"]), day=day, year=year)
-        return Tok("date", pos, match.end(), date)
+        return _fixed_date(match, pos)
     return None
 
 
@@ -204,11 +187,8 @@ def _month_only(text: str, pos: int) -> Tok | None:
         return bad
     if name == "May" and words.MAY_VERB.match(text, match.end()):
         return None  # "May I …"
-    if name.lower() in words.PLAIN_MONTHS or words.MONTH_CONTEXT.search(
-        text, max(0, pos - 24), pos
-    ):
-        return bad
-    return None
+    plain = name.lower() in words.PLAIN_MONTHS
+    return bad if plain or words.MONTH_CONTEXT.search(text, max(0, pos - 24), pos) else None
 
 
 def _wall(text: str, pos: int) -> Tok | None:
@@ -225,10 +205,9 @@ def _wall(text: str, pos: int) -> Tok | None:
         wall = _wall_of(match["h"], match["m"], match["s"], match["mer"])
         if wall is None:
             return None
-        if match["z"] is not None:
+        if match["z"] is not None:  # 15:40Z: a 24-hour wall with its zone token
             wall = Wall(h=wall.h, m=wall.m, s=wall.s, clock="24h")
-            return Tok("wall", pos, match.end(), (wall, "Z"))
-        return Tok("wall", pos, match.end(), (wall, None))
+        return Tok("wall", pos, match.end(), (wall, match["z"]))
     match = words.WALL_H.match(text, pos)
     if match is not None:
         h = int(match["h"])

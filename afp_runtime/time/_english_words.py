@@ -14,32 +14,15 @@ _DG = "[0-9]"
 
 # --- vocabulary -------------------------------------------------------------------------------
 
+_MONTH_NAMES: Final = str.split(
+    "january february march april may june july august september october november december"
+)
 MONTH_NUMBERS: Final[dict[str, int]] = {
-    "january": 1,
-    "february": 2,
-    "march": 3,
-    "april": 4,
-    "may": 5,
-    "june": 6,
-    "july": 7,
-    "august": 8,
-    "september": 9,
-    "october": 10,
-    "november": 11,
-    "december": 12,
-    "jan": 1,
-    "feb": 2,
-    "mar": 3,
-    "apr": 4,
-    "jun": 6,
-    "jul": 7,
-    "aug": 8,
-    "sept": 9,
-    "sep": 9,
-    "oct": 10,
-    "nov": 11,
-    "dec": 12,
-}
+    name: number
+    for number, month in enumerate(_MONTH_NAMES, start=1)
+    for name in (month, month[:3])
+} | {"sept": 9}
+"""Month names and abbreviations (the first three letters, and ``sept``), lower case."""
 # Full names first so that ``march`` wins over ``mar`` and ``sept`` over ``sep``.
 _MONTHS = "|".join(sorted(MONTH_NUMBERS, key=lambda name: (-len(name), name)))
 _MONTH = rf"(?P<mon>{_MONTHS})(?![a-z])\.?"
@@ -66,25 +49,14 @@ _UNITS = (
     r"(?:minutes?|mins?|min|hours?|hrs?|hr|days?|weeks?|wks?|wk|seconds?|secs?|sec|months?|"
     r"mos|mo|years?|yrs?|yr|quarters?|decades?|fortnights?|[mhdwsy])"
 )
+_UNIT_SPELLINGS: Final[dict[RelativeUnit, str]] = {
+    "minute": "minute minutes min mins m",
+    "hour": "hour hours hr hrs h",
+    "day": "day days d",
+    "week": "week weeks wk wks w",
+}
 GOOD_UNITS: Final[dict[str, RelativeUnit]] = {
-    "minute": "minute",
-    "minutes": "minute",
-    "min": "minute",
-    "mins": "minute",
-    "m": "minute",
-    "hour": "hour",
-    "hours": "hour",
-    "hr": "hour",
-    "hrs": "hour",
-    "h": "hour",
-    "day": "day",
-    "days": "day",
-    "d": "day",
-    "week": "week",
-    "weeks": "week",
-    "wk": "week",
-    "wks": "week",
-    "w": "week",
+    spelling: unit for unit, spellings in _UNIT_SPELLINGS.items() for spelling in spellings.split()
 }
 _MERIDIEM = r"(?:[ap]\.\s?m\.?|[ap]m(?![a-z]))"
 _POD = r"(?:morning|afternoon|evening|night)"
@@ -93,49 +65,11 @@ _NAMED_POD = (
     r"|tonight|in\s+the\s+(?:morning|afternoon|evening)|at\s+night)"
 )
 
-_ABBREVIATIONS: Final[tuple[str, ...]] = (
-    "UTC",
-    "GMT",
-    "PST",
-    "PDT",
-    "PT",
-    "MST",
-    "MDT",
-    "MT",
-    "CST",
-    "CDT",
-    "CT",
-    "EST",
-    "EDT",
-    "ET",
-    "AKST",
-    "AKDT",
-    "HST",
-    "AST",
-    "ADT",
-    "NST",
-    "NDT",
-    "BST",
-    "IST",
-    "CET",
-    "CEST",
-    "EET",
-    "EEST",
-    "WET",
-    "WEST",
-    "MSK",
-    "JST",
-    "KST",
-    "HKT",
-    "SGT",
-    "AEST",
-    "AEDT",
-    "ACST",
-    "ACDT",
-    "AWST",
-    "NZST",
-    "NZDT",
-    "SAST",
+_ABBREVIATIONS: Final[tuple[str, ...]] = tuple(
+    str.split(
+        "UTC GMT PST PDT PT MST MDT MT CST CDT CT EST EDT ET AKST AKDT HST AST ADT NST NDT BST IST "
+        "CET CEST EET EEST WET WEST MSK JST KST HKT SGT AEST AEDT ACST ACDT AWST NZST NZDT SAST"
+    )
 )
 """The zone abbreviations docs/time.md#what-the-english-reader-understands recognises (closed list;
 upper case exactly)."""

@@ -16,7 +16,7 @@ Readings settled here:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import msgspec
 
@@ -25,11 +25,12 @@ from afp_runtime.time._durations import FACT_UNITS, parse_duration
 from afp_runtime.time._forms import Form
 from afp_runtime.time._instants import NS_PER_MS, Instant
 from afp_runtime.time._ranges import TimeRange
+from afp_runtime.time._wire import Wire
 
 Direction = Literal["past", "future", "any"]
 """Which side of now a tool's data lies on."""
 
-DIRECTIONS: Final[tuple[str, ...]] = ("past", "future", "any")
+DIRECTIONS: Final[tuple[str, ...]] = get_args(Direction)
 
 TimeRefusal = Literal[
     "time-future",
@@ -43,51 +44,14 @@ TimeRefusal = Literal[
 """Why a call may not run with a window (docs/time.md#facts-checked-against-a-range,
 docs/time.md#refused-calls)."""
 
-TIME_REFUSALS: Final[tuple[str, ...]] = (
-    "time-future",
-    "time-past",
-    "beyond-retention",
-    "over-max-range",
-    "multi-day",
-    "dst-gap",
-    "no-form-holds",
-)
+TIME_REFUSALS: Final[tuple[str, ...]] = get_args(TimeRefusal)
 
 DEFAULT_GRANULARITY_MS: Final = 60_000
 """The step assumed where one is needed and the tool declares no ``granularity``
 (docs/time.md#facts-about-the-data)."""
 
 
-def check_facts(
-    *,
-    direction: object,
-    retention: object,
-    max_range: object,
-    granularity: object,
-    filters_to_asked: object,
-    wall_zone: object,
-) -> None:
-    """Check fact values, raising ``PeriodDeclarationError`` naming the wire field
-    (docs/time.md#validation-at-definition-time)."""
-    if direction is not None:
-        check_choice(direction, DIRECTIONS, "direction")
-    check_duration(retention, "retention")
-    check_duration(max_range, "maxRange")
-    check_duration(granularity, "granularity")
-    if not isinstance(filters_to_asked, bool):
-        raise refuse("filtersToAsked", "must be true or false", filters_to_asked)
-    if wall_zone is not None and wall_zone != "agent":
-        raise refuse("wallZone", 'can only be "agent"', wall_zone)
-
-
-class Facts(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class Facts(Wire, frozen=True, kw_only=True):
     """Facts about a tool's data (docs/time.md#facts-about-the-data); a fact that is absent is not
     checked.
 
@@ -115,14 +79,15 @@ class Facts(
     wall_zone: Literal["agent"] | None = None
 
     def __post_init__(self) -> None:
-        check_facts(
-            direction=self.direction,
-            retention=self.retention,
-            max_range=self.max_range,
-            granularity=self.granularity,
-            filters_to_asked=self.filters_to_asked,
-            wall_zone=self.wall_zone,
-        )
+        if self.direction is not None:
+            check_choice(self.direction, DIRECTIONS, "direction")
+        check_duration(self.retention, "retention")
+        check_duration(self.max_range, "maxRange")
+        check_duration(self.granularity, "granularity")
+        if not isinstance(self.filters_to_asked, bool):
+            raise refuse("filtersToAsked", "must be true or false", self.filters_to_asked)
+        if self.wall_zone is not None and self.wall_zone != "agent":
+            raise refuse("wallZone", 'can only be "agent"', self.wall_zone)
 
     @property
     def retention_ms(self) -> int | None:
@@ -191,15 +156,11 @@ def tool_facts(forms: Sequence[Form], facts: Facts) -> Facts:
     """
     if not any(form.max_range is not None for form in forms):
         return facts
-    caps = [form_cap(form, facts) for form in forms]
-    largest: str | None = None
-    if all(cap is not None for cap in caps):
-        for cap in caps:
-            if cap is not None and (
-                largest is None
-                or parse_duration(cap, FACT_UNITS) > parse_duration(largest, FACT_UNITS)
-            ):
-                largest = cap
+    caps = [cap for cap in (form_cap(form, facts) for form in forms) if cap is not None]
+    if len(caps) < len(forms):
+        return msgspec.structs.replace(facts, max_range=None)
+    # max keeps the first of equal caps: the first form's spelling.
+    largest = max(caps, key=lambda cap: parse_duration(cap, FACT_UNITS))
     return msgspec.structs.replace(facts, max_range=largest)
 
 
@@ -207,6 +168,4 @@ def form_facts(form: Form, facts: Facts) -> Facts:
     """The facts that judge a window the model sent through ``form``: the declared facts with
     the cap replaced by the form's own, if it has one
     (docs/time.md#facts-checked-against-a-range)."""
-    if form.max_range is None:
-        return facts
-    return msgspec.structs.replace(facts, max_range=form.max_range)
+    return msgspec.structs.replace(facts, max_range=form_cap(form, facts))

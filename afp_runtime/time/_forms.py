@@ -23,12 +23,13 @@ Readings settled here:
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import msgspec
 
 from afp_runtime.time._check import check_choice, check_duration, check_name, refuse
 from afp_runtime.time._durations import LOOKBACK_UNITS, check_units
+from afp_runtime.time._wire import Wire
 
 BoundAs = Literal["iso", "epoch-ms", "epoch-s", "date", "wall"]
 """How one end is written: strict instant, epoch milliseconds or seconds, local date, or local
@@ -40,26 +41,15 @@ Edge = Literal["inclusive", "exclusive"]
 Joiner = Literal["..", "/"]
 """What separates the two ends of a joined string."""
 
-BOUND_AS: Final[tuple[str, ...]] = ("iso", "epoch-ms", "epoch-s", "date", "wall")
-EDGES: Final[tuple[str, ...]] = ("inclusive", "exclusive")
-JOINERS: Final[tuple[str, ...]] = ("..", "/")
+BOUND_AS: Final[tuple[str, ...]] = get_args(BoundAs)
+EDGES: Final[tuple[str, ...]] = get_args(Edge)
+JOINERS: Final[tuple[str, ...]] = get_args(Joiner)
 ZONED_AS: Final[frozenset[str]] = frozenset({"date", "wall"})
 """Bound spellings that are local to a zone."""
 EPOCH_AS: Final[frozenset[str]] = frozenset({"epoch-ms", "epoch-s"})
 
 
-class _Part(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
-    """Base of the parts of a form."""
-
-
-class ZoneArgument(_Part, frozen=True):
+class ZoneArgument(Wire, frozen=True):
     """The argument a form writes the zone name into.
 
     Attributes:
@@ -69,7 +59,7 @@ class ZoneArgument(_Part, frozen=True):
     argument: str
 
 
-class Bound(_Part, frozen=True):
+class Bound(Wire, frozen=True):
     """One end of a ``bounds`` form.
 
     Attributes:
@@ -84,7 +74,7 @@ class Bound(_Part, frozen=True):
     edge: Edge | None = None
 
 
-class ObjectKeys(_Part, frozen=True):
+class ObjectKeys(Wire, frozen=True):
     """The two keys of an ``object`` form's value.
 
     Attributes:
@@ -96,7 +86,7 @@ class ObjectKeys(_Part, frozen=True):
     end: str = msgspec.field(name="to")
 
 
-class _Form(_Part, frozen=True, tag_field="kind"):
+class _Form(Wire, frozen=True, tag_field="kind"):
     """Base of the form kinds (tagged on ``kind``)."""
 
 
@@ -266,11 +256,7 @@ Form = BoundsForm | JoinedForm | ObjectForm | DayForm | LookbackForm
 """One of the five form kinds."""
 
 FORM_KINDS: Final[dict[str, type[_Form]]] = {
-    "bounds": BoundsForm,
-    "joined": JoinedForm,
-    "object": ObjectForm,
-    "day": DayForm,
-    "lookback": LookbackForm,
+    str(kind.__struct_config__.tag): kind for kind in get_args(Form)
 }
 """Each ``kind`` tag and its form type."""
 
@@ -295,12 +281,15 @@ def arguments_of(form: Form) -> tuple[str, ...]:
     return value_arguments_of(form) + ((zone,) if zone is not None else ())
 
 
+def ends_of(form: BoundsForm | JoinedForm | ObjectForm) -> tuple[BoundAs, BoundAs, Edge | None]:
+    """How a two-ended form writes its ``from`` and ``to`` values, and its ``to`` end's edge."""
+    if isinstance(form, BoundsForm):
+        return form.start.as_, form.end.as_, form.end.edge
+    return form.as_, form.as_, form.edge
+
+
 def needs_zone(form: Form) -> bool:
     """Whether the form writes local values (``wall``, ``date`` or ``day``)."""
-    if isinstance(form, DayForm):
-        return True
-    if isinstance(form, BoundsForm):
-        return form.start.as_ in ZONED_AS or form.end.as_ in ZONED_AS
-    if isinstance(form, JoinedForm | ObjectForm):
-        return form.as_ in ZONED_AS
-    return False
+    if isinstance(form, DayForm | LookbackForm):
+        return isinstance(form, DayForm)
+    return any(as_ in ZONED_AS for as_ in ends_of(form)[:2])

@@ -21,7 +21,7 @@ Readings settled here:
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Final
 
@@ -38,17 +38,15 @@ _EPOCH_ORDINAL: Final = date(1970, 1, 1).toordinal()
 _UTC_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MINUTE_NS: Final = 60 * NS_PER_S
 
-# [0-9] rather than \d: \d also matches non-ASCII digits.
-_STRICT = re.compile(
+# [0-9] rather than \d: \d also matches non-ASCII digits. The lenient profile differs only in
+# also taking a lower-case t and z: the same pattern, case-insensitive.
+_INSTANT = (
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2})"
     r"(?::([0-9]{2})(?:\.([0-9]{1,9}))?)?"
     r"(Z|[+-][0-9]{2}:[0-9]{2})"
 )
-_LENIENT = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2})"
-    r"(?::([0-9]{2})(?:\.([0-9]{1,9}))?)?"
-    r"([Zz]|[+-][0-9]{2}:[0-9]{2})"
-)
+_STRICT = re.compile(_INSTANT)
+_LENIENT = re.compile(_INSTANT, re.IGNORECASE)
 
 
 class Instant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -141,25 +139,14 @@ class Instant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         """The same point written in UTC (``Z``)."""
         return Instant(ns=self.ns, offset=0)
 
-    def to_datetime(self) -> datetime:
-        """An aware ``datetime`` of the whole second, at this instant's fixed offset.
-
-        The sub-second part is not in the result; it is ``subsecond_ns`` (zone arithmetic goes
-        through ``datetime`` on whole seconds, with the sub-second part carried alongside).
-        """
-        utc = _UTC_EPOCH + timedelta(seconds=self.seconds)
-        return utc.astimezone(timezone(timedelta(seconds=self.offset)))
-
     @classmethod
-    def from_datetime(cls, moment: datetime, *, subsecond_ns: int = 0) -> Instant:
+    def from_datetime(cls, moment: datetime) -> Instant:
         """The instant of an aware ``datetime`` (its microseconds kept), in its UTC offset.
 
         Args:
             moment: an aware datetime; its ``utcoffset()`` becomes the instant's offset (a
                 zone offset that is not a whole minute, such as local mean time before 1900,
                 is replaced by UTC, which the strict profile can write).
-            subsecond_ns: nanoseconds added to the result (a sub-second part carried
-                alongside a whole-second datetime).
 
         Raises:
             InvalidValue: ``moment`` is naive.
@@ -167,19 +154,21 @@ class Instant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         delta = moment.utcoffset()
         if delta is None:
             raise InvalidValue("an instant needs an aware datetime", value=shown(moment))
-        whole = moment - _UTC_EPOCH
-        seconds = whole.days * _S_PER_DAY + whole.seconds
-        ns = seconds * NS_PER_S + whole.microseconds * 1000 + subsecond_ns
-        offset = delta.days * _S_PER_DAY + delta.seconds
+        ns = (moment - _UTC_EPOCH) // timedelta(microseconds=1) * 1000
+        offset = delta // timedelta(seconds=1)
         return cls(ns=ns, offset=offset if offset % 60 == 0 else 0)
 
 
-def _offset_text(offset: int) -> str:
-    if offset == 0:
-        return "Z"
+def signed_offset(offset: int) -> str:
+    """An offset in seconds written ``±HH:MM`` (``+00:00`` for zero)."""
     sign = "-" if offset < 0 else "+"
     hours, minutes = divmod(abs(offset) // 60, 60)
     return f"{sign}{hours:02d}:{minutes:02d}"
+
+
+def fraction_text(sub_ns: int) -> str:
+    """A sub-second part written ``.`` and its digits without trailing zeros; empty for none."""
+    return "." + f"{sub_ns:09d}".rstrip("0") if sub_ns else ""
 
 
 def local_parts(instant: Instant) -> tuple[date, int, int]:
@@ -212,14 +201,9 @@ def spell_instant(instant: Instant, *, millis: bool = False) -> str:
     day, of_day, sub = local_parts(instant)
     hours, rest = divmod(of_day, 3600)
     minutes, seconds = divmod(rest, 60)
-    if millis:
-        fraction = f".{sub // NS_PER_MS:03d}"
-    elif sub:
-        fraction = "." + f"{sub:09d}".rstrip("0")
-    else:
-        fraction = ""
+    fraction = f".{sub // NS_PER_MS:03d}" if millis else fraction_text(sub)
     stamp = f"{day.isoformat()}T{hours:02d}:{minutes:02d}:{seconds:02d}{fraction}"
-    return stamp + _offset_text(instant.offset)
+    return stamp + ("Z" if instant.offset == 0 else signed_offset(instant.offset))
 
 
 def _refuse(text: object, why: str) -> InvalidValue:
@@ -254,12 +238,8 @@ def _parse(text: str, lenient: bool) -> tuple[Instant, int]:
     local = (day.toordinal() - _EPOCH_ORDINAL) * _S_PER_DAY
     local += int(hour) * 3600 + int(minute) * 60 + sec
     sub = int(fraction.ljust(9, "0")) if fraction else 0
-    if second is None:
-        step = _MINUTE_NS
-    elif fraction is None:
-        step = NS_PER_S
-    else:
-        step = NS_PER_MS
+    # The written step: a minute for HH:MM, a second with seconds, a millisecond with a fraction.
+    step = _MINUTE_NS if second is None else NS_PER_S if fraction is None else NS_PER_MS
     return Instant(ns=(local - offset) * NS_PER_S + sub, offset=offset), step
 
 
@@ -291,14 +271,3 @@ def parse_instant(text: str, *, lenient: bool = False) -> Instant:
         InvalidValue: ``text`` is not an instant of the profile.
     """
     return parse_written(text, lenient=lenient)[0]
-
-
-def is_instant(text: object, *, lenient: bool = False) -> bool:
-    """Whether ``text`` is instant text of the strict (or lenient) profile."""
-    if not isinstance(text, str):
-        return False
-    try:
-        _parse(text, lenient)
-    except InvalidValue:
-        return False
-    return True

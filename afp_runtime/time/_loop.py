@@ -28,6 +28,7 @@ Readings settled here (the spec is silent):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -55,21 +56,19 @@ from afp_runtime.time._clock import (
     turn_clock,
 )
 from afp_runtime.time._config import TimeConfig, time_config_to_wire
-from afp_runtime.time._convert import PeriodContext, Refusal, convert_for_tool
+from afp_runtime.time._convert import PeriodContext
 from afp_runtime.time._decide import (
     TIME_QUOTE,
     TIME_QUOTE_DESCRIPTION,
     CallDecision,
     CallToBind,
     decide_call,
+    refusal_of_all,
     without_time_quote,
 )
 from afp_runtime.time._declare import Period, facts_of, forms_of
 from afp_runtime.time._dispatch import dispatch_call, tool_time
 from afp_runtime.time._facts import (
-    DEFAULT_GRANULARITY_MS,
-    Facts,
-    TimeRefusal,
     form_facts,
     tool_facts,
 )
@@ -78,7 +77,7 @@ from afp_runtime.time._parts import TimeParts
 from afp_runtime.time._question import TimeQuestion, time_answer_row, time_question
 from afp_runtime.time._reading_rows import read_message
 from afp_runtime.time._resolve import resolve
-from afp_runtime.time._rows import CallWindowRow, call_window_of_call
+from afp_runtime.time._rows import TIME_ROW_KINDS, CallWindowRow, call_window_of_call
 from afp_runtime.time._texts import (
     abandoned_observation,
     filled_note,
@@ -89,15 +88,6 @@ from afp_runtime.time._texts import (
 from afp_runtime.time._windows import OpenMention, OpenReading, TurnWindows, turn_windows_of
 from afp_runtime.time._zones import is_zone_name, preload_zones
 from afp_runtime.tools import PlannedCall, Tool, ToolOutcome, plan_call, unrun_outcome
-
-TIME_KINDS = frozenset({"clock", "time-reading", "time-answer", "call-window", "call"})
-
-
-def wire(row: Any) -> dict[str, Any]:
-    """A time row (a Struct) in its wire form, as the ledger keeps it."""
-    if isinstance(row, dict):
-        return row
-    return dict(msgspec.to_builtins(row))
 
 
 class TimeTurn:
@@ -114,13 +104,12 @@ class TimeTurn:
         # bundle appends them to the ledger).
         self.pending: list[dict[str, Any]] = []
 
-    def add(self, rows: Sequence[Any]) -> list[dict[str, Any]]:
-        """File ``rows`` on the turn (the next bundle commits them); returns their wire form."""
-        added = [wire(row) for row in rows]
+    def add(self, rows: Sequence[Any]) -> None:
+        """File ``rows`` on the turn (the next bundle commits them)."""
+        added = [msgspec.to_builtins(row) for row in rows]
         self.rows.extend(added)
         self.pending.extend(added)
         self.windows = turn_windows_of(self.rows, self.turn)
-        return added
 
     @property
     def zone(self) -> str | None:
@@ -131,18 +120,12 @@ class TimeTurn:
         self, tool: Tool | None, *, zone: str | None = None, agent_zone: str | None
     ) -> PeriodContext:
         """What a conversion for ``tool`` needs: the turn's now, the zone, the tool's step."""
-        assert tool is not None
-        facts = _facts(tool)
         return PeriodContext(
             now=self.clock.now_instant,
             zone=zone if zone is not None else self.zone,
             agent_zone=agent_zone,
-            granularity_ms=facts.granularity_ms or DEFAULT_GRANULARITY_MS,
+            granularity_ms=facts_of(period_of(tool)).granularity_ms,
         )
-
-
-def _facts(tool: Tool) -> Facts:
-    return facts_of(period_of(tool))
 
 
 def has_forms(tool: Tool | None) -> bool:
@@ -196,10 +179,8 @@ def with_time_quote(schema: ToolSchema) -> ToolSchema:
 
 def filled_outcome(outcome: ToolOutcome, decision: CallDecision | None) -> ToolOutcome:
     """A filled call's observation says where its period came from (docs/time.md#fill-path)."""
-    if decision is None or decision.row.how != "filled" or outcome.status != "ok":
-        return outcome
-    note = filled_note(decision.row)
-    if not note:
+    note = filled_note(decision.row) if decision is not None else None
+    if note is None or outcome.status != "ok":
         return outcome
     content = f"{outcome.content}\n\n{note}"
     return msgspec.structs.replace(
@@ -212,15 +193,6 @@ def unanswered_time(call: ToolCall, question: QuestionRow) -> ToolOutcome:
     if question.status == "unsettled":
         return unrun_outcome(call, "not-dispatched", unsettled_observation(call.name))
     return unrun_outcome(call, "not-dispatched", abandoned_observation(call.name))
-
-
-class TimePlan:
-    """The time layer's view of one batch: its decisions, what they bound, who waits."""
-
-    def __init__(self) -> None:
-        self.decisions: dict[str, CallDecision] = {}
-        self.binds: dict[str, CallToBind] = {}
-        self.asking: list[str] = []
 
 
 class TimeExtension:
@@ -279,16 +251,14 @@ class TimeRun(RunExtension):
             TimeReaderError: the reader's output is not shaped ``{mentions: [...]}``.
         """
         config = self.config
-        assert seed.text is not None
         text = seed.text
-        turn = seed.turn
-        message_time = seed.message_time
+        assert text is not None
         earlier_zone = answered_zone(await seed.answered_questions(), seed.ledger)
 
         def work() -> tuple[TimeClock, list[Any]]:
-            time: MessageTime | None = (
-                message_time_from_wire(message_time) if message_time is not None else None
-            )
+            time: MessageTime | None = None
+            if seed.message_time is not None:
+                time = message_time_from_wire(seed.message_time)
             clock = turn_clock(
                 time,
                 agent_zone=config.zone,
@@ -296,22 +266,21 @@ class TimeRun(RunExtension):
                 accepted_at_ms=seed.accepted_at_ms,
             )
             rows = [
-                clock_row(clock, turn=turn),
-                *read_message(text, clock=clock, config=config, turn=turn),
+                clock_row(clock, turn=seed.turn),
+                *read_message(text, clock=clock, config=config, turn=seed.turn),
             ]
             return clock, rows
 
         clock, rows = await self.offload(work)
         await self._preload(clock, config.zone)
-        return TimeTurn(clock, [wire(row) for row in rows], turn)
+        return TimeTurn(clock, [msgspec.to_builtins(row) for row in rows], seed.turn)
 
     async def _continuation(
         self, ledger: Sequence[Mapping[str, Any]], turn: int
     ) -> TimeTurn | None:
         """The turn's time rows as filed by its earlier runs; None when it filed no clock."""
-        rows = [
-            dict(row) for row in ledger if row.get("turn") == turn and row.get("kind") in TIME_KINDS
-        ]
+        kept = (row for row in ledger if row.get("turn") == turn)
+        rows = [dict(row) for row in kept if row.get("kind") in TIME_ROW_KINDS]
         clock_wire = next((row for row in rows if row.get("kind") == "clock"), None)
         if clock_wire is None:
             return None
@@ -361,10 +330,8 @@ class TimeRun(RunExtension):
             quote = call.args.get(TIME_QUOTE)
             self.quotes[call.id] = quote if isinstance(quote, str) else None
             if TIME_QUOTE in call.args:
-                args = {k: v for k, v in call.args.items() if k != TIME_QUOTE}
-                clean.append(msgspec.structs.replace(call, args=args))
-            else:
-                clean.append(call)
+                call = msgspec.structs.replace(call, args=without_time_quote(call.args))
+            clean.append(call)
         return tuple(clean), Filed()
 
     def _bind(self, plan: PlannedCall, quote: str | None, at: At) -> CallToBind:
@@ -391,7 +358,6 @@ class TimeRun(RunExtension):
         state = self.state
         if state is None:
             return list(planned), []
-        plan = TimePlan()
         agent_zone = self.config.zone
         binds = [
             (index, self._bind(item, self.quotes.get(item.call.id), at), item)
@@ -407,21 +373,19 @@ class TimeRun(RunExtension):
 
         decisions = await self.offload(work) if binds else []
         result = list(planned)
+        asking: list[CallToBind] = []
         for (index, bind, item), decision in zip(binds, decisions, strict=True):
-            plan.decisions[bind.tool_call_id] = decision
-            plan.binds[bind.tool_call_id] = bind
+            state.decisions[bind.tool_call_id] = decision
             result[index] = self._apply(item, decision)
             if decision.asks:
-                plan.asking.append(bind.tool_call_id)
+                asking.append(bind)
         state.add([decision.row for decision in decisions])
-        state.decisions.update(plan.decisions)
-        if not plan.asking:
+        if not asking:
             return result, []
         # docs/time.md#when-the-batch-asks, docs/time.md#question-shapes: calls wait only on the
         # turn's single open mention (docs/time.md#what-follows-for-filling).
         assert state.windows.open
-        binds_asking = [plan.binds[call_id] for call_id in plan.asking]
-        return result, [await self._question_for(state.windows.open[0], binds_asking)]
+        return result, [await self._question_for(state.windows.open[0], asking)]
 
     def _apply(self, item: PlannedCall, decision: CallDecision) -> PlannedCall:
         """The planned call after its decision: refused (never runs) or with its arguments."""
@@ -458,11 +422,7 @@ class TimeRun(RunExtension):
         ctx = PeriodContext(
             now=state.clock.now_instant, zone=state.zone, agent_zone=self.config.zone
         )
-
-        def work() -> TimeQuestion:
-            return time_question(mention, binds, ctx, turn=state.turn)
-
-        question = await self.offload(work)
+        question = await self.offload(partial(time_question, mention, binds, ctx, turn=state.turn))
         detail = {
             "question": msgspec.to_builtins(question),
             "facts": [msgspec.to_builtins(tool_facts(b.forms, b.facts)) for b in binds],
@@ -591,25 +551,11 @@ class TimeRun(RunExtension):
         assert state is not None
         if not mention.readings:
             return None
-        agent_zone = self.config.zone
         by_id = {call.id: call for call in calls}
-
-        def first_refusal(bind: CallToBind) -> TimeRefusal | None:
-            codes: list[TimeRefusal] = []
-            for reading in mention.readings:
-                ctx = PeriodContext(
-                    now=state.clock.now_instant,
-                    zone=reading.zone,
-                    agent_zone=agent_zone,
-                    granularity_ms=bind.facts.granularity_ms or DEFAULT_GRANULARITY_MS,
-                )
-                found = convert_for_tool(reading.asked(), bind.forms, bind.facts, ctx)
-                if not isinstance(found, Refusal):
-                    return None
-                codes.append(found.refused)
-            return codes[0]
-
-        refusals = await self.offload(lambda: [first_refusal(b) for b in binds])
+        ctx = PeriodContext(now=state.clock.now_instant, agent_zone=self.config.zone)
+        refusals = await self.offload(
+            lambda: [refusal_of_all(bind, mention.readings, ctx) for bind in binds]
+        )
         if any(code is None for code in refusals):
             return None
         planned: dict[str, PlannedCall] = {}
@@ -641,10 +587,7 @@ class TimeRun(RunExtension):
         )
         parses = [msgspec.convert(p, TimeParts) for p in reading.get("parses") or []]
         policy = self.config.policy
-
-        def work() -> Any:
-            return resolve(parses, clock=state.clock, policy=policy, zone_answer=zone)
-
+        work = partial(resolve, parses, clock=state.clock, policy=policy, zone_answer=zone)
         resolution = await self.offload(work)
         readings = tuple(
             OpenReading(range=c.range, zone=c.zone, lookback=c.lookback, candidate=i)

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-import msgspec
+from afp_runtime.time._wire import Wire
 
 Meridiem = Literal["am", "pm"]
 """AM or PM as typed (``AM``, ``a.m.``, ``pm`` … all written in lower case, without dots)."""
@@ -61,14 +61,6 @@ PartOfDay = Literal["morning", "afternoon", "evening", "night", "noon", "midnigh
 Anchor = Literal["previous"]
 """A reference to a window named earlier in the conversation."""
 
-PARTS_OF_DAY: Final[tuple[str, ...]] = (
-    "morning",
-    "afternoon",
-    "evening",
-    "night",
-    "noon",
-    "midnight",
-)
 MAX_LOOKBACK_COUNT: Final[int] = 100_000
 """The largest ``count`` of a span ending now (docs/time.md#what-the-english-reader-understands)."""
 MAX_DAY_OFFSET: Final[int] = 100_000
@@ -77,18 +69,7 @@ MAX_ZONE_TOKEN: Final[int] = 100
 """The longest ``zoneToken``, in code points."""
 
 
-class _Part(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
-    """Base of the parts: frozen, camelCase keys, absent keys omitted, unknown keys refused."""
-
-
-class NumericDate(_Part, frozen=True, kw_only=True, tag_field="kind", tag="numeric"):
+class NumericDate(Wire, frozen=True, kw_only=True, tag_field="kind", tag="numeric"):
     """Digits separated by ``/`` whose order is not decided: wire ``{kind: "numeric", fields,
     yearDigits?}``.
 
@@ -118,7 +99,7 @@ class NumericDate(_Part, frozen=True, kw_only=True, tag_field="kind", tag="numer
             raise ValueError("numeric date fields have at most two digits unless yearDigits is 4")
 
 
-class FixedDate(_Part, frozen=True, kw_only=True, tag_field="kind", tag="fixed"):
+class FixedDate(Wire, frozen=True, kw_only=True, tag_field="kind", tag="fixed"):
     """A date whose month and day are known: wire ``{kind: "fixed", year?, month, day}``.
 
     Attributes:
@@ -144,7 +125,7 @@ DateParts = NumericDate | FixedDate
 """A date as typed: numeric (order undecided) or fixed."""
 
 
-class Wall(_Part, frozen=True, kw_only=True):
+class Wall(Wire, frozen=True, kw_only=True):
     """A time of day as typed: wire ``{h, m?, s?, meridiem?, clock?}``.
 
     Attributes:
@@ -175,7 +156,7 @@ class Wall(_Part, frozen=True, kw_only=True):
                 raise ValueError("with a meridiem h must be 1-12")
 
 
-class Relative(_Part, frozen=True, kw_only=True):
+class Relative(Wire, frozen=True, kw_only=True):
     """A day word or a span ending now: wire ``{unit: "day", offset}`` or ``{unit, count}``.
 
     Attributes:
@@ -214,7 +195,7 @@ def _check_zone_token(token: str | None) -> None:
         )
 
 
-class RangeSide(_Part, frozen=True, kw_only=True):
+class RangeSide(Wire, frozen=True, kw_only=True):
     """One end of a two-sided range: wire ``{date?, wall?, zoneToken?, relative?, partOfDay?}``.
 
     Attributes:
@@ -232,18 +213,12 @@ class RangeSide(_Part, frozen=True, kw_only=True):
     part_of_day: PartOfDay | None = None
 
     def __post_init__(self) -> None:
-        if (
-            self.date is None
-            and self.wall is None
-            and self.zone_token is None
-            and self.relative is None
-            and self.part_of_day is None
-        ):
+        if all(getattr(self, name) is None for name in self.__struct_fields__):
             raise ValueError("a range side has at least one part")
         _check_zone_token(self.zone_token)
 
 
-class TimeParts(_Part, frozen=True, kw_only=True):
+class TimeParts(Wire, frozen=True, kw_only=True):
     """One parse of a mention (docs/time.md#readers); see the module docstring for the wire shape.
 
     Attributes:
@@ -265,15 +240,7 @@ class TimeParts(_Part, frozen=True, kw_only=True):
     range_of: tuple[RangeSide, RangeSide] | None = None
 
     def __post_init__(self) -> None:
-        if (
-            self.date is None
-            and self.wall is None
-            and self.zone_token is None
-            and self.relative is None
-            and self.part_of_day is None
-            and self.anchor is None
-            and self.range_of is None
-        ):
+        if all(getattr(self, name) is None for name in self.__struct_fields__):
             raise ValueError("time parts have at least one part")
         if self.range_of is not None and self.wall is not None:
             raise ValueError("a range keeps its times of day on its sides")

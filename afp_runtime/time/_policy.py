@@ -52,13 +52,12 @@ Readings settled here (the spec is silent):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final, Literal
-
-import msgspec
+from typing import Final, Literal, get_args
 
 from afp_runtime.errors import AgentDefinitionError, shown
 from afp_runtime.time._candidates import DstGap, DstOverlap, Resolution, TimeCandidate
 from afp_runtime.time._parts import MAX_ZONE_TOKEN
+from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import is_zone_name
 
 DateOrder = Literal["ask", "MDY", "DMY", "YMD"]
@@ -75,24 +74,8 @@ OpenQuestion = Literal[
 NoneWhy = Literal["unreadable", "unsupported", "no-candidate", "excluded-by-policy"]
 """Why nothing can be offered (docs/time.md#the-time-policy)."""
 
-DATE_ORDERS: Final[tuple[str, ...]] = ("ask", "MDY", "DMY", "YMD")
-YEAR_POLICIES: Final[tuple[str, ...]] = ("ask", "current")
-OPEN_QUESTIONS: Final[tuple[str, ...]] = (
-    "date-order",
-    "year",
-    "meridiem",
-    "dst",
-    "zone",
-    "abbreviation",
-    "parse",
-    "confirm",
-)
-NONE_WHYS: Final[tuple[str, ...]] = (
-    "unreadable",
-    "unsupported",
-    "no-candidate",
-    "excluded-by-policy",
-)
+DATE_ORDERS: Final[tuple[str, ...]] = get_args(DateOrder)
+YEAR_POLICIES: Final[tuple[str, ...]] = get_args(YearPolicy)
 
 # Which reading tags each date-order policy keeps (two-field dates: month-day or day-month).
 _KEEPS: Final[dict[str, frozenset[str]]] = {
@@ -102,18 +85,12 @@ _KEEPS: Final[dict[str, frozenset[str]]] = {
 }
 
 
-def _refuse(field: str, why: str, value: object) -> AgentDefinitionError:
+def refuse_setting(field: str, why: str, value: object) -> AgentDefinitionError:
+    """An ``AgentDefinitionError`` naming a setting under ``time`` and its value."""
     return AgentDefinitionError(f"{field} {why}", field=field, value=shown(value))
 
 
-class TimePolicy(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class TimePolicy(Wire, frozen=True, kw_only=True):
     """What the agent settles without asking (docs/time.md#the-time-policy): wire ``{dateOrder,
     year, abbreviations?}``.
 
@@ -133,31 +110,26 @@ class TimePolicy(
 
     def __post_init__(self) -> None:
         if self.date_order not in DATE_ORDERS:
-            raise _refuse(
+            raise refuse_setting(
                 "time.policy.dateOrder", f"must be one of {', '.join(DATE_ORDERS)}", self.date_order
             )
         if self.year not in YEAR_POLICIES:
-            raise _refuse("time.policy.year", "must be ask or current", self.year)
+            raise refuse_setting("time.policy.year", "must be ask or current", self.year)
         if self.abbreviations is None:
             return
         if not isinstance(self.abbreviations, dict):
-            raise _refuse("time.policy.abbreviations", "must be a table", self.abbreviations)
+            raise refuse_setting("time.policy.abbreviations", "must be a table", self.abbreviations)
         for token, zone in self.abbreviations.items():
             field = f"time.policy.abbreviations.{token}"
             if not isinstance(token, str) or not token.strip() or len(token) > MAX_ZONE_TOKEN:
-                raise _refuse(field, f"must be a token of 1-{MAX_ZONE_TOKEN} code points", token)
+                raise refuse_setting(
+                    field, f"must be a token of 1-{MAX_ZONE_TOKEN} code points", token
+                )
             if not is_zone_name(zone):
-                raise _refuse(field, "must be a zone name (Area/Location, UTC or GMT)", zone)
+                raise refuse_setting(field, "must be a zone name (Area/Location, UTC or GMT)", zone)
 
 
-class AppliedPolicy(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class AppliedPolicy(Wire, frozen=True, kw_only=True):
     """The policy settings that discarded candidates: wire ``{dateOrder?, year?}``.
 
     Attributes:
@@ -169,15 +141,7 @@ class AppliedPolicy(
     year: Literal["current"] | None = None
 
 
-class _Choice(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-    tag_field="by",
-):
+class _Choice(Wire, frozen=True, kw_only=True, tag_field="by"):
     """Base of the choices, tagged on ``by``."""
 
 
@@ -202,7 +166,7 @@ class OpenChoice(_Choice, frozen=True, kw_only=True, tag="open"):
 
     Attributes:
         remaining: indices of the remaining candidates, ascending (one per distinct window).
-        open: the open questions, in the order of ``OPEN_QUESTIONS``.
+        open: the open questions, in the order of ``OpenQuestion``.
         policy: the settings that discarded candidates, when any did.
     """
 
@@ -226,7 +190,7 @@ Choice = OnlyChoice | PolicyChoice | OpenChoice | NoneChoice
 
 
 def _keeps(candidate: TimeCandidate, policy: TimePolicy, setting: str) -> bool:
-    if setting == "dateOrder":
+    if setting == "date_order":
         order = candidate.reading.date_order
         return order is None or order in _KEEPS[policy.date_order]
     year = candidate.reading.year
@@ -239,14 +203,10 @@ def _window_key(candidate: TimeCandidate) -> tuple[object, ...]:
 
 def _distinct(candidates: Sequence[TimeCandidate], indices: Sequence[int]) -> list[int]:
     """The lowest index of each distinct window among ``indices``."""
-    seen: set[tuple[object, ...]] = set()
-    kept = []
+    first: dict[tuple[object, ...], int] = {}
     for index in indices:
-        key = _window_key(candidates[index])
-        if key not in seen:
-            seen.add(key)
-            kept.append(index)
-    return kept
+        first.setdefault(_window_key(candidates[index]), index)
+    return list(first.values())
 
 
 def _dst(candidate: TimeCandidate) -> tuple[object, ...]:
@@ -256,29 +216,23 @@ def _dst(candidate: TimeCandidate) -> tuple[object, ...]:
 def open_questions(
     candidates: Sequence[TimeCandidate], remaining: Sequence[int], *, needs_zone: bool = False
 ) -> tuple[OpenQuestion, ...]:
-    """The questions the ``remaining`` candidates leave open, in the order of ``OPEN_QUESTIONS``
+    """The questions the ``remaining`` candidates leave open, in the order of ``OpenQuestion``
     (``confirm`` excluded: ``with_confirm`` adds it)."""
     chosen = [candidates[index] for index in remaining]
 
     def differ(key: Callable[[TimeCandidate], object]) -> bool:
         return len({key(candidate) for candidate in chosen}) > 1
 
-    found: list[OpenQuestion] = []
-    if differ(lambda c: c.reading.date_order):
-        found.append("date-order")
-    if differ(lambda c: c.reading.year):
-        found.append("year")
-    if differ(lambda c: (c.reading.meridiem, c.reading.end_meridiem)):
-        found.append("meridiem")
-    if differ(_dst):
-        found.append("dst")
-    if needs_zone:
-        found.append("zone")
-    if differ(lambda c: c.reading.abbreviation):
-        found.append("abbreviation")
-    if differ(lambda c: c.parse):
-        found.append("parse")
-    return tuple(found)
+    asked: list[tuple[OpenQuestion, bool]] = [
+        ("date-order", differ(lambda c: c.reading.date_order)),
+        ("year", differ(lambda c: c.reading.year)),
+        ("meridiem", differ(lambda c: (c.reading.meridiem, c.reading.end_meridiem))),
+        ("dst", differ(_dst)),
+        ("zone", needs_zone),
+        ("abbreviation", differ(lambda c: c.reading.abbreviation)),
+        ("parse", differ(lambda c: c.parse)),
+    ]
+    return tuple(question for question, is_open in asked if is_open)
 
 
 def apply_policy(resolution: Resolution, policy: TimePolicy) -> Choice:
@@ -301,16 +255,12 @@ def apply_policy(resolution: Resolution, policy: TimePolicy) -> Choice:
         return NoneChoice(why="unsupported" if resolution.unsupported else "no-candidate")
     kept = list(range(len(candidates)))
     applied: dict[str, str] = {}
-    if policy.date_order != "ask":
-        narrowed = [i for i in kept if _keeps(candidates[i], policy, "dateOrder")]
-        if len(narrowed) < len(kept):
-            applied["date_order"] = policy.date_order
-        kept = narrowed
-    if policy.year != "ask":
-        narrowed = [i for i in kept if _keeps(candidates[i], policy, "year")]
-        if len(narrowed) < len(kept):
-            applied["year"] = policy.year
-        kept = narrowed
+    for setting, value in (("date_order", policy.date_order), ("year", policy.year)):
+        if value != "ask":
+            narrowed = [i for i in kept if _keeps(candidates[i], policy, setting)]
+            if len(narrowed) < len(kept):
+                applied[setting] = value
+            kept = narrowed
     if not kept:
         return NoneChoice(why="excluded-by-policy")
     settings = AppliedPolicy(**applied) if applied else None  # type: ignore[arg-type]

@@ -4,7 +4,7 @@
 When a call waits on an open mention (``not-filled / open-reading``), the batch pauses and the
 person is asked. ``time_question`` builds the question for one mention and the calls waiting on
 it; ``check_time_answer`` judges a typed value; ``time_answer_row`` files the accepted answer, and
-``answered_call_windows`` gives every waiting call its second ``call-window`` row.
+``decide_call`` gives every waiting call its second ``call-window`` row.
 
 Readings settled here:
 
@@ -31,21 +31,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import timedelta
 from typing import Any, Final, Literal
 
 import msgspec
 
 from afp_runtime.errors import InvalidAnswer, InvalidValue, shown
-from afp_runtime.time._convert import PeriodContext, Refusal, convert_for_tool
-from afp_runtime.time._decide import CallDecision, CallToBind, decide_call
-from afp_runtime.time._facts import Facts, period_fact_problem, tool_facts
-from afp_runtime.time._instants import Instant, local_parts, parse_instant
+from afp_runtime.time._convert import PeriodContext, Refusal
+from afp_runtime.time._decide import CallToBind, convert_reading
+from afp_runtime.time._facts import Facts, period_fact_problem
+from afp_runtime.time._instants import Instant, parse_instant
 from afp_runtime.time._ranges import TimeRange
 from afp_runtime.time._rows import TimeAnswerRow
-from afp_runtime.time._texts import ANSWER_REASON_TEXTS, WEEKDAYS
-from afp_runtime.time._windows import OpenMention, OpenReading, TurnWindows
-from afp_runtime.time._zones import WallGap, is_zone_name, read_wall, to_zone
+from afp_runtime.time._texts import ANSWER_REASON_TEXTS, weekday_date_time
+from afp_runtime.time._windows import OpenMention, OpenReading
+from afp_runtime.time._zones import NAIVE_EPOCH, WallGap, is_zone_name, read_wall, to_zone
 
 QuestionFormat = Literal["zone", "time-range"]
 """What a time question asks for: a zone name, or a ``from/to`` range
@@ -63,8 +63,8 @@ AnswerReason = Literal[
     "beyond-retention",
     "over-max-range",
 ]
-"""Why a time answer was not accepted (docs/time.md#judging-answers); the order of
-``texts.ANSWER_REASONS``."""
+"""Why a time answer was not accepted (docs/time.md#judging-answers), in the order the checks
+run."""
 
 ANSWER_LIMIT: Final = 4_096
 """The longest answer value accepted, in code points; longer is a 422, not an attempt."""
@@ -115,23 +115,6 @@ class TimeQuestion(msgspec.Struct, frozen=True, kw_only=True, rename="camel", om
     tool_call_ids: tuple[str, ...]
     zone: str | None = None
 
-    def wire(self) -> dict[str, object]:
-        """The question as its JSON object (camelCase keys, arrays as lists)."""
-        built: dict[str, object] = msgspec.json.decode(msgspec.json.encode(self))
-        return built
-
-
-def _clock_text(instant: Instant) -> tuple[str, str, str]:
-    day, of_day, sub = local_parts(instant)
-    hours, rest = divmod(of_day, 3600)
-    minutes, seconds = divmod(rest, 60)
-    text = f"{hours:02d}:{minutes:02d}"
-    if seconds or sub:
-        text += f":{seconds:02d}"
-        if sub:
-            text += "." + f"{sub:09d}".rstrip("0")
-    return WEEKDAYS[day.weekday()], day.isoformat(), text
-
 
 def choice_label(time_range: TimeRange, zone: str) -> str:
     """A reading's label: weekday, date and times in ``zone``, the zone named.
@@ -142,8 +125,8 @@ def choice_label(time_range: TimeRange, zone: str) -> str:
     start, end = time_range.start_instant, time_range.end_instant
     if is_zone_name(zone):
         start, end = to_zone(start, zone), to_zone(end, zone)
-    s_weekday, s_day, s_clock = _clock_text(start)
-    e_weekday, e_day, e_clock = _clock_text(end)
+    s_weekday, s_day, s_clock = weekday_date_time(start, seconds=True)
+    e_weekday, e_day, e_clock = weekday_date_time(end, seconds=True)
     if s_day == e_day:
         return f"{s_weekday}, {s_day}, from {s_clock} until {e_clock} ({zone})"
     return f"from {s_weekday}, {s_day}, {s_clock} until {e_weekday}, {e_day}, {e_clock} ({zone})"
@@ -168,25 +151,16 @@ def range_prompt(quote: str, *, with_choices: bool) -> str:
     return f'What time did you mean by "{quote}"? Please type the range you meant {typed}.'
 
 
-def _accepted(reading: OpenReading, calls: Sequence[CallToBind], ctx: PeriodContext) -> bool:
-    for call in calls:
-        local = PeriodContext(
-            now=ctx.now,
-            zone=reading.zone,
-            agent_zone=ctx.agent_zone,
-            granularity_ms=call.facts.granularity_ms,
-        )
-        if isinstance(convert_for_tool(reading.asked(), call.forms, call.facts, local), Refusal):
-            return False
-    return True
-
-
 def offered_readings(
     mention: OpenMention, calls: Sequence[CallToBind], ctx: PeriodContext
 ) -> tuple[OpenReading, ...]:
     """The readings a question offers: those ``convert_for_tool`` accepts for every waiting
     call (docs/time.md#question-shapes)."""
-    return tuple(r for r in mention.readings if _accepted(r, calls, ctx))
+    return tuple(
+        reading
+        for reading in mention.readings
+        if not any(isinstance(convert_reading(call, reading, ctx), Refusal) for call in calls)
+    )
 
 
 def time_question(
@@ -202,37 +176,27 @@ def time_question(
         ctx: the turn's ``now``, the clock zone (None when unknown) and the agent's zone.
         turn: the turn.
     """
-    ids = tuple(call.tool_call_id for call in calls)
+    format: QuestionFormat = "zone" if mention.needs_zone else "time-range"
+    offered = () if mention.needs_zone else offered_readings(mention, calls, ctx)
+    readings = offered or mention.readings
+    zone = readings[0].zone if readings and not mention.needs_zone else ctx.zone
     if mention.needs_zone:
-        return TimeQuestion(
-            kind="time",
-            format="zone",
-            turn=turn,
-            mention=mention.mention,
-            quote=mention.quote,
-            prompt=zone_prompt(mention.quote),
-            choices=(),
-            free_entry=True,
-            tool_call_ids=ids,
-            zone=ctx.zone,
-        )
-    offered = offered_readings(mention, calls, ctx)
-    zone = (
-        offered[0].zone if offered else (mention.readings[0].zone if mention.readings else ctx.zone)
-    )
+        prompt = zone_prompt(mention.quote)
+    else:
+        prompt = range_prompt(mention.quote, with_choices=bool(offered))
     return TimeQuestion(
         kind="time",
-        format="time-range",
+        format=format,
         turn=turn,
         mention=mention.mention,
         quote=mention.quote,
-        prompt=range_prompt(mention.quote, with_choices=bool(offered)),
+        prompt=prompt,
         choices=tuple(
-            TimeChoice(value=r.range.interval("/"), label=choice_label(r.range, r.zone))
+            TimeChoice(value=r.range.interval(), label=choice_label(r.range, r.zone))
             for r in offered
         ),
         free_entry=True,
-        tool_call_ids=ids,
+        tool_call_ids=tuple(call.tool_call_id for call in calls),
         zone=zone,
     )
 
@@ -263,21 +227,12 @@ def _part_problem(part: str) -> AnswerReason | None:
 
 def _names_gap(part: str, zone: str) -> bool:
     instant = parse_instant(part)
-    day, of_day, sub = local_parts(instant)
-    hours, rest = divmod(of_day, 3600)
-    naive = datetime(day.year, day.month, day.day, hours, rest // 60, rest % 60, sub // 1000)
-    reading = read_wall(naive, zone)
+    # The local time as written: the instant moved by its own offset.
+    local = NAIVE_EPOCH + timedelta(seconds=instant.seconds + instant.offset)
+    reading = read_wall(local.replace(microsecond=instant.subsecond_ns // 1000), zone)
     if not isinstance(reading, WallGap):
         return False
     return instant.offset in (reading.earlier.offset, reading.later.offset)
-
-
-def _facts_list(facts: Facts | Sequence[Facts] | None) -> tuple[Facts, ...]:
-    if facts is None:
-        return ()
-    if isinstance(facts, Facts):
-        return (facts,)
-    return tuple(facts)
 
 
 def check_time_answer(
@@ -301,8 +256,7 @@ def check_time_answer(
         format: the question's format.
         value: the answer.
         zone: the person's zone; None when it is not known (the ``dst-gap`` check is then off).
-        facts: the judged facts of each waiting tool (``tool_facts(forms, facts)``, see
-            ``waiting_facts``).
+        facts: the judged facts of each waiting tool (``tool_facts(forms, facts)``).
         now: the turn's ``now``; required when ``facts`` are given.
 
     Raises:
@@ -330,7 +284,7 @@ def check_time_answer(
         return _problem("out-of-order")
     if zone is not None and is_zone_name(zone) and any(_names_gap(p, zone) for p in parts):
         return _problem("dst-gap")
-    judged = _facts_list(facts)
+    judged = (facts,) if isinstance(facts, Facts) else tuple(facts or ())
     if judged and now is None:
         raise ValueError("check_time_answer needs now to judge facts")
     answered = TimeRange(start=parts[0], end=parts[1])
@@ -340,11 +294,6 @@ def check_time_answer(
         if problem is not None:
             return _problem(problem)  # type: ignore[arg-type]
     return None
-
-
-def waiting_facts(calls: Sequence[CallToBind]) -> tuple[Facts, ...]:
-    """The facts that judge an answer, one per waiting call: ``tool_facts(forms, facts)``."""
-    return tuple(tool_facts(call.forms, call.facts) for call in calls)
 
 
 def time_answer_row(
@@ -394,19 +343,6 @@ def _choice_range(choice: TimeChoice) -> TimeRange | None:
         return TimeRange(start=start, end=end)
     except ValueError:
         return None
-
-
-def answered_call_windows(
-    calls: Sequence[CallToBind], windows: TurnWindows, ctx: PeriodContext
-) -> list[CallDecision]:
-    """The second decision of every waiting call, once the answer is filed
-    (docs/time.md#recording-an-accepted-answer).
-
-    ``windows`` must be read from the rows including the new ``time-answer``; each call is then
-    ``filled`` from the answered window (with ``sent``/``differs`` when widened) or ``refused``
-    when the range fits none of its forms.
-    """
-    return [decide_call(call, windows, ctx) for call in calls]
 
 
 def judge_answer(detail: Mapping[str, Any], value: str) -> AnswerProblem | None:

@@ -14,17 +14,18 @@ Readings settled here:
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import msgspec
 
 from afp_runtime.errors import InvalidValue, shown
 from afp_runtime.time._instants import NS_PER_MS, Instant, parse_instant
+from afp_runtime.time._wire import Wire
 
 WindowSource = Literal["answered", "derived-from-reading", "control"]
 """Where a person window comes from (docs/time.md#person-windows)."""
 
-WINDOW_SOURCES: Final[tuple[str, ...]] = ("answered", "derived-from-reading", "control")
+WINDOW_SOURCES: Final[tuple[str, ...]] = get_args(WindowSource)
 
 
 def _ends(start: object, end: object) -> tuple[Instant, Instant]:
@@ -36,9 +37,7 @@ def _ends(start: object, end: object) -> tuple[Instant, Instant]:
     return first, last
 
 
-class TimeRange(
-    msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True
-):
+class TimeRange(Wire, frozen=True, kw_only=True):
     """A half-open range ``[from, to)`` of strict instants (docs/time.md#ranges).
 
     Attributes:
@@ -87,33 +86,21 @@ class TimeRange(
         return self.start_instant.ns, self.end_instant.ns
 
     @property
-    def length_ns(self) -> int:
-        """``to - from``, in nanoseconds."""
-        first, last = self.bounds()
-        return last - first
-
-    @property
     def reach_ns(self) -> int:
         """``to - 1 ms - from``: the distance from the first to the last instant covered.
 
         A cap is broken only when the reach exceeds it; a reach equal to it is within it.
         """
-        return self.length_ns - NS_PER_MS
+        first, last = self.bounds()
+        return last - first - NS_PER_MS
 
     def utc(self) -> TimeRange:
         """The same range with both ends written canonically in UTC."""
         return TimeRange.of(self.start_instant.utc(), self.end_instant.utc())
 
-    def covers(self, other: TimeRange) -> bool:
-        """Whether every instant of ``other`` lies in this range."""
-        first, last = self.bounds()
-        o_first, o_last = other.bounds()
-        return first <= o_first and o_last <= last
-
-    def interval(self, joiner: str = "/") -> str:
-        """``from<joiner>to`` as written: ``/`` (ISO interval) in questions and answers, ``..``
-        in tool arguments."""
-        return f"{self.start}{joiner}{self.end}"
+    def interval(self) -> str:
+        """``from/to`` as written (an ISO interval), as questions and answers spell a range."""
+        return f"{self.start}/{self.end}"
 
 
 def lookback_range(now: Instant, length_ms: int) -> TimeRange:
@@ -133,27 +120,7 @@ def lookback_bounds(now: Instant, length_ms: int) -> TimeRange:
     return TimeRange.of(now.plus(-length_ms * NS_PER_MS), now)
 
 
-def from_inclusive(start: Instant, last: Instant, step_ns: int) -> TimeRange:
-    """The half-open range of a declared inclusive ``[start, last]``: ``[start, last + step)``.
-
-    ``step_ns`` is the tool's granularity, else 1 ms (docs/time.md#ranges).
-    """
-    return TimeRange.of(start, last.plus(step_ns))
-
-
-def last_included(time_range: TimeRange, step_ns: int) -> Instant:
-    """The inclusive end that expresses ``[from, to)``: ``to - step`` (docs/time.md#ranges)."""
-    return time_range.end_instant.plus(-step_ns)
-
-
-class PersonWindow(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class PersonWindow(Wire, frozen=True, kw_only=True):
     """The window a call was filled from or matched to (docs/time.md#person-windows).
 
     Attributes:
@@ -195,14 +162,13 @@ class PersonWindow(
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PersonWindow):
             return NotImplemented
-        return (self.range, self.source, self.mention) == (
-            other.range,
-            other.source,
-            other.mention,
-        )
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.range, self.source, self.mention))
+        return hash(self._key())
+
+    def _key(self) -> tuple[TimeRange, str, int | None]:
+        return self.range, self.source, self.mention
 
     @classmethod
     def of(

@@ -40,6 +40,8 @@ from afp_runtime.time._forms import (
     Form,
     JoinedForm,
     LookbackForm,
+    ObjectForm,
+    ends_of,
     value_arguments_of,
     zone_argument_of,
 )
@@ -152,6 +154,22 @@ def _pair(
     return TimeRange.of(start.utc(), end.utc())
 
 
+def _sent_ends(
+    form: BoundsForm | JoinedForm | ObjectForm, args: Mapping[str, Any]
+) -> tuple[object, object] | None:
+    """The two ends a call sent through a two-ended form; None when a joined string does not
+    split into exactly two parts or an object form's value is not an object."""
+    if isinstance(form, BoundsForm):
+        return args[form.start.argument], args[form.end.argument]
+    value = args[form.argument]
+    if isinstance(form, JoinedForm):
+        parts = value.split(form.joiner) if isinstance(value, str) else []
+        return (parts[0], parts[1]) if len(parts) == 2 else None
+    if not isinstance(value, Mapping):
+        return None
+    return value.get(form.keys.start), value.get(form.keys.end)
+
+
 def _read(
     form: Form, args: Mapping[str, Any], ctx: PeriodContext
 ) -> tuple[TimeRange, str | None] | None:
@@ -159,7 +177,7 @@ def _read(
         value = args[form.argument]
         if not isinstance(value, str) or value.startswith("-") != form.signed:
             return None
-        length = value.removeprefix("-") if form.signed else value
+        length = value.removeprefix("-")  # an unsigned form refused a leading "-" above
         if not is_duration(length, form.letters):
             return None
         return lookback_range(ctx.now, parse_duration(length, form.letters)), length
@@ -171,21 +189,10 @@ def _read(
         if day is None or zone is None:
             return None
         return TimeRange.of(date_start(day, zone).utc(), date_start(day + _DAY, zone).utc()), None
-    if isinstance(form, BoundsForm):
-        sent = (args[form.start.argument], args[form.end.argument])
-        found = _pair(form.start.as_, form.end.as_, form.end.edge, sent, zone, in_string=False)
-    elif isinstance(form, JoinedForm):
-        value = args[form.argument]
-        parts = value.split(form.joiner) if isinstance(value, str) else []
-        if len(parts) != 2:
-            return None
-        found = _pair(form.as_, form.as_, form.edge, (parts[0], parts[1]), zone, in_string=True)
-    else:
-        value = args[form.argument]
-        if not isinstance(value, Mapping):
-            return None
-        sent = (value.get(form.keys.start), value.get(form.keys.end))
-        found = _pair(form.as_, form.as_, form.edge, sent, zone, in_string=False)
+    sent = _sent_ends(form, args)
+    if sent is None:
+        return None
+    found = _pair(*ends_of(form), sent, zone, in_string=isinstance(form, JoinedForm))
     return None if found is None else (found, None)
 
 
@@ -239,20 +246,14 @@ def find_sent_gap(
         if not is_zone_name(zone):
             continue
         assert isinstance(zone, str)
+        sent = _sent_ends(form, args)
+        if sent is None:
+            continue
         if isinstance(form, BoundsForm):
-            for bound in (form.start, form.end):
-                if bound.as_ == "wall" and _is_gap(args[bound.argument], zone):
-                    return SentGap(form=index, argument=bound.argument)
-            continue
-        if form.as_ != "wall":
-            continue
-        value = args[form.argument]
-        halves: list[object] = []
-        if isinstance(form, JoinedForm) and isinstance(value, str):
-            parts = value.split(form.joiner)
-            halves = list(parts) if len(parts) == 2 else []
-        elif not isinstance(form, JoinedForm) and isinstance(value, Mapping):
-            halves = [value.get(form.keys.start), value.get(form.keys.end)]
-        if any(_is_gap(half, zone) for half in halves):
-            return SentGap(form=index, argument=form.argument)
+            names = (form.start.argument, form.end.argument)
+        else:
+            names = (form.argument, form.argument)
+        for as_, argument, value in zip(ends_of(form)[:2], names, sent, strict=True):
+            if as_ == "wall" and _is_gap(value, zone):
+                return SentGap(form=index, argument=argument)
     return None

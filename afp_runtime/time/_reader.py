@@ -42,6 +42,7 @@ import msgspec
 
 from afp_runtime.errors import TimeReaderError, shown
 from afp_runtime.time._parts import TimeParts
+from afp_runtime.time._wire import Wire
 
 MAX_MENTIONS: Final[int] = 16
 """Mentions beyond the sixteenth are refused ``malformed``."""
@@ -56,18 +57,7 @@ MentionRefusal = Literal["quote-not-in-text", "malformed"]
 """Why a mention of a reader's output was refused."""
 
 
-class _Value(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
-    """Base of the reading values."""
-
-
-class Mention(_Value, frozen=True, kw_only=True):
+class Mention(Wire, frozen=True, kw_only=True):
     """Words of the message that refer to a time: wire ``{quote, parses, problem?}``.
 
     Attributes:
@@ -91,7 +81,7 @@ class Mention(_Value, frozen=True, kw_only=True):
             raise ValueError(f"at most {MAX_PARSES} parses per mention")
 
 
-class Reading(_Value, frozen=True, kw_only=True):
+class Reading(Wire, frozen=True, kw_only=True):
     """What a reader found in one message: wire ``{mentions: [...]}``, in text order.
 
     Attributes:
@@ -101,7 +91,7 @@ class Reading(_Value, frozen=True, kw_only=True):
     mentions: tuple[Mention, ...]
 
 
-class RefusedMention(_Value, frozen=True, kw_only=True):
+class RefusedMention(Wire, frozen=True, kw_only=True):
     """A mention ``validate_reading`` refused: wire ``{refused}``; it keeps no text.
 
     Attributes:
@@ -115,7 +105,7 @@ CheckedMention = Mention | RefusedMention
 """One mention after validation: accepted as it came, or refused."""
 
 
-class ReaderInfo(_Value, frozen=True, kw_only=True):
+class ReaderInfo(Wire, frozen=True, kw_only=True):
     """Which reader read a message, as a ``time-reading`` row names it: wire ``{id, version,
     kind, locale}``."""
 
@@ -189,17 +179,12 @@ def _mentions_of(raw: object) -> list[Any]:
 
 
 def _zone_tokens(parts: TimeParts) -> list[str]:
-    tokens = [parts.zone_token] if parts.zone_token is not None else []
-    for side in parts.range_of or ():
-        if side.zone_token is not None:
-            tokens.append(side.zone_token)
-    return tokens
+    holders = (parts, *(parts.range_of or ()))
+    return [holder.zone_token for holder in holders if holder.zone_token is not None]
 
 
 def _check_mention(text: str, raw: object) -> CheckedMention:
-    if not isinstance(raw, Mapping):
-        return RefusedMention(refused="malformed")
-    quote = raw.get("quote")
+    quote = raw.get("quote") if isinstance(raw, Mapping) else None
     if not isinstance(quote, str):
         return RefusedMention(refused="malformed")
     if quote not in text:
@@ -229,10 +214,7 @@ def validate_reading(text: str, raw: object) -> tuple[CheckedMention, ...]:
     Raises:
         TimeReaderError: the output is not shaped ``{mentions: [...]}``.
     """
-    checked: list[CheckedMention] = []
-    for index, raw_mention in enumerate(_mentions_of(raw)):
-        if index >= MAX_MENTIONS:
-            checked.append(RefusedMention(refused="malformed"))
-        else:
-            checked.append(_check_mention(text, raw_mention))
-    return tuple(checked)
+    return tuple(
+        _check_mention(text, found) if index < MAX_MENTIONS else RefusedMention(refused="malformed")
+        for index, found in enumerate(_mentions_of(raw))
+    )

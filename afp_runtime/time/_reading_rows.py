@@ -36,10 +36,8 @@ Readings settled here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final, Literal
-
-import msgspec
+from functools import partial
+from typing import Any, Final, Literal
 
 from afp_runtime.errors import InvalidValue, TimeReaderError, shown
 from afp_runtime.time._candidates import TimeCandidate
@@ -64,6 +62,7 @@ from afp_runtime.time._reader import (
     validate_reading,
 )
 from afp_runtime.time._resolve import resolve
+from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import TZDATA_VERSION
 
 FIRST_ITERATION: Final = 1
@@ -79,16 +78,7 @@ def _count(name: str, value: object, minimum: int) -> None:
         raise _refuse(name, f"must be an int >= {minimum}", value)
 
 
-class TimeReadingRow(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-    tag_field="kind",
-    tag="time-reading",
-):
+class TimeReadingRow(Wire, frozen=True, kw_only=True, tag_field="kind", tag="time-reading"):
     """One ``time-reading`` row (docs/time.md#row-kinds); the module docstring shows its three
     forms.
 
@@ -129,18 +119,9 @@ class TimeReadingRow(
         _count("mentions", self.mentions, 0)
         if not isinstance(self.tzdata, str) or not self.tzdata:
             raise _refuse("tzdata", "must be a non-empty string", self.tzdata)
-        text_fields = {
-            "quote": self.quote,
-            "parses": self.parses,
-            "problem": self.problem,
-            "candidates": self.candidates,
-            "choice": self.choice,
-        }
+        text_fields = ("quote", "parses", "problem", "candidates", "choice")
         if self.mentions == 0:
-            for name, value in {"mention": self.mention, "refused": self.refused}.items():
-                if value is not None:
-                    raise _refuse(name, "is absent when mentions is 0", value)
-            self._absent(text_fields, "when mentions is 0")
+            self._absent(("mention", "refused", *text_fields), "when mentions is 0")
             return
         _count("mention", self.mention, 0)
         assert self.mention is not None
@@ -151,11 +132,10 @@ class TimeReadingRow(
             return
         self._check_mention()
 
-    @staticmethod
-    def _absent(fields: Mapping[str, object], when: str) -> None:
-        for name, value in fields.items():
-            if value is not None:
-                raise _refuse(name, f"is absent {when}", value)
+    def _absent(self, names: tuple[str, ...], when: str) -> None:
+        for name in names:
+            if getattr(self, name) is not None:
+                raise _refuse(name, f"is absent {when}", getattr(self, name))
 
     def _check_mention(self) -> None:
         for name in ("quote", "parses", "candidates", "choice"):
@@ -202,27 +182,9 @@ def _read(text: str, config: TimeConfig) -> object:
         raise TimeReaderError(f"time reader {reader.id} failed: {exc}", reader=reader.id) from exc
 
 
-def mention_row(
-    mention: Mention,
-    *,
-    index: int,
-    mentions: int,
-    clock: TimeClock,
-    config: TimeConfig,
-    reader: ReaderInfo,
-    turn: int,
-) -> TimeReadingRow:
-    """The row of one accepted mention: resolved, the policy applied, confirmation added.
-
-    Args:
-        mention: the mention, as ``validate_reading`` accepted it.
-        index: its index in the reader's output.
-        mentions: how many mentions the reader returned.
-        clock: the turn's clock.
-        config: the agent's time config (its policy).
-        reader: the reader that read it.
-        turn: the turn.
-    """
+def _mention_fields(mention: Mention, clock: TimeClock, config: TimeConfig) -> dict[str, Any]:
+    """The fields of one accepted mention's row: resolved, the policy applied, confirmation
+    added."""
     if mention.problem == "unreadable":
         candidates: tuple[TimeCandidate, ...] = ()
         choice: Choice = NoneChoice(why="unreadable")
@@ -230,19 +192,13 @@ def mention_row(
         resolution = resolve(mention.parses, clock=clock, policy=config.policy)
         candidates = resolution.candidates
         choice = with_confirm(apply_policy(resolution, config.policy))
-    return TimeReadingRow(
-        turn=turn,
-        iteration=FIRST_ITERATION,
-        reader=reader,
-        tzdata=TZDATA_VERSION,
-        mentions=mentions,
-        mention=index,
-        quote=mention.quote,
-        parses=mention.parses,
-        problem=mention.problem,
-        candidates=candidates,
-        choice=choice,
-    )
+    return {
+        "quote": mention.quote,
+        "parses": mention.parses,
+        "problem": mention.problem,
+        "candidates": candidates,
+        "choice": choice,
+    }
 
 
 def read_message(
@@ -268,39 +224,19 @@ def read_message(
         TimeReaderError: the reader failed, or its output is not shaped ``{mentions: [...]}``.
     """
     checked = validate_reading(text, _read(text, config))
-    info = reader_info(config.time_reader)
-    count = len(checked)
-    if not count:
-        return [
-            TimeReadingRow(
-                turn=turn,
-                iteration=FIRST_ITERATION,
-                reader=info,
-                tzdata=TZDATA_VERSION,
-                mentions=0,
-            )
-        ]
-    rows = []
-    for index, found in enumerate(checked):
-        if isinstance(found, Mention):
-            row = mention_row(
-                found,
-                index=index,
-                mentions=count,
-                clock=clock,
-                config=config,
-                reader=info,
-                turn=turn,
-            )
-        else:
-            row = TimeReadingRow(
-                turn=turn,
-                iteration=FIRST_ITERATION,
-                reader=info,
-                tzdata=TZDATA_VERSION,
-                mentions=count,
-                mention=index,
-                refused=found.refused,
-            )
-        rows.append(row)
-    return rows
+    row = partial(
+        TimeReadingRow,
+        turn=turn,
+        iteration=FIRST_ITERATION,
+        reader=reader_info(config.time_reader),
+        tzdata=TZDATA_VERSION,
+        mentions=len(checked),
+    )
+    if not checked:
+        return [row()]
+    return [
+        row(mention=index, **_mention_fields(found, clock, config))
+        if isinstance(found, Mention)
+        else row(mention=index, refused=found.refused)
+        for index, found in enumerate(checked)
+    ]

@@ -56,11 +56,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Final, cast, get_args
+
+import msgspec
 
 from afp_runtime.errors import InvalidValue
 from afp_runtime.time._bound_instants import (
-    NAIVE_EPOCH,
     BoundReading,
     Offsets,
     dst_note,
@@ -92,12 +93,12 @@ from afp_runtime.time._zone_tokens import (
     abbreviation_offset,
     zone_of_token,
 )
-from afp_runtime.time._zones import load_zone, to_local
+from afp_runtime.time._zones import NAIVE_EPOCH, load_zone, to_local
 
 if TYPE_CHECKING:
     from afp_runtime.time._policy import TimePolicy
 
-_GRAIN_ORDER: Final[tuple[str, ...]] = ("second", "minute", "hour", "day", "week")
+_GRAIN_ORDER: Final[tuple[str, ...]] = get_args(Grain)
 _LOOKBACK_LETTER: Final[dict[str, str]] = {"minute": "m", "hour": "h", "day": "d", "week": "w"}
 
 
@@ -126,14 +127,8 @@ class _Context:
 
 
 def _lookback_only(parts: TimeParts) -> bool:
-    return (
-        parts.date is None
-        and parts.wall is None
-        and parts.zone_token is None
-        and parts.part_of_day is None
-        and parts.anchor is None
-        and parts.range_of is None
-    )
+    others = (name for name in parts.__struct_fields__ if name != "relative")
+    return all(getattr(parts, name) is None for name in others)
 
 
 def _day_source(
@@ -141,9 +136,7 @@ def _day_source(
 ) -> tuple[DateParts | Relative | None, bool]:
     """A holder's date or day word, and whether it holds both (or a span) — unsupported."""
     relative = holder.relative
-    if relative is not None and relative.is_lookback:
-        return None, True
-    if holder.date is not None and relative is not None:
+    if relative is not None and (relative.is_lookback or holder.date is not None):
         return None, True
     return holder.date or relative, False
 
@@ -211,22 +204,8 @@ def _notes(
 
 
 def _tags(pairs: Sequence[tuple[str, str]]) -> ReadingTags:
-    found = dict(pairs)
-    return ReadingTags(
-        date_order=found.get("dateOrder"),  # type: ignore[arg-type]
-        meridiem=found.get("meridiem"),  # type: ignore[arg-type]
-        end_meridiem=found.get("endMeridiem"),  # type: ignore[arg-type]
-        year=found.get("year"),  # type: ignore[arg-type]
-        abbreviation=found.get("abbreviation"),  # type: ignore[arg-type]
-    )
-
-
-def _finest(grains: Sequence[Grain]) -> Grain:
-    return min(grains, key=_GRAIN_ORDER.index)
-
-
-def _side_grain(wall: Wall | None) -> Grain:
-    return "day" if wall is None else grain_of(wall)
+    # The tags are named as ReadingTags' wire keys (``dateOrder``, ``endMeridiem`` …).
+    return msgspec.convert(dict(pairs), ReadingTags)
 
 
 def _emit(
@@ -244,7 +223,8 @@ def _emit(
     readings = ["zone"] + (
         ["offset"] if "offset" in start_options or "offset" in end_options else []
     )
-    grain = _finest([_side_grain(side.wall) for side in sides])
+    grains: list[Grain] = ["day" if side.wall is None else grain_of(side.wall) for side in sides]
+    grain = min(grains, key=_GRAIN_ORDER.index)
     zone_ranges: list[TimeRange] = []
     for reading in readings:
         s_opt = start_options.get(reading, start_options["zone"])
@@ -326,14 +306,7 @@ def _sides(parts: TimeParts, ctx: _Context) -> list[_SideSpec] | None:
     specs = []
     for position, side in enumerate(raw):
         other = raw[1 - position]
-        source = next(
-            (
-                found
-                for found in (sources[position], whole_source, sources[1 - position])
-                if found is not None
-            ),
-            None,
-        )
+        source = sources[position] or whole_source or sources[1 - position]
         token = side.zone_token or parts.zone_token or other.zone_token
         zone = _zone_for(token, ctx)
         if zone is None:

@@ -35,14 +35,15 @@ from typing import Any, Final, Literal, get_args
 import msgspec
 
 from afp_runtime.errors import CheckpointInvalid, InvalidValue, decoded_path, shown
-from afp_runtime.time._clock import ClockRow
+from afp_runtime.time._clock import ClockRow, check_counts
 from afp_runtime.time._durations import FACT_UNITS, is_duration
 from afp_runtime.time._facts import TIME_REFUSALS, TimeRefusal
 from afp_runtime.time._instants import NS_PER_MS, Instant, parse_instant, spell_instant
 from afp_runtime.time._ranges import PersonWindow, TimeRange
 from afp_runtime.time._reading_rows import TimeReadingRow
 from afp_runtime.time._values import SAFE_INTEGER
-from afp_runtime.time._windows import AnswerHow, wire_row
+from afp_runtime.time._windows import AnswerHow, rows_of_turn
+from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import is_zone_name
 
 CallHow = Literal["filled", "bound", "model-chosen", "model", "unread", "not-filled", "refused"]
@@ -59,29 +60,15 @@ NotFilledWhy = Literal["no-window", "several-mentions", "open-reading"]
 DriftOutcome = Literal["shifted", "redrawn"]
 """What dispatching later than ``now`` did to a look-back call (docs/time.md#drift)."""
 
-TIME_ROW_KINDS: Final[tuple[str, ...]] = (
-    "clock",
-    "time-reading",
-    "time-answer",
-    "call-window",
-    "call",
-)
+TimeRowKind = Literal["clock", "time-reading", "time-answer", "call-window", "call"]
+TIME_ROW_KINDS: Final[tuple[str, ...]] = get_args(TimeRowKind)
 """Every ledger row kind the time layer files (docs/time.md#row-kinds)."""
 
 _COMMON: Final = frozenset({"kind", "turn", "iteration", "toolCallId", "toolName", "how"})
+_TRUE_ONLY: Final = ("rounded", "trimmedByTool", "partlyBeyondRetention")
 _ALLOWED: Final[dict[str, frozenset[str]]] = {
-    "filled": frozenset(
-        {
-            "form",
-            "asked",
-            "person",
-            "rounded",
-            "sent",
-            "differs",
-            "trimmedByTool",
-            "partlyBeyondRetention",
-        }
-    ),
+    # A filled row may carry every true-only flag.
+    "filled": frozenset({"form", "asked", "person", "sent", "differs", *_TRUE_ONLY}),
     "bound": frozenset({"form", "asked", "person", "by", "partlyBeyondRetention"}),
     "model-chosen": frozenset({"form", "asked", "person", "partlyBeyondRetention"}),
     "model": frozenset({"form", "asked", "partlyBeyondRetention"}),
@@ -98,28 +85,13 @@ _MANDATORY: Final[dict[str, tuple[str, ...]]] = {
     "not-filled": ("why",),
     "refused": ("refused",),
 }
-_TRUE_ONLY: Final = ("rounded", "trimmedByTool", "partlyBeyondRetention")
 
 
-class _TimeRow(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-    tag_field="kind",
-):
+class _TimeRow(Wire, frozen=True, kw_only=True, tag_field="kind"):
     """Base of the time rows: tagged on ``kind``; absent keys omitted, never ``null``."""
 
 
-class Differs(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    forbid_unknown_fields=True,
-):
+class Differs(Wire, frozen=True, kw_only=True):
     """What a widened fill reads beyond the person's window (docs/time.md#callwindowrow-fields).
 
     Attributes:
@@ -166,13 +138,12 @@ def call_window_problem(present: Mapping[str, Any]) -> tuple[str, str] | None:
                     return key, "is mandatory on a dst-gap refusal"
             if "asked" in present:
                 return "asked", "is not allowed on a dst-gap refusal"
-        else:
-            if "argument" in present:
-                return "argument", "only comes with a dst-gap refusal"
-            if "asked" not in present:
-                for key in ("form", "person"):
-                    if key in present:
-                        return key, "needs asked on a refusal"
+        elif "argument" in present:
+            return "argument", "only comes with a dst-gap refusal"
+        elif "asked" not in present:
+            for key in ("form", "person"):
+                if key in present:
+                    return key, "needs asked on a refusal"
     return None
 
 
@@ -233,7 +204,7 @@ class CallWindowRow(_TimeRow, frozen=True, kw_only=True, tag="call-window"):
     argument: str | None = None
 
     def __post_init__(self) -> None:
-        _check_counts(self.turn, self.iteration)
+        check_counts(self.turn, self.iteration)
         if self.form is not None and (_bad_int(self.form) or self.form < 0):
             raise InvalidValue("form must be an int >= 0", field="form", value=shown(self.form))
         if self.assumed is not None and not is_duration(self.assumed, FACT_UNITS):
@@ -242,7 +213,7 @@ class CallWindowRow(_TimeRow, frozen=True, kw_only=True, tag="call-window"):
             )
         if self.refused is not None and self.refused not in TIME_REFUSALS:
             raise InvalidValue("refused is not a time refusal", field="refused")
-        problem = call_window_problem(present_keys(self))
+        problem = call_window_problem(msgspec.to_builtins(self))
         if problem is not None:
             raise InvalidValue(f"call-window {problem[0]} {problem[1]}", field=problem[0])
 
@@ -274,7 +245,7 @@ class TimeAnswerRow(_TimeRow, frozen=True, kw_only=True, tag="time-answer"):
     how: AnswerHow
 
     def __post_init__(self) -> None:
-        _check_counts(self.turn, self.iteration)
+        check_counts(self.turn, self.iteration)
         if _bad_int(self.mention) or self.mention < 0:
             raise InvalidValue("mention must be an int >= 0", field="mention")
         if not _strict(self.start, "from") < _strict(self.end, "to"):
@@ -282,20 +253,8 @@ class TimeAnswerRow(_TimeRow, frozen=True, kw_only=True, tag="time-answer"):
         if not is_zone_name(self.zone):
             raise InvalidValue("zone must be a zone name", field="zone", value=shown(self.zone))
 
-    @property
-    def range(self) -> TimeRange:
-        """The answered range."""
-        return TimeRange(start=self.start, end=self.end)
 
-
-class Drift(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-):
+class Drift(Wire, frozen=True, kw_only=True):
     """A look-back call dispatched more than one step after ``now`` (docs/time.md#drift).
 
     Attributes:
@@ -348,7 +307,7 @@ class CallRow(_TimeRow, frozen=True, kw_only=True, tag="call"):
     drift: Drift | None = None
 
     def __post_init__(self) -> None:
-        _check_counts(self.turn, self.iteration)
+        check_counts(self.turn, self.iteration)
         if not is_canonical_utc_ms(self.dispatched_at):
             raise InvalidValue(
                 "dispatchedAt must be canonical UTC on a whole millisecond",
@@ -374,19 +333,6 @@ def _strict(text: object, field: str) -> Instant:
         ) from exc
 
 
-def _check_counts(turn: object, iteration: object) -> None:
-    for name, value in (("turn", turn), ("iteration", iteration)):
-        if _bad_int(value) or value < 1:  # type: ignore[operator]
-            raise InvalidValue(f"{name} must be an int >= 1", field=name, value=shown(value))
-
-
-def present_keys(row: msgspec.Struct) -> dict[str, Any]:
-    """The keys a row struct writes (wire names), with their values."""
-    built = msgspec.to_builtins(row)
-    assert isinstance(built, dict)
-    return built
-
-
 def is_canonical_utc_ms(text: object) -> bool:
     """Whether ``text`` is a strict instant in canonical UTC spelling on a whole millisecond."""
     try:
@@ -408,39 +354,17 @@ def call_window_of_call(
     ``ctx.time``, drift and observations rely on it. Rows may be wire mappings, structs or
     carried rows (see ``windows.wire_row``).
     """
-    found: Mapping[str, Any] | None = None
-    for row in ledger:
-        if isinstance(row, CallWindowRow):
-            if row.tool_call_id == tool_call_id and row.turn == turn:
-                found = present_keys(row) | {"kind": "call-window"}
-            continue
-        wire = wire_row(row)
-        if (
-            wire is not None
-            and wire.get("kind") == "call-window"
-            and wire.get("toolCallId") == tool_call_id
-            and wire.get("turn") == turn
-        ):
-            found = wire
-    return None if found is None else msgspec.convert(found, type=CallWindowRow)
-
-
-def time_row_to_wire(row: TimeRow) -> dict[str, Any]:
-    """A time row as its committed JSON object (camelCase keys, absent keys omitted; arrays as
-    lists, exactly what the committed bytes decode to)."""
-    wire: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(row))
-    return wire
+    found = [
+        row
+        for row in rows_of_turn(ledger, turn)
+        if row.get("kind") == "call-window" and row.get("toolCallId") == tool_call_id
+    ]
+    return msgspec.convert(found[-1], type=CallWindowRow) if found else None
 
 
 # --- strict validation ------------------------------------------------------------------------
 
 _ANY_TIME_ROW: Final = ClockRow | TimeReadingRow | CallWindowRow | TimeAnswerRow | CallRow
-
-
-def _where(error: msgspec.ValidationError) -> tuple[str, str]:
-    """The wire path a decoding error names and what is wrong there."""
-    path, detail = decoded_path(error)
-    return path or "(row)", detail
 
 
 def _null_path(value: object, path: str) -> str | None:
@@ -523,7 +447,8 @@ def validate_time_row(row: object, index: int) -> TimeRow | Mapping[str, Any]:
         try:
             typed = msgspec.convert(row, type=_ANY_TIME_ROW, strict=True)
         except msgspec.ValidationError as exc:
-            problem = _where(exc)
+            path, detail = decoded_path(exc)  # the wire path msgspec names, and what is wrong
+            problem = path or "(row)", detail
         else:
             problem = _typed_problem(typed)
     if problem is not None:

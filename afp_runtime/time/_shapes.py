@@ -55,6 +55,11 @@ def _naive(day: date, wall: Wall, meridiem: Meridiem | None) -> datetime:
     return datetime(day.year, day.month, day.day, _hour(wall, meridiem), wall.m or 0, wall.s or 0)
 
 
+def _markers(wall: Wall | None) -> list[Meridiem | None]:
+    """The AM/PM readings a time of day is given: both for an open hour, else its own."""
+    return ["am", "pm"] if wall is not None and _is_open(wall) else [None]
+
+
 def _opposite(meridiem: Meridiem) -> Meridiem:
     return "pm" if meridiem == "am" else "am"
 
@@ -108,18 +113,15 @@ def _end_bound(day: date, wall: Wall | None, meridiem: Meridiem | None) -> tuple
 
 
 def _start_bound(day: date, wall: Wall | None, meridiem: Meridiem | None) -> Bound:
-    if wall is None:
-        return Bound(day=day)
-    return Bound(day=day, wall=_naive(day, wall, meridiem))
+    return Bound(day=day, wall=None if wall is None else _naive(day, wall, meridiem))
 
 
 def _point_shapes(day: Day, wall: Wall | None) -> list[Shape]:
     if wall is None:
         end = Bound(day=day.day + timedelta(days=1))
         return [Shape(Bound(day=day.day), end, day.tags, day.typed, True)]
-    markers: list[Meridiem | None] = ["am", "pm"] if _is_open(wall) else [None]
     shapes = []
-    for marker in markers:
+    for marker in _markers(wall):
         naive = _naive(day.day, wall, marker)
         tags = day.tags + ((("meridiem", marker),) if marker else ())
         start = Bound(day=day.day, wall=naive)
@@ -157,11 +159,7 @@ def _range_shapes(first: Day, second: Day, start: Wall | None, end: Wall | None)
 
     both: list[Meridiem] = ["am", "pm"]
     if start is None or end is None:
-        start_open = start is not None and _is_open(start)
-        end_open = end is not None and _is_open(end)
-        start_markers: list[Meridiem | None] = list(both) if start_open else [None]
-        end_markers: list[Meridiem | None] = list(both) if end_open else [None]
-        shapes = [build(a, b) for a in start_markers for b in end_markers]
+        shapes = [build(a, b) for a in _markers(start) for b in _markers(end)]
         return [shape for shape in shapes if _forward(shape)]
     if _is_open(start) and _is_open(end):
         shared = [build(m, m) for m in both]

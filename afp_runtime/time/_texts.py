@@ -23,18 +23,17 @@ from collections.abc import Mapping
 from typing import Final
 
 from afp_runtime.time._facts import Facts, TimeRefusal
-from afp_runtime.time._instants import Instant, local_parts, parse_instant
+from afp_runtime.time._instants import (
+    Instant,
+    fraction_text,
+    local_parts,
+    signed_offset,
+)
 from afp_runtime.time._rows import CallWindowRow
 from afp_runtime.time._zones import is_zone_name, to_zone
 
-WEEKDAYS: Final[tuple[str, ...]] = (
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
+WEEKDAYS: Final[tuple[str, ...]] = tuple(
+    str.split("Monday Tuesday Wednesday Thursday Friday Saturday Sunday")
 )
 
 TIME_LINE_PREFIX: Final = "[Clock note from the runtime, not written by the person]"
@@ -56,21 +55,6 @@ TRIMMED_NOTE: Final = (
     "falls outside the requested window."
 )
 """Added to ``FILLED_NOTE`` when the fill was widened and the tool declares ``filtersToAsked``."""
-
-ANSWER_REASONS: Final[tuple[str, ...]] = (
-    "not-a-zone",
-    "not-a-range",
-    "no-offset",
-    "not-an-instant",
-    "out-of-order",
-    "dst-gap",
-    "time-future",
-    "time-past",
-    "beyond-retention",
-    "over-max-range",
-)
-"""Why a time answer was not accepted, in the order the checks run
-(docs/time.md#judging-answers)."""
 
 _EXAMPLE_RANGE: Final = "2026-10-09T08:00:00-07:00/2026-10-09T09:00:00-07:00"
 
@@ -193,21 +177,18 @@ def abandoned_observation(tool_name: str) -> str:
     )
 
 
-def offset_text(offset_s: int) -> str:
-    """An offset written ``UTC±HH:MM``."""
-    sign = "-" if offset_s < 0 else "+"
-    hours, minutes = divmod(abs(offset_s) // 60, 60)
-    return f"UTC{sign}{hours:02d}:{minutes:02d}"
-
-
-def weekday_date_time(instant: Instant) -> tuple[str, str, str]:
-    """The weekday, ``YYYY-MM-DD`` and ``HH:MM`` of an instant in its own offset."""
-    day, of_day, _ = local_parts(instant)
+def weekday_date_time(instant: Instant, *, seconds: bool = False) -> tuple[str, str, str]:
+    """The weekday, ``YYYY-MM-DD`` and ``HH:MM`` of an instant in its own offset; with
+    ``seconds``, ``:SS`` and a fraction follow when they are not zero."""
+    day, of_day, sub = local_parts(instant)
     hours, rest = divmod(of_day, 3600)
-    return WEEKDAYS[day.weekday()], day.isoformat(), f"{hours:02d}:{rest // 60:02d}"
+    clock = f"{hours:02d}:{rest // 60:02d}"
+    if seconds and (rest % 60 or sub):
+        clock += f":{rest % 60:02d}{fraction_text(sub)}"
+    return WEEKDAYS[day.weekday()], day.isoformat(), clock
 
 
-def time_line(now: Instant | str, zone: str, *, zone_unknown: bool = False) -> str:
+def time_line(now: Instant, zone: str, *, zone_unknown: bool = False) -> str:
     """The served time line of a turn (docs/time.md#the-served-time-line), the same in every request
     of the turn.
 
@@ -217,20 +198,19 @@ def time_line(now: Instant | str, zone: str, *, zone_unknown: bool = False) -> s
     person's zone is not known.
 
     Args:
-        now: the turn's clock ``now`` (the clock row's text or an instant).
+        now: the turn's clock ``now``.
         zone: the clock's zone.
         zone_unknown: the clock's ``zoneSource`` is ``unknown`` (or the zone is not a zone name).
     """
-    instant = parse_instant(now) if isinstance(now, str) else now
     if zone_unknown or not is_zone_name(zone):
-        weekday, day, clock = weekday_date_time(instant.utc())
+        weekday, day, clock = weekday_date_time(now.utc())
         return (
             f"{TIME_LINE_PREFIX} The current time for this turn is {weekday}, {day}, {clock} "
             "UTC. The person's time zone is not known."
         )
-    local = to_zone(instant, zone)
+    local = to_zone(now, zone)
     weekday, day, clock = weekday_date_time(local)
     return (
         f"{TIME_LINE_PREFIX} The current time for this turn is {weekday}, {day}, {clock}, "
-        f"{zone}, {offset_text(local.offset)}."
+        f"{zone}, UTC{signed_offset(local.offset)}."
     )

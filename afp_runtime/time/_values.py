@@ -16,7 +16,7 @@ SAFE_INTEGER: Final = 2**53 - 1
 _WALL = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,3}))?)?"
 )
-_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _DIGITS = re.compile(r"-?[0-9]+")
 
 
@@ -29,15 +29,10 @@ def parse_wall(text: object) -> tuple[datetime, int] | None:
     if found is None:
         return None
     year, month, day, hour, minute, second, fraction = found.groups()
+    microsecond = int((fraction or "").ljust(3, "0")) * 1000
     try:
         naive = datetime(
-            int(year),
-            int(month),
-            int(day),
-            int(hour),
-            int(minute),
-            int(second or 0),
-            int((fraction or "").ljust(3, "0")) * 1000,
+            int(year), int(month), int(day), int(hour), int(minute), int(second or 0), microsecond
         )
     except ValueError:
         return None
@@ -48,19 +43,15 @@ def parse_wall(text: object) -> tuple[datetime, int] | None:
 
 def spell_wall(naive: datetime, *, millis: bool) -> str:
     """``YYYY-MM-DDTHH:MM:SS``, plus ``.mmm`` when ``millis``."""
-    text = f"{naive.date().isoformat()}T{naive.hour:02d}:{naive.minute:02d}:{naive.second:02d}"
-    return text + (f".{naive.microsecond // 1000:03d}" if millis else "")
+    return naive.isoformat(timespec="milliseconds" if millis else "seconds")
 
 
 def parse_date(text: object) -> date | None:
     """A real calendar date ``YYYY-MM-DD``, or None."""
-    if not isinstance(text, str):
-        return None
-    found = _DATE.fullmatch(text)
-    if found is None:
+    if not isinstance(text, str) or _DATE.fullmatch(text) is None:
         return None
     try:
-        return date(int(found.group(1)), int(found.group(2)), int(found.group(3)))
+        return date.fromisoformat(text)
     except ValueError:
         return None
 
@@ -75,9 +66,7 @@ def read_epoch(value: object, *, in_string: bool) -> int | None:
     if in_string:
         if isinstance(value, str) and _DIGITS.fullmatch(value):
             number = int(value)
-    elif isinstance(value, bool):
-        number = None
-    elif isinstance(value, int):
+    elif isinstance(value, int) and not isinstance(value, bool):
         number = value
     elif isinstance(value, float) and value.is_integer():
         number = int(value)

@@ -1,7 +1,7 @@
 """The turn's windows, its mentions and its open readings, derived from filed rows
 (docs/time.md#windows-of-a-turn-and-open-readings).
 
-``turn_windows_of(rows)`` reads only what the ledger holds for one turn: the ``time-reading``
+``turn_windows_of(rows, turn)`` reads only what the ledger holds for one turn: the ``time-reading``
 rows the turn's first ``seed`` filed, the ``time-answer`` rows an answer filed, and the turn's
 ``clock`` row (its ``control`` window). Nothing here re-reads words or the clock, so every run of
 a turn — pauses, answers days later, recovery — sees the same windows.
@@ -14,8 +14,6 @@ encodes to one, or a carried row with ``kind`` and ``fields`` (the findings ledg
 
 Readings settled here:
 
-* Without ``turn``, the turn is the one of the last ``clock`` row (the last such row belongs to
-  the current turn, docs/time.md#row-kinds); with no clock row at all, every row is read.
 * The surviving candidates of a mention: ``remaining`` for ``by: open``; ``candidate`` for
   ``by: policy``; the single candidate for ``by: only``; none for ``by: none``.
 * Several ``time-answer`` rows for one mention: the last one counts.
@@ -144,15 +142,10 @@ def wire_row(row: object) -> Mapping[str, Any] | None:
     return None
 
 
-def rows_of_turn(rows: Iterable[object], turn: int | None = None) -> list[Mapping[str, Any]]:
-    """The wire rows of one turn, oldest first (see the module docstring for ``turn=None``)."""
-    wire = [found for found in (wire_row(row) for row in rows) if found is not None]
-    if turn is None:
-        clocks = [row.get("turn") for row in wire if row.get("kind") == "clock"]
-        if not clocks:
-            return wire
-        return [row for row in wire if row.get("turn") == clocks[-1]]
-    return [row for row in wire if row.get("turn") == turn]
+def rows_of_turn(rows: Iterable[object], turn: int) -> list[Mapping[str, Any]]:
+    """The wire rows of one turn, oldest first."""
+    wire = (wire_row(row) for row in rows)
+    return [row for row in wire if row is not None and row.get("turn") == turn]
 
 
 def _range_of(raw: object) -> TimeRange | None:
@@ -179,15 +172,14 @@ def _surviving(row: Mapping[str, Any]) -> list[int]:
     if not isinstance(choice, Mapping):
         return []
     by = choice.get("by")
+    picked: list[object] = []
     if by == "open":
         remaining = choice.get("remaining")
         picked = list(remaining) if isinstance(remaining, Sequence) else []
     elif by == "policy":
         picked = [choice.get("candidate")]
-    elif by == "only":
-        picked = [0] if count == 1 else []
-    else:
-        picked = []
+    elif by == "only" and count == 1:
+        picked = [0]
     return [i for i in picked if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < count]
 
 
@@ -225,15 +217,10 @@ def _answered(row: Mapping[str, Any], answer: Mapping[str, Any], quote: str) -> 
     how = answer.get("how")
     if found is None or not isinstance(zone, str):
         return None
-    lookback = None
-    for candidate in row.get("candidates") or ():
-        if (
-            isinstance(candidate, Mapping)
-            and _lookback_of(candidate) is not None
-            and _range_of(candidate.get("range")) == found
-        ):
-            lookback = _lookback_of(candidate)
-            break
+    # The answer keeps the duration of a span-ending-now candidate it coincides with.
+    candidates = [c for c in row.get("candidates") or () if isinstance(c, Mapping)]
+    spans = [c for c in candidates if _lookback_of(c) is not None]
+    lookback = next((_lookback_of(c) for c in spans if _range_of(c.get("range")) == found), None)
     return TurnWindow(
         range=found,
         zone=zone,
@@ -245,7 +232,7 @@ def _answered(row: Mapping[str, Any], answer: Mapping[str, Any], quote: str) -> 
     )
 
 
-def turn_windows_of(rows: Iterable[object], turn: int | None = None) -> TurnWindows:
+def turn_windows_of(rows: Iterable[object], turn: int) -> TurnWindows:
     """The turn's windows, mention count and open mentions, from filed rows only
     (docs/time.md#how-mentions-become-windows).
 
@@ -263,7 +250,7 @@ def turn_windows_of(rows: Iterable[object], turn: int | None = None) -> TurnWind
 
     Args:
         rows: ledger rows (wire mappings, structs or carried rows), oldest first.
-        turn: the turn to read; by default the turn of the last ``clock`` row.
+        turn: the turn to read.
     """
     wire = rows_of_turn(rows, turn)
     answers: dict[int, Mapping[str, Any]] = {}
@@ -316,13 +303,10 @@ def turn_windows_of(rows: Iterable[object], turn: int | None = None) -> TurnWind
                 unreadable=row.get("problem") == "unreadable",
             )
         )
-    for row in wire:
-        if row.get("kind") != "clock":
-            continue
-        control = _range_of(row.get("window"))
-        zone = row.get("zone")
-        if control is not None and isinstance(zone, str):
-            windows.append(TurnWindow(range=control, zone=zone, source="control"))
-            mentions += 1
-        break
+    clock = next((row for row in wire if row.get("kind") == "clock"), {})
+    control = _range_of(clock.get("window"))
+    zone = clock.get("zone")
+    if control is not None and isinstance(zone, str):
+        windows.append(TurnWindow(range=control, zone=zone, source="control"))
+        mentions += 1
     return TurnWindows(windows=tuple(windows), mentions=mentions, open=tuple(open_))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from afp_runtime.time._candidates import CandidateNote, OffsetSaid, ZoneReadNote
-from afp_runtime.time._zones import is_zone_name, load_zone, zone_names
+from afp_runtime.time._zones import ZONE_NAMES, is_zone_name, load_zone
 
 _OFFSET = re.compile(r"(?:(?:UTC|GMT)\s?)?([+\-−])\s?([0-9]{1,2})(?::?([0-9]{2}))?")
 _PLACE = re.compile(r"(.+?)\s+[Tt]ime")
@@ -44,7 +44,7 @@ def _offset_of(token: str) -> int | None:
 @functools.cache
 def _places() -> dict[str, tuple[str, ...]]:
     found: dict[str, list[str]] = {}
-    for name in sorted(zone_names()):
+    for name in sorted(ZONE_NAMES):
         if "/" in name and is_zone_name(name):
             key = name.rsplit("/", 1)[1].replace("_", " ").lower()
             found.setdefault(key, []).append(name)

@@ -27,13 +27,13 @@ import importlib.resources
 import zoneinfo
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
-from typing import Final, Literal
+from typing import Final
 from zoneinfo import ZoneInfo
 
 import msgspec
 
 from afp_runtime.errors import InvalidValue, shown
-from afp_runtime.time._instants import NS_PER_S, Instant
+from afp_runtime.time._instants import Instant
 
 try:
     import tzdata as _tzdata
@@ -48,14 +48,10 @@ ZONE_NAME_LIMIT: Final = 64
 """The longest zone name accepted, in code points."""
 
 _UTC_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_NAIVE_EPOCH: Final = datetime(1970, 1, 1)
+NAIVE_EPOCH: Final = datetime(1970, 1, 1)
 
 Zone = ZoneInfo | str
 """A zone given as a loaded ``ZoneInfo`` or as a name (checked and loaded on use)."""
-
-WallPolicy = Literal["compatible", "earlier", "later", "reject"]
-"""How ``wall_to_instant`` settles a repeated or skipped local time
-(docs/time.md#local-times-around-clock-changes)."""
 
 
 def _read_zone_names() -> frozenset[str]:
@@ -67,12 +63,8 @@ def _read_zone_names() -> frozenset[str]:
 
 # Read once at import (one small resource): checking a zone name then never reads a file, so
 # it is safe on an event loop.
-_ZONE_NAMES: Final = _read_zone_names()
-
-
-def zone_names() -> frozenset[str]:
-    """Every zone name in the database (the ``tzdata`` package's ``zones`` list)."""
-    return _ZONE_NAMES
+ZONE_NAMES: Final = _read_zone_names()
+"""Every zone name in the database (the ``tzdata`` package's ``zones`` list)."""
 
 
 def is_zone_name(name: object) -> bool:
@@ -87,7 +79,7 @@ def is_zone_name(name: object) -> bool:
         return False
     if name not in ("UTC", "GMT") and "/" not in name:
         return False
-    return name in zone_names()
+    return name in ZONE_NAMES
 
 
 @functools.cache
@@ -113,39 +105,27 @@ def load_zone(zone: Zone) -> ZoneInfo:
     return _load(zone)
 
 
-def preload_zones(names: Iterable[str] | None = None) -> None:
-    """Load and cache zones now (every zone of the database when ``names`` is None).
-
-    Loading all of them reads some 600 small files; a host can call this in a worker thread
-    so that no zone file is read on the event loop later.
+def preload_zones(names: Iterable[str]) -> None:
+    """Load and cache zones now; a host calls this in a worker thread so that no zone file is
+    read on the event loop later.
 
     Raises:
         InvalidValue: a name is not an accepted zone name.
     """
-    chosen = sorted(n for n in zone_names() if is_zone_name(n)) if names is None else names
-    for name in chosen:
+    for name in names:
         load_zone(name)
 
 
-def _naive_seconds(naive: datetime) -> int:
-    delta = naive.replace(microsecond=0, tzinfo=None, fold=0) - _NAIVE_EPOCH
-    return delta.days * 86_400 + delta.seconds
-
-
-def _offset_seconds(moment: datetime) -> int:
-    delta = moment.utcoffset()
-    assert delta is not None  # an aware datetime from a ZoneInfo
-    return delta.days * 86_400 + delta.seconds
-
-
-def _strict_offset(offset: int) -> int:
-    return offset if offset % 60 == 0 else 0
+def naive_seconds(naive: datetime) -> int:
+    """Whole seconds from the naive epoch to a local date and time (its microseconds dropped)."""
+    return (naive.replace(microsecond=0, tzinfo=None, fold=0) - NAIVE_EPOCH) // timedelta(seconds=1)
 
 
 def to_zone(instant: Instant, zone: Zone) -> Instant:
     """The same instant written at the offset ``zone`` has at that instant."""
     local = (_UTC_EPOCH + timedelta(seconds=instant.seconds)).astimezone(load_zone(zone))
-    return instant.at_offset(_strict_offset(_offset_seconds(local)))
+    # from_datetime writes an offset that is not a whole minute (local mean time) as UTC.
+    return instant.at_offset(Instant.from_datetime(local).offset)
 
 
 def to_local(instant: Instant, zone: Zone) -> datetime:
@@ -216,11 +196,9 @@ def read_wall(naive: datetime, zone: Zone) -> WallReading:
     sub_ns = naive.microsecond * 1000
     first = whole.replace(tzinfo=tz, fold=0)
     second = whole.replace(tzinfo=tz, fold=1)
-    local_s = _naive_seconds(whole)
 
     def at(moment: datetime) -> Instant:
-        ns = (local_s - _offset_seconds(moment)) * NS_PER_S + sub_ns
-        return to_zone(Instant(ns=ns), tz)
+        return to_zone(Instant.from_datetime(moment).plus(sub_ns), tz)
 
     a, b = at(first), at(second)
     if first.utcoffset() == second.utcoffset():
@@ -231,30 +209,11 @@ def read_wall(naive: datetime, zone: Zone) -> WallReading:
     return WallGap(earlier=b, later=a)
 
 
-def wall_to_instant(
-    naive: datetime, zone: Zone, policy: WallPolicy = "compatible"
-) -> Instant | None:
-    """The instant a local time stands for, settling repeated and skipped times by ``policy``.
-
-    ``compatible``: repeated → earlier, skipped → later (pushed forward); ``earlier`` and
-    ``later``: that one in both cases; ``reject``: None in both cases.
-    """
-    reading = read_wall(naive, zone)
+def date_start(day: date, zone: Zone) -> Instant:
+    """The first instant of ``day`` in ``zone``: midnight; a repeated midnight's earlier reading,
+    a skipped one's later reading, pushed forward (``America/Santiago`` 2026-09-06 begins at
+    ``01:00:00-03:00``)."""
+    reading = read_wall(datetime(day.year, day.month, day.day), zone)
     if isinstance(reading, WallUnique):
         return reading.instant
-    if policy == "reject":
-        return None
-    if policy == "earlier":
-        return reading.earlier
-    if policy == "later":
-        return reading.later
     return reading.earlier if isinstance(reading, WallOverlap) else reading.later
-
-
-def date_start(day: date, zone: Zone) -> Instant:
-    """The first instant of ``day`` in ``zone``: midnight, or, when midnight is skipped, the
-    ``compatible`` reading of midnight (``America/Santiago`` 2026-09-06 begins at
-    ``01:00:00-03:00``)."""
-    start = wall_to_instant(datetime(day.year, day.month, day.day), zone, "compatible")
-    assert start is not None  # compatible always answers
-    return start

@@ -3,6 +3,10 @@ form shorthands ``EPOCH``, ``LOOKBACK``, ``DAY`` and ``WALL``."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
 from afp_runtime.time._convert import AskedWindow, PeriodContext
 from afp_runtime.time._durations import parse_duration
 from afp_runtime.time._forms import Bound, BoundsForm, DayForm, LookbackForm, ZoneArgument
@@ -57,6 +61,12 @@ def ctx(
 def window(time_range: TimeRange, lookback: str | None = None) -> AskedWindow:
     """A window to write."""
     return AskedWindow(range=time_range, lookback=lookback)
+
+
+def wire_of(value: object) -> Any:
+    """A row or question as its committed JSON value (camelCase keys, absent keys omitted, arrays
+    as lists)."""
+    return msgspec.json.decode(msgspec.json.encode(value))
 
 
 def span_ending_now(length: str, now: Instant = NOW) -> AskedWindow:

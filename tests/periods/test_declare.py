@@ -13,11 +13,9 @@ from afp_runtime.errors import PeriodDeclarationError
 from afp_runtime.time import Period, period_from_wire
 from afp_runtime.time._declare import (
     Assume,
-    assume,
     check_against_schema,
     facts_of,
     forms_of,
-    period_to_wire,
 )
 from afp_runtime.time._facts import Facts
 from afp_runtime.time._forms import (
@@ -30,7 +28,7 @@ from afp_runtime.time._forms import (
     ObjectKeys,
     ZoneArgument,
 )
-from tests.periods._build import EPOCH
+from tests.periods._build import EPOCH, wire_of
 
 
 def field_of(exc: pytest.ExceptionInfo[PeriodDeclarationError]) -> Any:
@@ -131,13 +129,12 @@ class TestWire:
             retention="30d",
             filters_to_asked=True,
         )
-        assert period_to_wire(period) == raw
+        assert wire_of(period) == raw
 
     def test_missing_as_sent_is_the_default(self) -> None:
-        """missing is "as-sent" unless assume is given; assume() builds the rule."""
+        """missing is "as-sent" unless assume is given."""
         assert period_from_wire({"argument": "w", "missing": "as-sent"}).missing == "as-sent"
         assert Period(argument="w").missing == "as-sent"
-        assert assume("1h") == Assume(length="1h")
 
     @pytest.mark.parametrize(
         ("raw", "field"),
@@ -388,7 +385,7 @@ class TestValidation:
     def test_assume_needs_a_duration(self) -> None:
         """assume("1 hour") is refused."""
         with pytest.raises(PeriodDeclarationError) as exc:
-            assume("1 hour")
+            Period(argument="w", missing=Assume(length="1 hour"))
         assert field_of(exc) == "missing.assume"
 
 

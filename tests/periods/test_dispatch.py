@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from afp_runtime.errors import InvalidValue
 from afp_runtime.time._dispatch import (
     call_row_of,
     dispatch_call,
@@ -21,9 +20,9 @@ from afp_runtime.time._dispatch import (
     tool_time,
 )
 from afp_runtime.time._forms import Form
-from afp_runtime.time._instants import Instant
+from afp_runtime.time._instants import Instant, parse_instant
 from afp_runtime.time._ranges import PersonWindow, TimeRange
-from afp_runtime.time._rows import CallWindowRow, time_row_to_wire
+from afp_runtime.time._rows import CallWindowRow
 from afp_runtime.time._windows import turn_windows_of
 from tests.periods._build import (
     EPOCH,
@@ -36,11 +35,13 @@ from tests.periods._build import (
     YDAY,
     ctx,
     rng,
+    wire_of,
 )
 from tests.periods.test_decide import call, decide
 from tests.periods.test_windows import answered_turn, clock, no_mentions
 
 CLOCK = datetime(2026, 10, 9, 15, 40, tzinfo=UTC)
+"""The host clock at now."""
 ASKED = rng("2026-10-09T14:40:00Z", "2026-10-09T15:40:00.001Z")
 
 
@@ -61,9 +62,9 @@ def window_row(
     )
 
 
-def later(**delta: float) -> datetime:
-    """The clock ``delta`` after now."""
-    return CLOCK + timedelta(**delta)
+def later(**delta: float) -> Instant:
+    """The clock's reading ``delta`` after now."""
+    return Instant.from_datetime(CLOCK + timedelta(**delta))
 
 
 def drift(row: CallWindowRow, forms: list[Form], **delta: float) -> dict[str, Any] | None:
@@ -74,7 +75,7 @@ def drift(row: CallWindowRow, forms: list[Form], **delta: float) -> dict[str, An
     return {**msgspec.to_builtins(found.drift), "values": found.values}
 
 
-def dispatched_at(moment: datetime) -> Instant:
+def dispatched_at(moment: Instant) -> Instant:
     """A clock reading as an instant."""
     return dispatched_at_of(moment)
 
@@ -84,19 +85,14 @@ class TestCallRow:
 
     def test_dispatched_at_is_canonical_utc_ms(self) -> None:
         """The clock reading is truncated to the millisecond and written in UTC."""
-        moment = datetime(2026, 10, 9, 8, 50, 0, 123456, tzinfo=UTC).astimezone()
+        moment = parse_instant("2026-10-09T01:50:00.123456-07:00")
         assert dispatched_at_text(moment) == "2026-10-09T08:50:00.123Z"
-        assert dispatched_at_text(CLOCK) == "2026-10-09T15:40:00Z"
-
-    def test_naive_reading_is_refused(self) -> None:
-        """A naive datetime is not a clock reading."""
-        with pytest.raises(InvalidValue):
-            dispatched_at_text(datetime(2026, 10, 9, 15, 40))
+        assert dispatched_at_text(later()) == "2026-10-09T15:40:00Z"
 
     def test_call_row_without_drift(self) -> None:
         """A call dispatched at now has a call row without drift."""
-        row = call_row_of(window_row(), CLOCK)
-        assert time_row_to_wire(row) == {
+        row = call_row_of(window_row(), later())
+        assert wire_of(row) == {
             "kind": "call",
             "turn": 1,
             "iteration": 1,
@@ -111,7 +107,7 @@ class TestCallRow:
         done = dispatch_call(
             decision.row, decision.arguments, [LOOKBACK_WINDOW], ctx(), later(minutes=10)
         )
-        assert time_row_to_wire(done.row) == {
+        assert wire_of(done.row) == {
             "kind": "call",
             "turn": 1,
             "iteration": 1,
@@ -121,7 +117,7 @@ class TestCallRow:
             "drift": {"byMs": 600000, "outcome": "shifted"},
         }
         assert done.arguments == {"window": "1960m"}
-        seen = tool_time(decision.row, zone=LA, now=NOW, dispatched_at=done.row.dispatched_at)
+        seen = tool_time(decision.row, zone=LA, now=NOW.text, dispatched_at=done.row.dispatched_at)
         assert msgspec.to_builtins(seen) == {
             "version": 1,
             "asked": {
@@ -148,12 +144,12 @@ class TestDrift:
         assert decision.row.form == 0
         done = dispatch_call(decision.row, decision.arguments, forms, ctx(), later(minutes=30))
         assert done.arguments == {"start_time": MS_1440, "end_time": MS_1540}
-        assert time_row_to_wire(done.row)["drift"] == {
+        assert wire_of(done.row)["drift"] == {
             "byMs": 1800000,
             "outcome": "redrawn",
             "form": 1,
         }
-        seen = tool_time(decision.row, zone=LA, now=NOW, dispatched_at=done.row.dispatched_at)
+        seen = tool_time(decision.row, zone=LA, now=NOW.text, dispatched_at=done.row.dispatched_at)
         assert seen.asked is not None
         assert (seen.asked.start, seen.asked.end) == (control.start, control.end)
 
@@ -165,7 +161,7 @@ class TestDrift:
         decision = decide(rows, call(forms, {"window": "1h"}))
         done = dispatch_call(decision.row, decision.arguments, forms, ctx(), later(minutes=30))
         assert done.arguments == {"window": "1h"}
-        assert time_row_to_wire(done.row)["drift"] == {"byMs": 1800000, "outcome": "shifted"}
+        assert wire_of(done.row)["drift"] == {"byMs": 1800000, "outcome": "shifted"}
 
     def test_case_49_redrawn_values(self) -> None:
         """Case 49: +30 min → redrawn in form 1 with the asked range exactly."""
@@ -234,7 +230,7 @@ class TestToolTime:
 
     def test_unread_row_has_no_asked(self) -> None:
         """An unread row gives ``ctx.time`` without ``asked``."""
-        seen = tool_time(window_row("unread"), zone=LA, now=NOW, dispatched_at=CLOCK)
+        seen = tool_time(window_row("unread"), zone=LA, now=NOW.text, dispatched_at=NOW.text)
         assert msgspec.to_builtins(seen) == {
             "version": 1,
             "zone": LA,
@@ -246,11 +242,17 @@ class TestToolTime:
         """Case 50: under an unknown zone ``ctx.time`` has zone UTC and ``zoneUnknown``."""
         control = rng("2026-10-09T15:00:00Z", "2026-10-09T15:30:00Z")
         rows = [clock(zone="UTC", zone_source="unknown", window=control), no_mentions()]
-        windows = turn_windows_of(rows)
+        windows = turn_windows_of(rows, 1)
         decision = decide(rows, call([EPOCH]), ctx(zone="UTC", agent_zone=None))
         assert decision.arguments == {"start_time": 1791558000000, "end_time": 1791559800000}
         assert windows.windows[0].zone == "UTC"
-        seen = tool_time(decision.row, zone="UTC", now=NOW, dispatched_at=CLOCK, zone_unknown=True)
+        seen = tool_time(
+            decision.row,
+            zone="UTC",
+            now=NOW.text,
+            dispatched_at=NOW.text,
+            zone_unknown=True,
+        )
         built = msgspec.to_builtins(seen)
         assert (built["zone"], built["zoneUnknown"]) == ("UTC", True)
 
@@ -266,10 +268,10 @@ def test_drift_never_changes_asked(minutes: int, how: str, forms_index: int) -> 
     forms = choices[forms_index]
     row = window_row(how)
     done = dispatch_call(row, {"w": "1h"}, forms, ctx(), later(minutes=minutes))
-    seen = tool_time(row, zone=LA, now=NOW, dispatched_at=done.row.dispatched_at)
+    seen = tool_time(row, zone=LA, now=NOW.text, dispatched_at=done.row.dispatched_at)
     assert seen.asked is not None
     assert (seen.asked.start, seen.asked.end) == (ASKED.start, ASKED.end)
-    if done.drift is not None and done.drift.outcome == "redrawn":
+    if done.drift is not None and done.drift.drift.outcome == "redrawn":
         assert "w" not in done.arguments
         assert how == "filled"
         assert abs(minutes) > 1

@@ -191,7 +191,7 @@ def test_rounding_and_widening_only_enlarge(
         start, end = window.range.bounds()
         assert sent[0] <= start and end <= sent[1]
         assert conversion.extra
-        extra = sum(part.length_ns for part in conversion.extra)
+        extra = sum(end - start for start, end in (part.bounds() for part in conversion.extra))
         assert extra == (sent[1] - sent[0]) - (end - start)
         for part in conversion.extra:
             low, high = part.bounds()

@@ -4,7 +4,7 @@ docs/time.md#how-this-is-tested cases 1, 2, 39, 41, 43, 50, 51)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 import pytest
@@ -13,22 +13,20 @@ from afp_runtime.errors import InvalidAnswer
 from afp_runtime.time import TimeConfig, validate_time_row
 from afp_runtime.time._clock import clock_row, turn_clock
 from afp_runtime.time._decide import CallToBind, decide_call
-from afp_runtime.time._facts import Facts
+from afp_runtime.time._facts import Facts, tool_facts
 from afp_runtime.time._forms import JoinedForm
 from afp_runtime.time._instants import parse_instant
 from afp_runtime.time._question import (
+    AnswerReason,
     TimeQuestion,
-    answered_call_windows,
     check_time_answer,
     choice_label,
     time_answer_row,
     time_question,
-    waiting_facts,
 )
 from afp_runtime.time._ranges import lookback_range
 from afp_runtime.time._reading_rows import read_message
-from afp_runtime.time._rows import time_row_to_wire
-from afp_runtime.time._texts import ANSWER_REASON_TEXTS, ANSWER_REASONS
+from afp_runtime.time._texts import ANSWER_REASON_TEXTS
 from afp_runtime.time._windows import OpenMention, turn_windows_of
 from tests.periods._build import (
     EPOCH,
@@ -41,6 +39,7 @@ from tests.periods._build import (
     YDAY,
     ctx,
     rng,
+    wire_of,
 )
 from tests.periods.test_decide import call
 from tests.periods.test_windows import answer, candidate, clock, open_turn, reading, span
@@ -52,7 +51,7 @@ def question_for(
     rows: Sequence[object], *calls_: CallToBind, zone: str | None = LA
 ) -> TimeQuestion:
     """The question for the turn's first open mention and ``calls_``."""
-    (mention,) = turn_windows_of(rows).open
+    (mention,) = turn_windows_of(rows, 1).open
     return time_question(mention, list(calls_), ctx(zone=zone), turn=1)
 
 
@@ -83,7 +82,7 @@ class TestQuestion:
             (),
             True,
         )
-        wire = question.wire()
+        wire = wire_of(question)
         assert wire["kind"] == "time"
         assert wire["freeEntry"] is True
         assert wire["choices"] == []
@@ -113,19 +112,19 @@ class TestQuestion:
             rng("2026-09-10T08:00:00-07:00", "2026-09-10T08:41:00-07:00"),
             rng("2010-09-26T08:00:00-07:00", "2010-09-26T08:41:00-07:00"),
         ]
-        mention = turn_windows_of(open_turn("10/09/26 8 AM to 8:40 AM PST", *readings)).open[0]
+        mention = turn_windows_of(open_turn("10/09/26 8 AM to 8:40 AM PST", *readings), 1).open[0]
         question = time_question(mention, [call([EPOCH])], ctx(), turn=1)
-        assert [c.value for c in question.choices] == [r.interval("/") for r in readings]
+        assert [c.value for c in question.choices] == [r.interval() for r in readings]
         future = call([EPOCH], facts=Facts(direction="future"))
         only = time_question(mention, [future], ctx(), turn=1)
-        assert [c.value for c in only.choices] == [readings[0].interval("/")]
+        assert [c.value for c in only.choices] == [readings[0].interval()]
 
     def test_choices_fit_every_waiting_tool(self) -> None:
         """A reading is offered only when every waiting tool accepts it."""
         rows = open_turn("yesterday or today", YDAY, MORNING)
         capped = call([LOOKBACK], facts=Facts(max_range="24h"))
         question = question_for(rows, call([EPOCH]), capped)
-        assert [c.value for c in question.choices] == [MORNING.interval("/")]
+        assert [c.value for c in question.choices] == [MORNING.interval()]
 
     def test_case_50_unknown_zone_asks_where(self) -> None:
         """Case 50: an unknown clock zone asks for the zone, then offers the day in LA."""
@@ -139,7 +138,7 @@ class TestQuestion:
         mention = OpenMention(
             mention=0,
             quote="yesterday",
-            readings=turn_windows_of(open_turn("yesterday", YDAY)).open[0].readings,
+            readings=turn_windows_of(open_turn("yesterday", YDAY), 1).open[0].readings,
         )
         second = time_question(mention, [call([EPOCH])], ctx(zone=None), turn=1)
         assert [c.value for c in second.choices] == [
@@ -203,14 +202,15 @@ class TestAnswerCheck:
     def test_facts_of_waiting_tools(self) -> None:
         """A future range for a ``direction: past`` tool is ``time-future``."""
         value = "2026-10-10T08:00:00-07:00/2026-10-10T09:00:00-07:00"
-        facts = waiting_facts([call([EPOCH], facts=Facts(direction="past"))])
+        waiting = call([EPOCH], facts=Facts(direction="past"))
+        facts = [tool_facts(waiting.forms, waiting.facts)]
         assert self.reason(value, facts=facts, now=NOW) == "time-future"
         assert self.reason(value, facts=facts[0], now=parse_instant("2026-10-11T00:00:00Z")) is None
 
     def test_facts_need_now(self) -> None:
         """Facts cannot be judged without the turn's ``now``."""
         with pytest.raises(ValueError):
-            check_time_answer("time-range", MORNING.interval("/"), LA, Facts(direction="past"))
+            check_time_answer("time-range", MORNING.interval(), LA, Facts(direction="past"))
 
     def test_structurally_bad_values_are_errors(self) -> None:
         """A value that is not a string or is too long is a 422, not an attempt."""
@@ -222,7 +222,7 @@ class TestAnswerCheck:
 
     def test_every_reason_has_a_sentence(self) -> None:
         """Each reason code has its authored sentence, and a problem carries it."""
-        assert set(ANSWER_REASON_TEXTS) == set(ANSWER_REASONS)
+        assert set(ANSWER_REASON_TEXTS) == set(get_args(AnswerReason))
         found = check_time_answer("zone", "PST")
         assert found is not None
         assert found.sentence == ANSWER_REASON_TEXTS["not-a-zone"]
@@ -237,7 +237,7 @@ class TestRecording:
         rows = [clock(), reading(0, "last 2 hours", [candidate(last2h, lookback="2h")])]
         question = question_for(rows, call([EPOCH]))
         row = time_answer_row(question, question.choices[0].value, iteration=1, typed_zone=LA)
-        assert time_row_to_wire(row) == {
+        assert wire_of(row) == {
             "kind": "time-answer",
             "turn": 1,
             "iteration": 1,
@@ -257,11 +257,11 @@ class TestRecording:
         assert check_time_answer("time-range", value, LA) is None
         row = time_answer_row(question, value, iteration=1, typed_zone=LA)
         assert (row.how, row.zone, row.mention) == ("edited", LA, 0)
-        (second,) = answered_call_windows([waiting], turn_windows_of([*rows, row]), ctx())
+        second = decide_call(waiting, turn_windows_of([*rows, row], 1), ctx())
         assert second.arguments == {
             "window": "2026-10-08T06:00:00-07:00..2026-10-08T11:59:59-07:00"
         }
-        found = time_row_to_wire(second.row)
+        found = wire_of(second.row)
         assert found["how"] == "filled"
         assert found["person"] == {
             "from": "2026-10-08T06:00:00-07:00",
@@ -277,17 +277,17 @@ class TestRecording:
         tomorrow = "2026-10-10T08:00:00-07:00/2026-10-10T09:00:00-07:00"
         question = question_for(rows, waiting)
         row = time_answer_row(question, tomorrow, iteration=1, typed_zone=LA)
-        (second,) = answered_call_windows([waiting], turn_windows_of([*rows, row]), ctx())
+        second = decide_call(waiting, turn_windows_of([*rows, row], 1), ctx())
         assert (second.row.how, second.row.refused) == ("refused", "no-form-holds")
 
     def test_confirmed_answer_fills_later_calls(self) -> None:
         """Once answered, any later call of the turn is filled without asking again."""
         rows = [clock(), reading(0, "yesterday", [candidate(YDAY)]), answer(0, YDAY)]
         later = call([EPOCH])
-        (decision,) = answered_call_windows([later], turn_windows_of(rows), ctx())
+        decision = decide_call(later, turn_windows_of(rows, 1), ctx())
         assert decision.row.how == "filled"
         assert decision.arguments == {"start_time": 1791442800000, "end_time": 1791529200000}
-        assert span(YDAY) == time_row_to_wire(decision.row)["asked"]
+        assert span(YDAY) == wire_of(decision.row)["asked"]
 
 
 class TestThroughTheReadingSide:
@@ -302,15 +302,15 @@ class TestThroughTheReadingSide:
             "any errors yesterday?", clock=the_clock, config=TimeConfig(zone=LA), turn=1
         )
         waiting = call([LOOKBACK_WINDOW])
-        windows = turn_windows_of(filed)
+        windows = turn_windows_of(filed, 1)
         first = decide_call(waiting, windows, ctx())
         assert (first.row.how, first.row.why) == ("not-filled", "open-reading")
         question = time_question(windows.open[0], [waiting], ctx(), turn=1)
-        assert [c.value for c in question.choices] == [YDAY.interval("/")]
+        assert [c.value for c in question.choices] == [YDAY.interval()]
         assert check_time_answer("time-range", question.choices[0].value, LA) is None
         answered = time_answer_row(question, question.choices[0].value, iteration=1, typed_zone=LA)
         filed += [first.row, answered]
-        (second,) = answered_call_windows([waiting], turn_windows_of(filed), ctx())
+        second = decide_call(waiting, turn_windows_of(filed, 1), ctx())
         assert second.arguments == {"window": "1960m"}
         assert (second.row.how, second.row.form, second.row.asked) == ("filled", 0, YDAY)
         filed.append(second.row)

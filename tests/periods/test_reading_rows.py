@@ -160,7 +160,7 @@ class TestReadMessage:
         found = read_message("today vs last 2 hours", clock=CLOCK, config=TimeConfig(), turn=1)
         for index, row in enumerate(wire(found)):
             validate_time_row(row, index)
-        windows = turn_windows_of(rows_of_turn(found))
+        windows = turn_windows_of(rows_of_turn(found, 1), 1)
         assert windows.mentions == 2
         assert [m.readings[0].lookback for m in windows.open] == [None, "2h"]
 

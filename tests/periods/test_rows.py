@@ -18,9 +18,8 @@ from afp_runtime.time._rows import (
     Drift,
     TimeAnswerRow,
     call_window_of_call,
-    time_row_to_wire,
 )
-from tests.periods._build import MORNING, YMORN
+from tests.periods._build import MORNING, YMORN, wire_of
 from tests.periods.test_windows import answer, candidate, clock, no_mentions, reading, span
 
 BASE = {"kind": "call-window", "turn": 1, "iteration": 1, "toolCallId": "c1", "toolName": "t"}
@@ -81,7 +80,7 @@ class TestCallWindowValidation:
         typed = validate_time_row(FILLED, 0)
         assert isinstance(typed, CallWindowRow)
         assert typed.person == PersonWindow.of(MORNING, "answered", 0)
-        assert time_row_to_wire(typed) == FILLED
+        assert wire_of(typed) == FILLED
 
     def test_key_of_another_how(self) -> None:
         """``by`` belongs to bound rows only."""

@@ -116,8 +116,8 @@ class TestTimeLine:
 
     def test_case_54_same_text_every_request(self) -> None:
         """The line depends only on the turn's clock, so every epoch carries the same text."""
-        assert time_line("2026-10-09T15:40:00Z", LA) == time_line(NOW, LA)
-        assert time_line("2026-10-09T08:40:00-07:00", LA) == time_line(NOW, LA)
+        assert time_line(parse_instant("2026-10-09T15:40:00Z"), LA) == time_line(NOW, LA)
+        assert time_line(parse_instant("2026-10-09T08:40:00-07:00"), LA) == time_line(NOW, LA)
 
     def test_case_54_unknown_zone(self) -> None:
         """Case 54: with an unknown zone the line gives UTC and says the zone is not known."""

@@ -157,12 +157,12 @@ def open_turn(quote: str, *ranges: TimeRange) -> list[Any]:
 
 def test_no_mention_gives_no_window() -> None:
     """A ``mentions: 0`` row adds nothing: no window, no mention, nothing open."""
-    assert turn_windows_of([clock(), no_mentions()]) == TurnWindows()
+    assert turn_windows_of([clock(), no_mentions()], 1) == TurnWindows()
 
 
 def test_answered_mention_is_a_window() -> None:
     """A mention with a ``time-answer`` is an answered window carrying the answer's range."""
-    found = turn_windows_of(answered_turn(("this morning", MORNING)))
+    found = turn_windows_of(answered_turn(("this morning", MORNING)), 1)
     assert found.mentions == 1
     assert found.open == ()
     (window,) = found.windows
@@ -183,7 +183,7 @@ def test_answer_keeps_its_own_range_and_zone() -> None:
         reading(0, "yesterday", [candidate(YDAY)]),
         answer(0, YMORN, zone="Europe/London", how="edited"),
     ]
-    (window,) = turn_windows_of(rows).windows
+    (window,) = turn_windows_of(rows, 1).windows
     assert (window.range, window.zone, window.answer) == (YMORN, "Europe/London", "edited")
 
 
@@ -195,7 +195,7 @@ def test_answer_coinciding_with_span_ending_now_keeps_lookback() -> None:
         reading(0, "last 2 hours", [candidate(last2h, lookback="2h")]),
         answer(0, last2h),
     ]
-    (window,) = turn_windows_of(rows).windows
+    (window,) = turn_windows_of(rows, 1).windows
     assert window.lookback == "2h"
 
 
@@ -207,14 +207,14 @@ def test_edited_answer_is_not_a_span_ending_now() -> None:
         reading(0, "last 2 hours", [candidate(last2h, lookback="2h")]),
         answer(0, MORNING, how="edited"),
     ]
-    (window,) = turn_windows_of(rows).windows
+    (window,) = turn_windows_of(rows, 1).windows
     assert window.lookback is None
 
 
 def test_unanswered_mention_is_open_with_surviving_readings() -> None:
     """An unanswered mention is open, with the candidates named by ``remaining``."""
     rows = [clock(), reading(0, "10/09/26", [candidate(YDAY), candidate(TODAY)], remaining=[1])]
-    found = turn_windows_of(rows)
+    found = turn_windows_of(rows, 1)
     assert found.windows == ()
     assert found.mentions == 1
     (mention,) = found.open
@@ -225,7 +225,7 @@ def test_unanswered_mention_is_open_with_surviving_readings() -> None:
 def test_unreadable_mention_is_open_without_readings() -> None:
     """An unreadable mention is open with an empty list of readings, and still counts."""
     rows = [clock(), reading(0, "last week", [], unreadable=True)]
-    found = turn_windows_of(rows)
+    found = turn_windows_of(rows, 1)
     assert found.mentions == 1
     assert found.open[0].readings == ()
     assert found.open[0].unreadable
@@ -234,7 +234,7 @@ def test_unreadable_mention_is_open_without_readings() -> None:
 def test_zone_question_marks_the_mention() -> None:
     """A mention whose choice has the open question ``zone`` needs a zone."""
     rows = [clock(), reading(0, "8 AM PST", [], remaining=[], open_=("zone",))]
-    (mention,) = turn_windows_of(rows).open
+    (mention,) = turn_windows_of(rows, 1).open
     assert mention.needs_zone
     assert mention.readings == ()
 
@@ -242,14 +242,14 @@ def test_zone_question_marks_the_mention() -> None:
 def test_model_reader_single_reading_is_derived() -> None:
     """A model-kind reader's single window pending only ``confirm`` is derived-from-reading."""
     rows = [clock(), reading(0, "this morning", [candidate(MORNING)], reader_kind="model")]
-    (window,) = turn_windows_of(rows).windows
+    (window,) = turn_windows_of(rows, 1).windows
     assert (window.source, window.mention) == ("derived-from-reading", 0)
 
 
 def test_rule_reader_single_reading_stays_open() -> None:
     """A rule reader's single reading is never the person's: the mention stays open."""
     rows = [clock(), reading(0, "this morning", [candidate(MORNING)])]
-    found = turn_windows_of(rows)
+    found = turn_windows_of(rows, 1)
     assert found.windows == ()
     assert len(found.open) == 1
 
@@ -266,13 +266,13 @@ def test_model_reader_with_another_open_question_stays_open() -> None:
             open_=("meridiem", "confirm"),
         ),
     ]
-    assert turn_windows_of(rows).windows == ()
+    assert turn_windows_of(rows, 1).windows == ()
 
 
 def test_control_window_adds_a_mention() -> None:
     """A control window on the clock is one further mention, with no mention index."""
     rows = [clock(window=TODAY), reading(0, "yesterday", [candidate(YDAY)])]
-    found = turn_windows_of(rows)
+    found = turn_windows_of(rows, 1)
     assert found.mentions == 2
     (window,) = found.windows
     assert (window.source, window.mention, window.zone) == ("control", None, LA)
@@ -292,13 +292,13 @@ def test_refused_mentions_add_nothing() -> None:
         "refused": "quote-not-in-text",
     }
     rows = [clock(), reading(0, "yesterday", [candidate(YDAY)], mentions=2), refused]
-    assert turn_windows_of(rows).mentions == 1
+    assert turn_windows_of(rows, 1).mentions == 1
 
 
 def test_only_the_current_turn_counts() -> None:
     """A turn whose message names no time does not reuse the previous turn's window."""
     rows = [*answered_turn(("this morning", MORNING)), clock(turn=2), no_mentions(turn=2)]
-    assert turn_windows_of(rows) == TurnWindows()
+    assert turn_windows_of(rows, 2) == TurnWindows()
     assert turn_windows_of(rows, turn=1).mentions == 1
 
 
@@ -306,7 +306,7 @@ def test_rows_may_be_structs() -> None:
     """Typed rows (such as a ``TimeAnswerRow``) are read through their wire form."""
     typed = msgspec.convert(answer(0, MORNING), type=TimeAnswerRow)
     rows = [clock(), reading(0, "this morning", [candidate(MORNING)]), typed]
-    (window,) = turn_windows_of(rows).windows
+    (window,) = turn_windows_of(rows, 1).windows
     assert window.range == MORNING
 
 
@@ -318,5 +318,5 @@ def test_latest_answer_for_a_mention_counts() -> None:
         answer(0, MORNING),
         answer(0, YMORN, how="edited"),
     ]
-    (window,) = turn_windows_of(rows).windows
+    (window,) = turn_windows_of(rows, 1).windows
     assert window.range == YMORN

@@ -15,7 +15,6 @@ from afp_runtime.time._zones import (
     TZDATA_VERSION,
     WallGap,
     WallOverlap,
-    WallPolicy,
     WallUnique,
     date_start,
     is_zone_name,
@@ -24,7 +23,6 @@ from afp_runtime.time._zones import (
     preload_zones,
     read_wall,
     to_zone,
-    wall_to_instant,
 )
 from tests.periods._build import LA
 
@@ -98,29 +96,15 @@ class TestReadWall:
         assert isinstance(found, WallUnique)
         assert found.instant.text == "2026-10-09T08:00:00.25-07:00"
 
-    @pytest.mark.parametrize(
-        ("policy", "repeated", "skipped"),
-        [
-            ("compatible", "2026-11-01T08:30:00Z", "2026-03-08T10:30:00Z"),
-            ("earlier", "2026-11-01T08:30:00Z", "2026-03-08T09:30:00Z"),
-            ("later", "2026-11-01T09:30:00Z", "2026-03-08T10:30:00Z"),
-        ],
-    )
-    def test_policies(self, policy: WallPolicy, repeated: str, skipped: str) -> None:
-        """compatible: repeated → earlier, skipped → later; earlier and later pick one side."""
-        assert wall_to_instant(datetime(2026, 11, 1, 1, 30), LA, policy) == parse_instant(repeated)
-        assert wall_to_instant(datetime(2026, 3, 8, 2, 30), LA, policy) == parse_instant(skipped)
-
-    def test_reject_policy(self) -> None:
-        """reject answers None for repeated and skipped times, the instant otherwise."""
-        assert wall_to_instant(datetime(2026, 11, 1, 1, 30), LA, "reject") is None
-        assert wall_to_instant(datetime(2026, 3, 8, 2, 30), LA, "reject") is None
-        assert wall_to_instant(datetime(2026, 10, 9, 8, 40), LA, "reject") is not None
-
 
 class TestDateStart:
-    """A date begins at midnight, or at the compatible reading of a skipped midnight
-    (docs/time.md#local-times-around-clock-changes)."""
+    """A date begins at midnight: a repeated midnight's earlier reading, a skipped one's later
+    reading (docs/time.md#local-times-around-clock-changes)."""
+
+    def test_repeated_midnight_begins_at_the_earlier(self) -> None:
+        """The Azores set their clocks back over midnight on 2026-10-25: the date begins at the
+        first midnight."""
+        assert date_start(date(2026, 10, 25), "Atlantic/Azores").text == "2026-10-25T00:00:00Z"
 
     def test_santiago_date_without_midnight(self) -> None:
         """Case 11 (date part): 2026-09-06 in Santiago starts 01:00-03:00 and lasts 23 hours."""
