@@ -11,9 +11,11 @@ Each measurement runs in a child process of its own (``run_child``): peak RSS is
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import logging
+import os
 import resource
 import subprocess
 import sys
@@ -45,9 +47,27 @@ def quiet_logs(level: int = logging.WARNING) -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level))
 
 
+# ``AFP_BENCH_PAYLOAD=random``: each tool result is 300 hex characters of its own, derived from
+# the call's ``n``, which no compressor shrinks (Postgres compresses values over ~2 KB, so the
+# fixed result, 300 times one letter, would flatter whoever writes large values).
+PAYLOAD_ENV = "AFP_BENCH_PAYLOAD"
+
+
+def result_text(n: object) -> str:
+    """The tool result of call ``n``: ``RESULT``, or 300 incompressible characters."""
+    if os.environ.get(PAYLOAD_ENV) != "random":
+        return RESULT
+    seed = str(n).encode()
+    chunks = []
+    while sum(map(len, chunks)) < 300:
+        seed = hashlib.sha256(seed).digest()
+        chunks.append(seed.hex())
+    return "".join(chunks)[:300]
+
+
 async def trivial(args: Mapping[str, Any], ctx: ToolContext) -> str:
-    """The benchmark tool: a fixed 300-character result."""
-    return RESULT
+    """The benchmark tool: a 300-character result (``result_text``)."""
+    return result_text(args.get("n"))
 
 
 def trivial_tool() -> Tool:

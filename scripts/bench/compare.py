@@ -40,13 +40,16 @@ median of each figure.
         [--db postgresql://SERVER] [--contenders NAME ...]
 
 Without ``--contenders``: the SQLite five, or with ``--db`` the four Postgres ones and
-``afp-sliding`` (afp on SQLite) beside them.
+``afp-sliding`` (afp on SQLite) beside them. ``--profile`` runs every child under ``cProfile``
+and adds ``profile``: the share of the profiled time spent in each package's own code (the
+profiler slows everything down, so those runs' other figures are not comparable).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -61,7 +64,7 @@ import anyio
 from _common import (
     ITERATIONS_PER_TURN,
     KEEP_RECENT_TURNS,
-    RESULT,
+    PAYLOAD_ENV,
     CommitTimer,
     IterationMarks,
     bench_agent,
@@ -70,6 +73,7 @@ from _common import (
     peak_rss_mb,
     quiet_logs,
     ratio,
+    result_text,
     rss_mb,
     run_child,
     step_latencies,
@@ -189,7 +193,7 @@ def react_graph() -> Any:
     @tool
     async def trivial(n: int) -> str:
         """Returns a fixed text."""
-        return RESULT
+        return result_text(n)
 
     calls = 0
 
@@ -302,7 +306,9 @@ def ceiling_rows(number: int, first_of_turn: bool) -> list[bytes]:
     if number % ITERATIONS_PER_TURN:
         call = ToolCall(id=f"c{number}", name="trivial", args={"n": number})
         rows.append(message_body(Message(role="assistant", content="", tool_calls=(call,))))
-        tool = Message(role="tool", content=RESULT, tool_call_id=call.id, tool_name="trivial")
+        tool = Message(
+            role="tool", content=result_text(number), tool_call_id=call.id, tool_name="trivial"
+        )
         rows.append(message_body(tool))
     else:
         rows.append(message_body(Message(role="assistant", content="done")))
@@ -387,6 +393,51 @@ async def child(name: str, n: int, folder: Path) -> dict[str, Any]:
     else:
         raise SystemExit(f"unknown contender {name!r}")
     return {"contender": name, **result, "peakRssMb": peak_rss_mb()}
+
+
+# Where a profiled function's own time is counted, by the first fragment its file name holds.
+PACKAGES = (
+    ("afp_runtime/store/postgres", "afp store, Postgres backend"),
+    ("afp_runtime/store/sqlite", "afp store, SQLite backend"),
+    ("afp_runtime/store", "afp store, shared"),
+    ("afp_runtime", "afp loop, window, messages, served, tools"),
+    ("asyncpg", "asyncpg"),
+    ("psycopg", "psycopg"),
+    ("aiosqlite", "aiosqlite"),
+    ("langgraph", "LangGraph, LangChain"),
+    ("langchain", "LangGraph, LangChain"),
+    ("pydantic", "LangGraph, LangChain"),
+    ("/asyncio/", "event loop (asyncio, anyio, selectors)"),
+    ("/anyio/", "event loop (asyncio, anyio, selectors)"),
+    ("selectors.py", "event loop (asyncio, anyio, selectors)"),
+    ("~", "C functions (socket I/O, msgspec, sqlite3, ...)"),
+)
+
+
+def profiled(name: str, n: int, folder: Path) -> dict[str, Any]:
+    """``child`` under ``cProfile``; its figures and ``profile``, each package's share of the
+    functions' own time (``tottime``; the time the event loop sat in ``epoll`` waiting for the
+    server or the disk counted apart)."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    result: dict[str, Any] = profiler.runcall(anyio.run, child, name, n, folder)
+    totals: dict[str, float] = {}
+    stats: Any = pstats.Stats(profiler).stats
+    for (filename, _, function), (_, _, tottime, _, _) in stats.items():
+        if "select.epoll" in function:
+            where = "waiting for I/O (epoll: the server, fsync)"
+        else:
+            where = next((label for part, label in PACKAGES if part in filename), "other Python")
+        totals[where] = totals.get(where, 0.0) + tottime
+    whole = sum(totals.values()) or 1.0
+    ranked = sorted(totals.items(), key=lambda kv: -kv[1])
+    result["profile"] = {
+        "profiledSeconds": round(whole, 2),
+        "shares": {k: round(v / whole, 3) for k, v in ranked},
+    }
+    return result
 
 
 # -- the parent: A/B order, medians, ratios ----------------------------------------------------
@@ -551,7 +602,8 @@ def parent(args: argparse.Namespace) -> dict[str, Any]:
             # machine is busy, does so in half the repetitions only.
             order = names if rep % 2 == 0 else list(reversed(names))
             for name in order:
-                runs[name].append(one_run(script, name, n, args.db))
+                profile = ("--profile",) if args.profile else ()
+                runs[name].append(one_run(script, name, n, args.db, profile))
                 print(
                     f"compare: N={n} {name} rep {rep + 1}: "
                     f"{runs[name][-1]['iterationsPerSecond']} it/s",
@@ -562,6 +614,7 @@ def parent(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {
         "benchmark": "compare",
         "contenders": list(args.contenders),
+        "payload": args.payload,
         "repeats": args.repeats,
         "onceAbove": args.once_above,
         "langgraphMax": args.langgraph_max,
@@ -575,11 +628,13 @@ def parent(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def one_run(script: Path, name: str, n: int, server: str | None) -> dict[str, Any]:
+def one_run(
+    script: Path, name: str, n: int, server: str | None, profile: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """One contender at ``n`` in a child process: in a fresh folder, and for a Postgres
     contender in a fresh database on ``server`` too (both removed afterwards)."""
     folder = Path(tempfile.mkdtemp(prefix=f"afp-compare-{name}-"))
-    args = ["--child", name, "--n", str(n), "--dir", str(folder)]
+    args = ["--child", name, "--n", str(n), "--dir", str(folder), *profile]
     try:
         if name not in POSTGRES_CONTENDERS:
             result: dict[str, Any] = run_child(script, args)
@@ -609,17 +664,31 @@ def main() -> None:
         "database (created and dropped)",
     )
     parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, help="who runs")
+    parser.add_argument("--profile", action="store_true", help="children under cProfile")
+    parser.add_argument(
+        "--payload",
+        choices=["fixed", "random"],
+        default="fixed",
+        help="tool results: 300 times one letter, or 300 incompressible characters of each call",
+    )
     parser.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.payload == "random":
+        os.environ[PAYLOAD_ENV] = "random"  # the children inherit it
     args.db = _pg.checked_server(args.db)
     if args.contenders is None:
         postgres = ("afp-sliding", *POSTGRES_CONTENDERS)
         args.contenders = postgres if args.db else SQLITE_CONTENDERS
     if args.db is None and not args.child and set(args.contenders) & set(POSTGRES_CONTENDERS):
         parser.error("the Postgres contenders need --db postgresql://SERVER")
-    result = anyio.run(child, args.child, args.n, args.dir) if args.child else parent(args)
+    if args.child and args.profile:
+        result = profiled(args.child, args.n, args.dir)
+    elif args.child:
+        result = anyio.run(child, args.child, args.n, args.dir)
+    else:
+        result = parent(args)
     print(json.dumps(result, indent=2))
 
 
