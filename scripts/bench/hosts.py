@@ -14,8 +14,13 @@ and the time its commits took; the server's processes' CPU over the same stretch
 by the parent (``serverCpuSeconds``). Their sum against ``cpus x runSeconds`` says whether the
 machine's cores were the bound.
 
+Every idle worker of a host also looks for work every ``pollIntervalS`` (1 s by default,
+docs/host.md#a-message-reaches-its-host), and before a pass one not held by its host reads the
+agent's claim: with 1,000 agents per host that is background work beside the turns, and it
+grows with the hosts. ``--poll-interval`` sets it (a post reaches its host by NOTIFY anyway).
+
     .venv/bin/python scripts/bench/hosts.py --db postgresql://SERVER [--hosts 1 2 4]
-        [--agents 1000] [--per-turn 4] [--repeats 1]
+        [--agents 1000] [--per-turn 4] [--repeats 1] [--poll-interval 1]
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ async def host_child(args: argparse.Namespace) -> None:
             hooks=marks,
             host_id=f"bench-host-{args.index}",
             lease_ttl_s=args.lease_ttl,
+            poll_interval_s=args.poll_interval,
         ) as host:
             with anyio.fail_after(300):
                 while True:
@@ -149,6 +155,8 @@ def one_run(server: str, hosts: int, args: argparse.Namespace) -> dict[str, Any]
             str(args.per_turn),
             "--lease-ttl",
             str(args.lease_ttl),
+            "--poll-interval",
+            str(args.poll_interval),
         ]
         children = [
             subprocess.Popen(
@@ -247,6 +255,7 @@ def parent(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "hosts",
         "cpus": os.cpu_count(),
         "leaseTtlS": args.lease_ttl,
+        "pollIntervalS": args.poll_interval,
         "postgres": anyio.run(_pg.server_settings, server),
         "results": results,
         "ratios": {
@@ -270,6 +279,7 @@ def main() -> None:
     parser.add_argument("--per-turn", type=int, default=4, help="iterations in each agent's turn")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--lease-ttl", type=float, default=6.0, help="seconds (periods of 1/3)")
+    parser.add_argument("--poll-interval", type=float, default=1.0, help="seconds (the Host's)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--of", type=int, default=1, help=argparse.SUPPRESS)
