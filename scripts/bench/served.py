@@ -74,40 +74,48 @@ async def build(db: Path | str, iterations: int) -> str:
     return outcome.run_id
 
 
-def measure_log(log: RunLog, epoch: int, repeats: int) -> dict[str, Any]:
-    times = []
-    reads = 0
-    view = None
-    for _ in range(repeats):
-        before = log.reads  # type: ignore[attr-defined]
-        start = time.perf_counter()
-        view = served_at(log, epoch)
-        times.append(time.perf_counter() - start)
-        reads = log.reads - before  # type: ignore[attr-defined]
-    assert view is not None
+def measure_log(log: RunLog, epochs: list[int], repeats: int) -> list[dict[str, Any]]:
+    """Rebuild the view at each epoch ``repeats`` times, the epochs interleaved (forward, then
+    backward), so a change in the machine's load falls on every epoch alike."""
+    times: dict[int, list[float]] = {epoch: [] for epoch in epochs}
+    reads: dict[int, int] = {}
+    for rep in range(repeats):
+        for epoch in epochs if rep % 2 == 0 else list(reversed(epochs)):
+            before = log.reads  # type: ignore[attr-defined]
+            start = time.perf_counter()
+            view = served_at(log, epoch)
+            times[epoch].append(time.perf_counter() - start)
+            reads[epoch] = log.reads - before  # type: ignore[attr-defined]
     encoder = ScriptedModel([])
-    verdict = check(view, receipt_at(log, epoch), encoder=encoder, log=log).verdict
-    return {
-        "epoch": epoch,
-        "medianMs": round(statistics.median(times) * 1000, 3),
-        "runLogReads": reads,
-        "windowMessages": len(view.messages.as_sent),
-        "verdict": verdict,
-    }
+    results = []
+    for epoch in epochs:
+        view = served_at(log, epoch)
+        assert view is not None
+        verdict = check(view, receipt_at(log, epoch), encoder=encoder, log=log).verdict
+        results.append(
+            {
+                "epoch": epoch,
+                "medianMs": round(statistics.median(times[epoch]) * 1000, 3),
+                "runLogReads": reads[epoch],
+                "windowMessages": len(view.messages.as_sent),
+                "verdict": verdict,
+            }
+        )
+    return results
 
 
-def measure(db: Path, run_id: str, epoch: int, repeats: int) -> dict[str, Any]:
+def measure(db: Path, run_id: str, epochs: list[int], repeats: int) -> list[dict[str, Any]]:
     with SqliteRunLog(db, run_id) as log:
-        return measure_log(log, epoch, repeats)
+        return measure_log(log, epochs, repeats)
 
 
 async def measure_postgres(url: str, run_id: str, epochs: list[int]) -> list[dict[str, Any]]:
     store = await open_store(url, read_only=True)
     try:
-        return [
-            await store.read_run(run_id, lambda log, e=epoch: measure_log(log, e, 25))
-            for epoch in epochs
-        ]
+        found: list[dict[str, Any]] = await store.read_run(
+            run_id, lambda log: measure_log(log, epochs, 25)
+        )
+        return found
     finally:
         await store.aclose()
 
@@ -158,9 +166,7 @@ async def on_sqlite(iterations: int) -> tuple[float, list[dict[str, Any]]]:
         run_id = await build(db, iterations)
         built = time.perf_counter() - start
         points = [e for e in (10, 1_000, 10_000) if e <= iterations]
-        results = [
-            await anyio.to_thread.run_sync(measure, db, run_id, epoch, 25) for epoch in points
-        ]
+        results = await anyio.to_thread.run_sync(measure, db, run_id, points, 25)
     return built, results
 
 
