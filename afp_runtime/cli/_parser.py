@@ -271,7 +271,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("file", help="a scenario file (afp-scenario/1 JSON)")
     p.add_argument("--out", help="write the result JSON to this file instead of printing it")
     p.add_argument(
-        "--db", help="the SQLite file to create (default: a temporary file, deleted afterwards)"
+        "--db",
+        help="the store to run on: a SQLite file to create, or a Postgres database URL holding "
+        "no scenario yet (default: a temporary SQLite file, deleted afterwards)",
     )
     p.set_defaults(command_ref="scenario:cmd_scenario_run")
     return parser

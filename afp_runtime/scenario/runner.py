@@ -1,4 +1,5 @@
-"""Running a scenario: one standing agent, a real SQLite store, the scripted world, the steps.
+"""Running a scenario: one standing agent, a real store (a fresh SQLite file, or a Postgres
+database holding no scenario yet), the scripted world, the steps.
 
 The *host* here is what a restart or a crash throws away: the open store, the agent
 definition (its scripted model adapters, its window strategy and the strategy's latch) and the
@@ -37,6 +38,7 @@ Decisions where docs/scenarios.md is silent:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +86,7 @@ from afp_runtime.scenario.format import (
 )
 from afp_runtime.scenario.result import RESULT_FORMAT, RunSummary, ScenarioResult, StepResult
 from afp_runtime.served import check, epochs, receipt_at, served_at
-from afp_runtime.store import Store, open_store
+from afp_runtime.store import Store, open_store, shown_location, sqlite_path
 from afp_runtime.time import TIME_ROW_KINDS
 
 
@@ -125,9 +127,9 @@ def _caught(exc: BaseException, kind: type[BaseException]) -> BaseException | No
 class _Host:
     """The in-memory side of a scenario: the store, the agent definition and its driver."""
 
-    def __init__(self, world: World, db_path: Path) -> None:
+    def __init__(self, world: World, location: str | Path) -> None:
         self.world = world
-        self.db_path = db_path
+        self.location = location
         self.store: Store | None = None
         self.definition: Agent | None = None
         self.driver: AgentDriver | None = None
@@ -135,7 +137,7 @@ class _Host:
     async def open(self) -> None:
         """Start a fresh host on the store (start-up, docs/host.md#start-up)."""
         world = self.world
-        self.store = await open_store(self.db_path, now_ms=world.clock.now_ms())
+        self.store = await open_store(self.location, now_ms=world.clock.now_ms())
         self.definition = self._definition()
         self.driver = AgentDriver(
             self.store,
@@ -207,10 +209,10 @@ class _Host:
 class _Runner:
     """Runs the steps of one scenario in order."""
 
-    def __init__(self, scenario: Scenario, db_path: Path) -> None:
+    def __init__(self, scenario: Scenario, location: str | Path) -> None:
         self.scenario = scenario
         self.world = World(scenario)
-        self.host = _Host(self.world, db_path)
+        self.host = _Host(self.world, location)
         self.pending: list[Arm] = []
 
     async def run(self) -> ScenarioResult:
@@ -265,7 +267,7 @@ class _Runner:
                 )
             return found
 
-        store = await open_store(self.host.db_path, read_only=True)
+        store = await open_store(self.host.location, read_only=True)
         try:
             return [row for run_id in run_ids for row in await store.read_run(run_id, check_run)]
         finally:
@@ -492,10 +494,13 @@ async def run_scenario(scenario: Scenario | bytes | str, *, db_path: str | Path)
 
     Args:
         scenario: the scenario file's bytes or text, or a decoded ``Scenario``.
-        db_path: where the SQLite store is created; the file must not exist yet.
+        db_path: where the store is created: a SQLite file (path or ``sqlite:`` URL) that must
+            not exist yet, or a Postgres database URL whose database holds no scenario agent
+            yet (docs/scenarios.md#on-postgres).
 
     Raises:
-        InvalidValue: the scenario is malformed, arms a crash that is never reached, posts
+        InvalidValue: the scenario is malformed, the store is not fresh, arms a crash that is
+            never reached, posts
             behind a paused or held turn, or resumes when no question is open (or past the open
             ones); the message names the JSON path of the step.
         TimeNotEnabled: a message step carries ``time`` while ``agent.time`` is null.
@@ -509,10 +514,38 @@ async def run_scenario(scenario: Scenario | bytes | str, *, db_path: str | Path)
         # A struct built in code skipped the decoder's constraints: check it as a file would be.
         scenario = msgspec.json.encode(scenario)
     scenario = decode_scenario(scenario)
-    path = Path(db_path)
-    if await anyio.Path(path).exists():
+    location: str | Path = db_path
+    text = os.fspath(db_path)
+    if isinstance(db_path, str) and text.partition("://")[0] in POSTGRES_SCHEMES:
+        await _require_fresh_database(text)
+    else:
+        location = sqlite_path(db_path)
+        if await anyio.Path(location).exists():
+            raise InvalidValue(
+                f"db_path {os.fspath(location)!r} already exists; a scenario runs on a fresh "
+                "database file",
+                field="db_path",
+            )
+    return await _Runner(scenario, location).run()
+
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+async def _require_fresh_database(url: str) -> None:
+    """Refuse a Postgres database that holds the scenario's agent already (an earlier run).
+
+    Raises:
+        InvalidValue: it does (the URL named with its password masked).
+    """
+    store = await open_store(url)
+    try:
+        taken = await store.conversation_state(AGENT_ID) is not None
+    finally:
+        await store.aclose()
+    if taken:
         raise InvalidValue(
-            f"db_path {str(path)!r} already exists; a scenario runs on a fresh database file",
+            f"db_path {shown_location(url)!r} holds a scenario agent already; a scenario runs "
+            "on a fresh database (create an empty one)",
             field="db_path",
         )
-    return await _Runner(scenario, path).run()

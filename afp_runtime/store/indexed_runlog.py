@@ -152,9 +152,14 @@ class IndexedRunLog(abc.ABC):
         self.reads += 1
         pending: list[int] = []
         value: Any = UNKNOWN
+        # Only the last set or delete at or before ``seq`` and the appends after it: a key set
+        # at every iteration would otherwise bring back one row per earlier iteration, a cost
+        # that grows with the run (a round trip's worth of rows on a server backend).
         for found_seq, verb in self._rows(
-            "SELECT seq, verb FROM key_index WHERE run=? AND key=? AND seq<=? ORDER BY seq DESC",
-            (self._run, key, seq),
+            "SELECT seq, verb FROM key_index WHERE run=? AND key=? AND seq<=? AND seq>=COALESCE("
+            "(SELECT MAX(seq) FROM key_index WHERE run=? AND key=? AND seq<=? AND verb<>'append'),"
+            " -1) ORDER BY seq DESC",
+            (self._run, key, seq, self._run, key, seq),
         ):
             if verb == "append":
                 pending.append(found_seq)

@@ -11,9 +11,11 @@ Each measurement runs in a child process of its own (``run_child``): peak RSS is
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import logging
+import os
 import resource
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import structlog
 
 from afp_runtime.agents import Agent
@@ -44,9 +47,27 @@ def quiet_logs(level: int = logging.WARNING) -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level))
 
 
+# ``AFP_BENCH_PAYLOAD=random``: each tool result is 300 hex characters of its own, derived from
+# the call's ``n``, which no compressor shrinks (Postgres compresses values over ~2 KB, so the
+# fixed result, 300 times one letter, would flatter whoever writes large values).
+PAYLOAD_ENV = "AFP_BENCH_PAYLOAD"
+
+
+def result_text(n: object) -> str:
+    """The tool result of call ``n``: ``RESULT``, or 300 incompressible characters."""
+    if os.environ.get(PAYLOAD_ENV) != "random":
+        return RESULT
+    seed = str(n).encode()
+    chunks = []
+    while sum(map(len, chunks)) < 300:
+        seed = hashlib.sha256(seed).digest()
+        chunks.append(seed.hex())
+    return "".join(chunks)[:300]
+
+
 async def trivial(args: Mapping[str, Any], ctx: ToolContext) -> str:
-    """The benchmark tool: a fixed 300-character result."""
-    return RESULT
+    """The benchmark tool: a 300-character result (``result_text``)."""
+    return result_text(args.get("n"))
 
 
 def trivial_tool() -> Tool:
@@ -96,6 +117,53 @@ class IterationMarks(LoopHooks):
             self.marks.append(time.perf_counter())
 
 
+class CommitTimer:
+    """Wraps one store's ``commit`` to add up the time spent in it (every loop commit)."""
+
+    def __init__(self, store: Any) -> None:
+        self.seconds = 0.0
+        self.count = 0
+        inner = store.commit
+
+        async def timed(txn: Any) -> None:
+            began = time.perf_counter()
+            try:
+                await inner(txn)
+            finally:
+                self.seconds += time.perf_counter() - began
+                self.count += 1
+
+        store.commit = timed
+
+    def figures(self, wall: float, cpu: float, server_cpu: float | None) -> dict[str, Any]:
+        """Where the run's wall time went: in commits, in this process's CPU, in the server's."""
+        out: dict[str, Any] = {
+            "commits": self.count,
+            "commitSeconds": round(self.seconds, 3),
+            "commitTimeShare": round(self.seconds / wall, 3),
+            "clientCpuSeconds": round(cpu, 3),
+            "clientCpuShare": round(cpu / wall, 3),
+        }
+        if server_cpu is not None:
+            out["serverCpuSeconds"] = round(server_cpu, 3)
+            out["serverCpuShare"] = round(server_cpu / wall, 3)
+        return out
+
+
+class CountedMarks(IterationMarks):
+    """Iteration marks that set ``all_done`` once ``expected`` iterations have closed."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__()
+        self.expected = expected
+        self.all_done = anyio.Event()
+
+    def after_stage(self, stage: str, iteration: int) -> None:
+        super().after_stage(stage, iteration)
+        if len(self.marks) >= self.expected:
+            self.all_done.set()
+
+
 def step_latencies(start: float, marks: Sequence[float]) -> list[float]:
     """Seconds between consecutive iteration ends (the first measured from ``start``)."""
     edges = [start, *marks]
@@ -136,8 +204,15 @@ def rss_mb() -> float:
     return round(psutil.Process().memory_info().rss / 2**20, 1)
 
 
-def run_child(script: Path, args: Sequence[str], *, timeout_s: float | None = None) -> Any:
-    """Run ``script`` under this interpreter in a fresh process and decode the JSON it prints.
+def run_child(
+    script: Path,
+    args: Sequence[str],
+    *,
+    timeout_s: float | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Any:
+    """Run ``script`` under this interpreter in a fresh process (in ``env`` when given) and
+    decode the JSON it prints.
 
     Raises:
         RuntimeError: the child failed; its stderr tail is in the message.
@@ -148,6 +223,7 @@ def run_child(script: Path, args: Sequence[str], *, timeout_s: float | None = No
         text=True,
         timeout=timeout_s,
         check=False,
+        env=env,
     )
     if done.returncode != 0:
         tail = "\n".join(done.stderr.splitlines()[-20:])

@@ -5,6 +5,10 @@ file in the default ``sync`` durability and prints JSON: iterations per second, 
 commit latency (one ``store.commit`` call), and bytes on disk per iteration.
 
     .venv/bin/python scripts/bench/commit.py [--iterations 1000 10000] [--durability sync]
+        [--db postgresql://SERVER]
+
+With ``--db`` each size runs on a fresh database on that Postgres server (dropped afterwards);
+bytes are then the growth of its tables (``_pg.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import _pg
 import anyio
 import structlog
 
@@ -27,25 +32,13 @@ from afp_runtime.loop import AgentDriver, SystemClock, TimeOrderedIds
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
 from afp_runtime.models import ScriptedModel
 from afp_runtime.records import Txn
+from afp_runtime.store import Store, open_store
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import sliding_window
 
 ITERATIONS_PER_TURN = 10
 RESULT = "x" * 300
-
-
-class TimedStore(SqliteStore):
-    """The real store, timing every commit."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.latencies: list[float] = []
-
-    async def commit(self, txn: Txn) -> None:
-        start = time.perf_counter()
-        await super().commit(txn)
-        self.latencies.append(time.perf_counter() - start)
 
 
 async def trivial(args: Mapping[str, Any], ctx: ToolContext) -> str:
@@ -66,12 +59,37 @@ def disk_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
+def timed(store: Store) -> list[float]:
+    """Time every ``commit`` of ``store`` (any backend); the list the latencies go to."""
+    latencies: list[float] = []
+    inner = store.commit
+
+    async def commit(txn: Txn) -> None:
+        start = time.perf_counter()
+        await inner(txn)
+        latencies.append(time.perf_counter() - start)
+
+    store.commit = commit  # type: ignore[method-assign]
+    return latencies
+
+
 async def measure(
-    iterations: int, durability: str, folder: Path, window: int | None = None
+    iterations: int,
+    durability: str,
+    folder: Path,
+    window: int | None = None,
+    server: str | None = None,
 ) -> dict[str, Any]:
     db = folder / f"bench-{iterations}.db"
     clock = SystemClock()
-    store = await TimedStore.open(db)
+    store: Store
+    url = await _pg.create_database(server) if server else None
+    if url is not None:
+        store = await open_store(url)
+        before = await _pg.database_bytes(url)
+    else:
+        store = await SqliteStore.open(db)
+    latencies = timed(store)
     tool = Tool("trivial", "Returns a fixed text.", {"type": "object"}, trivial)
     definition = Agent(
         "bench",
@@ -92,7 +110,12 @@ async def measure(
     elapsed = time.perf_counter() - start
     await store.aclose()
     done = turns * ITERATIONS_PER_TURN
-    latencies = sorted(store.latencies)
+    latencies = sorted(latencies)
+    if url is not None and server is not None:
+        size = _pg.bytes_figures(before, await _pg.database_bytes(url), done)
+        await _pg.drop_database(server, url)
+    else:
+        size = {"bytesOnDisk": disk_bytes(db), "bytesPerIteration": round(disk_bytes(db) / done, 1)}
     tenth = max(1, turns // 10)
     first = (stretch[tenth - 1] - start) / (tenth * ITERATIONS_PER_TURN)
     last = (
@@ -111,8 +134,8 @@ async def measure(
         "commitLatencyMedianMs": round(statistics.median(latencies) * 1000, 3),
         "commitLatencyP99Ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 3),
         "commitTimeShare": round(sum(latencies) / elapsed, 3),
-        "bytesOnDisk": disk_bytes(db),
-        "bytesPerIteration": round(disk_bytes(db) / done, 1),
+        "backend": "postgres" if url else "sqlite",
+        **size,
     }
 
 
@@ -127,10 +150,13 @@ async def main() -> None:
         default=None,
         help="keepRecentTurns of a sliding window (default none)",
     )
+    parser.add_argument("--db", help="a Postgres server URL; each size in a fresh database")
     args = parser.parse_args()
+    server = _pg.checked_server(args.db)
     with tempfile.TemporaryDirectory() as tmp:
         results = [
-            await measure(n, args.durability, Path(tmp), args.window) for n in args.iterations
+            await measure(n, args.durability, Path(tmp), args.window, server)
+            for n in args.iterations
         ]
     print(json.dumps({"benchmark": "commit", "results": results}, indent=2))
 

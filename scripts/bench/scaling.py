@@ -24,7 +24,12 @@
 
 Every part runs in a child process (peak RSS is that child's alone) and prints JSON.
 
+With ``--db URL`` (a Postgres server) ``served``, ``rss`` and ``agents`` run on fresh databases
+on it (dropped afterwards; bytes are the tables' growth, ``_pg.py``); ``resume`` copies a crashed
+SQLite file and times ``PRAGMA quick_check``, so it runs on SQLite only and is skipped.
+
     .venv/bin/python scripts/bench/scaling.py [--quick] [--only resume rss agents served]
+        [--db postgresql://SERVER]
 """
 
 from __future__ import annotations
@@ -42,13 +47,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import _pg
 import anyio
 import msgspec
 from _common import (
     ITERATIONS_PER_TURN,
     KEEP_RECENT_TURNS,
     RESULT,
-    IterationMarks,
+    CountedMarks,
     bench_agent,
     disk_bytes,
     peak_rss_mb,
@@ -62,6 +68,7 @@ from afp_runtime.agents import PortableCheckpoint, import_checkpoint
 from afp_runtime.host import Host
 from afp_runtime.loop import AgentDriver, SystemClock, TimeOrderedIds
 from afp_runtime.messages import Message, ModelReply, ModelRequest, ToolCall, Usage, fingerprint
+from afp_runtime.store import Store, open_store
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.window import FoldedSpan, sliding_window
 
@@ -283,10 +290,38 @@ async def resume_measure(folder: Path, repeats: int) -> dict[str, Any]:
 # -- RSS over a long run ------------------------------------------------------------------------
 
 
-async def rss_run(folder: Path, iterations: int, samples: int) -> dict[str, Any]:
+class StoreBytes:
+    """The bytes a benchmark's store takes: the SQLite file, or the Postgres tables' growth."""
+
+    def __init__(self, db: Path, url: str | None) -> None:
+        self.db = db
+        self.url = url
+        self.before: dict[str, int] = {}
+
+    async def open(self) -> Store:
+        if self.url is None:
+            return await SqliteStore.open(self.db)
+        store = await open_store(self.url)
+        self.before = await _pg.database_bytes(self.url)
+        return store
+
+    async def now(self) -> int:
+        if self.url is None:
+            return disk_bytes(self.db)
+        return (await _pg.database_bytes(self.url))["tables"] - self.before["tables"]
+
+
+def _child_url(postgres: bool) -> str | None:
+    return _pg.child_database() if postgres else None
+
+
+async def rss_run(
+    folder: Path, iterations: int, samples: int, postgres: bool = False
+) -> dict[str, Any]:
     db = folder / "rss.db"
     clock = SystemClock()
-    store = await SqliteStore.open(db)
+    sizes = StoreBytes(db, _child_url(postgres))
+    store = await sizes.open()
     driver = AgentDriver(
         store, bench_agent(window=_window()), clock=clock, ids=TimeOrderedIds(clock.now_ms)
     )
@@ -308,12 +343,13 @@ async def rss_run(folder: Path, iterations: int, samples: int) -> dict[str, Any]
                     "seconds": round(now - start, 2),
                     "rssMb": rss_mb(),
                     "iterationsPerSecond": round(done_since / (now - last), 1),
-                    "bytesOnDisk": disk_bytes(db),
+                    "bytesOnDisk": await sizes.now(),
                 }
             )
             last = now
     elapsed = time.perf_counter() - start
     await store.aclose()
+    size = await sizes.now()
     for point in points:
         del point["turns"]
     return {
@@ -327,7 +363,8 @@ async def rss_run(folder: Path, iterations: int, samples: int) -> dict[str, Any]
         # From the first sample (a twentieth of the run, caches warm) to the end.
         "rssGrowthMb": round(points[-1]["rssMb"] - points[0]["rssMb"], 1),
         "rssGrowthFromStartMb": round(points[-1]["rssMb"] - baseline, 1),
-        "bytesOnDisk": disk_bytes(db),
+        "backend": "postgres" if postgres else "sqlite",
+        "bytesOnDisk": size,
         "samples": points,
     }
 
@@ -335,28 +372,17 @@ async def rss_run(folder: Path, iterations: int, samples: int) -> dict[str, Any]
 # -- many agents in one host ---------------------------------------------------------------------
 
 
-class CountedMarks(IterationMarks):
-    """Iteration marks that set ``all_done`` once ``expected`` iterations have closed."""
-
-    def __init__(self, expected: int) -> None:
-        super().__init__()
-        self.expected = expected
-        self.all_done = anyio.Event()
-
-    def after_stage(self, stage: str, iteration: int) -> None:
-        super().after_stage(stage, iteration)
-        if len(self.marks) >= self.expected:
-            self.all_done.set()
-
-
-async def agents_run(folder: Path, agents: int, per_turn: int) -> dict[str, Any]:
+async def agents_run(
+    folder: Path, agents: int, per_turn: int, postgres: bool = False
+) -> dict[str, Any]:
     db = folder / "agents.db"
     clock = SystemClock()
     expected = agents * per_turn
     marks = CountedMarks(expected)
     definitions = [bench_agent(f"agent-{i:04d}", per_turn=per_turn) for i in range(agents)]
     baseline = rss_mb()
-    store = await SqliteStore.open(db)
+    sizes = StoreBytes(db, _child_url(postgres))
+    store = await sizes.open()
     try:
         start = time.perf_counter()
         async with Host(
@@ -373,6 +399,7 @@ async def agents_run(folder: Path, agents: int, per_turn: int) -> dict[str, Any]
             poll = host.poll_interval_s
     finally:
         await store.aclose()
+    size = await sizes.now()
     run_seconds = finished - started
     return {
         "agents": agents,
@@ -385,7 +412,8 @@ async def agents_run(folder: Path, agents: int, per_turn: int) -> dict[str, Any]
         "runSeconds": round(run_seconds, 2),
         "aggregateIterationsPerSecond": round(len(marks.marks) / run_seconds, 1),
         "rssBaselineMb": baseline,
-        "bytesOnDisk": disk_bytes(db),
+        "backend": "postgres" if postgres else "sqlite",
+        "bytesOnDisk": size,
     }
 
 
@@ -400,19 +428,30 @@ async def child(args: argparse.Namespace) -> dict[str, Any]:
     elif args.child == "resume-measure":
         result = await resume_measure(args.dir, args.repeats)
     elif args.child == "rss":
-        result = await rss_run(args.dir, args.iterations, args.samples)
+        result = await rss_run(args.dir, args.iterations, args.samples, args.postgres)
     elif args.child == "agents":
-        result = await agents_run(args.dir, args.agents, args.per_turn)
+        result = await agents_run(args.dir, args.agents, args.per_turn, args.postgres)
     else:
         raise SystemExit(f"unknown part {args.child!r}")
     return {**result, "peakRssMb": peak_rss_mb()}
 
 
-def _in_folder(prefix: str, *steps: list[str]) -> list[dict[str, Any]]:
-    """Run the children in order in one fresh folder."""
+def _in_folder(prefix: str, *steps: list[str], server: str | None = None) -> list[dict[str, Any]]:
+    """Run the children in order in one fresh folder (and, given a Postgres ``server``, one
+    fresh database on it)."""
     folder = Path(tempfile.mkdtemp(prefix=f"afp-scaling-{prefix}-"))
     try:
-        return [run_child(HERE / "scaling.py", [*step, "--dir", str(folder)]) for step in steps]
+        if server is None:
+            return [run_child(HERE / "scaling.py", [*step, "--dir", str(folder)]) for step in steps]
+        with _pg.fresh_database(server) as url:
+            return [
+                run_child(
+                    HERE / "scaling.py",
+                    [*step, "--dir", str(folder), "--postgres"],
+                    env=_pg.child_env(url),
+                )
+                for step in steps
+            ]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -424,10 +463,20 @@ def _log(text: str) -> None:
 def parent(args: argparse.Namespace) -> dict[str, Any]:
     quick = args.quick
     parts = set(args.only or ("served", "resume", "rss", "agents"))
-    out: dict[str, Any] = {"benchmark": "scaling", "mode": "quick" if quick else "full"}
+    server = args.db
+    out: dict[str, Any] = {
+        "benchmark": "scaling",
+        "mode": "quick" if quick else "full",
+        "backend": "postgres" if server else "sqlite",
+    }
     ratios: dict[str, Any] = {}
+    if server is not None and "resume" in parts:
+        parts.discard("resume")
+        _log("resume runs on SQLite only (file copies, quick_check): skipped with --db")
     if "served" in parts:
-        served = run_child(HERE / "served.py", ["--iterations", "10000"])
+        served = run_child(
+            HERE / "served.py", ["--iterations", "10000", *(["--db", server] if server else [])]
+        )
         by_epoch = {r["epoch"]: r for r in served["results"]}
         out["served"] = served
         ratios["servedAt10000Over10"] = ratio(
@@ -451,13 +500,17 @@ def parent(args: argparse.Namespace) -> dict[str, Any]:
         ratios["quickCheck100kOver1k"] = ratio(large["quickCheckMs"], small["quickCheckMs"])
     if "rss" in parts:
         n = 10_000 if quick else 100_000
-        [rss] = _in_folder("rss", ["--child", "rss", "--iterations", str(n), "--samples", "20"])
+        [rss] = _in_folder(
+            "rss", ["--child", "rss", "--iterations", str(n), "--samples", "20"], server=server
+        )
         out["rss"] = rss
         _log(f"RSS over {n} iterations grew {rss['rssGrowthMb']} MiB")
     if "agents" in parts:
         per_turn = 2 if quick else ITERATIONS_PER_TURN
         [agents] = _in_folder(
-            "agents", ["--child", "agents", "--agents", "1000", "--per-turn", str(per_turn)]
+            "agents",
+            ["--child", "agents", "--agents", "1000", "--per-turn", str(per_turn)],
+            server=server,
         )
         out["agents"] = agents
         _log(f"1,000 agents: {agents['aggregateIterationsPerSecond']} it/s")
@@ -471,6 +524,8 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="smaller runs (RSS over 10k)")
     parser.add_argument("--only", nargs="+", choices=["served", "resume", "rss", "agents"])
+    parser.add_argument("--db", help="a Postgres server URL; each part in a fresh database")
+    parser.add_argument("--postgres", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--child",
         choices=["resume-build", "resume-measure", "rss", "agents"],
@@ -485,6 +540,7 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=1_000, help=argparse.SUPPRESS)
     parser.add_argument("--per-turn", type=int, default=ITERATIONS_PER_TURN, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.db = _pg.checked_server(args.db)
     result = anyio.run(child, args) if args.child else parent(args)
     print(json.dumps(result, indent=2))
 

@@ -6,7 +6,11 @@ tool with a ~300-char result), then rebuilds the served view at each epoch from 
 ratio of the last epoch's cost to epoch 10's
 (docs/architecture.md#decision-3-served-views-read-an-index-not-a-replay: it must not grow).
 
-    .venv/bin/python scripts/bench/served.py [--iterations 10000]
+With ``--db URL`` (a Postgres server) the run is built in a fresh database on it (dropped
+afterwards) and each view is rebuilt through the store's ``read_run``: the Postgres ``RunLog``,
+one query per read, each sent back from the worker thread to the event loop.
+
+    .venv/bin/python scripts/bench/served.py [--iterations 10000] [--db postgresql://SERVER]
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import _pg
 import anyio
 import structlog
 
@@ -28,7 +33,9 @@ from afp_runtime.agents import Agent
 from afp_runtime.loop import AgentDriver, SystemClock, TimeOrderedIds
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
 from afp_runtime.models import ScriptedModel
+from afp_runtime.records import RunLog
 from afp_runtime.served import check, receipt_at, served_at
+from afp_runtime.store import Store, open_store
 from afp_runtime.store.sqlite import SqliteRunLog, SqliteStore
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import sliding_window
@@ -50,9 +57,9 @@ def make_script(iterations: int) -> Any:
     return script
 
 
-async def build(db: Path, iterations: int) -> str:
+async def build(db: Path | str, iterations: int) -> str:
     clock = SystemClock()
-    store = await SqliteStore.open(db)
+    store: Store = await (open_store(db) if isinstance(db, str) else SqliteStore.open(db))
     definition = Agent(
         "bench",
         ScriptedModel(make_script(iterations), keep=1),
@@ -67,46 +74,81 @@ async def build(db: Path, iterations: int) -> str:
     return outcome.run_id
 
 
-def measure(db: Path, run_id: str, epoch: int, repeats: int) -> dict[str, Any]:
-    times = []
-    with SqliteRunLog(db, run_id) as log:
-        for _ in range(repeats):
-            before = log.reads
+def measure_log(log: RunLog, epochs: list[int], repeats: int) -> list[dict[str, Any]]:
+    """Rebuild the view at each epoch ``repeats`` times, the epochs interleaved (forward, then
+    backward), so a change in the machine's load falls on every epoch alike."""
+    times: dict[int, list[float]] = {epoch: [] for epoch in epochs}
+    reads: dict[int, int] = {}
+    for rep in range(repeats):
+        for epoch in epochs if rep % 2 == 0 else list(reversed(epochs)):
+            before = log.reads  # type: ignore[attr-defined]
             start = time.perf_counter()
             view = served_at(log, epoch)
-            times.append(time.perf_counter() - start)
-            reads = log.reads - before
+            times[epoch].append(time.perf_counter() - start)
+            reads[epoch] = log.reads - before  # type: ignore[attr-defined]
+    encoder = ScriptedModel([])
+    results = []
+    for epoch in epochs:
+        view = served_at(log, epoch)
         assert view is not None
-        encoder = ScriptedModel([])
         verdict = check(view, receipt_at(log, epoch), encoder=encoder, log=log).verdict
-    return {
-        "epoch": epoch,
-        "medianMs": round(statistics.median(times) * 1000, 3),
-        "runLogReads": reads,
-        "windowMessages": len(view.messages.as_sent),
-        "verdict": verdict,
-    }
+        results.append(
+            {
+                "epoch": epoch,
+                "medianMs": round(statistics.median(times[epoch]) * 1000, 3),
+                "runLogReads": reads[epoch],
+                "windowMessages": len(view.messages.as_sent),
+                "verdict": verdict,
+            }
+        )
+    return results
+
+
+def measure(db: Path, run_id: str, epochs: list[int], repeats: int) -> list[dict[str, Any]]:
+    with SqliteRunLog(db, run_id) as log:
+        return measure_log(log, epochs, repeats)
+
+
+async def measure_postgres(url: str, run_id: str, epochs: list[int]) -> list[dict[str, Any]]:
+    store = await open_store(url, read_only=True)
+    try:
+        found: list[dict[str, Any]] = await store.read_run(
+            run_id, lambda log: measure_log(log, epochs, 25)
+        )
+        return found
+    finally:
+        await store.aclose()
+
+
+async def on_postgres(server: str, iterations: int) -> tuple[float, list[dict[str, Any]]]:
+    url = await _pg.create_database(server)
+    try:
+        start = time.perf_counter()
+        run_id = await build(url, iterations)
+        built = time.perf_counter() - start
+        points = [e for e in (10, 1_000, 10_000) if e <= iterations]
+        return built, await measure_postgres(url, run_id, points)
+    finally:
+        await _pg.drop_database(server, url)
 
 
 async def main() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--iterations", type=int, default=10_000)
+    parser.add_argument("--db", help="a Postgres server URL; the run built in a fresh database")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "served.db"
-        start = time.perf_counter()
-        run_id = await build(db, args.iterations)
-        built = time.perf_counter() - start
-        points = [e for e in (10, 1_000, 10_000) if e <= args.iterations]
-        results = [
-            await anyio.to_thread.run_sync(measure, db, run_id, epoch, 25) for epoch in points
-        ]
+    server = _pg.checked_server(args.db)
+    if server is not None:
+        built, results = await on_postgres(server, args.iterations)
+    else:
+        built, results = await on_sqlite(args.iterations)
     last = results[-1]["medianMs"] / results[0]["medianMs"] if results[0]["medianMs"] else None
     print(
         json.dumps(
             {
                 "benchmark": "served",
+                "backend": "postgres" if server else "sqlite",
                 "iterations": args.iterations,
                 "buildSeconds": round(built, 1),
                 "results": results,
@@ -115,6 +157,17 @@ async def main() -> None:
             indent=2,
         )
     )
+
+
+async def on_sqlite(iterations: int) -> tuple[float, list[dict[str, Any]]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "served.db"
+        start = time.perf_counter()
+        run_id = await build(db, iterations)
+        built = time.perf_counter() - start
+        points = [e for e in (10, 1_000, 10_000) if e <= iterations]
+        results = await anyio.to_thread.run_sync(measure, db, run_id, points, 25)
+    return built, results
 
 
 if __name__ == "__main__":

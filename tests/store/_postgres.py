@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import os
 import uuid
-from urllib.parse import urlsplit, urlunsplit
 
-import anyio
 import asyncpg
 import pytest
 
 from afp_runtime.store import Store, open_store
-from afp_runtime.store.postgres import connect
+from afp_runtime.testing.postgres import (
+    create_database,
+    drop_database,
+    plain_connection,
+    with_database,
+)
 from afp_runtime.testing.store_conformance import Capability
 
 ENV = "AFP_TEST_POSTGRES_URL"
@@ -33,19 +36,9 @@ def server_url() -> str:
     return url
 
 
-def with_database(url: str, name: str) -> str:
-    """``url`` naming the database ``name`` instead."""
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-
-
 async def admin(url: str) -> asyncpg.Connection:
     """A plain connection on ``url`` (TLS prepared off the event loop, as the store does)."""
-    target = connect.parse(url)
-    ssl = await anyio.to_thread.run_sync(connect.ssl_context, target)
-    conn: asyncpg.Connection = await asyncpg.connect(
-        target.dsn, password=target.password, ssl=ssl, timeout=target.connect_timeout_s
-    )
-    return conn
+    return await plain_connection(url)
 
 
 class FreshDatabase:
@@ -60,11 +53,7 @@ class FreshDatabase:
     async def create(self) -> str:
         """Create the database (once); its URL."""
         if not self._created:
-            conn = await admin(self.server)
-            try:
-                await conn.execute(f'CREATE DATABASE "{self.name}"')
-            finally:
-                await conn.close()
+            await create_database(self.server, self.name)
             self._created = True
         return self.url
 
@@ -78,11 +67,7 @@ class FreshDatabase:
     async def drop(self) -> None:
         """Drop the database, closing whatever still holds it open."""
         if self._created:
-            conn = await admin(self.server)
-            try:
-                await conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-            finally:
-                await conn.close()
+            await drop_database(self.server, self.name)
             self._created = False
 
 
