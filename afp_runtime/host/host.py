@@ -309,9 +309,8 @@ class Host:
         self._host_event("host.stopping")
         self.events.close()
         self._stop_requested.set()
-        for agent in self._agents.values():
-            if agent.wake is not None:
-                agent.wake.set()
+        for agent_id in self._agents:
+            self.wake(agent_id)
 
     async def _check_store(self) -> None:
         """docs/host.md#start-up step 1: after an unclean stop, ``quick_check`` before anything
