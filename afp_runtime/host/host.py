@@ -50,7 +50,7 @@ from typing import Any, Literal
 import anyio
 import msgspec
 import structlog
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskStatus
 
 from afp_runtime import models
 from afp_runtime._logging import get_logger
@@ -162,14 +162,13 @@ class Host:
         host_id: str | None = None,
         lease_ttl_s: float = 30.0,
     ) -> None:
-        if isinstance(max_active_turns, bool) or not isinstance(max_active_turns, int):
+        if (
+            isinstance(max_active_turns, bool)
+            or not isinstance(max_active_turns, int)
+            or max_active_turns < 1
+        ):
             raise AgentDefinitionError(
                 f"maxActiveTurns must be an int >= 1, not {max_active_turns!r}",
-                field="maxActiveTurns",
-            )
-        if max_active_turns < 1:
-            raise AgentDefinitionError(
-                f"maxActiveTurns must be an int >= 1, not {max_active_turns}",
                 field="maxActiveTurns",
             )
         if not (math.isfinite(poll_interval_s) and poll_interval_s > 0):
@@ -216,7 +215,6 @@ class Host:
             self._agents[definition.agent_id] = _Agent(definition, driver)
         self._reader: Store | None = None
         self._limiter: anyio.CapacityLimiter | None = None
-        self._workers: TaskGroup | None = None
         self._stop_requested = anyio.Event()
         self._all_idle = anyio.Event()
         self._live_workers = 0
@@ -311,9 +309,8 @@ class Host:
         self._host_event("host.stopping")
         self.events.close()
         self._stop_requested.set()
-        for agent in self._agents.values():
-            if agent.wake is not None:
-                agent.wake.set()
+        for agent_id in self._agents:
+            self.wake(agent_id)
 
     async def _check_store(self) -> None:
         """docs/host.md#start-up step 1: after an unclean stop, ``quick_check`` before anything
@@ -592,7 +589,6 @@ class Host:
     ) -> None:
         # The workers' own task group: stopping cancels it, never the code inside ``async with``.
         async with anyio.create_task_group() as workers:
-            self._workers = workers
             workers.start_soon(self._lease.keep)
             # A message posted through any process wakes its worker at once where the store
             # can tell; the poll interval is the fallback (docs/host.md#a-message-reaches-its-host).
@@ -615,7 +611,6 @@ class Host:
     async def _worker(
         self, agent: _Agent, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        assert self._limiter is not None
         agent_id = agent.driver.agent_id
         with structlog.contextvars.bound_contextvars(agent_id=agent_id):
             agent.wake = anyio.Event()
@@ -678,16 +673,13 @@ class Host:
 
     async def _pass(self, agent: _Agent) -> None:
         async with agent.lock:
-            await self._pass_locked(agent)
-
-    async def _pass_locked(self, agent: _Agent) -> None:
-        if agent.resume_requested:
-            agent.resume_requested = False
-            try:
-                await agent.driver.resume()
-            except RunNotResumable as exc:
-                log.warning("operator resume skipped", reason=str(exc))
-            return
-        # A stopping host finishes the run in progress but starts no new one
-        # (docs/host.md#graceful-shutdown).
-        await agent.driver.work(admit=lambda: self.state == "running")
+            if agent.resume_requested:
+                agent.resume_requested = False
+                try:
+                    await agent.driver.resume()
+                except RunNotResumable as exc:
+                    log.warning("operator resume skipped", reason=str(exc))
+                return
+            # A stopping host finishes the run in progress but starts no new one
+            # (docs/host.md#graceful-shutdown).
+            await agent.driver.work(admit=lambda: self.state == "running")

@@ -47,7 +47,6 @@ from afp_runtime.store import LeaseStore
 
 log = get_logger()
 
-DEFAULT_LEASE_TTL_S = 30.0
 _HOST_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]+")
 
@@ -200,42 +199,39 @@ class HostLease:
         """Renew (or take the row back once expired), drop claims other hosts took, and claim
         what became claimable."""
         async with self._claiming:
-            await self._period()
-
-    async def _period(self) -> None:
-        now = self.clock.now_ms()
-        if self.epoch is None:
-            epoch = await self.store.acquire_lease(
-                self.host_id, now_ms=now, ttl_ms=self.ttl_ms, only_if_expired=True
+            now = self.clock.now_ms()
+            if self.epoch is None:
+                epoch = await self.store.acquire_lease(
+                    self.host_id, now_ms=now, ttl_ms=self.ttl_ms, only_if_expired=True
+                )
+                if epoch is None:
+                    return
+                self._hold(epoch)
+                log.info("host lease acquired again", host_id=self.host_id, lease_epoch=epoch)
+            else:
+                renewal = await self.store.renew_lease(
+                    self.host_id, self.epoch, now_ms=now, ttl_ms=self.ttl_ms
+                )
+                if not renewal.renewed:
+                    self._lose_everything()
+                    return
+                if renewal.taken_over:
+                    log.warning("took over expired host leases", hosts=list(renewal.taken_over))
+            claims = await self.store.agent_claims(self.agent_ids, now_ms=now)
+            ours = (self.host_id, self.epoch)
+            for claim in claims:
+                if claim.agent_id in self.held and (claim.host_id, claim.lease_epoch) != ours:
+                    self.lost(claim.agent_id, f"claimed by {claim.host_id!r}")
+            await self._spread(now)
+            claimable = self._wanted(
+                [
+                    c.agent_id
+                    for c in claims
+                    if c.agent_id not in self.held and (not c.live or c.host_id == self.host_id)
+                ]
             )
-            if epoch is None:
-                return
-            self._hold(epoch)
-            log.info("host lease acquired again", host_id=self.host_id, lease_epoch=epoch)
-        else:
-            renewal = await self.store.renew_lease(
-                self.host_id, self.epoch, now_ms=now, ttl_ms=self.ttl_ms
-            )
-            if not renewal.renewed:
-                self._lose_everything()
-                return
-            if renewal.taken_over:
-                log.warning("took over expired host leases", hosts=list(renewal.taken_over))
-        claims = await self.store.agent_claims(self.agent_ids, now_ms=now)
-        ours = (self.host_id, self.epoch)
-        for claim in claims:
-            if claim.agent_id in self.held and (claim.host_id, claim.lease_epoch) != ours:
-                self.lost(claim.agent_id, f"claimed by {claim.host_id!r}")
-        await self._spread(now)
-        claimable = self._wanted(
-            [
-                c.agent_id
-                for c in claims
-                if c.agent_id not in self.held and (not c.live or c.host_id == self.host_id)
-            ]
-        )
-        if claimable:
-            await self._claim(claimable)
+            if claimable:
+                await self._claim(claimable)
 
     # -- passes -----------------------------------------------------------------------------
 
@@ -250,7 +246,7 @@ class HostLease:
             try:
                 await work()
             except* LeaseLost as group:
-                reason = _first_leaf(group)
+                reason = str(_first_leaf(group))
             finally:
                 self._passes.pop(agent_id, None)
         if reason is None and agent_id in self.leaving:
@@ -271,22 +267,19 @@ class HostLease:
         if agent_id in self.held and agent_id not in self.leaving and self.epoch is not None:
             return True
         async with self._claiming:
-            return await self._ready_locked(agent_id)
-
-    async def _ready_locked(self, agent_id: str) -> bool:
-        if self.epoch is None:
-            return False
-        if agent_id in self.leaving:
-            return False  # given up: it waits for the host that claims it
-        if agent_id in self.held:
-            return True
-        # A read first: the write transaction of a claim only when it can succeed.
-        claim = await self.store.agent_claim(agent_id, now_ms=self.clock.now_ms())
-        if claim is not None and claim.live and claim.host_id != self.host_id:
-            return False
-        if len(self.held) >= self.share:
-            return False  # over its share: another host takes it
-        return agent_id in await self._claim([agent_id])
+            if self.epoch is None:
+                return False
+            if agent_id in self.leaving:
+                return False  # given up: it waits for the host that claims it
+            if agent_id in self.held:
+                return True
+            # A read first: the write transaction of a claim only when it can succeed.
+            claim = await self.store.agent_claim(agent_id, now_ms=self.clock.now_ms())
+            if claim is not None and claim.live and claim.host_id != self.host_id:
+                return False
+            if len(self.held) >= self.share:
+                return False  # over its share: another host takes it
+            return agent_id in await self._claim([agent_id])
 
     def lost(self, agent_id: str, reason: str) -> None:
         """Forget the claim on one agent, stop its pass, and say so (``lease.lost``)."""
@@ -392,18 +385,13 @@ class HostLease:
 
 def store_unavailable(exc: BaseException) -> StoreUnavailable | None:
     """The ``StoreUnavailable`` that ``exc`` is or (in an exception group) holds, else None."""
-    if isinstance(exc, StoreUnavailable):
-        return exc
     if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = store_unavailable(inner)
-            if found is not None:
-                return found
-    return None
+        found = exc.split(StoreUnavailable)[0]
+        exc = _first_leaf(found) if found is not None else exc
+    return exc if isinstance(exc, StoreUnavailable) else None
 
 
-def _first_leaf(group: BaseExceptionGroup[LeaseLost]) -> str:
-    found: BaseException = group
+def _first_leaf(found: BaseException) -> BaseException:
     while isinstance(found, BaseExceptionGroup):
         found = found.exceptions[0]
-    return str(found)
+    return found
