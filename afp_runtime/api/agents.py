@@ -44,17 +44,21 @@ except metadata.PackageNotFoundError:  # running from a source tree that was nev
 
 @get("/v1/health", summary="Health", tags=["host"])
 async def health(state: State) -> Health:
-    """Whether the host runs, and which host answered; needs no token."""
+    """Whether the host runs, and which host answered; needs no token. A store that failed
+    its check after an unclean stop is ``damaged``: the host takes no turns."""
     ctx = context_of(state)
     phase = ctx.host.state
-    status: Literal["ok", "starting", "shutting-down"] = (
+    status: Literal["ok", "starting", "shutting-down", "damaged"] = (
         "ok" if phase == "running" else "starting" if phase == "starting" else "shutting-down"
     )
+    if ctx.host.store_check == "damaged":
+        status = "damaged"
     return Health(
         status=status,
         version=VERSION,
         schema_version=ctx.host.store.schema_version,
         host_id=ctx.host.host_id,
+        store_check=ctx.host.store_check,
     )
 
 

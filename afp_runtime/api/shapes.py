@@ -27,12 +27,14 @@ class _Shape(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class Health(_Shape, frozen=True, kw_only=True):
-    """``GET /v1/health``; ``host_id`` names the host that answered (its lease id)."""
+    """``GET /v1/health``; ``host_id`` names the host that answered (its lease id);
+    ``store_check`` is the start-up store check (docs/host.md#after-an-unclean-stop)."""
 
-    status: Literal["ok", "starting", "shutting-down"]
+    status: Literal["ok", "starting", "shutting-down", "damaged"]
     version: str
     schema_version: int
     host_id: str
+    store_check: Literal["not-needed", "checking", "ok", "damaged"]
 
 
 class AgentView(_Shape, frozen=True, kw_only=True):

@@ -15,6 +15,8 @@ from afp_runtime.host.host import (
     Host,
     HostState,
     HostStopping,
+    StoreCheck,
+    StoreCheckFailed,
 )
 
 __all__ = [
@@ -28,6 +30,8 @@ __all__ = [
     "Host",
     "HostState",
     "HostStopping",
+    "StoreCheck",
+    "StoreCheckFailed",
     "StreamGap",
     "Subscription",
 ]

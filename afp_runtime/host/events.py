@@ -18,8 +18,8 @@ Readings settled here:
   (filtered), then live events. The replay is the subscription's backlog, outside its queue
   bound: a resume gets everything the ring holds after the given id, however busy the host
   was, and only live events that pile up behind it can be dropped as ``slow-client``.
-* Host-wide events (``host.started``, ``host.stopping``) carry an empty ``agentId``; a
-  subscriber filtering by agent does not receive them.
+* Host-wide events (``host.started``, ``host.stopping``, ``host.damaged``) carry an empty
+  ``agentId``; a subscriber filtering by agent does not receive them.
 """
 
 from __future__ import annotations

@@ -25,8 +25,11 @@ Readings settled here (leases, check-ins and status are described in docs/host.m
   second signal) skips what is left of the grace. Leaving the ``async with`` block waits for
   the workers; without an earlier ``stop()`` it cancels them at once. Then every definition's
   adapters are closed once and the reader is closed. A pass finishes its current
-  ``AgentDriver.work()``, which may start the agent's next queued turn inside the grace; no
-  clean-shutdown marker yet.
+  ``AgentDriver.work()``, which may start the agent's next queued turn inside the grace.
+* After an unclean stop ``quick_check`` runs behind the serving host, on a connection of its
+  own in the workers' task group (``store_check``); damage stops every worker and admission,
+  and the clean-shutdown marker is set only when the check passed or was not needed
+  (docs/host.md#after-an-unclean-stop).
 * Leases (docs/host.md#ownership-and-leases, ``host/leases.py``): start-up acquires the host lease,
   fences the store
   and claims the agents; a keeper task renews every ``lease_ttl_s / 3``; a pass runs only on an
@@ -55,7 +58,7 @@ from anyio.abc import TaskStatus
 from afp_runtime import models
 from afp_runtime._logging import get_logger
 from afp_runtime.agents import Agent, abandon_question, answer_question
-from afp_runtime.errors import AgentDefinitionError, RunNotResumable, StateError, StoreDamaged
+from afp_runtime.errors import AgentDefinitionError, RunNotResumable, StateError, StoreError
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
 from afp_runtime.host.leases import HostLease, store_unavailable
 from afp_runtime.loop import AgentDriver, Emitter, Event, IdFactory, LoopHooks
@@ -69,10 +72,19 @@ log = get_logger()
 _RETRY_FIRST_S = 0.25
 
 HostState = Literal["starting", "running", "stopping", "stopped"]
+# The start-up store check (docs/host.md#after-an-unclean-stop): ``not-needed`` after a clean
+# stop; else ``checking`` while ``quick_check`` runs behind the serving host, then ``ok`` or
+# ``damaged`` (the host then takes no more turns and admits nothing).
+StoreCheck = Literal["not-needed", "checking", "ok", "damaged"]
 
 
 class HostStopping(StateError):
     """The host is stopping (or not started): it admits no new message or run."""
+
+
+class StoreCheckFailed(HostStopping):
+    """The store failed its check after an unclean stop: the host takes no turns and admits
+    nothing (docs/host.md#after-an-unclean-stop)."""
 
 
 class AgentNotHosted(StateError):
@@ -116,6 +128,8 @@ class _Agent:
         self.lock = anyio.Lock()
         self.working = False
         self.passes = 0
+        # Cancelled when the store check finds damage: the worker takes no more turns.
+        self.scope = anyio.CancelScope()
 
 
 class Host:
@@ -195,6 +209,8 @@ class Host:
             boot_id=boot_id, ring_size=ring_size, subscriber_buffer=subscriber_buffer
         )
         self.state: HostState = "starting"
+        self.store_check: StoreCheck = "not-needed"
+        self.store_problems: tuple[str, ...] = ()
         self._agents: dict[str, _Agent] = {}
         rng = rng or random.Random()
         for definition in definitions:
@@ -247,7 +263,7 @@ class Host:
             self._stack.push_async_callback(self._lease.release)
             await self._lease.acquire()
             # Runs first at exit, once the workers have stopped: nothing is half-written then.
-            self._stack.push_async_callback(self.store.mark_clean_shutdown)
+            self._stack.push_async_callback(self._mark_clean_shutdown)
             self._limiter = anyio.CapacityLimiter(self.max_active_turns)
             outer = await self._stack.enter_async_context(anyio.create_task_group())
             await outer.start(self._run_workers)
@@ -313,17 +329,53 @@ class Host:
             self.wake(agent_id)
 
     async def _check_store(self) -> None:
-        """docs/host.md#start-up step 1: after an unclean stop, ``quick_check`` before anything
-        runs; refuse to start on damage. Then clear the marker until this host stops cleanly."""
-        if not await self.store.clean_shutdown():
-            problems = await self.store.quick_check()
-            if problems != ["ok"]:
-                raise StoreDamaged(
-                    f"{self.store.location} failed quick_check after an unclean stop: "
-                    f"{'; '.join(problems[:5])}; run `afp doctor` and restore a backup",
-                    path=self.store.location,
-                )
-        await self.store.begin_serving()
+        """docs/host.md#start-up step 1: after a clean stop, clear the marker until this host
+        stops cleanly; after an unclean stop the marker is clear already and ``quick_check``
+        runs behind the serving host (``_check_in_background``)."""
+        if await self.store.clean_shutdown():
+            await self.store.begin_serving()
+        else:
+            self.store_check = "checking"
+
+    async def _check_in_background(self) -> None:
+        """docs/host.md#after-an-unclean-stop: ``quick_check`` on a connection of its own (its
+        work runs in that connection's thread); on damage, stop taking turns and admitting."""
+        try:
+            checker = await self.store.open_reader()
+            try:
+                problems = await checker.quick_check()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await checker.aclose()
+        except StoreError as exc:  # a file that cannot be read back is not known healthy
+            problems = [str(exc)]
+        if problems == ["ok"]:
+            self.store_check = "ok"
+            log.info("store check passed after an unclean stop", path=self.store.location)
+            return
+        self.store_check = "damaged"
+        self.store_problems = tuple(problems)
+        log.error(
+            "the store failed quick_check after an unclean stop; the host takes no more turns "
+            "and admits nothing: run `afp doctor` and restore a backup",
+            path=self.store.location,
+            problems=problems[:5],
+        )
+        self._host_event("host.damaged")
+        for agent in self._agents.values():
+            agent.scope.cancel()
+
+    async def _mark_clean_shutdown(self) -> None:
+        """Set the clean-shutdown marker only on a store known healthy: after a failed or
+        unfinished check it stays clear, so the next start checks again."""
+        if self.store_check in ("not-needed", "ok"):
+            await self.store.mark_clean_shutdown()
+        else:
+            log.warning(
+                "the clean-shutdown marker stays clear: the store check did not pass",
+                path=self.store.location,
+                store_check=self.store_check,
+            )
 
     async def _close_reader(self) -> None:
         reader, self._reader = self._reader, None
@@ -433,6 +485,12 @@ class Host:
         agent = self._agents.get(agent_id)
         if agent is None:
             raise AgentNotHosted(f"agent {agent_id!r} is not run by this host", agent_id=agent_id)
+        if self.store_check == "damaged":
+            raise StoreCheckFailed(
+                f"{self.store.location} failed quick_check after an unclean stop "
+                f"({'; '.join(self.store_problems[:5])}); the host admits nothing: run "
+                "`afp doctor` and restore a backup"
+            )
         if self.state != "running":
             raise HostStopping(f"the host is {self.state}; it admits nothing new")
         return agent
@@ -598,6 +656,9 @@ class Host:
                 await workers.start(self._worker, agent)
             if not self._live_workers:
                 self._all_idle.set()
+            if self.store_check == "checking":
+                # Behind the serving host; a stop cancels it with the workers.
+                workers.start_soon(self._check_in_background)
             task_status.started()
             await self._stop_requested.wait()
             with self._grace_scope, self.clock.move_on_after(self._grace):
@@ -616,7 +677,8 @@ class Host:
             agent.wake = anyio.Event()
             task_status.started()
             try:
-                await self._work_until_stopped(agent)
+                with agent.scope:
+                    await self._work_until_stopped(agent)
             finally:
                 self._live_workers -= 1
                 if self._live_workers <= 0:

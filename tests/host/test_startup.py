@@ -1,19 +1,22 @@
 """Start-up and operator cases of docs/loop.md#how-this-is-tested: 27 (start-up resumes everything),
 30 (operator resume through a newly added window strategy), 18 (a crash loop dismissed moves the
-queue on), the stall limit, and the clean-shutdown marker with ``quick_check`` at start
-(docs/host.md#start-up step 1)."""
+queue on), the stall limit, and the clean-shutdown marker with ``quick_check`` behind the
+serving host
+(docs/host.md#after-an-unclean-stop)."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
-from afp_runtime.errors import ModelCallError, StoreDamaged
-from afp_runtime.host import Host
+from afp_runtime.errors import ModelCallError
+from afp_runtime.host import Host, StoreCheckFailed
 from afp_runtime.loop import AgentDriver
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import RetryPolicy, ScriptedModel
@@ -21,7 +24,7 @@ from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import sliding_window
-from tests.api.conftest import Api, agent, until
+from tests.api.conftest import Api, agent, settle, until
 
 
 class Died(BaseException):
@@ -208,40 +211,135 @@ async def test_a_turn_stalled_past_max_stall_s_is_held(api: Api) -> None:
     assert "server" in (state.open_turn.error or "")
 
 
-async def test_an_unclean_stop_runs_quick_check_and_refuses_a_damaged_file(api: Api) -> None:
-    """A host that stopped cleanly leaves a marker and the next start skips quick_check;
-    without it (a crash) the next start runs quick_check, and a damaged file is refused."""
+class _GatedReader(SqliteStore):
+    """A read-only store whose ``quick_check`` waits for the test to open its gate."""
 
-    async def start_once() -> int:
-        store = await SqliteStore.open(api.path, now_ms=api.clock.now_ms())
-        try:
-            definition = agent(ScriptedModel([answer("a")], model="mock"))
-            async with Host(store, [definition], clock=api.clock, ids=api.ids):
-                pass
-            return store.quick_checks
-        finally:
-            await store.aclose()
+    gate: anyio.Event
 
-    assert await start_once() == 1  # a new file has no marker yet
-    assert await start_once() == 0  # the previous host stopped cleanly
-    store = await SqliteStore.open(api.path)
+    async def quick_check(self) -> list[str]:
+        await self.gate.wait()
+        return await super().quick_check()
+
+
+class _GatedStore(SqliteStore):
+    """A real SQLite store whose readers hold ``quick_check`` until ``gate`` is set."""
+
+    gate: anyio.Event
+
+    async def open_reader(self) -> SqliteStore:
+        reader = await _GatedReader.open(self.path, read_only=True)
+        reader.gate = self.gate
+        return reader
+
+
+async def _crash(path: Path) -> tuple[int, int]:
+    """Leave ``path`` as a host that died while serving does (marker clear); the root page
+    of the runs table and the page size."""
+    store = await SqliteStore.open(path)
     try:
-        await store.begin_serving()  # a host started, then died without its clean stop
+        await store.begin_serving()
         [(root,)] = await store._fetch("SELECT rootpage FROM sqlite_master WHERE name='runs'")
         [(page_size,)] = await store._fetch("PRAGMA page_size")
     finally:
         await store.aclose()
-    assert await start_once() == 1
+    return root, page_size
 
-    store = await SqliteStore.open(api.path)
+
+async def _marker(path: Path) -> bool:
+    store = await SqliteStore.open(path, read_only=True)
     try:
-        await store.begin_serving()
+        return await store.clean_shutdown()
     finally:
         await store.aclose()
+
+
+async def test_a_clean_stop_skips_the_store_check_and_an_unclean_one_runs_it(api: Api) -> None:
+    """A host that stopped cleanly leaves a marker and the next start needs no check; without
+    it (a new file, a crash) the check runs and a passed check sets the marker at exit."""
+    async with api.host(agent([])) as host:
+        assert host.store_check in ("checking", "ok")  # a new file has no marker yet
+        await until(lambda: host.store_check == "ok")
+    assert await _marker(api.path)
+    async with api.host(agent([])) as host:
+        assert host.store_check == "not-needed"
+        assert host.store.quick_checks == 0  # type: ignore[attr-defined]
+    assert await _marker(api.path)
+    await _crash(api.path)
+    async with api.host(agent([])) as host:
+        await until(lambda: host.store_check == "ok")
+    assert await _marker(api.path)
+
+
+async def test_after_an_unclean_stop_the_host_serves_while_the_check_runs(api: Api) -> None:
+    """After a crash the host answers health 200 and finishes a turn while ``quick_check`` is
+    still held (health ``storeCheck: checking``), and reports ``ok`` once it passes."""
+    await _crash(api.path)
+    store = await _GatedStore.open(api.path)
+    store.gate = anyio.Event()
+    try:
+        definition = agent([answer("served before the check")])
+        async with (
+            Host(store, [definition], clock=api.clock, ids=api.ids) as host,
+            api.client(host) as client,
+        ):
+            health = await client.get("/v1/health")
+            assert health.status_code == 200
+            assert health.json()["status"] == "ok"
+            assert health.json()["storeCheck"] == "checking"
+            await host.post("ops", "go")
+            await settle(host)
+            [row] = await host.reader.inbox("ops")
+            assert row.status == "answered"
+            assert host.store_check == "checking"
+            store.gate.set()
+            await until(lambda: host.store_check == "ok")
+            assert (await client.get("/v1/health")).json()["storeCheck"] == "ok"
+    finally:
+        await store.aclose()
+    assert await _marker(api.path)
+
+
+async def test_a_stop_before_the_check_finished_leaves_the_marker_clear(api: Api) -> None:
+    """A host stopped while its check is still held leaves the clean-shutdown marker clear,
+    so the next start checks the file again."""
+    await _crash(api.path)
+    store = await _GatedStore.open(api.path)
+    store.gate = anyio.Event()
+    try:
+        async with Host(store, [agent([])], clock=api.clock, ids=api.ids) as host:
+            assert host.store_check == "checking"
+    finally:
+        await store.aclose()
+    assert not await _marker(api.path)
+
+
+async def test_a_damaged_file_found_behind_the_serving_host_stops_its_turns(
+    api: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A crashed file with a damaged page: the host starts, its check finds the damage, and
+    then it takes no turns, admits nothing, reports ``damaged`` in health and leaves the
+    clean-shutdown marker clear."""
+    async with api.host(agent([])):
+        pass
+    root, page_size = await _crash(api.path)
     path = anyio.Path(api.path)
     raw = bytearray(await path.read_bytes())
     start = (root - 1) * page_size
     raw[start : start + 12] = b"\xff" * 12  # the runs table's root page header
     await path.write_bytes(bytes(raw))
-    with pytest.raises(StoreDamaged, match="quick_check"):
-        await start_once()
+    async with api.running(agent([answer("never")])) as (host, client):
+        await until(lambda: host.store_check != "checking")
+        assert host.store_check == "damaged"
+        assert host.store_problems and host.store_problems != ("ok",)
+        await until(lambda: not any(host.working(a) for a in host.agent_ids))
+        passes = host.passes("ops")
+        with pytest.raises(StoreCheckFailed, match="quick_check"):
+            await host.post("ops", "go")
+        response = await client.post("/v1/agents/ops/inbox", json={"text": "go"})
+        assert response.status_code == 503
+        health = (await client.get("/v1/health")).json()
+        assert (health["status"], health["storeCheck"]) == ("damaged", "damaged")
+        host.wake("ops")
+        await anyio.lowlevel.checkpoint()
+        assert host.passes("ops") == passes
+    assert not await _marker(api.path)
