@@ -1,5 +1,5 @@
 """Grouping stage transactions by durability mode (docs/loop.md#durability-modes,
-docs/architecture.md#decision-1-sync-durability-commits-each-stage).
+docs/architecture.md#decision-1-sync-durability-commits-at-effect-boundaries).
 
 ``sync`` keeps every bundle separate in the commit log but groups the bundles between two effects
 into one transaction: the run's seed alone; the pre-call bundles (with the previous iteration's

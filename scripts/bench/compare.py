@@ -14,8 +14,8 @@ script deciding by call number) on a fresh SQLite file, each in a process of its
   file, one thread, ``durability="sync"``;
 * ``ceiling-full`` / ``ceiling-normal``: raw aiosqlite in WAL mode inserting the bytes afp
   stores for the same messages (``message_body``), one transaction per iteration, at
-  ``synchronous=FULL`` (docs/architecture.md#decision-1-sync-durability-commits-each-stage's
-  ceiling) and ``NORMAL``.
+  ``synchronous=FULL`` (the ceiling of
+  docs/architecture.md#decision-1-sync-durability-commits-at-effect-boundaries) and ``NORMAL``.
 
 On Postgres (``--db URL``, a server; each run in a fresh database of its own, ``_pg.py``):
 

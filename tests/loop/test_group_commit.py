@@ -1,5 +1,5 @@
 """Sync durability groups the bundles between two effects into one transaction
-(docs/architecture.md#decision-1-sync-durability-commits-each-stage): how many
+(docs/architecture.md#decision-1-sync-durability-commits-at-effect-boundaries): how many
 transactions an iteration takes, what each FULL commit carries, and what a crash between a tool
 finishing and the next commit leaves (docs/loop.md#the-tool-journal)."""
 

@@ -1,12 +1,12 @@
 """The pool under the Postgres store: opening, migrations, transactions, reads
 (docs/storage.md#the-postgres-backend).
 
-One bounded asyncpg pool per store (``pool_min``..``pool_max`` connections, statements
-prepared and cached per connection by asyncpg, ``statement_timeout`` set on every connection).
-Each write is one transaction on one connection, shielded from cancellation so it commits or
-rolls back whole; a transaction whose ``Txn`` does not precede an effect leaving the process
-commits with ``synchronous_commit=off`` (the ``NORMAL`` of SQLite), every other one waits for
-the WAL flush (docs/architecture.md#decision-1-sync-durability-commits-each-stage). A read whose
+One bounded asyncpg pool per store (``pool_min``..``pool_max`` connections, statements prepared
+and cached per connection by asyncpg, ``statement_timeout`` set on every connection). Each write
+is one transaction on one connection, shielded from cancellation so it commits or rolls back
+whole; a transaction whose ``Txn`` does not precede an effect leaving the process commits with
+``synchronous_commit=off`` (the ``NORMAL`` of SQLite), every other one waits for the WAL flush
+(docs/architecture.md#decision-1-sync-durability-commits-at-effect-boundaries). A read whose
 connection was lost, and a transaction whose connection was lost at ``BEGIN``, are repeated on
 another connection (after a server restart every pooled one may be dead); a lost connection
 anywhere else is a ``StoreUnavailable``, and every other database error a ``StoreError``. The

@@ -2,10 +2,11 @@
 
 One writer connection per process, behind an anyio lock; each ``Txn`` is one short transaction,
 ``synchronous=NORMAL`` unless the transaction precedes an effect leaving the process
-(``synchronous=FULL``, docs/architecture.md#decision-1-sync-durability-commits-each-stage). Every
-sqlite3 error becomes a ``StoreError``. The concerns of the store (``conversations``, ``inbox``,
-``questions``, ``runs``, ``leases``, ``health``) are mixins over this class; ``store.SqliteStore``
-puts them together.
+(``synchronous=FULL``,
+docs/architecture.md#decision-1-sync-durability-commits-at-effect-boundaries). Every sqlite3
+error becomes a ``StoreError``. The concerns of the store (``conversations``, ``inbox``,
+``questions``, ``runs``, ``leases``, ``health``) are mixins over this class;
+``store.SqliteStore`` puts them together.
 """
 
 from __future__ import annotations
