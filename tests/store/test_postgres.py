@@ -326,3 +326,20 @@ async def test_a_post_through_one_store_is_heard_through_another(database: Fresh
     finally:
         await writer.aclose()
         await listener.aclose()
+
+
+async def test_ensure_agent_of_a_known_agent_opens_no_transaction(
+    database: FreshDatabase,
+) -> None:
+    """Once an agent is known, ensure_agent on Postgres writes no further transaction."""
+    store = await open_store(database.url)
+    assert isinstance(store, PostgresStore)
+    try:
+        await store.ensure_agent("a", now_ms=T0)
+        before = store.transactions
+        for _ in range(5):
+            await store.ensure_agent("a", now_ms=T0)
+        assert store.transactions == before
+        assert [row.agent_id for row in await store.agents()] == ["a"]
+    finally:
+        await store.aclose()

@@ -379,3 +379,25 @@ async def test_fixture_database_is_readable(tmp_path: Path) -> None:
             assert await store.body_check() == []
         finally:
             await store.aclose()
+
+
+async def test_ensure_agent_of_a_known_agent_opens_no_transaction(db_path: Path) -> None:
+    """Once an agent is known (created or found), ensure_agent writes no further transaction."""
+    store = await SqliteStore.open(db_path, now_ms=T0)
+    try:
+        await store.ensure_agent("a", now_ms=T0)
+        before = store.transactions
+        for _ in range(5):
+            await store.ensure_agent("a", now_ms=T0)
+        assert store.transactions == before
+    finally:
+        await store.aclose()
+    reopened = await SqliteStore.open(db_path, now_ms=T0)
+    try:
+        await reopened.ensure_agent("a", now_ms=T0)  # found, not created
+        first = reopened.transactions
+        await reopened.ensure_agent("a", now_ms=T0)
+        assert reopened.transactions == first
+        assert [row.agent_id for row in await reopened.agents()] == ["a"]
+    finally:
+        await reopened.aclose()

@@ -70,6 +70,9 @@ class PostgresCore:
         self.quick_checks = 0
         # (host_id, lease_epoch) every commit is fenced by; None: unfenced.
         self._fence: tuple[str, int] | None = None
+        # Agents this store has seen exist: agent rows are never deleted, so ``ensure_agent``
+        # needs no transaction for them (a host calls it on every work pass).
+        self._known_agents: set[str] = set()
 
     # -- opening -------------------------------------------------------------------------
 

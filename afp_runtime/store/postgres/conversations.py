@@ -27,6 +27,8 @@ class Conversations(Loading, PostgresCore):
 
     async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
         """Create the agent and its empty conversation when it does not exist yet."""
+        if agent_id in self._known_agents:
+            return
 
         async def work(conn: asyncpg.Connection) -> None:
             agent = await conn.fetchval(
@@ -42,6 +44,7 @@ class Conversations(Loading, PostgresCore):
                 )
 
         await self._write(work)
+        self._known_agents.add(agent_id)
 
     async def conversation_state(self, agent_id: str) -> ConversationState | None:
         """The stored checkpoint of ``agent_id`` without its messages, or None."""

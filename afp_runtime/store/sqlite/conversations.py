@@ -23,6 +23,8 @@ class Conversations(Loading, SqliteCore):
 
     async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
         """Create the agent and its empty conversation when it does not exist yet."""
+        if agent_id in self._ids.agents:
+            return  # agent rows are never deleted: a cached rowid is an agent that exists
         async with self._transaction() as db:
             rows = await rows_of(db, "SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
             if rows:
