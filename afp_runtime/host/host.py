@@ -743,5 +743,6 @@ class Host:
                     log.warning("operator resume skipped", reason=str(exc))
                 return
             # A stopping host finishes the run in progress but starts no new one
-            # (docs/host.md#graceful-shutdown).
-            await agent.driver.work(admit=lambda: self.state == "running")
+            # (docs/host.md#graceful-shutdown). A first pass may begin before ``__aenter__``
+            # returns: a starting host admits work (else it would wait a poll interval).
+            await agent.driver.work(admit=lambda: self.state in ("starting", "running"))
