@@ -4,7 +4,11 @@ standing agents cost, and how soon a host with many agents answers health.
 * ``latency``: one ``Host`` on a SQLite file (durability ``sync``) runs 1,000 standing agents
   whose model answers after 1 s on the real clock (``anyio.sleep``) and whose one tool takes
   50 ms; every agent gets ``--turns`` person messages in a row (the next posted when its turn
-  closed), each a turn of ``--per-turn`` iterations (tool calls, then an answer). For every
+  closed), each a turn of ``--per-turn`` iterations (tool calls, then an answer). The first
+  messages go out spread evenly over one iteration's simulated latency (1.05 s), so the agents'
+  stages arrive spread over time as independent agents' would; with ``--lockstep`` all at
+  once, and since every model call takes exactly 1 s the agents then stay in step, every stage
+  of theirs arriving in one burst (a worst case no real traffic keeps up). For every
   iteration, its wall time runs from the end of the agent's previous iteration (or the return
   of the post that began the turn) to its own end (``LoopHooks.after_stage`` on a closing
   stage, the agent named by the worker's log context); less the simulated latency in it (1 s
@@ -13,8 +17,8 @@ standing agents cost, and how soon a host with many agents answers health.
   iteration: the sum is the same. The ratio overhead / simulated latency is reported at the
   median and p99 (``realLatencyOverheadP50``, ``realLatencyOverheadP99``), with the iterations
   each agent finished (min and median: every agent must progress). ``max_active_turns`` is the
-  number of agents (``--max-active``): waiting on the model holds a slot, so with the default 8
-  a thousand agents would queue behind eight model calls.
+  number of agents: waiting on the model holds a slot, so with the default 8 a thousand agents
+  would queue behind eight model calls.
 * ``idle``: one host with 10,000 standing agents on one SQLite file, started and settled
   (serving, every worker through its first pass, no message): the process's RSS
   (``idleAgentsRssMb``), beside the same process with a host of no agent.
@@ -27,6 +31,7 @@ standing agents cost, and how soon a host with many agents answers health.
 Every part runs in a child process of its own (RSS is its own) and prints JSON.
 
     .venv/bin/python scripts/bench/latency.py [--quick] [--only latency idle health]
+        [--agents 1000] [--idle-agents 10000] [--repeats 3] [--lockstep]
 """
 
 from __future__ import annotations
@@ -140,7 +145,9 @@ class AgentMarks(LoopHooks):
             self.agents[agent_id].mark(stage)
 
 
-async def latency_run(folder: Path, agents: int, per_turn: int, turns: int) -> dict[str, Any]:
+async def latency_run(
+    folder: Path, agents: int, per_turn: int, turns: int, spread: bool = True
+) -> dict[str, Any]:
     clock = SystemClock()
     paced = {a: Paced(a, per_turn) for a in (f"agent-{i:04d}" for i in range(agents))}
     store = await SqliteStore.open(folder / "latency.db")
@@ -155,18 +162,23 @@ async def latency_run(folder: Path, agents: int, per_turn: int, turns: int) -> d
             max_active_turns=agents,
         ) as host:
 
-            async def converse(p: Paced) -> None:
+            async def converse(p: Paced, delay: float) -> None:
+                await anyio.sleep(delay)
                 for turn in range(turns):
                     p.turn_done = anyio.Event()
                     await host.post(p.agent_id, f"check the data files, please ({turn + 1})")
                     p.last = time.perf_counter()
                     await p.turn_done.wait()
 
+            # Spread: the first messages go out evenly over one iteration's simulated latency, so
+            # the agents' iterations end spread over time; else all at once, and since every
+            # model call takes exactly 1 s they stay in step, each stage arriving in a burst.
+            step = (MODEL_S + TOOL_S) / agents if spread else 0.0
             start = time.perf_counter()
             with anyio.fail_after(600):
                 async with anyio.create_task_group() as group:
-                    for p in paced.values():
-                        group.start_soon(converse, p)
+                    for k, p in enumerate(paced.values()):
+                        group.start_soon(converse, p, k * step)
             seconds = time.perf_counter() - start
     finally:
         await store.aclose()
@@ -181,6 +193,7 @@ async def latency_run(folder: Path, agents: int, per_turn: int, turns: int) -> d
         "modelLatencyS": MODEL_S,
         "toolLatencyS": TOOL_S,
         "maxActiveTurns": agents,
+        "arrivals": "spread" if spread else "lockstep",
         "iterations": iterations,
         "iterationsPerAgentMin": done[0],
         "iterationsPerAgentMedian": statistics.median(done),
@@ -363,7 +376,9 @@ def health_run(folder: Path, agents: int, repeats: int) -> dict[str, Any]:
 async def child(args: argparse.Namespace) -> dict[str, Any]:
     quiet_logs(logging.ERROR)
     if args.child == "latency":
-        result = await latency_run(args.dir, args.agents, args.per_turn, args.turns)
+        result = await latency_run(
+            args.dir, args.agents, args.per_turn, args.turns, spread=not args.lockstep
+        )
     elif args.child == "idle":
         result = await idle_run(args.dir, args.agents)
     else:
@@ -405,6 +420,7 @@ def parent(args: argparse.Namespace) -> dict[str, Any]:
         latency = _in_folder(
             "--child", "latency", "--agents", str(args.agents),
             "--per-turn", str(per_turn), "--turns", str(turns),
+            *(["--lockstep"] if args.lockstep else []),
         )  # fmt: skip
         out["latency"] = latency
         for key in ("realLatencyOverheadP50", "realLatencyOverheadP99"):
@@ -451,6 +467,9 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=1_000, help="agents of latency and health")
     parser.add_argument("--idle-agents", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3, help="health starts of each kind")
+    parser.add_argument(
+        "--lockstep", action="store_true", help="latency: every agent's first message at once"
+    )
     parser.add_argument("--child", choices=["latency", "idle"], help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--per-turn", type=int, default=5, help=argparse.SUPPRESS)
