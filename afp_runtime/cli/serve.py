@@ -32,6 +32,17 @@ async def _api_token(token_file: str | None) -> str | None:
     return os.environ.get("AFP_API_TOKEN") or None
 
 
+# The start-up line names this many agents at most: a host of thousands would print every id.
+_NAMED_AGENTS = 5
+
+
+def _serving(agent_ids: tuple[str, ...]) -> str:
+    """The agents the start-up line names: all of a few, else the count and the first ones."""
+    named = ", ".join(agent_ids[:_NAMED_AGENTS])
+    more = len(agent_ids) - _NAMED_AGENTS
+    return named if more <= 0 else f"{len(agent_ids)} agents ({named} and {more} more)"
+
+
 async def cmd_serve(args: Any) -> int:
     """Run the standing host and the local API until SIGTERM or SIGINT (then exit 0)."""
     token = await _api_token(args.token_file)
@@ -70,7 +81,7 @@ async def cmd_serve(args: Any) -> int:
             try:
                 async with host:
                     warn(
-                        f"afp: serving {', '.join(host.agent_ids)} on "
+                        f"afp: serving {_serving(host.agent_ids)} on "
                         f"http://{args.host}:{port} (database {shown_location(args.db)})"
                     )
                     await serve_until_stopped(host, listener=listener, token=token)

@@ -168,3 +168,38 @@ def test_a_client_leaving_mid_replay_is_logged_once(tmp_path: Path) -> None:
     text = log_path.read_text(encoding="utf-8")
     assert text.count("socket.send() raised exception") <= 1, text[-2000:]
     assert 1 <= text.count("event stream client went away") <= 2, text[-2000:]
+
+
+def test_the_start_up_line_names_a_few_agents_and_counts_the_rest(tmp_path: Path) -> None:
+    """With more than five agents the start-up line gives their count and the first five ids,
+    not every id."""
+    agents = tmp_path / "agents.toml"
+    agents.write_text(
+        "".join(
+            f'[[agents]]\nid = "agent-{i:02d}"\n[agents.model]\nprovider = "scripted"\n'
+            'model = "m"\nscript = "afp_runtime.demo:demo_script"\n'
+            for i in range(12)
+        ),
+        encoding="utf-8",
+    )
+    args = ["--agents", str(agents), "--db", str(tmp_path / "afp.db"), "--port", "0"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "afp_runtime.cli", "serve", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        cwd=REPO,
+    )
+    try:
+        assert process.stderr is not None
+        # The line comes once the host runs; a process that fails ends its stderr instead.
+        line = next((x for x in process.stderr if x.startswith("afp: serving")), "")
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert "serving 12 agents (agent-00, agent-01, agent-02, agent-03, agent-04 and 7 more)" in line
+    assert "agent-05" not in line
