@@ -59,6 +59,15 @@ class Emitter:
         """Deliver future events to ``sink`` too."""
         self._sinks.append(sink)
 
+    @property
+    def listening(self) -> bool:
+        """Whether any sink receives events (when none does, an event is only numbered)."""
+        return bool(self._sinks)
+
+    def skip(self) -> None:
+        """Number an event nobody receives, so ids stay the same as if it had been built."""
+        self._next_id += 1
+
     def emit(
         self, kind: str, *, at_ms: int, agent_id: str, payload: dict[str, Any], **ctx: Any
     ) -> None:

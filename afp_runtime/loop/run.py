@@ -41,7 +41,9 @@ from afp_runtime.loop.state import RunState
 from afp_runtime.messages import (
     Message,
     Usage,
-    fingerprint,
+    message_body,
+    salted,
+    sha256_hex,
 )
 from afp_runtime.records import (
     Clock,
@@ -159,6 +161,9 @@ class Run:
 
     def emit(self, kind: str, payload: dict[str, Any], *, stage: bool = True) -> None:
         """Emit an event carrying this run's context (and the stage's id when ``stage``)."""
+        if not self.emitter.listening:
+            self.emitter.skip()
+            return
         self.emitter.emit(
             kind,
             at_ms=self.now(),
@@ -215,7 +220,10 @@ class Run:
         self.state.origins.extend([origin] * len(messages))
         items = []
         for offset, message in enumerate(messages):
-            fp = fingerprint(message)
+            # One encoding of the body gives its fingerprint and the receipt's H of it.
+            body = message_body(message)
+            fp = sha256_hex(body)
+            self.state.body_hashes[fp] = salted(self.run_id, body)
             items.append(Item(pos=start + offset, fingerprint=fp, message=message))
             self.state.history.append(message)
             self.state.fps.append(fp)

@@ -18,7 +18,7 @@ import msgspec
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import CompactionUnmeasurableError, WindowStrategyError
 from afp_runtime.loop.folded import stored_span
-from afp_runtime.messages import Message, fingerprint, message_body, salted
+from afp_runtime.messages import Message, fingerprint
 from afp_runtime.records import (
     MAX_RANGES,
     Item,
@@ -29,7 +29,7 @@ from afp_runtime.records import (
     Write,
     runtime_stage_id,
 )
-from afp_runtime.served import start_digest
+from afp_runtime.served import body_hash, start_digest
 from afp_runtime.window import (
     MessageOrigin,
     PriorVisit,
@@ -172,6 +172,7 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
     """Commit the visit; returns the salted hashes of the messages it removed."""
     record = outcome.record
     before = list(run.state.history)
+    before_fps = run.state.fps
     writes: list[Write] = []
     items: list[Item] = []
     folded: list[StoredFoldedSpan] = []
@@ -179,10 +180,13 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
     if outcome.window is not msgspec.UNSET:
         rebase = outcome.rebase
         assert rebase is not msgspec.UNSET
-        omitted = tuple(
-            salted(run.run_id, message_body(m))
-            for m in before[rebase.head_count : len(before) - rebase.kept_tail_count]
-        )
+        gone = range(rebase.head_count, len(before) - rebase.kept_tail_count)
+        hashes = run.state.body_hashes
+        omitted = tuple(body_hash(run.run_id, before[i], before_fps[i], hashes) for i in gone)
+        for i in gone:
+            # What left the window is not sent again: its hash is not kept (a copy still in
+            # the window is hashed again if it is ever needed).
+            hashes.pop(before_fps[i], None)
         positions = run.state.conv.history.positions()
         removed = ListRef.of_positions(
             positions[rebase.head_count : len(positions) - rebase.kept_tail_count]
@@ -217,11 +221,11 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
             folded=folded,
         )
     )
-    _emit_visit(run, outcome, before)
+    _emit_visit(run, outcome, before_fps)
     return omitted
 
 
-def _emit_visit(run: Run, outcome: VisitOutcome, before: Sequence[Message]) -> None:
+def _emit_visit(run: Run, outcome: VisitOutcome, before_fps: Sequence[str]) -> None:
     record = outcome.record
     strategy = run.d.window
     assert strategy is not None
@@ -239,7 +243,7 @@ def _emit_visit(run: Run, outcome: VisitOutcome, before: Sequence[Message]) -> N
             "window.evicted",
             {
                 "slot": "messages",
-                "fingerprint": fingerprint(before[eviction.index]),
+                "fingerprint": before_fps[eviction.index],
                 "index": eviction.index,
                 "reason": "budget",
                 "survivalMs": eviction.survival_ms,
