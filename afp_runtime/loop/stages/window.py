@@ -18,7 +18,7 @@ import msgspec
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import CompactionUnmeasurableError, WindowStrategyError
 from afp_runtime.loop.folded import stored_span
-from afp_runtime.messages import Message, fingerprint
+from afp_runtime.messages import Message
 from afp_runtime.records import (
     MAX_RANGES,
     Item,
@@ -131,25 +131,30 @@ def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item],
     def tail(values: list[T]) -> list[T]:
         return values[len(values) - rebase.kept_tail_count :] if rebase.kept_tail_count else []
 
-    positions = run.state.conv.history.positions()
-    head, head_fps = positions[: rebase.head_count], run.state.fps[: rebase.head_count]
+    history = run.state.conv.history
+    size = len(run.state.fps)
+    head_fps = run.state.fps[: rebase.head_count]
     head_origins = run.state.origins[: rebase.head_count]
     items: list[Item] = []
     next_pos = run.state.conv.next_pos
-    inserted: list[int] = []
+    inserted = ListRef()
     inserted_fps: list[str] = []
     inserted_origins: list[MessageOrigin] = []
     if len(window) > rebase.head_count + rebase.kept_tail_count:
         message = window[rebase.head_count]
-        fp = fingerprint(message)
+        fp = run.fingerprint_new(message)
         items.append(Item(pos=next_pos, fingerprint=fp, message=message))
-        inserted, inserted_fps = [next_pos], [fp]
+        inserted, inserted_fps = ListRef(ranges=((next_pos, next_pos + 1),)), [fp]
         born = rebase.inserted_at_ms if rebase.inserted_at_ms is not msgspec.UNSET else now
         stage_id = runtime_stage_id(run.stage, run.seq)
         inserted_origins = [MessageOrigin(stage_id=stage_id, born_at_ms=born)]
         next_pos += 1
     fps = head_fps + inserted_fps + tail(run.state.fps)
-    ref = ListRef.of_positions(head + inserted + tail(positions))
+    # By ranges, not positions: O(ranges), however long the window.
+    kept_tail = (
+        history.sliced(size - rebase.kept_tail_count, size) if rebase.kept_tail_count else ListRef()
+    )
+    ref = history.sliced(0, rebase.head_count).joined(inserted, kept_tail)
     if len(ref.ranges) > MAX_RANGES:
         # Compact: the window's references are appended again as one contiguous range, so a
         # list never needs more than a few ranges to read (bodies are shared, not copied).
@@ -187,9 +192,8 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
             # What left the window is not sent again: its hash is not kept (a copy still in
             # the window is hashed again if it is ever needed).
             hashes.pop(before_fps[i], None)
-        positions = run.state.conv.history.positions()
-        removed = ListRef.of_positions(
-            positions[rebase.head_count : len(positions) - rebase.kept_tail_count]
+        removed = run.state.conv.history.sliced(
+            rebase.head_count, len(before) - rebase.kept_tail_count
         )
         items, ref = _new_history(run, outcome, now)
         writes.append(Write(key="history", verb="set", value=ref))
