@@ -33,8 +33,8 @@ Per N it prints JSON per contender: iterations per second, median and p99 step l
 time between consecutive iteration ends; a turn's first iteration includes posting the person
 message), bytes on disk after close, peak RSS of the child, and the ratios afp/LangGraph and
 afp/ceiling, with ``its10kOver1k`` (and ``its100kOver1k`` when 100,000 is among the sizes) for
-the sliding-window agent. Repetitions alternate the order of the contenders (A/B, then B/A) and report the
-median of each figure.
+the sliding-window agent. Repetitions alternate the order of the contenders (A/B, then B/A)
+and report the median of each figure.
 
     .venv/bin/python scripts/bench/compare.py [--iterations 100 1000 10000]
         [--langgraph-max 1000] [--full-history-max 1000] [--repeats 1] [--once-above N]
