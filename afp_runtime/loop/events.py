@@ -2,7 +2,8 @@
 payload.
 
 Events are emitted during a stage, before its commit: the commit log wins where they differ.
-Delivery is in-process and never waits on a subscriber.
+Delivery is in-process and never waits on a subscriber. With no sink an event is numbered but
+not built, so a sink added later sees the ids it would have seen from the start.
 """
 
 from __future__ import annotations
