@@ -2,7 +2,8 @@
 payload.
 
 Events are emitted during a stage, before its commit: the commit log wins where they differ.
-Delivery is in-process and never waits on a subscriber.
+Delivery is in-process and never waits on a subscriber. With no sink an event is numbered but
+not built, so a sink added later sees the ids it would have seen from the start.
 """
 
 from __future__ import annotations
@@ -58,6 +59,15 @@ class Emitter:
     def add(self, sink: EventSink) -> None:
         """Deliver future events to ``sink`` too."""
         self._sinks.append(sink)
+
+    @property
+    def listening(self) -> bool:
+        """Whether any sink receives events (when none does, an event is only numbered)."""
+        return bool(self._sinks)
+
+    def skip(self) -> None:
+        """Number an event nobody receives, so ids stay the same as if it had been built."""
+        self._next_id += 1
 
     def emit(
         self, kind: str, *, at_ms: int, agent_id: str, payload: dict[str, Any], **ctx: Any

@@ -41,7 +41,9 @@ from afp_runtime.loop.state import RunState
 from afp_runtime.messages import (
     Message,
     Usage,
-    fingerprint,
+    message_body,
+    salted,
+    sha256_hex,
 )
 from afp_runtime.records import (
     Clock,
@@ -159,6 +161,9 @@ class Run:
 
     def emit(self, kind: str, payload: dict[str, Any], *, stage: bool = True) -> None:
         """Emit an event carrying this run's context (and the stage's id when ``stage``)."""
+        if not self.emitter.listening:
+            self.emitter.skip()
+            return
         self.emitter.emit(
             kind,
             at_ms=self.now(),
@@ -206,6 +211,14 @@ class Run:
         """Rows the extensions filed since the last bundle that carried rows, handed over once."""
         return [row for extension in self.extensions for row in extension.take_rows()]
 
+    def fingerprint_new(self, message: Message) -> str:
+        """The fingerprint of a message entering the window; one encoding of its body also
+        gives the H its receipt entry will carry (kept in ``body_hashes``)."""
+        body = message_body(message)
+        fp = sha256_hex(body)
+        self.state.body_hashes[fp] = salted(self.run_id, body)
+        return fp
+
     def append_history(self, messages: Sequence[Message]) -> tuple[list[Item], ListRef]:
         """Append to the in-memory window; returns the new items and their list reference."""
         start = self.state.conv.next_pos
@@ -215,7 +228,7 @@ class Run:
         self.state.origins.extend([origin] * len(messages))
         items = []
         for offset, message in enumerate(messages):
-            fp = fingerprint(message)
+            fp = self.fingerprint_new(message)
             items.append(Item(pos=start + offset, fingerprint=fp, message=message))
             self.state.history.append(message)
             self.state.fps.append(fp)
@@ -311,8 +324,12 @@ class Run:
             if outcome is not None:
                 return outcome
         while True:
-            with structlog.contextvars.bound_contextvars(iteration=self.state.iteration):
+            # Tokens, not ``bound_contextvars``: that one copies the whole context per iteration.
+            tokens = structlog.contextvars.bind_contextvars(iteration=self.state.iteration)
+            try:
                 outcome = await self._iteration()
+            finally:
+                structlog.contextvars.reset_contextvars(**tokens)
             if outcome is not None:
                 return outcome
 

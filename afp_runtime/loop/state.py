@@ -53,6 +53,10 @@ class RunState:
     """Whether ``digest`` was last extended with stubs applied (owner: receipt)."""
     schema_hashes: dict[str, str] = field(default_factory=dict)
     """Salted hashes of served tool schemas that do not vary (owner: receipt)."""
+    body_hashes: dict[str, str] = field(default_factory=dict)
+    """H(canonical body) by fingerprint, for the window's messages that were hashed in this
+    run, so a receipt's new entries and an omission hash each body once (owner: receipt and
+    every stage that appends fill it; window drops what it removes)."""
     base_counts: dict[str, int] = field(default_factory=dict)
     """Fingerprint counts of the base receipt's as-sent list (owner: receipt; seed sets the
     first; docs/served.md#receipt-fields)."""

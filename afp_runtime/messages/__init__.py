@@ -5,6 +5,7 @@ from afp_runtime.messages.canonical import (
     fingerprint,
     message_body,
     message_from_body,
+    salt,
     salted,
     sha256_hex,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "fingerprint",
     "message_body",
     "message_from_body",
+    "salt",
     "salted",
     "sha256_hex",
     "tool_result",

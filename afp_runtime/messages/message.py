@@ -20,7 +20,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _refuse_surrogates(field: str, text: str) -> None:
-    if _SURROGATE.search(text):
+    # ``isascii`` reads a flag of the string, so ASCII text skips the scan.
+    if not text.isascii() and _SURROGATE.search(text):
         raise InvalidValue(
             f"{field} holds a surrogate code point, which cannot be encoded as UTF-8",
             field=field,

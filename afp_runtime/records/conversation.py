@@ -41,6 +41,34 @@ class ListRef(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
                 ranges.append((pos, pos + 1))
         return cls(ranges=tuple(ranges))
 
+    def sliced(self, start: int, stop: int) -> ListRef:
+        """The list's entries ``[start, stop)`` (clamped like a slice of ``positions()``), in
+        O(ranges): ``ListRef.of_positions(self.positions()[start:stop])``."""
+        start, stop, _ = slice(start, stop).indices(len(self))
+        ranges: list[tuple[int, int]] = []
+        offset = 0
+        for first, end in self.ranges:
+            length = end - first
+            low, high = max(start - offset, 0), min(stop - offset, length)
+            if low < high:
+                ranges.append((first + low, first + high))
+            offset += length
+        return ListRef(ranges=tuple(ranges)).joined()
+
+    def joined(self, *others: ListRef) -> ListRef:
+        """This list followed by ``others``, adjacent ranges merged (as ``of_positions`` would,
+        in O(ranges))."""
+        ranges: list[tuple[int, int]] = []
+        for ref in (self, *others):
+            for first, end in ref.ranges:
+                if first == end:
+                    continue
+                if ranges and ranges[-1][1] == first:
+                    ranges[-1] = (ranges[-1][0], end)
+                else:
+                    ranges.append((first, end))
+        return ListRef(ranges=tuple(ranges))
+
     def extended(self, start: int, end: int) -> ListRef:
         """This list followed by items ``[start, end)``."""
         if start == end:

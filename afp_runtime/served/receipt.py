@@ -8,8 +8,10 @@ messages) while the window only grows
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
+from hashlib import sha256
 from typing import Any, Literal
 
 import msgspec
@@ -20,6 +22,7 @@ from afp_runtime.messages import (
     ToolSchema,
     canonical_json,
     message_body,
+    salt,
     salted,
 )
 
@@ -132,6 +135,13 @@ class _Entry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     key: str | None = None
 
 
+@functools.lru_cache(maxsize=4096)
+def _entry_json(role: str, fingerprint: str, key: str | None) -> bytes:
+    # Unsalted, so shared by every run: after a window change a run re-digests the entries of
+    # its whole window, and most of them were encoded at the previous call.
+    return canonical_json(_Entry(role=role, fingerprint=fingerprint, key=key))
+
+
 def start_digest(run_id: str) -> RunningDigest:
     """The digest of no entries: H('')."""
     return RunningDigest(count=0, digest=salted(run_id, b""))
@@ -141,16 +151,30 @@ def extend_digest(
     run_id: str, state: RunningDigest, messages: Sequence[Message], fingerprints: Sequence[str]
 ) -> RunningDigest:
     """Extend ``state`` with the entries of ``messages[state.count:]``."""
+    # ``salted`` inlined: after a window change this runs over the whole window.
+    prefix = salt(run_id)
     digest = state.digest
     for index in range(state.count, len(messages)):
         message = messages[index]
-        entry = _Entry(
-            role=message.role,
-            fingerprint=fingerprints[index],
-            key=message.tool_call_id if message.role == "tool" else None,
+        role = message.role
+        entry = _entry_json(
+            role, fingerprints[index], message.tool_call_id if role == "tool" else None
         )
-        digest = salted(run_id, (digest + "\x1f").encode("utf-8") + canonical_json(entry))
+        digest = sha256(prefix + digest.encode("utf-8") + b"\x1f" + entry).hexdigest()
     return RunningDigest(count=len(messages), digest=digest)
+
+
+def body_hash(
+    run_id: str, message: Message, fp: str, hashes: MutableMapping[str, str] | None = None
+) -> str:
+    """H(canonical body) of ``message``, whose fingerprint is ``fp``; ``hashes`` (fingerprint
+    to H, for this run) is consulted first and filled in, so a body is hashed once per run."""
+    if hashes is None:
+        return salted(run_id, message_body(message))
+    found = hashes.get(fp)
+    if found is None:
+        found = hashes[fp] = salted(run_id, message_body(message))
+    return found
 
 
 def new_entries(
@@ -158,6 +182,7 @@ def new_entries(
     sent: Sequence[Message],
     fingerprints: Sequence[str],
     base: Mapping[str, int],
+    hashes: MutableMapping[str, str] | None = None,
 ) -> tuple[NewEntry, ...]:
     """Entries of ``sent`` new since the base call
     (docs/architecture.md#decision-2-receipts-grow-with-new-messages-only,
@@ -165,7 +190,7 @@ def new_entries(
 
     An entry is new when its fingerprint occurs more often here than in the base call
     (``base`` counts the base call's fingerprints); of a fingerprint's occurrences, the surplus
-    is taken from the last ones.
+    is taken from the last ones. ``hashes`` is a cache of body hashes (see ``body_hash``).
     """
     surplus = Counter(fingerprints)
     surplus.subtract(base)
@@ -180,7 +205,7 @@ def new_entries(
         NewEntry(
             index=index,
             role=sent[index].role,
-            hash=salted(run_id, message_body(sent[index])),
+            hash=body_hash(run_id, sent[index], fingerprints[index], hashes),
             key=sent[index].tool_call_id if sent[index].role == "tool" else None,
         )
         for index in picked

@@ -267,25 +267,38 @@ async def run_batch(
             value=shown(max_concurrent),
         )
     outcomes: list[ToolOutcome | None] = [item.outcome for item in planned]
-    limiter = anyio.CapacityLimiter(max_concurrent)
-    finish_lock = anyio.Lock()
+    groups = _group_positions(planned)
+    # The limiter and the finish lock only matter where calls run alongside each other: a
+    # lone call (the common case) runs without them, saving their checkpoints.
+    concurrent_groups = any(len(group) > 1 for group in groups)
+    limiter = anyio.CapacityLimiter(max_concurrent) if concurrent_groups else None
+    finish_lock = anyio.Lock() if concurrent_groups else None
+
+    async def start_and_run(item: PlannedCall, position: int, concurrent: bool) -> ToolOutcome:
+        if prepare is not None:
+            item = prepare(item)
+        context = context_for(item)
+        if on_call_started is not None:
+            on_call_started(item, position, len(planned), concurrent)
+        return await _run_call(item, context, clock)
 
     async def run_one(position: int, concurrent: bool) -> None:
         item = planned[position]
+        if not concurrent:
+            outcomes[position] = outcome = await start_and_run(item, position, False)
+            if on_call_finished is not None:
+                await on_call_finished(outcome, position)
+            return
+        assert limiter is not None and finish_lock is not None
         async with limiter:
-            if prepare is not None:
-                item = prepare(item)
-            context = context_for(item)
-            if on_call_started is not None:
-                on_call_started(item, position, len(planned), concurrent)
-            outcome = await _run_call(item, context, clock)
+            outcome = await start_and_run(item, position, True)
         outcomes[position] = outcome
         if on_call_finished is not None:
             async with finish_lock:
                 await on_call_finished(outcome, position)
 
     asked = False
-    for group in _group_positions(planned):
+    for group in groups:
         if asked:
             for position in group:
                 call = planned[position].call

@@ -14,7 +14,7 @@ import msgspec
 
 from afp_runtime.errors import WindowStrategyError, shown
 from afp_runtime.messages import Message
-from afp_runtime.window.names import dropped_tool_names
+from afp_runtime.window.names import CallNames, dropped_tool_names
 from afp_runtime.window.plan import RemovalPlan
 from afp_runtime.window.refusals import Refusal
 from afp_runtime.window.texts import build_drop_notice, is_plain_identifier, printable_names
@@ -53,7 +53,7 @@ class DropOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 def fitting_notice(
     span: Sequence[Message],
-    history: Sequence[Message],
+    history: Sequence[Message] | CallNames,
     *,
     iteration: int,
     strategy: str,
@@ -109,7 +109,7 @@ def drop_oldest_span(visit: WindowVisit, keep: int, strategy_name: str) -> DropO
         )
     history = visit.history
     turns = visit.turns
-    chars_before = window_chars(history)
+    chars_before = visit.window_chars
     plan = visit.plan_removal(keep)
     if plan.span is None:
         return _unchanged(plan, plan.refusals, chars_before)
@@ -138,7 +138,7 @@ def drop_oldest_span(visit: WindowVisit, keep: int, strategy_name: str) -> DropO
         wire_needs_notice = new_head is None or new_head.role != "user"
         text = fitting_notice(
             span,
-            history,
+            visit.call_names,
             iteration=visit.iteration,
             strategy=strategy_name,
             kept=kept_request_at_head,
@@ -165,7 +165,10 @@ def drop_oldest_span(visit: WindowVisit, keep: int, strategy_name: str) -> DropO
         removed_stage_ids=facts.removed_stage_ids,
         evictions=facts.evictions,
         window_chars_before=chars_before,
-        window_chars_after=window_chars(window),
+        # Head and tail are kept as they are: only the span and the notice change the count.
+        window_chars_after=chars_before
+        - window_chars(span)
+        + (len(notice.content) if notice is not None else 0),
         notice=notice,
         plan=plan,
     )

@@ -28,6 +28,11 @@ def call_names(context: Iterable[Message]) -> dict[str, str]:
     return names
 
 
+def names_index(context: Iterable[Message] | CallNames) -> CallNames:
+    """``context`` as a ``call_names`` index (an index is taken as it is)."""
+    return context if isinstance(context, Mapping) else call_names(context)
+
+
 def tool_name_of(message: Message, context: Sequence[Message] | CallNames) -> str | None:
     """The tool a ``tool`` message answers for, or None when it cannot be named
     (docs/window.md#naming-a-tool-result).
@@ -42,8 +47,7 @@ def tool_name_of(message: Message, context: Sequence[Message] | CallNames) -> st
         return message.tool_name
     if not message.tool_call_id:
         return None
-    names = context if isinstance(context, Mapping) else call_names(context)
-    return names.get(message.tool_call_id) or None
+    return names_index(context).get(message.tool_call_id) or None
 
 
 def dropped_tool_names(
@@ -54,7 +58,6 @@ def dropped_tool_names(
 
     ``context`` defaults to the span itself. Unnameable results contribute nothing.
     """
-    source = span if context is None else context
-    index = source if isinstance(source, Mapping) else call_names(source)
+    index = names_index(span if context is None else context)
     names = (tool_name_of(message, index) for message in span)
     return tuple(dict.fromkeys(name for name in names if name is not None))

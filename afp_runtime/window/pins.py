@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from afp_runtime.messages import Message
-from afp_runtime.window.names import call_names, tool_name_of
+from afp_runtime.window.names import CallNames, names_index, tool_name_of
 from afp_runtime.window.observations import (
     LedgerFactPin,
     PinnedTurn,
@@ -29,7 +29,7 @@ def _beyond(position: int, after: int | None) -> bool:
 
 
 def tool_result_pins(
-    turns: Sequence[Turn], history: Sequence[Message], after: int | None
+    turns: Sequence[Turn], history: Sequence[Message] | CallNames, after: int | None
 ) -> tuple[ToolResultPin, ...]:
     """Last-tool-result pin candidates, newest first (docs/window.md#last-tool-result-pin).
 
@@ -38,7 +38,7 @@ def tool_result_pins(
     examined, so a new person turn releases the whole previous loop. Names come from
     ``tool_name_of`` with the whole window as context.
     """
-    names = call_names(history)
+    names = names_index(history)
     seen: set[str] = set()
     pins: list[ToolResultPin] = []
     for turn in reversed(turns):
@@ -69,7 +69,7 @@ def tool_result_pins(
 
 def ledger_fact_pins(
     turns: Sequence[Turn],
-    history: Sequence[Message],
+    history: Sequence[Message] | CallNames,
     turn_standing: Callable[[Turn], Standing | None],
     after: int | None,
 ) -> tuple[LedgerFactPin, ...]:
@@ -82,7 +82,7 @@ def ledger_fact_pins(
     no surviving id or no recoverable name is skipped. ``turn_standing`` is consulted only for
     turns that hold a surviving tool message (the outcome is the same; fewer calls).
     """
-    names = call_names(history)
+    names = names_index(history)
     pins: list[LedgerFactPin] = []
     for turn in reversed(turns):
         if not _beyond(turn.start + turn.length - 1, after):

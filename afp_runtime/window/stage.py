@@ -132,17 +132,18 @@ async def visit_window(
     """
     window_before = tuple(history)
     turns = segment(window_before)
+    names = call_names(window_before)
     anchor = current_request_index(window_before, said)
 
     limit = _recency_limit(keep_last_tool_results)
     stood_down = limit > 0 and pin_is_blocking(prior, RECENCY_PIN_REASONS)
-    recency = () if limit == 0 or stood_down else tool_result_pins(turns, window_before, anchor)
+    recency = () if limit == 0 or stood_down else tool_result_pins(turns, names, anchor)
 
     armed = fact_limit > 0 and turn_standing is not None
     facts_stood_down = armed and pin_is_blocking(prior, FACT_PIN_REASONS)
     facts: tuple[LedgerFactPin, ...] = ()
     if armed and not facts_stood_down and turn_standing is not None:
-        facts = ledger_fact_pins(turns, window_before, turn_standing, anchor)
+        facts = ledger_fact_pins(turns, names, turn_standing, anchor)
 
     guards = Guards(
         answered_call_ids=frozenset(
@@ -168,6 +169,7 @@ async def visit_window(
         origins=origins,
         turn_standing=turn_standing,
         turns=turns,
+        names=names,
     )
     try:
         result = await strategy.plan(visit)
@@ -182,7 +184,7 @@ async def visit_window(
 
     evicted = tuple(window_before[e.index] for e in result.evictions)
     stamps: dict[str, Any] = {}
-    dropped = dropped_tool_names(evicted, call_names(window_before))
+    dropped = dropped_tool_names(evicted, names)
     if dropped:
         stamps["dropped_observations"] = dropped
     observations: WindowObservations | msgspec.UnsetType = (

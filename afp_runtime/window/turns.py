@@ -45,6 +45,14 @@ def segment(history: Sequence[Message]) -> tuple[Turn, ...]:
     return tuple(turns) if history else ()
 
 
+def turn_count(history: Sequence[Message]) -> int:
+    """``len(segment(history))`` without building the turns: every non-tool message after the
+    first opens a turn."""
+    if not history:
+        return 0
+    return 1 + sum(1 for i in range(1, len(history)) if history[i].role != "tool")
+
+
 window_chars = chars
 """Code points of the messages' content, summed (never tokens): ``messages.chars``."""
 

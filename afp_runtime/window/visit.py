@@ -14,11 +14,12 @@ import msgspec
 
 from afp_runtime.messages import Message, ModelReply, ModelRequest, Usage
 from afp_runtime.window.folds import FoldedSpan
+from afp_runtime.window.names import CallNames, call_names
 from afp_runtime.window.observations import WindowObservations
 from afp_runtime.window.plan import Guards, RemovalPlan, plan_removal
 from afp_runtime.window.records import WindowRecord
 from afp_runtime.window.refusals import Standing
-from afp_runtime.window.turns import Turn, segment
+from afp_runtime.window.turns import Turn, segment, window_chars
 
 
 @runtime_checkable
@@ -120,6 +121,7 @@ class WindowVisit:
         turn_standing: a turn's standing, on armed agents only.
         turns: ``segment(history)`` when the caller already has it (the stage does), so a
             visit segments its window once.
+        names: ``call_names(history)`` when the caller already has it, likewise.
     """
 
     def __init__(
@@ -136,6 +138,7 @@ class WindowVisit:
         origins: Sequence[MessageOrigin],
         turn_standing: TurnStanding | None = None,
         turns: tuple[Turn, ...] | None = None,
+        names: CallNames | None = None,
     ) -> None:
         self.history: tuple[Message, ...] = tuple(history)
         self.turns: tuple[Turn, ...] = turns if turns is not None else segment(self.history)
@@ -148,6 +151,8 @@ class WindowVisit:
         self._now_ms = now_ms
         self._guards = guards
         self._origins = tuple(origins)
+        self._names = names
+        self._chars: int | None = None
         # The latest plan a strategy obtained: result validation holds removals to its span.
         self.latest_plan: RemovalPlan | None = None
         # The pin blocks the stage files (docs/window.md#what-a-visit-offers): a later plan replaces
@@ -158,6 +163,20 @@ class WindowVisit:
     def now(self) -> int:
         """The visit instant, epoch milliseconds."""
         return self._now_ms
+
+    @property
+    def call_names(self) -> CallNames:
+        """The ``call_names`` index of the pre-change window, built once per visit."""
+        if self._names is None:
+            self._names = call_names(self.history)
+        return self._names
+
+    @property
+    def window_chars(self) -> int:
+        """Chars of the pre-change window (``window_chars(history)``), counted once per visit."""
+        if self._chars is None:
+            self._chars = window_chars(self.history)
+        return self._chars
 
     def plan_removal(
         self, keep: int, is_existing_summary: Callable[[Turn], bool] | None = None

@@ -32,8 +32,9 @@ beside it. WAL is not counted, on either backend once checkpointed.
 Per N it prints JSON per contender: iterations per second, median and p99 step latency (the
 time between consecutive iteration ends; a turn's first iteration includes posting the person
 message), bytes on disk after close, peak RSS of the child, and the ratios afp/LangGraph and
-afp/ceiling. Repetitions alternate the order of the contenders (A/B, then B/A) and report the
-median of each figure.
+afp/ceiling, with ``its10kOver1k`` (and ``its100kOver1k`` when 100,000 is among the sizes) for
+the sliding-window agent. Repetitions alternate the order of the contenders (A/B, then B/A)
+and report the median of each figure.
 
     .venv/bin/python scripts/bench/compare.py [--iterations 100 1000 10000]
         [--langgraph-max 1000] [--full-history-max 1000] [--repeats 1] [--once-above N]
@@ -519,6 +520,13 @@ def compare_ratios(results: list[dict[str, Any]]) -> dict[str, Any]:
         fig(10_000, "afp-sliding", "iterationsPerSecond"),
         fig(1_000, "afp-sliding", "iterationsPerSecond"),
     )
+    if 100_000 in by_n:
+        # Flat to 100k (``--iterations 1000 100000 --contenders afp-sliding``, minutes): the work
+        # of an iteration must not grow with the iterations behind it.
+        out["its100kOver1k"] = ratio(
+            fig(100_000, "afp-sliding", "iterationsPerSecond"),
+            fig(1_000, "afp-sliding", "iterationsPerSecond"),
+        )
     out["bytesGrowth10kOver1k"] = ratio(
         fig(10_000, "afp-sliding", "bytesOnDisk"), fig(1_000, "afp-sliding", "bytesOnDisk")
     )

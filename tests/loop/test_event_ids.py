@@ -41,3 +41,38 @@ async def test_event_stage_ids_are_the_commit_logs(tmp_path: Path) -> None:
     assert stamped
     for event in stamped:
         assert event.runtime_stage_id in logged, (event.type, event.runtime_stage_id, logged)
+
+
+async def _turn_two_ids(path: Path, *, listen_from_start: bool) -> list[tuple[int, str]]:
+    """Event ids and types of a second turn, with the sink added before the first or only
+    after it."""
+    from afp_runtime.loop import AgentDriver, Emitter, EventRecorder, SequentialIds
+    from afp_runtime.testing import FakeClock
+
+    recorder = EventRecorder()
+    emitter = Emitter([recorder] if listen_from_start else [])
+    script = [tool_reply(call("c1", "lookup", order_id="7")), answer("It shipped.")] * 2
+    clock = FakeClock()
+    store = await SqliteStore.open(path)
+    try:
+        agent = afp.Agent("desk", afp.ScriptedModel(script), tools=[lookup])
+        driver = AgentDriver(store, agent, clock=clock, ids=SequentialIds(), emitter=emitter)
+        await driver.post("first")
+        await driver.work()
+        first = len(recorder.events)
+        if not listen_from_start:
+            emitter.add(recorder)
+        await driver.post("second")
+        await driver.work()
+    finally:
+        await store.aclose()
+    return [(e.id, e.type) for e in recorder.events[first:]]
+
+
+async def test_events_nobody_receives_still_take_their_ids(tmp_path: Path) -> None:
+    """A sink added after a turn that nobody listened to gets the ids it would have had from
+    the start: unreceived events are numbered, not built."""
+    late = await _turn_two_ids(tmp_path / "late.db", listen_from_start=False)
+    early = await _turn_two_ids(tmp_path / "early.db", listen_from_start=True)
+    assert late and late == early
+    assert late[0][0] > 1

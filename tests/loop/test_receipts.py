@@ -94,3 +94,37 @@ async def test_incremental_entries_equal_the_full_computation(harness: Harness) 
         base = {}
         for fp in fps:
             base[fp] = base.get(fp, 0) + 1
+
+
+async def test_receipts_under_rebases_equal_the_full_computation(harness: Harness) -> None:
+    """Under a sliding window that drops a turn at every call, each receipt's running digest,
+    new entries and omitted hashes (computed from cached hashes) are the from-scratch ones."""
+    from afp_runtime.messages import fingerprint
+    from afp_runtime.served import extend_digest, new_entries, start_digest
+
+    script = [tool_reply(call(f"r{i}", "alpha_tool")) for i in range(8)] + [answer("done")]
+    driver = harness.driver(script, window=sliding_window(keep_recent_turns=2), max_iterations=20)
+    await driver.post("go")
+    [outcome] = await harness.work(driver)
+    run_id = outcome.run_id
+    found = await receipts(harness, run_id)
+    base: dict[str, int] = {}
+    before: list[Any] = []
+    omissions = 0
+    for request, receipt in zip(harness.model.requests, found, strict=True):
+        sent = list(request.messages)
+        fps = [fingerprint(m) for m in sent]
+        whole = extend_digest(run_id, start_digest(run_id), sent, fps)
+        assert receipt["messages"]["digest"] == whole.digest
+        expected = new_entries(run_id, sent, fps, base)
+        got = [(e["index"], e["hash"]) for e in receipt["messages"]["newEntries"]]
+        assert got == [(e.index, e.hash) for e in expected]
+        gone = [m for m in before if fingerprint(m) not in set(fps)]
+        hashes = receipt.get("omittedForAttention", {}).get("hashes", [])
+        assert hashes == [salted(run_id, message_body(m)) for m in gone]
+        omissions += len(hashes)
+        base = {}
+        for fp in fps:
+            base[fp] = base.get(fp, 0) + 1
+        before = sent
+    assert omissions > 0

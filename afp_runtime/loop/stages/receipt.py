@@ -82,12 +82,14 @@ async def receipt(
         # The base is this run's previous call and the window only grew since: the new
         # entries are exactly the appended ones (O(new), not O(window)).
         appended = sent_fps[previous:]
-        entries = new_entries(run.run_id, sent[previous:], appended, {})
+        entries = new_entries(run.run_id, sent[previous:], appended, {}, run.state.body_hashes)
         entries = tuple(msgspec.structs.replace(e, index=e.index + previous) for e in entries)
         for fp in appended:
             run.state.base_counts[fp] = run.state.base_counts.get(fp, 0) + 1
     else:
-        entries = new_entries(run.run_id, sent, sent_fps, run.state.base_counts)
+        entries = new_entries(
+            run.run_id, sent, sent_fps, run.state.base_counts, run.state.body_hashes
+        )
         run.state.base_counts = dict(Counter(sent_fps))
     run.state.base_is_prefix = not substitutions
     agent_call = run.state.conv.model_calls + 1

@@ -18,7 +18,7 @@ import msgspec
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import CompactionUnmeasurableError, WindowStrategyError
 from afp_runtime.loop.folded import stored_span
-from afp_runtime.messages import Message, fingerprint, message_body, salted
+from afp_runtime.messages import Message
 from afp_runtime.records import (
     MAX_RANGES,
     Item,
@@ -29,7 +29,7 @@ from afp_runtime.records import (
     Write,
     runtime_stage_id,
 )
-from afp_runtime.served import start_digest
+from afp_runtime.served import body_hash, start_digest
 from afp_runtime.window import (
     MessageOrigin,
     PriorVisit,
@@ -131,25 +131,30 @@ def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item],
     def tail(values: list[T]) -> list[T]:
         return values[len(values) - rebase.kept_tail_count :] if rebase.kept_tail_count else []
 
-    positions = run.state.conv.history.positions()
-    head, head_fps = positions[: rebase.head_count], run.state.fps[: rebase.head_count]
+    history = run.state.conv.history
+    size = len(run.state.fps)
+    head_fps = run.state.fps[: rebase.head_count]
     head_origins = run.state.origins[: rebase.head_count]
     items: list[Item] = []
     next_pos = run.state.conv.next_pos
-    inserted: list[int] = []
+    inserted = ListRef()
     inserted_fps: list[str] = []
     inserted_origins: list[MessageOrigin] = []
     if len(window) > rebase.head_count + rebase.kept_tail_count:
         message = window[rebase.head_count]
-        fp = fingerprint(message)
+        fp = run.fingerprint_new(message)
         items.append(Item(pos=next_pos, fingerprint=fp, message=message))
-        inserted, inserted_fps = [next_pos], [fp]
+        inserted, inserted_fps = ListRef(ranges=((next_pos, next_pos + 1),)), [fp]
         born = rebase.inserted_at_ms if rebase.inserted_at_ms is not msgspec.UNSET else now
         stage_id = runtime_stage_id(run.stage, run.seq)
         inserted_origins = [MessageOrigin(stage_id=stage_id, born_at_ms=born)]
         next_pos += 1
     fps = head_fps + inserted_fps + tail(run.state.fps)
-    ref = ListRef.of_positions(head + inserted + tail(positions))
+    # By ranges, not positions: O(ranges), however long the window.
+    kept_tail = (
+        history.sliced(size - rebase.kept_tail_count, size) if rebase.kept_tail_count else ListRef()
+    )
+    ref = history.sliced(0, rebase.head_count).joined(inserted, kept_tail)
     if len(ref.ranges) > MAX_RANGES:
         # Compact: the window's references are appended again as one contiguous range, so a
         # list never needs more than a few ranges to read (bodies are shared, not copied).
@@ -172,6 +177,7 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
     """Commit the visit; returns the salted hashes of the messages it removed."""
     record = outcome.record
     before = list(run.state.history)
+    before_fps = run.state.fps
     writes: list[Write] = []
     items: list[Item] = []
     folded: list[StoredFoldedSpan] = []
@@ -179,13 +185,15 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
     if outcome.window is not msgspec.UNSET:
         rebase = outcome.rebase
         assert rebase is not msgspec.UNSET
-        omitted = tuple(
-            salted(run.run_id, message_body(m))
-            for m in before[rebase.head_count : len(before) - rebase.kept_tail_count]
-        )
-        positions = run.state.conv.history.positions()
-        removed = ListRef.of_positions(
-            positions[rebase.head_count : len(positions) - rebase.kept_tail_count]
+        gone = range(rebase.head_count, len(before) - rebase.kept_tail_count)
+        hashes = run.state.body_hashes
+        omitted = tuple(body_hash(run.run_id, before[i], before_fps[i], hashes) for i in gone)
+        for i in gone:
+            # What left the window is not sent again: its hash is not kept (a copy still in
+            # the window is hashed again if it is ever needed).
+            hashes.pop(before_fps[i], None)
+        removed = run.state.conv.history.sliced(
+            rebase.head_count, len(before) - rebase.kept_tail_count
         )
         items, ref = _new_history(run, outcome, now)
         writes.append(Write(key="history", verb="set", value=ref))
@@ -217,11 +225,11 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
             folded=folded,
         )
     )
-    _emit_visit(run, outcome, before)
+    _emit_visit(run, outcome, before_fps)
     return omitted
 
 
-def _emit_visit(run: Run, outcome: VisitOutcome, before: Sequence[Message]) -> None:
+def _emit_visit(run: Run, outcome: VisitOutcome, before_fps: Sequence[str]) -> None:
     record = outcome.record
     strategy = run.d.window
     assert strategy is not None
@@ -239,7 +247,7 @@ def _emit_visit(run: Run, outcome: VisitOutcome, before: Sequence[Message]) -> N
             "window.evicted",
             {
                 "slot": "messages",
-                "fingerprint": fingerprint(before[eviction.index]),
+                "fingerprint": before_fps[eviction.index],
                 "index": eviction.index,
                 "reason": "budget",
                 "survivalMs": eviction.survival_ms,

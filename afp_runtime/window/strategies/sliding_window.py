@@ -12,7 +12,7 @@ import msgspec
 from afp_runtime.window.drop import drop_oldest_span
 from afp_runtime.window.records import SlidingWindowRecord
 from afp_runtime.window.strategies import _options
-from afp_runtime.window.turns import segment
+from afp_runtime.window.turns import turn_count
 from afp_runtime.window.visit import Billing, WindowResult, WindowVisit
 
 NAME = "sliding-window"
@@ -47,7 +47,7 @@ class SlidingWindow:
         outcome = drop_oldest_span(visit, self.keep_recent_turns, NAME)
         window = outcome.window
         # A notice is its own turn; with nothing removed the count is unchanged.
-        turns_after = turns_before if window is msgspec.UNSET else len(segment(window))
+        turns_after = turns_before if window is msgspec.UNSET else turn_count(window)
         record = SlidingWindowRecord(
             iteration=visit.iteration,
             keep_recent_turns=self.keep_recent_turns,
