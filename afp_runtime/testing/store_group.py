@@ -1,4 +1,4 @@
-"""The conformance contracts of concurrent commits (docs/store.md#group-commit): the commits
+"""The conformance contracts of concurrent commits (docs/storage.md#group-commit): the commits
 of many agents at once may share one database transaction, but each is still its own, whole
 or not at all. Part of ``store_conformance.CONTRACTS``.
 """

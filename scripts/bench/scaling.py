@@ -23,7 +23,7 @@
   from the first post to the last iteration, with host start-up and posting timed apart. One
   agent alone runs as many iterations the same way (a thousand turns, each posted once the last
   was answered); ``agentsAggregateOverOne`` is the 1,000 agents' aggregate over its rate
-  (docs/store.md#group-commit).
+  (docs/storage.md#group-commit).
 
 Every part runs in a child process (peak RSS is that child's alone) and prints JSON.
 

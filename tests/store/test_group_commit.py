@@ -1,4 +1,4 @@
-"""Group commit on the SQLite store (docs/store.md#group-commit): concurrent commits share
+"""Group commit on the SQLite store (docs/storage.md#group-commit): concurrent commits share
 database transactions, as the store's transaction counters show, and each stays its own.
 
 The backend-neutral side (every txn whole or absent, a failure its caller's alone) is in the

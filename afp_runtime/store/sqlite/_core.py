@@ -2,7 +2,7 @@
 
 One writer connection per process, behind an anyio lock; the ``Txn``s of concurrent writers
 share one short transaction, each in a savepoint of its own (``_write``,
-docs/store.md#group-commit), ``synchronous=NORMAL`` unless a member precedes an effect leaving
+docs/storage.md#group-commit), ``synchronous=NORMAL`` unless a member precedes an effect leaving
 the process (``synchronous=FULL``,
 docs/architecture.md#decision-1-sync-durability-commits-at-effect-boundaries). Every sqlite3
 error becomes a ``StoreError``. The concerns of the store (``conversations``, ``inbox``,
@@ -237,7 +237,7 @@ class SqliteCore:
 
     async def _write(self, work: Callable[[sqlite3.Connection], T], *, full: bool = False) -> T:
         """Run ``work`` in a transaction on the connection's own thread, together with whatever
-        other writers queued meanwhile (docs/store.md#group-commit): one hop from the event loop
+        other writers queued meanwhile (docs/storage.md#group-commit): one hop from the event loop
         and one COMMIT for the group, at ``synchronous=FULL`` when any member asked for it. Its
         own failure rolls back only its own savepoint. Shielded from enqueueing on: once queued
         it completes or rolls back, never half-way.

@@ -1,5 +1,5 @@
 """Group commit: the ``Txn`` writes of many waiters in one SQLite transaction
-(docs/store.md#group-commit).
+(docs/storage.md#group-commit).
 
 ``write_group`` runs on the connection's own thread, in one hop: ``BEGIN IMMEDIATE``, each
 member's work inside its own ``SAVEPOINT`` (a member that fails is rolled back to it and keeps
