@@ -650,7 +650,8 @@ async def test_runs_bundles_and_agents_summaries(store: Store) -> None:
 # -- contracts: cancellation --------------------------------------------------------------------
 
 
-async def _cancel_after(scope: anyio.CancelScope, checkpoints: int) -> None:
+async def cancel_after(scope: anyio.CancelScope, checkpoints: int) -> None:
+    """Cancel ``scope`` after ``checkpoints`` checkpoints of the calling task."""
     for _ in range(checkpoints):
         await anyio.lowlevel.checkpoint()
     scope.cancel()
@@ -691,7 +692,7 @@ async def test_cancelled_commit_is_all_or_nothing(store: Store, backend: Backend
         )
         with anyio.CancelScope() as scope:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_cancel_after, scope, checkpoints)
+                tg.start_soon(cancel_after, scope, checkpoints)
                 await store.commit(txn)
 
         parts = await _committed_parts(store, agent_id, run_id, pos)
@@ -1040,11 +1041,13 @@ async def test_an_unfenced_store_and_the_inbox_are_not_fenced(
 
 
 def _collect() -> tuple[Contract, ...]:
-    # The MovingStore contracts live in a module of their own, which uses the helpers above.
+    # The MovingStore and group-commit contracts live in modules of their own, which use the
+    # helpers above.
     moving = importlib.import_module("afp_runtime.testing.store_moving")
+    group = importlib.import_module("afp_runtime.testing.store_group")
     return tuple(
         value
-        for module in (globals(), vars(moving))
+        for module in (globals(), vars(moving), vars(group))
         for name, value in module.items()
         if name.startswith("test_") and inspect.iscoroutinefunction(value)
     )

@@ -20,7 +20,10 @@
   in a process of its own; RSS, throughput and bytes on disk are sampled twenty times.
 * ``agents``: one ``Host`` runs 1,000 standing agents on one file; each gets one person message
   (a turn of ten iterations in full mode, two in quick mode); aggregate iterations per second
-  from the first post to the last iteration, with host start-up and posting timed apart.
+  from the first post to the last iteration, with host start-up and posting timed apart. One
+  agent alone runs as many iterations the same way (a thousand turns, each posted once the last
+  was answered); ``agentsAggregateOverOne`` is the 1,000 agents' aggregate over its rate
+  (docs/storage.md#group-commit).
 
 Every part runs in a child process (peak RSS is that child's alone) and prints JSON.
 
@@ -373,12 +376,14 @@ async def rss_run(
 
 
 async def agents_run(
-    folder: Path, agents: int, per_turn: int, postgres: bool = False
+    folder: Path, agents: int, per_turn: int, turns: int = 1, postgres: bool = False
 ) -> dict[str, Any]:
+    """``turns`` messages to each agent, the next one posted once every agent answered the
+    last (one agent alone is measured with as many turns as the host has agents, so both runs
+    close the same number of iterations)."""
     db = folder / "agents.db"
     clock = SystemClock()
-    expected = agents * per_turn
-    marks = CountedMarks(expected)
+    marks = CountedMarks(agents * per_turn)
     definitions = [bench_agent(f"agent-{i:04d}", per_turn=per_turn) for i in range(agents)]
     baseline = rss_mb()
     sizes = StoreBytes(db, _child_url(postgres))
@@ -389,11 +394,15 @@ async def agents_run(
             store, definitions, clock=clock, ids=TimeOrderedIds(clock.now_ms), hooks=marks
         ) as host:
             started = time.perf_counter()
-            for definition in definitions:
-                await host.post(definition.agent_id, "check the data files, please")
-            posted = time.perf_counter()
-            with anyio.fail_after(3_600):
-                await marks.all_done.wait()
+            posting = 0.0
+            for turn in range(1, turns + 1):
+                marks.expected, marks.all_done = turn * agents * per_turn, anyio.Event()
+                before = time.perf_counter()
+                for definition in definitions:
+                    await host.post(definition.agent_id, "check the data files, please")
+                posting += time.perf_counter() - before
+                with anyio.fail_after(3_600):
+                    await marks.all_done.wait()
             finished = marks.marks[-1]
             max_active = host.max_active_turns
             poll = host.poll_interval_s
@@ -403,12 +412,13 @@ async def agents_run(
     run_seconds = finished - started
     return {
         "agents": agents,
-        "iterationsPerAgent": per_turn,
+        "turnsPerAgent": turns,
+        "iterationsPerAgent": per_turn * turns,
         "iterations": len(marks.marks),
         "maxActiveTurns": max_active,
         "pollIntervalS": poll,
         "hostStartSeconds": round(started - start, 2),
-        "postSeconds": round(posted - started, 2),
+        "postSeconds": round(posting, 2),
         "runSeconds": round(run_seconds, 2),
         "aggregateIterationsPerSecond": round(len(marks.marks) / run_seconds, 1),
         "rssBaselineMb": baseline,
@@ -430,7 +440,7 @@ async def child(args: argparse.Namespace) -> dict[str, Any]:
     elif args.child == "rss":
         result = await rss_run(args.dir, args.iterations, args.samples, args.postgres)
     elif args.child == "agents":
-        result = await agents_run(args.dir, args.agents, args.per_turn, args.postgres)
+        result = await agents_run(args.dir, args.agents, args.per_turn, args.turns, args.postgres)
     else:
         raise SystemExit(f"unknown part {args.child!r}")
     return {**result, "peakRssMb": peak_rss_mb()}
@@ -512,8 +522,20 @@ def parent(args: argparse.Namespace) -> dict[str, Any]:
             ["--child", "agents", "--agents", "1000", "--per-turn", str(per_turn)],
             server=server,
         )
+        [one] = _in_folder(
+            "one-agent",
+            ["--child", "agents", "--agents", "1", "--per-turn", str(per_turn), "--turns", "1000"],
+            server=server,
+        )
         out["agents"] = agents
-        _log(f"1,000 agents: {agents['aggregateIterationsPerSecond']} it/s")
+        out["oneAgent"] = one
+        ratios["agentsAggregateOverOne"] = ratio(
+            agents["aggregateIterationsPerSecond"], one["aggregateIterationsPerSecond"]
+        )
+        _log(
+            f"1,000 agents: {agents['aggregateIterationsPerSecond']} it/s; one agent alone: "
+            f"{one['aggregateIterationsPerSecond']} it/s"
+        )
     out["ratios"] = ratios
     return out
 
@@ -539,6 +561,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=20, help=argparse.SUPPRESS)
     parser.add_argument("--agents", type=int, default=1_000, help=argparse.SUPPRESS)
     parser.add_argument("--per-turn", type=int, default=ITERATIONS_PER_TURN, help=argparse.SUPPRESS)
+    parser.add_argument("--turns", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.db = _pg.checked_server(args.db)
     result = anyio.run(child, args) if args.child else parent(args)

@@ -1,8 +1,9 @@
 """The connection under the SQLite store: opening, migrations, transactions, reads.
 
-One writer connection per process, behind an anyio lock; each ``Txn`` is one short transaction,
-``synchronous=NORMAL`` unless the transaction precedes an effect leaving the process
-(``synchronous=FULL``,
+One writer connection per process, behind an anyio lock; the ``Txn``s of concurrent writers
+share one short transaction, each in a savepoint of its own (``_write``,
+docs/storage.md#group-commit), ``synchronous=NORMAL`` unless a member precedes an effect leaving
+the process (``synchronous=FULL``,
 docs/architecture.md#decision-1-sync-durability-commits-at-effect-boundaries). Every sqlite3
 error becomes a ``StoreError``. The concerns of the store (``conversations``, ``inbox``,
 ``questions``, ``runs``, ``leases``, ``health``) are mixins over this class;
@@ -23,7 +24,7 @@ import anyio
 
 from afp_runtime.errors import SchemaTooNew, StoreDamaged, StoreError, StoreUnavailable
 from afp_runtime.store.rows import encoder, map_decoder
-from afp_runtime.store.sqlite import writes
+from afp_runtime.store.sqlite import group, writes
 from afp_runtime.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["SqliteCore", "chunks", "encoder", "map_decoder", "rows_of"]
@@ -33,6 +34,8 @@ Core = TypeVar("Core", bound="SqliteCore")
 
 BUSY_TIMEOUT_MS = 5_000
 _CHUNK = 500  # ids per statement, well under SQLite's bound on parameters
+# Txns per group commit: a bound on how long one group holds the connection (and its reads).
+_GROUP = 64
 
 
 def chunks(ids: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -54,6 +57,7 @@ class SqliteCore:
         self._read_only = read_only
         self._lock = anyio.Lock()
         self._ids = writes.RowIds()
+        self._queue: list[group.Member] = []  # writers waiting for the next group commit
         self._synchronous: str | None = None
         self.transactions = 0
         self._closed = False
@@ -232,34 +236,59 @@ class SqliteCore:
             self.full_transactions += int(full)
 
     async def _write(self, work: Callable[[sqlite3.Connection], T], *, full: bool = False) -> T:
-        """Run ``work`` in one transaction on the connection's own thread: a single hop from
-        the event loop, however many statements it holds. Shielded: once begun it completes
-        or rolls back, never half-way."""
+        """Run ``work`` in a transaction on the connection's own thread, together with whatever
+        other writers queued meanwhile (docs/storage.md#group-commit): one hop from the event loop
+        and one COMMIT for the group, at ``synchronous=FULL`` when any member asked for it. Its
+        own failure rolls back only its own savepoint. Shielded from enqueueing on: once queued
+        it completes or rolls back, never half-way.
+
+        Waiters queue in ``_queue`` and then on the lock; whoever gets the lock with its own
+        work still queued writes everything queued (up to ``_GROUP``) as one group, so what
+        coalesces is what arrived while the previous group was being written; a lone writer
+        waits for nothing.
+        """
         if self._read_only:
             raise StoreError("this store was opened read-only")
+        member = group.Member(work, full)
+        with anyio.CancelScope(shield=True):
+            self._queue.append(member)
+            async with self._lock:
+                if not member.done:
+                    await self._write_group()
+        if member.error is not None:
+            raise member.error
+        result: T = member.result
+        return result
+
+    async def _write_group(self) -> None:
+        members = self._queue[:_GROUP]
+        del self._queue[:_GROUP]
+        full = any(member.full for member in members)
         level = "FULL" if full else "NORMAL"
 
-        def run(conn: sqlite3.Connection) -> T:
+        def run(conn: sqlite3.Connection) -> None:
             if self._synchronous != level:
                 conn.execute(f"PRAGMA synchronous={level}")
                 self._synchronous = level
-            return writes.in_transaction(conn, work)
+            group.write_group(conn, members, self._ids)
 
-        with anyio.CancelScope(shield=True):
-            async with self._lock:
-                try:
-                    # aiosqlite runs queued functions on its connection thread, in order.
-                    result: T = await self._conn._execute(run, self._conn._conn)
-                except BaseException as exc:
-                    # Rowids cached inside the rolled-back transaction may name rows that
-                    # never were.
-                    self._ids.clear()
-                    if isinstance(exc, sqlite3.Error):
-                        raise StoreError(f"a store transaction failed: {exc}") from exc
-                    raise
-                self.transactions += 1
-                self.full_transactions += int(full)
-        return result
+        try:
+            # aiosqlite runs queued functions on its connection thread, in order: reads on this
+            # connection run before or after the group, never inside it.
+            await self._conn._execute(run, self._conn._conn)
+        except BaseException as exc:
+            # Rowids cached inside the rolled-back transaction may name rows that never were.
+            self._ids.clear()
+            for member in members:
+                member.error = group.own_error(exc)
+                member.done = True
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for member in members:
+            member.done = True
+        self.transactions += 1
+        self.full_transactions += int(full)
 
     async def _fetch(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
         try:

@@ -1,29 +1,28 @@
 """The write side of a ``Txn``, as plain synchronous code on a ``sqlite3.Connection``.
 
 The store runs ``write_txn`` on its connection's own thread in one hop: BEGIN, every insert and
-update, COMMIT (or ROLLBACK) without returning to the event loop in between. A transaction
+update, COMMIT (or ROLLBACK) without returning to the event loop in between; concurrent waiters'
+``Txn``s share that transaction, each in a savepoint (``group.write_group``). A transaction
 used to cost a thread round trip per statement; now it costs one (issue 8: commits are the
 loop's hot path, several per iteration under ``sync`` durability).
 """
 
 from __future__ import annotations
 
-import contextlib
+import itertools
 import sqlite3
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
-from afp_runtime.errors import StoreError, StoreUnavailable
+from afp_runtime.errors import StoreError
 from afp_runtime.messages import message_body
 from afp_runtime.records import Item, JournalRow, Txn, crashed_at_ms
 from afp_runtime.store import rows as common
 from afp_runtime.store.rows import NOT_DISPATCHED, TURN_CLOSED, fp_key
 
-__all__ = ["NOT_DISPATCHED", "RowIds", "check_fence", "fp_key", "in_transaction", "write_txn"]
-
-T = TypeVar("T")
+__all__ = ["NOT_DISPATCHED", "RowIds", "check_fence", "fp_key", "write_txn"]
 
 _encoder = msgspec.msgpack.Encoder()
 
@@ -39,6 +38,17 @@ class RowIds:
         self.agents.clear()
         self.runs.clear()
 
+    def mark(self) -> tuple[int, int]:
+        """How many rowids are cached now (``undo`` forgets the ones cached after)."""
+        return len(self.agents), len(self.runs)
+
+    def undo(self, mark: tuple[int, int]) -> None:
+        """Forget the rowids cached since ``mark`` (dicts keep insertion order, and an id is
+        only ever added, never replaced): they came from a rolled-back savepoint."""
+        for cache, kept in zip((self.agents, self.runs), mark, strict=True):
+            for text_id in list(itertools.islice(reversed(cache), len(cache) - kept)):
+                del cache[text_id]
+
     def rowid(self, conn: sqlite3.Connection, table: str, text_id: str) -> int:
         """The rowid of the agent (``table="agent"``) or run of ``text_id``, cached."""
         cache = self.agents if table == "agent" else self.runs
@@ -50,28 +60,6 @@ class RowIds:
                 raise StoreError(f"no {table} {text_id!r} in the store", **{f"{table}_id": text_id})
             rowid = cache[text_id] = int(found[0])
         return rowid
-
-
-def in_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
-    """``work`` inside one ``BEGIN IMMEDIATE`` transaction, rolled back whole when anything
-    fails.
-
-    Raises:
-        StoreUnavailable: the transaction could not start (the file is locked or unwritable).
-    """
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.Error as exc:
-        raise StoreUnavailable(f"cannot start a transaction: {exc}") from exc
-    try:
-        result = work(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        # If ROLLBACK fails the transaction is gone already; nothing was committed.
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise
-    return result
 
 
 def check_fence(conn: sqlite3.Connection, agent_id: str, host_id: str, epoch: int) -> None:
