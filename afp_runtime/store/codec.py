@@ -1,0 +1,222 @@
+"""The compact stored form of a bundle's writes (docs/storage.md#compact-bundle-writes), used by
+both backends.
+
+A bundle's writes are MessagePack of their wire form. Stored that way, a receipt spends most of
+its bytes on 64-character hex digests and camelCase map keys, and a window record on one
+``{reason, turnIndex, messageIndex}`` map per kept turn. The compact form is the same value tree
+with:
+
+* map keys and strings of the runtime's fixed vocabulary (``WORDS``) as one-byte codes;
+* 64-character lowercase hex strings (digests) as their 32 bytes;
+* ``<prefix><uuid>`` strings (run ids) as the prefix and the uuid's 16 bytes;
+* a list of two or more maps with the same keys in the same order as one table, a column whose
+  values are all one value once, a column of ints rising by steps under 256 as its first value
+  and the steps.
+
+It expands on read to exactly the tree ``msgspec`` decodes from the plain form, so what a reader
+gets back does not depend on which form a row holds. A compact blob starts with ``MARKER``: a
+byte no MessagePack value starts with, so plain rows (older databases, and trees the compact
+form cannot hold) read as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import operator
+from typing import Any
+
+import msgspec
+
+MARKER = b"\xc1\x01"
+"""Starts a compact blob: 0xC1 is never used by MessagePack, then the form's version."""
+
+# The vocabulary, by code: append only, never reorder or remove (stored rows name codes). At
+# most 128 words, so every code is a one-byte MessagePack int.
+WORDS: tuple[str, ...] = (
+    # a write, its verbs and the keys stages write
+    "key", "verb", "value", "set", "append", "delete",
+    "runId", "agentId", "turn", "runKind", "recoveredFrom", "userMessage", "history",
+    "iteration", "maxIterations", "model", "provider", "definition", "runUsage", "foldedSpans",
+    "findingsLedger", "wrapUpAsked", "stoppedEarly", "reply", "callFailure", "systemPieces",
+    "servedTools", "requestOnly", "finalAnswer", "ignoredToolCalls", "toolResults",
+    "compactions", "receipt", "ranges", "spans",
+    # receipts (docs/served.md#receipt-fields)
+    "version", "basis", "epoch", "agentCall", "callRuntimeStageId", "system", "hash", "chars",
+    "pieces", "slot", "source", "messages", "count", "digest", "newEntries", "index", "role",
+    "reason", "tools", "names", "schemaHashes", "forced", "withheld", "params",
+    "omittedForAttention", "hashes", "wire", "bytes", "encoder", "settings", "deterministic",
+    # window records (docs/window.md#record-schemas)
+    "strategy", "keepRecentTurns", "removedStageIds", "removedMessageCount",
+    "windowCharsBefore", "windowCharsAfter", "turnsBefore", "turnsAfter", "refusals",
+    "turnIndex", "messageIndex", "droppedObservations", "observations", "ledgerFacts",
+    "droppedStandings", "pinned", "yielded", "limit", "standDown", "toolName", "toolCallId",
+    "standing", "measuredTokens", "thresholdTokens", "overBudget", "summaryChars",
+    "summarizerTokens", "summarizerSkipped", "sliding-window", "token-budget",
+    "summarize-oldest", "current-request", "system-envelope", "paused-tool",
+    "pending-check-in", "unresolved-tool-call", "last-tool-result", "ledger-fact",
+    "inside-keep-window", "only-existing-summary", "summarizer-failed",
+    "replacement-not-smaller",
+    # replies, tool results, usage, roles
+    "content", "toolCalls", "id", "name", "args", "usage", "input", "output", "status",
+    "resultChars", "durationMs", "ok", "user", "assistant", "tool",
+)  # fmt: skip
+
+_CODES: dict[str, int] = {word: code for code, word in enumerate(WORDS)}
+
+_NAMES: dict[int, str] = dict(enumerate(WORDS))
+
+# ext types
+_WORD, _DIGEST, _UUID, _TABLE, _SAME, _STEPS, _MAP = 1, 2, 3, 4, 5, 6, 7
+_WORD_EXTS = {word: msgspec.msgpack.Ext(_WORD, bytes((code,))) for word, code in _CODES.items()}
+_SCALARS = (str, int, bool, type(None))  # the types a same-value column may hold
+_DICTS, _TEXTS = {dict}, {str}
+_KEPT = frozenset({int, float, bool, type(None), bytes})  # stored as they are
+
+_encoder = msgspec.msgpack.Encoder()
+_plain_decoder = msgspec.msgpack.Decoder()
+
+
+class _NotCompact(Exception):
+    """The tree holds something the compact form cannot say (a non-text map key, an ext)."""
+
+
+def encode(value: Any) -> bytes:
+    """``value`` (a bundle's writes) in the compact form, or plain when it cannot be."""
+    plain = _encoder.encode(value)
+    try:
+        return MARKER + _encoder.encode(_compact(_plain_decoder.decode(plain)))
+    except _NotCompact:
+        return plain
+
+
+def decode(blob: bytes) -> Any:
+    """The tree a blob holds, compact or plain, exactly as the plain form decodes.
+
+    Raises:
+        msgspec.DecodeError: it does not decode.
+    """
+    if blob[:2] != MARKER:
+        return _plain_decoder.decode(blob)
+    try:
+        return _decoder.decode(memoryview(blob)[2:])
+    except (IndexError, KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
+        raise msgspec.DecodeError(f"a compact value does not expand: {exc}") from exc
+
+
+# -- encoding ---------------------------------------------------------------------------------
+
+
+def _compact(value: Any) -> Any:
+    kind = type(value)
+    if kind is str:
+        return _WORD_EXTS.get(value) or _text(value)
+    if kind is dict:
+        return _map(value) if value else value
+    if kind is list:
+        if len(value) > 1 and type(value[0]) is dict:
+            table = _table(value)
+            if table is not None:
+                return table
+        return [v if type(v) in _KEPT else _compact(v) for v in value]
+    if kind in _KEPT:
+        return value
+    raise _NotCompact  # an ext, or a type the plain decoder does not give
+
+
+def _map(value: dict[Any, Any]) -> msgspec.msgpack.Ext:
+    flat: list[Any] = []
+    for key, item in value.items():
+        if type(key) is not str:
+            raise _NotCompact
+        flat.append(_CODES.get(key, key))
+        flat.append(item if type(item) in _KEPT else _compact(item))
+    return msgspec.msgpack.Ext(_MAP, _encoder.encode(flat))
+
+
+def _text(text: str) -> Any:
+    size = len(text)
+    if size == 64:
+        raw = _hex(text)
+        if raw is not None:
+            return msgspec.msgpack.Ext(_DIGEST, raw)
+    elif size >= 36 and text[-28] == "-" and text[-23] == "-" and text[-18] == "-":
+        raw = _hex(text[-36:-28] + text[-27:-23] + text[-22:-18] + text[-17:-13] + text[-12:])
+        if raw is not None and text[-13] == "-" and _uuid(raw) == text[-36:]:
+            return msgspec.msgpack.Ext(_UUID, text[:-36].encode() + raw)
+    return text
+
+
+def _hex(text: str) -> bytes | None:
+    """The bytes of lowercase hex ``text`` that spells them back exactly, else None."""
+    try:
+        raw = bytes.fromhex(text)
+    except ValueError:
+        return None
+    return raw if raw.hex() == text else None
+
+
+def _uuid(raw: bytes) -> str:
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _table(rows: list[Any]) -> msgspec.msgpack.Ext | None:
+    if set(map(type, rows)) != _DICTS:
+        return None
+    shapes = set(map(tuple, rows))  # each row's keys, in order
+    if len(shapes) != 1 or not rows[0]:
+        return None
+    (keys,) = shapes
+    if set(map(type, keys)) != _TEXTS:
+        raise _NotCompact
+    head = [_CODES.get(key, key) for key in keys]
+    columns = [_column(c) for c in zip(*map(dict.values, rows), strict=True)]
+    return msgspec.msgpack.Ext(_TABLE, _encoder.encode([head, *columns]))
+
+
+def _column(values: tuple[Any, ...]) -> Any:
+    first = values[0]
+    kind = type(first)
+    if set(map(type, values)) == {kind}:
+        # One type throughout, so ``==`` is exact (no ``True == 1``); floats are left out
+        # (``0.0 == -0.0``).
+        if kind in _SCALARS and values.count(first) == len(values):
+            return msgspec.msgpack.Ext(_SAME, _encoder.encode([len(values), _compact(first)]))
+        if kind is int:
+            with contextlib.suppress(ValueError):  # a step below 0 or above 255
+                steps = bytes(map(operator.sub, values[1:], values[:-1]))
+                return msgspec.msgpack.Ext(_STEPS, _encoder.encode([first, steps]))
+        if kind in _KEPT:
+            return values
+    return [v if type(v) in _KEPT else _compact(v) for v in values]
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+
+def _ext(code: int, data: memoryview) -> Any:
+    if code == _MAP:
+        flat = _decoder.decode(data)
+        names = [_NAMES[k] if type(k) is int else k for k in flat[::2]]
+        return dict(zip(names, flat[1::2], strict=True))
+    if code == _WORD:
+        return _NAMES[data[0]]
+    if code == _DIGEST:
+        return data.hex()
+    if code == _TABLE:
+        head, *columns = _decoder.decode(data)
+        names = [_NAMES[k] if type(k) is int else k for k in head]
+        return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+    if code == _SAME:
+        size, value = _decoder.decode(data)
+        return [value] * size
+    if code == _STEPS:
+        first, steps = _decoder.decode(data)
+        return list(itertools.accumulate(steps, initial=first))
+    if code == _UUID:
+        return bytes(data[:-16]).decode() + _uuid(bytes(data[-16:]))
+    raise ValueError(f"unknown ext type {code}")
+
+
+_decoder = msgspec.msgpack.Decoder(ext_hook=_ext)
