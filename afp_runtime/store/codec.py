@@ -21,7 +21,6 @@ form cannot hold) read as before.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import operator
 from typing import Any
@@ -67,7 +66,7 @@ _CODES: dict[str, int] = {word: code for code, word in enumerate(WORDS)}
 _NAMES: dict[int, str] = dict(enumerate(WORDS))
 
 # ext types
-_WORD, _DIGEST, _UUID, _TABLE, _SAME, _STEPS, _MAP = 1, 2, 3, 4, 5, 6, 7
+_WORD, _DIGEST, _UUID, _TABLE, _SAME, _STEPS, _MAP, _STRIDE, _NIBBLES = range(1, 10)
 _WORD_EXTS = {word: msgspec.msgpack.Ext(_WORD, bytes((code,))) for word, code in _CODES.items()}
 _SCALARS = (str, int, bool, type(None))  # the types a same-value column may hold
 _DICTS, _TEXTS = {dict}, {str}
@@ -125,12 +124,16 @@ def _compact(value: Any) -> Any:
 
 
 def _map(value: dict[Any, Any]) -> msgspec.msgpack.Ext:
+    if set(map(type, value)) != _TEXTS:
+        raise _NotCompact
     flat: list[Any] = []
     for key, item in value.items():
-        if type(key) is not str:
-            raise _NotCompact
+        kind = type(item)
         flat.append(_CODES.get(key, key))
-        flat.append(item if type(item) in _KEPT else _compact(item))
+        if kind is str:  # inline: most values are scalars, and most texts words or digests
+            flat.append(_WORD_EXTS.get(item) or _text(item))
+        else:
+            flat.append(item if kind in _KEPT else _compact(item))
     return msgspec.msgpack.Ext(_MAP, _encoder.encode(flat))
 
 
@@ -184,12 +187,27 @@ def _column(values: tuple[Any, ...]) -> Any:
         if kind in _SCALARS and values.count(first) == len(values):
             return msgspec.msgpack.Ext(_SAME, _encoder.encode([len(values), _compact(first)]))
         if kind is int:
-            with contextlib.suppress(ValueError):  # a step below 0 or above 255
-                steps = bytes(map(operator.sub, values[1:], values[:-1]))
-                return msgspec.msgpack.Ext(_STEPS, _encoder.encode([first, steps]))
+            ints = _ints(values)
+            if ints is not None:
+                return ints
         if kind in _KEPT:
             return values
     return [v if type(v) in _KEPT else _compact(v) for v in values]
+
+
+def _ints(values: tuple[int, ...]) -> msgspec.msgpack.Ext | None:
+    """A column of ints as a stride, or as steps of 0 to 15 (two a byte) or of 0 to 255."""
+    steps = list(map(operator.sub, values[1:], values[:-1]))
+    low, high = min(steps), max(steps)
+    if low == high:
+        return msgspec.msgpack.Ext(_STRIDE, _encoder.encode([len(values), values[0], low]))
+    if low < 0 or high > 255:
+        return None
+    if high < 16:
+        steps.append(0)  # an odd count fills its last byte
+        packed = bytes(a << 4 | b for a, b in zip(steps[::2], steps[1::2], strict=False))
+        return msgspec.msgpack.Ext(_NIBBLES, _encoder.encode([len(values), values[0], packed]))
+    return msgspec.msgpack.Ext(_STEPS, _encoder.encode([values[0], bytes(steps)]))
 
 
 # -- decoding ---------------------------------------------------------------------------------
@@ -213,6 +231,13 @@ def _ext(code: int, data: memoryview) -> Any:
         return [value] * size
     if code == _STEPS:
         first, steps = _decoder.decode(data)
+        return list(itertools.accumulate(steps, initial=first))
+    if code == _STRIDE:
+        size, first, step = _decoder.decode(data)
+        return list(range(first, first + size * step, step))
+    if code == _NIBBLES:
+        size, first, packed = _decoder.decode(data)
+        steps = [s for b in packed for s in (b >> 4, b & 15)][: size - 1]
         return list(itertools.accumulate(steps, initial=first))
     if code == _UUID:
         return bytes(data[:-16]).decode() + _uuid(bytes(data[-16:]))
