@@ -66,11 +66,12 @@ _CODES: dict[str, int] = {word: code for code, word in enumerate(WORDS)}
 _NAMES: dict[int, str] = dict(enumerate(WORDS))
 
 # ext types
-_WORD, _DIGEST, _UUID, _TABLE, _SAME, _STEPS, _MAP, _STRIDE, _NIBBLES = range(1, 10)
+_WORD, _DIGEST, _UUID, _TABLE, _SAME, _STEPS, _STRIDE, _NIBBLES = range(1, 9)
 _WORD_EXTS = {word: msgspec.msgpack.Ext(_WORD, bytes((code,))) for word, code in _CODES.items()}
 _SCALARS = (str, int, bool, type(None))  # the types a same-value column may hold
 _DICTS, _TEXTS = {dict}, {str}
 _KEPT = frozenset({int, float, bool, type(None), bytes})  # stored as they are
+_KEPT_TEXT = _KEPT | {str}  # what expansion leaves as it is
 
 _encoder = msgspec.msgpack.Encoder()
 _plain_decoder = msgspec.msgpack.Decoder()
@@ -98,7 +99,7 @@ def decode(blob: bytes) -> Any:
     if blob[:2] != MARKER:
         return _plain_decoder.decode(blob)
     try:
-        return _decoder.decode(memoryview(blob)[2:])
+        return _expand(_decoder.decode(memoryview(blob)[2:]))
     except (IndexError, KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
         raise msgspec.DecodeError(f"a compact value does not expand: {exc}") from exc
 
@@ -109,35 +110,50 @@ def decode(blob: bytes) -> Any:
 def _compact(value: Any) -> Any:
     kind = type(value)
     if kind is str:
-        return _WORD_EXTS.get(value) or _text(value)
+        return _seen.get(value) or _text(value)
     if kind is dict:
-        return _map(value) if value else value
+        if set(map(type, value)) - _TEXTS:
+            raise _NotCompact
+        # Leaves inline (no call for a scalar or a text seen before): this runs on every commit.
+        return {
+            _CODES.get(k, k): v
+            if type(v) in _KEPT
+            else (_seen.get(v) or _text(v))
+            if type(v) is str
+            else _compact(v)
+            for k, v in value.items()
+        }
     if kind is list:
         if len(value) > 1 and type(value[0]) is dict:
             table = _table(value)
             if table is not None:
                 return table
-        return [v if type(v) in _KEPT else _compact(v) for v in value]
+        return [
+            v if type(v) in _KEPT else (_seen.get(v) or _text(v)) if type(v) is str else _compact(v)
+            for v in value
+        ]
     if kind in _KEPT:
         return value
     raise _NotCompact  # an ext, or a type the plain decoder does not give
 
 
-def _map(value: dict[Any, Any]) -> msgspec.msgpack.Ext:
-    if set(map(type, value)) != _TEXTS:
-        raise _NotCompact
-    flat: list[Any] = []
-    for key, item in value.items():
-        kind = type(item)
-        flat.append(_CODES.get(key, key))
-        if kind is str:  # inline: most values are scalars, and most texts words or digests
-            flat.append(_WORD_EXTS.get(item) or _text(item))
-        else:
-            flat.append(item if kind in _KEPT else _compact(item))
-    return msgspec.msgpack.Ext(_MAP, _encoder.encode(flat))
-
-
 def _text(text: str) -> Any:
+    """The compact form of a text not in ``_seen``, remembered there: digests, run ids and names
+    recur in bundle after bundle (a run's id, its tools' schema hashes, a message's hash in later
+    receipts). A text stored as it is is remembered as it is; ``_seen.get(t) or _text(t)`` then
+    spells an empty text again, harmlessly."""
+    if len(_seen) >= _SEEN_LIMIT:
+        _seen.clear()
+        _seen.update(_WORD_EXTS)
+    found = _seen[text] = _spelled(text)
+    return found
+
+
+_SEEN_LIMIT = 4096
+_seen: dict[str, Any] = dict(_WORD_EXTS)
+
+
+def _spelled(text: str) -> Any:
     size = len(text)
     if size == 64:
         raw = _hex(text)
@@ -214,18 +230,13 @@ def _ints(values: tuple[int, ...]) -> msgspec.msgpack.Ext | None:
 
 
 def _ext(code: int, data: memoryview) -> Any:
-    if code == _MAP:
-        flat = _decoder.decode(data)
-        names = [_NAMES[k] if type(k) is int else k for k in flat[::2]]
-        return dict(zip(names, flat[1::2], strict=True))
     if code == _WORD:
         return _NAMES[data[0]]
     if code == _DIGEST:
         return data.hex()
     if code == _TABLE:
         head, *columns = _decoder.decode(data)
-        names = [_NAMES[k] if type(k) is int else k for k in head]
-        return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+        return [dict(zip(head, row, strict=True)) for row in zip(*columns, strict=True)]
     if code == _SAME:
         size, value = _decoder.decode(data)
         return [value] * size
@@ -245,3 +256,16 @@ def _ext(code: int, data: memoryview) -> Any:
 
 
 _decoder = msgspec.msgpack.Decoder(ext_hook=_ext)
+
+
+def _expand(value: Any) -> Any:
+    """``value`` with every map key that is a code spelled as its word."""
+    kind = type(value)
+    if kind is dict:
+        return {
+            _NAMES[k] if type(k) is int else k: v if type(v) in _KEPT_TEXT else _expand(v)
+            for k, v in value.items()
+        }
+    if kind is list:
+        return [v if type(v) in _KEPT_TEXT else _expand(v) for v in value]
+    return value
