@@ -71,8 +71,9 @@ class IndexedRunLog(abc.ABC):
         """The earliest receipt anchor of iteration ``epoch``: one index lookup."""
         self.reads += 1
         found = self._rows(
+            # The ``IN`` term names the partial index's condition, so the planner may use it.
             "SELECT seq, iteration FROM bundles WHERE run=? AND stage='receipt' AND iteration=?"
-            " ORDER BY seq LIMIT 1",
+            " AND stage IN ('receipt', 'call-model') ORDER BY seq LIMIT 1",
             (self._run, epoch),
         )
         if not found:

@@ -16,6 +16,7 @@ import msgspec
 from afp_runtime.errors import IdempotencyConflict, InvalidValue, LeaseLost, NotOwner, StoreDamaged
 from afp_runtime.messages import Message, Usage, message_from_body
 from afp_runtime.records import (
+    CommitBundle,
     ConversationState,
     Item,
     QuestionRow,
@@ -23,6 +24,7 @@ from afp_runtime.records import (
     StoredFoldedSpan,
     runtime_stage_id,
 )
+from afp_runtime.store import codec
 from afp_runtime.store.values import Ack, AgentRow, InboxRow, JournalEntry, RunRow, StoredBundle
 
 NOT_DISPATCHED = 1
@@ -310,15 +312,23 @@ def stored_bundles(run_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredBun
 
 
 def decode_writes(blob: bytes, seq: int, run_id: str) -> list[dict[str, Any]]:
-    """The writes of bundle ``seq`` of a run, in wire form.
+    """The writes of bundle ``seq`` of a run, in wire form, from either stored form
+    (docs/storage.md#compact-bundle-writes).
 
     Raises:
         StoreDamaged: they do not decode.
     """
-    writes: list[dict[str, Any]] = decoded(
-        _writes_decoder, blob, f"bundle {seq} of run {run_id!r}", run_id=run_id
-    )
-    return writes
+    what = f"bundle {seq} of run {run_id!r}"
+    if bytes(blob[:2]) != codec.MARKER:
+        writes: list[dict[str, Any]] = decoded(_writes_decoder, blob, what, run_id=run_id)
+        return writes
+    try:
+        found = codec.decode(blob)
+    except msgspec.DecodeError as exc:
+        raise StoreDamaged(f"{what} does not decode: {exc}", run_id=run_id) from exc
+    if type(found) is not list or any(type(w) is not dict for w in found):
+        raise StoreDamaged(f"{what} does not decode: not a list of writes", run_id=run_id)
+    return found
 
 
 def folded_spans(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredFoldedSpan]:
@@ -365,6 +375,11 @@ def question_values(agent: int, q: QuestionRow) -> tuple[Any, ...]:
         q.repeat,
         None if q.detail is None else encoder.encode(q.detail),
     )
+
+
+def bundle_writes(bundle: CommitBundle) -> bytes:
+    """A bundle's stored ``writes``: the compact form (docs/storage.md#compact-bundle-writes)."""
+    return codec.encode(bundle.writes)
 
 
 def item_values(agent: int, item: Item) -> tuple[Any, ...]:

@@ -153,6 +153,16 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         )
         """,
     ),
+    (
+        2,
+        "the anchor index holds anchors only",
+        """
+        -- As SQLite's migration 12: only receipt and call-model bundles are looked up by stage.
+        DROP INDEX bundles_by_stage;
+        CREATE INDEX bundles_anchors ON bundles (run, stage, iteration, seq)
+            WHERE stage IN ('receipt', 'call-model')
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -108,7 +108,7 @@ async def _insert_bundles(conn: asyncpg.Connection, txn: Txn, runs: dict[str, in
     for b in txn.bundles:
         run = await _run_of(conn, b.run_id, runs)
         bundles.append(
-            (run, b.seq, b.stage, b.iteration, b.committed_at_ms, encoder.encode(b.writes))
+            (run, b.seq, b.stage, b.iteration, b.committed_at_ms, common.bundle_writes(b))
         )
         keys.extend((run, w.key, b.seq, w.verb) for w in b.writes)
     await conn.executemany("INSERT INTO bundles VALUES ($1, $2, $3, $4, $5, $6)", bundles)

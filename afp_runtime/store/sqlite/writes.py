@@ -108,7 +108,7 @@ def write_txn(
                 bundle.stage,
                 bundle.iteration,
                 bundle.committed_at_ms,
-                _encoder.encode(bundle.writes),
+                common.bundle_writes(bundle),
             )
             for bundle in txn.bundles
         ]

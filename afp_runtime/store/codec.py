@@ -1,0 +1,271 @@
+"""The compact stored form of a bundle's writes (docs/storage.md#compact-bundle-writes), used by
+both backends.
+
+A bundle's writes are MessagePack of their wire form. Stored that way, a receipt spends most of
+its bytes on 64-character hex digests and camelCase map keys, and a window record on one
+``{reason, turnIndex, messageIndex}`` map per kept turn. The compact form is the same value tree
+with:
+
+* map keys and strings of the runtime's fixed vocabulary (``WORDS``) as one-byte codes;
+* 64-character lowercase hex strings (digests) as their 32 bytes;
+* ``<prefix><uuid>`` strings (run ids) as the prefix and the uuid's 16 bytes;
+* a list of two or more maps with the same keys in the same order as one table, a column whose
+  values are all one value once, a column of ints rising by steps under 256 as its first value
+  and the steps.
+
+It expands on read to exactly the tree ``msgspec`` decodes from the plain form, so what a reader
+gets back does not depend on which form a row holds. A compact blob starts with ``MARKER``: a
+byte no MessagePack value starts with, so plain rows (older databases, and trees the compact
+form cannot hold) read as before.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from typing import Any
+
+import msgspec
+
+MARKER = b"\xc1\x01"
+"""Starts a compact blob: 0xC1 is never used by MessagePack, then the form's version."""
+
+# The vocabulary, by code: append only, never reorder or remove (stored rows name codes). At
+# most 128 words, so every code is a one-byte MessagePack int.
+WORDS: tuple[str, ...] = (
+    # a write, its verbs and the keys stages write
+    "key", "verb", "value", "set", "append", "delete",
+    "runId", "agentId", "turn", "runKind", "recoveredFrom", "userMessage", "history",
+    "iteration", "maxIterations", "model", "provider", "definition", "runUsage", "foldedSpans",
+    "findingsLedger", "wrapUpAsked", "stoppedEarly", "reply", "callFailure", "systemPieces",
+    "servedTools", "requestOnly", "finalAnswer", "ignoredToolCalls", "toolResults",
+    "compactions", "receipt", "ranges", "spans",
+    # receipts (docs/served.md#receipt-fields)
+    "version", "basis", "epoch", "agentCall", "callRuntimeStageId", "system", "hash", "chars",
+    "pieces", "slot", "source", "messages", "count", "digest", "newEntries", "index", "role",
+    "reason", "tools", "names", "schemaHashes", "forced", "withheld", "params",
+    "omittedForAttention", "hashes", "wire", "bytes", "encoder", "settings", "deterministic",
+    # window records (docs/window.md#record-schemas)
+    "strategy", "keepRecentTurns", "removedStageIds", "removedMessageCount",
+    "windowCharsBefore", "windowCharsAfter", "turnsBefore", "turnsAfter", "refusals",
+    "turnIndex", "messageIndex", "droppedObservations", "observations", "ledgerFacts",
+    "droppedStandings", "pinned", "yielded", "limit", "standDown", "toolName", "toolCallId",
+    "standing", "measuredTokens", "thresholdTokens", "overBudget", "summaryChars",
+    "summarizerTokens", "summarizerSkipped", "sliding-window", "token-budget",
+    "summarize-oldest", "current-request", "system-envelope", "paused-tool",
+    "pending-check-in", "unresolved-tool-call", "last-tool-result", "ledger-fact",
+    "inside-keep-window", "only-existing-summary", "summarizer-failed",
+    "replacement-not-smaller",
+    # replies, tool results, usage, roles
+    "content", "toolCalls", "id", "name", "args", "usage", "input", "output", "status",
+    "resultChars", "durationMs", "ok", "user", "assistant", "tool",
+)  # fmt: skip
+
+_CODES: dict[str, int] = {word: code for code, word in enumerate(WORDS)}
+
+_NAMES: dict[int, str] = dict(enumerate(WORDS))
+
+# ext types
+_WORD, _DIGEST, _UUID, _TABLE, _SAME, _STEPS, _STRIDE, _NIBBLES = range(1, 9)
+_WORD_EXTS = {word: msgspec.msgpack.Ext(_WORD, bytes((code,))) for word, code in _CODES.items()}
+_SCALARS = (str, int, bool, type(None))  # the types a same-value column may hold
+_DICTS, _TEXTS = {dict}, {str}
+_KEPT = frozenset({int, float, bool, type(None), bytes})  # stored as they are
+_KEPT_TEXT = _KEPT | {str}  # what expansion leaves as it is
+
+_encoder = msgspec.msgpack.Encoder()
+_plain_decoder = msgspec.msgpack.Decoder()
+
+
+class _NotCompact(Exception):
+    """The tree holds something the compact form cannot say (a non-text map key, an ext)."""
+
+
+def encode(value: Any) -> bytes:
+    """``value`` (a bundle's writes) in the compact form, or plain when it cannot be."""
+    plain = _encoder.encode(value)
+    try:
+        return MARKER + _encoder.encode(_compact(_plain_decoder.decode(plain)))
+    except _NotCompact:
+        return plain
+
+
+def decode(blob: bytes) -> Any:
+    """The tree a blob holds, compact or plain, exactly as the plain form decodes.
+
+    Raises:
+        msgspec.DecodeError: it does not decode.
+    """
+    if blob[:2] != MARKER:
+        return _plain_decoder.decode(blob)
+    try:
+        return _expand(_decoder.decode(memoryview(blob)[2:]))
+    except (IndexError, KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
+        raise msgspec.DecodeError(f"a compact value does not expand: {exc}") from exc
+
+
+# -- encoding ---------------------------------------------------------------------------------
+
+
+def _compact(value: Any) -> Any:
+    kind = type(value)
+    if kind is str:
+        return _seen.get(value) or _text(value)
+    if kind is dict:
+        if set(map(type, value)) - _TEXTS:
+            raise _NotCompact
+        # Leaves inline (no call for a scalar or a text seen before): this runs on every commit.
+        return {
+            _CODES.get(k, k): v
+            if type(v) in _KEPT
+            else (_seen.get(v) or _text(v))
+            if type(v) is str
+            else _compact(v)
+            for k, v in value.items()
+        }
+    if kind is list:
+        if len(value) > 1 and type(value[0]) is dict:
+            table = _table(value)
+            if table is not None:
+                return table
+        return [
+            v if type(v) in _KEPT else (_seen.get(v) or _text(v)) if type(v) is str else _compact(v)
+            for v in value
+        ]
+    if kind in _KEPT:
+        return value
+    raise _NotCompact  # an ext, or a type the plain decoder does not give
+
+
+def _text(text: str) -> Any:
+    """The compact form of a text not in ``_seen``, remembered there: digests, run ids and names
+    recur in bundle after bundle (a run's id, its tools' schema hashes, a message's hash in later
+    receipts). A text stored as it is is remembered as it is; ``_seen.get(t) or _text(t)`` then
+    spells an empty text again, harmlessly."""
+    if len(_seen) >= _SEEN_LIMIT:
+        _seen.clear()
+        _seen.update(_WORD_EXTS)
+    found = _seen[text] = _spelled(text)
+    return found
+
+
+_SEEN_LIMIT = 4096
+_seen: dict[str, Any] = dict(_WORD_EXTS)
+
+
+def _spelled(text: str) -> Any:
+    size = len(text)
+    if size == 64:
+        raw = _hex(text)
+        if raw is not None:
+            return msgspec.msgpack.Ext(_DIGEST, raw)
+    elif size >= 36 and text[-28] == "-" and text[-23] == "-" and text[-18] == "-":
+        raw = _hex(text[-36:-28] + text[-27:-23] + text[-22:-18] + text[-17:-13] + text[-12:])
+        if raw is not None and text[-13] == "-" and _uuid(raw) == text[-36:]:
+            return msgspec.msgpack.Ext(_UUID, text[:-36].encode() + raw)
+    return text
+
+
+def _hex(text: str) -> bytes | None:
+    """The bytes of lowercase hex ``text`` that spells them back exactly, else None."""
+    try:
+        raw = bytes.fromhex(text)
+    except ValueError:
+        return None
+    return raw if raw.hex() == text else None
+
+
+def _uuid(raw: bytes) -> str:
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _table(rows: list[Any]) -> msgspec.msgpack.Ext | None:
+    if set(map(type, rows)) != _DICTS:
+        return None
+    shapes = set(map(tuple, rows))  # each row's keys, in order
+    if len(shapes) != 1 or not rows[0]:
+        return None
+    (keys,) = shapes
+    if set(map(type, keys)) != _TEXTS:
+        raise _NotCompact
+    head = [_CODES.get(key, key) for key in keys]
+    columns = [_column(c) for c in zip(*map(dict.values, rows), strict=True)]
+    return msgspec.msgpack.Ext(_TABLE, _encoder.encode([head, *columns]))
+
+
+def _column(values: tuple[Any, ...]) -> Any:
+    first = values[0]
+    kind = type(first)
+    if set(map(type, values)) == {kind}:
+        # One type throughout, so ``==`` is exact (no ``True == 1``); floats are left out
+        # (``0.0 == -0.0``).
+        if kind in _SCALARS and values.count(first) == len(values):
+            return msgspec.msgpack.Ext(_SAME, _encoder.encode([len(values), _compact(first)]))
+        if kind is int:
+            ints = _ints(values)
+            if ints is not None:
+                return ints
+        if kind in _KEPT:
+            return values
+    return [v if type(v) in _KEPT else _compact(v) for v in values]
+
+
+def _ints(values: tuple[int, ...]) -> msgspec.msgpack.Ext | None:
+    """A column of ints as a stride, or as steps of 0 to 15 (two a byte) or of 0 to 255."""
+    steps = list(map(operator.sub, values[1:], values[:-1]))
+    low, high = min(steps), max(steps)
+    if low == high:
+        return msgspec.msgpack.Ext(_STRIDE, _encoder.encode([len(values), values[0], low]))
+    if low < 0 or high > 255:
+        return None
+    if high < 16:
+        steps.append(0)  # an odd count fills its last byte
+        packed = bytes(a << 4 | b for a, b in zip(steps[::2], steps[1::2], strict=False))
+        return msgspec.msgpack.Ext(_NIBBLES, _encoder.encode([len(values), values[0], packed]))
+    return msgspec.msgpack.Ext(_STEPS, _encoder.encode([values[0], bytes(steps)]))
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+
+def _ext(code: int, data: memoryview) -> Any:
+    if code == _WORD:
+        return _NAMES[data[0]]
+    if code == _DIGEST:
+        return data.hex()
+    if code == _TABLE:
+        head, *columns = _decoder.decode(data)
+        return [dict(zip(head, row, strict=True)) for row in zip(*columns, strict=True)]
+    if code == _SAME:
+        size, value = _decoder.decode(data)
+        return [value] * size
+    if code == _STEPS:
+        first, steps = _decoder.decode(data)
+        return list(itertools.accumulate(steps, initial=first))
+    if code == _STRIDE:
+        size, first, step = _decoder.decode(data)
+        return list(range(first, first + size * step, step))
+    if code == _NIBBLES:
+        size, first, packed = _decoder.decode(data)
+        steps = [s for b in packed for s in (b >> 4, b & 15)][: size - 1]
+        return list(itertools.accumulate(steps, initial=first))
+    if code == _UUID:
+        return bytes(data[:-16]).decode() + _uuid(bytes(data[-16:]))
+    raise ValueError(f"unknown ext type {code}")
+
+
+_decoder = msgspec.msgpack.Decoder(ext_hook=_ext)
+
+
+def _expand(value: Any) -> Any:
+    """``value`` with every map key that is a code spelled as its word."""
+    kind = type(value)
+    if kind is dict:
+        return {
+            _NAMES[k] if type(k) is int else k: v if type(v) in _KEPT_TEXT else _expand(v)
+            for k, v in value.items()
+        }
+    if kind is list:
+        return [v if type(v) in _KEPT_TEXT else _expand(v) for v in value]
+    return value
