@@ -530,6 +530,21 @@ def compare_ratios(results: list[dict[str, Any]]) -> dict[str, Any]:
     out["bytesGrowth10kOver1k"] = ratio(
         fig(10_000, "afp-sliding", "bytesOnDisk"), fig(1_000, "afp-sliding", "bytesOnDisk")
     )
+    at = 1_000 if 1_000 in by_n else top
+    iterations = fig(at, "afp-sliding", "iterations")
+    # Every write transaction of the store (the person's posts too) and the loop's own
+    # commits, each over the iterations (docs/architecture.md, decision 1).
+    out["transactionsPerIteration"] = ratio(fig(at, "afp-sliding", "transactions"), iterations, 3)
+    out["loopCommitsPerIteration"] = ratio(fig(at, "afp-sliding", "commits"), iterations, 3)
+    out["fullTransactionsPerIteration"] = ratio(
+        fig(at, "afp-sliding", "fullTransactions"), iterations, 3
+    )
+    out["bytesWindowOverNoWindow"] = ratio(
+        fig(at, "afp-sliding", "bytesOnDisk"), fig(at, "afp-full-history", "bytesOnDisk")
+    )
+    out["bytesAfpOverCeiling"] = ratio(
+        fig(at, "afp-sliding", "bytesOnDisk"), fig(at, "ceiling-full", "bytesOnDisk")
+    )
     if any(name in POSTGRES_CONTENDERS for c in by_n.values() for name in c):
         out.update(postgres_ratios(by_n))
     return out

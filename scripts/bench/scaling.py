@@ -22,8 +22,9 @@
   (a turn of ten iterations in full mode, two in quick mode); aggregate iterations per second
   from the first post to the last iteration, with host start-up and posting timed apart. One
   agent alone runs as many iterations the same way (a thousand turns, each posted once the last
-  was answered); ``agentsAggregateOverOne`` is the 1,000 agents' aggregate over its rate
-  (docs/storage.md#group-commit).
+  was answered, under a sliding window keeping one turn so that its requests stay as short as
+  the many agents' single turns); ``agentsAggregateOverOne`` is the 1,000 agents' aggregate
+  over its rate (docs/storage.md#group-commit).
 
 Every part runs in a child process (peak RSS is that child's alone) and prints JSON.
 
@@ -384,7 +385,12 @@ async def agents_run(
     db = folder / "agents.db"
     clock = SystemClock()
     marks = CountedMarks(agents * per_turn)
-    definitions = [bench_agent(f"agent-{i:04d}", per_turn=per_turn) for i in range(agents)]
+    # Many turns of one agent would re-send an ever longer history, which the many agents (one
+    # turn each) never do: a window keeping one turn holds its request as short as theirs.
+    window = sliding_window(keep_recent_turns=1) if turns > 1 else None
+    definitions = [
+        bench_agent(f"agent-{i:04d}", per_turn=per_turn, window=window) for i in range(agents)
+    ]
     baseline = rss_mb()
     sizes = StoreBytes(db, _child_url(postgres))
     store = await sizes.open()
@@ -414,6 +420,7 @@ async def agents_run(
         "agents": agents,
         "turnsPerAgent": turns,
         "iterationsPerAgent": per_turn * turns,
+        "window": "sliding-window keep 1" if window is not None else None,
         "iterations": len(marks.marks),
         "maxActiveTurns": max_active,
         "pollIntervalS": poll,
