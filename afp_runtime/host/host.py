@@ -70,6 +70,9 @@ log = get_logger()
 
 # The first wait before a worker tries again after the store could not be reached.
 _RETRY_FIRST_S = 0.25
+# Agents whose rows start-up makes sure of at once: a SQLite group's worth, and a bound on the
+# waiters for a Postgres pool.
+_ENSURE_AT_ONCE = 64
 
 HostState = Literal["starting", "running", "stopping", "stopped"]
 # The start-up store check (docs/host.md#after-an-unclean-stop): ``not-needed`` after a clean
@@ -255,8 +258,7 @@ class Host:
             # Callbacks run last-in first-out: adapters close after the workers have stopped.
             self._stack.push_async_callback(self._close_definitions)
             await self._check_store()
-            for agent_id in self._agents:
-                await self.store.ensure_agent(agent_id, now_ms=self.clock.now_ms())
+            await self._ensure_agents()
             self._reader = await self.store.open_reader()
             self._stack.push_async_callback(self._close_reader)
             # Released after the workers stopped (the callbacks run last-in first-out).
@@ -277,6 +279,26 @@ class Host:
         self._host_event("host.started")
         log.info("host started", agents=list(self._agents))
         return self
+
+    async def _ensure_agents(self) -> None:
+        """Make sure every hosted agent's rows exist, many at once: on SQLite their commits
+        share transactions (docs/storage.md#group-commit), on Postgres pooled connections."""
+        now_ms = self.clock.now_ms()
+        limiter = anyio.CapacityLimiter(_ENSURE_AT_ONCE)
+        failures: list[Exception] = []
+
+        async def ensure(agent_id: str) -> None:
+            async with limiter:
+                try:
+                    await self.store.ensure_agent(agent_id, now_ms=now_ms)
+                except Exception as exc:
+                    failures.append(exc)  # the first is raised as it is, not in a group
+
+        async with anyio.create_task_group() as group:
+            for agent_id in self._agents:
+                group.start_soon(ensure, agent_id)
+        if failures:
+            raise failures[0]
 
     async def __aexit__(self, *exc: object) -> bool | None:
         # Leaving without a stop cancels at once (as a process that ends would); after a

@@ -18,8 +18,9 @@
   folded messages differ. Each repetition works on a fresh copy of the crashed file.
 * ``rss``: one standing agent (sliding window keep 20) runs N iterations (100,000 in full mode)
   in a process of its own; RSS, throughput and bytes on disk are sampled twenty times.
-* ``agents``: one ``Host`` runs 1,000 standing agents on one file; each gets one person message
-  (a turn of ten iterations in full mode, two in quick mode); aggregate iterations per second
+* ``agents``: one ``Host`` runs 1,000 standing agents on one file; each gets one person message,
+  all posted at once (a turn of ten iterations in full mode, two in quick mode); aggregate
+  iterations per second
   from the first post to the last iteration, with host start-up and posting timed apart. One
   agent alone runs as many iterations the same way (a thousand turns, each posted once the last
   was answered, under a sliding window keeping one turn so that its requests stay as short as
@@ -376,6 +377,9 @@ async def rss_run(
 # -- many agents in one host ---------------------------------------------------------------------
 
 
+TASK = "check the data files, please"
+
+
 async def agents_run(
     folder: Path, agents: int, per_turn: int, turns: int = 1, postgres: bool = False
 ) -> dict[str, Any]:
@@ -404,8 +408,11 @@ async def agents_run(
             for turn in range(1, turns + 1):
                 marks.expected, marks.all_done = turn * agents * per_turn, anyio.Event()
                 before = time.perf_counter()
-                for definition in definitions:
-                    await host.post(definition.agent_id, "check the data files, please")
+                # Every person posts at once, as a thousand independent senders would (their
+                # posts then commit in groups too); one agent alone posts one at a time.
+                async with anyio.create_task_group() as senders:
+                    for definition in definitions:
+                        senders.start_soon(host.post, definition.agent_id, TASK)
                 posting += time.perf_counter() - before
                 with anyio.fail_after(3_600):
                     await marks.all_done.wait()

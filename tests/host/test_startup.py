@@ -116,6 +116,22 @@ async def _answered(host: Any, agent_id: str) -> bool:
     return bool(rows) and rows[0].status == "answered"
 
 
+async def test_start_up_creates_many_agents_in_a_few_transactions(api: Api) -> None:
+    """A host starting with 200 agents new to the file creates all their rows in a handful of
+    grouped transactions, not one each."""
+    definitions = [agent([answer("ok")], agent_id=f"agent-{i:03d}") for i in range(200)]
+    store = await SqliteStore.open(api.path, now_ms=api.clock.now_ms())
+    try:
+        opened = store.transactions
+        async with Host(store, definitions, clock=api.clock, ids=api.ids) as host:
+            started = store.transactions - opened
+            states = [await host.reader.conversation_state(d.agent_id) for d in definitions]
+    finally:
+        await store.aclose()
+    assert all(state is not None and state.turn == 0 for state in states)
+    assert started <= 20, started
+
+
 async def test_case_30_operator_resume_through_a_new_window_strategy(api: Api) -> None:
     """A turn held for context-length; the operator adds a sliding window and resumes: the
     operator run's window stage drops the old turns and the recomposed call answers."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 from afp_runtime.errors import StoreError
 from afp_runtime.messages import Message
 from afp_runtime.records import ConversationState, ListRef, Txn
 from afp_runtime.store import rows as common
 from afp_runtime.store.mixins import Loading
 from afp_runtime.store.sqlite import writes
-from afp_runtime.store.sqlite._core import SqliteCore, encoder, rows_of
+from afp_runtime.store.sqlite._core import SqliteCore, encoder
 
 
 class Conversations(Loading, SqliteCore):
@@ -25,20 +27,22 @@ class Conversations(Loading, SqliteCore):
         """Create the agent and its empty conversation when it does not exist yet."""
         if agent_id in self._ids.agents:
             return  # agent rows are never deleted: a cached rowid is an agent that exists
-        async with self._transaction() as db:
-            rows = await rows_of(db, "SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
-            if rows:
-                self._ids.agents[agent_id] = int(rows[0][0])
-                return
-            cursor = await db.execute(
+        empty = encoder.encode(ConversationState(agent_id=agent_id, checkpointed_at_ms=now_ms))
+
+        def work(conn: sqlite3.Connection) -> int:
+            found = conn.execute("SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
+            row = found.fetchone()
+            if row is not None:
+                return int(row[0])
+            cursor = conn.execute(
                 "INSERT INTO agents (agent_id, created_at_ms) VALUES (?, ?)", (agent_id, now_ms)
             )
             rowid = cursor.lastrowid or 0
-            state = ConversationState(agent_id=agent_id, checkpointed_at_ms=now_ms)
-            await db.execute(
-                "INSERT INTO conversations VALUES (?, ?)", (rowid, encoder.encode(state))
-            )
-            self._ids.agents[agent_id] = rowid
+            conn.execute("INSERT INTO conversations VALUES (?, ?)", (rowid, empty))
+            return rowid
+
+        # One hop, and with other writers' commits in one group (docs/storage.md#group-commit).
+        self._ids.agents[agent_id] = await self._write(work)
 
     async def conversation_state(self, agent_id: str) -> ConversationState | None:
         """The stored checkpoint of ``agent_id`` without its messages, or None."""
