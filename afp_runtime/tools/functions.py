@@ -152,6 +152,24 @@ def _check_union(tool: str, parameter: str, info: mi.UnionType) -> None:
                 f"is a union with {len(members)} members that all take a JSON {kind}; "
                 "msgspec would keep only one of them (use one type, or Literal values)",
             )
+    narrow = [m for m in by_kind.get("integer", []) if not _every_integer(m)]
+    if narrow and by_kind.get("number"):
+        # msgspec hands every integer to the integer member, whose limits then refuse what the
+        # float member (and so the schema) accepts: -1 for ``Annotated[int, Meta(ge=0)] | float``.
+        raise _refuse(
+            tool,
+            parameter,
+            "is a union of a float and an integer type with limits or fixed values; msgspec "
+            "decodes every integer as the integer type, so the float would never see one "
+            "(use float alone, or int without limits)",
+        )
+
+
+def _every_integer(info: mi.Type) -> bool:
+    """Whether an integer member takes every integer (an ``int`` without limits)."""
+    return isinstance(info, mi.IntType) and all(
+        getattr(info, name) is None for name in ("gt", "ge", "lt", "le", "multiple_of")
+    )
 
 
 def _check_type(tool: str, parameter: str, info: mi.Type, seen: set[int]) -> None:

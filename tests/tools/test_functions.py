@@ -426,6 +426,28 @@ def test_a_union_msgspec_would_crash_on_is_refused_with_its_name() -> None:
     assert tool(fine).input_schema["properties"]["x"]["anyOf"]
 
 
+def test_a_float_beside_a_narrow_integer_type_is_refused() -> None:
+    """A union of a float and an int with limits (or int Literals) is refused: msgspec gives
+    every integer to the int member, so -1 would be refused although the schema accepts it;
+    a float beside a plain int stays allowed."""
+
+    def limited(x: Annotated[int, msgspec.Meta(ge=0, le=10)] | float) -> str:
+        return "ok"
+
+    def fixed(x: Literal[1, 2] | float) -> str:
+        return "ok"
+
+    for fn in (limited, fixed):
+        with pytest.raises(ToolDefinitionError, match="every integer as the integer type"):
+            tool(fn)
+
+    def plain(x: int | Annotated[float, msgspec.Meta(gt=-1.5)]) -> str:
+        return "ok"
+
+    planned = plan_call(ToolCall(id="c", name="plain", args={"x": -1}), {"plain": tool(plain)})
+    assert planned.runnable, planned.outcome
+
+
 def test_an_integral_float_refused_by_the_float_member_goes_to_the_int_member() -> None:
     """In a union of a constrained float and an int, 3.0 passes the schema as an integer, so it
     is decoded as the int 3 rather than refused by the float member."""
