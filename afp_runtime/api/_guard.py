@@ -34,8 +34,23 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from afp_runtime.api._operations import allowed_methods
 from afp_runtime.api._problems import REQUEST_ID_HEADER, REQUEST_ID_KEY, ApiError
+from afp_runtime.api.inspector.pages import page_methods, public_page
+from afp_runtime.api.inspector.session import signed_in
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+# On every inspector response (docs/inspector.md#server-rules): no inline script, no asset from
+# elsewhere, no framing, nothing sniffed or cached.
+PAGE_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        b"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
 
 
 class _TooLarge(Exception):
@@ -77,10 +92,14 @@ class Guard:
         raw_scope: MutableMapping[str, Any] = scope  # type: ignore[assignment]
         raw_scope[REQUEST_ID_KEY] = rid
 
+        page = not scope["path"].startswith("/v1/")
+
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers") or [])
                 headers.append((REQUEST_ID_HEADER.lower().encode(), rid.encode()))
+                if page:
+                    headers.extend(PAGE_HEADERS)
                 message["headers"] = headers
             await send(message)
 
@@ -106,7 +125,7 @@ class Guard:
         path: str = scope["path"]
         method: str = scope["method"]  # type: ignore[typeddict-item]
         if not path.startswith("/v1/"):
-            raise ApiError(404, "route-not-found", f"no endpoint answers {path[:200]}")
+            return await self._check_page(scope, receive, headers, path, method)
         if self._token is None:
             self._check_host(scope, headers.get("host"))
         elif not (method in ("GET", "HEAD") and path == "/v1/health"):
@@ -143,6 +162,67 @@ class Guard:
                 value=headers.get("content-type", ""),
             )
         return _replay(body, receive)
+
+    async def _check_page(
+        self, scope: Scope, receive: Receive, headers: dict[str, str], path: str, method: str
+    ) -> Receive:
+        """The rules for the inspector's pages (docs/inspector.md#server-rules): the API's
+        ``Host`` check without a token; with one, the session cookie (or the bearer token) on
+        every page but the sign-in form and the assets, a page asked for without it answered
+        by a redirect to the form; a POST only from a page of this origin, as a form."""
+        allowed = page_methods(path)
+        if allowed is None:
+            raise ApiError(404, "route-not-found", f"no endpoint answers {path[:200]}")
+        if self._token is None:
+            self._check_host(scope, headers.get("host"))
+        elif not public_page(path) and not self._page_signed_in(headers):
+            if method in ("GET", "HEAD"):
+                raise _Answered(303, {"Location": "/login", "Cache-Control": "no-store"})
+            raise ApiError(401, "unauthorized", "sign in to the inspector first")
+        methods = {*allowed, "OPTIONS", *(("HEAD",) if "GET" in allowed else ())}
+        allow = {"Allow": ", ".join(sorted(methods))}
+        if method not in methods:
+            raise ApiError(
+                405,
+                "method-not-allowed",
+                f"{method[:20]} is not allowed on {path[:200]}; it answers {allow['Allow']}",
+                headers=allow,
+            )
+        if method == "OPTIONS":
+            raise _Answered(204, allow)
+        if method != "POST":
+            return receive
+        origin = headers.get("origin")
+        if origin is not None and origin.split("://", 1)[-1] != headers.get("host"):
+            # A form posted from another site's page (SameSite=Strict already keeps the
+            # cookie off it; this refuses it without a token too).
+            raise ApiError(403, "cross-origin", "a form may only be posted from this inspector")
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise self._too_large()
+        try:
+            body = await self._read_body(receive)
+        except _TooLarge:
+            raise self._too_large() from None
+        kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if body and kind != "application/x-www-form-urlencoded":
+            raise ApiError(
+                415,
+                "unsupported-media-type",
+                "a page's POST must carry Content-Type: application/x-www-form-urlencoded",
+                field="Content-Type",
+                value=headers.get("content-type", ""),
+            )
+        return _replay(body, receive)
+
+    def _page_signed_in(self, headers: dict[str, str]) -> bool:
+        assert self._token is not None
+        if signed_in(headers.get("cookie"), self._token):
+            return True
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode("utf-8"), self._token
+        )
 
     def _too_large(self) -> ApiError:
         return ApiError(

@@ -62,7 +62,8 @@ async def health(state: State) -> Health:
     )
 
 
-async def _agent_view(ctx: ApiContext, row: AgentRow) -> AgentView:
+async def agent_summary(ctx: ApiContext, row: AgentRow) -> AgentView:
+    """One agent as `GET /v1/agents` lists it (the inspector shows the same)."""
     profile = ctx.host.profile(row.agent_id)
     override = ctx.host.status_override(row.agent_id) if profile is not None else None
     status = "not-leased" if profile is None else override or row.status
@@ -75,7 +76,7 @@ async def list_agents(state: State, limit: Limit = None, cursor: Cursor = None) 
     ctx = context_of(state)
     size = limit_of(limit)
     page = page_of(await ctx.reader.agents(), limit=size, cursor=cursor)
-    return Page(items=[await _agent_view(ctx, row) for row in page.items], next=page.next)
+    return Page(items=[await agent_summary(ctx, row) for row in page.items], next=page.next)
 
 
 @get("/v1/agents/{agent_id:str}")
@@ -87,7 +88,7 @@ async def one_agent(state: State, agent_id: PathText) -> AgentView:
     if not rows:
         # Hosted but not yet in the store: the host ensures agents at start, so rarely seen.
         raise ApiError(404, "agent-not-found", f"there is no agent {agent_id!r}")
-    return await _agent_view(ctx, rows[0])
+    return await agent_summary(ctx, rows[0])
 
 
 @get("/v1/agents/{agent_id:str}/runs")

@@ -28,6 +28,7 @@ from afp_runtime.api.constants import (
     DEFAULT_MAX_STREAMS,
     MAX_BODY_CEILING,
 )
+from afp_runtime.api.inspector import pages
 from afp_runtime.api.server import check_token
 from afp_runtime.errors import ConfigError
 from afp_runtime.host import Host
@@ -47,6 +48,10 @@ async def openapi_document() -> Response[bytes]:
     """The OpenAPI document of this API (built once, off the event loop)."""
     body = await anyio.to_thread.run_sync(_document_bytes)
     return Response(body, media_type=_OPENAPI_MEDIA_TYPE)
+
+
+def _encoded(token: str | None) -> bytes | None:
+    return token.encode("utf-8") if token is not None else None
 
 
 def create_app(
@@ -91,9 +96,11 @@ def create_app(
             *questions.HANDLERS,
             *runs.HANDLERS,
             *events.HANDLERS,
+            *pages.HANDLERS,
             openapi_document,
         ],
-        state=State({STATE_KEY: context}),
+        state=State({STATE_KEY: context, pages.PAGES_KEY: pages.Pages(token=_encoded(token))}),
+        template_config=pages.template_config(),
         exception_handlers=dict(EXCEPTION_HANDLERS),
         openapi_config=None,
         type_encoders={MappingProxyType: dict},

@@ -1,0 +1,185 @@
+"""The inspector's pages (docs/inspector.md): server-rendered HTML from Jinja templates, with
+every value from a conversation, a tool or a config escaped by the template engine.
+
+The server rules for these paths (sign-in, the ``Host`` check, form bodies, the security
+headers) are the guard's (``afp_runtime/api/_guard.py``); a handler here only renders.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from litestar import Request, get, post
+from litestar.datastructures import State
+from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.response import Redirect, Response, Template
+from litestar.template.config import TemplateConfig
+
+from afp_runtime.api._context import context_of
+from afp_runtime.api._params import PathText
+from afp_runtime.api.agents import agent_summary
+from afp_runtime.api.inspector import session
+
+__all__ = ["HANDLERS", "PAGES_KEY", "Pages", "page_methods", "public_page", "template_config"]
+
+PAGES_KEY = "afp.inspector"
+_HERE = Path(__file__).parent
+# Said outright: guessing it from a template's name would read the system's MIME tables.
+_HTML = "text/html; charset=utf-8"
+_STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+# The assets, read once: names are fixed, so no request path ever names a file.
+_STATIC = {
+    path.name: (path.read_bytes(), _STATIC_TYPES[path.suffix])
+    for path in (_HERE / "static").iterdir()
+    if path.suffix in _STATIC_TYPES
+}
+# The templates, read once at import as the assets are (a render never touches the disk).
+_TEMPLATES = {path.name: path.read_text("utf-8") for path in (_HERE / "templates").glob("*.html")}
+_ROUTES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
+    (re.compile(r"/"), frozenset({"GET"})),
+    (re.compile(r"/agents/rows"), frozenset({"GET"})),
+    (re.compile(r"/login"), frozenset({"GET", "POST"})),
+    (re.compile(r"/logout"), frozenset({"POST"})),
+    (re.compile(r"/static/[A-Za-z0-9_.-]{1,64}"), frozenset({"GET"})),
+)
+
+
+@dataclass(frozen=True)
+class Pages:
+    """What the pages know beyond the API's context: the token, if any."""
+
+    token: bytes | None
+
+
+def page_methods(path: str) -> frozenset[str] | None:
+    """The methods an inspector path answers, or None when it is no page of the inspector."""
+    for pattern, methods in _ROUTES:
+        if pattern.fullmatch(path):
+            return methods
+    return None
+
+
+def public_page(path: str) -> bool:
+    """Whether a path is answered before signing in (the sign-in form and the assets)."""
+    return path == "/login" or path.startswith("/static/")
+
+
+_CONTROLS = {code: 0x2400 + code for code in range(32) if code not in (9, 10)} | {127: 0x2421}
+
+
+def shown(value: object) -> object:
+    """Text as the page shows it: control characters as their visible pictures (U+2400..),
+    so none can hide or reorder what is around it; escaping follows in the template engine."""
+    return value.translate(_CONTROLS) if isinstance(value, str) else value
+
+
+def template_config() -> TemplateConfig[JinjaTemplateEngine]:
+    """Templates from this package; autoescaping on for every template, undefined names fail."""
+    environment = jinja2.Environment(
+        loader=jinja2.DictLoader(_TEMPLATES),
+        autoescape=True,
+        auto_reload=False,
+        finalize=shown,
+        undefined=jinja2.StrictUndefined,
+    )
+    return TemplateConfig(instance=JinjaTemplateEngine(engine_instance=environment))
+
+
+def _pages(state: State) -> Pages:
+    pages: Pages = state[PAGES_KEY]
+    return pages
+
+
+def _when(ms: int) -> str:
+    if not ms:
+        return "never"
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+async def _agent_rows(state: State) -> list[dict[str, Any]]:
+    ctx = context_of(state)
+    rows: list[dict[str, Any]] = []
+    for row in await ctx.reader.agents():
+        view = await agent_summary(ctx, row)
+        conversation = await ctx.reader.conversation_state(row.agent_id)
+        last = conversation.checkpointed_at_ms if conversation is not None else 0
+        rows.append(
+            {
+                "agent_id": view.agent_id,
+                "status": view.status,
+                "model": view.model or "",
+                "turn": view.turn,
+                "inbox_depth": view.inbox_depth,
+                "open_questions": len(view.open_questions),
+                "last_activity": _when(last),
+            }
+        )
+    return rows
+
+
+@get("/", include_in_schema=False)
+async def agents_page(state: State) -> Template:
+    """Every agent: status, inbox depth, open questions, last activity."""
+    signed = _pages(state).token is not None
+    context = {"agents": await _agent_rows(state), "signed_in": signed}
+    return Template("agents.html", context=context, media_type=_HTML)
+
+
+@get("/agents/rows", include_in_schema=False)
+async def agent_rows(state: State) -> Template:
+    """The rows of the agents table alone, for the page's live update."""
+    return Template(
+        "agent_rows.html", context={"agents": await _agent_rows(state)}, media_type=_HTML
+    )
+
+
+@get("/login", include_in_schema=False)
+async def login_form(state: State) -> Response[Any]:
+    """The sign-in form (with no token set there is nothing to sign in to)."""
+    if _pages(state).token is None:
+        return Redirect("/", status_code=303)
+    return Template("login.html", context={"failed": False, "signed_in": False}, media_type=_HTML)
+
+
+@post("/login", include_in_schema=False, status_code=303)
+async def login(state: State, request: Request[Any, Any, Any]) -> Response[Any]:
+    """Check the token from the form; a match signs the browser in, else the form again."""
+    token = _pages(state).token
+    if token is None:
+        return Redirect("/", status_code=303)
+    fields = urllib.parse.parse_qs((await request.body()).decode("utf-8", "replace"))
+    given = (fields.get("token") or [""])[0].strip().encode("utf-8")
+    if not session.matches(given, token):
+        return Template(
+            "login.html",
+            context={"failed": True, "signed_in": False},
+            status_code=401,
+            media_type=_HTML,
+        )
+    return Redirect("/", status_code=303, headers={"Set-Cookie": session.session_cookie(token)})
+
+
+@post("/logout", include_in_schema=False, status_code=303)
+async def logout() -> Response[Any]:
+    """Sign the browser out."""
+    return Redirect("/login", status_code=303, headers={"Set-Cookie": session.clearing_cookie()})
+
+
+@get("/static/{name:str}", include_in_schema=False)
+async def static_asset(name: PathText) -> Response[bytes]:
+    """One of the inspector's own assets (no third-party file, nothing fetched at run time)."""
+    found = _STATIC.get(name)
+    if found is None:
+        return Response(b"no such asset\n", status_code=404, media_type="text/plain")
+    body, media_type = found
+    return Response(body, media_type=media_type)
+
+
+HANDLERS = [agents_page, agent_rows, login_form, login, logout, static_asset]

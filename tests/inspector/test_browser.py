@@ -1,0 +1,106 @@
+"""The inspector in a real browser (headless chromium through Playwright): the agents page and
+its live update, signing in with a token, planted markup shown as text, narrow screens and the
+keyboard (docs/inspector.md#how-the-pages-are-tested)."""
+
+from __future__ import annotations
+
+import pytest
+from blockbuster import BlockBuster
+from playwright.async_api import Page, expect
+
+from afp_runtime.models import ScriptedModel
+from afp_runtime.testing import answer
+from tests.api.conftest import Api, agent, serving, settle
+
+TOKEN = "k" * 40
+
+
+@pytest.fixture(autouse=True, name="blockbuster")
+def fixture_blockbuster(scan_ours: BlockBuster) -> BlockBuster:
+    """Blocking calls are checked in afp_runtime only (``scan_ours``)."""
+    return scan_ours
+
+
+PLANTED = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x'
+
+
+async def test_the_agents_page_shows_every_agent_and_updates_live(api: Api, page: Page) -> None:
+    """The page lists the agents; a message answered while it is open shows in its row
+    without a reload."""
+    definitions = [agent([answer("hi")], agent_id=name) for name in ("alpha", "beta")]
+    async with api.running(*definitions) as (host, _), serving(api.app(host)) as base:
+        await page.goto(base + "/")
+        rows = page.locator("#agent-rows tr")
+        await expect(rows).to_have_count(2)
+        alpha = page.locator('tr[data-agent="alpha"]')
+        await expect(alpha.locator("td").nth(3)).to_have_text("0")  # turn
+        loaded = await page.evaluate("performance.timeOrigin")
+        await host.post("alpha", "hello")
+        await settle(host, "alpha")
+        await expect(alpha.locator("td").nth(3)).to_have_text("1")
+        assert await page.evaluate("performance.timeOrigin") == loaded  # no reload
+
+
+async def test_a_browser_signs_in_with_the_token_and_keeps_a_strict_cookie(
+    api: Api, page: Page
+) -> None:
+    """With a token the page sends the browser to the form; the labelled field and the button
+    sign it in, and the cookie is HttpOnly and SameSite=Strict."""
+    async with (
+        api.running(agent([answer("hi")]), token=TOKEN) as (host, _),
+        serving(api.app(host, token=TOKEN)) as base,
+    ):
+        await page.goto(base + "/")
+        await expect(page).to_have_url(base + "/login")
+        await page.get_by_label("API token").fill("wrong" * 8)
+        await page.get_by_role("button", name="Sign in").click()
+        await expect(page.get_by_role("alert")).to_contain_text("not this host's token")
+        await page.get_by_label("API token").fill(TOKEN)
+        await page.keyboard.press("Enter")
+        await expect(page).to_have_url(base + "/")
+        await expect(page.locator('tr[data-agent="ops"]')).to_be_visible()
+        [cookie] = await page.context.cookies()
+        assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+        assert TOKEN not in cookie["value"]
+
+
+async def test_planted_markup_runs_nothing_and_reads_as_text(api: Api, page: Page) -> None:
+    """A model name carrying a script, an image with onerror and a javascript: link: no dialog
+    opens, no image or link exists, and the text reads as it was written."""
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: dialogs.append(dialog.message))
+    model = ScriptedModel([answer("ok")], model=PLANTED)
+    async with api.running(agent(model)) as (host, _), serving(api.app(host)) as base:
+        await page.goto(base + "/")
+        row = page.locator('tr[data-agent="ops"]')
+        await expect(row.locator("td").nth(4)).to_have_text(PLANTED)
+        await page.wait_for_timeout(1_500)  # one live update goes through as well
+        await expect(row.locator("td").nth(4)).to_have_text(PLANTED)
+        assert await page.locator("main img, main a[href^='javascript']").count() == 0
+    assert dialogs == []
+
+
+async def test_the_pages_fit_a_narrow_screen_and_work_from_the_keyboard(
+    api: Api, page: Page
+) -> None:
+    """At 390 px the page does not scroll sideways (the table scrolls in its box); on the
+    form, Tab from the top reaches the field, then the button."""
+    await page.set_viewport_size({"width": 390, "height": 800})
+    async with (
+        api.running(agent([answer("hi")]), token=TOKEN) as (host, _),
+        serving(api.app(host, token=TOKEN)) as base,
+    ):
+        await page.goto(base + "/login")
+        width = await page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390
+        await page.evaluate("document.activeElement.blur()")
+        focused = []
+        for _ in range(4):
+            await page.keyboard.press("Tab")
+            focused.append(await page.evaluate("document.activeElement.outerHTML.slice(0, 60)"))
+        assert any('id="token"' in f for f in focused)
+        assert any("<button" in f for f in focused)
+        await page.get_by_label("API token").fill(TOKEN)
+        await page.keyboard.press("Enter")
+        await expect(page.locator('tr[data-agent="ops"]')).to_be_visible()
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 390

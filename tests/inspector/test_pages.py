@@ -1,0 +1,109 @@
+"""The inspector's pages over HTTP (docs/inspector.md): the agents page, the server rules of
+its paths, the sign-in with a token, and contents shown as text, never as markup."""
+
+from __future__ import annotations
+
+import re
+
+from afp_runtime.models import ScriptedModel
+from afp_runtime.testing import answer
+from tests.api.conftest import Api, agent, settle
+
+TOKEN = "t" * 40
+PLANTED = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x'
+
+
+async def test_the_agents_page_lists_every_agent_with_its_status_and_inbox(api: Api) -> None:
+    """``GET /`` is an HTML page with a row per agent: id, status, inbox depth, questions."""
+    definitions = [agent([answer("hi")], agent_id=name) for name in ("alpha", "beta")]
+    async with api.running(*definitions) as (host, client):
+        await host.post("alpha", "hello")
+        await settle(host, "alpha")
+        response = await client.get("/")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    rows = re.findall(r'<tr data-agent="([^"]+)">(.*?)</tr>', response.text, re.S)
+    assert [name for name, _ in rows] == ["alpha", "beta"]
+    cells = re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", rows[0][1], re.S)
+    assert "idle" in cells[1] and cells[2].strip() == "0" and cells[4].strip() == "1"
+
+
+async def test_every_page_carries_a_policy_that_forbids_inline_script(api: Api) -> None:
+    """Pages and assets carry a CSP with ``script-src 'self'`` and no ``unsafe-inline``, and
+    are neither framed, sniffed nor cached."""
+    async with api.running(agent([answer("hi")])) as (_, client):
+        for path in ("/", "/static/inspector.js", "/static/inspector.css"):
+            response = await client.get(path)
+            assert response.status_code == 200, path
+            policy = response.headers["content-security-policy"]
+            assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+            assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+            assert response.headers["x-content-type-options"] == "nosniff"
+            assert response.headers["cache-control"] == "no-store"
+        page = (await client.get("/")).text
+    assert "<script>" not in page and '<script src="/static/inspector.js" defer>' in page
+
+
+async def test_planted_markup_in_ids_and_models_is_shown_as_text(api: Api) -> None:
+    """An agent id and a model name full of markup, ``javascript:`` links and control
+    characters come out escaped: no element, attribute or link of theirs exists in the page."""
+    sly = "sly-agent"
+    model = ScriptedModel([answer("ok")], model="a<b>\"'&\x07\x1b" + PLANTED)
+    async with api.running(agent(model, agent_id=sly)) as (_, client):
+        text = (await client.get("/")).text
+        rows = (await client.get("/agents/rows")).text
+    for page in (text, rows):
+        assert (
+            "<script>alert" not in page and "<img" not in page and '<a href="javascript' not in page
+        )
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+        assert "a&lt;b&gt;&#34;&#39;&amp;\u2407\u241b" in page and "\x07" not in page
+
+
+async def test_without_a_token_a_page_needs_the_loopback_host(api: Api) -> None:
+    """Without a token the pages answer only requests addressed to the loopback name, as the
+    API does (DNS rebinding); unknown paths are 404 and a wrong method 405."""
+    async with api.running(agent([answer("hi")])) as (host, _):
+        async with api.client(host, base_url="http://evil.example") as stranger:
+            assert (await stranger.get("/")).status_code == 400
+        async with api.client(host) as client:
+            assert (await client.get("/nothing-here")).status_code == 404
+            refused = await client.delete("/")
+            assert refused.status_code == 405 and "GET" in refused.headers["allow"]
+
+
+async def test_with_a_token_a_browser_signs_in_once_and_keeps_a_strict_cookie(api: Api) -> None:
+    """With a token, a page redirects to the sign-in form; the right token sets an HttpOnly,
+    SameSite=Strict cookie that is not the token, the wrong one is refused."""
+    async with api.running(agent([answer("hi")]), token=TOKEN) as (_, client):
+        first = await client.get("/")
+        assert first.status_code == 303 and first.headers["location"] == "/login"
+        form = await client.get("/login")
+        assert form.status_code == 200 and 'for="token"' in form.text
+        wrong = await client.post("/login", data={"token": "x" * 40})
+        assert wrong.status_code == 401 and "not this host" in wrong.text
+        assert "set-cookie" not in wrong.headers
+        right = await client.post("/login", data={"token": TOKEN})
+        assert right.status_code == 303 and right.headers["location"] == "/"
+        cookie = right.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and TOKEN not in cookie
+        signed = await client.get("/")
+        assert signed.status_code == 200 and "<table" in signed.text
+        # The cookie opens pages, never the API.
+        api_refused = await client.get("/v1/agents")
+        assert api_refused.status_code == 401
+        out = await client.post("/logout")
+        assert out.status_code == 303
+        assert (await client.get("/")).status_code == 303
+
+
+async def test_a_form_posted_from_another_origin_is_refused(api: Api) -> None:
+    """A POST to a page whose ``Origin`` is another site is 403 and signs nobody in; a form
+    body must be form-encoded."""
+    async with api.running(agent([answer("hi")]), token=TOKEN) as (_, client):
+        forged = await client.post(
+            "/login", data={"token": TOKEN}, headers={"Origin": "http://evil.example"}
+        )
+        assert forged.status_code == 403 and "set-cookie" not in forged.headers
+        as_json = await client.post("/login", json={"token": TOKEN})
+        assert as_json.status_code == 415
