@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from collections.abc import MutableMapping
+from collections.abc import Collection, MutableMapping
 from typing import Any
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -133,35 +133,8 @@ class Guard:
         allowed = allowed_methods(path)
         if allowed is None:
             raise ApiError(404, "route-not-found", f"no endpoint answers {path[:200]}")
-        allow = {"Allow": ", ".join(sorted(allowed))}
-        if method not in allowed:
-            raise ApiError(
-                405,
-                "method-not-allowed",
-                f"{method[:20]} is not allowed on {path[:200]}; it answers {allow['Allow']}",
-                headers=allow,
-            )
-        if method == "OPTIONS":
-            raise _Answered(204, allow)
-        declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            raise self._too_large()
-        if method != "POST":  # the only method with a body that reaches a handler
-            return receive
-        try:
-            body = await self._read_body(receive)
-        except _TooLarge:
-            raise self._too_large() from None
-        kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if body and kind != "application/json":
-            raise ApiError(
-                415,
-                "unsupported-media-type",
-                "a POST with a body must carry Content-Type: application/json",
-                field="Content-Type",
-                value=headers.get("content-type", ""),
-            )
-        return _replay(body, receive)
+        _check_method(path, method, allowed)
+        return await self._body(receive, headers, method, "application/json")
 
     async def _check_page(
         self, scope: Scope, receive: Receive, headers: dict[str, str], path: str, method: str
@@ -179,37 +152,34 @@ class Guard:
             if method in ("GET", "HEAD"):
                 raise _Answered(303, {"Location": "/login", "Cache-Control": "no-store"})
             raise ApiError(401, "unauthorized", "sign in to the inspector first")
-        methods = {*allowed, "OPTIONS", *(("HEAD",) if "GET" in allowed else ())}
-        allow = {"Allow": ", ".join(sorted(methods))}
-        if method not in methods:
-            raise ApiError(
-                405,
-                "method-not-allowed",
-                f"{method[:20]} is not allowed on {path[:200]}; it answers {allow['Allow']}",
-                headers=allow,
-            )
-        if method == "OPTIONS":
-            raise _Answered(204, allow)
-        if method != "POST":
-            return receive
+        _check_method(path, method, {*allowed, "OPTIONS", *(["HEAD"] if "GET" in allowed else [])})
         origin = headers.get("origin")
-        if origin is not None and origin.split("://", 1)[-1] != headers.get("host"):
-            # A form posted from another site's page (SameSite=Strict already keeps the
-            # cookie off it; this refuses it without a token too).
+        if method == "POST" and origin is not None and _foreign(origin, headers.get("host")):
+            # A form posted from another site's page (SameSite=Strict already keeps the cookie
+            # off it; this refuses it without a token too).
             raise ApiError(403, "cross-origin", "a form may only be posted from this inspector")
+        return await self._body(receive, headers, method, "application/x-www-form-urlencoded")
+
+    async def _body(
+        self, receive: Receive, headers: dict[str, str], method: str, media_type: str
+    ) -> Receive:
+        """The body within the limit, read in full for a POST (which must say ``media_type``
+        when it carries one) and handed on; other methods' bodies never reach a handler."""
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise self._too_large()
+        if method != "POST":  # the only method with a body that reaches a handler
+            return receive
         try:
             body = await self._read_body(receive)
         except _TooLarge:
             raise self._too_large() from None
         kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if body and kind != "application/x-www-form-urlencoded":
+        if body and kind != media_type:
             raise ApiError(
                 415,
                 "unsupported-media-type",
-                "a page's POST must carry Content-Type: application/x-www-form-urlencoded",
+                f"a POST with a body must carry Content-Type: {media_type}",
                 field="Content-Type",
                 value=headers.get("content-type", ""),
             )
@@ -277,6 +247,25 @@ class Guard:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+
+def _foreign(origin: str, host: str | None) -> bool:
+    """Whether an ``Origin`` names another site than the ``Host`` the request was sent to."""
+    return origin.split("://", 1)[-1] != host
+
+
+def _check_method(path: str, method: str, allowed: Collection[str]) -> None:
+    """405 with ``Allow`` for a method the path does not answer; ``OPTIONS`` answered here."""
+    allow = {"Allow": ", ".join(sorted(allowed))}
+    if method not in allowed:
+        raise ApiError(
+            405,
+            "method-not-allowed",
+            f"{method[:20]} is not allowed on {path[:200]}; it answers {allow['Allow']}",
+            headers=allow,
+        )
+    if method == "OPTIONS":
+        raise _Answered(204, allow)
 
 
 def _headers(scope: Scope) -> dict[str, str]:
