@@ -9,7 +9,7 @@ from blockbuster import BlockBuster
 from playwright.async_api import Page, expect
 
 from afp_runtime.models import ScriptedModel
-from afp_runtime.testing import answer
+from afp_runtime.testing import answer, call, tool_reply
 from tests.api.conftest import Api, agent, serving, settle
 
 TOKEN = "k" * 40
@@ -104,3 +104,21 @@ async def test_the_pages_fit_a_narrow_screen_and_work_from_the_keyboard(
         await page.keyboard.press("Enter")
         await expect(page.locator('tr[data-agent="ops"]')).to_be_visible()
         assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+async def test_from_the_agents_page_to_an_agents_timeline(api: Api, page: Page) -> None:
+    """Following an agent's link opens its timeline: the turn, the message, the run and its
+    model calls, and a way back."""
+    script = [tool_reply(call("c1", "alpha_tool")), answer("all done")]
+    async with api.running(agent(script)) as (host, _), serving(api.app(host)) as base:
+        await host.post("ops", "check the files")
+        await settle(host)
+        await page.goto(base + "/")
+        await page.get_by_role("link", name="ops").click()
+        await expect(page).to_have_url(base + "/agents/ops")
+        turn = page.locator('article[data-turn="1"]')
+        await expect(turn.locator(".message .text")).to_have_text("check the files")
+        await expect(turn.locator("tr[data-call]")).to_have_count(2)
+        await expect(turn.locator(".answer .text")).to_have_text("all done")
+        await page.get_by_role("link", name="Agents").click()
+        await expect(page).to_have_url(base + "/")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from afp_runtime.models import ScriptedModel
-from afp_runtime.testing import answer
+from afp_runtime.testing import answer, call, tool_reply
 from tests.api.conftest import Api, agent, settle
 
 TOKEN = "t" * 40
@@ -51,7 +51,7 @@ async def test_planted_markup_in_ids_and_models_is_shown_as_text(api: Api) -> No
     model = ScriptedModel([answer("ok")], model="a<b>\"'&\x07\x1b" + PLANTED)
     async with api.running(agent(model, agent_id=sly)) as (_, client):
         text = (await client.get("/")).text
-        rows = (await client.get("/agents/rows")).text
+        rows = (await client.get("/fragments/agents")).text
     for page in (text, rows):
         assert (
             "<script>alert" not in page and "<img" not in page and '<a href="javascript' not in page
@@ -107,3 +107,38 @@ async def test_a_form_posted_from_another_origin_is_refused(api: Api) -> None:
         assert forged.status_code == 403 and "set-cookie" not in forged.headers
         as_json = await client.post("/login", json={"token": TOKEN})
         assert as_json.status_code == 415
+
+
+async def test_the_timeline_shows_turns_runs_calls_and_the_message_as_text(api: Api) -> None:
+    """``/agents/ID`` shows each turn with the person's message, its run with outcome and its
+    model calls; markup planted in the message and the answer is escaped."""
+    script = [tool_reply(call("c1", "alpha_tool")), answer("done " + PLANTED)]
+    async with api.running(agent(script)) as (host, client):
+        await host.post("ops", "please " + PLANTED)
+        await settle(host)
+        page = (await client.get("/agents/ops")).text
+        missing = await client.get("/agents/nobody")
+    turn = re.search(r'<article class="turn" data-turn="1">(.*?)</article>', page, re.S)
+    assert turn is not None
+    body = turn.group(1)
+    assert "please &lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert "done &lt;script&gt;" in body and "<script>alert" not in page and "<img" not in page
+    assert re.findall(r'<tr data-call="(\d+)">', body) == ["1", "2"]
+    assert "initial</span> run" in body and "status-answered" in body
+    assert missing.status_code == 404
+
+
+async def test_a_long_conversation_pages_its_turns(api: Api) -> None:
+    """With more turns than a page holds, the newest 20 show first and a link leads to the
+    older ones."""
+    async with api.running(agent([answer(f"a{i}") for i in range(25)])) as (host, client):
+        for i in range(25):
+            await host.post("ops", f"m{i}")
+        await settle(host)
+        first = (await client.get("/agents/ops")).text
+        older = re.search(r'href="(/agents/ops\?before=\d+)"', first)
+        assert older is not None
+        second = (await client.get(older.group(1))).text
+    assert re.findall(r'data-turn="(\d+)"', first) == [str(t) for t in range(25, 5, -1)]
+    assert re.findall(r'data-turn="(\d+)"', second) == [str(t) for t in range(5, 0, -1)]
+    assert "Newest turns" in second and "Older turns" not in second

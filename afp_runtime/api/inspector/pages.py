@@ -7,12 +7,11 @@ headers) are the guard's (``afp_runtime/api/_guard.py``); a handler here only re
 
 from __future__ import annotations
 
-import datetime
 import re
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import jinja2
 from litestar import Request, get, post
@@ -22,9 +21,10 @@ from litestar.response import Redirect, Response, Template
 from litestar.template.config import TemplateConfig
 
 from afp_runtime.api._context import context_of
-from afp_runtime.api._params import PathText
+from afp_runtime.api._params import PathText, number_param, query
 from afp_runtime.api.agents import agent_summary
 from afp_runtime.api.inspector import session
+from afp_runtime.api.inspector.timeline import timeline, when
 
 __all__ = ["HANDLERS", "PAGES_KEY", "Pages", "page_methods", "public_page", "template_config"]
 
@@ -43,7 +43,8 @@ _STATIC = {
 _TEMPLATES = {path.name: path.read_text("utf-8") for path in (_HERE / "templates").glob("*.html")}
 _ROUTES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (re.compile(r"/"), frozenset({"GET"})),
-    (re.compile(r"/agents/rows"), frozenset({"GET"})),
+    (re.compile(r"/fragments/agents"), frozenset({"GET"})),
+    (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}"), frozenset({"GET"})),
     (re.compile(r"/login"), frozenset({"GET", "POST"})),
     (re.compile(r"/logout"), frozenset({"POST"})),
     (re.compile(r"/static/[A-Za-z0-9_.-]{1,64}"), frozenset({"GET"})),
@@ -96,13 +97,6 @@ def _pages(state: State) -> Pages:
     return pages
 
 
-def _when(ms: int) -> str:
-    if not ms:
-        return "never"
-    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
 async def _agent_rows(state: State) -> list[dict[str, Any]]:
     ctx = context_of(state)
     rows: list[dict[str, Any]] = []
@@ -118,7 +112,7 @@ async def _agent_rows(state: State) -> list[dict[str, Any]]:
                 "turn": view.turn,
                 "inbox_depth": view.inbox_depth,
                 "open_questions": len(view.open_questions),
-                "last_activity": _when(last),
+                "last_activity": when(last),
             }
         )
     return rows
@@ -132,12 +126,28 @@ async def agents_page(state: State) -> Template:
     return Template("agents.html", context=context, media_type=_HTML)
 
 
-@get("/agents/rows", include_in_schema=False)
+@get("/fragments/agents", include_in_schema=False)
 async def agent_rows(state: State) -> Template:
     """The rows of the agents table alone, for the page's live update."""
     return Template(
         "agent_rows.html", context={"agents": await _agent_rows(state)}, media_type=_HTML
     )
+
+
+@get("/agents/{agent_id:str}", include_in_schema=False)
+async def timeline_page(
+    state: State, agent_id: PathText, before: Annotated[str | None, query("before")] = None
+) -> Template:
+    """One agent's conversation: turns, newest first, with their runs, calls and visits."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    older_than = number_param("before", before) if before is not None else None
+    context = {
+        "agent_id": agent_id,
+        "signed_in": _pages(state).token is not None,
+        **await timeline(ctx, agent_id, before=older_than),
+    }
+    return Template("timeline.html", context=context, media_type=_HTML)
 
 
 @get("/login", include_in_schema=False)
@@ -182,4 +192,4 @@ async def static_asset(name: PathText) -> Response[bytes]:
     return Response(body, media_type=media_type)
 
 
-HANDLERS = [agents_page, agent_rows, login_form, login, logout, static_asset]
+HANDLERS = [agents_page, agent_rows, timeline_page, login_form, login, logout, static_asset]

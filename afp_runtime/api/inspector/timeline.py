@@ -1,0 +1,132 @@
+"""The conversation timeline of one agent (docs/inspector.md#timeline): its turns, newest
+first and a page at a time, each with the person's message, its runs (kind, status, duration,
+usage, answer or error), each run's model calls (outcome, attempts, tool calls, usage, gaps)
+and window visits (what left and why), and the agent's questions."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections import defaultdict
+from typing import Any
+
+from afp_runtime.api._context import ApiContext
+from afp_runtime.api.window import window_records
+from afp_runtime.served import epoch_entries
+from afp_runtime.store import RunRow
+
+__all__ = ["TURNS_PER_PAGE", "timeline"]
+
+TURNS_PER_PAGE = 20
+# A run's calls listed on the page; a run with more says how many it left out.
+_CALLS_PER_RUN = 200
+
+
+def when(ms: int | None) -> str:
+    """A UTC time to the second, for people; ``never`` for none."""
+    if not ms:
+        return "never"
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _duration(run: RunRow) -> str:
+    if run.ended_at_ms is None:
+        return "still running" if run.status == "running" else ""
+    seconds = (run.ended_at_ms - run.started_at_ms) / 1000
+    return f"{seconds:.3f} s" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def _usage(usage: Any) -> str:
+    if usage is None:
+        return ""
+    values = usage if isinstance(usage, dict) else {"input": usage.input, "output": usage.output}
+    return f"{values.get('input', 0)} in · {values.get('output', 0)} out"
+
+
+def _answer(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _visit(record: dict[str, Any]) -> dict[str, Any]:
+    reasons = sorted({str(r.get("reason")) for r in record.get("refusals") or []})
+    return {
+        "stage": record.get("runtimeStageId", ""),
+        "strategy": str(record.get("strategy", "")),
+        "removed": int(record.get("removedMessageCount") or 0),
+        "turns": f"{record.get('turnsBefore', '?')} → {record.get('turnsAfter', '?')}",
+        "kept_because": ", ".join(reasons),
+    }
+
+
+async def _run_view(ctx: ApiContext, run: RunRow, visits: list[dict[str, Any]]) -> dict[str, Any]:
+    entries, total = await ctx.with_log(
+        run.run_id, lambda log: epoch_entries(log, start=0, limit=_CALLS_PER_RUN)
+    )
+    return {
+        "run_id": run.run_id,
+        "kind": run.kind,
+        "status": run.status,
+        "started": when(run.started_at_ms),
+        "duration": _duration(run),
+        "usage": _usage(run.usage),
+        "answer": run.answer or "",
+        "error": " ".join(x for x in (run.error_kind, run.error) if x),
+        "calls": [
+            {
+                "epoch": entry.epoch,
+                "agent_call": entry.agent_call,
+                "outcome": entry.outcome,
+                "attempts": entry.attempts,
+                "tool_calls": entry.tool_call_count,
+                "usage": _usage(entry.usage),
+                "gaps": ", ".join(entry.gaps),
+            }
+            for entry in entries
+        ],
+        "calls_left_out": max(0, total - len(entries)),
+        "visits": [_visit(record) for record in visits],
+    }
+
+
+async def timeline(ctx: ApiContext, agent_id: str, *, before: int | None) -> dict[str, Any]:
+    """What the timeline page shows: the turns before ``before`` (the newest page when None)."""
+    runs = await ctx.reader.runs(agent_id)
+    by_turn: dict[int, list[RunRow]] = defaultdict(list)
+    for run in runs:
+        by_turn[run.turn].append(run)
+    turns = sorted((t for t in by_turn if before is None or t < before), reverse=True)
+    shown, rest = turns[:TURNS_PER_PAGE], turns[TURNS_PER_PAGE:]
+    chosen = [run for turn in shown for run in by_turn[turn]]
+    visits: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in await window_records(ctx, chosen):
+        visits[record["runId"]].append(record)
+    messages = {row.turn: row for row in await ctx.reader.inbox(agent_id) if row.turn is not None}
+    questions = await ctx.reader.questions(agent_id)
+    return {
+        "turns": [
+            {
+                "turn": turn,
+                "message": messages[turn].text if turn in messages else "",
+                "sender": (messages[turn].sender or "") if turn in messages else "",
+                "accepted": when(messages[turn].accepted_at_ms) if turn in messages else "",
+                "runs": [await _run_view(ctx, run, visits[run.run_id]) for run in by_turn[turn]],
+            }
+            for turn in shown
+        ],
+        "older": shown[-1] if rest else None,
+        "newer": bool(before is not None and any(t >= before for t in by_turn)),
+        "questions": [
+            {
+                "question_id": q.question_id,
+                "kind": q.kind,
+                "status": q.status,
+                "prompt": q.prompt,
+                "answer": _answer(q.answer),
+                "asked": when(q.asked_at_ms),
+            }
+            for q in questions
+        ],
+    }
