@@ -4,6 +4,9 @@ keyboard (docs/inspector.md#how-the-pages-are-tested)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import pytest
 from blockbuster import BlockBuster
 from playwright.async_api import Page, expect
@@ -106,13 +109,20 @@ async def test_the_pages_fit_a_narrow_screen_and_work_from_the_keyboard(
         assert await page.evaluate("document.documentElement.scrollWidth") <= 390
 
 
-async def test_from_the_agents_page_to_an_agents_timeline(api: Api, page: Page) -> None:
-    """Following an agent's link opens its timeline: the turn, the message, the run and its
-    model calls, and a way back."""
+@asynccontextmanager
+async def _one_turn_with_a_tool_call(api: Api) -> AsyncIterator[str]:
+    """A served host whose agent ``ops`` answered "check the files" after one tool call."""
     script = [tool_reply(call("c1", "alpha_tool")), answer("all done")]
     async with api.running(agent(script)) as (host, _), serving(api.app(host)) as base:
         await host.post("ops", "check the files")
         await settle(host)
+        yield base
+
+
+async def test_from_the_agents_page_to_an_agents_timeline(api: Api, page: Page) -> None:
+    """Following an agent's link opens its timeline: the turn, the message, the run and its
+    model calls, and a way back."""
+    async with _one_turn_with_a_tool_call(api) as base:
         await page.goto(base + "/")
         await page.get_by_role("link", name="ops").click()
         await expect(page).to_have_url(base + "/agents/ops")
@@ -122,3 +132,20 @@ async def test_from_the_agents_page_to_an_agents_timeline(api: Api, page: Page) 
         await expect(turn.locator(".answer .text")).to_have_text("all done")
         await page.get_by_role("link", name="Agents").click()
         await expect(page).to_have_url(base + "/")
+
+
+async def test_from_the_timeline_to_one_call_and_its_diff(api: Api, page: Page) -> None:
+    """A call's link on the timeline opens the call: its receipt verified, the messages as
+    sent with the ones that entered since the call before marked, and a link back to it."""
+    async with _one_turn_with_a_tool_call(api) as base:
+        await page.goto(base + "/agents/ops")
+        await page.get_by_role("link", name="#2").click()
+        await expect(page).to_have_url(base + "/agents/ops/calls/2")
+        await expect(page.locator("#verdict")).to_have_text("verified")
+        await expect(page.locator("#entered-count")).to_have_text("2")
+        sent = page.locator("ol.messages.sent > li")
+        await expect(sent).to_have_count(3)
+        await expect(page.locator("ol.messages.sent > li.entered")).to_have_count(2)
+        await page.get_by_role("link", name="Previous call").click()
+        await expect(page).to_have_url(base + "/agents/ops/calls/1")
+        await expect(page.get_by_text("This is the agent's first call.")).to_be_visible()

@@ -4,9 +4,13 @@ its paths, the sign-in with a token, and contents shown as text, never as markup
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer, call, tool_reply
+from afp_runtime.tools import Tool, ToolContext
+from afp_runtime.window import sliding_window
 from tests.api.conftest import Api, agent, settle
 
 TOKEN = "t" * 40
@@ -142,3 +146,49 @@ async def test_a_long_conversation_pages_its_turns(api: Api) -> None:
     assert re.findall(r'data-turn="(\d+)"', first) == [str(t) for t in range(25, 5, -1)]
     assert re.findall(r'data-turn="(\d+)"', second) == [str(t) for t in range(5, 0, -1)]
     assert "Newest turns" in second and "Older turns" not in second
+
+
+def _planting_tool() -> Tool:
+    async def plant(args: Mapping[str, Any], ctx: ToolContext) -> str:
+        return "found " + PLANTED + "\x1b[31m"
+
+    return Tool("plant_tool", "plants <b>markup</b>", {"type": "object"}, plant)
+
+
+async def test_a_call_page_shows_what_was_sent_its_verdict_and_what_entered(api: Api) -> None:
+    """Call 2 lists the messages as sent with the two that entered since call 1 marked, the
+    receipt verified, and the tool's result (planted markup, an escape sequence) as text."""
+    script = [tool_reply(call("c1", "plant_tool")), answer("done")]
+    async with api.running(agent(script, tools=[_planting_tool()])) as (host, client):
+        await host.post("ops", "go")
+        await settle(host)
+        first = (await client.get("/agents/ops/calls/1")).text
+        second = (await client.get("/agents/ops/calls/2")).text
+        missing = await client.get("/agents/ops/calls/3")
+    assert '<span id="verdict">verified</span>' in first and "first call" in first
+    assert '<span id="verdict">verified</span>' in second
+    assert re.search(r'id="entered-count">2<', second) and re.search(r'id="left-count">0<', second)
+    entered = re.findall(r'<li class="msg role-(\w+) entered"', second)
+    assert entered == ["assistant", "tool"]
+    assert "found &lt;script&gt;alert(1)&lt;/script&gt;&lt;img" in second
+    assert "\x1b" not in second and "\u241b[31m" in second
+    assert "plants &lt;b&gt;markup&lt;/b&gt;" in second
+    assert "<script>alert" not in second and "<img" not in second
+    assert missing.status_code == 404
+
+
+async def test_a_call_page_names_what_left_the_window_and_why(api: Api) -> None:
+    """Under a sliding window keeping one turn, the second turn's call shows the first turn's
+    messages as left, with the window visit that removed them."""
+    script = [answer("first answer"), answer("second answer")]
+    window = sliding_window(keep_recent_turns=1)
+    async with api.running(agent(script, window=window)) as (host, client):
+        await host.post("ops", "first question")
+        await settle(host)
+        await host.post("ops", "second question")
+        await settle(host)
+        page = (await client.get("/agents/ops/calls/2")).text
+    left = re.search(r'<ol class="messages left">(.*?)</ol>', page, re.S)
+    assert left is not None and "first question" in left.group(1)
+    assert re.search(r"sliding-window at window#\d+: \d+ messages left", page)
+    assert re.search(r"id=\"left-count\">[1-9]", page)

@@ -24,6 +24,7 @@ from afp_runtime.api._context import context_of
 from afp_runtime.api._params import PathText, number_param, query
 from afp_runtime.api.agents import agent_summary
 from afp_runtime.api.inspector import session
+from afp_runtime.api.inspector.call import call_page
 from afp_runtime.api.inspector.timeline import timeline, when
 
 __all__ = ["HANDLERS", "PAGES_KEY", "Pages", "page_methods", "public_page", "template_config"]
@@ -45,6 +46,7 @@ _ROUTES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (re.compile(r"/"), frozenset({"GET"})),
     (re.compile(r"/fragments/agents"), frozenset({"GET"})),
     (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}"), frozenset({"GET"})),
+    (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/calls/[0-9]{1,12}"), frozenset({"GET"})),
     (re.compile(r"/login"), frozenset({"GET", "POST"})),
     (re.compile(r"/logout"), frozenset({"POST"})),
     (re.compile(r"/static/[A-Za-z0-9_.-]{1,64}"), frozenset({"GET"})),
@@ -150,6 +152,19 @@ async def timeline_page(
     return Template("timeline.html", context=context, media_type=_HTML)
 
 
+@get("/agents/{agent_id:str}/calls/{n:str}", include_in_schema=False)
+async def call_view(state: State, agent_id: PathText, n: PathText) -> Template:
+    """The agent's n-th model call: what was sent, its verdict, its diff to the call before."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    context = {
+        "agent_id": agent_id,
+        "signed_in": _pages(state).token is not None,
+        **await call_page(ctx, agent_id, number_param("n", n)),
+    }
+    return Template("call.html", context=context, media_type=_HTML)
+
+
 @get("/login", include_in_schema=False)
 async def login_form(state: State) -> Response[Any]:
     """The sign-in form (with no token set there is nothing to sign in to)."""
@@ -192,4 +207,13 @@ async def static_asset(name: PathText) -> Response[bytes]:
     return Response(body, media_type=media_type)
 
 
-HANDLERS = [agents_page, agent_rows, timeline_page, login_form, login, logout, static_asset]
+HANDLERS = [
+    agents_page,
+    agent_rows,
+    timeline_page,
+    call_view,
+    login_form,
+    login,
+    logout,
+    static_asset,
+]

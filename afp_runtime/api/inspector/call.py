@@ -1,0 +1,216 @@
+"""One model call as it was sent, with its receipt verdict and what changed since the call
+before it (docs/inspector.md#one-call)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+import msgspec
+
+from afp_runtime.api._context import ApiContext
+from afp_runtime.api._problems import not_found
+from afp_runtime.api.window import window_records
+from afp_runtime.messages import Message
+from afp_runtime.records import RunLog
+from afp_runtime.served import (
+    BodyEncoder,
+    ConformanceReport,
+    ServedView,
+    check,
+    find_call,
+    receipt_at,
+)
+from afp_runtime.store import RunRow
+
+__all__ = ["call_page"]
+
+# Contents longer than this start folded on the page.
+_FOLD_CHARS = 600
+
+
+class _Found:
+    """Where call ``n`` of an agent sits, what it was sent and its check."""
+
+    def __init__(
+        self, run: RunRow, epoch: int, view: ServedView, report: ConformanceReport | None
+    ) -> None:
+        self.run = run
+        self.epoch = epoch
+        self.view = view
+        self.report = report
+
+
+async def _find(ctx: ApiContext, runs: list[RunRow], number: int, *, verify: bool) -> _Found | None:
+    host = ctx.host
+    # A run's calls are numbered on from the run before, so the newest runs are looked at first
+    # only when the number is high; most pages ask for recent calls.
+    for run in reversed(runs):
+
+        def read(log: RunLog, run: RunRow = run) -> _Found | None:
+            found = find_call(log, number)
+            if found is None:
+                return None
+            epoch, view = found
+            report = None
+            if verify:
+                receipt = receipt_at(log, epoch)
+                encoder: BodyEncoder | None = None
+                if receipt is not None and receipt.wire is not None:
+                    encoder = host.wire_encoder(
+                        run.agent_id, receipt.wire.encoder, receipt.basis.model
+                    )
+                report = check(view, receipt, encoder=encoder, log=log)
+            return _Found(run, epoch, view, report)
+
+        located = await ctx.with_log(run.run_id, read)
+        if located is not None:
+            return located
+    return None
+
+
+def _key(message: Message) -> bytes:
+    """What tells two sent messages apart: their whole encoding (a view's values are frozen,
+    so read-only mappings are encoded as the dicts they stand for)."""
+    return msgspec.json.encode(message, enc_hook=dict, order="sorted")
+
+
+def _text(value: str) -> dict[str, Any]:
+    return {"text": value, "long": len(value) > _FOLD_CHARS, "chars": len(value)}
+
+
+def _message(message: Message, index: int, entered: bool) -> dict[str, Any]:
+    return {
+        "index": index,
+        "role": message.role,
+        "content": _text(message.content),
+        "tool_calls": [
+            {
+                "id": c.id,
+                "name": c.name,
+                "args": json.dumps(c.args, ensure_ascii=False, sort_keys=True, default=dict),
+            }
+            for c in message.tool_calls
+        ],
+        "tool_call_id": message.tool_call_id or "",
+        "tool_name": message.tool_name or "",
+        "not_dispatched": bool(message.not_dispatched),
+        "injected_by": message.injected_by or "",
+        "entered": entered,
+    }
+
+
+def _diff(
+    previous: ServedView | None, view: ServedView, visits: list[dict[str, Any]]
+) -> dict[str, Any]:
+    current = list(view.messages.as_sent)
+    before = list(previous.messages.as_sent) if previous is not None else []
+    now_fps = [_key(m) for m in current]
+    old_fps = [_key(m) for m in before]
+    entered: set[int] = set()
+    left: list[dict[str, Any]] = []
+    matcher = difflib.SequenceMatcher(None, old_fps, now_fps, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op in ("insert", "replace"):
+            entered.update(range(j1, j2))
+        if op in ("delete", "replace"):
+            left.extend(_message(before[i], i, False) for i in range(i1, i2))
+    reasons = [
+        f"{v.get('strategy', '?')} at {v.get('runtimeStageId', '?')}: "
+        f"{v.get('removedMessageCount', 0)} messages left"
+        for v in visits
+        if v.get("removedMessageCount")
+    ]
+    old_pieces = {(p.slot, p.source): p.text for p in previous.system.pieces} if previous else {}
+    pieces = []
+    for piece in view.system.pieces:
+        key = (piece.slot, piece.source)
+        change = "same" if old_pieces.get(key) == piece.text else "changed"
+        if key not in old_pieces:
+            change = "new" if previous is not None else "same"
+        pieces.append(
+            {
+                "slot": piece.slot,
+                "source": piece.source,
+                "text": _text(piece.text),
+                "change": change,
+            }
+        )
+    gone_pieces = sorted(
+        f"{slot} ({source})"
+        for slot, source in old_pieces
+        if (slot, source) not in {(p.slot, p.source) for p in view.system.pieces}
+    )
+    old_tools = {t.name: t for t in previous.tools.schemas} if previous else None
+    new_tools = {t.name: t for t in view.tools.schemas}
+    return {
+        "messages": [
+            _message(m, i, i in entered and previous is not None) for i, m in enumerate(current)
+        ],
+        "left": left,
+        "reasons": reasons,
+        "pieces": pieces,
+        "gone_pieces": gone_pieces,
+        "tools": [
+            {"name": t.name, "description": t.description, "change": _change(old_tools, t)}
+            for t in view.tools.schemas
+        ],
+        "gone_tools": sorted(set(old_tools or ()) - set(new_tools)),
+    }
+
+
+def _change(before: dict[str, Any] | None, tool: Any) -> str:
+    """``new``, ``changed`` or ``same`` against the previous call's tools (all ``same`` for
+    the first call)."""
+    if before is None:
+        return "same"
+    old = before.get(tool.name)
+    if old is None:
+        return "new"
+    same = old.description == tool.description and old.input_schema == tool.input_schema
+    return "same" if same else "changed"
+
+
+async def call_page(ctx: ApiContext, agent_id: str, number: int) -> dict[str, Any]:
+    """What the call page shows for the agent's call ``number``."""
+    runs = await ctx.reader.runs(agent_id)
+    found = await _find(ctx, runs, number, verify=True)
+    if found is None:
+        raise not_found(
+            "call-not-found",
+            f"agent {agent_id!r} has made no model call numbered {number}",
+            field="n",
+            value=str(number),
+        )
+    previous = await _find(ctx, runs, number - 1, verify=False) if number > 1 else None
+    visits = [
+        record
+        for record in await window_records(ctx, [found.run])
+        if record.get("iteration") == found.epoch
+    ]
+    report = found.report
+    assert report is not None
+    view = found.view
+    return {
+        "number": number,
+        "run_id": found.run.run_id,
+        "epoch": found.epoch,
+        "has_previous": previous is not None,
+        "verdict": report.verdict,
+        "failures": [
+            {"clause": c.clause, "detail": c.detail or ""}
+            for c in report.clauses
+            if c.status == "fail"
+        ],
+        "gaps": list(report.gaps),
+        "model": view.basis.model if view.basis is not None else "",
+        "system_chars": len(view.system.text),
+        "request_only": [
+            {"role": line.role, "text": _text(line.text), "reason": line.reason}
+            for line in view.messages.request_only
+        ],
+        "forced": view.tools.forced or "",
+        "withheld": view.tools.withheld or "",
+        **_diff(previous.view if previous is not None else None, view, visits),
+    }
