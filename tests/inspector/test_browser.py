@@ -11,9 +11,11 @@ import pytest
 from blockbuster import BlockBuster
 from playwright.async_api import Page, expect
 
+from afp_runtime.demo import QUESTIONS
 from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer, call, tool_reply
 from tests.api.conftest import Api, agent, serving, settle
+from tests.api.test_folded import desk
 
 TOKEN = "k" * 40
 
@@ -149,3 +151,25 @@ async def test_from_the_timeline_to_one_call_and_its_diff(api: Api, page: Page) 
         await page.get_by_role("link", name="Previous call").click()
         await expect(page).to_have_url(base + "/agents/ops/calls/1")
         await expect(page.get_by_text("This is the agent's first call.")).to_be_visible()
+
+
+async def test_a_fold_is_found_by_a_prefix_and_shows_its_originals(api: Api, page: Page) -> None:
+    """From the timeline to the folds, then the find form with eight digits of a summary's
+    fingerprint opens that fold with its summary and its original messages."""
+    async with (
+        api.running(desk("keep", "conversation")) as (host, _),
+        serving(api.app(host)) as base,
+    ):
+        for question in QUESTIONS:
+            await host.post("keep", question)
+            await settle(host, "keep")
+        [span, *_] = await host.reader.folded_spans("keep")
+        await page.goto(base + "/agents/keep")
+        await page.get_by_role("link", name="Folds").click()
+        await expect(page.locator("tr[data-fold]").first).to_be_visible()
+        await page.get_by_label("Summary fingerprint").fill(span.summary_fingerprint[:8])
+        await page.get_by_role("button", name="Find").click()
+        await expect(page).to_have_url(f"{base}/agents/keep/folds/{span.summary_fingerprint[:8]}")
+        originals = page.locator("ol.messages.originals > li")
+        await expect(originals).to_have_count(span.message_count)
+        await expect(page.locator("ol.messages.summary > li")).to_have_count(1)

@@ -7,11 +7,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from afp_runtime.demo import QUESTIONS
 from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import sliding_window
 from tests.api.conftest import Api, agent, settle
+from tests.api.test_folded import desk
 
 TOKEN = "t" * 40
 PLANTED = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x'
@@ -192,3 +194,35 @@ async def test_a_call_page_names_what_left_the_window_and_why(api: Api) -> None:
     assert left is not None and "first question" in left.group(1)
     assert re.search(r"sliding-window at window#\d+: \d+ messages left", page)
     assert re.search(r"id=\"left-count\">[1-9]", page)
+
+
+async def test_folds_list_and_one_fold_by_a_prefix_with_its_originals(api: Api) -> None:
+    """An agent that folded under ``retain = "conversation"``: its folds page lists the span, a
+    12-digit prefix opens it with its summary and every original message, the find form
+    redirects to it, and a prefix of no fold is 404 (a malformed one 400)."""
+    async with api.running(desk("keep", "conversation")) as (host, client):
+        for question in QUESTIONS:
+            await host.post("keep", question)
+            await settle(host, "keep")
+        spans = await host.reader.folded_spans("keep")
+        listing = (await client.get("/agents/keep/folds")).text
+        span = spans[0]
+        page = (await client.get(f"/agents/keep/folds/{span.summary_fingerprint[:12]}")).text
+        found = await client.get(f"/agents/keep/folds?prefix={span.summary_fingerprint[:8]}")
+        absent = await client.get("/agents/keep/folds/" + "0" * 12)
+        malformed = await client.get("/agents/keep/folds/XYZ")
+        originals, _ = await host.reader.resolve("keep", span.messages)  # type: ignore[arg-type]
+    assert spans
+    assert re.findall(r'<tr data-fold="([0-9a-f]{64})">', listing) == [
+        s.summary_fingerprint for s in spans
+    ]
+    kept = re.search(r'<ol class="messages originals">(.*?)</ol>', page, re.S)
+    assert kept is not None
+    assert len(re.findall(r'<li class="msg', kept.group(1))) == span.message_count
+    assert '<ol class="messages summary">' in page
+    first = originals[0].content.replace("&", "&amp;").replace("'", "&#39;")
+    assert first[:40] in kept.group(1)
+    assert found.status_code == 303 and found.headers["location"].endswith(
+        span.summary_fingerprint[:8]
+    )
+    assert absent.status_code == 404 and malformed.status_code == 400

@@ -24,7 +24,7 @@ from afp_runtime.served import (
 )
 from afp_runtime.store import RunRow
 
-__all__ = ["call_page"]
+__all__ = ["call_page", "message_view"]
 
 # Contents longer than this start folded on the page.
 _FOLD_CHARS = 600
@@ -80,7 +80,8 @@ def _text(value: str) -> dict[str, Any]:
     return {"text": value, "long": len(value) > _FOLD_CHARS, "chars": len(value)}
 
 
-def _message(message: Message, index: int, entered: bool) -> dict[str, Any]:
+def message_view(message: Message, index: int, *, entered: bool) -> dict[str, Any]:
+    """One message as the pages show it (role, content, tool calls, markers)."""
     return {
         "index": index,
         "role": message.role,
@@ -115,7 +116,7 @@ def _diff(
         if op in ("insert", "replace"):
             entered.update(range(j1, j2))
         if op in ("delete", "replace"):
-            left.extend(_message(before[i], i, False) for i in range(i1, i2))
+            left.extend(message_view(before[i], i, entered=False) for i in range(i1, i2))
     reasons = [
         f"{v.get('strategy', '?')} at {v.get('runtimeStageId', '?')}: "
         f"{v.get('removedMessageCount', 0)} messages left"
@@ -146,7 +147,8 @@ def _diff(
     new_tools = {t.name: t for t in view.tools.schemas}
     return {
         "messages": [
-            _message(m, i, i in entered and previous is not None) for i, m in enumerate(current)
+            message_view(m, i, entered=i in entered and previous is not None)
+            for i, m in enumerate(current)
         ],
         "left": left,
         "reasons": reasons,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,11 +21,12 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Response, Template
 from litestar.template.config import TemplateConfig
 
-from afp_runtime.api._context import context_of
-from afp_runtime.api._params import PathText, number_param, query
+from afp_runtime.api._context import ApiContext, context_of
+from afp_runtime.api._params import PathText, number_param, path_param, query
 from afp_runtime.api.agents import agent_summary
 from afp_runtime.api.inspector import session
 from afp_runtime.api.inspector.call import call_page
+from afp_runtime.api.inspector.folds import FOLD_PREFIX, fold_page, folds_page
 from afp_runtime.api.inspector.timeline import timeline, when
 
 __all__ = ["HANDLERS", "PAGES_KEY", "Pages", "page_methods", "public_page", "template_config"]
@@ -47,6 +49,8 @@ _ROUTES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (re.compile(r"/fragments/agents"), frozenset({"GET"})),
     (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}"), frozenset({"GET"})),
     (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/calls/[0-9]{1,12}"), frozenset({"GET"})),
+    (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/folds"), frozenset({"GET"})),
+    (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/folds/[^/]{1,80}"), frozenset({"GET"})),
     (re.compile(r"/login"), frozenset({"GET", "POST"})),
     (re.compile(r"/logout"), frozenset({"POST"})),
     (re.compile(r"/static/[A-Za-z0-9_.-]{1,64}"), frozenset({"GET"})),
@@ -136,33 +140,68 @@ async def agent_rows(state: State) -> Template:
     )
 
 
+async def _agent_page(
+    state: State,
+    agent_id: str,
+    template: str,
+    read: Callable[[ApiContext], Awaitable[dict[str, Any]]],
+    **extra: Any,
+) -> Template:
+    """A page about one agent (404 for an agent neither hosted nor stored): ``read``'s values
+    and the ones every page has."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    context = {
+        "agent_id": agent_id,
+        "signed_in": _pages(state).token is not None,
+        **extra,
+        **await read(ctx),
+    }
+    return Template(template, context=context, media_type=_HTML)
+
+
 @get("/agents/{agent_id:str}", include_in_schema=False)
 async def timeline_page(
     state: State, agent_id: PathText, before: Annotated[str | None, query("before")] = None
 ) -> Template:
     """One agent's conversation: turns, newest first, with their runs, calls and visits."""
-    ctx = context_of(state)
-    await ctx.agent(agent_id)
     older_than = number_param("before", before) if before is not None else None
-    context = {
-        "agent_id": agent_id,
-        "signed_in": _pages(state).token is not None,
-        **await timeline(ctx, agent_id, before=older_than),
-    }
-    return Template("timeline.html", context=context, media_type=_HTML)
+    return await _agent_page(
+        state, agent_id, "timeline.html", lambda ctx: timeline(ctx, agent_id, before=older_than)
+    )
 
 
 @get("/agents/{agent_id:str}/calls/{n:str}", include_in_schema=False)
 async def call_view(state: State, agent_id: PathText, n: PathText) -> Template:
     """The agent's n-th model call: what was sent, its verdict, its diff to the call before."""
-    ctx = context_of(state)
-    await ctx.agent(agent_id)
-    context = {
-        "agent_id": agent_id,
-        "signed_in": _pages(state).token is not None,
-        **await call_page(ctx, agent_id, number_param("n", n)),
-    }
-    return Template("call.html", context=context, media_type=_HTML)
+    number = number_param("n", n)
+    return await _agent_page(
+        state, agent_id, "call.html", lambda ctx: call_page(ctx, agent_id, number)
+    )
+
+
+@get("/agents/{agent_id:str}/folds", include_in_schema=False)
+async def folds_list(
+    state: State, agent_id: PathText, prefix: Annotated[str | None, query("prefix")] = None
+) -> Response[Any]:
+    """Every fold of the agent; with ``?prefix=`` (the page's find form), that fold."""
+    if prefix is not None:
+        await context_of(state).agent(agent_id)
+        wanted = path_param("prefix", prefix.strip().lower(), FOLD_PREFIX)
+        return Redirect(f"/agents/{agent_id}/folds/{wanted}", status_code=303)
+    return await _agent_page(state, agent_id, "folds.html", lambda ctx: folds_page(ctx, agent_id))
+
+
+@get("/agents/{agent_id:str}/folds/{prefix:str}", include_in_schema=False)
+async def fold_view(state: State, agent_id: PathText, prefix: PathText) -> Template:
+    """One fold, by a prefix of its summary's fingerprint: summary and originals."""
+    return await _agent_page(
+        state,
+        agent_id,
+        "fold.html",
+        lambda ctx: fold_page(ctx, agent_id, prefix),
+        prefix=prefix,
+    )
 
 
 @get("/login", include_in_schema=False)
@@ -212,6 +251,8 @@ HANDLERS = [
     agent_rows,
     timeline_page,
     call_view,
+    folds_list,
+    fold_view,
     login_form,
     login,
     logout,
