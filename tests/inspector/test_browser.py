@@ -4,8 +4,9 @@ keyboard (docs/inspector.md#how-the-pages-are-tested)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from blockbuster import BlockBuster
@@ -14,6 +15,7 @@ from playwright.async_api import Page, expect
 from afp_runtime.demo import QUESTIONS
 from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer, call, tool_reply
+from afp_runtime.tools import Tool, ToolContext
 from tests.api.conftest import Api, agent, serving, settle
 from tests.api.test_folded import desk
 
@@ -173,3 +175,28 @@ async def test_a_fold_is_found_by_a_prefix_and_shows_its_originals(api: Api, pag
         originals = page.locator("ol.messages.originals > li")
         await expect(originals).to_have_count(span.message_count)
         await expect(page.locator("ol.messages.summary > li")).to_have_count(1)
+
+
+async def test_a_question_is_answered_in_the_browser(api: Api, page: Page) -> None:
+    """On a paused turn's timeline the labelled field and the Answer button close the
+    question; the page comes back with it answered and the turn answered."""
+
+    async def ask(args: Mapping[str, Any], ctx: ToolContext) -> Any:
+        ctx.ask_person("which host?")
+
+    asking = agent(
+        [tool_reply(call("c1", "beta_tool")), answer("restarted it")],
+        tools=[Tool("beta_tool", "asks", {"type": "object"}, ask)],
+    )
+    async with api.running(asking) as (host, _), serving(api.app(host)) as base:
+        await host.post("ops", "restart the web server")
+        await settle(host)
+        await page.goto(base + "/agents/ops")
+        await page.get_by_label("Your answer").fill("web-1")
+        await page.get_by_role("button", name="Answer").click()
+        await expect(page).to_have_url(base + "/agents/ops#questions-title")
+        await settle(host)
+        await page.reload()
+        question = page.locator("li.question").first
+        await expect(question.locator(".status")).to_have_text("answered")
+        await expect(page.locator(".answer .text").first).to_have_text("restarted it")

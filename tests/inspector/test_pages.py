@@ -226,3 +226,55 @@ async def test_folds_list_and_one_fold_by_a_prefix_with_its_originals(api: Api) 
         span.summary_fingerprint[:8]
     )
     assert absent.status_code == 404 and malformed.status_code == 400
+
+
+async def _ask(args: Mapping[str, Any], ctx: ToolContext) -> Any:
+    ctx.ask_person("which host?")
+
+
+def _asking_agent() -> Any:
+    return agent(
+        [tool_reply(call("c1", "beta_tool")), answer("restarted it")],
+        tools=[Tool("beta_tool", "asks", {"type": "object"}, _ask)],
+    )
+
+
+async def test_a_question_is_answered_from_the_timeline_with_the_owner_rules(api: Api) -> None:
+    """A paused turn's question shows a labelled form; a post from another principal is
+    refused (403, the question stays open), an empty answer is refused (422), and the owner's
+    answer closes it (303 back to the timeline) and the turn goes on to its answer."""
+    async with api.running(_asking_agent()) as (host, client):
+        await host.post("ops", "restart the web server", sender="ana")
+        await settle(host)
+        [question] = await host.reader.questions("ops")
+        page = (await client.get("/agents/ops")).text
+        action = f"/agents/ops/questions/{question.question_id}/answer"
+        stranger = await client.post(action, data={"value": "web-1", "from": "bob"})
+        empty = await client.post(action, data={"value": "", "from": "ana"})
+        still = (await host.reader.questions("ops"))[0].status
+        done = await client.post(action, data={"value": "web-1", "from": "ana"})
+        await settle(host)
+        [closed] = await host.reader.questions("ops")
+        runs = [(r.kind, r.status) for r in await host.reader.runs("ops")]
+    assert f'action="{action}"' in page and f'<label for="value-{question.question_id}">' in page
+    assert stranger.status_code == 403 and 'role="alert"' in stranger.text
+    assert empty.status_code == 422 and "refused" in empty.text
+    assert still == "open"
+    assert done.status_code == 303 and done.headers["location"].startswith("/agents/ops")
+    assert closed.status == "answered" and closed.answer == "web-1"
+    assert runs == [("initial", "paused"), ("answer", "answered")]
+
+
+async def test_a_question_is_abandoned_from_the_timeline(api: Api) -> None:
+    """The abandon form closes the question unanswered, and a second post says it is closed."""
+    async with api.running(_asking_agent()) as (host, client):
+        await host.post("ops", "restart the web server")
+        await settle(host)
+        [question] = await host.reader.questions("ops")
+        action = f"/agents/ops/questions/{question.question_id}/abandon"
+        first = await client.post(action)
+        again = await client.post(action)
+        await settle(host)
+        [closed] = await host.reader.questions("ops")
+    assert first.status_code == 303 and closed.status == "abandoned"
+    assert again.status_code == 409 and "closed already" in again.text

@@ -27,6 +27,7 @@ from afp_runtime.api.agents import agent_summary
 from afp_runtime.api.inspector import session
 from afp_runtime.api.inspector.call import call_page
 from afp_runtime.api.inspector.folds import FOLD_PREFIX, fold_page, folds_page
+from afp_runtime.api.inspector.questions import act, form_fields
 from afp_runtime.api.inspector.timeline import timeline, when
 
 __all__ = ["HANDLERS", "PAGES_KEY", "Pages", "page_methods", "public_page", "template_config"]
@@ -50,6 +51,10 @@ _ROUTES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}"), frozenset({"GET"})),
     (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/calls/[0-9]{1,12}"), frozenset({"GET"})),
     (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/folds"), frozenset({"GET"})),
+    (
+        re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/questions/[^/]{1,200}/(answer|abandon)"),
+        frozenset({"POST"}),
+    ),
     (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/folds/[^/]{1,80}"), frozenset({"GET"})),
     (re.compile(r"/login"), frozenset({"GET", "POST"})),
     (re.compile(r"/logout"), frozenset({"POST"})),
@@ -204,6 +209,30 @@ async def fold_view(state: State, agent_id: PathText, prefix: PathText) -> Templ
     )
 
 
+@post("/agents/{agent_id:str}/questions/{question_id:str}/{action:str}", include_in_schema=False)
+async def question_form(
+    state: State,
+    agent_id: PathText,
+    question_id: PathText,
+    action: PathText,
+    request: Request[Any, Any, Any],
+) -> Response[Any]:
+    """A question's answer or abandon form: back to the timeline once done, else a page saying
+    what was refused."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    fields = form_fields(await request.body())
+    outcome = await act(ctx, agent_id, question_id, action, fields)
+    if outcome.problem is None:
+        return Redirect(f"/agents/{agent_id}#questions-title", status_code=303)
+    context = {
+        "agent_id": agent_id,
+        "problem": outcome.problem,
+        "signed_in": _pages(state).token is not None,
+    }
+    return Template("refused.html", context=context, status_code=outcome.status, media_type=_HTML)
+
+
 @get("/login", include_in_schema=False)
 async def login_form(state: State) -> Response[Any]:
     """The sign-in form (with no token set there is nothing to sign in to)."""
@@ -253,6 +282,7 @@ HANDLERS = [
     call_view,
     folds_list,
     fold_view,
+    question_form,
     login_form,
     login,
     logout,
