@@ -7,8 +7,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from afp_runtime.agents import PortableCheckpoint, import_checkpoint
 from afp_runtime.demo import QUESTIONS
+from afp_runtime.messages import Message
 from afp_runtime.models import ScriptedModel
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import sliding_window
@@ -278,3 +281,29 @@ async def test_a_question_is_abandoned_from_the_timeline(api: Api) -> None:
         [closed] = await host.reader.questions("ops")
     assert first.status_code == 303 and closed.status == "abandoned"
     assert again.status_code == 409 and "closed already" in again.text
+
+
+async def test_a_call_that_sent_many_messages_pages_them(api: Api) -> None:
+    """A call sent after an imported history of 450 messages lists the last 200 first, with a
+    link to the earlier ones; the counts cover every message."""
+    history = tuple(
+        Message(role="user" if i % 2 == 0 else "assistant", content=f"line {i}") for i in range(450)
+    )
+    checkpoint = PortableCheckpoint(version=1, agent_id="ops", history=history)
+    store = await SqliteStore.open(api.path, now_ms=api.clock.now_ms())
+    try:
+        await import_checkpoint(store, "ops", checkpoint, now_ms=api.clock.now_ms())
+    finally:
+        await store.aclose()
+    async with api.running(agent([answer("ok")])) as (host, client):
+        await host.post("ops", "and one more")
+        await settle(host)
+        last = (await client.get("/agents/ops/calls/1")).text
+        earlier = re.search(r'href="\?first=(\d+)">Earlier messages', last)
+        assert earlier is not None
+        page = (await client.get(f"/agents/ops/calls/1?first={earlier.group(1)}")).text
+    indexes = [int(i) for i in re.findall(r'<li class="msg[^"]*" data-index="(\d+)"', last)]
+    assert indexes == list(range(251, 451)) and "Messages as sent (451)" in last
+    assert earlier.group(1) == "51"
+    shown = [int(i) for i in re.findall(r'<li class="msg[^"]*" data-index="(\d+)"', page)]
+    assert shown == list(range(51, 251)) and "Later messages" in page

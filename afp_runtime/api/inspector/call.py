@@ -24,10 +24,12 @@ from afp_runtime.served import (
 )
 from afp_runtime.store import RunRow
 
-__all__ = ["call_page", "message_view"]
+__all__ = ["PAGE", "call_page", "message_view"]
 
 # Contents longer than this start folded on the page.
 _FOLD_CHARS = 600
+# Messages of a call (sent, or gone since the call before) listed on one page.
+PAGE = 200
 
 
 class _Found:
@@ -103,20 +105,23 @@ def message_view(message: Message, index: int, *, entered: bool) -> dict[str, An
 
 
 def _diff(
-    previous: ServedView | None, view: ServedView, visits: list[dict[str, Any]]
+    previous: ServedView | None,
+    view: ServedView,
+    visits: list[dict[str, Any]],
+    first: int | None,
 ) -> dict[str, Any]:
     current = list(view.messages.as_sent)
     before = list(previous.messages.as_sent) if previous is not None else []
     now_fps = [_key(m) for m in current]
     old_fps = [_key(m) for m in before]
     entered: set[int] = set()
-    left: list[dict[str, Any]] = []
+    left: list[int] = []
     matcher = difflib.SequenceMatcher(None, old_fps, now_fps, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op in ("insert", "replace"):
             entered.update(range(j1, j2))
         if op in ("delete", "replace"):
-            left.extend(message_view(before[i], i, entered=False) for i in range(i1, i2))
+            left.extend(range(i1, i2))
     reasons = [
         f"{v.get('strategy', '?')} at {v.get('runtimeStageId', '?')}: "
         f"{v.get('removedMessageCount', 0)} messages left"
@@ -145,12 +150,21 @@ def _diff(
     )
     old_tools = {t.name: t for t in previous.tools.schemas} if previous else None
     new_tools = {t.name: t for t in view.tools.schemas}
+    if previous is None:
+        entered.clear()
+    # One page of the messages as sent: the last ones unless ``first`` says where to start.
+    start = max(0, len(current) - PAGE) if first is None else min(first, max(0, len(current) - 1))
+    shown = range(start, min(len(current), start + PAGE))
     return {
-        "messages": [
-            message_view(m, i, entered=i in entered and previous is not None)
-            for i, m in enumerate(current)
-        ],
-        "left": left,
+        "messages": [message_view(current[i], i, entered=i in entered) for i in shown],
+        "message_count": len(current),
+        "first_shown": start,
+        "earlier_from": max(0, start - PAGE) if start > 0 else None,
+        "later_from": start + PAGE if start + PAGE < len(current) else None,
+        "entered_count": len(entered),
+        "left_count": len(left),
+        "left": [message_view(before[i], i, entered=False) for i in left[:PAGE]],
+        "left_more": max(0, len(left) - PAGE),
         "reasons": reasons,
         "pieces": pieces,
         "gone_pieces": gone_pieces,
@@ -174,8 +188,11 @@ def _change(before: dict[str, Any] | None, tool: Any) -> str:
     return "same" if same else "changed"
 
 
-async def call_page(ctx: ApiContext, agent_id: str, number: int) -> dict[str, Any]:
-    """What the call page shows for the agent's call ``number``."""
+async def call_page(
+    ctx: ApiContext, agent_id: str, number: int, *, first: int | None = None
+) -> dict[str, Any]:
+    """What the call page shows for the agent's call ``number``: its messages as sent from
+    index ``first`` (the last page when None)."""
     runs = await ctx.reader.runs(agent_id)
     found = await _find(ctx, runs, number, verify=True)
     if found is None:
@@ -214,5 +231,5 @@ async def call_page(ctx: ApiContext, agent_id: str, number: int) -> dict[str, An
         ],
         "forced": view.tools.forced or "",
         "withheld": view.tools.withheld or "",
-        **_diff(previous.view if previous is not None else None, view, visits),
+        **_diff(previous.view if previous is not None else None, view, visits, first),
     }

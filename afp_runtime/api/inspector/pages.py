@@ -177,11 +177,18 @@ async def timeline_page(
 
 
 @get("/agents/{agent_id:str}/calls/{n:str}", include_in_schema=False)
-async def call_view(state: State, agent_id: PathText, n: PathText) -> Template:
-    """The agent's n-th model call: what was sent, its verdict, its diff to the call before."""
+async def call_view(
+    state: State,
+    agent_id: PathText,
+    n: PathText,
+    first: Annotated[str | None, query("first")] = None,
+) -> Template:
+    """The agent's n-th model call: what was sent, its verdict, its diff to the call before;
+    ``?first=`` pages its messages."""
     number = number_param("n", n)
+    start = number_param("first", first) if first is not None else None
     return await _agent_page(
-        state, agent_id, "call.html", lambda ctx: call_page(ctx, agent_id, number)
+        state, agent_id, "call.html", lambda ctx: call_page(ctx, agent_id, number, first=start)
     )
 
 
