@@ -141,7 +141,10 @@ def _text(text: str) -> Any:
     """The compact form of a text not in ``_seen``, remembered there: digests, run ids and names
     recur in bundle after bundle (a run's id, its tools' schema hashes, a message's hash in later
     receipts). A text stored as it is is remembered as it is; ``_seen.get(t) or _text(t)`` then
-    spells an empty text again, harmlessly."""
+    spells an empty text again, harmlessly. Only short texts are remembered (what recurs is
+    short), so the cache stays small however long the texts a host commits."""
+    if len(text) > _SEEN_TEXT_MAX:
+        return _spelled(text)
     if len(_seen) >= _SEEN_LIMIT:
         _seen.clear()
         _seen.update(_WORD_EXTS)
@@ -150,6 +153,7 @@ def _text(text: str) -> Any:
 
 
 _SEEN_LIMIT = 4096
+_SEEN_TEXT_MAX = 200  # a digest is 64, a run id about 40
 _seen: dict[str, Any] = dict(_WORD_EXTS)
 
 
