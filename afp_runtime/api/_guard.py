@@ -34,6 +34,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from afp_runtime.api._operations import allowed_methods
 from afp_runtime.api._problems import REQUEST_ID_HEADER, REQUEST_ID_KEY, ApiError
+from afp_runtime.api.inspector._render import wants_html
 from afp_runtime.api.inspector.pages import page_methods, public_page
 from afp_runtime.api.inspector.session import signed_in
 
@@ -106,7 +107,8 @@ class Guard:
         try:
             receive = await self._check(scope, receive)
         except ApiError as error:
-            await _send_error(send_with_id, error)
+            html = page and wants_html(scope["path"], _headers(scope).get("accept"))
+            await _send_error(send_with_id, error, html=html)
             return
         except _Answered as answer:
             await _send(send_with_id, answer.status, answer.headers)
@@ -318,7 +320,10 @@ async def _send(send: Send, status: int, headers: dict[str, str], body: bytes = 
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-async def _send_error(send: Send, error: ApiError) -> None:
-    body = error.encoded()
-    json_headers = {"content-type": "application/json", "content-length": str(len(body))}
-    await _send(send, error.status, {**json_headers, **error.headers}, body)
+async def _send_error(send: Send, error: ApiError, *, html: bool = False) -> None:
+    if html:
+        body, media_type = error.page(), "text/html; charset=utf-8"
+    else:
+        body, media_type = error.encoded(), "application/json"
+    own_headers = {"content-type": media_type, "content-length": str(len(body))}
+    await _send(send, error.status, {**own_headers, **error.headers}, body)

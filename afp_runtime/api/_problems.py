@@ -20,6 +20,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
 
 from afp_runtime._logging import get_logger
+from afp_runtime.api.inspector._render import problem_page, wants_html
 from afp_runtime.errors import LeaseLost, NotOwner, StoreUnavailable
 from afp_runtime.host import HostStopping
 
@@ -106,6 +107,12 @@ class ApiError(Exception):
         """The error body as JSON bytes."""
         return msgspec.json.encode(self.body())
 
+    def page(self) -> bytes:
+        """The error as the inspector's page (docs/inspector.md#errors)."""
+        return problem_page(
+            self.status, self.code, self.message, field=self.field, value=self.value
+        )
+
 
 def not_found(code: str, message: str, *, field: str, value: object) -> ApiError:
     """404 ``code``: the thing a path field names does not exist."""
@@ -128,8 +135,15 @@ def request_id(request: Request[Any, Any, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _response(request: Request[Any, Any, Any], error: ApiError) -> Response[ErrorBody]:
+def _response(request: Request[Any, Any, Any], error: ApiError) -> Response[Any]:
     # The guard adds X-Request-Id to every response, errors included.
+    if wants_html(request.url.path, request.headers.get("accept")):
+        return Response(
+            error.page(),
+            status_code=error.status,
+            headers=dict(error.headers),
+            media_type="text/html; charset=utf-8",
+        )
     return Response(
         error.body(),
         status_code=error.status,
@@ -138,13 +152,13 @@ def _response(request: Request[Any, Any, Any], error: ApiError) -> Response[Erro
     )
 
 
-def on_api_error(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+def on_api_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """Render an ``ApiError``."""
     assert isinstance(exc, ApiError)
     return _response(request, exc)
 
 
-def on_http_exception(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+def on_http_exception(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """Render the framework's own HTTP errors (unknown route, wrong method…) in our shape."""
     if isinstance(exc, NotFoundException):
         error = ApiError(404, "route-not-found", f"no endpoint answers {request.url.path}")
@@ -161,24 +175,24 @@ def on_http_exception(request: Request[Any, Any, Any], exc: Exception) -> Respon
     return _response(request, error)
 
 
-def on_host_stopping(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+def on_host_stopping(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """A write while the host stops: 503 ``shutting-down``."""
     return _response(request, ApiError(503, "shutting-down", "the host is shutting down"))
 
 
-def on_not_owner(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+def on_not_owner(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """A message or answer from a principal other than the owner: 403 ``not-owner``."""
     message = exc.message if isinstance(exc, NotOwner) else "not the conversation's owner"
     return _response(request, ApiError(403, "not-owner", message, field="from"))
 
 
-def on_lease_lost(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+def on_lease_lost(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """A write to an agent another host holds now: 409 ``agent-not-leased``."""
     message = "another host holds this agent now; write through that host"
     return _response(request, ApiError(409, "agent-not-leased", message))
 
 
-def on_store_unavailable(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+def on_store_unavailable(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """The store cannot be reached: 503 ``store-unavailable``. A write answered so is not
     acknowledged; sent again with its idempotency key it is stored once."""
     log.warning("store unavailable", error=str(exc), request_id=request_id(request))
@@ -186,7 +200,7 @@ def on_store_unavailable(request: Request[Any, Any, Any], exc: Exception) -> Res
     return _response(request, ApiError(503, "store-unavailable", message))
 
 
-def on_internal(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+def on_internal(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """Anything unexpected: 500 ``internal``; the trace goes to the log, never to the client."""
     rid = request_id(request)
     log.error(

@@ -48,15 +48,21 @@ _LAST_EVENT_ID_LIMIT = 200
 _encoder = msgspec.json.Encoder()
 
 
-def frame(item: Delivered, *, boot_id: str) -> bytes:
-    """One SSE frame for an event or a gap marker."""
+def frame(item: Delivered, *, boot_id: str, typed: bool = True) -> bytes:
+    """One SSE frame for an event or a gap marker; ``typed=False`` leaves out the ``event:``
+    line, so a browser's ``EventSource`` hears every frame as a ``message`` (the envelope still
+    names its type)."""
     if isinstance(item, StreamGap):
-        return b"event: stream.gap\ndata: " + _encoder.encode(item) + b"\n\n"
-    head = f"id: {boot_id}-{item.id}\nevent: {item.type}\ndata: ".encode()
+        head = b"event: stream.gap\ndata: " if typed else b"data: "
+        return head + _encoder.encode(item) + b"\n\n"
+    kind = f"event: {item.type}\n" if typed else ""
+    head = f"id: {boot_id}-{item.id}\n{kind}data: ".encode()
     return head + _encoder.encode(item) + b"\n\n"
 
 
-async def _frames(ctx: ApiContext, subscription: Subscription) -> AsyncIterator[bytes]:
+async def _frames(
+    ctx: ApiContext, subscription: Subscription, *, typed: bool
+) -> AsyncIterator[bytes]:
     boot_id = ctx.host.events.boot_id
     ended = False
     try:
@@ -74,7 +80,7 @@ async def _frames(ctx: ApiContext, subscription: Subscription) -> AsyncIterator[
             # disconnect watcher run between them, so a client that went away stops the
             # stream at once instead of being written to (and logged about) frame after frame.
             await anyio.lowlevel.checkpoint()
-            yield frame(item, boot_id=boot_id)
+            yield frame(item, boot_id=boot_id, typed=typed)
     finally:
         subscription.close()
         ctx.open_streams -= 1
@@ -99,14 +105,18 @@ def _prefixes(types: str | None) -> list[str] | None:
     return prefixes
 
 
-def _stream(
+def event_stream(
     ctx: ApiContext,
     *,
     agent_ids: list[str] | None,
     types: str | None,
     last_event_id: str | None,
     follow: str | None,
+    typed: bool = True,
 ) -> Stream:
+    """The events of these agents (all when None) as a server-sent event stream; the API's
+    streams and the inspector's live pages share it, and its limit on open streams
+    (``typed``: see ``frame``)."""
     prefixes = _prefixes(types)
     following = query_flag("follow", follow) if follow is not None else True
     if ctx.open_streams >= ctx.max_streams:
@@ -127,7 +137,7 @@ def _stream(
     )
     ctx.open_streams += 1
     return Stream(
-        _frames(ctx, subscription),
+        _frames(ctx, subscription, typed=typed),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
@@ -144,7 +154,7 @@ async def agent_events(
     """The agent's live events as server-sent events; resumable with ``Last-Event-ID``."""
     ctx = context_of(state)
     await ctx.agent(agent_id)
-    return _stream(
+    return event_stream(
         ctx, agent_ids=[agent_id], types=types, last_event_id=last_event_id, follow=follow
     )
 
@@ -161,7 +171,9 @@ async def all_events(
     ctx = context_of(state)
     for agent_id in agent or []:
         query_text("agent", agent_id, AGENT_ID)
-    return _stream(ctx, agent_ids=agent, types=types, last_event_id=last_event_id, follow=follow)
+    return event_stream(
+        ctx, agent_ids=agent, types=types, last_event_id=last_event_id, follow=follow
+    )
 
 
 HANDLERS = [agent_events, all_events]

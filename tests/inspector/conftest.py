@@ -19,7 +19,10 @@ import pytest
 from blockbuster import BlockBuster, blockbuster_ctx
 from playwright.async_api import Browser, Page, async_playwright
 
-from tests.api.conftest import Api
+from afp_runtime.demo import QUESTIONS
+from afp_runtime.host import Host
+from afp_runtime.records import StoredFoldedSpan
+from tests.api.conftest import Api, settle
 
 SHOTS = Path("test-output") / "inspector"
 FLAGS = [
@@ -87,3 +90,11 @@ async def fixture_page(browser: Browser, request: pytest.FixtureRequest) -> Asyn
             await anyio.to_thread.run_sync(lambda: SHOTS.mkdir(parents=True, exist_ok=True))
             await page.screenshot(path=str(SHOTS / f"{request.node.name}.png"), full_page=True)
         await context.close()
+
+
+async def ask_until_folded(host: Host, agent_id: str = "keep") -> list[StoredFoldedSpan]:
+    """Every demo question to a folding desk agent, one settled turn each; its folded spans."""
+    for question in QUESTIONS:
+        await host.post(agent_id, question)
+        await settle(host, agent_id)
+    return await host.reader.folded_spans(agent_id)

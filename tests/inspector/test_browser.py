@@ -4,6 +4,7 @@ keyboard (docs/inspector.md#how-the-pages-are-tested)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -12,12 +13,12 @@ import pytest
 from blockbuster import BlockBuster
 from playwright.async_api import Page, expect
 
-from afp_runtime.demo import QUESTIONS
 from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from tests.api.conftest import Api, agent, serving, settle
 from tests.api.test_folded import desk
+from tests.inspector.conftest import ask_until_folded
 
 TOKEN = "k" * 40
 
@@ -162,10 +163,7 @@ async def test_a_fold_is_found_by_a_prefix_and_shows_its_originals(api: Api, pag
         api.running(desk("keep", "conversation")) as (host, _),
         serving(api.app(host)) as base,
     ):
-        for question in QUESTIONS:
-            await host.post("keep", question)
-            await settle(host, "keep")
-        [span, *_] = await host.reader.folded_spans("keep")
+        [span, *_] = await ask_until_folded(host)
         await page.goto(base + "/agents/keep")
         await page.get_by_role("link", name="Folds").click()
         await expect(page.locator("tr[data-fold]").first).to_be_visible()
@@ -200,3 +198,83 @@ async def test_a_question_is_answered_in_the_browser(api: Api, page: Page) -> No
         question = page.locator("li.question").first
         await expect(question.locator(".status")).to_have_text("answered")
         await expect(page.locator(".answer .text").first).to_have_text("restarted it")
+
+
+async def test_the_timeline_updates_live_over_the_event_stream(api: Api, page: Page) -> None:
+    """With the timeline open, a turn posted while it is shown appears with its run and, when
+    it pauses on a question, the question's form, without a reload: the page listens on the
+    agent's event stream (``/agents/ID/live``) and fetches nothing on a timer."""
+
+    async def ask(args: Mapping[str, Any], ctx: ToolContext) -> Any:
+        ctx.ask_person("which host?")
+
+    asking = agent(
+        [answer("first"), tool_reply(call("c1", "beta_tool")), answer("done")],
+        tools=[Tool("beta_tool", "asks", {"type": "object"}, ask)],
+    )
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    async with api.running(asking) as (host, _), serving(api.app(host)) as base:
+        await host.post("ops", "one")
+        await settle(host)
+        await page.goto(base + "/agents/ops")
+        await expect(page.locator("article.turn")).to_have_count(1)
+        await expect(page.locator("#live-state")).to_have_text("Updated live.")
+        loaded = await page.evaluate("performance.timeOrigin")
+        fetched.clear()
+        await page.wait_for_timeout(1_500)
+        assert fetched == []  # nothing polled while nothing happened
+        await host.post("ops", "two")
+        await settle(host)
+        turn = page.locator('article[data-turn="2"]')
+        await expect(turn.locator(".message .text")).to_have_text("two")
+        await expect(turn.locator("tr[data-call]")).to_have_count(1)
+        await expect(page.get_by_label("Your answer")).to_be_visible()
+        assert await page.evaluate("performance.timeOrigin") == loaded  # no reload
+        assert set(fetched) == {base + "/agents/ops"}
+        await page.goto("about:blank")  # closes the stream before the server stops
+
+
+_FOCUSABLE = "a[href], button, summary, input, textarea, select"
+
+
+async def test_timeline_call_and_fold_pages_fit_390_px_and_work_from_the_keyboard(
+    api: Api, page: Page
+) -> None:
+    """At 390 px none of the timeline, a call, the folds or a fold scrolls sideways and every
+    control on them takes focus; from the timeline, Tab reaches a call's link and Enter opens
+    it, and on the call Tab reaches the link back to the call before."""
+    await page.set_viewport_size({"width": 390, "height": 800})
+    async with (
+        api.running(desk("keep", "conversation")) as (host, _),
+        serving(api.app(host)) as base,
+    ):
+        [span, *_] = await ask_until_folded(host)
+        fold = f"/agents/keep/folds/{span.summary_fingerprint[:12]}"
+        for path in ("/agents/keep", "/agents/keep/calls/2", "/agents/keep/folds", fold):
+            await page.goto(base + path)
+            assert await page.evaluate("document.documentElement.scrollWidth") <= 390, path
+            unreachable = await page.evaluate(
+                f"Array.from(document.querySelectorAll({_FOCUSABLE!r}))"
+                ".filter((e) => e.tabIndex < 0 || e.disabled).length"
+            )
+            assert unreachable == 0, path
+        await page.goto(base + "/agents/keep")
+        await _tab_to(page, "/calls/")
+        await page.keyboard.press("Enter")
+        await expect(page).to_have_url(re.compile(r"/agents/keep/calls/\d+$"))
+        await _tab_to(page, "Previous call")
+        await page.goto("about:blank")
+
+
+async def _tab_to(page: Page, wanted: str, *, presses: int = 200) -> None:
+    """Press Tab until the focused element's link or text holds ``wanted``."""
+    for _ in range(presses):
+        await page.keyboard.press("Tab")
+        focused = await page.evaluate(
+            "(document.activeElement.getAttribute('href') || '') + ' ' +"
+            " document.activeElement.textContent"
+        )
+        if wanted in focused:
+            return
+    pytest.fail(f"Tab never reached {wanted!r}")

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from afp_runtime.agents import PortableCheckpoint, import_checkpoint
-from afp_runtime.demo import QUESTIONS
 from afp_runtime.messages import Message
 from afp_runtime.models import ScriptedModel
 from afp_runtime.store.sqlite import SqliteStore
@@ -17,6 +16,7 @@ from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import sliding_window
 from tests.api.conftest import Api, agent, settle
 from tests.api.test_folded import desk
+from tests.inspector.conftest import ask_until_folded
 
 TOKEN = "t" * 40
 PLANTED = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x'
@@ -204,10 +204,7 @@ async def test_folds_list_and_one_fold_by_a_prefix_with_its_originals(api: Api) 
     12-digit prefix opens it with its summary and every original message, the find form
     redirects to it, and a prefix of no fold is 404 (a malformed one 400)."""
     async with api.running(desk("keep", "conversation")) as (host, client):
-        for question in QUESTIONS:
-            await host.post("keep", question)
-            await settle(host, "keep")
-        spans = await host.reader.folded_spans("keep")
+        spans = await ask_until_folded(host)
         listing = (await client.get("/agents/keep/folds")).text
         span = spans[0]
         page = (await client.get(f"/agents/keep/folds/{span.summary_fingerprint[:12]}")).text
@@ -307,3 +304,25 @@ async def test_a_call_that_sent_many_messages_pages_them(api: Api) -> None:
     assert earlier.group(1) == "51"
     shown = [int(i) for i in re.findall(r'<li class="msg[^"]*" data-index="(\d+)"', page)]
     assert shown == list(range(51, 251)) and "Later messages" in page
+
+
+async def test_a_refused_page_asked_for_by_a_browser_is_a_page_saying_why(api: Api) -> None:
+    """A browser (``Accept: text/html``) asking for an agent that does not exist, or a path
+    no page answers, gets an HTML page with the API's status, code and message, the planted
+    value escaped; a client asking for JSON, and every ``/v1/`` path, gets the JSON problem."""
+    browser = {"Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"}
+    async with api.running(agent([answer("hi")])) as (_, client):
+        missing = await client.get("/agents/nobody", headers=browser)
+        unknown = await client.get("/no-page/" + PLANTED, headers=browser)
+        as_json = await client.get("/agents/nobody", headers={"Accept": "application/json"})
+        api_path = await client.get("/v1/agents/nobody", headers=browser)
+    assert missing.status_code == 404
+    assert missing.headers["content-type"].startswith("text/html")
+    assert "script-src 'self'" in missing.headers["content-security-policy"]
+    assert re.search(r'<p role="alert" class="error" id="problem">[^<]*nobody', missing.text)
+    assert "<code>agent-not-found</code>" in missing.text
+    assert unknown.status_code == 404 and "<code>route-not-found</code>" in unknown.text
+    assert "<script>alert" not in unknown.text and "<img" not in unknown.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in unknown.text
+    assert as_json.status_code == 404 and as_json.json()["error"]["code"] == "agent-not-found"
+    assert api_path.status_code == 404 and api_path.json()["error"]["code"] == "agent-not-found"

@@ -10,7 +10,7 @@ from afp_runtime.api._context import ApiContext
 from afp_runtime.api._params import path_param
 from afp_runtime.api._problems import not_found
 from afp_runtime.api.inspector.call import message_view
-from afp_runtime.api.inspector.timeline import when
+from afp_runtime.api.inspector.timeline import span_row
 from afp_runtime.messages import Message, fingerprint
 from afp_runtime.records import RunLog, StoredFoldedSpan
 from afp_runtime.served import folded_from_log, served_at
@@ -22,22 +22,9 @@ FOLD_PREFIX = re.compile(r"^[0-9a-f]{4,64}$")
 _ORIGINALS_SHOWN = 500
 
 
-def _span_row(span: StoredFoldedSpan) -> dict[str, Any]:
-    return {
-        "fingerprint": span.summary_fingerprint,
-        "short": span.summary_fingerprint[:12],
-        "run_id": span.run_id,
-        "iteration": span.iteration,
-        "folded": when(span.folded_at_ms),
-        "model": span.model,
-        "count": span.message_count,
-        "retained": span.retained,
-    }
-
-
 async def folds_page(ctx: ApiContext, agent_id: str) -> dict[str, Any]:
     """Every folded span of the agent, oldest first."""
-    return {"folds": [_span_row(span) for span in await ctx.reader.folded_spans(agent_id)]}
+    return {"folds": [span_row(span) for span in await ctx.reader.folded_spans(agent_id)]}
 
 
 def _summary(log: RunLog, span: StoredFoldedSpan) -> Message | None:
@@ -69,7 +56,7 @@ async def fold_page(ctx: ApiContext, agent_id: str, prefix: str) -> dict[str, An
             value=prefix,
         )
     if len(spans) > 1:
-        return {"matches": [_span_row(span) for span in spans], "fold": None}
+        return {"matches": [span_row(span) for span in spans], "fold": None}
     span = spans[0]
     summary: Message | None = None
     originals: list[Message] | None = None
@@ -85,7 +72,7 @@ async def fold_page(ctx: ApiContext, agent_id: str, prefix: str) -> dict[str, An
     shown = (originals or [])[:_ORIGINALS_SHOWN]
     return {
         "matches": [],
-        "fold": _span_row(span),
+        "fold": span_row(span),
         "summary": message_view(summary, 0, entered=False) if summary is not None else None,
         "originals": [message_view(m, i, entered=False) for i, m in enumerate(shown)],
         "originals_known": originals is not None,

@@ -14,17 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-import jinja2
 from litestar import Request, get, post
 from litestar.datastructures import State
 from litestar.plugins.jinja import JinjaTemplateEngine
-from litestar.response import Redirect, Response, Template
+from litestar.response import Redirect, Response, Stream, Template
 from litestar.template.config import TemplateConfig
 
 from afp_runtime.api._context import ApiContext, context_of
-from afp_runtime.api._params import PathText, number_param, path_param, query
+from afp_runtime.api._params import PathText, header, number_param, path_param, query
 from afp_runtime.api.agents import agent_summary
+from afp_runtime.api.events import event_stream
 from afp_runtime.api.inspector import session
+from afp_runtime.api.inspector._render import ENVIRONMENT
 from afp_runtime.api.inspector.call import call_page
 from afp_runtime.api.inspector.folds import FOLD_PREFIX, fold_page, folds_page
 from afp_runtime.api.inspector.questions import act, form_fields
@@ -43,12 +44,11 @@ _STATIC = {
     for path in (_HERE / "static").iterdir()
     if path.suffix in _STATIC_TYPES
 }
-# The templates, read once at import as the assets are (a render never touches the disk).
-_TEMPLATES = {path.name: path.read_text("utf-8") for path in (_HERE / "templates").glob("*.html")}
 _ROUTES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (re.compile(r"/"), frozenset({"GET"})),
     (re.compile(r"/fragments/agents"), frozenset({"GET"})),
     (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}"), frozenset({"GET"})),
+    (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/live"), frozenset({"GET"})),
     (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/calls/[0-9]{1,12}"), frozenset({"GET"})),
     (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/folds"), frozenset({"GET"})),
     (
@@ -82,25 +82,9 @@ def public_page(path: str) -> bool:
     return path == "/login" or path.startswith("/static/")
 
 
-_CONTROLS = {code: 0x2400 + code for code in range(32) if code not in (9, 10)} | {127: 0x2421}
-
-
-def shown(value: object) -> object:
-    """Text as the page shows it: control characters as their visible pictures (U+2400..),
-    so none can hide or reorder what is around it; escaping follows in the template engine."""
-    return value.translate(_CONTROLS) if isinstance(value, str) else value
-
-
 def template_config() -> TemplateConfig[JinjaTemplateEngine]:
-    """Templates from this package; autoescaping on for every template, undefined names fail."""
-    environment = jinja2.Environment(
-        loader=jinja2.DictLoader(_TEMPLATES),
-        autoescape=True,
-        auto_reload=False,
-        finalize=shown,
-        undefined=jinja2.StrictUndefined,
-    )
-    return TemplateConfig(instance=JinjaTemplateEngine(engine_instance=environment))
+    """The pages' templates (``_render.ENVIRONMENT``) for the app."""
+    return TemplateConfig(instance=JinjaTemplateEngine(engine_instance=ENVIRONMENT))
 
 
 def _pages(state: State) -> Pages:
@@ -173,6 +157,26 @@ async def timeline_page(
     older_than = number_param("before", before) if before is not None else None
     return await _agent_page(
         state, agent_id, "timeline.html", lambda ctx: timeline(ctx, agent_id, before=older_than)
+    )
+
+
+@get("/agents/{agent_id:str}/live", include_in_schema=False, media_type="text/event-stream")
+async def timeline_events(
+    state: State,
+    agent_id: PathText,
+    last_event_id: Annotated[str | None, header("Last-Event-ID")] = None,
+) -> Stream:
+    """The agent's events for its timeline's live update: the API's event stream of the agent,
+    under the pages' sign-in (the page's script refetches the timeline when one arrives)."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    return event_stream(
+        ctx,
+        agent_ids=[agent_id],
+        types=None,
+        last_event_id=last_event_id,
+        follow=None,
+        typed=False,
     )
 
 
@@ -286,6 +290,7 @@ HANDLERS = [
     agents_page,
     agent_rows,
     timeline_page,
+    timeline_events,
     call_view,
     folds_list,
     fold_view,

@@ -1,7 +1,8 @@
 """The conversation timeline of one agent (docs/inspector.md#timeline): its turns, newest
 first and a page at a time, each with the person's message, its runs (kind, status, duration,
-usage, answer or error), each run's model calls (outcome, attempts, tool calls, usage, gaps)
-and window visits (what left and why), and the agent's questions."""
+usage, answer or error), each run's model calls (outcome, attempts, tool calls, usage, gaps),
+window visits (what left, the pins held, stand-downs, why the rest stayed) and folds, the
+turn's findings standings and call-window rows, and the agent's questions."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from afp_runtime.api._context import ApiContext
 from afp_runtime.api.window import window_records
+from afp_runtime.records import StoredFoldedSpan
 from afp_runtime.served import epoch_entries
 from afp_runtime.store import RunRow
 
@@ -50,18 +52,104 @@ def _answer(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _pins(block: Any, pin: str) -> tuple[list[str], str]:
+    """A record's pin block (``observations`` or ``ledgerFacts``) as the turns it held, and a
+    word when the pin stood down on this visit (docs/window.md#stand-down)."""
+    if not isinstance(block, dict):
+        return [], ""
+    held = [
+        f"{pin} {p.get('toolName', '?')} (turn {p.get('turnIndex', '?')}, {p.get('chars', '?')} "
+        "chars)"
+        for p in block.get("pinned") or []
+        if isinstance(p, dict)
+    ]
+    if block.get("yielded"):
+        held.append(f"{block['yielded']} more {pin} turned away by the limit {block.get('limit')}")
+    return held, f"{pin} pin stood down" if block.get("standDown") else ""
+
+
 def _visit(record: dict[str, Any]) -> dict[str, Any]:
     reasons = sorted({str(r.get("reason")) for r in record.get("refusals") or []})
+    recent, recent_down = _pins(record.get("observations"), "latest result")
+    facts, facts_down = _pins(record.get("ledgerFacts"), "fact")
+    turns = (
+        f"{record['turnsBefore']} → {record['turnsAfter']}"
+        if "turnsBefore" in record and "turnsAfter" in record
+        else ""
+    )
     return {
         "stage": record.get("runtimeStageId", ""),
         "strategy": str(record.get("strategy", "")),
         "removed": int(record.get("removedMessageCount") or 0),
-        "turns": f"{record.get('turnsBefore', '?')} → {record.get('turnsAfter', '?')}",
+        "turns": turns,
+        "chars": f"{record.get('windowCharsBefore', '?')} → {record.get('windowCharsAfter', '?')}",
+        "pins": recent + facts,
+        "stand_down": ", ".join(x for x in (recent_down, facts_down) if x),
         "kept_because": ", ".join(reasons),
     }
 
 
-async def _run_view(ctx: ApiContext, run: RunRow, visits: list[dict[str, Any]]) -> dict[str, Any]:
+def span_row(span: StoredFoldedSpan) -> dict[str, Any]:
+    """One fold as the folds page and the timeline list it."""
+    return {
+        "fingerprint": span.summary_fingerprint,
+        "short": span.summary_fingerprint[:12],
+        "run_id": span.run_id,
+        "iteration": span.iteration,
+        "folded": when(span.folded_at_ms),
+        "model": span.model,
+        "count": span.message_count,
+        "retained": span.retained,
+    }
+
+
+def _standing(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tool_call_id": str(row.get("toolCallId", "")),
+        "tool": str(row.get("toolName", "")),
+        "iteration": row.get("iteration", ""),
+        "standing": str(row.get("standing", "")),
+        "assertions": len(row.get("assertions") or []),
+        "unknown": bool(row.get("unknownId")),
+    }
+
+
+def _range(value: Any) -> str:
+    if not isinstance(value, dict):
+        return ""
+    return f"{value.get('from', '?')} → {value.get('to', '?')}"
+
+
+def _call_window(row: dict[str, Any]) -> dict[str, Any]:
+    details = [
+        f"{key} {row[key]}"
+        for key in ("why", "refused", "argument", "by", "assumed")
+        if row.get(key) is not None
+    ]
+    if row.get("sent"):
+        details.append(f"sent {_range(row['sent'])}")
+    details.extend(
+        flag
+        for key, flag in (
+            ("rounded", "rounded outward"),
+            ("trimmedByTool", "trimmed by the tool"),
+            ("partlyBeyondRetention", "partly beyond retention"),
+        )
+        if row.get(key)
+    )
+    return {
+        "tool_call_id": str(row.get("toolCallId", "")),
+        "tool": str(row.get("toolName", "")),
+        "iteration": row.get("iteration", ""),
+        "how": str(row.get("how", "")),
+        "window": _range(row.get("asked")),
+        "detail": "; ".join(details),
+    }
+
+
+async def _run_view(
+    ctx: ApiContext, run: RunRow, visits: list[dict[str, Any]], folds: list[StoredFoldedSpan]
+) -> dict[str, Any]:
     entries, total = await ctx.with_log(
         run.run_id, lambda log: epoch_entries(log, start=0, limit=_CALLS_PER_RUN)
     )
@@ -88,6 +176,7 @@ async def _run_view(ctx: ApiContext, run: RunRow, visits: list[dict[str, Any]]) 
         ],
         "calls_left_out": max(0, total - len(entries)),
         "visits": [_visit(record) for record in visits],
+        "folds": [span_row(span) for span in folds],
     }
 
 
@@ -103,6 +192,13 @@ async def timeline(ctx: ApiContext, agent_id: str, *, before: int | None) -> dic
     visits: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in await window_records(ctx, chosen):
         visits[record["runId"]].append(record)
+    folds: dict[str, list[StoredFoldedSpan]] = defaultdict(list)
+    for span in await ctx.reader.folded_spans(agent_id):
+        folds[span.run_id].append(span)
+    rows: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for row in await ctx.reader.ledger(agent_id):
+        if row.get("turn") in shown:
+            rows[row["turn"]].append(row)
     messages = {row.turn: row for row in await ctx.reader.inbox(agent_id) if row.turn is not None}
     questions = await ctx.reader.questions(agent_id)
     return {
@@ -112,11 +208,31 @@ async def timeline(ctx: ApiContext, agent_id: str, *, before: int | None) -> dic
                 "message": messages[turn].text if turn in messages else "",
                 "sender": (messages[turn].sender or "") if turn in messages else "",
                 "accepted": when(messages[turn].accepted_at_ms) if turn in messages else "",
-                "runs": [await _run_view(ctx, run, visits[run.run_id]) for run in by_turn[turn]],
+                "runs": [
+                    await _run_view(ctx, run, visits[run.run_id], folds[run.run_id])
+                    for run in by_turn[turn]
+                ],
+                "standings": [_standing(r) for r in rows[turn] if r.get("kind") == "standing"],
+                "conflicts": [
+                    {
+                        "key": "/".join(str(k) for k in r.get("key") or []),
+                        "calls": ", ".join(
+                            str(w.get("toolCallId", "?"))
+                            for w in r.get("witnesses") or []
+                            if isinstance(w, dict)
+                        ),
+                    }
+                    for r in rows[turn]
+                    if r.get("kind") == "conflict"
+                ],
+                "call_windows": [
+                    _call_window(r) for r in rows[turn] if r.get("kind") == "call-window"
+                ],
             }
             for turn in shown
         ],
         "older": shown[-1] if rest else None,
+        "live": before is None,
         "newer": bool(before is not None and any(t >= before for t in by_turn)),
         "questions": [
             {

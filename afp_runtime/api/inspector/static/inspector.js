@@ -2,25 +2,92 @@
 // inserts HTML the server rendered, where every value from a conversation is escaped.
 "use strict";
 
-function refreshLive(element) {
-  const url = element.dataset.live;
+function liveNote(text) {
   const note = document.getElementById("live-state");
-  fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
+  if (note) note.textContent = text;
+}
+
+function fetchPage(url) {
+  return fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
     .then((response) => {
       if (!response.ok) throw new Error(String(response.status));
       return response.text();
-    })
+    });
+}
+
+// The agents page: its rows, fetched every second.
+function refreshRows(element) {
+  fetchPage(element.dataset.live)
     .then((html) => {
       const parsed = new DOMParser().parseFromString(
         "<table><tbody>" + html + "</tbody></table>", "text/html");
       element.replaceChildren(...parsed.querySelector("tbody").childNodes);
-      if (note) note.textContent = "Updated live.";
+      liveNote("Updated live.");
     })
-    .catch(() => { if (note) note.textContent = "Live updates paused: the host did not answer."; });
+    .catch(() => liveNote("Live updates paused: the host did not answer."));
+}
+
+// Whether someone is writing in the questions' forms: then they are left as they are.
+function editing(section) {
+  if (section.contains(document.activeElement) && document.activeElement !== section) return true;
+  for (const field of section.querySelectorAll("textarea, input")) {
+    if (field.type === "radio" ? field.checked : field.value) return true;
+  }
+  return false;
+}
+
+function swapTimeline(fresh) {
+  const turns = document.getElementById("live-turns");
+  const newTurns = fresh.getElementById("live-turns");
+  if (turns && newTurns) {
+    // A run someone folded stays folded.
+    const closed = new Set(Array.from(
+      turns.querySelectorAll("details[data-run]:not([open])"), (d) => d.dataset.run));
+    turns.replaceChildren(...newTurns.childNodes);
+    for (const run of turns.querySelectorAll("details[data-run]")) {
+      if (closed.has(run.dataset.run)) run.open = false;
+    }
+  }
+  const questions = document.getElementById("live-questions");
+  const newQuestions = fresh.getElementById("live-questions");
+  if (questions && newQuestions && !editing(questions)) {
+    questions.replaceChildren(...newQuestions.childNodes);
+  }
+}
+
+// The timeline: refetched when the agent's event stream says something happened, at most
+// one fetch at a time and one more after it for whatever arrived meanwhile.
+function followTimeline(anchor) {
+  let timer = null;
+  let busy = false;
+  let again = false;
+  const refresh = () => {
+    timer = null;
+    if (busy) { again = true; return; }
+    busy = true;
+    fetchPage(anchor.dataset.page)
+      .then((html) => {
+        swapTimeline(new DOMParser().parseFromString(html, "text/html"));
+        liveNote("Updated live.");
+      })
+      .catch(() => liveNote("Live updates paused: the host did not answer."))
+      .finally(() => {
+        busy = false;
+        if (again) { again = false; schedule(); }
+      });
+  };
+  const schedule = () => { if (timer === null) timer = setTimeout(refresh, 150); };
+  const events = new EventSource(anchor.dataset.events);
+  events.onmessage = schedule;
+  // Opened (or reopened after the host came back): catch up on what happened unheard.
+  events.onopen = () => { liveNote("Updates live while the agent works."); schedule(); };
+  events.onerror = () => liveNote("Live updates paused: reconnecting to the host.");
 }
 
 document.addEventListener("DOMContentLoaded", () => {
   for (const element of document.querySelectorAll("[data-live]")) {
-    setInterval(() => refreshLive(element), 1000);
+    setInterval(() => refreshRows(element), 1000);
   }
+  const timeline = document.getElementById("live-timeline");
+  if (timeline) followTimeline(timeline);
 });

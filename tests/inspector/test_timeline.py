@@ -1,0 +1,157 @@
+"""What the timeline shows beyond turns and calls (docs/inspector.md#timeline): the pins a
+window visit held and a pin standing down, the folds of a run, the findings standings and
+conflicts of a turn, and its call-window rows."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from afp_runtime.findings import FindingsConfig
+from afp_runtime.testing import answer, call, tool_reply
+from afp_runtime.time import Period, TimeConfig
+from afp_runtime.tools import Tool, ToolContext
+from afp_runtime.window import sliding_window
+from tests.api.conftest import Api, agent, serving, settle
+from tests.api.test_events import collect
+from tests.api.test_folded import desk
+from tests.inspector.conftest import ask_until_folded
+
+PLANTED = "<script>alert(1)</script>"
+TOKEN = "s" * 40
+
+
+async def _said(args: Mapping[str, Any], ctx: ToolContext) -> str:
+    return f"{ctx.tool_call_id} {PLANTED} done"
+
+
+def _tool(name: str, **options: Any) -> Tool:
+    return Tool(name, f"the {name} tool", {"type": "object"}, _said, **options)
+
+
+def _table(page: str, css_class: str) -> str:
+    found = re.search(rf'<table class="{css_class}">(.*?)</table>', page, re.S)
+    assert found is not None, f"no table {css_class}"
+    return found.group(1)
+
+
+async def test_a_visit_shows_the_pins_it_held_and_the_pin_standing_down(api: Api) -> None:
+    """Keeping one turn with two latest-result pins, the second and third visits hold the
+    earlier rounds by their pins (tool, turn, size) and the fourth stands the pin down."""
+    names = ["look_around", "move_left", "move_right", "move_forward"]
+    script = [tool_reply(call(f"c{i}", name)) for i, name in enumerate(names, start=1)]
+    definition = agent(
+        [*script, answer("walked")],
+        tools=[_tool(name) for name in names],
+        window=sliding_window(keep_recent_turns=1),
+        keep_last_tool_results=2,
+    )
+    async with api.running(definition) as (host, client):
+        await host.post("ops", "explore")
+        await settle(host)
+        page = (await client.get("/agents/ops")).text
+    rows = re.findall(r'<tr class="visit">(.*?)</tr>', _table(page, "visits"), re.S)
+    pins = [re.search(r'<td class="pins">(.*?)</td>', row, re.S).group(1) for row in rows]  # type: ignore[union-attr]
+    downs = [re.search(r'<td class="stand-down">(.*?)</td>', row, re.S).group(1) for row in rows]  # type: ignore[union-attr]
+    assert len(rows) == 4
+    assert re.search(r"latest result look_around \(turn 1, \d+ chars\)", pins[1])
+    assert "latest result move_left" in pins[2] and "latest result look_around" in pins[2]
+    assert downs[:3] == ["", "", ""] and downs[3] == "latest result pin stood down"
+    assert pins[3] == ""
+
+
+async def test_a_run_that_folded_links_each_fold_from_the_timeline(api: Api) -> None:
+    """An agent folding under summarize-oldest shows, under the run that folded, each fold's
+    size and a link to it by its fingerprint."""
+    async with api.running(desk("keep", "conversation")) as (host, client):
+        spans = await ask_until_folded(host)
+        page = (await client.get("/agents/keep")).text
+    assert spans
+    markers = re.findall(r'<li class="fold-marker" data-fold="([0-9a-f]{64})">', page)
+    assert sorted(markers) == sorted(s.summary_fingerprint for s in spans)
+    span = spans[0]
+    assert f'href="/agents/keep/folds/{span.summary_fingerprint[:12]}"' in page
+    assert f"Folded {span.message_count} messages at iteration {span.iteration}" in page
+
+
+def _fact(call_id: str, value: str) -> dict[str, Any]:
+    assertion = {"subject": {"kind": "host", "id": "db-1"}, "predicate": "status", "value": value}
+    return {"toolCallId": call_id, "standing": "fact", "assertions": [assertion]}
+
+
+async def test_a_turn_shows_its_findings_standings_and_conflicts(api: Api) -> None:
+    """An armed agent that declares two results facts with different values for the same key:
+    the turn lists both standings with their assertions and the conflict between them."""
+    script = [
+        tool_reply(call("r1", "alpha_tool")),
+        tool_reply(
+            call("r2", "alpha_tool", _findings={"basis": "direct", "previous": [_fact("r1", "up")]})
+        ),
+        tool_reply(
+            call(
+                "r3", "alpha_tool", _findings={"basis": "direct", "previous": [_fact("r2", "down")]}
+            )
+        ),
+        answer("db-1 flaps"),
+    ]
+    async with api.running(agent(script, findings=FindingsConfig())) as (host, client):
+        await host.post("ops", "is db-1 up?")
+        await settle(host)
+        page = (await client.get("/agents/ops")).text
+    standings = _table(page, "standings")
+    assert re.findall(r'<tr data-standing="([^"]+)">', standings) == ["r1", "r2"]
+    assert standings.count('class="standing standing-fact">fact') == 2
+    conflict = re.search(r'<p class="conflict">(.*?)</p>', page, re.S)
+    assert conflict is not None and "host/db-1/status" in conflict.group(1)
+    assert "r1" in conflict.group(1) and "r2" in conflict.group(1)
+
+
+async def test_a_turn_shows_the_time_window_decided_for_each_call(api: Api) -> None:
+    """A tool with a period argument, called in a turn whose message carries a window: the
+    turn lists the call's call-window row, how it was decided and the window asked for."""
+    tool = Tool(
+        "activity",
+        "Activity.",
+        {"type": "object", "properties": {"window": {"type": "string"}}},
+        _said,
+        period=Period(argument="window", accepts=("iso-range",)),
+    )
+    definition = agent(
+        [tool_reply(call("c1", "activity")), answer("quiet")],
+        tools=[tool],
+        time=TimeConfig(zone="UTC"),
+    )
+    window = {"from": "2026-10-09T14:00:00Z", "to": "2026-10-09T15:00:00Z"}
+    async with api.running(definition) as (host, client):
+        await host.post("ops", "any activity?", time={"window": window})
+        await settle(host)
+        page = (await client.get("/agents/ops")).text
+        rows = await host.reader.ledger("ops", kind="call-window")
+    assert [row["how"] for row in rows] == ["filled"]
+    table = _table(page, "call-windows")
+    assert re.findall(r'<tr data-call-window="([^"]+)">', table) == ["c1"]
+    assert '<td class="how">filled</td>' in table
+    assert "2026-10-09T14:00:00Z → 2026-10-09T15:00:00Z" in table
+
+
+async def test_the_live_stream_carries_the_agents_events_as_plain_messages(api: Api) -> None:
+    """``/agents/ID/live`` streams the agent's events without ``event:`` lines (so a browser
+    hears each as a message), resumes after ``Last-Event-ID``, and needs the sign-in."""
+    async with api.running(agent([answer("hi")]), token=TOKEN) as (host, _):
+        await host.post("ops", "hello")
+        await settle(host)
+        last, boot = host.events.last_id, host.events.boot_id
+        async with serving(api.app(host, token=TOKEN)) as url:
+            async with httpx.AsyncClient(base_url=url) as anonymous:
+                refused = await anonymous.get("/agents/ops/live", follow_redirects=False)
+            signed = {"Authorization": f"Bearer {TOKEN}", "Last-Event-ID": f"{boot}-2"}
+            async with httpx.AsyncClient(base_url=url, headers=signed) as client:
+                seen = await collect(client, "/agents/ops/live", until=last)
+                missing = await client.get("/agents/nobody/live")
+    assert refused.status_code == 303 and refused.headers["location"] == "/login"
+    assert [int(f["id"].rpartition("-")[2]) for f in seen] == list(range(3, last + 1))
+    assert all("event" not in f and f["data"]["agentId"] == "ops" for f in seen)
+    assert missing.status_code == 404
