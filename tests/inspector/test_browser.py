@@ -8,6 +8,7 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from blockbuster import BlockBuster
@@ -73,19 +74,53 @@ async def test_a_browser_signs_in_with_the_token_and_keeps_a_strict_cookie(
 
 
 async def test_planted_markup_runs_nothing_and_reads_as_text(api: Api, page: Page) -> None:
-    """A model name carrying a script, an image with onerror and a javascript: link: no dialog
-    opens, no image or link exists, and the text reads as it was written."""
+    """A script, an image with onerror, a javascript: link and control characters planted in
+    the model name, the person's message, a tool name the model made up, a tool's result, the
+    answer and an agent id asked for in the path: on the agents page, the timeline, both calls
+    and the refusal no dialog opens, no image or javascript: link exists, and the text reads as
+    it was written."""
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: dialogs.append(dialog.message))
-    model = ScriptedModel([answer("ok")], model=PLANTED)
-    async with api.running(agent(model)) as (host, _), serving(api.app(host)) as base:
+    said = PLANTED + "\x07\x1b[31m"
+    script = [
+        tool_reply(call("c1", "plant_tool"), call("c2", PLANTED)),
+        answer("done " + PLANTED),
+    ]
+    model = ScriptedModel(script, model=PLANTED)
+    planting = Tool("plant_tool", "plants", {"type": "object"}, _planting)
+    async with (
+        api.running(agent(model, tools=[planting])) as (host, _),
+        serving(api.app(host)) as base,
+    ):
         await page.goto(base + "/")
         row = page.locator('tr[data-agent="ops"]')
         await expect(row.locator("td").nth(4)).to_have_text(PLANTED)
+        await host.post("ops", said)
+        await settle(host)
         await page.wait_for_timeout(1_500)  # one live update goes through as well
         await expect(row.locator("td").nth(4)).to_have_text(PLANTED)
-        assert await page.locator("main img, main a[href^='javascript']").count() == 0
+        await _nothing_planted_runs(page)
+        await page.goto(base + "/agents/ops")
+        await expect(page.get_by_text("done " + PLANTED)).to_be_visible()
+        await expect(page.get_by_text(PLANTED + "\u2407\u241b[31m")).to_be_visible()
+        await _nothing_planted_runs(page)
+        await page.goto(base + "/agents/ops/calls/2")
+        await expect(page.get_by_text("found " + PLANTED).first).to_be_visible()
+        await expect(page.locator("main").get_by_text(PLANTED, exact=True).first).to_be_visible()
+        await _nothing_planted_runs(page)
+        await page.goto(base + "/agents/" + quote(PLANTED, safe=""))
+        await expect(page.locator("#problem")).to_be_visible()
+        await expect(page.locator("main")).to_contain_text(PLANTED)
+        await _nothing_planted_runs(page)
     assert dialogs == []
+
+
+async def _planting(args: Mapping[str, Any], ctx: ToolContext) -> str:
+    return "found " + PLANTED
+
+
+async def _nothing_planted_runs(page: Page) -> None:
+    assert await page.locator("main img, main a[href^='javascript'], main script").count() == 0
 
 
 async def test_the_pages_fit_a_narrow_screen_and_work_from_the_keyboard(
