@@ -27,6 +27,7 @@ from afp_runtime._lazy import lazy_names as _lazy_names
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from afp_runtime import mcp as mcp
     from afp_runtime._embed import Store as Store
     from afp_runtime._embed import TurnEvents as TurnEvents
     from afp_runtime._embed import TurnResult as TurnResult
@@ -99,6 +100,7 @@ _HOMES = {
     "Usage": "afp_runtime.messages",
     "ViewDiff": "afp_runtime.served",
     "load_agents": "afp_runtime.agents",
+    "mcp": "afp_runtime.mcp",
     "open": "afp_runtime._embed",
     "sliding_window": "afp_runtime.window",
     "summarize_oldest": "afp_runtime.window",

@@ -18,7 +18,9 @@ def lazy_names(
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(home), name)
+        module = importlib.import_module(home)
+        # A name whose home is the subpackage of that name is the subpackage (``afp.mcp``).
+        value = module if home == f"{package}.{name}" else getattr(module, name)
         namespace[name] = value
         return value
 

@@ -30,6 +30,8 @@ leaves stored data half-written.
     ├── WindowStrategyError       (strategy, field, detail) holds the turn: window-strategy
     ├── CompactionUnmeasurableError (provider)      holds the turn: usage-unmeasurable
     ├── TimeReaderError                             holds the turn: time-reader
+    ├── McpServerError            (server)  an MCP server did not start, answer or follow MCP
+    ├── McpToolError              (server, tool)  an MCP tool answered with an error
     └── StoreError
         ├── StoreUnavailable
         ├── SchemaTooNew
@@ -220,6 +222,16 @@ class TimeReaderError(AfpError):
     (docs/time.md#readers)."""
 
     error_kind = "time-reader"
+
+
+class McpServerError(AfpError):
+    """An MCP server did not start, stopped answering, or sent what MCP does not allow; a call
+    it was to answer gets this as its error observation (docs/mcp.md#when-a-server-fails)."""
+
+
+class McpToolError(AfpError):
+    """An MCP tool answered its call with ``isError``: the model reads its text as the error
+    observation (docs/mcp.md#results)."""
 
 
 class StoreError(AfpError):

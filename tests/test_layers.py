@@ -53,7 +53,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "store": frozenset({"messages", "records"}),
     "loop": frozenset({"messages", "records", "window", "served"})
     | {"models", "tools", "store", "extensions"},
-    "agents": PURE | {"models", "tools", "store", "extensions", "time", "loop"},
+    "mcp": frozenset({"tools", "records"}),
+    "agents": PURE | {"models", "tools", "store", "extensions", "time", "loop", "mcp"},
     "host": frozenset({"messages", "loop", "agents", "store", "models", "tools", "records"}),
     "api": frozenset({"messages", "host", "served", "store", "records"}),
 }

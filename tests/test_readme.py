@@ -88,7 +88,7 @@ def test_examples_and_readme_blocks_type_check_strictly(tmp_path: Path) -> None:
 
 def test_the_readme_toml_block_builds_its_agent(tmp_path: Path) -> None:
     """The agents file the README shows loads, with a tools module beside it."""
-    [toml] = re.findall(r"^```toml\n(.*?)^```", (REPO / "README.md").read_text(), re.M | re.S)
+    toml, _ = _toml_blocks()
     (tmp_path / "agents.toml").write_text(toml, encoding="utf-8")
     (tmp_path / "shop_tools.py").write_text(
         "import afp_runtime as afp\n\n@afp.tool\ndef refund(order_id: str) -> str:\n"
@@ -105,3 +105,38 @@ def test_the_readme_toml_block_builds_its_agent(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "desk ['refund'] True"
+
+
+def _toml_blocks() -> list[str]:
+    """The README's TOML blocks: the agents file, then the MCP servers under its agent."""
+    blocks = re.findall(r"^```toml\n(.*?)^```", (REPO / "README.md").read_text(), re.M | re.S)
+    assert len(blocks) == 2
+    return blocks
+
+
+def test_the_readme_mcp_block_declares_its_servers(tmp_path: Path) -> None:
+    """The MCP tables the README shows, under the agents file's agent, load with the token
+    read from the environment; no server is started to load them."""
+    desk, servers = _toml_blocks()
+    desk = desk.replace(
+        '[[agents.tools]]\nref = "shop_tools:refund"',
+        '[[agents.tools]]\nref = "afp_runtime.demo:shipping_status"',
+    )
+    (tmp_path / "agents.toml").write_text(desk + servers, encoding="utf-8")
+    code = (
+        "import afp_runtime as afp\n"
+        f"[agent] = afp.load_agents({str(tmp_path / 'agents.toml')!r})\n"
+        "files, tracker = agent.mcp.servers\n"
+        "print(files.transport, files.tool_prefix, tracker.transport, tracker.headers,"
+        " tracker.tools['close_ticket'].timeout_s)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "TRACKER_TOKEN": "t0k"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "stdio files_ http {'Authorization': 'Bearer t0k'} 10.0"

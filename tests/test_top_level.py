@@ -47,6 +47,7 @@ SURFACE = [
     "ViewDiff",
     "__version__",
     "load_agents",
+    "mcp",
     "open",
     "sliding_window",
     "summarize_oldest",

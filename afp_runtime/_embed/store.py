@@ -36,7 +36,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from afp_runtime import models
 from afp_runtime._embed.results import TurnResult, TurnStatus
 from afp_runtime.agents import Agent, abandon_question, answer_question
-from afp_runtime.errors import NotFound, StoreUnavailable
+from afp_runtime.errors import NotFound, StateError, StoreUnavailable
 from afp_runtime.host import Host
 from afp_runtime.loop import (
     AgentDriver,
@@ -118,6 +118,8 @@ class Store:
         clock: the clock every turn runs on.
         ids: the run and message id factory.
         rng: the random source of retry jitter.
+        sessions: where the MCP sessions of the agents it runs stay open (``afp.open``'s task
+            group); without it an agent with MCP servers is refused.
     """
 
     def __init__(
@@ -127,8 +129,10 @@ class Store:
         clock: Clock,
         ids: IdFactory,
         rng: random.Random | None = None,
+        sessions: anyio.abc.TaskGroup | None = None,
     ) -> None:
         self._store = store
+        self._sessions = sessions
         self._clock = clock
         self._ids = ids
         self._rng = rng or random.Random()
@@ -168,6 +172,17 @@ class Store:
             emitter=Emitter(list(sinks)),
             rng=self._rng,
         )
+
+    async def _open_sessions(self, agent: Agent) -> None:
+        """Open the agent's MCP sessions at its first turn here; they stay open while the
+        store is (docs/mcp.md#sessions)."""
+        source = agent.mcp
+        if source is None or source.started:
+            return
+        if self._sessions is None:
+            raise StateError("an agent with MCP servers runs on a store opened with afp.open")
+        self._sessions.start_soon(source.run, self._clock)
+        await source.wait_ready()
 
     def _lock(self, agent_id: str) -> anyio.Lock:
         return self._locks.setdefault(agent_id, anyio.Lock())
@@ -216,6 +231,7 @@ class Store:
         time: Mapping[str, Any] | None,
     ) -> TurnResult:
         driver = self._driver(agent, sinks)
+        await self._open_sessions(agent)
         async with self._lock(agent.agent_id):
             ack = await driver.post(text, idempotency_key=idempotency_key, sender=sender, time=time)
             outcomes = await driver.work()
@@ -271,6 +287,7 @@ class Store:
         """Finish what the agent left unfinished (a turn cut by a crash, a due retry, an
         answered question) and answer its queued messages; one result per turn touched."""
         driver = self._driver(agent)
+        await self._open_sessions(agent)
         async with self._lock(agent.agent_id):
             outcomes = await driver.work()
         message_ids = list(dict.fromkeys(outcome.message_id for outcome in outcomes))
@@ -305,6 +322,7 @@ class Store:
         self, agent: Agent, question_id: str, value: Any, *, sender: str | None, abandon: bool
     ) -> TurnResult:
         driver = self._driver(agent)
+        await self._open_sessions(agent)
         async with self._lock(agent.agent_id):
             close = abandon_question if abandon else partial(answer_question, value=value)
             row = await close(
@@ -624,8 +642,17 @@ async def open(
     clock = clock or SystemClock()
     ids = ids or TimeOrderedIds(clock.now_ms)
     store = await open_store(target, now_ms=clock.now_ms())
-    embedded = Store(store, clock=clock, ids=ids, rng=rng)
     try:
-        yield embedded
-    finally:
-        await embedded.aclose()
+        # The MCP sessions of the agents it runs stay open in this group while the store is.
+        async with anyio.create_task_group() as sessions:
+            embedded = Store(store, clock=clock, ids=ids, rng=rng, sessions=sessions)
+            try:
+                yield embedded
+            finally:
+                sessions.cancel_scope.cancel()
+                await embedded.aclose()
+    except BaseExceptionGroup as failed:
+        # The block's own exception (no session fails outside a call), raised as itself.
+        if len(failed.exceptions) == 1:
+            raise failed.exceptions[0] from None
+        raise

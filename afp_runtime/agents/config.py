@@ -31,6 +31,7 @@ from afp_runtime.agents.definition import Agent
 from afp_runtime.errors import AgentDefinitionError, ConfigError, error_context, shown
 from afp_runtime.findings import FindingsConfig
 from afp_runtime.loop import Durability
+from afp_runtime.mcp import McpServer
 from afp_runtime.messages import ModelParams
 from afp_runtime.models import ExtractiveSummarizer, Model, RetryPolicy, ScriptedModel
 from afp_runtime.time import Period, period_from_wire, time_config_from_wire
@@ -139,6 +140,7 @@ class AgentConfig(_Config):
     max_stall_s: float = 86_400.0
     pause_timeout_s: float | None = None
     time: dict[str, Any] | None = None
+    mcp: list[McpServer] = []
 
 
 class HostConfig(_Config):
@@ -417,10 +419,17 @@ def _agent(
     window: WindowStrategy | None,
 ) -> Agent:
     # Every other field of the config is the Agent option of the same name.
-    built = ("id", "model", "tools", "window", "durability", "time")
+    built = ("id", "model", "tools", "window", "durability", "time", "mcp")
     options = {
         name: getattr(config, name) for name in config.__struct_fields__ if name not in built
     }
+    # A stdio server of a file runs in the file's directory (or its cwd, read from there).
+    mcp = [
+        msgspec.structs.replace(server, cwd=str(base_dir / (server.cwd or ".")))
+        if server.command is not None and base_dir is not None
+        else server
+        for server in config.mcp
+    ]
     return Agent(
         config.id,
         model or build_model(config.model, field=f"{field}.model", base_dir=base_dir),
@@ -428,6 +437,7 @@ def _agent(
         window=window,
         durability=config.durability or durability,
         time=time_config_from_wire(config.time) if config.time is not None else None,
+        mcp=mcp,
         **options,
     )
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from afp_runtime._logging import get_logger
 from afp_runtime.errors import AgentDefinitionError, TimeNotEnabled, shown
 from afp_runtime.extensions import Extension
 from afp_runtime.findings import (
@@ -18,6 +19,7 @@ from afp_runtime.findings import (
     validate_findings_config,
 )
 from afp_runtime.loop import Durability, TurnFailure
+from afp_runtime.mcp import McpServer, McpTools, checked_servers
 from afp_runtime.messages import ModelParams, canonical_json, sha256_hex
 from afp_runtime.models import Model, RetryPolicy
 from afp_runtime.time import TimeConfig, TimeExtension, message_time_from_wire
@@ -27,6 +29,8 @@ from afp_runtime.window import (
     validate_keep_last_tool_results,
     validate_strategy,
 )
+
+log = get_logger()
 
 AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
@@ -97,6 +101,8 @@ class Agent:
             unarmed.
         extensions: further extensions of the loop (docs/loop.md#extensions), whose hooks are
             called after those of ``time`` and ``findings``.
+        mcp: MCP servers the agent takes tools from (``afp.mcp.stdio``, ``afp.mcp.http``;
+            docs/mcp.md); their tools join ``tools`` once the host has listed them.
 
     Raises:
         AgentDefinitionError: a field is invalid; the message names it.
@@ -127,6 +133,7 @@ class Agent:
         pause_timeout_s: float | None = None,
         time: TimeConfig | None = None,
         extensions: Sequence[Extension] = (),
+        mcp: Sequence[McpServer] = (),
     ) -> None:
         if not isinstance(agent_id, str) or not AGENT_ID.match(agent_id):
             raise AgentDefinitionError(
@@ -181,8 +188,13 @@ class Agent:
             names.add(tool.name)
         self.agent_id = agent_id
         self.model = model
-        self.tools: tuple[Tool, ...] = tuple(tools)
-        self.tools_by_name = {tool.name: tool for tool in self.tools}
+        self._own_tools: tuple[Tool, ...] = tuple(tools)
+        self._own_by_name = {tool.name: tool for tool in self._own_tools}
+        servers = checked_servers(mcp)
+        self.mcp: McpTools | None = McpTools(servers, agent_id=agent_id) if servers else None
+        self._mcp_version: tuple[int, ...] = ()
+        self._all_tools = self._own_tools
+        self._all_by_name = self._own_by_name
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
         self.wrap_up = wrap_up
@@ -212,6 +224,37 @@ class Agent:
         self.warned: set[str] = set()
         # Adapters this definition owns besides its model (a configured summarizer).
         self.resources: list[Any] = []
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The agent's tools: its own, then those its MCP servers list now (docs/mcp.md)."""
+        self._join_mcp_tools()
+        return self._all_tools
+
+    @property
+    def tools_by_name(self) -> dict[str, Tool]:
+        """``tools`` by name."""
+        self._join_mcp_tools()
+        return self._all_by_name
+
+    def _join_mcp_tools(self) -> None:
+        if self.mcp is None or self.mcp.version == self._mcp_version:
+            return
+        self._mcp_version = self.mcp.version
+        joined = dict(self._own_by_name)
+        for tool in self.mcp.tools():
+            if tool.name in joined:
+                if f"mcp-clash:{tool.name}" not in self.warned:
+                    self.warned.add(f"mcp-clash:{tool.name}")
+                    log.warning(
+                        "mcp tool left out: the agent has a tool of that name",
+                        agent_id=self.agent_id,
+                        tool=tool.name,
+                    )
+                continue
+            joined[tool.name] = tool
+        self._all_by_name = joined
+        self._all_tools = tuple(joined.values())
 
     def check_message_time(self, time: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """The ``time`` of an inbox message, checked strictly (docs/time.md#the-clock-row), as it

@@ -28,6 +28,7 @@ from afp_runtime.loop import (
     SystemClock,
     TimeOrderedIds,
 )
+from afp_runtime.mcp import sessions_open
 from afp_runtime.store import open_store, shown_location
 
 
@@ -56,11 +57,12 @@ async def _drive(
             ids=TimeOrderedIds(clock.now_ms),
             emitter=Emitter([recorder]),
         )
-        # Finish what an earlier process left unfinished before taking anything new.
-        outcomes = await driver.work()
-        for text in messages:
-            await driver.post(text)
-        outcomes += await driver.work()
+        async with sessions_open(definition.mcp, clock):
+            # Finish what an earlier process left unfinished before taking anything new.
+            outcomes = await driver.work()
+            for text in messages:
+                await driver.post(text)
+            outcomes += await driver.work()
     finally:
         await definition.aclose()
         await store.aclose()

@@ -673,6 +673,14 @@ class Host:
             # A message posted through any process wakes its worker at once where the store
             # can tell; the poll interval is the fallback (docs/host.md#a-message-reaches-its-host).
             workers.start_soon(self.store.watch_posts, self.wake)
+            # Each agent's MCP sessions open before its worker takes a turn, so a turn (and a
+            # recovery, which must know which calls may run again) sees the servers' tools;
+            # a server that fails leaves its tools out and is tried again (docs/mcp.md#sessions).
+            sources = [a.definition.mcp for a in self._agents.values() if a.definition.mcp]
+            for source in sources:
+                workers.start_soon(source.run, self.clock)
+            for source in sources:
+                await source.wait_ready()
             for agent in self._agents.values():
                 self._live_workers += 1
                 await workers.start(self._worker, agent)

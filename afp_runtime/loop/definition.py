@@ -21,8 +21,17 @@ class Definition(Protocol):
 
     agent_id: str
     model: Model
-    tools: tuple[Tool, ...]
-    tools_by_name: dict[str, Tool]
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The tools offered now (an MCP server's list may change between iterations)."""
+        ...
+
+    @property
+    def tools_by_name(self) -> dict[str, Tool]:
+        """``tools`` by name."""
+        ...
+
     system_prompt: str
     max_iterations: int
     wrap_up: bool
