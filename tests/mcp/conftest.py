@@ -39,6 +39,10 @@ class Lab:
         notes = anyio.Path(self.notes)
         return (await notes.read_text("utf-8")).splitlines() if await notes.exists() else []
 
+    def lines_now(self) -> list[str]:
+        """``lines``, for a test outside an event loop."""
+        return self.notes.read_text("utf-8").splitlines() if self.notes.exists() else []
+
     async def started(self, tool: str) -> bool:
         """Whether the server noted that ``tool`` started."""
         return f"{tool} started" in await self.lines()

@@ -82,12 +82,12 @@ def crash() -> str:
 
 
 @lab.tool()
-def slow() -> str:
+def slow(tag: str = "") -> str:
     """Note the start, then wait until the release file exists."""
-    _note("slow started")
+    _note(f"slow started {tag}".rstrip())
     while not os.path.exists(os.environ["LAB_RELEASE"]):
         time.sleep(0.02)
-    return "slow done"
+    return f"slow done {tag}".rstrip()
 
 
 def _http(port: int) -> None:
