@@ -54,8 +54,11 @@ ALLOWED: dict[str, frozenset[str]] = {
     "loop": frozenset({"messages", "records", "window", "served"})
     | {"models", "tools", "store", "extensions"},
     "mcp": frozenset({"tools", "records"}),
-    "agents": PURE | {"models", "tools", "store", "extensions", "time", "loop", "mcp"},
-    "host": frozenset({"messages", "loop", "agents", "store", "models", "tools", "records"}),
+    "telemetry": frozenset({"loop"}),
+    "agents": PURE | {"models", "tools", "store", "extensions", "time", "loop", "mcp", "telemetry"},
+    "host": frozenset(
+        {"messages", "loop", "agents", "store", "models", "tools", "records", "telemetry"}
+    ),
     "api": frozenset({"messages", "host", "served", "store", "records"}),
 }
 LAYERS = frozenset(ALLOWED)

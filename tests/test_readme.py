@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from afp_runtime.agents import read_config
+
 REPO = Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
@@ -88,7 +90,7 @@ def test_examples_and_readme_blocks_type_check_strictly(tmp_path: Path) -> None:
 
 def test_the_readme_toml_block_builds_its_agent(tmp_path: Path) -> None:
     """The agents file the README shows loads, with a tools module beside it."""
-    toml, _ = _toml_blocks()
+    toml, _, _ = _toml_blocks()
     (tmp_path / "agents.toml").write_text(toml, encoding="utf-8")
     (tmp_path / "shop_tools.py").write_text(
         "import afp_runtime as afp\n\n@afp.tool\ndef refund(order_id: str) -> str:\n"
@@ -108,16 +110,17 @@ def test_the_readme_toml_block_builds_its_agent(tmp_path: Path) -> None:
 
 
 def _toml_blocks() -> list[str]:
-    """The README's TOML blocks: the agents file, then the MCP servers under its agent."""
+    """The README's TOML blocks: the agents file, the MCP servers under its agent, the host's
+    telemetry table."""
     blocks = re.findall(r"^```toml\n(.*?)^```", (REPO / "README.md").read_text(), re.M | re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     return blocks
 
 
 def test_the_readme_mcp_block_declares_its_servers(tmp_path: Path) -> None:
     """The MCP tables the README shows, under the agents file's agent, load with the token
     read from the environment; no server is started to load them."""
-    desk, servers = _toml_blocks()
+    desk, servers, _ = _toml_blocks()
     desk = desk.replace(
         '[[agents.tools]]\nref = "shop_tools:refund"',
         '[[agents.tools]]\nref = "afp_runtime.demo:shipping_status"',
@@ -140,3 +143,20 @@ def test_the_readme_mcp_block_declares_its_servers(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "stdio files_ http {'Authorization': 'Bearer t0k'} 10.0"
+
+
+def test_the_readme_telemetry_block_turns_telemetry_on(tmp_path: Path) -> None:
+    """The telemetry table the README shows, in the agents file, is the host's telemetry."""
+    desk, _, telemetry = _toml_blocks()
+    path = tmp_path / "agents.toml"
+    path.write_text(desk + telemetry, encoding="utf-8")
+    (tmp_path / "shop_tools.py").write_text(
+        "import afp_runtime as afp\n\n@afp.tool\ndef refund(order_id: str) -> str:\n"
+        '    """Refund an order."""\n    return order_id\n',
+        encoding="utf-8",
+    )
+    config, _ = read_config(path)
+    assert config.host.telemetry is not None
+    options = config.host.telemetry.telemetry()
+    assert options is not None and (options.traces, options.metrics) == ("otlp", "otlp")
+    assert options.capture_content is False

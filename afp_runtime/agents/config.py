@@ -34,6 +34,7 @@ from afp_runtime.loop import Durability
 from afp_runtime.mcp import McpServer
 from afp_runtime.messages import ModelParams
 from afp_runtime.models import ExtractiveSummarizer, Model, RetryPolicy, ScriptedModel
+from afp_runtime.telemetry import TelemetryConfig
 from afp_runtime.time import Period, period_from_wire, time_config_from_wire
 from afp_runtime.tools import Tool, tool
 from afp_runtime.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
@@ -156,6 +157,7 @@ class HostConfig(_Config):
     lease_ttl_s: float = 30.0
     host_id: str | None = None
     durability: Durability | None = None
+    telemetry: TelemetryConfig | None = None
 
 
 class ConfigFile(_Config):

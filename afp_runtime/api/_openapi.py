@@ -49,6 +49,8 @@ def _responses(
     example = example_of(op, captured)
     if op.stream:
         content = {"text/event-stream": {"schema": _ref("ServerSentEvent"), "example": example}}
+    elif op.text is not None:
+        content = {op.text: {"schema": {"type": "string"}, "example": example}}
     else:
         content = {"application/json": {"schema": refs[op.response], "example": example}}
     success: dict[str, Any] = {"description": STATUS_TEXT[op.status], "content": content}
@@ -83,7 +85,9 @@ def _operation(
 
 def document(*, version: str, title: str = "afp-runtime local API") -> dict[str, Any]:
     """The whole OpenAPI 3.1 document."""
-    kinds = sorted({op.response for op in OPERATIONS if not op.stream}, key=repr)
+    kinds = sorted(
+        {op.response for op in OPERATIONS if not op.stream and op.text is None}, key=repr
+    )
     bodies = [op.body for op in OPERATIONS if op.body is not None]
     schemas, components = msgspec.json.schema_components(
         [*kinds, *bodies, ErrorBody], ref_template="#/components/schemas/{name}"

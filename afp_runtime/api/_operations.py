@@ -165,6 +165,8 @@ class Operation:
     errors: tuple[int, ...] = ()
     example: Any = None
     stream: bool = False
+    text: str | None = None
+    """The media type of a plain-text answer (the metrics), when it is not JSON."""
     also: dict[int, str] = field(default_factory=dict)
     links: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -214,6 +216,16 @@ OPERATIONS: tuple[Operation, ...] = (
         "Health (needs no token)",
         "host",
         Health,
+    ),
+    Operation(
+        "GET",
+        "/v1/metrics",
+        "Metrics in the Prometheus text format (telemetry on)",
+        "host",
+        str,
+        text="text/plain; version=0.0.4; charset=utf-8",
+        example="# HELP afp_runs_total runs ended\n# TYPE afp_runs_total counter\n"
+        'afp_runs_total{afp_run_status="answered"} 3\n',
     ),
     Operation(
         "GET",

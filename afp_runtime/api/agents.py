@@ -62,6 +62,25 @@ async def health(state: State) -> Health:
     )
 
 
+@get(
+    "/v1/metrics",
+    summary="Metrics",
+    tags=["host"],
+    media_type="text/plain; version=0.0.4; charset=utf-8",
+)
+async def metrics(state: State) -> str:
+    """The host's metrics in the Prometheus text format (docs/telemetry.md#metrics); 404
+    ``telemetry-off`` when the host runs without telemetry."""
+    sink = context_of(state).host.telemetry
+    if sink is None:
+        raise ApiError(
+            404,
+            "telemetry-off",
+            "this host runs without telemetry: enable [host.telemetry] to serve metrics",
+        )
+    return sink.prometheus()
+
+
 async def agent_summary(ctx: ApiContext, row: AgentRow) -> AgentView:
     """One agent as `GET /v1/agents` lists it (the inspector shows the same)."""
     profile = ctx.host.profile(row.agent_id)
@@ -124,6 +143,7 @@ async def agent_call(state: State, agent_id: PathText, n: PathText) -> CallView:
 
 HANDLERS = [
     health,
+    metrics,
     list_agents,
     one_agent,
     agent_runs,

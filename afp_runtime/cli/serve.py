@@ -73,6 +73,7 @@ async def cmd_serve(args: Any) -> int:
             shutdown_grace_s=settings.shutdown_grace_s if args.grace is None else args.grace,
             host_id=settings.host_id if args.host_id is None else args.host_id,
             lease_ttl_s=settings.lease_ttl_s,
+            telemetry=settings.telemetry.telemetry() if settings.telemetry else None,
         )
         async with anyio.create_task_group() as watch:
             # The receiver outlives the API server: a second signal during the grace skips

@@ -48,7 +48,7 @@ import math
 import random
 import signal
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import msgspec
@@ -59,12 +59,14 @@ from afp_runtime import models
 from afp_runtime._logging import get_logger
 from afp_runtime.agents import Agent, abandon_question, answer_question
 from afp_runtime.errors import AgentDefinitionError, RunNotResumable, StateError, StoreError
+from afp_runtime.host._timed import TimedCommits
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
 from afp_runtime.host.leases import HostLease, store_unavailable
 from afp_runtime.loop import AgentDriver, Emitter, Event, IdFactory, LoopHooks
 from afp_runtime.models import Model
 from afp_runtime.records import Clock, QuestionRow
 from afp_runtime.store import Ack, Store
+from afp_runtime.telemetry import Telemetry, TelemetrySink
 
 log = get_logger()
 
@@ -152,6 +154,7 @@ class Host:
         boot_id: the event boot id (random when omitted).
         rng: random source for the drivers' retry jitter.
         hooks: loop hooks handed to every driver (tests).
+        telemetry: export spans and metrics of the agents' work (docs/telemetry.md).
         host_id: this host's lease id (default: the machine's host name, so a restart takes
             its lease over at once).
         lease_ttl_s: how long the host lease lives unrenewed; renewed every third of it.
@@ -178,6 +181,7 @@ class Host:
         hooks: LoopHooks | None = None,
         host_id: str | None = None,
         lease_ttl_s: float = 30.0,
+        telemetry: Telemetry | None = None,
     ) -> None:
         if (
             isinstance(max_active_turns, bool)
@@ -211,6 +215,12 @@ class Host:
         self.events = EventBus(
             boot_id=boot_id, ring_size=ring_size, subscriber_buffer=subscriber_buffer
         )
+        self.telemetry_options = telemetry
+        self.telemetry: TelemetrySink | None = None
+        """The spans and metrics sink while the host runs with telemetry (docs/telemetry.md)."""
+        # With telemetry the drivers commit through a timer (the host's own reads do not).
+        self._timed = TimedCommits(store) if telemetry is not None else None
+        driver_store = cast(Store, self._timed) if self._timed is not None else store
         self.state: HostState = "starting"
         self.store_check: StoreCheck = "not-needed"
         self.store_problems: tuple[str, ...] = ()
@@ -223,7 +233,7 @@ class Host:
                     field="agents",
                 )
             driver = AgentDriver(
-                store,
+                driver_store,
                 definition,
                 clock=clock,
                 ids=ids,
@@ -257,6 +267,7 @@ class Host:
         try:
             # Callbacks run last-in first-out: adapters close after the workers have stopped.
             self._stack.push_async_callback(self._close_definitions)
+            await self._start_telemetry()
             await self._check_store()
             await self._ensure_agents()
             self._reader = await self.store.open_reader()
@@ -279,6 +290,23 @@ class Host:
         self._host_event("host.started")
         log.info("host started", agents=list(self._agents))
         return self
+
+    async def _start_telemetry(self) -> None:
+        """Turn events into spans and metrics; flushed last at exit (docs/telemetry.md)."""
+        if self.telemetry_options is None:
+            return
+        sink = await anyio.to_thread.run_sync(self.telemetry_options.start)
+        self.telemetry = sink
+        if self._timed is not None:
+            self._timed.sink = sink
+
+        async def flush() -> None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(sink.shutdown)
+
+        self._stack.push_async_callback(flush)
+        for agent in self._agents.values():
+            agent.driver.emitter.add(sink)
 
     async def _ensure_agents(self) -> None:
         """Make sure every hosted agent's rows exist, many at once: on SQLite their commits

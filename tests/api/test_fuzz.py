@@ -20,7 +20,7 @@ from .conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "configs" / "demo.toml"
-OPERATIONS = 29
+OPERATIONS = 30
 
 # An agent that asks a person (a tool question, then an approval check-in) and has time enabled,
 # and one whose model key is refused (every turn is held).
@@ -168,7 +168,7 @@ def _summary(report: Path) -> dict[str, Any]:
 @pytest.mark.timeout(600)
 def test_schemathesis_finds_no_failure_in_a_live_serve(tmp_path: Path) -> None:
     """`schemathesis run --checks all` (examples, coverage, fuzzing and stateful phases) against
-    `afp serve` on a seeded store reports zero failures over all 29 operations."""
+    `afp serve` on a seeded store reports zero failures over all 30 operations."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = _serve(tmp_path, port)

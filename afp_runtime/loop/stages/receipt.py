@@ -168,6 +168,7 @@ async def receipt(
             "agentCall": agent_call,
             "callRuntimeStageId": call_stage_id,
             "wire": encoded is not None,
+            **({"wireDigest": receipt.wire.hash} if receipt.wire is not None else {}),
         },
     )
     return encoded
