@@ -15,7 +15,15 @@ import time
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from mcp.types import (
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
 
 lab = MCPServer("lab")
 
@@ -58,6 +66,20 @@ def picture() -> list[Any]:
     return [
         TextContent(type="text", text="a square"),
         ImageContent(type="image", data=pixels, mime_type="image/png"),
+    ]
+
+
+@lab.tool(structured_output=False)
+def document() -> list[Any]:
+    """A text resource and a link to another."""
+    return [
+        EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(
+                uri="file:///a.csv", mime_type="text/csv", text="a,b\n1,2"
+            ),
+        ),
+        ResourceLink(type="resource_link", uri="file:///b.csv", name="b"),
     ]
 
 

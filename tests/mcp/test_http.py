@@ -52,3 +52,22 @@ async def test_a_server_refusing_the_session_is_logged_and_its_tools_left_out(
     assert result.answer == "without" and offered(model, 0) == []
     down = [e for e in logs if e["event"] == "mcp server unavailable"]
     assert down and down[0]["server"] == "lab" and down[0]["transport"] == "http"
+
+
+async def test_an_http_server_that_dies_mid_call_is_an_error_observation(
+    tmp_path: Path, lab_http: str
+) -> None:
+    """The HTTP server's process exits during a call: the call is an error observation naming
+    the server, the turn is answered, and the log says the server is unavailable."""
+    model = ScriptedModel([tool_reply(call("c1", "lab_crash")), answer("it died")], model="mock")
+    server = afp.mcp.http(
+        "lab", lab_http, headers={"Authorization": "Bearer lab-token"}, connect_timeout_s=2
+    )
+    async with afp.open(tmp_path / "afp.db") as store:
+        with capture_logs() as logs:
+            result = await store.run(afp.Agent("lab-user", model, mcp=[server]), "crash it")
+    assert result.answer == "it died"
+    seen = observations(model)["c1"]
+    assert "McpServerError" in seen and "'lab'" in seen
+    down = [e for e in logs if e["event"] == "mcp server unavailable"]
+    assert down and down[0]["server"] == "lab"

@@ -78,10 +78,17 @@ async def test_annotations_map_onto_durability_and_explicit_options_win(
 
 
 async def test_errors_and_pictures_become_observations(tmp_path: Path, lab: Lab) -> None:
-    """An ``isError`` result is an error observation with the server's text; an image is noted
-    by type and size, never inlined."""
+    """An ``isError`` result is an error observation with the server's text; an image and an
+    embedded resource are noted by type and size, never inlined, a resource link by its URI."""
     model = ScriptedModel(
-        [tool_reply(call("c1", "lab_fail", why="no disk"), call("c2", "lab_picture")), answer("")],
+        [
+            tool_reply(
+                call("c1", "lab_fail", why="no disk"),
+                call("c2", "lab_picture"),
+                call("c3", "lab_document"),
+            ),
+            answer(""),
+        ],
         model="mock",
     )
     async with afp.open(tmp_path / "afp.db") as store:
@@ -90,6 +97,10 @@ async def test_errors_and_pictures_become_observations(tmp_path: Path, lab: Lab)
     assert "McpToolError" in seen["c1"] and "cannot: no disk" in seen["c1"]
     assert "'lab'" in seen["c1"]
     assert seen["c2"] == "a square\n[image image/png, 100 bytes, not shown]"
+    assert seen["c3"] == (
+        "[resource file:///a.csv (text/csv), 7 characters, not shown]\n"
+        "[resource link file:///b.csv (b)]"
+    )
 
 
 async def test_one_session_serves_every_turn_and_a_changed_list_is_offered(
