@@ -29,6 +29,8 @@ log = get_logger()
 # Reopening after a failure: the first try soon, then doubling up to a minute.
 _RETRY_FIRST_S = 0.5
 _RETRY_LAST_S = 60.0
+# Checkpoints a reply waits for the notifications that came before it (see ``call``).
+_NOTIFICATION_CHECKPOINTS = 5
 # Pages of a tool list read at most (a server that pages forever is refused).
 _PAGES = 100
 
@@ -94,8 +96,9 @@ class McpConnection:
         self._broken: anyio.Event = anyio.Event()
         self._broken_why = ""
         self._changed = anyio.Event()
-        # Set when the server said its list changed and it has not been read again since.
-        self._stale = False
+        # Changes the server announced, and how many of them the latest list reflects.
+        self._changes = 0
+        self._changes_listed = 0
         self._relisted = anyio.Event()
         self._opened = False
 
@@ -207,7 +210,7 @@ class McpConnection:
         import mcp.types
 
         if isinstance(message, mcp.types.ToolListChangedNotification):
-            self._stale = True
+            self._changes += 1
             self._changed.set()
         elif isinstance(message, Exception):
             # A message that is not MCP: the session cannot be trusted to pair replies with
@@ -254,7 +257,7 @@ class McpConnection:
             async with client.listen(tools_list_changed=True) as changes:
                 task_status.started(True)
                 async for _ in changes:
-                    self._stale = True
+                    self._changes += 1
                     self._changed.set()
         except anyio.get_cancelled_exc_class():
             raise
@@ -266,7 +269,7 @@ class McpConnection:
             self.broke(f"MCP server {self.server.name!r} dropped its change stream: {_reason(exc)}")
 
     async def _list(self, client: Any) -> None:
-        self._stale = False  # a change said while this list is read makes it stale again
+        reflects = self._changes  # a change said while this list is read needs another
         listed: list[Any] = []
         cursor = None
         for _ in range(_PAGES):
@@ -290,6 +293,7 @@ class McpConnection:
             tools[tool.name] = tool
         self.tools = tuple(tools.values())
         self.version += 1
+        self._changes_listed = max(self._changes_listed, reflects)
         self._relisted.set()
         self._relisted = anyio.Event()
         log.info("mcp tools listed", server=self.server.name, tools=sorted(tools))
@@ -332,12 +336,18 @@ class McpConnection:
                 f"MCP server {name!r} answered with a result MCP does not allow: {_reason(exc)}",
                 server=name,
             ) from None
-        if self._stale:
+        # The SDK hands notifications to their handler in tasks of its own: a change the
+        # server said before this reply is heard after a few checkpoints at most.
+        for _ in range(_NOTIFICATION_CHECKPOINTS):
+            await anyio.lowlevel.checkpoint()
+        announced = self._changes
+        if self._changes_listed < announced:
             # The call changed the server's list (it said so before answering): the model's
             # next request offers the new list.
             with (
                 contextlib.suppress(TimeoutError),
                 ctx.clock.fail_after(self.server.connect_timeout_s),
             ):
-                await self._relisted.wait()
+                while self._changes_listed < announced:
+                    await self._relisted.wait()
         return result

@@ -18,7 +18,7 @@ from afp_runtime.testing import FakeClock, answer, call, capture_logs, tool_repl
 from tests.api.conftest import until
 from tests.mcp.conftest import Lab, observations, offered
 
-GARBLING = Path(__file__).resolve().parent / "garbling_server.py"
+HANDMADE = Path(__file__).resolve().parent / "handmade_server.py"
 
 
 def _agent(model: ScriptedModel, lab: Lab, **server: object) -> afp.Agent:
@@ -160,14 +160,29 @@ async def test_a_server_that_dies_mid_call_answers_clearly_and_comes_back(
 async def test_a_malformed_message_ends_the_call_and_the_session(tmp_path: Path) -> None:
     """A server answering a call with a line that is not JSON-RPC: the call fails at once
     with an observation naming the server and what it sent, not at its timeout."""
-    garbling = afp.mcp.stdio("garbling", sys.executable, [str(GARBLING)], prefix="")
+    handmade = afp.mcp.stdio("handmade", sys.executable, [str(HANDMADE)], prefix="")
     model = ScriptedModel([tool_reply(call("c1", "echo")), answer("")], model="mock")
-    agent = afp.Agent("lab-user", model, mcp=[garbling])
+    agent = afp.Agent("lab-user", model, mcp=[handmade])
     async with afp.open(tmp_path / "afp.db") as store:
         with anyio.fail_after(20):
             await store.run(agent, "garble")
     seen = observations(model)
-    assert "McpServerError" in seen["c1"] and "'garbling' sent a malformed message" in seen["c1"]
+    assert "McpServerError" in seen["c1"] and "'handmade' sent a malformed message" in seen["c1"]
+
+
+async def test_an_older_server_pushes_its_change_and_the_next_request_offers_it(
+    tmp_path: Path,
+) -> None:
+    """A server of the 2025 handshake (no change stream) says its list changed before it
+    answers ``grow``: the very next request of the turn offers ``grown``."""
+    handmade = afp.mcp.stdio("handmade", sys.executable, [str(HANDMADE)], prefix="old_")
+    model = ScriptedModel([tool_reply(call("c1", "old_grow")), answer("done")], model="mock")
+    agent = afp.Agent("lab-user", model, mcp=[handmade])
+    async with afp.open(tmp_path / "afp.db") as store:
+        await store.run(agent, "grow")
+        assert agent.mcp is not None
+        assert agent.mcp.connections[0].version == 2
+    assert "old_grown" not in offered(model, 0) and "old_grown" in offered(model, 1)
 
 
 async def test_a_hanging_call_times_out_on_the_injected_clock(tmp_path: Path, lab: Lab) -> None:
