@@ -215,11 +215,17 @@ def _column(values: tuple[Any, ...]) -> Any:
     return [v if type(v) in _KEPT else _compact(v) for v in values]
 
 
+# The ints MessagePack holds; a column's values are in range, a step between two may not be.
+_INT_LOW, _INT_HIGH = -(2**63), 2**64 - 1
+
+
 def _ints(values: tuple[int, ...]) -> msgspec.msgpack.Ext | None:
     """A column of ints as a stride, or as steps of 0 to 15 (two a byte) or of 0 to 255."""
     steps = list(map(operator.sub, values[1:], values[:-1]))
     low, high = min(steps), max(steps)
     if low == high:
+        if not _INT_LOW <= low <= _INT_HIGH:  # a step MessagePack cannot hold: kept plain
+            return None
         return msgspec.msgpack.Ext(_STRIDE, _encoder.encode([len(values), values[0], low]))
     if low < 0 or high > 255:
         return None

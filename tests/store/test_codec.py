@@ -113,6 +113,14 @@ def test_every_tree_expands_to_its_plain_form(tree: Any) -> None:
     assert same_as_plain(tree)
 
 
+def test_a_column_whose_step_messagepack_cannot_hold_is_kept_plain() -> None:
+    """Ints at both ends of MessagePack's range in one column: their step (2**64) is beyond
+    it, so the column is kept as it is and the rows still read back (found by the property
+    above: the commit raised OverflowError)."""
+    assert same_as_plain([{"n": -(2**63), "k": "a"}, {"n": 2**63, "k": "b"}])
+    assert same_as_plain([{"n": 2**64 - 1}, {"n": -(2**63)}])
+
+
 # -- the record kinds ----------------------------------------------------------------------------
 
 refusals = st.lists(
