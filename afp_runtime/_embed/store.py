@@ -547,7 +547,7 @@ class Store:
         The host resumes each agent's unfinished work at once and answers messages posted
         to it (``await host.post(agent_id, text)``) or to the inbox by other processes
         (``afp send``). ``options`` are ``Host``'s: ``max_active_turns``, ``poll_interval_s``,
-        ``shutdown_grace_s``, ``lease_ttl_s``, ``host_id``.
+        ``shutdown_grace_s``, ``lease_ttl_s``, ``host_id``, ``telemetry``.
         """
         host = Host(self._store, agents, clock=self._clock, ids=self._ids, **options)
         for agent in agents:
