@@ -82,7 +82,8 @@ class McpConnection:
 
     def __init__(self, server: McpServer, *, agent_id: str) -> None:
         self.server = server
-        self.agent_id = agent_id
+        # Sessions run beside the agent's worker, not in it: their log lines name the agent.
+        self._agent_id = agent_id
         self.tools: tuple[Tool, ...] = ()
         """The agent's tools from the server's latest list (kept while it is down)."""
         self.version = 0
@@ -121,6 +122,7 @@ class McpConnection:
             wait_s = min(_RETRY_LAST_S, _RETRY_FIRST_S * 2 ** min(failures - 1, 16))
             log.warning(
                 "mcp server unavailable",
+                agent_id=self._agent_id,
                 server=self.server.name,
                 transport=self.server.transport,
                 error=self.down,
@@ -163,6 +165,7 @@ class McpConnection:
             self.ready.set()
             log.info(
                 "mcp server connected",
+                agent_id=self._agent_id,
                 server=self.server.name,
                 protocol=getattr(client, "protocol_version", None),
                 tools=len(self.tools),
@@ -286,6 +289,7 @@ class McpConnection:
             if tool.name in tools:
                 log.warning(
                     "mcp tool left out: another tool of the server has the same name",
+                    agent_id=self._agent_id,
                     server=self.server.name,
                     tool=str(item.name),
                 )
@@ -296,7 +300,12 @@ class McpConnection:
         self._changes_listed = max(self._changes_listed, reflects)
         self._relisted.set()
         self._relisted = anyio.Event()
-        log.info("mcp tools listed", server=self.server.name, tools=sorted(tools))
+        log.info(
+            "mcp tools listed",
+            agent_id=self._agent_id,
+            server=self.server.name,
+            tools=sorted(tools),
+        )
 
     # -- calls ---------------------------------------------------------------------------------
 

@@ -9,15 +9,12 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from afp_runtime._logging import get_logger
 from afp_runtime.mcp._connection import McpConnection
 from afp_runtime.mcp._servers import McpServer
 from afp_runtime.records import Clock
 from afp_runtime.tools import Tool
 
 __all__ = ["McpTools", "sessions_open"]
-
-log = get_logger()
 
 
 class McpTools:

@@ -67,6 +67,10 @@ def as_tool(server: McpServer, listed: Any, call: CallFn) -> Tool | None:
         return observation(server, listed_name, result)
 
     description = listed.description or getattr(listed, "title", None) or ""
+    # The result cap is the Tool's own default unless the tool's option sets one.
+    cap: dict[str, Any] = (
+        {"max_result_chars": own.max_result_chars} if own and own.max_result_chars else {}
+    )
     try:
         return Tool(
             name,
@@ -77,7 +81,7 @@ def as_tool(server: McpServer, listed: Any, call: CallFn) -> Tool | None:
             parallel_safe=chosen("parallel_safe", read_only),
             check_in=chosen("check_in", server.check_in_destructive and destructive),
             timeout_s=chosen("timeout_s", server.timeout_s),
-            max_result_chars=chosen("max_result_chars", 20_000),
+            **cap,
         )
     except ToolDefinitionError as exc:
         log.warning(
