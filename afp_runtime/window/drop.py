@@ -17,7 +17,12 @@ from afp_runtime.messages import Message
 from afp_runtime.window.names import CallNames, dropped_tool_names
 from afp_runtime.window.plan import RemovalPlan
 from afp_runtime.window.refusals import Refusal
-from afp_runtime.window.texts import build_drop_notice, is_plain_identifier, printable_names
+from afp_runtime.window.texts import (
+    build_drop_notice,
+    is_drop_notice,
+    is_plain_identifier,
+    printable_names,
+)
 from afp_runtime.window.turns import window_chars
 from afp_runtime.window.visit import Eviction, Rebase, WindowVisit
 
@@ -29,14 +34,14 @@ class DropOutcome(msgspec.Struct, frozen=True, kw_only=True):
         window: the new window, or UNSET when nothing was removed.
         rebase: set exactly when ``window`` is; ``inserted_at_ms`` only when a notice went in.
         refusals: the refusals for the record (a ``replacement-not-smaller`` first when the
-            drop was abandoned, then the plan's).
+            oldest span was blocked, then those of the plan followed).
         removed_message_count: how many messages left.
         removed_stage_ids: origin stage ids of the removed messages (first appearance).
         evictions: one per removed pre-change index, ascending.
         window_chars_before: chars of the pre-change window.
         window_chars_after: chars of the new window (``window_chars_before`` when unchanged).
         notice: the notice message inserted, if any.
-        plan: the removal plan the drop followed.
+        plan: the removal plan the drop followed (the next span's, when it moved on).
     """
 
     refusals: tuple[Refusal, ...]
@@ -81,15 +86,19 @@ def fitting_notice(
 
 
 def drop_oldest_span(visit: WindowVisit, keep: int, strategy_name: str) -> DropOutcome:
-    """Remove the plan's span of oldest turns, with a notice when the front needs one
+    """Remove the plan's span of oldest turns, with a notice when the front needs one; when that
+    span cannot go, the next one, or the span with a notice that is not shorter
     (docs/window.md#the-drop-step-by-step).
 
     The plan is asked for without the summary predicate: an old summary or notice is as
     droppable as any turn. When the removal reaches the front of what may leave (the span starts
-    the window, or starts right after a request kept at the head), a fitting notice goes in its
-    place; if none fits and the new head would not be a ``user`` message, the drop is abandoned
-    with ``replacement-not-smaller``; if none fits but the new head is already a ``user``
-    message, the span leaves silently. A removal further in never writes a notice.
+    the window, starts right after a request kept at the head, or right after a head of system
+    messages), a fitting notice goes in its place; if none fits but the new head is already a
+    ``user`` message, the span leaves silently. If none fits and the new head would not be a
+    ``user`` message, the span is *blocked* (``replacement-not-smaller``) and the visit moves on:
+    the next span after the turn that ended it leaves, silently, since it is further in. With no
+    such span the blocked span leaves anyway behind the plain notice, unless it is a lone drop
+    notice (a notice would only replace a notice): only then is nothing removed.
 
     Args:
         visit: the visit.
@@ -107,19 +116,18 @@ def drop_oldest_span(visit: WindowVisit, keep: int, strategy_name: str) -> DropO
             strategy=str(strategy_name),
             field="strategy_name",
         )
-    history = visit.history
-    turns = visit.turns
-    chars_before = visit.window_chars
     plan = visit.plan_removal(keep)
     if plan.span is None:
-        return _unchanged(plan, plan.refusals, chars_before)
-
+        return _unchanged(plan, plan.refusals, visit.window_chars)
     first, last = plan.span
+    turns = visit.turns
     span_start = turns[first].start
     span_end = turns[last].start + turns[last].length
-    head, span, tail = history[:span_start], history[span_start:span_end], history[span_end:]
-    t = visit.now()
-
+    head, span, tail = (
+        visit.history[:span_start],
+        visit.history[span_start:span_end],
+        visit.history[span_end:],
+    )
     kept_request_at_head = first == 1 and any(
         r.reason == "current-request" and r.turn_index == 0 for r in plan.refusals
     )
@@ -129,30 +137,54 @@ def drop_oldest_span(visit: WindowVisit, keep: int, strategy_name: str) -> DropO
     # dropping the first person turn could leave an assistant first, which
     # docs/window.md#result-validation check 9 refuses.
     system_head = bool(head) and all(m.role == "system" for m in head)
-    notice: Message | None = None
-    if span_start == 0 or kept_request_at_head or system_head:
-        if system_head:
-            new_head = tail[0] if tail else None
-        else:
-            new_head = head[0] if head else (tail[0] if tail else None)
-        wire_needs_notice = new_head is None or new_head.role != "user"
-        text = fitting_notice(
-            span,
-            visit.call_names,
-            iteration=visit.iteration,
-            strategy=strategy_name,
-            kept=kept_request_at_head,
-        )
-        if text is not None:
-            notice = Message(role="user", content=text)
-        elif wire_needs_notice:
-            blocked = Refusal(
-                reason="replacement-not-smaller", turn_index=first, message_index=span_start
-            )
-            return _unchanged(plan, (blocked, *plan.refusals), chars_before)
+    if not (span_start == 0 or kept_request_at_head or system_head):
+        return _removal(visit, plan, plan.span, plan.refusals, None)
+    text = fitting_notice(
+        span,
+        visit.call_names,
+        iteration=visit.iteration,
+        strategy=strategy_name,
+        kept=kept_request_at_head,
+    )
+    if text is not None:
+        return _removal(visit, plan, plan.span, plan.refusals, text)
+    new_head = head[0] if kept_request_at_head else next(iter(tail), None)
+    if new_head is not None and new_head.role == "user":
+        return _removal(visit, plan, plan.span, plan.refusals, None)
 
+    blocked = Refusal(reason="replacement-not-smaller", turn_index=first, message_index=span_start)
+    later = visit.plan_removal(keep, resume_after=last)
+    if later.span is not None:
+        return _removal(visit, later, later.span, (blocked, *later.refusals), None)
+    if len(span) == 1 and is_drop_notice(span[0]):
+        return _unchanged(plan, (blocked, *plan.refusals), visit.window_chars)
+    # No other span can go: a notice longer than what it replaces is still progress, and the
+    # visit is not allowed to end with the window over its bound and nothing removed.
+    visit.plan_removal(keep)
+    plain = build_drop_notice(len(span), visit.iteration, strategy_name, False, ())
+    return _removal(visit, plan, plan.span, plan.refusals, plain)
+
+
+def _removal(
+    visit: WindowVisit,
+    plan: RemovalPlan,
+    span_turns: tuple[int, int],
+    refusals: tuple[Refusal, ...],
+    notice_text: str | None,
+) -> DropOutcome:
+    """The outcome of removing the turns ``span_turns`` of ``plan``, with the notice
+    ``notice_text`` in their place."""
+    first, last = span_turns
+    turns = visit.turns
+    history = visit.history
+    span_start = turns[first].start
+    span_end = turns[last].start + turns[last].length
+    head, span, tail = history[:span_start], history[span_start:span_end], history[span_end:]
+    t = visit.now()
+    notice = Message(role="user", content=notice_text) if notice_text is not None else None
     window = (*head, notice, *tail) if notice is not None else (*head, *tail)
     facts = visit.removal_facts(range(span_start, span_end), t)
+    chars_before = visit.window_chars
     return DropOutcome(
         window=window,
         rebase=Rebase(
@@ -160,7 +192,7 @@ def drop_oldest_span(visit: WindowVisit, keep: int, strategy_name: str) -> DropO
             kept_tail_count=len(tail),
             inserted_at_ms=t if notice is not None else msgspec.UNSET,
         ),
-        refusals=plan.refusals,
+        refusals=refusals,
         removed_message_count=len(span),
         removed_stage_ids=facts.removed_stage_ids,
         evictions=facts.evictions,

@@ -113,9 +113,16 @@ def plan_removal(
     keep_recent_turns: int,
     guards: Guards,
     is_existing_summary: Callable[[Turn], bool] | None = None,
+    *,
+    resume_after: int | None = None,
 ) -> RemovalPlan:
     """The longest contiguous run of removable turns from the oldest removable one
     (docs/window.md#the-removal-plan).
+
+    With ``resume_after`` the plan looks for the next span instead: turns up to that index are
+    not candidates for it (their hard and pin refusals still enter the leading list, in scan
+    order), so a drop whose oldest span could not go moves on to the span after it
+    (docs/window.md#the-drop-step-by-step).
 
     The last ``keep_recent_turns`` turns refuse ``inside-keep-window`` (the keep list). Pins
     are admitted against their ceilings among the older turns only. The scan steps over
@@ -149,6 +156,8 @@ def plan_removal(
     last: int | None = None
     for turn in turns[:candidate_count]:
         refusal = refusal_of(turn, guards, held_recency, held_facts)
+        if refusal is None and resume_after is not None and turn.index <= resume_after:
+            continue
         if refusal is None:
             if first is None:
                 first = turn.index

@@ -179,10 +179,17 @@ class WindowVisit:
         return self._chars
 
     def plan_removal(
-        self, keep: int, is_existing_summary: Callable[[Turn], bool] | None = None
+        self,
+        keep: int,
+        is_existing_summary: Callable[[Turn], bool] | None = None,
+        *,
+        resume_after: int | None = None,
     ) -> RemovalPlan:
-        """The removal plan for ``keep`` recent turns under this visit's guards."""
-        plan = plan_removal(self.turns, keep, self._guards, is_existing_summary)
+        """The removal plan for ``keep`` recent turns under this visit's guards; with
+        ``resume_after``, the next span after that turn (docs/window.md#the-removal-plan)."""
+        plan = plan_removal(
+            self.turns, keep, self._guards, is_existing_summary, resume_after=resume_after
+        )
         self.latest_plan = plan
         if plan.observations is not msgspec.UNSET:
             self.captured_observations = plan.observations

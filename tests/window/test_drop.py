@@ -4,6 +4,8 @@ keep 2 as the cases say."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import msgspec
 import pytest
 
@@ -16,6 +18,7 @@ from afp_runtime.window.texts import build_drop_notice, is_drop_notice
 from afp_runtime.window.turns import segment, window_chars
 from afp_runtime.window.visit import Eviction, Rebase, WindowResult
 from tests.window._build import (
+    NOW_MS,
     TASK,
     A,
     R,
@@ -29,6 +32,7 @@ from tests.window._build import (
     run_stage,
     se,
     unset_free,
+    urt,
     visit,
 )
 
@@ -190,17 +194,18 @@ class TestFrontCases:
             1545 + len(notice),
         )
 
-    async def test_case_22_wire_refusal(self) -> None:
-        """Case 22: an assistant would lead and no notice fits: nothing leaves, ``rns`` first."""
+    async def test_case_22_no_notice_fits_and_no_other_span(self) -> None:
+        """Case 22: an assistant would lead, no notice fits and nothing else can go: the span
+        leaves behind the plain notice, though it is longer than the span."""
         history = [A(["a1"]), T("a1", "ok"), A([], "thinking"), A([], "more"), A([], "latest")]
         result = await slide(history)
         record = result.record
-        assert record.removed_message_count == 0
-        assert record.refusals == (rns(0, 0), ikw(2, 3), ikw(3, 4))
-        assert (record.window_chars_before, record.window_chars_after) == (20, 20)
-        assert result.window is msgspec.UNSET
-        assert result.rebase is msgspec.UNSET
-        assert result.evictions == ()
+        assert record.removed_message_count == 3
+        assert record.refusals == (ikw(2, 3), ikw(3, 4))
+        assert (record.window_chars_before, record.window_chars_after) == (20, 10 + len(P(3, 4)))
+        assert result.window is not msgspec.UNSET
+        assert [m.content for m in result.window] == [P(3, 4), "more", "latest"]
+        assert result.rebase == Rebase(head_count=0, kept_tail_count=2, inserted_at_ms=NOW_MS)
 
     async def test_case_23_restored_conversation(self) -> None:
         """Case 23: an older exchange before the request leaves silently (61 chars)."""
@@ -311,3 +316,67 @@ async def test_a_system_only_head_still_gets_a_notice() -> None:
     assert window[0].role == "system" and is_drop_notice(window[1])
     assert outcome.record.removed_message_count == 1
     assert [m.role for m in window[2:]] == ["assistant", "user"]
+
+
+class TestBlockedSpan:
+    """A span that would leave an assistant first with no fitting notice does not stop the
+    window from shrinking (docs/window.md#when-the-oldest-span-cannot-go)."""
+
+    IMPORTED: ClassVar[list[Message]] = [
+        S("house rules"),
+        U("hello there"),
+        A(["c1"], names=["look"]),
+        T("c1", "a room"),
+        A(["c2"], "never answered"),
+        U("next"),
+        A([], "ok"),
+        U("later"),
+        A([], "fine"),
+        U(TASK),
+    ]
+
+    async def test_the_visit_moves_on_to_the_next_span(self) -> None:
+        """The issue's imported shape: the turns after the unanswered call leave, silently."""
+        history = self.IMPORTED
+        result = await slide(history, keep=1, anchor=9)
+        record = result.record
+        assert record.removed_message_count == 4
+        assert record.refusals == (rns(1, 1), se(0, 0), urt(3, 4), ikw(8, 9))
+        assert result.window is not msgspec.UNSET
+        assert [m.content for m in result.window] == [
+            "house rules",
+            "hello there",
+            "",
+            "a room",
+            "never answered",
+            TASK,
+        ]
+        assert result.rebase == Rebase(head_count=5, kept_tail_count=1)
+
+    async def test_the_blocked_span_goes_once_nothing_else_can(self) -> None:
+        """When only the blocked span can go, it leaves behind the plain notice."""
+        history = [*self.IMPORTED[:5], U(TASK)]
+        result = await slide(history, keep=1, anchor=5)
+        assert result.record.refusals == (se(0, 0), urt(3, 4), ikw(4, 5))
+        assert result.window is not msgspec.UNSET
+        assert [m.role for m in result.window] == ["system", "user", "assistant", "user"]
+        assert result.window[1].content == P(3, 4)
+
+    async def test_a_lone_notice_is_not_replaced_by_a_notice(self) -> None:
+        """A blocked span that is one drop notice stays: only a notice could replace it."""
+        history = [S("house rules"), U(P(3, 2)), A(["c2"], "never answered"), U(TASK)]
+        result = await slide(history, keep=1, anchor=3)
+        assert result.record.removed_message_count == 0
+        assert result.record.refusals == (rns(1, 1), se(0, 0), urt(2, 2), ikw(3, 3))
+        assert result.window is msgspec.UNSET
+
+    async def test_sliding_window_is_bounded_over_many_visits(self) -> None:
+        """Visit after visit the imported shape settles at the notice, the unanswered call and
+        the kept turns instead of growing."""
+        history: list[Message] = list(self.IMPORTED)
+        for visit_number in range(12):
+            history += [A([], f"step {visit_number}"), U(f"ask {visit_number}")]
+            result = await slide(history, keep=1, anchor=len(history) - 1)
+            if result.window is not msgspec.UNSET:
+                history = list(result.window)
+        assert len(segment(history)) <= 5
