@@ -58,6 +58,7 @@ from afp_runtime.tools import (
     no_reply_text,
     not_dispatched_text,
     person_reply_text,
+    repeated_call_note,
     timeout_text,
 )
 from afp_runtime.window import (
@@ -321,6 +322,25 @@ def _continue_from(r: Result) -> None:
     assert {"system-envelope", "unresolved-tool-call"} <= reasons
     assert [s["summaryFingerprint"] for s in r["folded"]] == ["helpdesk-v2:summary-88"]
     assert not any(m.get("content") == "Where is order 1042?" for m in request)
+    # docs/window.md#when-the-oldest-span-cannot-go: every visit over the bound removes a turn.
+    records = r["turns"][1]["compactions"]
+    assert records and all(rec["removedMessageCount"] > 0 for rec in records)
+    assert not any(m.get("content") == "Never mind that." for m in _requests(r)[-1])
+
+
+def _repeated_call_note(r: Result) -> None:
+    first_turn = _tool_contents(_requests(r)[4])
+    shipped = "1042: shipped 2025-06-16"
+    assert first_turn == {
+        "o1": shipped,
+        "o2": shipped + repeated_call_note(2),
+        "o3": "7: awaiting stock",
+        "o4": shipped + repeated_call_note(3),
+    }
+    assert _tool_contents(_requests(r)[-1])["o5"] == shipped
+    assert [e["result"] for e in r["toolExecutions"]] == [shipped] * 2 + ["7: awaiting stock"] + [
+        shipped
+    ] * 2
 
 
 def _stub(standing: str, ident: str) -> str:
@@ -692,6 +712,7 @@ CLAIMS: dict[str, Callable[[Result], None]] = {
     "findings_restart_ledger": _findings_restart,
     "plain_tool_loop": _plain_tool_loop,
     "rate_limited_then_success": _rate_limited,
+    "repeated_call_note": _repeated_call_note,
     "recency_pin_stand_down": _recency_pin,
     "restart_between_messages": _restart,
     "sliding_window_keep1_notices": _sliding_notices,

@@ -142,6 +142,7 @@ class AgentConfig(_Config):
     pause_timeout_s: float | None = None
     time: dict[str, Any] | None = None
     mcp: list[McpServer] = []
+    repeated_call_note: bool = True
 
 
 class HostConfig(_Config):

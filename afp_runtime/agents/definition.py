@@ -101,6 +101,9 @@ class Agent:
             unarmed.
         extensions: further extensions of the loop (docs/loop.md#extensions), whose hooks are
             called after those of ``time`` and ``findings``.
+        repeated_call_note: when a call (same tool, same arguments) returns exactly the same
+            result for the second time or more in a turn, the tool message carries a note saying
+            so (docs/loop.md#repeated-calls); False leaves results as the tools returned them.
         mcp: MCP servers the agent takes tools from (``afp.mcp.stdio``, ``afp.mcp.http``;
             docs/mcp.md); their tools join ``tools`` once the host has listed them.
 
@@ -134,6 +137,7 @@ class Agent:
         time: TimeConfig | None = None,
         extensions: Sequence[Extension] = (),
         mcp: Sequence[McpServer] = (),
+        repeated_call_note: bool = True,
     ) -> None:
         if not isinstance(agent_id, str) or not AGENT_ID.match(agent_id):
             raise AgentDefinitionError(
@@ -149,6 +153,7 @@ class Agent:
             )
         _bool("wrapUp", wrap_up)
         _bool("shared", shared)
+        _bool("repeatedCallNote", repeated_call_note)
         if on_turn_failure not in ("hold", "skip"):
             raise AgentDefinitionError(
                 f"onTurnFailure must be hold or skip, not {shown(on_turn_failure)}",
@@ -210,6 +215,7 @@ class Agent:
         self.time = time
         self.window: WindowStrategy | None = strategy
         self.keep_last_tool_results = keep_last_tool_results
+        self.repeated_call_note = repeated_call_note
         self.findings = findings
         # The fact pin applies only to an armed agent with a window strategy
         # (docs/findings.md#the-keep-ledger-facts-dial).
@@ -293,6 +299,9 @@ class Agent:
             "window": self.window.name if self.window is not None else None,
             "keepLastToolResults": self.keep_last_tool_results,
         }
+        if not self.repeated_call_note:
+            # Only when off: the default keeps every fingerprint taken before the note existed.
+            shape["repeatedCallNote"] = False
         for extension in self.extensions:
             # Only when enabled: an agent without an extension keeps its fingerprint
             # (docs/time.md#time-disabled).

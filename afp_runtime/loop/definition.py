@@ -46,6 +46,8 @@ class Definition(Protocol):
     pause_timeout_s: float | None
     window: WindowStrategy | None
     keep_last_tool_results: int | bool
+    repeated_call_note: bool
+    """Whether a result repeated within a turn carries the note (docs/loop.md#repeated-calls)."""
     fact_limit: int
     """The ledger-fact pin ceiling of the window (0: off)."""
     extensions: tuple[Extension, ...]

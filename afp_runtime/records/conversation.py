@@ -153,6 +153,9 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
             limit counts from it.
         pending_batch: the paused batch (wire ``pendingBatch``), kept until the ``settle``
             that answers it commits, so a crash of the answer run settles it again.
+        repeats: how many times each (tool, arguments, result) of the turn was observed, keyed
+            by a digest of the three (docs/loop.md#repeated-calls); committed with the results,
+            so a recovery notes the same repeats.
     """
 
     turn: int
@@ -176,6 +179,7 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
     error_kind: str | None = None
     error: str | None = None
     retry_at_ms: int | None = None
+    repeats: dict[str, int] = {}
 
 
 class ConversationState(

@@ -128,6 +128,7 @@ class AgentSpec(_Input, frozen=True, kw_only=True):
     keep_last_tool_results: NonNegativeInt | bool = 2
     durability: Literal["sync", "iteration", "turn"] = "sync"
     wrap_up: bool = True
+    repeated_call_note: bool = True
     findings: FindingsConfig | None = None
     time: Any = None  # a TimeConfig in wire form, decoded by ``time_config_of``
 

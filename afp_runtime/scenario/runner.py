@@ -175,6 +175,7 @@ class _Host:
             system_prompt=agent.system_prompt or "",
             max_iterations=agent.max_iterations,
             wrap_up=agent.wrap_up,
+            repeated_call_note=agent.repeated_call_note,
             durability=agent.durability,
             window=_window_config(scenario.strategy),
             keep_last_tool_results=agent.keep_last_tool_results,

@@ -4,6 +4,7 @@ This layer imports only ``afp_runtime.messages`` and ``afp_runtime.errors`` of o
 it needs is its own structural Protocol, ``ToolClock``.
 """
 
+from afp_runtime.tools._repeats import observe_batch, repeat_key
 from afp_runtime.tools.context import (
     QUESTION_LIMIT,
     AskedSpan,
@@ -37,6 +38,7 @@ from afp_runtime.tools.texts import (
     ERROR_MESSAGE_LIMIT,
     NO_OUTPUT,
     PROBLEM_LIMIT,
+    REPEATED_CALL_PREFIX,
     approval_prompt,
     declined_text,
     error_text,
@@ -46,6 +48,7 @@ from afp_runtime.tools.texts import (
     not_dispatched_text,
     person_reply_text,
     refused_text,
+    repeated_call_note,
     timeout_text,
     truncation_note,
     unencodable_text,
@@ -69,6 +72,7 @@ __all__ = [
     "PlannedCall",
     "ProgressSink",
     "QUESTION_LIMIT",
+    "REPEATED_CALL_PREFIX",
     "RESERVED_ARGUMENTS",
     "SUPPORTED",
     "Tool",
@@ -88,11 +92,14 @@ __all__ = [
     "invalid_args_text",
     "no_reply_text",
     "not_dispatched_text",
+    "observe_batch",
     "parse_docstring",
     "person_reply_text",
     "plan_batch",
     "plan_call",
     "refused_text",
+    "repeat_key",
+    "repeated_call_note",
     "run_batch",
     "schema_for",
     "timeout_text",

@@ -42,6 +42,21 @@ def truncation_note(kept: int, original: int) -> str:
     )
 
 
+REPEATED_CALL_PREFIX = "[afp:repeated-call]"
+"""Opening of the note the runtime appends to a result repeated within a turn."""
+
+
+def repeated_call_note(count: int) -> str:
+    """The note appended to a tool message when the same call (same tool, same arguments) has
+    returned exactly the same result ``count`` >= 2 times in this turn
+    (docs/loop.md#repeated-calls). Its length depends only on the digit count of ``count``."""
+    return (
+        f"\n\n{REPEATED_CALL_PREFIX} Written by the runtime: this exact call has now returned "
+        f"this same result in this turn (count {count}). You already have it above; use it "
+        "rather than calling again."
+    )
+
+
 def error_text(tool_name: str, error: BaseException) -> str:
     """The observation for a tool that raised: its name, that it failed, the exception's type
     and message (cut to its first 2,000 code points)."""

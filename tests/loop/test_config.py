@@ -66,3 +66,11 @@ def test_unknown_keys_and_bad_values_are_refused(text: str, named: str) -> None:
     with pytest.raises(ConfigError) as caught:
         build_definition(load_config("a.toml", text).agents[0])
     assert named in str(caught.value)
+
+
+def test_repeated_call_note_is_on_unless_the_file_turns_it_off() -> None:
+    """``repeatedCallNote = false`` reaches the agent; without the key the note is on."""
+    config = load_config("a.toml", AGENTS)
+    assert build_definition(config.agents[0]).repeated_call_note is True
+    off = AGENTS.replace('id = "ops"', 'id = "ops"\nrepeatedCallNote = false', 1)
+    assert build_definition(load_config("a.toml", off).agents[0]).repeated_call_note is False

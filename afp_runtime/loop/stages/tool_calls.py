@@ -63,6 +63,7 @@ from afp_runtime.tools import (
     interrupted_text,
     no_reply_text,
     not_dispatched_text,
+    observe_batch,
     person_reply_text,
     plan_batch,
     plan_call,
@@ -243,24 +244,29 @@ async def _close_batch(
             if o.status not in ("asked", "not-dispatched")
         }
         asks: list[Ask] = [("tool-ask", o.content, (o.tool_call_id,), None) for o in asked]
+        observed, repeats = _observe(run, planned[:first], produced)
         return await _pause(
             run,
             kind="tool-ask",
-            messages=[*([assistant] if assistant else []), *(o.message() for o in produced)],
+            messages=[*([assistant] if assistant else []), *observed],
             results=[_result(o, settled) for o in produced],
             waiting=[o.tool_call_id for o in later],
             asks=asks,
             ledger=ledger,
             outcomes=kept,
+            repeats=repeats,
         )
     results = [_result(o, settled) for o in ordered]
-    messages = [*([assistant] if assistant else []), *(o.message() for o in ordered)]
+    observed, repeats = _observe(run, planned, ordered)
+    messages = [*([assistant] if assistant else []), *observed]
     items, appended = run.append_history(messages)
     closed = run.state.iteration
     run.state.iteration += 1
     wire_rows = [*ledger, *run.take_rows()]
     state = run.checkpoint(
-        open_turn=run.open_turn_with(next_iteration=run.state.iteration, pending_batch=None),
+        open_turn=run.open_turn_with(
+            next_iteration=run.state.iteration, pending_batch=None, repeats=repeats
+        ),
         ledger_count=run.state.conv.ledger_count + len(wire_rows),
     )
     writes = [
@@ -301,6 +307,7 @@ async def _pause(
     ledger: Sequence[Any] = (),
     keep_questions: tuple[str, ...] = (),
     outcomes: dict[str, Any] | None = None,
+    repeats: dict[str, int] | None = None,
 ) -> RunOutcome:
     """Commit the pause (docs/host.md#pausing-a-turn): one bundle, the questions, the turn
     ``paused``, the run ended — one ``synchronous=FULL`` transaction in every durability mode."""
@@ -336,6 +343,7 @@ async def _pause(
             status="paused",
             next_iteration=run.state.iteration,
             pending_batch=batch,
+            **({"repeats": repeats} if repeats is not None else {}),
             **run.run_ends_early(),
         ),
         ledger_count=run.state.conv.ledger_count + len(wire_rows),
@@ -371,6 +379,20 @@ async def _pause(
     log.info("turn paused", questions=len(questions), kinds=kinds)
     run.emit_run_ended("paused")
     return run.outcome("paused")
+
+
+def _observe(
+    run: Run, planned: Sequence[PlannedCall], outcomes: Sequence[ToolOutcome]
+) -> tuple[list[Message], dict[str, int]]:
+    """The batch's tool messages, repeats noted (docs/loop.md#repeated-calls), and the turn's
+    tally after them."""
+    turn = run.state.conv.open_turn
+    return observe_batch(
+        [p.call for p in planned],
+        outcomes,
+        turn.repeats if turn is not None else {},
+        note=run.d.repeated_call_note,
+    )
 
 
 def _result(outcome: ToolOutcome, settled: Mapping[str, str]) -> dict[str, Any]:
