@@ -27,7 +27,9 @@ from afp_runtime._lazy import lazy_names as _lazy_names
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from afp_runtime import cost as cost
     from afp_runtime import mcp as mcp
+    from afp_runtime import permissions as permissions
     from afp_runtime._embed import Store as Store
     from afp_runtime._embed import TurnEvents as TurnEvents
     from afp_runtime._embed import TurnResult as TurnResult
@@ -99,9 +101,11 @@ _HOMES = {
     "TurnResult": "afp_runtime._embed",
     "Usage": "afp_runtime.messages",
     "ViewDiff": "afp_runtime.served",
+    "cost": "afp_runtime.cost",
     "load_agents": "afp_runtime.agents",
     "mcp": "afp_runtime.mcp",
     "open": "afp_runtime._embed",
+    "permissions": "afp_runtime.permissions",
     "sliding_window": "afp_runtime.window",
     "summarize_oldest": "afp_runtime.window",
     "token_budget": "afp_runtime.window",

@@ -31,7 +31,7 @@ SHARED = frozenset({ERRORS, LOGGING, LAZY})
 # ``_embed``) outside the layers that may import any layer and that no layer may import.
 ENTRY_MODULES = frozenset({"cli", "testing", "demo", "scenario", "_embed", INIT})
 
-PURE = frozenset({"messages", "records", "window", "findings", "time", "served"})
+PURE = frozenset({"messages", "records", "window", "findings", "time", "served", "cost"})
 
 # docs/storage.md#the-store-port: these reach durable state through the port package
 # ``afp_runtime.store`` only, never through a backend inside it.
@@ -47,15 +47,19 @@ ALLOWED: dict[str, frozenset[str]] = {
     "findings": frozenset({"messages", "window", "extensions", "tools"}),
     "served": frozenset({"messages", "records"}),
     "models": frozenset({"messages"}),
+    "cost": frozenset({"messages"}),
+    "permissions": frozenset({"messages", "tools", "extensions"}),
     "tools": frozenset({"messages"}),
     "extensions": frozenset({"messages", "records", "window", "tools"}),
     "time": frozenset({"messages", "records", "tools", "extensions"}),
     "store": frozenset({"messages", "records"}),
     "loop": frozenset({"messages", "records", "window", "served"})
-    | {"models", "tools", "store", "extensions"},
+    | {"models", "tools", "store", "extensions", "cost"},
     "mcp": frozenset({"tools", "records"}),
     "telemetry": frozenset({"loop"}),
-    "agents": PURE | {"models", "tools", "store", "extensions", "time", "loop", "mcp", "telemetry"},
+    "agents": PURE
+    | {"models", "tools", "store", "extensions", "time", "loop", "mcp", "telemetry", "cost"}
+    | {"permissions"},
     "host": frozenset(
         {"messages", "loop", "agents", "store", "models", "tools", "records", "telemetry"}
     ),

@@ -54,9 +54,11 @@ from afp_runtime.time._facts import Facts
 from afp_runtime.time._texts import TIME_LINE_PREFIX, refusal_observation, unsettled_observation
 from afp_runtime.tools import (
     declined_text,
+    halted_text,
     interrupted_text,
     no_reply_text,
     not_dispatched_text,
+    permission_denied_text,
     person_reply_text,
     repeated_call_note,
     timeout_text,
@@ -326,6 +328,44 @@ def _continue_from(r: Result) -> None:
     records = r["turns"][1]["compactions"]
     assert records and all(rec["removedMessageCount"] > 0 for rec in records)
     assert not any(m.get("content") == "Never mind that." for m in _requests(r)[-1])
+
+
+def _cost_budget_halt(r: Result) -> None:
+    halted, later = r["turns"]
+    assert halted["outcome"] == "halted" and "answer" not in halted
+    assert halted["halted"]["errorKind"] == "budget-turn"
+    assert halted["cost"]["amount"] == pytest.approx(0.0019 + 0.0027)
+    # The halted call never ran and no wrap-up call was made: 2 calls in turn 0, 2 in turn 1.
+    assert [e["toolCallId"] for e in r["toolExecutions"]] == ["s1", "s3"]
+    assert [c["turn"] for c in r["modelCalls"]] == [0, 0, 1, 1]
+    halted_result = _tool_contents(_requests(r)[2])["s2"]
+    assert halted_result == halted_text("ship", "budget-turn")
+    assert later["outcome"] == "answered"
+    assert later["cost"]["unknown"] == 1 and later["cost"]["total"] is None
+
+
+def _permission_gate(r: Result) -> None:
+    denied, asked, approved, halted = r["turns"]
+    assert denied["outcome"] == "answered"
+    decided = [
+        (row["toolCallId"], row["decision"], row["rule"])
+        for step in r["turns"]
+        for row in step.get("permissions", [])
+    ]
+    assert decided == [
+        ("r1", "deny", "no-etc"),
+        ("f1", "allow", "default"),
+        ("r2", "ask", "confirm-removals"),
+        ("w1", "halt", "never-wipe"),
+    ]
+    contents = _tool_contents(_requests(r)[1])
+    assert contents["r1"] == permission_denied_text("remove_file", "no-etc", "system files stay")
+    assert contents["f1"] == "log: all quiet"
+    assert asked["outcome"] == "paused" and approved["outcome"] == "answered"
+    assert halted["outcome"] == "halted" and halted["halted"]["errorKind"] == "permission"
+    # Only the allowed and the approved calls ran; the halt made no further model call.
+    assert [e["toolCallId"] for e in r["toolExecutions"]] == ["f1", "r2"]
+    assert [c["turn"] for c in r["modelCalls"]] == [0, 0, 1, 2, 3]
 
 
 def _repeated_call_note(r: Result) -> None:
@@ -702,6 +742,7 @@ CLAIMS: dict[str, Callable[[Result], None]] = {
     "checkin_restart_while_paused": _checkin_restart,
     "checkin_tool_ask_answered": _checkin_tool_ask,
     "continue_from_import": _continue_from,
+    "cost_budget_halt": _cost_budget_halt,
     "crash_after_call_model": _crash_after_call_model,
     "crash_at_tool_start_interrupted": _crash_tool_start,
     "crash_during_send": _crash_during_send,
@@ -710,6 +751,7 @@ CLAIMS: dict[str, Callable[[Result], None]] = {
     "findings_fact_stand_down": _findings_stand_down,
     "findings_facts_pinned": _findings_facts_pinned,
     "findings_restart_ledger": _findings_restart,
+    "permission_gate": _permission_gate,
     "plain_tool_loop": _plain_tool_loop,
     "rate_limited_then_success": _rate_limited,
     "repeated_call_note": _repeated_call_note,

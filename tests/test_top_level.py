@@ -46,9 +46,11 @@ SURFACE = [
     "Usage",
     "ViewDiff",
     "__version__",
+    "cost",
     "load_agents",
     "mcp",
     "open",
+    "permissions",
     "sliding_window",
     "summarize_oldest",
     "token_budget",
@@ -59,7 +61,8 @@ SURFACE = [
 def test_the_surface_is_exactly_these_names() -> None:
     """``__all__`` is pinned: a name is added or removed on purpose, here."""
     assert afp.__all__ == SURFACE
-    assert 20 <= len(SURFACE) <= 40
+    # Two submodules (afp.cost, afp.permissions) joined in issue 19; the cap stays tight.
+    assert 20 <= len(SURFACE) <= 41
 
 
 @pytest.mark.parametrize("name", [n for n in SURFACE if not n.startswith("__")])

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
-from afp_runtime.loop import RunOutcome
-from afp_runtime.messages import Usage
+from afp_runtime.loop import OutputError, RunOutcome
+from afp_runtime.messages import Cost, Usage
 from afp_runtime.records import QuestionRow
 
 TurnStatus = Literal[
-    "answered", "paused", "held", "stalled", "queued", "dismissed", "crashed", "cancelled"
+    "answered",
+    "halted",
+    "paused",
+    "held",
+    "stalled",
+    "queued",
+    "dismissed",
+    "crashed",
+    "cancelled",
 ]
-"""Where a turn stands: ``answered``; ``paused`` on a question (see ``questions``); ``held``
+"""Where a turn stands: ``answered``; ``halted`` by a budget or a permission rule before it
+could answer (see ``error_kind``, ``error``); ``paused`` on a question (see ``questions``); ``held``
 for an operator or ``stalled`` until a retry (see ``error_kind``); ``queued`` behind an earlier
 turn that is not done; ``dismissed`` by an operator; ``crashed``/``cancelled`` when the process
 was cut off (the next ``work()`` or host start recovers it)."""
@@ -32,7 +41,14 @@ class TurnResult(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit
         runs: the runs this call made for the turn, in order (a recovery, the first run, an
             answer run...).
         usage: tokens the model calls of those runs reported, summed.
-        error_kind: why a held or stalled turn stopped (wire ``errorKind``).
+        cost: what the model calls of those runs cost (docs/cost.md#figures); ``cost.total`` is
+            None while a call's cost is unknown. None for an agent without pricing or budgets.
+        value: the answer decoded against the agent's ``output`` (an instance of its Struct or
+            dataclass, or the JSON value of a JSON schema); UNSET without an output or when the
+            answer did not decode (docs/loop.md#typed-answers).
+        output_error: why the answer has no ``value`` after the retries: ``kind``
+            (``output-invalid``), the last ``problem`` and the ``attempts``.
+        error_kind: why a held, stalled or halted turn stopped (wire ``errorKind``).
         error: the same in words.
         questions: the open questions a paused turn waits on; answer them with
             ``Store.answer`` or close them with ``Store.abandon``.
@@ -46,6 +62,9 @@ class TurnResult(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit
     run_id: str | None = None
     runs: tuple[RunOutcome, ...] = ()
     usage: Usage = msgspec.field(default_factory=Usage)
+    cost: Cost | None = None
+    value: Any = msgspec.UNSET
+    output_error: OutputError | None = None
     error_kind: str | None = None
     error: str | None = None
     questions: tuple[QuestionRow, ...] = ()

@@ -31,6 +31,7 @@ from typing import Any, TypeVar, get_args
 
 import anyio
 import anyio.to_thread
+import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from afp_runtime import models
@@ -49,7 +50,7 @@ from afp_runtime.loop import (
     TimeOrderedIds,
     load_folded_spans,
 )
-from afp_runtime.messages import Message, Usage
+from afp_runtime.messages import Cost, Message, Usage
 from afp_runtime.records import Clock, QuestionRow, RunLog
 from afp_runtime.served import (
     ConformanceReport,
@@ -348,6 +349,8 @@ class Store:
         """The message's turn as ``outcomes`` (this call's runs) and the store tell it."""
         mine = tuple(outcome for outcome in outcomes if outcome.message_id == message_id)
         usage = sum((outcome.usage for outcome in mine), Usage())
+        costs = [outcome.cost for outcome in mine if outcome.cost is not None]
+        cost = sum(costs, Cost()) if costs else None
         questions = tuple(
             q
             for q in await self._store.questions(agent_id, status="open")
@@ -360,6 +363,7 @@ class Store:
             run_id: str | None = last.run_id
             turn = last.turn
             error_kind, error = last.error_kind, last.error
+            typed = self._typed(agent_id, last)
         else:
             # Nothing ran for it now: queued behind another turn, or settled before (a retried
             # send with the same idempotency key).
@@ -373,6 +377,7 @@ class Store:
             state = await self._store.conversation_state(agent_id)
             open_turn = state.open_turn if state is not None else None
             error_kind = error = None
+            typed = {}
             if open_turn is not None and open_turn.message_id == message_id:
                 error_kind, error = open_turn.error_kind, open_turn.error
         return TurnResult(
@@ -384,10 +389,21 @@ class Store:
             run_id=run_id,
             runs=mine,
             usage=usage,
+            cost=cost,
+            **typed,
             error_kind=error_kind,
             error=error,
             questions=questions,
         )
+
+    def _typed(self, agent_id: str, outcome: RunOutcome) -> dict[str, Any]:
+        """The typed value (or why there is none) of a run that answered."""
+        agent = self._agents.get(agent_id)
+        if outcome.output_error is not None:
+            return {"output_error": outcome.output_error}
+        if outcome.final_value is msgspec.UNSET or agent is None or agent.output is None:
+            return {}
+        return {"value": agent.output.typed(outcome.final_value)}
 
     async def _answer_of(self, run_id: str) -> str | None:
         last = await self._store.last_bundle(run_id)

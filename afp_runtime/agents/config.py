@@ -28,12 +28,14 @@ import msgspec
 
 from afp_runtime import models
 from afp_runtime.agents.definition import Agent
+from afp_runtime.cost import Budget, Price
 from afp_runtime.errors import AgentDefinitionError, ConfigError, error_context, shown
 from afp_runtime.findings import FindingsConfig
 from afp_runtime.loop import Durability
 from afp_runtime.mcp import McpServer
 from afp_runtime.messages import ModelParams
 from afp_runtime.models import ExtractiveSummarizer, Model, RetryPolicy, ScriptedModel
+from afp_runtime.permissions import Rule
 from afp_runtime.telemetry import TelemetryConfig
 from afp_runtime.time import Period, period_from_wire, time_config_from_wire
 from afp_runtime.tools import Tool, tool
@@ -143,6 +145,11 @@ class AgentConfig(_Config):
     time: dict[str, Any] | None = None
     mcp: list[McpServer] = []
     repeated_call_note: bool = True
+    pricing: dict[str, Price] | None = None
+    budgets: list[Budget] = []
+    permissions: list[Rule] | None = None
+    output: dict[str, Any] | None = None
+    output_retries: int = 2
 
 
 class HostConfig(_Config):
@@ -162,10 +169,12 @@ class HostConfig(_Config):
 
 
 class ConfigFile(_Config):
-    """A config file: its agents, and optionally the host's settings."""
+    """A config file: its agents, optionally the host's settings, and the prices of the models
+    its agents use (the default of every agent that sets no ``pricing`` of its own)."""
 
     agents: list[AgentConfig]
     host: HostConfig = msgspec.field(default_factory=HostConfig)
+    pricing: dict[str, Price] = {}
 
 
 def load_config(path: str | Path, text: str) -> ConfigFile:
@@ -360,6 +369,7 @@ def build_definition(
     model: Model | None = None,
     summarizer: Model | None = None,
     tools: Sequence[Tool] | None = None,
+    pricing: dict[str, Price] | None = None,
 ) -> Agent:
     """The agent an agent config describes: the one builder of config files and scenarios.
 
@@ -371,6 +381,7 @@ def build_definition(
         model: stands in for ``config.model`` (a scenario's scripted model).
         summarizer: stands in for ``config.window.summarizer``.
         tools: stand in for ``config.tools`` (a scenario's scripted tools).
+        pricing: the file's ``[pricing]`` table, used when the agent sets none.
 
     Raises:
         ConfigError: a ref or option of the file is wrong (names its key path).
@@ -394,6 +405,8 @@ def build_definition(
             build_tool(t, field=f"{field}.tools[{i}]", base_dir=base_dir)
             for i, t in enumerate(config.tools)
         ]
+    if config.pricing is None and pricing:
+        config = msgspec.structs.replace(config, pricing=pricing)
     try:
         definition = _agent(config, field, durability, base_dir, model, tools, window)
     except AgentDefinitionError as exc:
@@ -474,7 +487,13 @@ def read_config(path: str | Path) -> tuple[ConfigFile, list[Agent]]:
             )
         seen[agent.id] = index
     agents = [
-        build_definition(agent, field=f"agents[{index}]", durability=default, base_dir=base_dir)
+        build_definition(
+            agent,
+            field=f"agents[{index}]",
+            durability=default,
+            base_dir=base_dir,
+            pricing=config.pricing,
+        )
         for index, agent in enumerate(config.agents)
     ]
     return config, agents

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from afp_runtime._logging import get_logger
+from afp_runtime.cost import Budget, Price, check_budgets, check_pricing
 from afp_runtime.errors import AgentDefinitionError, TimeNotEnabled, shown
 from afp_runtime.extensions import Extension
 from afp_runtime.findings import (
@@ -18,10 +19,11 @@ from afp_runtime.findings import (
     resolve_fact_limit,
     validate_findings_config,
 )
-from afp_runtime.loop import Durability, TurnFailure
+from afp_runtime.loop import Durability, OutputSpec, TurnFailure
 from afp_runtime.mcp import McpServer, McpTools, checked_servers
 from afp_runtime.messages import ModelParams, canonical_json, sha256_hex
 from afp_runtime.models import Model, RetryPolicy
+from afp_runtime.permissions import GateFn, Permissions, PermissionsExtension, Rule
 from afp_runtime.time import TimeConfig, TimeExtension, message_time_from_wire
 from afp_runtime.tools import Tool
 from afp_runtime.window import (
@@ -104,6 +106,19 @@ class Agent:
         repeated_call_note: when a call (same tool, same arguments) returns exactly the same
             result for the second time or more in a turn, the tool message carries a note saying
             so (docs/loop.md#repeated-calls); False leaves results as the tools returned them.
+        pricing: prices per token by model id (``afp.cost.Price``; docs/cost.md#prices): each
+            model call's cost is priced from its reported usage.
+        permissions: a permission gate per tool call (docs/permissions.md): a list of
+            ``afp.permissions.Rule`` (first match wins; no match allows) or a function
+            ``(call) -> "allow" | "deny" | "ask" | "halt" | afp.permissions.Verdict``, sync or
+            async. Every decision is a ``permission`` row of the ledger.
+        output: the typed final answer (docs/loop.md#typed-answers): a msgspec Struct class, a
+            dataclass or a JSON schema (dict). The answer is decoded against it; one that does
+            not decode is asked for again, saying what was wrong, up to ``output_retries``
+            times. ``TurnResult.value`` holds the decoded value.
+        output_retries: retries of an answer the output schema refuses (int >= 0, default 2).
+        budgets: spending limits per turn or per UTC day (``afp.cost.Budget``;
+            docs/cost.md#budgets), each warning or halting the turn.
         mcp: MCP servers the agent takes tools from (``afp.mcp.stdio``, ``afp.mcp.http``;
             docs/mcp.md); their tools join ``tools`` once the host has listed them.
 
@@ -138,6 +153,11 @@ class Agent:
         extensions: Sequence[Extension] = (),
         mcp: Sequence[McpServer] = (),
         repeated_call_note: bool = True,
+        pricing: Mapping[str, Price] | None = None,
+        budgets: Sequence[Budget] = (),
+        permissions: Sequence[Rule] | GateFn | None = None,
+        output: type | dict[str, Any] | None = None,
+        output_retries: int = 2,
     ) -> None:
         if not isinstance(agent_id, str) or not AGENT_ID.match(agent_id):
             raise AgentDefinitionError(
@@ -154,6 +174,16 @@ class Agent:
         _bool("wrapUp", wrap_up)
         _bool("shared", shared)
         _bool("repeatedCallNote", repeated_call_note)
+        checked_pricing = check_pricing(pricing if pricing is not None else {})
+        checked_budgets = check_budgets(budgets)
+        gate = Permissions(permissions) if permissions is not None else None
+        self.output = OutputSpec(output, output_retries) if output is not None else None
+        if checked_budgets and not checked_pricing:
+            raise AgentDefinitionError(
+                "budgets need pricing: without prices every call's cost is unknown, so no "
+                "budget could ever be reached",
+                field="budgets",
+            )
         if on_turn_failure not in ("hold", "skip"):
             raise AgentDefinitionError(
                 f"onTurnFailure must be hold or skip, not {shown(on_turn_failure)}",
@@ -216,6 +246,8 @@ class Agent:
         self.window: WindowStrategy | None = strategy
         self.keep_last_tool_results = keep_last_tool_results
         self.repeated_call_note = repeated_call_note
+        self.pricing: Mapping[str, Price] = checked_pricing
+        self.budgets = checked_budgets
         self.findings = findings
         # The fact pin applies only to an armed agent with a window strategy
         # (docs/findings.md#the-keep-ledger-facts-dial).
@@ -224,6 +256,7 @@ class Agent:
         self.extensions: tuple[Extension, ...] = (
             *([TimeExtension(time)] if time is not None else []),
             *([FindingsExtension(findings)] if findings is not None else []),
+            *([PermissionsExtension(gate)] if gate is not None else []),
             *extensions,
         )
         # Warnings of the window family are logged at most once per agent definition.
@@ -299,6 +332,8 @@ class Agent:
             "window": self.window.name if self.window is not None else None,
             "keepLastToolResults": self.keep_last_tool_results,
         }
+        if self.output is not None:
+            shape["output"] = self.output.shape()
         if not self.repeated_call_note:
             # Only when off: the default keeps every fingerprint taken before the note existed.
             shape["repeatedCallNote"] = False

@@ -13,7 +13,16 @@ SENDER_LIMIT = 128
 """Code points of a ``from`` principal."""
 MAX_SERVED_PAGE = 50
 """Served views per page (each can be large)."""
-INBOX_STATUSES = ("queued", "running", "paused", "stalled", "held", "answered", "dismissed")
+INBOX_STATUSES = (
+    "queued",
+    "running",
+    "paused",
+    "stalled",
+    "held",
+    "answered",
+    "halted",
+    "dismissed",
+)
 QUESTION_STATUSES = ("open", "answered", "abandoned", "unsettled", "all")
 ANSWER_LIMIT = 4_096
 """Code points of a text answer (the host's rule: ``afp_runtime/agents/checkins.py``)."""

@@ -14,6 +14,7 @@
 | 8 | the turn is held for an operator |
 | 9 | the turn was dismissed |
 | 10 | the turn was cut off (crashed or cancelled; the next start recovers it) |
+| 11 | the turn was halted (a budget or a permission rule stopped it; docs/cost.md#budgets) |
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ EXIT_STALLED = 7
 EXIT_HELD = 8
 EXIT_DISMISSED = 9
 EXIT_CUT_OFF = 10
+EXIT_HALTED = 11
 
 TURN_EXITS = {
     "answered": EXIT_OK,
@@ -36,6 +38,7 @@ TURN_EXITS = {
     "stalled": EXIT_STALLED,
     "held": EXIT_HELD,
     "dismissed": EXIT_DISMISSED,
+    "halted": EXIT_HALTED,
     "crashed": EXIT_CUT_OFF,
     "cancelled": EXIT_CUT_OFF,
     "running": EXIT_CUT_OFF,

@@ -31,7 +31,7 @@ from afp_runtime.errors import NotFound
 from afp_runtime.store import Store
 
 DEFAULT_WAIT_S = 300.0
-_SETTLED = ("answered", "paused", "held", "dismissed")
+_SETTLED = ("answered", "halted", "paused", "held", "dismissed")
 
 
 def _now_ms() -> int:

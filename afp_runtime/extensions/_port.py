@@ -157,6 +157,11 @@ class RunExtension:
         """Per-call decision: the batch as it will run, and the questions it must ask first."""
         return list(planned), []
 
+    def halts(self) -> tuple[str, str] | None:
+        """After the per-call decision: ``(error kind, words)`` when the batch's decisions halt
+        the turn (docs/permissions.md#halt); nothing of the batch then runs."""
+        return None
+
     def dispatching(self) -> Dispatch | None:
         """Dispatch context: this extension's part in handing the batch's calls over."""
         return None

@@ -14,6 +14,7 @@ from afp_runtime.loop.folded import (
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory, SequentialIds, TimeOrderedIds
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
+from afp_runtime.loop.output import OutputError, OutputSpec
 from afp_runtime.loop.route import decide_route, unique_call_ids
 from afp_runtime.loop.run import Run
 
@@ -29,6 +30,8 @@ __all__ = [
     "FoldedConversation",
     "IdFactory",
     "LoopHooks",
+    "OutputError",
+    "OutputSpec",
     "Run",
     "RunOutcome",
     "SequentialIds",

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
+from afp_runtime.cost import Budget, Price
 from afp_runtime.extensions import Extension
+from afp_runtime.loop.output import OutputSpec
 from afp_runtime.messages import ModelParams
 from afp_runtime.models import Model, RetryPolicy
 from afp_runtime.tools import Tool
@@ -47,6 +49,12 @@ class Definition(Protocol):
     window: WindowStrategy | None
     keep_last_tool_results: int | bool
     repeated_call_note: bool
+    pricing: Mapping[str, Price]
+    """Prices per token by model id (docs/cost.md#prices)."""
+    budgets: tuple[Budget, ...]
+    """Spending limits (docs/cost.md#budgets)."""
+    output: OutputSpec | None
+    """The typed final answer's schema (docs/loop.md#typed-answers), or None."""
     """Whether a result repeated within a turn carries the note (docs/loop.md#repeated-calls)."""
     fact_limit: int
     """The ledger-fact pin ceiling of the window (0: off)."""

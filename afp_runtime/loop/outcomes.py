@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
+from afp_runtime.loop.output import OutputError
 from afp_runtime.messages import (
+    Cost,
     ModelReply,
     ToolCall,
     Usage,
@@ -30,6 +34,11 @@ class RunOutcome(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit
         final_answer: the answer's text, when the run answered (wire ``finalAnswer``).
         error_kind: why a held or stalled run stopped (wire ``errorKind``).
         error: the reason in words.
+        cost: what the run's model calls cost, for an agent with pricing (docs/cost.md#figures).
+        final_value: the answer decoded against the agent's output schema, as JSON values
+            (wire ``finalValue``; docs/loop.md#typed-answers).
+        output_error: why an answer has no typed value after the retries (wire
+            ``outputError``).
     """
 
     run_id: str
@@ -43,6 +52,9 @@ class RunOutcome(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit
     final_answer: str | None = None
     error_kind: str | None = None
     error: str | None = None
+    cost: Cost | None = None
+    final_value: Any = msgspec.UNSET
+    output_error: OutputError | None = None
 
 
 class CommittedReply(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):

@@ -18,6 +18,7 @@ import msgspec
 import structlog
 
 from afp_runtime._logging import get_logger
+from afp_runtime.cost import cost_wire
 from afp_runtime.extensions import At, Filed, RunExtension, RunStart
 from afp_runtime.loop.committer import Committer
 from afp_runtime.loop.definition import Definition
@@ -26,10 +27,13 @@ from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory, SequentialIds
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import decide_route
+from afp_runtime.loop.spend import halt_reason, halting_budget
 from afp_runtime.loop.stages import (
     call_model,
     context,
     final,
+    halt,
+    output_retry,
     receipt,
     seed,
     settle_answers,
@@ -298,6 +302,7 @@ class Run:
                             status="cancelled",
                             ended_at_ms=self.now(),
                             usage=self.state.run_usage,
+                            cost=self.state.run_cost if self.d.pricing else None,
                         ),
                     )
                 )
@@ -334,6 +339,11 @@ class Run:
                 return outcome
 
     async def _iteration(self) -> RunOutcome | None:
+        stop = halting_budget(self)
+        if stop is not None:
+            # A day budget spent by earlier turns: no model call at all (docs/cost.md#budgets).
+            error_kind, error = halt_reason(*stop)
+            return await halt(self, None, error_kind=error_kind, error=error)
         visited = await window(self)
         if isinstance(visited, RunOutcome):
             return visited
@@ -359,6 +369,24 @@ class Run:
             {"iteration": self.state.iteration, "route": route, "reason": reason},
             stage=False,
         )
+        if route == "final" and reason == "no-tool-calls" and self.d.output is not None:
+            # docs/loop.md#typed-answers: an answer the schema refuses is asked for again while
+            # retries are left.
+            turn = self.state.conv.open_turn
+            assert turn is not None
+            _, problem = self.d.output.decode(reply.content)
+            if problem is not None and turn.output_retries < self.d.output.retries:
+                await output_retry(self, reply, problem, settling=settling)
+                return None
+        if route != "final":
+            # The route boundary: past a halting budget nothing more runs, not even a wrap-up
+            # call; a final answer already paid for is still delivered (docs/cost.md#budgets).
+            stop = halting_budget(self)
+            if stop is not None:
+                error_kind, error = halt_reason(*stop)
+                return await halt(
+                    self, reply, error_kind=error_kind, error=error, settling=settling
+                )
         if route == "tool-calls":
             return await tool_calls(self, reply, settling=settling)
         if route == "wrap-up":
@@ -441,7 +469,7 @@ class Run:
 
     async def end_run(
         self,
-        status: Literal["answered", "paused", "stalled", "held"],
+        status: Literal["answered", "halted", "paused", "stalled", "held"],
         *,
         bundles: Sequence[CommitBundle],
         conversation: ConversationState,
@@ -471,12 +499,33 @@ class Run:
                     answer=answer,
                     error_kind=error_kind,
                     error=error,
+                    cost=self.state.run_cost if self.d.pricing else None,
                 ),
                 inbox=[InboxUpdate(message_id=self.message_id, status=status)],
                 full=True,
             ),
             closes=True,
         )
+
+    def emit_turn_ended(self, turn: OpenTurn, status: str, **extra: Any) -> None:
+        """``turn.ended``: per turn (docs/host.md#event-catalogue), this run's figures plus those
+        of the turn's earlier runs."""
+        ended: dict[str, Any] = {
+            "turn": self.state.conv.turn,
+            "messageId": self.message_id,
+            "status": status,
+            "runs": turn.runs,
+            "iterations": self.state.iteration,
+            "epochs": turn.epochs_before + self.state.epochs,
+            "usage": msgspec.to_builtins((turn.usage_before or Usage()) + self.state.run_usage),
+            "durationMs": max(self.now() - turn.started_at_ms, 0) if turn.started_at_ms else 0,
+            **extra,
+        }
+        if turn.spent is not None:
+            ended["cost"] = cost_wire(turn.spent)
+        if self.state.stopped_early is not None:
+            ended["stoppedEarly"] = self.state.stopped_early
+        self.emit("turn.ended", ended, stage=False)
 
     def emit_run_ended(
         self,
@@ -512,5 +561,6 @@ class Run:
             epochs=self.state.epochs,
             usage=self.state.run_usage,
             iteration=self.state.iteration,
+            cost=self.state.run_cost if self.d.pricing else None,
             **extra,
         )

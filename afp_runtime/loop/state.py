@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from afp_runtime.messages import Message, Usage
+from afp_runtime.messages import Cost, Message, Usage
 from afp_runtime.records import ConversationState, PriorVisitRef
 from afp_runtime.served import RunningDigest
 from afp_runtime.window import MessageOrigin
@@ -34,6 +34,8 @@ class RunState:
     """Model calls of this run (owner: receipt)."""
     run_usage: Usage = field(default_factory=Usage)
     """Usage reported by this run's model calls (owner: call-model)."""
+    run_cost: Cost = field(default_factory=Cost)
+    """What this run's model calls cost (owner: call-model; docs/cost.md#figures)."""
     wrap_up_asked: bool = False
     """Whether the next call is the wrap-up call (owner: wrap-up; seed restores it)."""
     stopped_early: dict[str, Any] | None = None

@@ -19,6 +19,7 @@ from afp_runtime.messages.message import (
     user,
 )
 from afp_runtime.messages.usage import (
+    Cost,
     ModelParams,
     ModelReply,
     ModelRequest,
@@ -29,6 +30,7 @@ from afp_runtime.messages.usage import (
 )
 
 __all__ = [
+    "Cost",
     "Message",
     "ModelParams",
     "ModelReply",

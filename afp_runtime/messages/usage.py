@@ -50,6 +50,34 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defa
         )
 
 
+class Cost(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What model calls cost (docs/cost.md#figures): the sum over the calls whose cost is known,
+    and how many calls' cost is unknown (no usage reported, or no price for the model).
+
+    Attributes:
+        amount: the known calls' cost, in the pricing table's currency.
+        priced: calls whose cost is known.
+        unknown: calls whose cost is unknown; while above 0, ``total`` is None, never a sum
+            that counts them as free.
+    """
+
+    amount: float = 0.0
+    priced: int = 0
+    unknown: int = 0
+
+    @property
+    def total(self) -> float | None:
+        """The cost of every call, or None when one of them is unknown."""
+        return None if self.unknown else self.amount
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(
+            amount=self.amount + other.amount,
+            priced=self.priced + other.priced,
+            unknown=self.unknown + other.unknown,
+        )
+
+
 class ToolSchema(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
     """A tool as the model is told about it: name, description, JSON object schema."""
 

@@ -12,6 +12,7 @@ from afp_runtime.records.bundle import (
 from afp_runtime.records.conversation import (
     MAX_RANGES,
     ConversationState,
+    DaySpend,
     ListRef,
     OpenTurn,
     PendingBatch,
@@ -42,6 +43,7 @@ __all__ = [
     "Clock",
     "CommitBundle",
     "ConversationState",
+    "DaySpend",
     "InboxStatus",
     "InboxUpdate",
     "Item",

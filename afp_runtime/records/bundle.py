@@ -18,6 +18,8 @@ STAGES: tuple[str, ...] = (
     "tool-calls",
     "wrap-up",
     "final",
+    "halt",
+    "output-retry",
 )
 
 # Keys whose values are message lists: the store keeps them as references to stored bodies.

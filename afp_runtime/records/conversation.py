@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from afp_runtime.messages import Usage
+from afp_runtime.messages import Cost, Usage
 
 # After this many ranges a list is compacted into one fresh contiguous range (O(window) once).
 MAX_RANGES = 16
@@ -153,6 +153,9 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
             limit counts from it.
         pending_batch: the paused batch (wire ``pendingBatch``), kept until the ``settle``
             that answers it commits, so a crash of the answer run settles it again.
+        output_retries: answers of the turn refused by the output schema and asked again
+            (wire ``outputRetries``; docs/loop.md#typed-answers).
+        spent: what the turn's model calls cost, across its runs (docs/cost.md#figures).
         repeats: how many times each (tool, arguments, result) of the turn was observed, keyed
             by a digest of the three (docs/loop.md#repeated-calls); committed with the results,
             so a recovery notes the same repeats.
@@ -180,6 +183,15 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
     error: str | None = None
     retry_at_ms: int | None = None
     repeats: dict[str, int] = {}
+    spent: Cost | None = None
+    output_retries: int = 0
+
+
+class DaySpend(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What an agent's model calls of one UTC day (``YYYY-MM-DD``) cost."""
+
+    day: str
+    cost: Cost
 
 
 class ConversationState(
@@ -204,6 +216,9 @@ class ConversationState(
             the next run's first receipt (docs/served.md#receipt-fields).
         last_run_id: the last run of the last finished turn (wire ``lastRunId``).
         checkpointed_at_ms: injected clock at the transaction (wire ``checkpointedAtMs``).
+        cost_totals: lifetime cost of the agent's model calls (wire ``costTotals``), once one
+            was made with pricing or budgets set (docs/cost.md#figures).
+        day_spend: the cost of the current UTC day's calls (wire ``daySpend``).
     """
 
     agent_id: str
@@ -220,3 +235,5 @@ class ConversationState(
     last_sent_subs: tuple[tuple[int, str], ...] = ()
     last_run_id: str | None = None
     checkpointed_at_ms: int = 0
+    cost_totals: Cost | None = None
+    day_spend: DaySpend | None = None

@@ -10,13 +10,17 @@ from typing import Any, Literal
 
 import msgspec
 
-from afp_runtime.messages import Message, Usage
+from afp_runtime.messages import Cost, Message, Usage
 from afp_runtime.records.bundle import CommitBundle
 from afp_runtime.records.conversation import ConversationState, StoredFoldedSpan
 
 RunKind = Literal["initial", "answer", "recovery", "retry", "operator"]
-RunStatus = Literal["running", "answered", "paused", "stalled", "held", "cancelled", "crashed"]
-InboxStatus = Literal["queued", "running", "paused", "answered", "dismissed", "stalled", "held"]
+RunStatus = Literal[
+    "running", "answered", "halted", "paused", "stalled", "held", "cancelled", "crashed"
+]
+InboxStatus = Literal[
+    "queued", "running", "paused", "answered", "halted", "dismissed", "stalled", "held"
+]
 JournalState = Literal["started", "finished"]
 
 
@@ -47,6 +51,8 @@ class RunEnd(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_def
         answer: the final answer's text, for a run that answered.
         error_kind: why a held or stalled run stopped (wire ``errorKind``).
         error: the same in words.
+        cost: what the run's model calls cost, when pricing or budgets are set
+            (docs/cost.md#figures).
     """
 
     run_id: str
@@ -56,6 +62,7 @@ class RunEnd(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_def
     answer: str | None = None
     error_kind: str | None = None
     error: str | None = None
+    cost: Cost | None = None
 
 
 class InboxUpdate(msgspec.Struct, frozen=True, kw_only=True):

@@ -56,6 +56,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from afp_runtime.agents import PortableCheckpoint, parse_checkpoint
+from afp_runtime.cost import Budget, Price
 from afp_runtime.errors import (
     AfpError,
     CheckpointInvalid,
@@ -64,6 +65,7 @@ from afp_runtime.errors import (
     TimeNotEnabled,
 )
 from afp_runtime.findings import FindingsConfig
+from afp_runtime.permissions import Rule
 from afp_runtime.records import STAGES
 from afp_runtime.time import (
     Period,
@@ -97,6 +99,8 @@ CrashPoint = Literal[
     "tool-calls",
     "wrap-up",
     "final",
+    "halt",
+    "output-retry",
     "send",
     "tool-start",
     "tool-end",
@@ -129,6 +133,9 @@ class AgentSpec(_Input, frozen=True, kw_only=True):
     durability: Literal["sync", "iteration", "turn"] = "sync"
     wrap_up: bool = True
     repeated_call_note: bool = True
+    pricing: dict[str, Price] | None = None
+    budgets: list[Budget] = []
+    permissions: list[Rule] | None = None
     findings: FindingsConfig | None = None
     time: Any = None  # a TimeConfig in wire form, decoded by ``time_config_of``
 

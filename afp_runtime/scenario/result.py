@@ -37,14 +37,20 @@ class StepResult(_Output, frozen=True, kw_only=True):
         index: the step's 0-based position in ``turns``.
         kind: the step's kind.
         run_id: the last run the step ran (absent when it ran none).
-        outcome: the turn's state when the step ended: ``answered``, ``paused`` or ``held``.
+        outcome: the turn's state when the step ended: ``answered``, ``halted``, ``paused`` or
+            ``held``.
         answer_status: for ``resume`` steps, as the API answers: ``accepted``, ``re-asked``
             (a refused time answer: the question stays open, the step runs nothing) or
             ``unsettled`` (a refused time answer past ``maxAnswerRepeats``).
         runs: every run the step ran, in order.
         answer: the final answer, only when answered.
+        cost: what the turn's runs cost so far, for an agent with pricing
+            (docs/cost.md#figures).
+        halted: ``{errorKind, error}`` of a turn a budget or a permission rule halted.
         compactions: every window record of the step's turn so far, all its runs (wire shape).
         findings_ledger: basis, standing and conflict rows the step added.
+        permissions: the permission decisions the step added, when it added any
+            (docs/permissions.md#decision-rows).
         time_rows: time rows the step added (``clock``, ``time-reading``, ``time-answer``,
             ``call-window``, ``call``; docs/time.md#row-kinds), oldest first.
     """
@@ -56,8 +62,11 @@ class StepResult(_Output, frozen=True, kw_only=True):
     answer_status: str | msgspec.UnsetType = msgspec.UNSET
     runs: tuple[RunSummary, ...] | msgspec.UnsetType = msgspec.UNSET
     answer: str | msgspec.UnsetType = msgspec.UNSET
+    cost: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    halted: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
     compactions: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
     findings_ledger: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
+    permissions: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
     time_rows: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
 
 

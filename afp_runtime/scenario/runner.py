@@ -55,6 +55,7 @@ from afp_runtime.agents import (
     build_definition,
     import_checkpoint,
 )
+from afp_runtime.cost import cost_wire
 from afp_runtime.errors import (
     AfpError,
     AgentDefinitionError,
@@ -63,7 +64,9 @@ from afp_runtime.errors import (
     WindowConfigError,
 )
 from afp_runtime.loop import AgentDriver, Emitter, load_folded_spans
+from afp_runtime.messages import Cost
 from afp_runtime.models import ScriptedModel
+from afp_runtime.permissions import ROW_KIND as PERMISSION_ROW
 from afp_runtime.records import RunLog
 from afp_runtime.scenario._world import Abort, Arm, Crash, World
 from afp_runtime.scenario.format import (
@@ -176,6 +179,9 @@ class _Host:
             max_iterations=agent.max_iterations,
             wrap_up=agent.wrap_up,
             repeated_call_note=agent.repeated_call_note,
+            pricing=agent.pricing,
+            budgets=agent.budgets,
+            permissions=agent.permissions,
             durability=agent.durability,
             window=_window_config(scenario.strategy),
             keep_last_tool_results=agent.keep_last_tool_results,
@@ -454,8 +460,21 @@ class _Runner:
                 runs.append(RunSummary(run_id=run_id, kind=row.kind, status=row.status))
         state = await store.conversation_state(AGENT_ID)
         assert state is not None
-        outcome = "answered" if state.open_turn is None else state.open_turn.status
+        message = await store.inbox_message(message_id)
+        outcome = (
+            state.open_turn.status
+            if state.open_turn is not None
+            else ("halted" if message is not None and message.status == "halted" else "answered")
+        )
         turn_runs = [row.run_id for row in rows if row.message_id == message_id]
+        costs = [by_id[r].cost for r in turn_runs if by_id[r].cost is not None]
+        cost = (
+            cost_wire(sum((c for c in costs if c is not None), Cost())) if costs else msgspec.UNSET
+        )
+        halted: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+        if outcome == "halted":
+            last = by_id[turn_runs[-1]]
+            halted = {"errorKind": last.error_kind, "error": last.error}
         compactions: list[dict[str, Any]] = []
         answer: str | msgspec.UnsetType = msgspec.UNSET
         for run_id in turn_runs:
@@ -465,7 +484,6 @@ class _Runner:
                         compactions.extend(write["value"])
                     elif write.get("key") == "finalAnswer" and outcome == "answered":
                         answer = write["value"]
-        message = await store.inbox_message(message_id)
         ledger = (
             await store.ledger(AGENT_ID, turn=message.turn)
             if message is not None and message.turn is not None
@@ -480,8 +498,13 @@ class _Runner:
             answer_status=answer_status,
             runs=tuple(runs),
             answer=answer,
+            cost=cost,
+            halted=halted,
             compactions=tuple(compactions),
             findings_ledger=tuple(r for r in ledger if r.get("kind") in FINDINGS_KINDS),
+            # Only when the agent has a gate, so other results keep their bytes.
+            permissions=tuple(r for r in ledger if r.get("kind") == PERMISSION_ROW)
+            or msgspec.UNSET,
             time_rows=tuple(r for r in ledger if r.get("kind") in TIME_KINDS),
         )
 

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from afp_runtime.errors import IdempotencyConflict, InvalidValue, LeaseLost, NotOwner, StoreDamaged
-from afp_runtime.messages import Message, Usage, message_from_body
+from afp_runtime.messages import Cost, Message, Usage, message_from_body
 from afp_runtime.records import (
     CommitBundle,
     ConversationState,
@@ -30,13 +30,14 @@ from afp_runtime.store.values import Ack, AgentRow, InboxRow, JournalEntry, RunR
 NOT_DISPATCHED = 1
 """The ``flags`` bit of an item whose tool call was not dispatched."""
 
-TURN_CLOSED = frozenset({"answered", "dismissed"})
+TURN_CLOSED = frozenset({"answered", "halted", "dismissed"})
 """Inbox statuses that close a turn (its tool journal rows are dropped)."""
 
 encoder = msgspec.msgpack.Encoder()
 map_decoder = msgspec.msgpack.Decoder(dict[str, Any])
 _state_decoder = msgspec.msgpack.Decoder(ConversationState)
 _usage_decoder = msgspec.msgpack.Decoder(Usage)
+_cost_decoder = msgspec.msgpack.Decoder(Cost)
 _writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
 _span_decoder = msgspec.msgpack.Decoder(StoredFoldedSpan)
 _ids_decoder = msgspec.msgpack.Decoder(tuple[str, ...])
@@ -267,7 +268,8 @@ def question_row(row: Sequence[Any]) -> QuestionRow:
 RUN_COLUMNS = (
     "r.run_id, a.agent_id, r.turn, r.kind, r.message_id, r.status,"
     " r.started_at_ms, r.recovered_from, r.ended_at_ms, r.usage,"
-    " (SELECT COUNT(*) FROM bundles b WHERE b.run=r.run), r.answer, r.error_kind, r.error"
+    " (SELECT COUNT(*) FROM bundles b WHERE b.run=r.run), r.answer, r.error_kind, r.error,"
+    " r.cost"
 )
 
 
@@ -288,6 +290,7 @@ def run_row(r: Sequence[Any]) -> RunRow:
         answer=r[11],
         error_kind=r[12],
         error=r[13],
+        cost=_cost_decoder.decode(r[14]) if r[14] is not None else None,
     )
 
 
@@ -394,7 +397,8 @@ def item_values(agent: int, item: Item) -> tuple[Any, ...]:
 
 
 def run_end_values(end: RunEnd) -> tuple[Any, ...]:
-    """``(status, ended_at_ms, usage, answer, error_kind, error, run_id)`` of an ended run."""
+    """``(status, ended_at_ms, usage, answer, error_kind, error, cost, run_id)`` of an ended
+    run."""
     return (
         end.status,
         end.ended_at_ms,
@@ -402,5 +406,6 @@ def run_end_values(end: RunEnd) -> tuple[Any, ...]:
         end.answer,
         end.error_kind,
         end.error,
+        encoder.encode(end.cost) if end.cost is not None else None,
         end.run_id,
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from afp_runtime.messages import Message, Usage
+from afp_runtime.messages import Cost, Message, Usage
 from afp_runtime.records import ConversationState
 
 
@@ -31,6 +31,8 @@ class RunRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_def
             version 11 have none here; their commit log holds it).
         error_kind: why the run stopped held or stalled (wire ``errorKind``).
         error: the same in words.
+        cost: what the run's model calls cost, once it ended, for an agent with pricing or
+            budgets (docs/cost.md#figures).
     """
 
     run_id: str
@@ -47,6 +49,7 @@ class RunRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_def
     answer: str | None = None
     error_kind: str | None = None
     error: str | None = None
+    cost: Cost | None = None
 
 
 class InboxRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):

@@ -122,6 +122,28 @@ def unencodable_text(tool_name: str, type_name: str) -> str:
     )
 
 
+def halted_text(tool_name: str, reason: str) -> str:
+    """The observation for a call a halted turn never ran (docs/cost.md#budgets)."""
+    return (
+        f"The call to {_name(tool_name)} was not run: the runtime halted the turn ({reason}). "
+        "Nothing the call would have done has happened."
+    )
+
+
+def permission_denied_text(tool_name: str, rule: str, reason: str | None) -> str:
+    """The observation for a call a permission rule denied (docs/permissions.md)."""
+    why = f": {reason}" if reason else ""
+    return (
+        f"The call to {_name(tool_name)} was not run: permission rule {_name(rule)} denies it{why}."
+    )
+
+
+def permission_ask_text(tool_name: str, args_json: str, rule: str, reason: str | None) -> str:
+    """The approval question of a call a permission rule asks about (docs/permissions.md)."""
+    why = f": {reason}" if reason else ""
+    return f"{approval_prompt(tool_name, args_json)} (permission rule {_name(rule)}{why})"
+
+
 def declined_text(tool_name: str) -> str:
     """The observation for a call the person declined (or never answered); not run."""
     return f"The person declined this call to {_name(tool_name)}, so the tool was not run."

@@ -28,6 +28,8 @@ from afp_runtime.messages import Message
 DROP_NOTICE_PREFIX = "[afp:window-notice]"
 SUMMARY_PREFIX = "[afp:folded-summary]"
 WRAP_UP_PREFIX = "[afp:wrap-up]"
+OUTPUT_RETRY_PREFIX = "[afp:output-invalid]"
+"""Opening of the runtime's message asking for a typed answer again (docs/loop.md#typed-answers)."""
 
 TIME_LINE_PREFIX = "[Clock note from the runtime, not written by the person]"
 """The start of the served time line (docs/time.md#the-served-time-line); the time layer writes the
@@ -38,6 +40,7 @@ AUTHORED_PREFIXES: tuple[str, ...] = (
     SUMMARY_PREFIX,
     WRAP_UP_PREFIX,
     TIME_LINE_PREFIX,
+    OUTPUT_RETRY_PREFIX,
 )
 
 WRAP_UP_TEXT = (

@@ -8,6 +8,7 @@ import msgspec
 
 from afp_runtime.errors import ModelCallError
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
+from afp_runtime.loop.spend import account, report_call, spend_of_call
 from afp_runtime.messages import (
     ModelRequest,
     Usage,
@@ -80,16 +81,25 @@ async def call_model(
     # What the next window visit measures (docs/window.md#measurement): this call's usage, or None.
     run.state.last_usage = reply.usage
     run.state.usage_missing = reply.usage is None
+    writes = [
+        Write(key="reply", verb="set", value=committed),
+        Write(key="runUsage", verb="set", value=run.state.run_usage),
+    ]
+    # Priced on the receipt's basis: the model the request named (docs/cost.md#figures).
+    spend = spend_of_call(run, reply.usage, run.d.model.model)
+    changes: dict[str, Any] = {}
+    turn_changes: dict[str, Any] = {}
+    if spend is not None:
+        changes, turn_changes = account(run, spend)
+        writes.append(Write(key="callCost", verb="set", value=spend.call))
     state = run.checkpoint(
         usage_totals=run.state.conv.usage_totals + usage,
-        open_turn=run.open_turn_with(last_usage=reply.usage, usage_missing=run.state.usage_missing),
+        open_turn=run.open_turn_with(
+            last_usage=reply.usage, usage_missing=run.state.usage_missing, **turn_changes
+        ),
+        **changes,
     )
-    bundle = run.bundle(
-        [
-            Write(key="reply", verb="set", value=committed),
-            Write(key="runUsage", verb="set", value=run.state.run_usage),
-        ]
-    )
+    bundle = run.bundle(writes)
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state))
     run.emit(
         "model.ended",
@@ -103,6 +113,11 @@ async def call_model(
             "usage": msgspec.to_builtins(usage),
         },
     )
+    if spend is not None:
+        head: dict[str, Any] = {"epoch": epoch, "provider": run.d.model.provider}
+        if reply.usage is not None:
+            head["usage"] = msgspec.to_builtins(reply.usage)
+        report_call(run, spend, head)
     return committed
 
 

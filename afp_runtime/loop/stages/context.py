@@ -35,6 +35,8 @@ def _system_pieces(run: Run) -> tuple[list[dict[str, str]], tuple[Message, ...]]
         if run.d.system_prompt
         else []
     )
+    if run.d.output is not None:
+        pieces.append({"slot": "output", "source": "definition", "text": run.d.output.instruction})
     sent = tuple(run.state.history)
     for extension in run.extensions:
         pieces, sent = extension.serve(pieces, sent)

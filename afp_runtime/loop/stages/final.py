@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from afp_runtime._logging import get_logger
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
-from afp_runtime.messages import (
-    Message,
-    Usage,
-)
+from afp_runtime.loop.output import OutputError
+from afp_runtime.messages import Message
 from afp_runtime.records import (
     Write,
 )
@@ -25,7 +21,6 @@ log = get_logger()
 
 async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: bool) -> RunOutcome:
     run.begin("settle" if settling else "final")
-    now = run.now()
     writes = []
     if cut_short:
         run.exhaust_budget(reply, action="cut-short")
@@ -40,6 +35,23 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
     items, appended = run.append_history([Message(role="assistant", content=delivered)])
     writes.append(Write(key="history", verb="append", value=appended))
     writes.append(Write(key="finalAnswer", verb="set", value=delivered))
+    typed: dict[str, Any] = {}
+    if run.d.output is not None:
+        value, problem = run.d.output.decode(delivered)
+        if problem is None:
+            typed["final_value"] = value
+            writes.append(Write(key="finalValue", verb="set", value=value))
+        else:
+            turn_now = run.state.conv.open_turn
+            assert turn_now is not None
+            error = OutputError(
+                kind="output-invalid", problem=problem, attempts=turn_now.output_retries + 1
+            )
+            typed["output_error"] = error
+            writes.append(Write(key="outputError", verb="set", value=error))
+            run.emit(
+                "output.invalid", {"attempt": error.attempts, "problem": problem, "retrying": False}
+            )
     if wire_rows:
         writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
     if run.state.stopped_early is not None:
@@ -69,21 +81,6 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
         stage=False,
     )
     run.emit_run_ended("answered", answer=delivered)
-    ended: dict[str, Any] = {
-        "turn": state.turn,
-        "messageId": run.message_id,
-        "status": "answered",
-        "runs": turn.runs,
-        "iterations": run.state.iteration,
-        # Per turn (docs/host.md#event-catalogue): this run's figures plus those of the turn's
-        # earlier runs.
-        "epochs": turn.epochs_before + run.state.epochs,
-        "usage": msgspec.to_builtins((turn.usage_before or Usage()) + run.state.run_usage),
-        "durationMs": max(now - turn.started_at_ms, 0) if turn.started_at_ms else 0,
-        "answer": delivered,
-    }
-    if run.state.stopped_early is not None:
-        ended["stoppedEarly"] = run.state.stopped_early
-    run.emit("turn.ended", ended, stage=False)
+    run.emit_turn_ended(turn, "answered", answer=delivered)
     log.info("iteration", route="final", epochs=run.state.epochs)
-    return run.outcome("answered", final_answer=delivered)
+    return run.outcome("answered", final_answer=delivered, **typed)

@@ -41,6 +41,7 @@ from afp_runtime.errors import CheckpointInvalid
 from afp_runtime.extensions import Ask
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import unique_call_ids
+from afp_runtime.loop.stages.halt import halt
 from afp_runtime.messages import (
     Message,
     ToolCall,
@@ -99,6 +100,13 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunO
         # (docs/time.md#deciding-each-call).
         planned, asked = await extension.decide(planned, run.at())
         asks += asked
+    for extension in run.extensions:
+        stop = extension.halts()
+        if stop is not None:
+            # docs/permissions.md#halt: nothing of the batch runs and nothing is asked.
+            return await halt(
+                run, reply, error_kind=stop[0], error=stop[1], settling=settling, rows=ledger
+            )
     approvals = [p for p in planned if p.runnable and p.tool is not None and p.tool.check_in]
     asks += [
         ("approval", approval_prompt(p.call.name, _args_json(p.call)), (p.call.id,), None)

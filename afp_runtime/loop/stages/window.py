@@ -18,6 +18,7 @@ import msgspec
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import CompactionUnmeasurableError, WindowStrategyError
 from afp_runtime.loop.folded import stored_span
+from afp_runtime.loop.spend import CallSpend, account, report_call, spend_of_call
 from afp_runtime.messages import Message
 from afp_runtime.records import (
     MAX_RANGES,
@@ -212,9 +213,21 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
         *run.state.prior[-1:],
         PriorVisitRef(removed_message_count=record.removed_message_count, reasons=reasons),
     )
+    # The summarizer's call is priced like a model call (docs/cost.md#figures).
+    spend = (
+        spend_of_call(run, outcome.spend.usage, outcome.spend.model)
+        if outcome.spend is not None
+        else None
+    )
+    changes: dict[str, Any] = {}
+    turn_changes: dict[str, Any] = {}
+    if spend is not None:
+        changes, turn_changes = account(run, spend)
+        writes.append(Write(key="summarizerCost", verb="set", value=spend.call))
     state = run.checkpoint(
         folded_count=run.state.conv.folded_count + len(folded),
-        open_turn=run.open_turn_with(prior_visits=run.state.prior),
+        open_turn=run.open_turn_with(prior_visits=run.state.prior, **turn_changes),
+        **changes,
     )
     await run.committer.stage(
         Txn(
@@ -225,11 +238,13 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
             folded=folded,
         )
     )
-    _emit_visit(run, outcome, before_fps)
+    _emit_visit(run, outcome, before_fps, spend)
     return omitted
 
 
-def _emit_visit(run: Run, outcome: VisitOutcome, before_fps: Sequence[str]) -> None:
+def _emit_visit(
+    run: Run, outcome: VisitOutcome, before_fps: Sequence[str], spend: CallSpend | None
+) -> None:
     record = outcome.record
     strategy = run.d.window
     assert strategy is not None
@@ -269,13 +284,14 @@ def _emit_visit(run: Run, outcome: VisitOutcome, before_fps: Sequence[str]) -> N
     if outcome.spend is not None:
         billing = getattr(strategy, "billing", None)
         provider = getattr(getattr(billing, "provider", None), "provider", "unknown")
-        run.emit(
-            "cost.spent",
-            {
-                "provider": provider,
-                "model": outcome.spend.model,
-                "usage": msgspec.to_builtins(outcome.spend.usage),
-            },
-        )
+        head = {
+            "provider": provider,
+            "model": outcome.spend.model,
+            "usage": msgspec.to_builtins(outcome.spend.usage),
+        }
+        if spend is None:
+            run.emit("cost.spent", head)
+        else:
+            report_call(run, spend, head)
     if outcome.warning:
         _warn_once(run, outcome.warning, outcome.warning, iteration=run.state.iteration)

@@ -163,6 +163,14 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             WHERE stage IN ('receipt', 'call-model')
         """,
     ),
+    (
+        3,
+        "runs carry their cost",
+        """
+        -- As SQLite's migration 13: what the run's model calls cost (docs/cost.md#figures).
+        ALTER TABLE runs ADD COLUMN cost BYTEA
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -147,7 +147,7 @@ async def _update_runs(conn: asyncpg.Connection, agent: int, txn: Txn) -> None:
     if txn.run_end is not None:
         await conn.execute(
             "UPDATE runs SET status = $1, ended_at_ms = $2, usage = $3, answer = $4,"
-            " error_kind = $5, error = $6 WHERE run_id = $7",
+            " error_kind = $5, error = $6, cost = $7 WHERE run_id = $8",
             *common.run_end_values(txn.run_end),
         )
     for update in txn.inbox:

@@ -263,6 +263,14 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             WHERE stage IN ('receipt', 'call-model');
         """,
     ),
+    (
+        13,
+        "runs carry their cost",
+        """
+        -- What the run's model calls cost (docs/cost.md#figures), filled when the run ends.
+        ALTER TABLE runs ADD COLUMN cost BLOB;
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

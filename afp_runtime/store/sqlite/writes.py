@@ -135,8 +135,8 @@ def write_txn(
         )
     if txn.run_end is not None:
         conn.execute(
-            "UPDATE runs SET status=?, ended_at_ms=?, usage=?, answer=?, error_kind=?, error=?"
-            " WHERE run_id=?",
+            "UPDATE runs SET status=?, ended_at_ms=?, usage=?, answer=?, error_kind=?, error=?,"
+            " cost=? WHERE run_id=?",
             common.run_end_values(txn.run_end),
         )
     for update in txn.inbox:

@@ -1,0 +1,52 @@
+"""The ``output-retry`` stage: the answer did not decode against the agent's output schema and
+a retry is left; the answer and the runtime's message saying what was wrong join the history,
+and the next iteration asks again (docs/loop.md#typed-answers)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from afp_runtime.loop.outcomes import CommittedReply
+from afp_runtime.loop.output import retry_text
+from afp_runtime.messages import Message
+from afp_runtime.records import Txn, Write
+
+if TYPE_CHECKING:
+    from afp_runtime.loop.run import Run
+
+
+async def output_retry(run: Run, reply: CommittedReply, problem: str, *, settling: bool) -> None:
+    """Commit the failed answer and the retry request; the loop goes on."""
+    run.begin("settle" if settling else "output-retry")
+    turn = run.state.conv.open_turn
+    assert turn is not None and run.d.output is not None
+    attempt = turn.output_retries + 1
+    text = retry_text(problem, attempt, run.d.output.retries)
+    items, appended = run.append_history(
+        [
+            Message(role="assistant", content=reply.content),
+            Message(role="user", content=text),
+        ]
+    )
+    closed = run.state.iteration
+    run.state.iteration += 1
+    state = run.checkpoint(
+        open_turn=run.open_turn_with(next_iteration=run.state.iteration, output_retries=attempt)
+    )
+    bundle = run.bundle(
+        [
+            Write(key="history", verb="append", value=appended),
+            Write(key="outputRetry", verb="set", value={"attempt": attempt, "problem": problem}),
+            Write(key="iteration", verb="set", value=run.state.iteration),
+        ],
+        iteration=closed,
+    )
+    await run.committer.stage(
+        Txn(agent_id=run.agent_id, bundles=[bundle], items=items, conversation=state), closes=True
+    )
+    run.emit("output.invalid", {"attempt": attempt, "problem": problem, "retrying": True})
+    run.emit(
+        "iteration.ended",
+        {"iteration": closed, "route": "output-retry", "toolCallCount": 0},
+        stage=False,
+    )

@@ -1,0 +1,100 @@
+"""The permission gate as a loop extension: it judges every call before dispatch
+(docs/permissions.md#in-the-loop)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from afp_runtime.extensions import Ask, At, RunExtension, RunStart
+from afp_runtime.permissions._rules import Permissions, Verdict
+from afp_runtime.tools import (
+    PlannedCall,
+    permission_ask_text,
+    permission_denied_text,
+    unrun_outcome,
+)
+
+ROW_KIND = "permission"
+"""The ledger row kind of a decision (docs/permissions.md#decision-rows)."""
+
+
+class PermissionsExtension:
+    """An agent's permission gate, enabled like any other extension."""
+
+    name = "permissions"
+
+    def __init__(self, permissions: Permissions) -> None:
+        self.permissions = permissions
+
+    def shape(self) -> Any:
+        return self.permissions.shape()
+
+    def start(self, run: RunStart) -> PermissionsRun:
+        return PermissionsRun(self.permissions)
+
+
+class PermissionsRun(RunExtension):
+    """One run's gate: the verdict on each call it would dispatch, filed as a row."""
+
+    def __init__(self, permissions: Permissions) -> None:
+        self.permissions = permissions
+        self.rows: list[dict[str, Any]] = []
+        self.halted: tuple[str, str] | None = None
+
+    async def decide(
+        self, planned: Sequence[PlannedCall], at: At
+    ) -> tuple[list[PlannedCall], list[Ask]]:
+        out: list[PlannedCall] = []
+        asks: list[Ask] = []
+        for plan in planned:
+            if not plan.runnable:
+                # Refused already (unknown tool, bad arguments, a time refusal): nothing to gate.
+                out.append(plan)
+                continue
+            call = plan.call
+            verdict = await self.permissions.judge(call)
+            self.rows.append(_row(at, plan, verdict))
+            if verdict.decision == "deny":
+                text = permission_denied_text(call.name, verdict.rule, verdict.reason)
+                plan = PlannedCall(
+                    call=call, tool=plan.tool, outcome=unrun_outcome(call, "refused", text)
+                )
+            elif verdict.decision == "ask" and not (plan.tool is not None and plan.tool.check_in):
+                # A tool that checks in asks its own approval question; one question per call.
+                args = call.args_text or msgspec.json.encode(call.args).decode()
+                prompt = permission_ask_text(call.name, args, verdict.rule, verdict.reason)
+                asks.append(("approval", prompt, (call.id,), None))
+            elif verdict.decision == "halt" and self.halted is None:
+                reason = f": {verdict.reason}" if verdict.reason else ""
+                self.halted = (
+                    "permission",
+                    f"permission rule {verdict.rule!r} halts the turn at a call to "
+                    f"{call.name!r}{reason}",
+                )
+            out.append(plan)
+        return out, asks
+
+    def halts(self) -> tuple[str, str] | None:
+        return self.halted
+
+    def take_rows(self) -> list[dict[str, Any]]:
+        rows, self.rows = self.rows, []
+        return rows
+
+
+def _row(at: At, plan: PlannedCall, verdict: Verdict) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "kind": ROW_KIND,
+        "turn": at.turn,
+        "iteration": at.iteration,
+        "toolCallId": plan.call.id,
+        "toolName": plan.call.name,
+        "decision": verdict.decision,
+        "rule": verdict.rule,
+    }
+    if verdict.reason:
+        row["reason"] = verdict.reason
+    return row
