@@ -467,6 +467,42 @@ class Run:
         self.emit_run_ended(status, error_kind=error_kind, error=error)
         return self.outcome(status, error_kind=error_kind, error=error)
 
+    async def close_turn(
+        self,
+        status: Literal["answered", "halted"],
+        *,
+        writes: Sequence[Write],
+        items: Sequence[Item],
+        ledger: Sequence[Any],
+        route: str,
+        tool_call_count: int = 0,
+        **end: Any,
+    ) -> OpenTurn:
+        """The closing commit of a turn that ends here (answered or halted): the stage's
+        bundle, the checkpoint without an open turn, the run's end, then ``iteration.ended``;
+        returns the turn as it was open, for ``turn.ended``."""
+        turn = self.state.conv.open_turn
+        assert turn is not None
+        state = self.checkpoint(
+            open_turn=None,
+            last_run_id=self.run_id,
+            ledger_count=self.state.conv.ledger_count + len(ledger),
+        )
+        await self.end_run(
+            status,
+            bundles=[self.bundle(writes)],
+            conversation=state,
+            items=items,
+            ledger=ledger,
+            **end,
+        )
+        self.emit(
+            "iteration.ended",
+            {"iteration": self.state.iteration, "route": route, "toolCallCount": tool_call_count},
+            stage=False,
+        )
+        return turn
+
     async def end_run(
         self,
         status: Literal["answered", "halted", "paused", "stalled", "held"],

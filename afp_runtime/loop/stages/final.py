@@ -60,25 +60,8 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
         # Calls on the wrap-up call are recorded, never dispatched.
         ignored = [{"toolCallId": c.id, "toolName": c.name} for c in reply.tool_calls]
         writes.append(Write(key="ignoredToolCalls", verb="set", value=ignored))
-    turn = run.state.conv.open_turn
-    assert turn is not None
-    state = run.checkpoint(
-        open_turn=None,
-        last_run_id=run.run_id,
-        ledger_count=run.state.conv.ledger_count + len(wire_rows),
-    )
-    await run.end_run(
-        "answered",
-        bundles=[run.bundle(writes)],
-        conversation=state,
-        items=items,
-        ledger=wire_rows,
-        answer=delivered,
-    )
-    run.emit(
-        "iteration.ended",
-        {"iteration": run.state.iteration, "route": "final", "toolCallCount": 0},
-        stage=False,
+    turn = await run.close_turn(
+        "answered", writes=writes, items=items, ledger=wire_rows, route="final", answer=delivered
     )
     run.emit_run_ended("answered", answer=delivered)
     run.emit_turn_ended(turn, "answered", answer=delivered)

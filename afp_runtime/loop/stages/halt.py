@@ -58,30 +58,19 @@ async def halt(
         writes.append(Write(key="history", verb="append", value=appended))
     if results:
         writes.append(Write(key="toolResults", verb="set", value=results))
-    turn = run.state.conv.open_turn
-    assert turn is not None
     wire_rows = [*rows, *run.take_rows()]
     if wire_rows:
         writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
     writes.append(Write(key="halted", verb="set", value={"errorKind": error_kind, "error": error}))
-    state = run.checkpoint(
-        open_turn=None,
-        last_run_id=run.run_id,
-        ledger_count=run.state.conv.ledger_count + len(wire_rows),
-    )
-    await run.end_run(
+    turn = await run.close_turn(
         "halted",
-        bundles=[run.bundle(writes)],
-        conversation=state,
+        writes=writes,
         items=items,
         ledger=wire_rows,
+        route="halt",
+        tool_call_count=len(results),
         error_kind=error_kind,
         error=error,
-    )
-    run.emit(
-        "iteration.ended",
-        {"iteration": run.state.iteration, "route": "halt", "toolCallCount": len(results)},
-        stage=False,
     )
     log.warning("turn halted", error_kind=error_kind, error=error)
     run.emit_run_ended("halted", error_kind=error_kind, error=error)
