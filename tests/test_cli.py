@@ -252,3 +252,34 @@ def test_epochs_call_receipt_and_export(tmp_path: Path) -> None:
     assert one.returncode == 0, one.stderr
     assert json.loads(one.stdout) == json.loads(from_store.stdout)[1]
     assert afp("served", "--file", str(export), run_id, "2").returncode == 2
+
+
+def test_runs_show_cost_and_findings_show_permission_decisions(tmp_path: Path) -> None:
+    """A priced agent's runs carry a cost column; permission rows list by kind; a ledger with
+    them is healthy to `afp doctor`."""
+    (tmp_path / "gated.toml").write_text(
+        """
+[pricing."demo"]
+input = 0.000001
+output = 0.000002
+
+[[agents]]
+id = "ops"
+model = {provider = "scripted", model = "demo", script = "afp_runtime.demo:demo_script"}
+tools = [{ref = "afp_runtime.demo:LOOKUP_ORDER"}, {ref = "afp_runtime.demo:SHIPPING_STATUS"}]
+permissions = [{tool = "lookup_order", decision = "deny", name = "no-lookups", reason = "closed"}]
+""",
+        encoding="utf-8",
+    )
+    db = str(tmp_path / "afp.db")
+    ran = afp("run", str(tmp_path / "gated.toml"), "--db", db, "--message", "Where is 1042?")
+    assert ran.returncode == 0, ran.stderr
+    runs = afp("runs", "--db", db)
+    assert "cost" in runs.stdout
+    rows = json.loads(afp("findings", "ops", "--db", db, "--kind", "permission", "--json").stdout)
+    assert [(r["toolName"], r["decision"], r["rule"]) for r in rows] == [
+        ("lookup_order", "deny", "no-lookups"),
+        ("shipping_status", "allow", "default"),
+    ]
+    doctor = afp("doctor", "--db", db, "--json")
+    assert doctor.returncode == 0 and json.loads(doctor.stdout)["healthy"]

@@ -63,7 +63,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "host": frozenset(
         {"messages", "loop", "agents", "store", "models", "tools", "records", "telemetry"}
     ),
-    "api": frozenset({"messages", "host", "served", "store", "records"}),
+    "api": frozenset({"messages", "host", "served", "store", "records", "cost"}),
 }
 LAYERS = frozenset(ALLOWED)
 KNOWN = LAYERS | ENTRY_MODULES | SHARED

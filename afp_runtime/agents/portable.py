@@ -27,6 +27,8 @@ from afp_runtime.errors import (
 from afp_runtime.findings import validate_rows
 from afp_runtime.loop import load_folded_spans, stored_span
 from afp_runtime.messages import Message, Usage, fingerprint
+from afp_runtime.permissions import ROW_KIND as PERMISSION_ROW
+from afp_runtime.permissions import validate_permission_row
 from afp_runtime.records import (
     ConversationState,
     Item,
@@ -157,19 +159,22 @@ def parse_checkpoint(data: bytes, *, agent_id: str) -> PortableCheckpoint:
 
 
 def validate_ledger(rows: list[Any]) -> None:
-    """Strictly validate a conversation's ledger: findings rows and time rows alike.
+    """Strictly validate a conversation's ledger: findings, time and permission rows alike.
 
     Raises:
         CheckpointInvalid: a row is invalid; the error names its index and the field.
     """
 
-    def time_row(index: int, row: Mapping[str, Any]) -> bool:
+    def other_family(index: int, row: Mapping[str, Any]) -> bool:
+        if row.get("kind") == PERMISSION_ROW:
+            validate_permission_row(row, index)
+            return True
         if row.get("kind") not in TIME_ROW_KINDS:
             return False
         validate_time_row(dict(row), index)
         return True
 
-    validate_rows(rows, checked_elsewhere=time_row)
+    validate_rows(rows, checked_elsewhere=other_family)
 
 
 async def export_checkpoint(store: CheckpointStore, agent_id: str) -> PortableCheckpoint:

@@ -22,6 +22,7 @@ from afp_runtime.cli._show import (
     table,
     when,
 )
+from afp_runtime.cost import cost_text
 from afp_runtime.records import ListRef
 from afp_runtime.store import Store, open_store
 
@@ -101,7 +102,9 @@ async def cmd_runs(args: Any) -> int:
         # Exactly the API's bodies: one run (GET /v1/runs/{id}), else a page newest first.
         return print_json(runs[0] if args.id is not None else {"items": newest_first, "next": None})
     short = _ids.shortest(every)
-    grid = table("run", "agent", "turn", "kind", "status", "bundles", "started", "recovered from")
+    columns = ["run", "agent", "turn", "kind", "status", "bundles", "started", "recovered from"]
+    priced = any(r.cost is not None for r in newest_first)
+    grid = table(*columns, *(["cost"] if priced else []))
     for r in newest_first:
         recovered = short.get(r.recovered_from, r.recovered_from) if r.recovered_from else ""
         add_row(
@@ -115,6 +118,7 @@ async def cmd_runs(args: Any) -> int:
                 r.bundles,
                 when(r.started_at_ms),
                 recovered,
+                *([cost_text(r.cost)] if priced else []),
             ],
         )
     show_table(grid, empty="no runs")
@@ -331,6 +335,9 @@ async def cmd_findings(args: Any) -> int:
 
 def _row_detail(row: dict[str, Any]) -> str:
     kind = row.get("kind")
+    if kind == "permission":
+        reason = f": {row['reason']}" if row.get("reason") else ""
+        return f"{row.get('decision')} by {row.get('rule')}{reason}"
     if kind == "standing":
         detail = f"{row.get('standing')}; {len(row.get('assertions', []))} assertions"
         return detail + ("; unknown id" if row.get("unknownId") else "")

@@ -99,6 +99,16 @@ def cost_wire(cost: Cost) -> dict[str, object]:
     return {**msgspec.to_builtins(cost), "total": cost.total}
 
 
+def cost_text(cost: Cost | None) -> str:
+    """A cost as tables show it: the amount, or how much is known and how many calls are
+    not; empty for a run without pricing."""
+    if cost is None:
+        return ""
+    if cost.unknown:
+        return f"unknown (≥ {cost.amount:.6g}; {cost.unknown} calls unpriced)"
+    return f"{cost.amount:.6g}"
+
+
 def utc_day(at_ms: int) -> str:
     """The UTC day of an instant, ``YYYY-MM-DD``: the day a ``per = "day"`` budget counts."""
     return datetime.fromtimestamp(at_ms / 1000, UTC).date().isoformat()

@@ -5,7 +5,12 @@ allow, deny, ask the person or halt the turn (docs/permissions.md).
 function use.
 """
 
-from afp_runtime.permissions._extension import ROW_KIND, PermissionsExtension
+from afp_runtime.permissions._extension import (
+    ROW_KIND,
+    PermissionRow,
+    PermissionsExtension,
+    validate_permission_row,
+)
 from afp_runtime.permissions._rules import (
     DECISIONS,
     Decision,
@@ -22,10 +27,12 @@ __all__ = [
     "Decision",
     "GateFn",
     "Permissions",
+    "PermissionRow",
     "PermissionsExtension",
     "ROW_KIND",
     "Rule",
     "Verdict",
     "check_rules",
     "matches",
+    "validate_permission_row",
 ]

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import msgspec
 
+from afp_runtime.errors import CheckpointInvalid
 from afp_runtime.extensions import Ask, At, RunExtension, RunStart
-from afp_runtime.permissions._rules import Permissions, Verdict
+from afp_runtime.permissions._rules import Decision, Permissions, Verdict
 from afp_runtime.tools import (
     PlannedCall,
     permission_ask_text,
@@ -19,6 +20,31 @@ from afp_runtime.tools import (
 
 ROW_KIND = "permission"
 """The ledger row kind of a decision (docs/permissions.md#decision-rows)."""
+
+
+class PermissionRow(
+    msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True
+):
+    """A decision row as it is stored: validated strictly on import and by ``afp doctor``."""
+
+    kind: Literal["permission"]
+    turn: int
+    iteration: int
+    tool_call_id: str
+    tool_name: str
+    decision: Decision
+    rule: str
+    reason: str | None = None
+
+
+def validate_permission_row(row: Mapping[str, Any], index: int) -> None:
+    """Check a stored decision row, else ``CheckpointInvalid`` naming its index and field."""
+    try:
+        msgspec.convert(row, PermissionRow)
+    except msgspec.ValidationError as exc:
+        raise CheckpointInvalid(
+            f"findingsLedger[{index}] (permission): {exc}", field=f"findingsLedger[{index}]"
+        ) from None
 
 
 class PermissionsExtension:

@@ -10,7 +10,10 @@ from typing import Any
 
 import httpx
 
+from afp_runtime.cost import Price
 from afp_runtime.findings import FindingsConfig
+from afp_runtime.messages import Usage
+from afp_runtime.permissions import Rule
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.time import Period, TimeConfig
 from afp_runtime.tools import Tool, ToolContext
@@ -135,6 +138,29 @@ async def test_a_turn_shows_the_time_window_decided_for_each_call(api: Api) -> N
     assert re.findall(r'<tr data-call-window="([^"]+)">', table) == ["c1"]
     assert '<td class="how">filled</td>' in table
     assert "2026-10-09T14:00:00Z → 2026-10-09T15:00:00Z" in table
+
+
+async def test_a_turn_shows_its_permission_decisions_and_a_run_its_cost(api: Api) -> None:
+    """A gated, priced agent: the turn lists each call's decision with its rule and reason
+    (escaped), and the run its cost."""
+    definition = agent(
+        [
+            tool_reply(call("c1", "alpha_tool"), usage=Usage(input=1000, output=10)),
+            answer("done", usage=Usage(input=500, output=10)),
+        ],
+        permissions=[Rule(tool="alpha_tool", decision="deny", name="no-alpha", reason=PLANTED)],
+        pricing={"mock": Price(input=1e-6, output=1e-5)},
+    )
+    async with api.running(definition) as (host, client):
+        await host.post("ops", "go")
+        await settle(host)
+        page = (await client.get("/agents/ops")).text
+    table = _table(page, "permissions")
+    assert re.findall(r'<tr data-permission="([^"]+)">', table) == ["c1"]
+    assert '<td class="decision decision-deny">deny</td>' in table
+    assert "no-alpha" in table and PLANTED not in table
+    assert "&lt;script&gt;" in table
+    assert '<span class="cost">cost 0.0017</span>' in page
 
 
 async def test_the_live_stream_carries_the_agents_events_as_plain_messages(api: Api) -> None:

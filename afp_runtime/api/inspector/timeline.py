@@ -13,6 +13,7 @@ from typing import Any
 
 from afp_runtime.api._context import ApiContext
 from afp_runtime.api.window import window_records
+from afp_runtime.cost import cost_text
 from afp_runtime.records import StoredFoldedSpan
 from afp_runtime.served import epoch_entries
 from afp_runtime.store import RunRow
@@ -160,6 +161,7 @@ async def _run_view(
         "started": when(run.started_at_ms),
         "duration": _duration(run),
         "usage": _usage(run.usage),
+        "cost": cost_text(run.cost),
         "answer": run.answer or "",
         "error": " ".join(x for x in (run.error_kind, run.error) if x),
         "calls": [
@@ -227,6 +229,18 @@ async def timeline(ctx: ApiContext, agent_id: str, *, before: int | None) -> dic
                 ],
                 "call_windows": [
                     _call_window(r) for r in rows[turn] if r.get("kind") == "call-window"
+                ],
+                "permissions": [
+                    {
+                        "tool_call_id": str(r.get("toolCallId", "")),
+                        "tool": str(r.get("toolName", "")),
+                        "iteration": r.get("iteration", ""),
+                        "decision": str(r.get("decision", "")),
+                        "rule": str(r.get("rule", "")),
+                        "reason": str(r.get("reason") or ""),
+                    }
+                    for r in rows[turn]
+                    if r.get("kind") == "permission"
                 ],
             }
             for turn in shown
