@@ -55,14 +55,14 @@ def inbox_message(row: InboxRow, **extra: Any) -> InboxMessage:
 
 def inbox_messages(rows: Sequence[InboxRow], runs: Sequence[RunRow]) -> list[InboxMessage]:
     """Inbox rows as the API lists them, each with its turn's latest run and, from that run,
-    the answer (answered) or why there is none (held, stalled); ``afp inbox`` prints the
+    the answer (answered) or why there is none (held, stalled, halted); ``afp inbox`` prints the
     same."""
     latest = {run.message_id: run for run in runs}
     shown: list[InboxMessage] = []
     for row in rows:
         run = latest.get(row.message_id)
         answered = run is not None and row.status == "answered"
-        stopped = run is not None and row.status in ("held", "stalled")
+        stopped = run is not None and row.status in ("held", "stalled", "halted")
         shown.append(
             inbox_message(
                 row,

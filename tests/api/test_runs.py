@@ -6,8 +6,11 @@ from __future__ import annotations
 import anyio
 import msgspec
 
+from afp_runtime.cost import Price
 from afp_runtime.errors import ModelCallError
+from afp_runtime.messages import Usage
 from afp_runtime.models import ScriptedModel
+from afp_runtime.permissions import Rule
 from afp_runtime.served import epochs, served_views
 from afp_runtime.store.sqlite import SqliteRunLog
 from afp_runtime.testing import answer, call, tool_reply
@@ -210,3 +213,35 @@ async def test_window_records_per_run_and_per_agent(api: Api) -> None:
     assert turn_1 and all(r["runId"] == "run-1" for r in turn_1)
     assert any(r["removedMessageCount"] > 0 for r in per_run)
     assert bad_turn.status_code == 400 and error_of(bad_turn)["field"] == "turn"
+
+
+async def test_a_halted_turn_over_http_with_its_cost_and_decisions(api: Api) -> None:
+    """A permission halt closes the turn ``halted``: the inbox says why, the run carries its
+    cost, the decision rows list by kind, and the next message is answered."""
+    model = ScriptedModel(
+        [
+            tool_reply(call("c1", "alpha_tool"), usage=Usage(input=1000, output=0)),
+            answer("second", usage=Usage(input=10, output=0)),
+        ],
+        model="mock",
+    )
+    definition = agent(
+        model,
+        permissions=[Rule(tool="alpha_*", decision="halt", name="frozen")],
+        pricing={"mock": Price(input=1e-6, output=1e-6)},
+    )
+    async with api.running(definition) as (host, client):
+        await post(client, "one")
+        await settle(host)
+        halted = (await client.get("/v1/agents/ops/inbox/msg-1")).json()
+        run = (await client.get("/v1/runs/run-1")).json()
+        rows = (await client.get("/v1/agents/ops/findings?kind=permission")).json()["items"]
+        await post(client, "two")
+        await settle(host)
+        later = (await client.get("/v1/agents/ops/inbox/msg-2")).json()
+    assert (halted["status"], halted["errorKind"]) == ("halted", "permission")
+    assert "frozen" in halted["error"]
+    assert run["status"] == "halted"
+    assert run["cost"] == {"amount": 0.001, "priced": 1, "unknown": 0}
+    assert [(r["toolCallId"], r["decision"], r["rule"]) for r in rows] == [("c1", "halt", "frozen")]
+    assert (later["status"], later["answer"]) == ("answered", "second")
