@@ -141,6 +141,12 @@ class OtelSink:
         self._commit_duration = meter.create_histogram(
             "afp.commit.duration", unit="s", description="store transaction latency (wall time)"
         )
+        self._cost = meter.create_counter(
+            "afp.cost", unit="1", description="known cost of model calls (pricing table currency)"
+        )
+        self._cost_unknown = meter.create_counter(
+            "afp.cost.unknown", unit="{call}", description="model calls whose cost is unknown"
+        )
         self._runs_open: dict[str, _Run] = {}
 
     def _span_exporter(self) -> SpanExporter | None:
@@ -345,6 +351,20 @@ class OtelSink:
             {"gen_ai.tool.name": name, "afp.tool.status": status},
         )
 
+    def _cost_spent(self, event: Event) -> None:
+        """docs/cost.md#figures: an agent with pricing; a summarizer call without one has no
+        amount and no unknown either, so it is not counted."""
+        payload = event.payload
+        attributes = {
+            "afp.agent.id": event.agent_id,
+            "gen_ai.request.model": str(payload.get("model", "")),
+        }
+        amount = payload.get("amount")
+        if isinstance(amount, (int, float)):
+            self._cost.add(float(amount), attributes)
+        elif payload.get("unknown") is not None:
+            self._cost_unknown.add(1, {**attributes, "afp.cost.unknown": str(payload["unknown"])})
+
     def _iteration_ended(self, event: Event) -> None:
         self._iterations.add(
             1, {"afp.agent.id": event.agent_id, "afp.route": str(event.payload.get("route", ""))}
@@ -381,4 +401,5 @@ _HANDLERS = {
     "tool.started": OtelSink._tool_started,
     "tool.ended": OtelSink._tool_ended,
     "iteration.ended": OtelSink._iteration_ended,
+    "cost.spent": OtelSink._cost_spent,
 }

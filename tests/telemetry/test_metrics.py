@@ -10,6 +10,8 @@ from pathlib import Path
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from afp_runtime.agents import read_config
+from afp_runtime.cost import Price
+from afp_runtime.messages import Usage
 from afp_runtime.telemetry import Telemetry
 from afp_runtime.testing import answer, call, tool_reply
 from tests.api.conftest import Api, agent, error_of, settle
@@ -71,3 +73,23 @@ def test_the_host_table_turns_telemetry_on(tmp_path: Path) -> None:
     path.write_text(head + "[host.telemetry]\nenabled = false\n", encoding="utf-8")
     config, _ = read_config(path)
     assert config.host.telemetry is not None and config.host.telemetry.telemetry() is None
+
+
+async def test_the_cost_of_priced_calls_is_a_counter(api: Api) -> None:
+    """An agent with pricing: the known cost adds up per model, and a call that reported no
+    usage counts as unknown, never as zero cost."""
+    telemetry = Telemetry(span_exporter=InMemorySpanExporter(), metrics="none")
+    script = [
+        tool_reply(call("c1", "alpha_tool")),
+        answer("done", usage=Usage(input=1000, output=0)),
+    ]
+    definition = agent(script, pricing={"mock": Price(input=1e-6, output=1e-6)})
+    async with api.running(definition, host_options={"telemetry": telemetry}) as (host, client):
+        await host.post("ops", "go")
+        await settle(host)
+        text = (await client.get("/v1/metrics")).text
+    cost = re.search(
+        r'^afp_cost_total\{[^}]*gen_ai_request_model="mock"[^}]*\} ([\d.e-]+)$', text, re.M
+    )
+    assert cost is not None and float(cost.group(1)) == 0.001
+    assert re.search(r"^afp_cost_unknown_total\{[^}]*usage-unreported[^}]*\} 1$", text, re.M)
