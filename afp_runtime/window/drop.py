@@ -159,7 +159,8 @@ def drop_oldest_span(visit: WindowVisit, keep: int, strategy_name: str) -> DropO
     if len(span) == 1 and is_drop_notice(span[0]):
         return _unchanged(plan, (blocked, *plan.refusals), visit.window_chars)
     # No other span can go: a notice longer than what it replaces is still progress, and the
-    # visit is not allowed to end with the window over its bound and nothing removed.
+    # visit is not allowed to end with the window over its bound and nothing removed. The result
+    # is checked against the latest plan, so the blocked span's plan is asked for again.
     visit.plan_removal(keep)
     plain = build_drop_notice(len(span), visit.iteration, strategy_name, False, ())
     return _removal(visit, plan, plan.span, plan.refusals, plain)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 import afp_runtime as afp
@@ -13,6 +14,7 @@ from afp_runtime.errors import AgentDefinitionError
 from afp_runtime.permissions import Rule, Verdict
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import permission_denied_text
+from tests.loop.conftest import Crash, Harness
 
 removed: list[str] = []
 
@@ -188,3 +190,32 @@ permissions = [
     (ops,) = afp.load_agents(tmp_path / "agents.toml")
     (gate,) = [e for e in ops.extensions if e.name == "permissions"]
     assert gate.shape()[0]["name"] == "no-etc"
+
+
+async def test_a_call_started_before_a_crash_is_settled_from_the_journal(
+    harness: Harness,
+) -> None:
+    """After a crash mid-batch, a gate that now denies does not rewrite history: the calls
+    that had started are settled from the journal (interrupted: they may have run), never
+    answered as refused and not dispatched."""
+
+    async def crash_tool(args: Any, ctx: Any) -> str:
+        await anyio.lowlevel.checkpoint()
+        raise Crash
+
+    reply = tool_reply(call("a", "alpha_tool"), call("b", "alpha_tool"))
+    driver = harness.driver([reply], behaviour={"b": crash_tool}, permissions=[])
+    await driver.post("go")
+    await harness.crash(driver)
+    await harness.restart()
+    deny_all = [Rule(tool="*", decision="deny", name="frozen")]
+    driver = harness.driver([answer("done")], permissions=deny_all)
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered"
+    history = (await harness.store.load_conversation("ops")).history
+    results = {m.tool_call_id: m for m in history if m.role == "tool"}
+    assert {call_id: m.not_dispatched for call_id, m in results.items()} == {
+        "a": False,
+        "b": False,
+    }
+    assert all("frozen" not in m.content for m in results.values())

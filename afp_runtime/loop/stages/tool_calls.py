@@ -202,9 +202,13 @@ async def _run_planned(
     to_run = []
     for plan in planned:
         call_id = plan.call.id
-        # A pre-decided outcome (an answer, a decline) wins over the journal: the asking
-        # call's "started" row must not turn the person's reply into an interruption.
-        entry = journal.get(call_id) if journal is not None and plan.outcome is None else None
+        # In an answer run a pre-decided outcome (an answer, a decline) wins over the journal:
+        # the asking call's "started" row must not turn the person's reply into an
+        # interruption. Settling a fresh batch (``mark_predecided``), the journal wins: a call
+        # that started before the crash did so on the decision of that time, whatever a gate
+        # decides now (docs/permissions.md#in-the-loop).
+        consult = journal is not None and (plan.outcome is None or mark_predecided)
+        entry = journal.get(call_id) if consult and journal is not None else None
         if entry is not None and entry.finished is not None:
             reused[call_id] = _outcome_decoder.decode(entry.finished)
             settled[call_id] = "journal"
