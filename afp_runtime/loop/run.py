@@ -33,7 +33,6 @@ from afp_runtime.loop.stages import (
     context,
     final,
     halt,
-    output_retry,
     receipt,
     seed,
     settle_answers,
@@ -369,15 +368,6 @@ class Run:
             {"iteration": self.state.iteration, "route": route, "reason": reason},
             stage=False,
         )
-        if route == "final" and reason == "no-tool-calls" and self.d.output is not None:
-            # docs/loop.md#typed-answers: an answer the schema refuses is asked for again while
-            # retries are left.
-            turn = self.state.conv.open_turn
-            assert turn is not None
-            _, problem = self.d.output.decode(reply.content)
-            if problem is not None and turn.output_retries < self.d.output.retries:
-                await output_retry(self, reply, problem, settling=settling)
-                return None
         if route != "final":
             # The route boundary: past a halting budget nothing more runs, not even a wrap-up
             # call; a final answer already paid for is still delivered (docs/cost.md#budgets).
@@ -392,7 +382,14 @@ class Run:
         if route == "wrap-up":
             await wrap_up(self, reply, settling=settling)
             return None
-        return await final(self, reply, cut_short=reason == "cut-short", settling=settling)
+        return await final(
+            self,
+            reply,
+            cut_short=reason == "cut-short",
+            settling=settling,
+            # docs/loop.md#typed-answers: only a plain answer is asked for again.
+            retry_output=reason == "no-tool-calls",
+        )
 
     # -- closing stages -----------------------------------------------------------------------
 

@@ -106,3 +106,22 @@ def test_an_output_that_is_no_schema_is_refused() -> None:
         afp.Agent("a", model, output=Order, output_retries=-1)
     with pytest.raises(AgentDefinitionError, match="not a usable JSON schema"):
         afp.Agent("a", model, output={"type": 7})
+
+
+async def test_an_armed_agent_decodes_the_answer_as_delivered(tmp_path: Path) -> None:
+    """With findings armed, a ``_findings`` member declared on the answer is peeled before the
+    answer is decoded, so a strict schema accepts it without a retry."""
+    schema = {
+        "type": "object",
+        "properties": {"sku": {"type": "string"}},
+        "required": ["sku"],
+        "additionalProperties": False,
+    }
+    result, view = await run(
+        tmp_path,
+        ['{"sku": "B2", "_findings": null}'],
+        output=schema,
+        findings=afp.FindingsConfig(),
+    )
+    assert result.value == {"sku": "B2"}
+    assert not [m for m in view.messages.as_sent if m.content.startswith(OUTPUT_RETRY_PREFIX)]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from afp_runtime._logging import get_logger
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.output import OutputError
+from afp_runtime.loop.stages.output_retry import output_retry
 from afp_runtime.messages import Message
 from afp_runtime.records import (
     Write,
@@ -19,7 +20,11 @@ if TYPE_CHECKING:
 log = get_logger()
 
 
-async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: bool) -> RunOutcome:
+async def final(
+    run: Run, reply: CommittedReply, *, cut_short: bool, settling: bool, retry_output: bool
+) -> RunOutcome | None:
+    """Close the turn with the reply's text; None when an answer the output schema refuses is
+    asked for again instead (``retry_output`` and a retry left; docs/loop.md#typed-answers)."""
     run.begin("settle" if settling else "final")
     writes = []
     if cut_short:
@@ -32,12 +37,19 @@ async def final(run: Run, reply: CommittedReply, *, cut_short: bool, settling: b
         delivered, filed = extension.answer(delivered, run.at(), run.state.history)
         wire_rows += run.report(filed)
     wire_rows += run.take_rows()
+    decoded = run.d.output.decode(delivered) if run.d.output is not None else None
+    if decoded is not None and decoded[1] is not None and retry_output:
+        turn_now = run.state.conv.open_turn
+        assert turn_now is not None and run.d.output is not None
+        if turn_now.output_retries < run.d.output.retries:
+            await output_retry(run, delivered, decoded[1], rows=wire_rows, settling=settling)
+            return None
     items, appended = run.append_history([Message(role="assistant", content=delivered)])
     writes.append(Write(key="history", verb="append", value=appended))
     writes.append(Write(key="finalAnswer", verb="set", value=delivered))
     typed: dict[str, Any] = {}
-    if run.d.output is not None:
-        value, problem = run.d.output.decode(delivered)
+    if decoded is not None:
+        value, problem = decoded
         if problem is None:
             typed["final_value"] = value
             writes.append(Write(key="finalValue", verb="set", value=value))

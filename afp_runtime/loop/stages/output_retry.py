@@ -4,9 +4,9 @@ and the next iteration asks again (docs/loop.md#typed-answers)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from afp_runtime.loop.outcomes import CommittedReply
 from afp_runtime.loop.output import retry_text
 from afp_runtime.messages import Message
 from afp_runtime.records import Txn, Write
@@ -15,8 +15,11 @@ if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
 
 
-async def output_retry(run: Run, reply: CommittedReply, problem: str, *, settling: bool) -> None:
-    """Commit the failed answer and the retry request; the loop goes on."""
+async def output_retry(
+    run: Run, answer: str, problem: str, *, rows: Sequence[Any], settling: bool
+) -> None:
+    """Commit the refused answer (as delivered: what extensions peeled is gone, ``rows`` they
+    filed from it are kept) and the retry request; the loop goes on."""
     run.begin("settle" if settling else "output-retry")
     turn = run.state.conv.open_turn
     assert turn is not None and run.d.output is not None
@@ -24,25 +27,33 @@ async def output_retry(run: Run, reply: CommittedReply, problem: str, *, settlin
     text = retry_text(problem, attempt, run.d.output.retries)
     items, appended = run.append_history(
         [
-            Message(role="assistant", content=reply.content),
+            Message(role="assistant", content=answer),
             Message(role="user", content=text),
         ]
     )
     closed = run.state.iteration
     run.state.iteration += 1
     state = run.checkpoint(
-        open_turn=run.open_turn_with(next_iteration=run.state.iteration, output_retries=attempt)
+        open_turn=run.open_turn_with(next_iteration=run.state.iteration, output_retries=attempt),
+        ledger_count=run.state.conv.ledger_count + len(rows),
     )
-    bundle = run.bundle(
-        [
-            Write(key="history", verb="append", value=appended),
-            Write(key="outputRetry", verb="set", value={"attempt": attempt, "problem": problem}),
-            Write(key="iteration", verb="set", value=run.state.iteration),
-        ],
-        iteration=closed,
-    )
+    writes = [
+        Write(key="history", verb="append", value=appended),
+        Write(key="outputRetry", verb="set", value={"attempt": attempt, "problem": problem}),
+    ]
+    if rows:
+        writes.append(Write(key="findingsLedger", verb="append", value=list(rows)))
+    writes.append(Write(key="iteration", verb="set", value=run.state.iteration))
+    bundle = run.bundle(writes, iteration=closed)
     await run.committer.stage(
-        Txn(agent_id=run.agent_id, bundles=[bundle], items=items, conversation=state), closes=True
+        Txn(
+            agent_id=run.agent_id,
+            bundles=[bundle],
+            items=items,
+            conversation=state,
+            ledger=list(rows),
+        ),
+        closes=True,
     )
     run.emit("output.invalid", {"attempt": attempt, "problem": problem, "retrying": True})
     run.emit(
