@@ -464,6 +464,39 @@ class Run:
         self.emit_run_ended(status, error_kind=error_kind, error=error)
         return self.outcome(status, error_kind=error_kind, error=error)
 
+    async def next_iteration(
+        self,
+        writes: Sequence[Write],
+        *,
+        items: Sequence[Item],
+        ledger: Sequence[Any],
+        **open_turn: Any,
+    ) -> int:
+        """The closing commit of an iteration the turn goes on from (tool calls, an output
+        retry): ``writes``, then the ledger rows and the next iteration, with the checkpoint;
+        returns the iteration it closed."""
+        closed = self.state.iteration
+        self.state.iteration += 1
+        state = self.checkpoint(
+            open_turn=self.open_turn_with(next_iteration=self.state.iteration, **open_turn),
+            ledger_count=self.state.conv.ledger_count + len(ledger),
+        )
+        writes = list(writes)
+        if ledger:
+            writes.append(Write(key="findingsLedger", verb="append", value=list(ledger)))
+        writes.append(Write(key="iteration", verb="set", value=self.state.iteration))
+        await self.committer.stage(
+            Txn(
+                agent_id=self.agent_id,
+                bundles=[self.bundle(writes, iteration=closed)],
+                items=list(items),
+                conversation=state,
+                ledger=list(ledger),
+            ),
+            closes=True,
+        )
+        return closed
+
     async def close_turn(
         self,
         status: Literal["answered", "halted"],

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from afp_runtime.loop.output import retry_text
 from afp_runtime.messages import Message
-from afp_runtime.records import Txn, Write
+from afp_runtime.records import Write
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
@@ -31,29 +31,14 @@ async def output_retry(
             Message(role="user", content=text),
         ]
     )
-    closed = run.state.iteration
-    run.state.iteration += 1
-    state = run.checkpoint(
-        open_turn=run.open_turn_with(next_iteration=run.state.iteration, output_retries=attempt),
-        ledger_count=run.state.conv.ledger_count + len(rows),
-    )
-    writes = [
-        Write(key="history", verb="append", value=appended),
-        Write(key="outputRetry", verb="set", value={"attempt": attempt, "problem": problem}),
-    ]
-    if rows:
-        writes.append(Write(key="findingsLedger", verb="append", value=list(rows)))
-    writes.append(Write(key="iteration", verb="set", value=run.state.iteration))
-    bundle = run.bundle(writes, iteration=closed)
-    await run.committer.stage(
-        Txn(
-            agent_id=run.agent_id,
-            bundles=[bundle],
-            items=items,
-            conversation=state,
-            ledger=list(rows),
-        ),
-        closes=True,
+    closed = await run.next_iteration(
+        [
+            Write(key="history", verb="append", value=appended),
+            Write(key="outputRetry", verb="set", value={"attempt": attempt, "problem": problem}),
+        ],
+        items=items,
+        ledger=rows,
+        output_retries=attempt,
     )
     run.emit("output.invalid", {"attempt": attempt, "problem": problem, "retrying": True})
     run.emit(

@@ -272,32 +272,15 @@ async def _close_batch(
     observed, repeats = _observe(run, planned, ordered)
     messages = [*([assistant] if assistant else []), *observed]
     items, appended = run.append_history(messages)
-    closed = run.state.iteration
-    run.state.iteration += 1
-    wire_rows = [*ledger, *run.take_rows()]
-    state = run.checkpoint(
-        open_turn=run.open_turn_with(
-            next_iteration=run.state.iteration, pending_batch=None, repeats=repeats
-        ),
-        ledger_count=run.state.conv.ledger_count + len(wire_rows),
-    )
-    writes = [
-        Write(key="history", verb="append", value=appended),
-        Write(key="toolResults", verb="set", value=results),
-    ]
-    if wire_rows:
-        writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
-    writes.append(Write(key="iteration", verb="set", value=run.state.iteration))
-    bundle = run.bundle(writes, iteration=closed)
-    await run.committer.stage(
-        Txn(
-            agent_id=run.agent_id,
-            bundles=[bundle],
-            items=items,
-            conversation=state,
-            ledger=wire_rows,
-        ),
-        closes=True,
+    closed = await run.next_iteration(
+        [
+            Write(key="history", verb="append", value=appended),
+            Write(key="toolResults", verb="set", value=results),
+        ],
+        items=items,
+        ledger=[*ledger, *run.take_rows()],
+        pending_batch=None,
+        repeats=repeats,
     )
     run.emit(
         "iteration.ended",
