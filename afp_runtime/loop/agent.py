@@ -58,6 +58,9 @@ class AgentDriver:
         self.rng = rng or random.Random()
         self.hooks = hooks
         self.agent_id = definition.agent_id
+        # A driver's first run seeds alone: a process that died before its first effect
+        # then still counts a recovery at the next start (docs/loop.md#crash-loops).
+        self._started = False
 
     async def post(
         self,
@@ -305,7 +308,9 @@ class AgentDriver:
             ids=self.ids,
             message_time=message_time,
             accepted_at_ms=accepted_at_ms,
+            seed_alone=kind != "initial" or not self._started,
         )
+        self._started = True
         return await run.execute(settle=settle, answers=answers)
 
 

@@ -2,7 +2,8 @@
 docs/architecture.md#decision-1-sync-durability-commits-at-effect-boundaries).
 
 ``sync`` keeps every bundle separate in the commit log but groups the bundles between two effects
-into one transaction: the run's seed alone; the pre-call bundles (with the previous iteration's
+into one transaction: the run's seed alone when the run asks for it (``durable``; a driver's later
+initial runs do not, docs/loop.md#crash-loops); the pre-call bundles (with the previous iteration's
 closing bundle and ``finished`` journal rows) when the receipt is handed over; the reply with the
 first dispatch group's ``started`` rows. ``iteration`` commits the seed alone, then one
 transaction per iteration at its closing stage; ``turn`` commits at the end of the turn and at
@@ -39,8 +40,8 @@ class Committer:
         """Hand over one stage's transaction (or journal rows).
 
         ``closes`` marks an iteration boundary (``iteration`` commits there); ``durable`` marks
-        a point ``sync`` commits at: the receipt, before its request leaves, and the seed, so a
-        run that dies before its first effect still counts as a recovery.
+        a point ``sync`` commits at: the receipt, before its request leaves, and the seed of a run
+        whose death before its first effect must count as a recovery.
         """
         if self._pending is None:
             self._pending = txn

@@ -94,6 +94,8 @@ class Run:
         run_id: this run's id.
         emitter: where events go.
         rng: the random source for retry jitter.
+        seed_alone: under ``sync``, commit the seed in a transaction of its own rather than
+            with the first pre-call bundles (docs/loop.md#crash-loops).
     """
 
     def __init__(
@@ -113,8 +115,10 @@ class Run:
         ids: IdFactory | None = None,
         message_time: dict[str, Any] | None = None,
         accepted_at_ms: int = 0,
+        seed_alone: bool = True,
     ) -> None:
         self.store = store
+        self.seed_alone = seed_alone
         self.d = definition
         self.clock = clock
         self.run_id = run_id

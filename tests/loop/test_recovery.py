@@ -7,6 +7,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from afp_runtime.loop import LoopHooks
 from afp_runtime.testing import answer, call, tool_reply
 
 from .conftest import Crash, Harness, StopAfter
@@ -179,6 +180,59 @@ async def test_sync_mode_commit_accounting(harness: Harness) -> None:
         (["call-model", "final"], [], True),
     ]
     assert harness.store.full_transactions == full_before + 3
+
+
+async def test_a_later_turn_seeds_with_its_first_call(harness: Harness) -> None:
+    """A driver's later initial runs commit the seed with the first pre-call bundles: one
+    transaction before the model call, as every other iteration has."""
+    driver = harness.driver([answer("one"), answer("two")])
+    await driver.post("first")
+    await harness.work(driver)
+    await driver.post("second")
+    harness.store.committed.clear()
+    await harness.work(driver)
+    assert [([b.stage for b in t.bundles], t.full) for t in harness.store.committed] == [
+        (["seed", "window", "context", "receipt"], False),
+        (["call-model", "final"], True),
+    ]
+
+
+class DiesAfterWindow(LoopHooks):
+    """Once armed, the process dies right after each window stage, before anything of it is
+    committed (no stop point asks for a flush)."""
+
+    armed = False
+
+    def after_stage(self, stage: str, iteration: int) -> None:
+        if self.armed and stage == "window":
+            raise Crash
+
+
+async def test_a_turn_that_kills_the_process_before_its_call_is_still_held(
+    harness: Harness,
+) -> None:
+    """A message that kills the process before the first model call, on a driver that already
+    ran, loses that run; the next driver's first run seeds alone, so recoveries count and the
+    turn is held after max_recoveries more crashes."""
+    hooks = DiesAfterWindow()
+    driver = harness.driver([answer("fine")], hooks=hooks, max_recoveries=2)
+    await driver.post("first")
+    await harness.work(driver)
+    hooks.armed = True
+    await driver.post("poison")
+    await harness.crash(driver)
+    # Nothing of the lost run was committed: the message is still queued.
+    assert [row.status for row in await harness.store.inbox("ops")] == ["answered", "queued"]
+    assert [run.run_id for run in await harness.store.runs("ops")] == ["run-1"]
+    for _ in range(3):
+        await harness.restart()
+        await harness.crash(harness.driver([], hooks=hooks, max_recoveries=2))
+    await harness.restart()
+    assert await harness.work(harness.driver([], hooks=hooks, max_recoveries=2)) == []
+    state = await harness.store.conversation_state("ops")
+    assert state.open_turn.status == "held" and state.open_turn.error_kind == "crash-loop"
+    kinds = [run.kind for run in await harness.store.runs("ops")]
+    assert kinds == ["initial", "initial", "recovery", "recovery"]
 
 
 async def test_markers_survive_a_restart(harness: Harness) -> None:

@@ -147,7 +147,7 @@ async def seed(run: Run) -> None:
         ledger=filed,
         crashed_run=recovered_from if run.kind == "recovery" else None,
     )
-    await run.committer.stage(txn, closes=True, durable=True)
+    await run.committer.stage(txn, closes=True, durable=run.seed_alone)
     payload: dict[str, Any] = {"runId": run.run_id, "turn": state.turn, "kind": run.kind}
     if recovered_from is not None:
         payload["recoveredFrom"] = recovered_from
