@@ -19,6 +19,7 @@ import structlog
 
 from afp_runtime._logging import get_logger
 from afp_runtime.cost import cost_wire
+from afp_runtime.errors import AfpError
 from afp_runtime.extensions import At, Filed, RunExtension, RunStart
 from afp_runtime.loop.committer import Committer
 from afp_runtime.loop.definition import Definition
@@ -285,6 +286,10 @@ class Run:
             except Exception:
                 try:
                     await self.committer.salvage()
+                except AfpError as exc:
+                    # Our own errors say what was wrong (a fenced commit, a store gone): no
+                    # traceback for them.
+                    log.warning("could not commit what the failed run handed over", error=str(exc))
                 except Exception:
                     log.warning("could not commit what the failed run handed over", exc_info=True)
                 raise
@@ -309,6 +314,9 @@ class Run:
                         ),
                     )
                 )
+            except AfpError as exc:
+                log.warning("could not mark the cancelled run", error=str(exc))
+                return
             except Exception:
                 log.warning("could not mark the cancelled run", exc_info=True)
                 return

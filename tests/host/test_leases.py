@@ -180,6 +180,37 @@ async def test_case_31_a_host_that_stops_renewing_is_taken_over(tmp_path: Path, 
     assert "no longer holds agent 'ops'" in lost_logs[0]["reason"]
 
 
+async def test_a_run_cancelled_after_its_lease_went_logs_one_line(
+    tmp_path: Path, logs: Any
+) -> None:
+    """A host that lost an agent's claim and then stops with that agent's run in flight cannot
+    mark the run cancelled (the commit is fenced off): it says why in one line, with no
+    traceback, and writes nothing."""
+    path, ids = tmp_path / "afp.db", SequentialIds()
+    clock_a, clock_b = FakeClock(), FakeClock()
+    held_by_a = Gated("from a")
+    async with running(
+        path, [agent(held_by_a.model)], clock=clock_a, ids=ids, host_id="host-a"
+    ) as a:
+        await _open_turn(a, held_by_a)
+        async with running(
+            path,
+            [agent(ScriptedModel([answer("b")], model="mock"))],
+            clock=clock_b,
+            ids=ids,
+            host_id="host-b",
+        ) as b:
+            for _ in range(4):  # past A's TTL on B's clock only: B takes the agent over
+                await period(b, clock_b)
+            assert await claim_of(path, "ops") == ("host-b", 1)
+            await settle(b)
+        before = await row_counts(path)
+    # A stopped with its first run still waiting on the model.
+    assert await row_counts(path) == before
+    [entry] = [e for e in logs if e["event"] == "could not mark the cancelled run"]
+    assert "exc_info" not in entry and "no longer holds agent 'ops'" in entry["error"]
+
+
 async def test_one_renewal_transaction_per_period_for_a_thousand_agents(tmp_path: Path) -> None:
     """Host case 31: with 1,000 claimed agents a period writes one transaction, not one per
     agent."""
