@@ -8,7 +8,7 @@ stays the backend's own (docs/storage.md#the-store-port).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -175,6 +175,64 @@ def resolved_range(
         )
         fps.append(bytes(fp).hex())
     return messages, fps
+
+
+RANGES_PER_READ = 200
+"""Ranges of a list reference one item read asks for (two parameters each)."""
+
+
+def ranges_read(
+    columns: str, joins: str, ranges: Sequence[tuple[int, int]], mark: Callable[[int], str]
+) -> tuple[str, list[int]]:
+    """One read of an agent's items over ``ranges``: a ``UNION ALL`` of one primary-key range
+    search per range (an ``OR`` of ranges lets SQLite scan every item of the agent instead),
+    and the ranges' parameters. ``mark(n)`` spells the ``n``-th placeholder; the first is
+    the agent id, which the caller passes before them."""
+    params: list[int] = []
+    selects: list[str] = []
+    for start, end in ranges:
+        n = 2 + len(params)
+        selects.append(
+            f"SELECT {columns} FROM items i{joins} WHERE i.agent = (SELECT agent FROM ag)"
+            f" AND i.pos >= {mark(n)} AND i.pos < {mark(n + 1)}"
+        )
+        params += (start, end)
+    agent = f"WITH ag(agent) AS (SELECT agent FROM agents WHERE agent_id = {mark(1)}) "
+    return agent + " UNION ALL ".join(selects), params
+
+
+def chunks(ranges: Sequence[tuple[int, int]]) -> list[Sequence[tuple[int, int]]]:
+    """A reference's ranges in groups of at most ``RANGES_PER_READ``."""
+    return [ranges[i : i + RANGES_PER_READ] for i in range(0, len(ranges), RANGES_PER_READ)]
+
+
+def resolved_ref(
+    agent_id: str, ranges: Sequence[tuple[int, int]], found: Iterable[Sequence[Any]]
+) -> tuple[list[Message], list[str]]:
+    """Messages and fingerprints of every range, in the reference's order, from the
+    ``(pos, fp, flags, injected_by, body)`` rows one read returned in any order.
+
+    Raises:
+        StoreDamaged: an item or a body is missing.
+    """
+    by_pos = {row[0]: row for row in found}
+    messages: list[Message] = []
+    fps: list[str] = []
+    for start, end in ranges:
+        rows = [by_pos[pos] for pos in range(start, end) if pos in by_pos]
+        got, got_fps = resolved_range(agent_id, start, end, rows)
+        messages += got
+        fps += got_fps
+    return messages, fps
+
+
+def ref_fingerprints(
+    ranges: Sequence[tuple[int, int]], found: Iterable[Sequence[Any]]
+) -> list[str]:
+    """Fingerprints of every stored item of the ranges, in the reference's order, from the
+    ``(pos, fp)`` rows one read returned in any order."""
+    by_pos = {row[0]: row[1] for row in found}
+    return [bytes(by_pos[pos]).hex() for s, e in ranges for pos in range(s, e) if pos in by_pos]
 
 
 def agent_row(agent_id: str, created_at_ms: int, blob: bytes) -> AgentRow:

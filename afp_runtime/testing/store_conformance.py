@@ -26,7 +26,14 @@ import anyio
 import anyio.lowlevel
 import msgspec
 
-from afp_runtime.errors import IdempotencyConflict, InvalidValue, LeaseLost, NotFound, StoreError
+from afp_runtime.errors import (
+    IdempotencyConflict,
+    InvalidValue,
+    LeaseLost,
+    NotFound,
+    StoreDamaged,
+    StoreError,
+)
 from afp_runtime.messages import (
     Message,
     ToolCall,
@@ -433,6 +440,35 @@ async def test_list_ref_ranges_resolve_in_order(store: Store) -> None:
     loaded = await store.load_conversation(agent_id)
     assert loaded.history == expected
     assert [row.messages for row in await store.agents() if row.agent_id == agent_id] == [5]
+
+
+async def test_a_reference_of_many_ranges_resolves_in_its_own_order(store: Store) -> None:
+    """A reference's ranges resolve in the reference's order, not the items' positions, also
+    past one read's worth of ranges; a range naming items never stored reads as damage, and
+    an unknown agent is refused."""
+    agent_id = await new_agent(store)
+    tag = fresh("many")
+    messages = [user(f"{tag} #{n}") for n in range(600)]
+    await store.commit(
+        Txn(
+            agent_id=agent_id,
+            items=items_at(0, messages),
+            conversation=state(agent_id, turn=1, ranges=((0, 600),), next_pos=600),
+        )
+    )
+    # 450 one-item ranges in scrambled order (7 and 600 share no factor), then a longer one.
+    ranges = (*(((n * 7) % 600, (n * 7) % 600 + 1) for n in range(450)), (590, 594))
+    expected = tuple(messages[pos] for start, end in ranges for pos in range(start, end))
+    resolved, fps = await store.resolve(agent_id, ListRef(ranges=ranges))
+    assert resolved == expected and len(resolved) == sum(e - s for s, e in ranges)
+    assert fps == tuple(fingerprint(m) for m in expected)
+    assert await store.fingerprints(agent_id, ListRef(ranges=ranges)) == fps
+    with raises(StoreDamaged, "names items 599..600"):
+        await store.resolve(agent_id, ListRef(ranges=((0, 2), (599, 601))))
+    for read in (store.resolve, store.fingerprints):
+        for ref in (ListRef(), ListRef(ranges=((0, 2),))):
+            with raises(StoreError, "no agent"):
+                await read(fresh("nobody"), ref)
 
 
 # -- contracts: the durable inbox -------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncpg
 
 from afp_runtime.errors import StoreError
@@ -55,43 +57,45 @@ class Conversations(Loading, PostgresCore):
         )
         return self._decode_state(found[0][0], agent_id) if found else None
 
-    async def _agent(self, agent_id: str) -> int:
-        found = await self._fetch("SELECT agent FROM agents WHERE agent_id = $1", agent_id)
-        if not found:
-            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
-        return int(found[0][0])
-
     async def resolve(
         self, agent_id: str, ref: ListRef
     ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
-        """The messages (with their markers) and fingerprints of a list reference."""
-        agent = await self._agent(agent_id)
-        messages: list[Message] = []
-        fps: list[str] = []
-        for start, end in ref.ranges:
-            found = await self._fetch(
-                "SELECT i.pos, i.fp, i.flags, i.injected_by, b.body FROM items i"
-                " LEFT JOIN bodies b ON b.fp = i.fp"
-                " WHERE i.agent = $1 AND i.pos >= $2 AND i.pos < $3 ORDER BY i.pos",
-                agent,
-                start,
-                end,
+        """The messages (with their markers) and fingerprints of a list reference: one round
+        trip per ``RANGES_PER_READ`` ranges."""
+        found: list[Any] = []
+        for ranges in common.chunks(ref.ranges):
+            sql, params = common.ranges_read(
+                "i.pos, i.fp, i.flags, i.injected_by, b.body",
+                " LEFT JOIN bodies b ON b.fp = i.fp",
+                ranges,
+                lambda n: f"${n}",
             )
-            got, got_fps = common.resolved_range(agent_id, start, end, found)
-            messages.extend(got)
-            fps.extend(got_fps)
+            found += await self._fetch(
+                sql,
+                agent_id,
+                *params,
+            )
+        if not found:
+            await self._known(agent_id)
+        messages, fps = common.resolved_ref(agent_id, ref.ranges, found)
         return tuple(messages), tuple(fps)
 
     async def fingerprints(self, agent_id: str, ref: ListRef) -> tuple[str, ...]:
         """The fingerprints of a list reference's items, in order, without reading bodies."""
-        agent = await self._agent(agent_id)
-        fps: list[str] = []
-        for start, end in ref.ranges:
-            found = await self._fetch(
-                "SELECT fp FROM items WHERE agent = $1 AND pos >= $2 AND pos < $3 ORDER BY pos",
-                agent,
-                start,
-                end,
+        found: list[Any] = []
+        for ranges in common.chunks(ref.ranges):
+            sql, params = common.ranges_read("i.pos, i.fp", "", ranges, lambda n: f"${n}")
+            found += await self._fetch(
+                sql,
+                agent_id,
+                *params,
             )
-            fps.extend(bytes(row[0]).hex() for row in found)
-        return tuple(fps)
+        if not found:
+            await self._known(agent_id)
+        return tuple(common.ref_fingerprints(ref.ranges, found))
+
+    async def _known(self, agent_id: str) -> None:
+        """Raise ``StoreError`` unless ``agent_id`` is in the store (a read that found no item
+        may have named no agent)."""
+        if not await self._fetch("SELECT 1 FROM agents WHERE agent_id = $1", agent_id):
+            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)

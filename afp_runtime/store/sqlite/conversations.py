@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from afp_runtime.errors import StoreError
 from afp_runtime.messages import Message
@@ -56,36 +57,40 @@ class Conversations(Loading, SqliteCore):
     async def resolve(
         self, agent_id: str, ref: ListRef
     ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
-        """The messages (with their markers) and fingerprints of a list reference."""
-        rows = await self._fetch("SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
-        if not rows:
-            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
-        agent = rows[0][0]
-        messages: list[Message] = []
-        fps: list[str] = []
-        for start, end in ref.ranges:
-            found = await self._fetch(
-                "SELECT i.pos, i.fp, i.flags, i.injected_by, b.body FROM items i"
-                " LEFT JOIN bodies b ON b.fp=i.fp WHERE i.agent=? AND i.pos>=? AND i.pos<?"
-                " ORDER BY i.pos",
-                (agent, start, end),
+        """The messages (with their markers) and fingerprints of a list reference: one read
+        per ``RANGES_PER_READ`` ranges."""
+        found: list[Any] = []
+        for ranges in common.chunks(ref.ranges):
+            sql, params = common.ranges_read(
+                "i.pos, i.fp, i.flags, i.injected_by, b.body",
+                " LEFT JOIN bodies b ON b.fp = i.fp",
+                ranges,
+                lambda n: "?",
             )
-            got, got_fps = common.resolved_range(agent_id, start, end, found)
-            messages.extend(got)
-            fps.extend(got_fps)
+            found += await self._fetch(
+                sql,
+                (agent_id, *params),
+            )
+        if not found:
+            await self._known(agent_id)
+        messages, fps = common.resolved_ref(agent_id, ref.ranges, found)
         return tuple(messages), tuple(fps)
 
     async def fingerprints(self, agent_id: str, ref: ListRef) -> tuple[str, ...]:
         """The fingerprints of a list reference's items, in order, without reading bodies."""
-        rows = await self._fetch("SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
-        if not rows:
-            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
-        agent = rows[0][0]
-        fps: list[str] = []
-        for start, end in ref.ranges:
-            found = await self._fetch(
-                "SELECT fp FROM items WHERE agent=? AND pos>=? AND pos<? ORDER BY pos",
-                (agent, start, end),
+        found: list[Any] = []
+        for ranges in common.chunks(ref.ranges):
+            sql, params = common.ranges_read("i.pos, i.fp", "", ranges, lambda n: "?")
+            found += await self._fetch(
+                sql,
+                (agent_id, *params),
             )
-            fps.extend(row[0].hex() for row in found)
-        return tuple(fps)
+        if not found:
+            await self._known(agent_id)
+        return tuple(common.ref_fingerprints(ref.ranges, found))
+
+    async def _known(self, agent_id: str) -> None:
+        """Raise ``StoreError`` unless ``agent_id`` is in the store (a read that found no item
+        may have named no agent)."""
+        if not await self._fetch("SELECT 1 FROM agents WHERE agent_id=?", (agent_id,)):
+            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
