@@ -1,13 +1,16 @@
-"""Port operations that read no table of their own, written once for every backend: the fence
-a store's commits are checked by, and a conversation loaded from its checkpoint and history."""
+"""Port operations written once for every backend: the fence a store's commits are checked by,
+and reading a conversation (its list references resolved over one primitive read)."""
 
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
+from typing import Any
 
 from afp_runtime.errors import StoreError
 from afp_runtime.messages import Message
 from afp_runtime.records import ConversationState, ListRef
+from afp_runtime.store import rows
 from afp_runtime.store.values import LoadedConversation
 
 
@@ -29,17 +32,52 @@ class Fencing:
 
 
 class Loading(abc.ABC):
-    """``load_conversation`` over a backend's ``conversation_state`` and ``resolve``."""
+    """``load_conversation``, ``resolve`` and ``fingerprints`` over a backend's
+    ``conversation_state`` and one primitive read (``_read_rows``, spelled by ``_placeholder``)."""
 
     @abc.abstractmethod
     async def conversation_state(self, agent_id: str) -> ConversationState | None:
         """The stored checkpoint (each backend answers it)."""
 
+    @staticmethod
     @abc.abstractmethod
+    def _placeholder(n: int) -> str:
+        """The backend's spelling of the ``n``-th placeholder."""
+
+    @abc.abstractmethod
+    async def _read_rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        """Every row of one read (each backend answers it)."""
+
     async def resolve(
         self, agent_id: str, ref: ListRef
     ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
-        """Messages and fingerprints of a list reference (each backend answers it)."""
+        """The messages (with their markers) and fingerprints of a list reference: one read
+        per ``RANGES_PER_READ`` ranges (docs/storage.md#message-bodies-and-list-references)."""
+        found = await self._items(
+            agent_id,
+            ref,
+            "i.pos, i.fp, i.flags, i.injected_by, b.body",
+            " LEFT JOIN bodies b ON b.fp = i.fp",
+        )
+        messages, fps = rows.resolved_ref(agent_id, ref.ranges, found)
+        return tuple(messages), tuple(fps)
+
+    async def fingerprints(self, agent_id: str, ref: ListRef) -> tuple[str, ...]:
+        """The fingerprints of a list reference's items, in order, without reading bodies."""
+        found = await self._items(agent_id, ref, "i.pos, i.fp", "")
+        return tuple(rows.ref_fingerprints(ref.ranges, found))
+
+    async def _items(self, agent_id: str, ref: ListRef, columns: str, joins: str) -> list[Any]:
+        found: list[Any] = []
+        for ranges in rows.chunks(ref.ranges):
+            sql, params = rows.ranges_read(columns, joins, ranges, self._placeholder)
+            found += await self._read_rows(sql, [agent_id, *params])
+        # A read that found no item may have named no agent.
+        if not found and not await self._read_rows(
+            f"SELECT 1 FROM agents WHERE agent_id = {self._placeholder(1)}", [agent_id]
+        ):
+            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+        return found
 
     async def load_conversation(self, agent_id: str) -> LoadedConversation:
         """The checkpoint and its history, resolved: O(window), not O(all history)."""

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
 
-from afp_runtime.errors import StoreError
-from afp_runtime.messages import Message
-from afp_runtime.records import ConversationState, ListRef, Txn
-from afp_runtime.store import rows as common
+from afp_runtime.records import ConversationState, Txn
 from afp_runtime.store.mixins import Loading
 from afp_runtime.store.postgres import writes
 from afp_runtime.store.postgres._core import PostgresCore
@@ -57,45 +55,9 @@ class Conversations(Loading, PostgresCore):
         )
         return self._decode_state(found[0][0], agent_id) if found else None
 
-    async def resolve(
-        self, agent_id: str, ref: ListRef
-    ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
-        """The messages (with their markers) and fingerprints of a list reference: one round
-        trip per ``RANGES_PER_READ`` ranges."""
-        found: list[Any] = []
-        for ranges in common.chunks(ref.ranges):
-            sql, params = common.ranges_read(
-                "i.pos, i.fp, i.flags, i.injected_by, b.body",
-                " LEFT JOIN bodies b ON b.fp = i.fp",
-                ranges,
-                lambda n: f"${n}",
-            )
-            found += await self._fetch(
-                sql,
-                agent_id,
-                *params,
-            )
-        if not found:
-            await self._known(agent_id)
-        messages, fps = common.resolved_ref(agent_id, ref.ranges, found)
-        return tuple(messages), tuple(fps)
+    @staticmethod
+    def _placeholder(n: int) -> str:
+        return f"${n}"
 
-    async def fingerprints(self, agent_id: str, ref: ListRef) -> tuple[str, ...]:
-        """The fingerprints of a list reference's items, in order, without reading bodies."""
-        found: list[Any] = []
-        for ranges in common.chunks(ref.ranges):
-            sql, params = common.ranges_read("i.pos, i.fp", "", ranges, lambda n: f"${n}")
-            found += await self._fetch(
-                sql,
-                agent_id,
-                *params,
-            )
-        if not found:
-            await self._known(agent_id)
-        return tuple(common.ref_fingerprints(ref.ranges, found))
-
-    async def _known(self, agent_id: str) -> None:
-        """Raise ``StoreError`` unless ``agent_id`` is in the store (a read that found no item
-        may have named no agent)."""
-        if not await self._fetch("SELECT 1 FROM agents WHERE agent_id = $1", agent_id):
-            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+    async def _read_rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        return await self._fetch(sql, *params)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
-from afp_runtime.errors import StoreError
-from afp_runtime.messages import Message
-from afp_runtime.records import ConversationState, ListRef, Txn
+from afp_runtime.records import ConversationState, Txn
 from afp_runtime.store import rows as common
 from afp_runtime.store.mixins import Loading
 from afp_runtime.store.sqlite import writes
@@ -54,43 +53,9 @@ class Conversations(Loading, SqliteCore):
         )
         return common.decode_state(rows[0][0], agent_id) if rows else None
 
-    async def resolve(
-        self, agent_id: str, ref: ListRef
-    ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
-        """The messages (with their markers) and fingerprints of a list reference: one read
-        per ``RANGES_PER_READ`` ranges."""
-        found: list[Any] = []
-        for ranges in common.chunks(ref.ranges):
-            sql, params = common.ranges_read(
-                "i.pos, i.fp, i.flags, i.injected_by, b.body",
-                " LEFT JOIN bodies b ON b.fp = i.fp",
-                ranges,
-                lambda n: "?",
-            )
-            found += await self._fetch(
-                sql,
-                (agent_id, *params),
-            )
-        if not found:
-            await self._known(agent_id)
-        messages, fps = common.resolved_ref(agent_id, ref.ranges, found)
-        return tuple(messages), tuple(fps)
+    @staticmethod
+    def _placeholder(n: int) -> str:
+        return "?"
 
-    async def fingerprints(self, agent_id: str, ref: ListRef) -> tuple[str, ...]:
-        """The fingerprints of a list reference's items, in order, without reading bodies."""
-        found: list[Any] = []
-        for ranges in common.chunks(ref.ranges):
-            sql, params = common.ranges_read("i.pos, i.fp", "", ranges, lambda n: "?")
-            found += await self._fetch(
-                sql,
-                (agent_id, *params),
-            )
-        if not found:
-            await self._known(agent_id)
-        return tuple(common.ref_fingerprints(ref.ranges, found))
-
-    async def _known(self, agent_id: str) -> None:
-        """Raise ``StoreError`` unless ``agent_id`` is in the store (a read that found no item
-        may have named no agent)."""
-        if not await self._fetch("SELECT 1 FROM agents WHERE agent_id=?", (agent_id,)):
-            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+    async def _read_rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        return await self._fetch(sql, params)
