@@ -3,7 +3,7 @@
 docs/architecture.md#decision-12-one-lease-row-per-host-process,
 docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once). Two stores on one
 file stand for two host processes; the backend-neutral contracts are in
-afp_runtime/testing/store_conformance.py."""
+afp_runtime/testing/store_leases.py."""
 
 from __future__ import annotations
 
