@@ -68,9 +68,16 @@ async def seed(run: Run) -> None:
         run.state.usage_missing = open_turn.usage_missing
         run.state.prior = open_turn.prior_visits
         run.text = run.text or _last_person_message(run)
-    if run.state.conv.last_sent is not None:
+    last_sent = run.state.conv.last_sent
+    if last_sent is not None:
         # The base of this run's first receipt: the conversation's last receipt (O(window)).
-        base = list(await run.store.fingerprints(run.agent_id, run.state.conv.last_sent))
+        # Its items are usually all in the loaded window (items never change): then no read.
+        positions = run.state.conv.history.positions()
+        aligned = len(positions) == len(run.state.fps)
+        loaded = dict(zip(positions, run.state.fps, strict=True)) if aligned else {}
+        base = [loaded.get(pos, "") for pos in last_sent.positions()]
+        if "" in base:
+            base = list(await run.store.fingerprints(run.agent_id, last_sent))
         for index, fp in run.state.conv.last_sent_subs:
             if index < len(base):
                 base[index] = fp
