@@ -49,8 +49,10 @@ def _python(code: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str
     )
 
 
-def _afp_run(cwd: Path, *options: str, **env: str) -> subprocess.CompletedProcess[str]:
-    (cwd / "empty_script.py").write_text("SCRIPT = []\n", encoding="utf-8")
+def _afp_run(
+    cwd: Path, *options: str, script: str = "", **env: str
+) -> subprocess.CompletedProcess[str]:
+    (cwd / "empty_script.py").write_text(script + "SCRIPT = []\n", encoding="utf-8")
     (cwd / "agents.toml").write_text(CONFIG, encoding="utf-8")
     return subprocess.run(
         [sys.executable, "-m", "afp_runtime.cli", *options, "run", "agents.toml", "-m", "hi"],
@@ -103,6 +105,21 @@ def test_log_format_json_gives_json_lines(tmp_path: Path) -> None:
         lines = [json.loads(line) for line in done.stderr.splitlines() if line.strip()]
         assert any(entry["event"] == "turn stopped" for entry in lines)
         assert all(entry["level"] for entry in lines)
+
+
+def test_a_librarys_standard_logging_comes_out_in_the_same_format(tmp_path: Path) -> None:
+    """A record another library logs through ``logging`` (asyncpg's pool does) is a JSON line
+    under ``--log-format json``, with its level and logger, and plain text otherwise."""
+    noisy = "import logging\nlogging.getLogger('a.library').warning('pool busy: %s', 3)\n"
+    (tmp_path / "json").mkdir()
+    (tmp_path / "console").mkdir()
+    as_json = _afp_run(tmp_path / "json", "--log-format", "json", script=noisy)
+    lines = [json.loads(line) for line in as_json.stderr.splitlines() if line.strip()]
+    assert {"event": "pool busy: 3", "level": "warning", "logger": "a.library"}.items() <= next(
+        entry for entry in lines if entry.get("logger") == "a.library"
+    ).items()
+    console = _afp_run(tmp_path / "console", script=noisy)
+    assert "pool busy: 3" in console.stderr and ANSI not in console.stderr
 
 
 def test_an_unknown_log_format_is_a_usage_error(tmp_path: Path) -> None:
