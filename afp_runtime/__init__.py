@@ -23,8 +23,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from afp_runtime._lazy import lazy_names as _lazy_names
+from afp_runtime._version import VERSION as _VERSION
 
-__version__ = "0.1.0"
+__version__ = _VERSION
 
 if TYPE_CHECKING:
     from afp_runtime import cost as cost

@@ -25,8 +25,9 @@ INIT = "__init__"
 ERRORS = "errors"
 LOGGING = "_logging"
 LAZY = "_lazy"
+VERSION = "_version"
 # Modules that import nothing of ours and that every layer may import.
-SHARED = frozenset({ERRORS, LOGGING, LAZY})
+SHARED = frozenset({ERRORS, LOGGING, LAZY, VERSION})
 # Modules (and application-level packages, such as ``scenario`` and the embedded runtime
 # ``_embed``) outside the layers that may import any layer and that no layer may import.
 ENTRY_MODULES = frozenset({"cli", "testing", "demo", "scenario", "_embed", INIT})

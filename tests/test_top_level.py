@@ -3,11 +3,13 @@ loads neither the HTTP stack nor the model adapters."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.resources
 import inspect
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -116,3 +118,27 @@ def test_defining_an_agent_does_not_load_the_http_stack() -> None:
     assert "afp_runtime.loop" in loaded
     assert not {"litestar", "uvicorn", "afp_runtime.api", "httpx", "aiosqlite"} & set(loaded)
     assert "httpx" in _loaded_after("import afp_runtime as afp\nafp.OpenAICompatModel")
+
+
+def test_the_release_is_written_in_one_place() -> None:
+    """``afp.__version__`` is the installed distribution's version, and no other module of the
+    package spells the release out: what the MCP handshake, the API's health and ``afp
+    --version`` report cannot drift apart."""
+    assert afp.__version__ == importlib.metadata.version("afp-runtime")
+    root = importlib.resources.files("afp_runtime")
+    spelled = [
+        str(path)
+        for path in _python_files(root)
+        if path.name != "_version.py" and f'"{afp.__version__}"' in path.read_text("utf-8")
+    ]
+    assert spelled == []
+
+
+def _python_files(folder: Any) -> list[Any]:
+    found = []
+    for entry in folder.iterdir():
+        if entry.is_dir():
+            found.extend(_python_files(entry))
+        elif entry.name.endswith(".py"):
+            found.append(entry)
+    return found

@@ -10,12 +10,12 @@ Readings settled here:
 
 from __future__ import annotations
 
-from importlib import metadata
 from typing import Literal
 
 from litestar import get
 from litestar.datastructures import State
 
+from afp_runtime._version import VERSION
 from afp_runtime.api._context import ApiContext, context_of
 from afp_runtime.api._params import (
     Cursor,
@@ -35,11 +35,6 @@ from afp_runtime.api.shapes import (
 from afp_runtime.api.views import agent_view
 from afp_runtime.served import find_call
 from afp_runtime.store import AgentRow, RunRow
-
-try:
-    VERSION = metadata.version("afp-runtime")
-except metadata.PackageNotFoundError:  # running from a source tree that was never installed
-    VERSION = "0+unknown"
 
 
 @get("/v1/health", summary="Health", tags=["host"])

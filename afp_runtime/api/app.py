@@ -18,6 +18,7 @@ import msgspec
 from litestar import Litestar, Response, get
 from litestar.datastructures import State
 
+from afp_runtime._version import VERSION
 from afp_runtime.api import agents, events, findings, inbox, questions, runs, window
 from afp_runtime.api._context import STATE_KEY, ApiContext
 from afp_runtime.api._guard import Guard
@@ -40,7 +41,7 @@ _OPENAPI_MEDIA_TYPE = "application/vnd.oai.openapi+json"
 def _document_bytes() -> bytes:
     from afp_runtime.api import _openapi
 
-    return msgspec.json.encode(_openapi.document(version=agents.VERSION))
+    return msgspec.json.encode(_openapi.document(version=VERSION))
 
 
 @get("/v1/openapi.json")

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 
 from afp_runtime._logging import get_logger
+from afp_runtime._version import VERSION
 from afp_runtime.errors import ConfigError, McpServerError
 from afp_runtime.mcp._servers import McpServer
 from afp_runtime.mcp._tools import as_tool
@@ -151,7 +152,7 @@ class McpConnection:
                     await self._transport(stack),
                     message_handler=self._on_message,
                     cache=None,
-                    client_info=mcp.types.Implementation(name="afp-runtime", version="0.1.0"),
+                    client_info=mcp.types.Implementation(name="afp-runtime", version=VERSION),
                 )
             )
             # The change stream opens before the first list, so no change falls between.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import anyio
 
+import afp_runtime as afp
 from afp_runtime.errors import ModelCallError
 from afp_runtime.findings import FindingsConfig
 from afp_runtime.messages import ModelReply, ModelRequest
@@ -22,7 +23,7 @@ async def test_health_answers_ok_with_version_and_schema(api: Api) -> None:
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "ok"
-    assert isinstance(body["version"], str) and isinstance(body["schemaVersion"], int)
+    assert body["version"] == afp.__version__ and isinstance(body["schemaVersion"], int)
     assert body["hostId"] == "host-b.example"
 
 

@@ -1,8 +1,9 @@
 """An MCP server written by hand over stdio with the handshake of MCP 2025 (no change stream),
 for the tests of an older server and of one that breaks the protocol
-(docs/mcp.md#how-this-is-tested): it lists ``echo`` and ``grow``; ``grow`` pushes
+(docs/mcp.md#how-this-is-tested): it lists ``echo``, ``grow`` and ``client``; ``grow`` pushes
 ``notifications/tools/list_changed`` before its answer and adds ``grown`` to the list; a call to
-``echo`` is answered with a line that is not JSON-RPC."""
+``echo`` is answered with a line that is not JSON-RPC; ``client`` answers with the name and
+version the client gave at ``initialize``."""
 
 from __future__ import annotations
 
@@ -22,13 +23,16 @@ def _result(ident: object, result: dict[str, object]) -> None:
 
 
 def main() -> None:
-    names = ["echo", "grow"]
+    names = ["echo", "grow", "client"]
+    client = ""
     for line in sys.stdin:
         request = json.loads(line)
         method, ident = request.get("method"), request.get("id")
         if ident is None:
             continue  # a notification
         if method == "initialize":
+            given = request["params"]["clientInfo"]
+            client = f"{given['name']} {given['version']}"
             capabilities = {"tools": {"listChanged": True}}
             info = {"name": "handmade", "version": "1"}
             version = request["params"]["protocolVersion"]
@@ -45,6 +49,8 @@ def main() -> None:
             names.append("grown")
             _send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             _result(ident, {"content": [{"type": "text", "text": "grown"}]})
+        elif method == "tools/call" and request["params"]["name"] == "client":
+            _result(ident, {"content": [{"type": "text", "text": client}]})
         elif method == "tools/call":
             sys.stdout.write("this is not json-rpc\n")
             sys.stdout.flush()

@@ -170,6 +170,18 @@ async def test_a_malformed_message_ends_the_call_and_the_session(tmp_path: Path)
     assert "McpServerError" in seen["c1"] and "'handmade' sent a malformed message" in seen["c1"]
 
 
+async def test_the_handshake_names_the_runtime_and_its_release(tmp_path: Path) -> None:
+    """At ``initialize`` the client introduces itself as afp-runtime at the installed release,
+    the one ``afp --version`` and the API's health report."""
+    handmade = afp.mcp.stdio("handmade", sys.executable, [str(HANDMADE)], prefix="")
+    model = ScriptedModel([tool_reply(call("c1", "client")), answer("")], model="mock")
+    agent = afp.Agent("lab-user", model, mcp=[handmade])
+    async with afp.open(tmp_path / "afp.db") as store:
+        with anyio.fail_after(20):
+            await store.run(agent, "who are you")
+    assert f"afp-runtime {afp.__version__}" in observations(model)["c1"]
+
+
 async def test_an_older_server_pushes_its_change_and_the_next_request_offers_it(
     tmp_path: Path,
 ) -> None:
