@@ -32,17 +32,20 @@ def decide_route(
 
 def unique_call_ids(calls: Sequence[ToolCall], used: set[str]) -> tuple[ToolCall, ...]:
     """Rename call ids already used in the conversation (``<id>~2``, ``<id>~3``…); adds to ``used``.
+    A call with an empty id (a model or adapter that sent none) is named ``call``, then
+    ``call~2``…: a tool result must name the call it answers.
 
     Renaming is deterministic, so a recovery that re-plans the same committed reply gets the
     same ids.
     """
     result = []
     for call in calls:
-        new_id = call.id
+        base = call.id or "call"
+        new_id = base
         n = 1
         while new_id in used:
             n += 1
-            new_id = f"{call.id}~{n}"
+            new_id = f"{base}~{n}"
         used.add(new_id)
         result.append(call if new_id == call.id else msgspec.structs.replace(call, id=new_id))
     return tuple(result)

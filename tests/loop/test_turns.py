@@ -239,3 +239,18 @@ async def test_duplicate_tool_call_ids_are_renamed(harness: Harness) -> None:
     call_ids = [c.id for m in history for c in m.tool_calls]
     result_ids = [m.tool_call_id for m in history if m.role == "tool"]
     assert call_ids == ["c1", "c1~2"] and result_ids == ["c1", "c1~2"]
+
+
+async def test_calls_without_an_id_are_named_by_the_runtime(harness: Harness) -> None:
+    """A reply whose calls carry empty ids (a model that sent none) gets ``call``, ``call~2``…
+    in the calls and their results, and the turn answers instead of failing on every run."""
+    driver = harness.driver(
+        [tool_reply(call("", "alpha_tool"), call("", "alpha_tool")), answer("done")]
+    )
+    await driver.post("go")
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered" and outcome.final_answer == "done"
+    history = (await harness.store.load_conversation("ops")).history
+    call_ids = [c.id for m in history for c in m.tool_calls]
+    result_ids = [m.tool_call_id for m in history if m.role == "tool"]
+    assert call_ids == ["call", "call~2"] and result_ids == ["call", "call~2"]
