@@ -168,7 +168,7 @@ class ModelCallError(AfpError):
     """A model call failed; carries the error kind, HTTP status and whether a retry may help.
 
     ``error_kind`` is one of ``context-length``, ``auth``, ``bad-request``, ``rate-limited``,
-    ``server``, ``network``, ``bad-response``, ``script-exhausted``.
+    ``server``, ``network``, ``bad-response``, ``script-exhausted``, ``adapter``.
     """
 
     def __init__(

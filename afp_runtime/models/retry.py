@@ -70,14 +70,17 @@ async def send_with_retries(
         The reply and the failed attempts before it.
 
     Raises:
-        ModelCallError: the last error, its ``attempts`` holding every failed attempt.
+        ModelCallError: the last error, its ``attempts`` holding every failed attempt. An
+            adapter that raises an exception of its own, or returns something that is not a
+            ``ModelReply``, fails with ``error_kind="adapter"``, not retried: the same code would
+            fail the same way (docs/loop.md#error-classification).
     """
     failed: list[Attempt] = []
     attempt = 0
     while True:
         attempt += 1
         try:
-            reply = await model.send(request, on_token=on_token)
+            reply = await _checked_send(model, request, on_token)
             return reply, tuple(failed)
         except ModelCallError as exc:
             retry_after = exc.retry_after_s
@@ -93,3 +96,26 @@ async def send_with_retries(
             if on_retry is not None:
                 on_retry(attempt, exc, wait)
             await sleep(wait)
+
+
+async def _checked_send(
+    model: Model, request: EncodedRequest, on_token: TokenSink | None
+) -> ModelReply:
+    provider = getattr(model, "provider", None) or type(model).__name__
+    try:
+        reply = await model.send(request, on_token=on_token)
+    except ModelCallError:
+        raise
+    except Exception as exc:
+        raise ModelCallError(
+            f"the model adapter raised {type(exc).__name__}: {exc}",
+            error_kind="adapter",
+            provider=str(provider),
+        ) from exc
+    if not isinstance(reply, ModelReply):
+        raise ModelCallError(
+            f"the model adapter returned {type(reply).__name__}, not a ModelReply",
+            error_kind="adapter",
+            provider=str(provider),
+        )
+    return reply

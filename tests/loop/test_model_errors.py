@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from afp_runtime.errors import ModelCallError, RunNotResumable
+from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer
 
 from .conftest import Harness
@@ -92,6 +95,27 @@ async def test_script_exhausted_names_the_call_number(harness: Harness) -> None:
     [held] = await harness.work(driver)
     assert held.status == "held" and held.error_kind == "script-exhausted"
     assert "call 1" in (held.error or "")
+
+
+@pytest.mark.parametrize(
+    ("handler", "named"),
+    [
+        pytest.param(lambda request, n: "hi", "returned str, not a ModelReply", id="not-a-reply"),
+        pytest.param(lambda request, n: 1 / 0, "raised ZeroDivisionError", id="raises"),
+    ],
+)
+async def test_a_broken_adapter_holds_the_turn_naming_what_it_did(
+    harness: Harness, handler: Any, named: str
+) -> None:
+    """A model that returns something other than a reply, or raises an exception of its own, is
+    not retried: the turn is held under ``adapter`` with the error naming what it did, and the
+    run returns instead of raising out of the loop."""
+    driver = harness.driver(ScriptedModel(handler))
+    await driver.post("go")
+    [held] = await harness.work(driver)
+    assert held.status == "held" and held.error_kind == "adapter"
+    assert named in (held.error or "")
+    assert [r.status for r in await harness.store.inbox("ops")] == ["held"]
 
 
 async def test_operator_resume_after_fixing_credentials(harness: Harness) -> None:
