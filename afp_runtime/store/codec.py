@@ -8,6 +8,8 @@ with:
 
 * map keys and strings of the runtime's fixed vocabulary (``WORDS``) as one-byte codes;
 * 64-character lowercase hex strings (digests) as their 32 bytes;
+* ints beyond 64 bits (which MessagePack cannot hold; a model may send one as an argument) as
+  their decimal digits;
 * ``<prefix><uuid>`` strings (run ids) as the prefix and the uuid's 16 bytes;
 * a list of two or more maps with the same keys in the same order as one table, a column whose
   values are all one value once, a column of ints rising by steps under 256 as its first value
@@ -26,6 +28,8 @@ import operator
 from typing import Any
 
 import msgspec
+
+from afp_runtime.errors import InvalidValue
 
 MARKER = b"\xc1\x01"
 """Starts a compact blob: 0xC1 is never used by MessagePack, then the form's version."""
@@ -66,11 +70,12 @@ _CODES: dict[str, int] = {word: code for code, word in enumerate(WORDS)}
 _NAMES: dict[int, str] = dict(enumerate(WORDS))
 
 # ext types
-_WORD, _DIGEST, _UUID, _TABLE, _SAME, _STEPS, _STRIDE, _NIBBLES = range(1, 9)
+_WORD, _DIGEST, _UUID, _TABLE, _SAME, _STEPS, _STRIDE, _NIBBLES, _BIG_INT = range(1, 10)
 _WORD_EXTS = {word: msgspec.msgpack.Ext(_WORD, bytes((code,))) for word, code in _CODES.items()}
 _SCALARS = (str, int, bool, type(None))  # the types a same-value column may hold
 _DICTS, _TEXTS = {dict}, {str}
-_KEPT = frozenset({int, float, bool, type(None), bytes})  # stored as they are
+# Stored as they are (an ext only ever holds an int beyond 64 bits, ``_big_ints``).
+_KEPT = frozenset({int, float, bool, type(None), bytes, msgspec.msgpack.Ext})
 _KEPT_TEXT = _KEPT | {str}  # what expansion leaves as it is
 
 _encoder = msgspec.msgpack.Encoder()
@@ -82,12 +87,42 @@ class _NotCompact(Exception):
 
 
 def encode(value: Any) -> bytes:
-    """``value`` (a bundle's writes) in the compact form, or plain when it cannot be."""
-    plain = _encoder.encode(value)
+    """``value`` (a bundle's writes) in the compact form, or plain when it cannot be.
+
+    Raises:
+        InvalidValue: ``value`` holds an int beyond 64 bits in a tree the compact form cannot
+            hold (MessagePack has no such ints).
+    """
+    try:
+        plain = _encoder.encode(value)
+    except OverflowError:
+        # An int beyond 64 bits (a model's argument of 10**30): kept as its digits.
+        return _with_big_ints(value)
     try:
         return MARKER + _encoder.encode(_compact(_plain_decoder.decode(plain)))
     except _NotCompact:
         return plain
+
+
+def _with_big_ints(value: Any) -> bytes:
+    tree = _big_ints(msgspec.to_builtins(value, builtin_types=(bytes, bytearray, memoryview)))
+    try:
+        return MARKER + _encoder.encode(_compact(tree))
+    except _NotCompact:
+        raise InvalidValue(
+            "a value holds an int beyond 64 bits where it cannot be stored", field="value"
+        ) from None
+
+
+def _big_ints(value: Any) -> Any:
+    kind = type(value)
+    if kind is int and not _INT_LOW <= value <= _INT_HIGH:
+        return msgspec.msgpack.Ext(_BIG_INT, str(value).encode())
+    if kind is dict:
+        return {k: _big_ints(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [_big_ints(v) for v in value]
+    return value
 
 
 def decode(blob: bytes) -> Any:
@@ -262,6 +297,8 @@ def _ext(code: int, data: memoryview) -> Any:
         return list(itertools.accumulate(steps, initial=first))
     if code == _UUID:
         return bytes(data[:-16]).decode() + _uuid(bytes(data[-16:]))
+    if code == _BIG_INT:
+        return int(bytes(data).decode("ascii"))
     raise ValueError(f"unknown ext type {code}")
 
 

@@ -342,3 +342,25 @@ async def test_serve_runs_the_host_and_the_api_until_cancelled(tmp_path: Path) -
                     status = reply.json()["status"]
                     await anyio.sleep(0.05)
         group.cancel_scope.cancel()
+
+
+async def test_an_argument_beyond_64_bits_reaches_the_tool_and_is_kept(tmp_path: Path) -> None:
+    """A model's integer argument that MessagePack cannot hold (10**30) is committed with the
+    reply, reaches the tool as that int, and every epoch still conforms after reopening."""
+    seen: list[int] = []
+
+    @afp.tool
+    def count(n: int) -> str:
+        """Count to n."""
+        seen.append(n)
+        return "counted"
+
+    agent = support(tool_reply(call("c1", "count", n=10**30)), answer("done"), tools=[count])
+    async with afp.open(tmp_path / "afp.db") as store:
+        result = await store.run(agent, "count")
+    assert result.status == "answered" and seen == [10**30]
+    async with afp.open(tmp_path / "afp.db") as store:
+        verdicts = [r.verdict for r in await store.conform(result.run_id)]
+        replayed = (await store.served(result.run_id, 2)).messages.as_sent
+    assert verdicts == ["verified", "verified"]
+    assert replayed[1].tool_calls[0].args == {"n": 10**30}

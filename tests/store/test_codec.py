@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from afp_runtime.errors import StoreDamaged
+from afp_runtime.errors import InvalidValue, StoreDamaged
 from afp_runtime.messages import ModelParams, Usage
 from afp_runtime.records import CommitBundle, RunLog, Txn, Write
 from afp_runtime.served.receipt import (
@@ -119,6 +119,34 @@ def test_a_column_whose_step_messagepack_cannot_hold_is_kept_plain() -> None:
     above: the commit raised OverflowError)."""
     assert same_as_plain([{"n": -(2**63), "k": "a"}, {"n": 2**63, "k": "b"}])
     assert same_as_plain([{"n": 2**64 - 1}, {"n": -(2**63)}])
+
+
+big_ints = st.one_of(st.integers(min_value=2**64), st.integers(max_value=-(2**63) - 1))
+
+
+@given(
+    st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), texts, big_ints),
+        lambda children: st.one_of(
+            st.lists(children, max_size=4),
+            st.dictionaries(keys, children, max_size=4),
+            like_maps(children),
+        ),
+        max_leaves=12,
+    ).map(lambda tree: [tree, 2**70])
+)
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+def test_ints_beyond_64_bits_read_back_exactly(tree: Any) -> None:
+    """A tree holding ints MessagePack cannot (a model's argument of 10**30) is stored and
+    reads back as the same tree; before, the commit raised OverflowError."""
+    assert codec.decode(codec.encode(tree)) == tree
+
+
+def test_an_int_beyond_64_bits_under_a_number_key_is_refused_by_name() -> None:
+    """A big int in a tree with no compact form cannot be stored at all: an InvalidValue says
+    so, not a bare OverflowError."""
+    with pytest.raises(InvalidValue, match="beyond 64 bits"):
+        codec.encode([{"key": "scratch", "verb": "set", "value": {1: 10**30}}])
 
 
 # -- the record kinds ----------------------------------------------------------------------------
