@@ -19,6 +19,7 @@ from afp_runtime.messages.message import (
     user,
 )
 from afp_runtime.messages.usage import (
+    MAX_TOKEN_COUNT,
     Cost,
     ModelParams,
     ModelReply,
@@ -31,6 +32,7 @@ from afp_runtime.messages.usage import (
 
 __all__ = [
     "Cost",
+    "MAX_TOKEN_COUNT",
     "Message",
     "ModelParams",
     "ModelReply",

@@ -9,9 +9,13 @@ import msgspec
 from afp_runtime.errors import InvalidValue
 from afp_runtime.messages.message import Message, ToolCall
 
+MAX_TOKEN_COUNT = 2**53 - 1
+"""The largest token count a usage field holds: an exact number in every JSON reader (a browser's
+included), far beyond any real call's; a larger count is a broken reply."""
+
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """Token counts of one or more model calls (non-negative ints).
+    """Token counts of one or more model calls (ints from 0 to ``MAX_TOKEN_COUNT``).
 
     Attributes:
         input: prompt tokens.
@@ -32,9 +36,13 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defa
             value = getattr(self, name)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 0 <= value <= MAX_TOKEN_COUNT
+            ):
                 raise InvalidValue(
-                    f"usage.{name} must be a non-negative int, not {value!r}", field=name
+                    f"usage.{name} must be an int from 0 to 2**53 - 1, not {value!r}", field=name
                 )
 
     def __add__(self, other: Usage) -> Usage:

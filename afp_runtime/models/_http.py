@@ -39,7 +39,14 @@ import httpx
 import msgspec
 
 from afp_runtime.errors import ConfigError, InvalidValue, ModelCallError, shown
-from afp_runtime.messages import Message, ModelParams, ModelReply, ModelRequest, ToolSchema
+from afp_runtime.messages import (
+    MAX_TOKEN_COUNT,
+    Message,
+    ModelParams,
+    ModelReply,
+    ModelRequest,
+    ToolSchema,
+)
 from afp_runtime.models.base import EncodedRequest, TokenSink
 
 #: Exceptions of httpx that a request can raise; each is mapped to a ModelCallError.
@@ -385,7 +392,7 @@ def token_count(usage: Mapping[str, Any], key: str, where: str = "usage") -> int
     value = usage.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
         raise ReplyShapeError(f"{where}.{key} is {shown(value)}, not a token count")
     return value
 

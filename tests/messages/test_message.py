@@ -176,6 +176,15 @@ class TestUsage:
             Usage(**{field: True})
         assert caught.value.context["field"] == field
 
+    @pytest.mark.parametrize("field", ["input", "output", "cache_read", "cache_write", "reasoning"])
+    def test_a_count_beyond_2_to_the_53_is_refused(self, field: str) -> None:
+        """The largest count is 2**53 - 1 (exact in every JSON reader); one more raises
+        InvalidValue naming the field, where it used to fail the commit of the reply."""
+        Usage(**{field: 2**53 - 1})
+        with pytest.raises(InvalidValue) as caught:
+            Usage(**{field: 2**53})
+        assert caught.value.context["field"] == field
+
     def test_float_count_is_refused(self) -> None:
         """A float count, even an integral one, raises InvalidValue."""
         with pytest.raises(InvalidValue):

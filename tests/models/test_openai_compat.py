@@ -556,6 +556,11 @@ async def test_absurdly_nested_json_is_a_bad_response(server, openai) -> None:
         ({"choices": [{"message": {"content": 5}}]}, "content"),
         ({"choices": [{"message": {"tool_calls": [{"function": {}}]}}]}, "name"),
         ({"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": -1}}, "usage"),
+        pytest.param(
+            {"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": 10**20}},
+            "usage.prompt_tokens",
+            id="count-beyond-2**53",
+        ),
     ],
 )
 async def test_wrong_shape_is_a_bad_response(server, openai, body, says) -> None:
