@@ -29,6 +29,7 @@ from afp_runtime.records import (
 )
 from afp_runtime.store.rows import NOT_DISPATCHED, decode_writes
 
+_LARGEST_INTEGER = 2**63 - 1  # both backends' 64-bit INTEGER / BIGINT
 _BUNDLE_COLUMNS = "SELECT seq, stage, iteration, committed_at_ms, writes FROM bundles"
 
 
@@ -69,6 +70,8 @@ class IndexedRunLog(abc.ABC):
 
     def anchor_at(self, epoch: int) -> Anchor | None:
         """The earliest receipt anchor of iteration ``epoch``: one index lookup."""
+        if not 0 <= epoch <= _LARGEST_INTEGER:
+            return None  # no stored iteration has this number, and the database cannot bind it
         self.reads += 1
         found = self._rows(
             # The ``IN`` term names the partial index's condition, so the planner may use it.

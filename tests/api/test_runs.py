@@ -245,3 +245,18 @@ async def test_a_halted_turn_over_http_with_its_cost_and_decisions(api: Api) -> 
     assert run["cost"] == {"amount": 0.001, "priced": 1, "unknown": 0}
     assert [(r["toolCallId"], r["decision"], r["rule"]) for r in rows] == [("c1", "halt", "frozen")]
     assert (later["status"], later["answer"]) == ("answered", "second")
+
+
+async def test_an_epoch_beyond_64_bits_is_not_found_on_every_epoch_route(api: Api) -> None:
+    """Epoch numbers from 2**63 up to the 20 digits the path allows name no epoch: 404
+    epoch-not-found on the epoch, its served view, receipt and conformance (they were 500s:
+    the database cannot bind them)."""
+    async with api.running(agent(TWO_EPOCHS)) as (host, client):
+        await post(client)
+        await settle(host)
+        answers = [
+            await client.get(f"/v1/runs/run-1/epochs/{number}{tail}")
+            for number in (2**63, 10**20 - 1)
+            for tail in ("", "/served", "/receipt", "/conformance")
+        ]
+    assert [(a.status_code, error_of(a)["code"]) for a in answers] == [(404, "epoch-not-found")] * 8
