@@ -75,6 +75,22 @@ def _check_strict(text: object, field: str) -> Instant:
         raise _refuse(field, f"must be a strict instant: {exc.message}", text) from exc
 
 
+# A message's instants must have a date in every zone (offsets stay within a day), so that the
+# turn's clock and the periods it anchors can be read wherever the person is.
+_MESSAGE_EARLIEST = parse_instant("0001-01-02T00:00:00Z")
+_MESSAGE_LATEST = parse_instant("9999-12-30T23:59:59.999999999Z")
+
+
+def _check_message_instant(text: object, field: str) -> None:
+    instant = _check_strict(text, field)
+    if not _MESSAGE_EARLIEST <= instant <= _MESSAGE_LATEST:
+        raise _refuse(
+            field,
+            "must lie from 0001-01-02 to 9999-12-30 (UTC), so it has a date in every zone",
+            text,
+        )
+
+
 class MessageTime(Wire, frozen=True, kw_only=True):
     """The optional ``time`` of an inbox message: wire ``{now?, zone?, window?: {from, to}}``.
 
@@ -94,11 +110,14 @@ class MessageTime(Wire, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         if self.now is not None:
-            _check_strict(self.now, "time.now")
+            _check_message_instant(self.now, "time.now")
         if self.zone is not None:
             _check_zone(self.zone, "time.zone")
         if self.window is not None and not isinstance(self.window, TimeRange):
             raise _refuse("time.window", "must be a range {from, to}", self.window)
+        if self.window is not None:
+            _check_message_instant(self.window.start, "time.window.from")
+            _check_message_instant(self.window.end, "time.window.to")
 
 
 def message_time_from_wire(data: object) -> MessageTime:

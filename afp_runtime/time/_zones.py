@@ -122,16 +122,36 @@ def naive_seconds(naive: datetime) -> int:
 
 
 def to_zone(instant: Instant, zone: Zone) -> Instant:
-    """The same instant written at the offset ``zone`` has at that instant."""
-    local = (_UTC_EPOCH + timedelta(seconds=instant.seconds)).astimezone(load_zone(zone))
+    """The same instant written at the offset ``zone`` has at that instant.
+
+    Raises:
+        InvalidValue: the instant's date in ``zone`` falls outside the years 0001-9999.
+    """
+    local = _aware(instant, zone)
     # from_datetime writes an offset that is not a whole minute (local mean time) as UTC.
     return instant.at_offset(Instant.from_datetime(local).offset)
 
 
 def to_local(instant: Instant, zone: Zone) -> datetime:
-    """The naive local date and time of ``instant`` in ``zone`` (to the microsecond)."""
-    local = (_UTC_EPOCH + timedelta(seconds=instant.seconds)).astimezone(load_zone(zone))
+    """The naive local date and time of ``instant`` in ``zone`` (to the microsecond).
+
+    Raises:
+        InvalidValue: the instant's date in ``zone`` falls outside the years 0001-9999.
+    """
+    local = _aware(instant, zone)
     return local.replace(tzinfo=None, microsecond=instant.subsecond_ns // 1000)
+
+
+def _aware(instant: Instant, zone: Zone) -> datetime:
+    tz = load_zone(zone)
+    try:
+        return (_UTC_EPOCH + timedelta(seconds=instant.seconds)).astimezone(tz)
+    except OverflowError:
+        name = zone if isinstance(zone, str) else str(zone)
+        raise InvalidValue(
+            f"{instant.text} falls outside the years 0001-9999 in {name}",
+            value=instant.text,
+        ) from None
 
 
 def local_date(instant: Instant, zone: Zone) -> date:

@@ -14,6 +14,7 @@ from afp_runtime.time import MessageTime, message_time_from_wire
 from afp_runtime.time._clock import ClockRow, TimeClock, clock_from_wire, clock_row, turn_clock
 from afp_runtime.time._instants import parse_instant
 from afp_runtime.time._ranges import PersonWindow, TimeRange
+from afp_runtime.time._zones import to_local
 
 LA = "America/Los_Angeles"
 ACCEPTED_MS = 1791560400000  # 2026-10-09T15:40:00Z
@@ -232,3 +233,42 @@ class TestClockRow:
         row = {**wire(clock_row(fixed(None), turn=1)), "label": "x"}
         with pytest.raises(msgspec.ValidationError, match="label"):
             msgspec.convert(row, ClockRow)
+
+
+@pytest.mark.parametrize(
+    ("time", "field"),
+    [
+        ({"now": "0001-01-01T00:00:00Z"}, "time.now"),
+        ({"now": "0001-01-01T23:59:59Z"}, "time.now"),
+        ({"now": "9999-12-31T00:00:00Z"}, "time.now"),
+        ({"now": "9999-12-31T23:59:59-12:00"}, "time.now"),
+        (
+            {"window": {"from": "0001-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z"}},
+            "time.window.from",
+        ),
+        (
+            {"window": {"from": "2026-01-01T00:00:00Z", "to": "9999-12-31T00:00:00Z"}},
+            "time.window.to",
+        ),
+    ],
+)
+def test_a_message_instant_without_a_date_in_every_zone_is_refused(
+    time: dict[str, Any], field: str
+) -> None:
+    """A message's ``now`` and window ends must lie from 0001-01-02 to 9999-12-30 (UTC): one
+    that has no date in some zone is refused naming its field, where it used to pass the inbox
+    and then fail every run of the agent converting it."""
+    with pytest.raises(InvalidValue) as caught:
+        message_time_from_wire(time)
+    assert caught.value.context["field"] == field
+
+
+def test_a_message_instant_at_the_edges_of_its_range_is_accepted() -> None:
+    """The first and last accepted instants read and convert in the zones farthest apart; an
+    instant with no date in a zone is an InvalidValue there, not an OverflowError."""
+    for text in ("0001-01-02T00:00:00Z", "9999-12-30T23:59:59Z"):
+        message_time_from_wire({"now": text})
+        for zone in ("Pacific/Kiritimati", "Etc/GMT+12", "America/Los_Angeles"):
+            to_local(parse_instant(text), zone)
+    with pytest.raises(InvalidValue, match="outside the years 0001-9999 in America/Los_Angeles"):
+        to_local(parse_instant("0001-01-01T00:00:00Z"), "America/Los_Angeles")
