@@ -64,12 +64,23 @@ def fp_key(fingerprint: str) -> bytes:
         return fingerprint.encode()
 
 
-def check_text(text: str) -> None:
-    """Raise ``InvalidValue`` unless an inbox message holds 1 to 32,000 code points."""
+def check_text(text: object) -> None:
+    """Raise ``InvalidValue`` unless an inbox message is text of 1 to 32,000 code points that
+    UTF-8 can hold (no lone surrogate)."""
+    if not isinstance(text, str):
+        raise InvalidValue(f"a message must be text, not {type(text).__name__}", field="text")
     if not 1 <= len(text) <= 32_000:
         raise InvalidValue(
             f"a message must hold 1 to 32,000 code points, not {len(text)}", field="text"
         )
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidValue(
+                f"a message holds a surrogate code point at {exc.start}, which UTF-8 cannot hold",
+                field="text",
+            ) from None
 
 
 def check_owner(owner: str | None, agent_id: str, sender: str | None) -> None:

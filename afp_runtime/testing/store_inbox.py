@@ -75,18 +75,23 @@ async def test_inbox_idempotency_key(store: Store) -> None:
 
 
 async def test_inbox_refuses_empty_and_overlong_text(store: Store) -> None:
-    """Text must hold 1 to 32,000 code points (not bytes); anything else is InvalidValue."""
+    """Text must hold 1 to 32,000 code points (not bytes) that UTF-8 can hold; anything else (no
+    text at all, a lone surrogate) is InvalidValue naming ``text``, and nothing is stored."""
     agent_id = await new_agent(store)
-    refused = [fresh("msg"), fresh("msg")]
+    refused = [fresh("msg") for _ in range(4)]
     with raises(InvalidValue):
         await store.post(agent_id, "", message_id=refused[0], now_ms=T0)
     with raises(InvalidValue):
         await store.post(agent_id, "é" * 32_001, message_id=refused[1], now_ms=T0)
+    with raises(InvalidValue, match="surrogate"):
+        await store.post(agent_id, "hi \ud800", message_id=refused[2], now_ms=T0)
+    with raises(InvalidValue, match="must be text"):
+        await store.post(agent_id, None, message_id=refused[3], now_ms=T0)  # type: ignore[arg-type]
 
     longest = await store.post(agent_id, "é" * 32_000, message_id=fresh("msg"), now_ms=T0)
 
     assert [r.message_id for r in await store.inbox(agent_id)] == [longest.message_id]
-    assert [await store.inbox_message(m) for m in refused] == [None, None]
+    assert [await store.inbox_message(m) for m in refused] == [None] * 4
 
 
 async def test_inbox_filters_by_status(store: Store) -> None:
