@@ -11,10 +11,12 @@ from typing import Any
 import msgspec
 
 
-def crashing_union(hint: Any) -> Any:
+def crashing_union(hint: Any, seen: frozenset[Any] = frozenset()) -> Any:
     """The first union within ``hint`` that pairs an ``Annotated`` member (constraints) with a
     fixed-length tuple: building a decoder for one corrupts memory in msgspec (seen with 0.22
-    and 0.23), so such an annotation is refused before msgspec sees it."""
+    and 0.23), so such an annotation is refused before msgspec sees it. ``seen`` holds the
+    Structs, dataclasses and TypedDicts being walked: a recursive one (a tree node naming
+    itself) is walked once."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is typing.Union or origin is types.UnionType:
@@ -26,12 +28,17 @@ def crashing_union(hint: Any) -> Any:
         if constrained and fixed_tuple:
             return hint
     if origin is typing.Annotated:
-        return crashing_union(args[0])
+        return crashing_union(args[0], seen)
     struct = isinstance(hint, type) and issubclass(hint, msgspec.Struct)
     if struct or typing.is_typeddict(hint) or dataclasses.is_dataclass(hint):
+        if hint in seen:
+            return None
+        inner = seen | {hint}
         fields = typing.get_type_hints(hint, include_extras=True)
-        return next((u for u in map(crashing_union, fields.values()) if u is not None), None)
-    return next((u for u in map(crashing_union, args) if u is not None), None)
+        return next(
+            (u for f in fields.values() if (u := crashing_union(f, inner)) is not None), None
+        )
+    return next((u for a in args if (u := crashing_union(a, seen)) is not None), None)
 
 
 def crashing_text(crashing: Any) -> str:

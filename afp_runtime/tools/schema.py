@@ -263,12 +263,16 @@ class _Validator(_Pass):
         if "const" in schema and not _json_equal(value, schema["const"]):
             self.add(path, f"must be {_json(schema['const'])}, got {_describe(value)}")
 
-    def _alternatives(self, schemas: list[Any], value: Any, path: Path) -> list[list[str]]:
-        """Each schema's own problems for ``value`` (an empty list: it matches)."""
+    def _alternatives(
+        self, schemas: list[Any], value: Any, path: Path, refs_here: frozenset[int]
+    ) -> list[list[str]]:
+        """Each schema's own problems for ``value`` (an empty list: it matches). The same value
+        is checked, so the ``$ref`` guard carries on (a schema from an MCP server is not
+        refused for a loop, ``_loops_on_one_value``)."""
         found: list[list[str]] = []
         for alternative in schemas:
             problems: list[str] = []
-            _Validator(self.root, problems).check(alternative, value, path, frozenset())
+            _Validator(self.root, problems).check(alternative, value, path, refs_here)
             found.append(problems)
         return found
 
@@ -279,7 +283,7 @@ class _Validator(_Pass):
             alternatives = schema.get(keyword)
             if not isinstance(alternatives, list) or not alternatives:
                 continue
-            results = self._alternatives(alternatives, value, path)
+            results = self._alternatives(alternatives, value, path, refs_here)
             matching = sum(1 for r in results if not r)
             if matching == 0:
                 self.add(
@@ -391,6 +395,32 @@ _COUNT_KEYWORDS = (
 )
 
 
+# Far beyond any real tool's schema, well within Python's recursion limit.
+_DEEPEST_SCHEMA_PATH = 200
+
+
+def _loops_on_one_value(root: Any, start: Mapping[str, Any]) -> bool:
+    """Whether ``start`` reaches itself again through ``$ref``, ``anyOf``, ``oneOf`` and
+    ``allOf`` alone: the edges along which a validator checks the same value again."""
+    seen: set[int] = set()
+    stack: list[Any] = [_resolve(root, start["$ref"])]
+    while stack:
+        node = stack.pop()
+        if node is start:
+            return True
+        if not isinstance(node, Mapping) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            stack.append(_resolve(root, ref))
+        for keyword in ("anyOf", "oneOf", "allOf"):
+            parts = node.get(keyword)
+            if isinstance(parts, list):
+                stack.extend(parts)
+    return False
+
+
 class _SchemaChecker(_Pass):
     """Walks the subset's keywords of a schema and reports malformed ones."""
 
@@ -398,6 +428,9 @@ class _SchemaChecker(_Pass):
 
     def walk(self, node: Any, path: Path) -> None:
         if isinstance(node, bool):
+            return
+        if len(path) > _DEEPEST_SCHEMA_PATH:
+            self.add(path, f"a schema nests deeper than {_DEEPEST_SCHEMA_PATH} keys")
             return
         if not isinstance(node, Mapping):
             self.add(path, f"a schema must be an object or a boolean, not {json_type(node)}")
@@ -483,6 +516,12 @@ class _SchemaChecker(_Pass):
                 self.add((*path, "$ref"), f"only local references (#/...) work, not {_json(ref)}")
             elif _resolve(self.root, ref) is None:
                 self.add((*path, "$ref"), f"{_json(ref)} points at nothing in this schema")
+            elif _loops_on_one_value(self.root, node):
+                self.add(
+                    (*path, "$ref"),
+                    f"{_json(ref)} leads back here through $ref, anyOf, oneOf or allOf alone, "
+                    "without descending into the value: checking any value would never end",
+                )
         for keyword in ("$defs", "definitions"):
             if keyword not in node:
                 continue

@@ -474,3 +474,31 @@ def test_a_struct_with_a_union_msgspec_would_crash_on_is_refused() -> None:
     )
     with pytest.raises(ToolDefinitionError, match="fixed-length tuple"):
         Tool.from_struct("crashing", "", shape, lambda args, ctx: "ok")
+
+
+class Node(msgspec.Struct):
+    name: str
+    children: list[Node] = []
+
+
+def test_a_recursive_struct_parameter_is_a_tree_the_tool_gets_decoded() -> None:
+    """A parameter whose Struct names itself (a tree) declares a tool (it used to recurse
+    until the stack ran out); nested arguments are checked through its ``$ref`` and the tool
+    gets the tree as Structs, while a wrong leaf deep inside is refused by its path."""
+    seen: list[Node] = []
+
+    @tool
+    def walk(root: Node) -> str:
+        """Walk a tree."""
+        seen.append(root)
+        return root.name
+
+    tree = {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}
+    planned = plan_call(ToolCall(id="c", name="walk", args={"root": tree}), {"walk": walk})
+    assert planned.runnable, planned.outcome
+    walk.fn(planned.args, None)
+    assert seen == [Node("a", [Node("b", [Node("c")])])]
+    bad = {"name": "a", "children": [{"name": "b", "children": [{"name": 3}]}]}
+    refused = plan_call(ToolCall(id="d", name="walk", args={"root": bad}), {"walk": walk})
+    assert not refused.runnable
+    assert "root.children[0].children[0].name" in str(refused.outcome)

@@ -344,3 +344,43 @@ class TestPathsAndSchemaChecks:
         problems = check_schema(schema)
         assert problems
         assert problems[0].startswith(f"{path}:")
+
+
+LOOPING = {
+    "type": "object",
+    "properties": {"q": {"$ref": "#/$defs/A"}},
+    "$defs": {"A": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/A"}]}},
+}
+
+
+def test_a_ref_that_loops_on_one_value_is_refused_by_its_path() -> None:
+    """A ``$ref`` that comes back to itself through ``anyOf`` (or ``$ref``, ``oneOf``,
+    ``allOf``) without descending into the value is named when the schema is checked; a
+    recursive schema that descends (a tree's ``items``) is fine."""
+    [problem] = check_schema(LOOPING)
+    assert problem.startswith("$defs.A.anyOf[1].$ref:") and "never end" in problem
+    assert check_schema({"$defs": {"A": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"})
+    tree = {
+        "$ref": "#/$defs/N",
+        "$defs": {
+            "N": {"type": "object", "properties": {"kids": {"items": {"$ref": "#/$defs/N"}}}}
+        },
+    }
+    assert check_schema(tree) == ()
+
+
+def test_validating_against_a_looping_schema_ends() -> None:
+    """Such a schema reached unchecked (an MCP server's) still validates in finite time (it
+    used to recurse until the stack ran out): the loop is cut where it comes back, so that
+    branch checks nothing further."""
+    assert validate_args(LOOPING, {"q": "text"}) == ()
+    assert validate_args(LOOPING, {"q": 1}) == ()
+
+
+def test_a_schema_nested_beyond_reason_is_refused_not_a_recursion_error() -> None:
+    """A schema nested thousands deep is a problem naming the depth, not a RecursionError."""
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(3000):
+        deep = {"type": "array", "items": deep}
+    [problem] = check_schema(deep)
+    assert "nests deeper than" in problem
