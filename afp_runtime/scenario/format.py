@@ -84,7 +84,10 @@ AGENT_ID = "scenario"
 STAGE_POINTS = STAGES
 TOOL_POINTS = ("tool-start", "tool-end")
 
-NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
+# Counts stay exact in every JSON reader (2**53 - 1, as token counts, MAX_TOKEN_COUNT); clock
+# figures stay within the years instants can be written in (up to 9999-12-31, in ms).
+NonNegativeInt = Annotated[int, msgspec.Meta(ge=0, le=2**53 - 1)]
+ClockMs = Annotated[int, msgspec.Meta(ge=0, le=253_402_300_799_999)]
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 PositiveNumber = Annotated[int, msgspec.Meta(gt=0)] | Annotated[float, msgspec.Meta(gt=0)]
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
@@ -116,10 +119,10 @@ class _Input(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_u
 class ClockSpec(_Input, frozen=True, kw_only=True):
     """The virtual clock: where it starts and how far each kind of work moves it (ms)."""
 
-    start_ms: NonNegativeInt
-    model_call_step_ms: NonNegativeInt
-    tool_step_ms: NonNegativeInt
-    run_gap_ms: NonNegativeInt
+    start_ms: ClockMs
+    model_call_step_ms: ClockMs
+    tool_step_ms: ClockMs
+    run_gap_ms: ClockMs
     zone: str = "UTC"  # informational only: recorded, never used as a zone
 
 

@@ -83,8 +83,8 @@ class TimeConfig(Wire, frozen=True, kw_only=True):
                 "time.zone", "must be a zone name (Area/Location, UTC or GMT)", self.zone
             )
         repeats = self.max_answer_repeats
-        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 0:
-            raise refuse_setting("time.maxAnswerRepeats", "must be an int >= 0", repeats)
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or not 0 <= repeats <= 1000:
+            raise refuse_setting("time.maxAnswerRepeats", "must be an int from 0 to 1000", repeats)
         if not isinstance(self.policy, TimePolicy):
             raise refuse_setting("time.policy", "must be a TimePolicy", self.policy)
         reader = self.reader

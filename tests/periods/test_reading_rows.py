@@ -341,6 +341,7 @@ class TestTimeConfig:
         [
             ({"zone": "PST"}, "time.zone"),
             ({"maxAnswerRepeats": -1}, "time.maxAnswerRepeats"),
+            ({"maxAnswerRepeats": 10**30}, "time.maxAnswerRepeats"),
             ({"maxAnswerRepeats": "3"}, "time.maxAnswerRepeats"),
             ({"max_answer_repeats": 3}, "time.max_answer_repeats"),
             ({"reader": "my/reader"}, "time.reader"),
