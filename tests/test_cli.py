@@ -192,6 +192,37 @@ def test_doctor_names_a_damaged_ledger_row_and_changes_nothing(tmp_path: Path) -
     assert db.read_bytes() == before
 
 
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [
+        pytest.param("DELETE FROM bodies", "which is missing", id="bodies-gone"),
+        pytest.param("DELETE FROM items WHERE pos = 1", "are stored", id="an-item-gone"),
+        pytest.param("UPDATE bundles SET writes = x'deadbeef'", "does not decode", id="log"),
+        pytest.param("UPDATE bodies SET body = 'text'", "not bytes", id="a-body-as-text"),
+        pytest.param("DROP TABLE bundles", "no such table", id="a-table-gone"),
+    ],
+)
+def test_doctor_reads_what_the_readers_read(tmp_path: Path, damage: str, named: str) -> None:
+    """Damage that ``integrity_check`` passes (rows gone, a log that does not decode, a body
+    stored as text) is found by doctor, which reads every conversation and commit log as the
+    other commands do: exit 4 naming it; the read commands meeting it say so in one line."""
+    import sqlite3
+
+    db = tmp_path / "afp.db"
+    assert afp("run", str(DEMO), "--db", str(db), "--message", "hi").returncode == 0
+    assert afp("doctor", "--db", str(db)).returncode == 0
+    with sqlite3.connect(db) as conn:
+        conn.executescript(damage)
+    result = afp("doctor", "--db", str(db), "--json")
+    report = json.loads(result.stdout)
+    assert result.returncode == 4 and not report["healthy"]
+    found = report["unreadable"] + report["damagedBodies"]
+    assert found and (named in " ".join(report["unreadable"]) or report["damagedBodies"])
+    for command in (("checkpoint", "demo"), ("epochs", "demo:last"), ("conform", "demo:last")):
+        read = afp(*command, "--db", str(db))
+        assert "Traceback" not in read.stderr and read.returncode in (0, 1, 3, 4), (command, read)
+
+
 def test_served_views_conform_and_tampering_is_named(tmp_path: Path) -> None:
     """Every epoch of a real run is verified (bytes re-encoded too); tampering with one stored
     message body makes that epoch damaged, naming the index, and `afp conform` exits 3."""

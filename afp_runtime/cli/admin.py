@@ -18,27 +18,60 @@ from afp_runtime.errors import AfpError, NotFound
 
 
 async def cmd_doctor(args: Any) -> int:
-    """Check the database: SQLite integrity, every stored body against its fingerprint, and
-    every ledger row strictly (nothing is changed); exit 4 when anything is wrong."""
+    """Check the database: SQLite integrity, every stored body against its fingerprint, every
+    agent's conversation and every run's commit log as the readers read them, and every
+    ledger row strictly (nothing is changed); exit 4 when anything is wrong."""
     agents = await load("afp_runtime.agents")
     async with reader(args.db) as store:
         integrity = await store.integrity_check()
         damaged = await store.body_check()
-        problems = []
-        for agent in await store.agents():
+        problems: list[str] = []
+        unreadable: list[str] = []
+        try:
+            rows = await store.agents()
+        except AfpError as exc:
+            rows, unreadable = [], [f"agents: {exc}"]
+        for agent in rows:
             try:
                 agents.validate_ledger(await store.ledger(agent.agent_id))
             except AfpError as exc:
                 problems.append(f"{agent.agent_id}: {exc}")
-    report = {"integrity": integrity, "damagedBodies": damaged, "ledgerProblems": problems}
-    healthy = integrity == ["ok"] and not damaged and not problems
+            unreadable.extend(await _unreadable(store, agent.agent_id))
+    report = {
+        "integrity": integrity,
+        "damagedBodies": damaged,
+        "unreadable": unreadable,
+        "ledgerProblems": problems,
+    }
+    healthy = integrity == ["ok"] and not damaged and not unreadable and not problems
     if args.json:
         print_json({**report, "healthy": healthy})
     else:
         say(f"integrity_check: {', '.join(integrity)}")
         say(f"bodies: {damaged if damaged else 'all match their fingerprints'}")
+        say(f"conversations and commit logs: {unreadable if unreadable else 'all read'}")
         say(f"ledger: {problems if problems else 'every row is valid'}")
     return EXIT_OK if healthy else EXIT_UNAVAILABLE
+
+
+async def _unreadable(store: Any, agent_id: str) -> list[str]:
+    """What of one agent does not read back: its conversation (every item and body its
+    history names) and each run's commit log (every bundle decoded)."""
+    found: list[str] = []
+    try:
+        await store.load_conversation(agent_id)
+    except AfpError as exc:
+        found.append(f"{agent_id}: {exc}")
+    try:
+        runs = await store.runs(agent_id)
+    except AfpError as exc:
+        return [*found, f"{agent_id}: {exc}"]
+    for run in runs:
+        try:
+            await store.bundles(run.run_id)
+        except AfpError as exc:
+            found.append(f"{run.run_id}: {exc}")
+    return found
 
 
 async def cmd_checkpoint(args: Any) -> int:

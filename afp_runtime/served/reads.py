@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from afp_runtime.errors import StoreDamaged
 from afp_runtime.messages import Message, message_from_body
 from afp_runtime.records import MessageRef, RunLog, StoredFoldedSpan
 from afp_runtime.served.locate import EpochLocation, epochs, last_set
@@ -147,7 +148,11 @@ def folded_from_log(log: RunLog, span: StoredFoldedSpan) -> list[Message] | None
         body = log.body(ref.fingerprint)
         if body is None:
             return None
-        messages.append(
-            message_from_body(body, not_dispatched=ref.not_dispatched, injected_by=ref.injected_by)
-        )
+        try:
+            message = message_from_body(
+                body, not_dispatched=ref.not_dispatched, injected_by=ref.injected_by
+            )
+        except (msgspec.MsgspecError, ValueError) as exc:
+            raise StoreDamaged(f"body {ref.fingerprint} does not decode ({exc})") from exc
+        messages.append(message)
     return messages

@@ -186,4 +186,12 @@ class IndexedRunLog(abc.ABC):
         except ValueError:
             return None
         found = self._rows("SELECT body FROM bodies WHERE fp=?", (key,))
-        return bytes(found[0][0]) if found else None
+        if not found:
+            return None
+        raw = found[0][0]
+        if not isinstance(raw, bytes | bytearray | memoryview):
+            raise StoreDamaged(
+                f"body {fingerprint} is stored as {type(raw).__name__}, not bytes",
+                run_id=self.run_id,
+            )
+        return bytes(raw)

@@ -177,13 +177,19 @@ def resolved_range(
                 f"item {pos} of {agent_id!r} names body {bytes(fp).hex()}, which is missing",
                 agent_id=agent_id,
             )
-        messages.append(
-            message_from_body(
-                bytes(body),
-                not_dispatched=bool(flags & NOT_DISPATCHED),
-                injected_by=injected_by,
+        try:
+            messages.append(
+                message_from_body(
+                    bytes(body),
+                    not_dispatched=bool(flags & NOT_DISPATCHED),
+                    injected_by=injected_by,
+                )
             )
-        )
+        except (msgspec.MsgspecError, ValueError, TypeError) as exc:
+            raise StoreDamaged(
+                f"item {pos} of {agent_id!r}: body {bytes(fp).hex()} does not decode ({exc})",
+                agent_id=agent_id,
+            ) from exc
         fps.append(bytes(fp).hex())
     return messages, fps
 
@@ -391,6 +397,8 @@ def decode_writes(blob: bytes, seq: int, run_id: str) -> list[dict[str, Any]]:
         StoreDamaged: they do not decode.
     """
     what = f"bundle {seq} of run {run_id!r}"
+    if not isinstance(blob, bytes | bytearray | memoryview):
+        raise StoreDamaged(f"{what} is stored as {type(blob).__name__}, not bytes", run_id=run_id)
     if bytes(blob[:2]) != codec.MARKER:
         writes: list[dict[str, Any]] = decoded(_writes_decoder, blob, what, run_id=run_id)
         return writes

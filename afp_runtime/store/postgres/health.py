@@ -72,6 +72,14 @@ class Health(PostgresCore):
         found = await self._fetch("SELECT fp, body FROM bodies")
 
         def check() -> list[str]:
-            return [bytes(fp).hex() for fp, body in found if hashlib.sha256(body).digest() != fp]
+            return [bytes(fp).hex() for fp, body in found if not _hashes_to(body, fp)]
 
         return await anyio.to_thread.run_sync(check)
+
+
+def _hashes_to(body: object, fp: object) -> bool:
+    """Whether a stored body is bytes whose SHA-256 is its fingerprint (a body stored as text,
+    or a fingerprint that is not bytes, is damage too)."""
+    if not isinstance(body, bytes | bytearray | memoryview):
+        return False
+    return hashlib.sha256(body).digest() == bytes(fp)  # type: ignore[call-overload]

@@ -58,10 +58,18 @@ class Health(SqliteCore):
         rows = await self._fetch("SELECT fp, body FROM bodies")
 
         def check() -> list[str]:
-            return [fp.hex() for fp, body in rows if hashlib.sha256(body).digest() != fp]
+            return [fp.hex() for fp, body in rows if not _hashes_to(body, fp)]
 
         return await anyio.to_thread.run_sync(check)
 
     async def watch_posts(self, on_post: Callable[[str], None]) -> None:
         """SQLite tells other processes nothing: wait until cancelled (hosts poll)."""
         await anyio.sleep_forever()
+
+
+def _hashes_to(body: object, fp: object) -> bool:
+    """Whether a stored body is bytes whose SHA-256 is its fingerprint (a body stored as text,
+    or a fingerprint that is not bytes, is damage too)."""
+    if not isinstance(body, bytes | bytearray | memoryview):
+        return False
+    return hashlib.sha256(body).digest() == bytes(fp)  # type: ignore[call-overload]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from afp_runtime.errors import StoreUnavailable
+from afp_runtime.errors import StoreDamaged, StoreUnavailable
 from afp_runtime.store.indexed_runlog import IndexedRunLog
 
 
@@ -25,6 +25,7 @@ class SqliteRunLog(IndexedRunLog):
     """
 
     def __init__(self, path: str | Path, run_id: str) -> None:
+        self._path = str(path)
         try:
             self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -36,7 +37,10 @@ class SqliteRunLog(IndexedRunLog):
             raise
 
     def _rows(self, sql: str, params: tuple[Any, ...]) -> Sequence[Sequence[Any]]:
-        return self._db.execute(sql, params).fetchall()
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:  # a damaged page, a missing table
+            raise StoreDamaged(f"a store read failed: {exc}", path=self._path) from exc
 
     def close(self) -> None:
         """Close the read-only connection."""
