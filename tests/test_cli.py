@@ -314,3 +314,49 @@ permissions = [{tool = "lookup_order", decision = "deny", name = "no-lookups", r
     ]
     doctor = afp("doctor", "--db", db, "--json")
     assert doctor.returncode == 0 and json.loads(doctor.stdout)["healthy"]
+
+
+@pytest.mark.parametrize("timeout", ["nan", "-1", "inf"])
+def test_send_checks_its_timeout_before_it_posts(tmp_path: Path, timeout: str) -> None:
+    """``send --wait --timeout`` with a value that is not a number of seconds >= 0 is a usage
+    error (exit 2) and posts nothing; it used to store the message and then fail."""
+    db = tmp_path / "afp.db"
+    assert afp("run", str(DEMO), "--db", str(db), "--message", "hi").returncode == 0
+    before = afp("inbox", "demo", "--db", str(db), "--json").stdout
+    result = afp("send", "demo", "again", "--wait", "--timeout", timeout, "--db", str(db))
+    assert result.returncode == 2 and "--timeout" in result.stderr, result
+    assert "Traceback" not in result.stderr
+    assert afp("inbox", "demo", "--db", str(db), "--json").stdout == before
+
+
+def test_unwritable_out_and_unreachable_api_urls_are_usage_errors(tmp_path: Path) -> None:
+    """``scenario run --out`` into a folder that does not exist and ``health --api`` with a URL
+    that cannot be parsed are one-line usage errors (exit 2), not tracebacks."""
+    scenario = Path(__file__).parent / "scenarios" / "checkin_abandoned.json"
+    out = afp("scenario", "run", str(scenario), "--out", str(tmp_path / "no" / "x.json"))
+    assert out.returncode == 2 and "cannot write --out" in out.stderr, out
+    api = afp("health", "--api", "http://[::1")
+    assert api.returncode == 2 and "--api" in api.stderr, api
+    assert "Traceback" not in out.stderr + api.stderr
+
+
+def test_an_exception_with_no_rule_is_one_line_and_exit_70(tmp_path: Path) -> None:
+    """A failure afp has no rule for (a bug) is named in one line with exit 70, and ``-v`` logs
+    its traceback; never a bare traceback."""
+    program = (
+        "import sys, types\n"
+        "from afp_runtime.cli import _main\n"
+        "async def broken(args):\n"
+        "    raise RuntimeError('the bug')\n"
+        "args = types.SimpleNamespace(verbose=len(sys.argv) > 1)\n"
+        "sys.exit(_main._run(broken, args))\n"
+    )
+    quiet = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert quiet.returncode == 70 and "Traceback" not in quiet.stderr
+    assert "internal error, RuntimeError: the bug" in quiet.stderr
+    loud = subprocess.run(
+        [sys.executable, "-c", program, "-v"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert loud.returncode == 70 and "Traceback" in loud.stderr

@@ -15,6 +15,7 @@
 | 9 | the turn was dismissed |
 | 10 | the turn was cut off (crashed or cancelled; the next start recovers it) |
 | 11 | the turn was halted (a budget or a permission rule stopped it; docs/cost.md#budgets) |
+| 70 | an internal error: an exception with no rule of its own (a bug; ``-v`` logs it) |
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ EXIT_HELD = 8
 EXIT_DISMISSED = 9
 EXIT_CUT_OFF = 10
 EXIT_HALTED = 11
+EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE
 
 TURN_EXITS = {
     "answered": EXIT_OK,

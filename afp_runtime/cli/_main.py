@@ -11,6 +11,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from afp_runtime.cli._exits import (
+    EXIT_INTERNAL,
     EXIT_MISSING,
     EXIT_REFUSED,
     EXIT_UNAVAILABLE,
@@ -138,3 +139,9 @@ def _run(command: Command, args: Any) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        # A failure with no rule above is a bug: one line, never a traceback; -v logs it.
+        if getattr(args, "verbose", False):
+            logging.getLogger("afp").exception("internal error")
+        warn(f"afp: internal error, {type(exc).__name__}: {exc} (run with -v for the traceback)")
+        return EXIT_INTERNAL

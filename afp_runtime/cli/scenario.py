@@ -13,7 +13,7 @@ import anyio
 import anyio.to_thread
 import structlog
 
-from afp_runtime.cli._exits import EXIT_OK
+from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.errors import NotFound
 from afp_runtime.scenario import decode_scenario, encode_result, run_scenario
 
@@ -38,7 +38,10 @@ async def cmd_scenario_run(args: Any) -> int:
             await anyio.to_thread.run_sync(shutil.rmtree, folder)
     encoded = encode_result(result)
     if args.out is not None:
-        await anyio.Path(args.out).write_bytes(encoded)
+        try:
+            await anyio.Path(args.out).write_bytes(encoded)
+        except OSError as exc:
+            raise UsageError(f"cannot write --out {args.out}: {exc.strerror or exc}") from exc
     else:
         sys.stdout.write(encoded.decode("utf-8"))
     return EXIT_OK

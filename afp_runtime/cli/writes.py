@@ -60,6 +60,9 @@ async def cmd_send(args: Any) -> int:
     (one that does not exist is said at once, exit 4, unless ``--timeout`` says to wait).
     """
     message_time = await _message_time(args)
+    if args.timeout is not None and not 0 <= args.timeout < float("inf"):
+        # Checked before anything is posted: a refused command stores nothing.
+        raise UsageError(f"--timeout must be a number of seconds >= 0, not {args.timeout}")
     async with _writer(args.db) as store:
         await _ids.known_agent(store, args.agent)
         if args.wait and args.timeout is None:
@@ -248,6 +251,8 @@ async def _api(args: Any, method: str, path: str) -> Any:
             if method == "GET":
                 return await client.get(url, headers=headers)
             return await client.post(url, json={}, headers=headers)
+    except httpx.InvalidURL as exc:
+        raise UsageError(f"--api {args.api} is not a URL afp can reach ({exc})") from exc
     except httpx.HTTPError as exc:
         raise Unavailable(f"no host answered at {args.api} ({exc})") from exc
 

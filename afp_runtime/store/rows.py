@@ -8,6 +8,7 @@ stays the backend's own (docs/storage.md#the-store-port).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -81,6 +82,28 @@ def check_text(text: object) -> None:
                 f"a message holds a surrogate code point at {exc.start}, which UTF-8 cannot hold",
                 field="text",
             ) from None
+
+
+_IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+def check_sender(sender: str | None) -> None:
+    """Raise ``InvalidValue`` unless a sending principal is None or 1 to 128 code points: an
+    empty or overlong one could own a conversation that no API client can then name."""
+    if sender is not None and not (isinstance(sender, str) and 1 <= len(sender) <= 128):
+        raise InvalidValue(
+            "from (the sending principal) must be 1 to 128 code points", field="from"
+        )
+
+
+def check_idempotency_key(key: str | None) -> None:
+    """Raise ``InvalidValue`` unless an idempotency key is None or 1 to 128 characters of
+    ``[A-Za-z0-9._:-]`` (docs/api.md#field-limits)."""
+    if key is not None and not (isinstance(key, str) and _IDEMPOTENCY_KEY.fullmatch(key)):
+        raise InvalidValue(
+            "an idempotency key must be 1 to 128 characters of [A-Za-z0-9._:-]",
+            field="idempotencyKey",
+        )
 
 
 def check_owner(owner: str | None, agent_id: str, sender: str | None) -> None:

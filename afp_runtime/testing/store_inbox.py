@@ -152,3 +152,36 @@ async def test_tool_journal_reads_back_per_turn(store: Store) -> None:
     assert await store.journal(agent_id, "m-4") == {}
     other = await new_agent(store)
     assert await store.journal(other, "m-3") == {}
+
+
+async def test_inbox_refuses_a_sender_or_key_no_client_could_name(store: Store) -> None:
+    """An empty or overlong ``from``, or an idempotency key outside ``[A-Za-z0-9._:-]{1,128}``,
+    is InvalidValue naming it and stores nothing: an empty owner would lock the conversation
+    against every sender an API client can give."""
+    agent_id = await new_agent(store)
+    for sender, key, field in [
+        ("", None, "from"),
+        ("p" * 129, None, "from"),
+        ("ann", "has spaces", "idempotencyKey"),
+        ("ann", "k" * 129, "idempotencyKey"),
+    ]:
+        with raises(InvalidValue) as caught:
+            await store.post(
+                agent_id,
+                "hi",
+                message_id=fresh("msg"),
+                now_ms=T0,
+                sender=sender,
+                idempotency_key=key,
+            )
+        assert caught[0].context["field"] == field
+    assert await store.inbox(agent_id) == []
+    ack = await store.post(
+        agent_id,
+        "hi",
+        message_id=fresh("msg"),
+        now_ms=T0,
+        sender="p" * 128,
+        idempotency_key="web-1f04:a.b_c",
+    )
+    assert [r.message_id for r in await store.inbox(agent_id)] == [ack.message_id]

@@ -48,6 +48,8 @@ class Inbox(PostgresCore):
             NotOwner: ``sender`` is not the owner; nothing is stored.
         """
         common.check_text(text)
+        common.check_sender(sender)
+        common.check_idempotency_key(idempotency_key)
 
         async def work(conn: asyncpg.Connection) -> Ack:
             # The agent's row stays locked to COMMIT: positions of one agent never race.

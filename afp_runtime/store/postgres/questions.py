@@ -97,6 +97,7 @@ class Questions(PostgresCore):
             QuestionClosed: the question is no longer open; nothing changes.
             NotOwner: ``by`` is not the conversation's owner; nothing changes.
         """
+        common.check_sender(by)
 
         async def change(conn: asyncpg.Connection) -> None:
             await conn.execute(

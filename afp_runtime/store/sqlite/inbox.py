@@ -60,6 +60,8 @@ class Inbox(SqliteCore):
             NotOwner: ``sender`` is not the owner; nothing is stored.
         """
         common.check_text(text)
+        common.check_sender(sender)
+        common.check_idempotency_key(idempotency_key)
         async with self._transaction(full=True) as db:
             agent: int = await db._execute(self._ids.rowid, db._conn, "agent", agent_id)
             await check_owner(db, agent, agent_id, sender, shared=shared, claim=True)

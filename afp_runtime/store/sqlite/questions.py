@@ -72,6 +72,7 @@ class Questions(SqliteCore):
             QuestionClosed: the question is no longer open; nothing changes.
             NotOwner: ``by`` is not the conversation's owner; nothing changes.
         """
+        common.check_sender(by)
         async with self._transaction(full=True) as db:
             if not await self._writable_question(db, question_id, by, shared=shared):
                 return None
