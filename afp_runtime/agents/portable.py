@@ -26,7 +26,7 @@ from afp_runtime.errors import (
 )
 from afp_runtime.findings import validate_rows
 from afp_runtime.loop import load_folded_spans, stored_span
-from afp_runtime.messages import Message, Usage, fingerprint
+from afp_runtime.messages import MAX_TOKEN_COUNT, Message, Usage, fingerprint
 from afp_runtime.permissions import ROW_KIND as PERMISSION_ROW
 from afp_runtime.permissions import validate_permission_row
 from afp_runtime.records import (
@@ -119,6 +119,8 @@ def parse_checkpoint(data: bytes, *, agent_id: str) -> PortableCheckpoint:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         raise CheckpointInvalid(f"the checkpoint is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise CheckpointInvalid("the checkpoint is not valid JSON: nested too deeply") from None
     if not isinstance(raw, dict):
         raise CheckpointInvalid(f"a checkpoint must be a JSON object, not {type(raw).__name__}")
     version = raw.get("version")
@@ -145,8 +147,10 @@ def parse_checkpoint(data: bytes, *, agent_id: str) -> PortableCheckpoint:
     except msgspec.ValidationError as exc:
         raise CheckpointInvalid(f"the checkpoint is invalid: {exc}") from exc
     for name in ("turn", "model_calls"):
-        if getattr(checkpoint, name) < 0:
-            raise CheckpointInvalid(f"{name} must be >= 0", field=name)
+        # Bounded like token counts (MAX_TOKEN_COUNT): exact in every JSON reader, and far
+        # within what a store's 64-bit integers hold.
+        if not 0 <= getattr(checkpoint, name) <= MAX_TOKEN_COUNT:
+            raise CheckpointInvalid(f"{name} must be from 0 to 2**53 - 1", field=name)
     check_history(checkpoint.history)
     if checkpoint.folded is not msgspec.UNSET:
         check_spans(checkpoint.folded)

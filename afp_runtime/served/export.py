@@ -125,6 +125,8 @@ def load_export(data: bytes) -> MemoryRunLog:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         raise InvalidValue(f"a run export must be JSON: {exc}", field="export") from exc
+    except RecursionError:
+        raise InvalidValue("a run export must be JSON: nested too deeply", field="export") from None
     found = raw.get("format") if isinstance(raw, dict) else None
     if found != EXPORT_FORMAT:
         raise InvalidValue(
