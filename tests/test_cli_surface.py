@@ -393,3 +393,28 @@ def test_a_url_password_is_never_shown() -> None:
     )
     assert shown_location("postgresql://afp@db/afp") == "postgresql://afp@db/afp"
     assert shown_location("runs/afp.db") == "runs/afp.db"
+    # A password holding an unencoded @ or / is masked whole (the driver splits at the last @).
+    assert shown_location("postgresql://u:p@ss@db:1/x") == "postgresql://u:***@db:1/x"
+    assert shown_location("postgresql://u:pa/ss@db:1/x") == "postgresql://u:***@db:1/x"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:pa/ss@127.0.0.1:1/x",
+        "postgresql://u:secret@127.0.0.1:notaport/x",
+        "postgresql://u:secret@127.0.0.1:99999/x",
+        "postgres://u:secret@[::1/x",
+    ],
+)
+def test_a_store_url_that_cannot_be_parsed_is_one_line_without_the_password(url: str) -> None:
+    """A URL whose host or port cannot be read is a usage error (exit 2) in one line with the
+    password masked; it used to be a traceback whose last line could quote the password."""
+    result = subprocess.run(
+        [sys.executable, "-m", "afp_runtime.cli", "agents", "--db", url],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "cannot be parsed" in result.stderr
+    assert "secret" not in result.stderr and "u:pa" not in result.stderr

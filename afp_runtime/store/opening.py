@@ -57,7 +57,9 @@ def shown_location(target: str | os.PathLike[str]) -> str:
     return _QUERY_PASSWORD.sub(r"\g<key>***", shown)
 
 
-_USERINFO_PASSWORD = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*):[^@/?#]*@")
+# Up to the last ``@`` before any query: the driver splits user information there, so a
+# password holding ``@`` (or an unencoded ``/``) is masked whole.
+_USERINFO_PASSWORD = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*):[^?#]*@")
 _QUERY_PASSWORD = re.compile(r"(?P<key>[?&]password=)[^&#]*", re.IGNORECASE)
 
 

@@ -53,7 +53,16 @@ def parse(url: str, **overrides: Any) -> Target:
         ConfigError: an option is not a number, or the pool bounds or TLS mode are invalid.
     """
     location = masked(url)
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - read for its check: a port that is no number or past 65535
+    except ValueError:
+        # The parser's own text may quote pieces of the password: never shown.
+        raise ConfigError(
+            f"{location} is not a Postgres URL afp can read: its host or port cannot be parsed"
+            " (a password holding / ? # or @ must be percent-encoded)",
+            field="store",
+        ) from None
     query = parse_qsl(parts.query, keep_blank_values=True)
     options: dict[str, Any] = {}
     kept: list[tuple[str, str]] = []
