@@ -247,7 +247,7 @@ def _import(module_name: str, *, ref: str, field: str, base_dir: Path | None) ->
             f"{field}: cannot import {module_name!r} for {ref!r} (looked in {where}): {exc}",
             field=field,
         ) from exc
-    except Exception as exc:  # SyntaxError, NameError...: the module itself is broken
+    except (Exception, SystemExit) as exc:  # SyntaxError, NameError, sys.exit(): it is broken
         raise ConfigError(
             f"{field}: importing {module_name!r} for {ref!r} raised {type(exc).__name__}: {exc}",
             field=field,
@@ -472,6 +472,10 @@ def read_config(path: str | Path) -> tuple[ConfigFile, list[Agent]]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc}", path=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config {path} is not UTF-8 text (byte {exc.start})", path=str(path)
+        ) from None
     config = load_config(path, text)
     default = config.host.durability or "sync"
     base_dir = path.resolve().parent

@@ -160,6 +160,7 @@ def test_a_ref_beside_the_config_resolves_from_another_directory(
         ("raise RuntimeError('no credentials in the vault')", "RuntimeError: no credentials"),
         ("def broken(:\n    pass", "SyntaxError"),
         ("import a_module_that_is_not_there_at_all", "ModuleNotFoundError"),
+        ("import sys\nsys.exit(3)", "SystemExit: 3"),
     ],
 )
 def test_a_module_failing_at_import_is_a_config_error(
@@ -175,6 +176,14 @@ def test_a_module_failing_at_import_is_a_config_error(
     assert f"'{name}:tool'" in text and raised in text
     assert "agents[0].tools[0].ref" in text
     sys.modules.pop(name, None)
+
+
+def test_an_agents_file_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 are a ConfigError naming the file, not a UnicodeDecodeError."""
+    config = tmp_path / "agents.toml"
+    config.write_bytes(b"\xff\xfe [[agents]]")
+    with pytest.raises(ConfigError, match="is not UTF-8 text"):
+        afp.load_agents(config)
 
 
 def test_a_missing_module_names_where_it_looked(tmp_path: Path) -> None:
@@ -198,7 +207,8 @@ def test_an_untyped_function_ref_is_refused_naming_the_parameter(tmp_path: Path)
 
 
 @pytest.mark.parametrize(
-    "source", ["raise RuntimeError('boom at import')", "def broken(:\n    pass"]
+    "source",
+    ["raise RuntimeError('boom at import')", "def broken(:\n    pass", "import sys\nsys.exit(3)"],
 )
 def test_afp_run_exits_2_without_a_traceback(tmp_path: Path, source: str) -> None:
     """``afp run`` on a config whose ref fails at import exits 2 with one line, no traceback,
