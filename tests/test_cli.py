@@ -283,6 +283,13 @@ def test_epochs_call_receipt_and_export(tmp_path: Path) -> None:
     assert one.returncode == 0, one.stderr
     assert json.loads(one.stdout) == json.loads(from_store.stdout)[1]
     assert afp("served", "--file", str(export), run_id, "2").returncode == 2
+    # --diff reads an export as it reads the store (it used to be ignored with --file).
+    diffs = [
+        afp("served", *where, "--diff", "1", "2", "--json")
+        for where in (("--file", str(export)), (run_id, "--db", str(db)))
+    ]
+    assert diffs[0].returncode == 0 and json.loads(diffs[0].stdout) == json.loads(diffs[1].stdout)
+    assert afp("served", "--file", str(export), "--diff", "1", "9").returncode == 1
 
 
 def test_runs_show_cost_and_findings_show_permission_decisions(tmp_path: Path) -> None:

@@ -142,28 +142,16 @@ async def cmd_served(args: Any) -> int:
             if args.epoch is not None or not args.run.isdecimal():
                 raise UsageError("with --file, give only the EPOCH: the export names its run")
             args.epoch = int(args.run)
+        if args.diff is not None:
+            return _show_diff(args, log.run_id, *_two_views(log, *args.diff))
         views = served_views(log) if args.epoch is None else (served_at(log, args.epoch),)
     else:
         if args.run is None:
             raise UsageError("give RUN (or --file EXPORT)")
         if args.diff is not None:
-            a, b = args.diff
-
-            def work_diff(log: RunLog) -> tuple[ServedView | None, ServedView | None]:
-                return served_at(log, a), served_at(log, b)
-
-            run_id, (va, vb) = await _with_log(args.db, args.run, work_diff)
-            if va is None or vb is None:
-                missing = a if va is None else b
-                raise NotFound(
-                    f"run {run_id!r} has no epoch {missing}", what="epoch", value=missing
-                )
-            diff = diff_views(va, vb)
-            if args.json:
-                sys.stdout.write(encode_served(diff).decode() + "\n")
-            else:
-                _print_diff(diff)
-            return EXIT_OK
+            pair = args.diff
+            run_id, views_ab = await _with_log(args.db, args.run, lambda g: _two_views(g, *pair))
+            return _show_diff(args, run_id, *views_ab)
 
         def work(log: RunLog) -> Any:
             if args.all or args.epoch is None:
@@ -182,6 +170,27 @@ async def cmd_served(args: Any) -> int:
     for view in views:
         if view is not None:
             _print_view(view)
+    return EXIT_OK
+
+
+def _two_views(
+    log: RunLog, a: int, b: int
+) -> tuple[int, ServedView | None, int, ServedView | None]:
+    return a, served_at(log, a), b, served_at(log, b)
+
+
+def _show_diff(
+    args: Any, run_id: str, a: int, va: ServedView | None, b: int, vb: ServedView | None
+) -> int:
+    """``--diff A B``: what changed from epoch A to epoch B, from a store or an export."""
+    if va is None or vb is None:
+        missing = a if va is None else b
+        raise NotFound(f"run {run_id!r} has no epoch {missing}", what="epoch", value=missing)
+    diff = diff_views(va, vb)
+    if args.json:
+        sys.stdout.write(encode_served(diff).decode() + "\n")
+    else:
+        _print_diff(diff)
     return EXIT_OK
 
 
