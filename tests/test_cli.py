@@ -367,3 +367,22 @@ def test_an_exception_with_no_rule_is_one_line_and_exit_70(tmp_path: Path) -> No
         [sys.executable, "-c", program, "-v"], capture_output=True, text=True, cwd=tmp_path
     )
     assert loud.returncode == 70 and "Traceback" in loud.stderr
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ("commits", "demo:last", "--from-seq", "99999999999999999999999"),
+        ("export", "demo:last", "--from-seq", "-5"),
+        ("findings", "demo", "--turn", "99999999999999999999"),
+        ("demo", "--turns", "-3"),
+    ],
+)
+def test_a_count_argument_out_of_range_is_a_usage_error(tmp_path: Path, words: tuple) -> None:
+    """A count argument below 0 or beyond what a store holds is refused by argparse, exit 2,
+    naming the argument (it was a traceback from SQLite, or taken silently)."""
+    db = tmp_path / "afp.db"
+    assert afp("run", str(DEMO), "--db", str(db), "--message", "hi").returncode == 0
+    result = afp(*words, "--db", str(db))
+    assert result.returncode == 2 and words[-2] in result.stderr
+    assert "Traceback" not in result.stderr

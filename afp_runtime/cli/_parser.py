@@ -36,6 +36,17 @@ class _Unbuilt:
         pass
 
 
+def _count(text: str) -> int:
+    """A number argument: a whole number from 0 to 2**63 - 1 (what a store can hold)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= 2**63 - 1:
+        raise argparse.ArgumentTypeError(f"{text} is not from 0 to 2**63 - 1")
+    return value
+
+
 def command_named(argv: Sequence[str]) -> str | None:
     """The command word of ``argv`` (its first positional), or None when there is none."""
     words = iter(argv)
@@ -82,7 +93,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     p = add("demo", "run:cmd_demo", "Run the demo standing agent with its scripted model.")
     p.add_argument("--config", default="configs/demo.toml", help="the demo config")
-    p.add_argument("--turns", type=int, default=2, help="messages to send this time")
+    p.add_argument("--turns", type=_count, default=2, help="messages to send this time")
     p.set_defaults(agent=None)
 
     p = add("agents", "reads:cmd_agents", "List agents.")
@@ -103,7 +114,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     p = add("commits", "reads:cmd_commits", "Show a run's commit log.")
     p.add_argument("run", help=RUN_HELP)
-    p.add_argument("--from-seq", type=int, default=0)
+    p.add_argument("--from-seq", type=_count, default=0)
     p.add_argument("--expand", action="store_true", help="resolve message references")
 
     p = add("inbox", "reads:cmd_inbox", "List an agent's inbox.")
@@ -175,7 +186,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("agent")
     p.add_argument("--kind", help="only rows of this kind (basis, standing, conflict, ...)")
-    p.add_argument("--turn", type=int, help="only rows of this turn")
+    p.add_argument("--turn", type=_count, help="only rows of this turn")
 
     p = add("epochs", "served:cmd_epochs", "List a run's model calls (epochs).")
     p.add_argument("run", help=RUN_HELP)
@@ -209,7 +220,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     p = add("export", "served:cmd_export", "Export a run's log as JSON (bodies inlined).")
     p.add_argument("run", help=RUN_HELP)
-    p.add_argument("--from-seq", type=int, default=0)
+    p.add_argument("--from-seq", type=_count, default=0)
 
     p = add(
         "checkpoint", "admin:cmd_checkpoint", "Print an agent's conversation checkpoint as JSON."
