@@ -58,6 +58,10 @@ class AbandonBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit
     sender: str | None = msgspec.field(default=None, name="from")
 
 
+class NoBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """``POST …/resume`` and ``…/dismiss`` take no fields: an empty body or ``{}``."""
+
+
 def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
     """An optional top-level field: the handlers read ``null`` as the field left out."""
     return {"anyOf": [schema, {"type": "null"}]}

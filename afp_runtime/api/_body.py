@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from afp_runtime.api._problems import ApiError
+from afp_runtime.api._problems import ApiError, unknown_field
 
 _SHOWN_BYTES = 800
 # A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or a low one with no high before.
@@ -49,3 +49,14 @@ def json_object(raw: bytes, *, empty_is_object: bool = False) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise _refused("the body must be a JSON object", raw)
     return body
+
+
+def no_body_fields(raw: bytes, what: str) -> None:
+    """Refuse a body with any key for a request that takes none (empty and ``{}`` are fine).
+
+    Raises:
+        ApiError: 400 ``invalid-body`` when it is not JSON or not an object, 422 naming the
+            first key otherwise.
+    """
+    for field, value in json_object(raw, empty_is_object=True).items():
+        raise unknown_field(field, what, value)

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
-from afp_runtime.api._bodies import AbandonBody, AnswerBody, InboxPostBody
+from afp_runtime.api._bodies import AbandonBody, AnswerBody, InboxPostBody, NoBody
 from afp_runtime.api._params import (
     AGENT_ID,
     CURSOR,
@@ -440,8 +440,10 @@ OPERATIONS: tuple[Operation, ...] = (
         "runs",
         ResumeAccepted,
         params=(RUN,),
+        body=NoBody,
+        body_required=False,
         status=202,
-        errors=(409, 415),
+        errors=(409, 415, 422),
         example={"runId": "run-01a2336e-0c4", "agentId": "demo", "status": "accepted"},
     ),
     Operation(
@@ -451,7 +453,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "runs",
         DismissAccepted,
         params=(RUN,),
-        errors=(409, 415),
+        body=NoBody,
+        body_required=False,
+        errors=(409, 415, 422),
         example={
             "runId": "run-01a2336e-0c4",
             "agentId": "demo",

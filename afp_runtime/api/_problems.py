@@ -124,6 +124,13 @@ def invalid_body(field: str, message: str, value: object) -> ApiError:
     return ApiError(422, "invalid-body", message, field=field, value=value)
 
 
+def unknown_field(field: str, what: str, value: object) -> ApiError:
+    """422 ``invalid-body`` for a key ``what`` does not have; the key is the client's input,
+    so it is cut like a value (to 200 code points) in both ``field`` and the message."""
+    shown = shown_value(field)
+    return invalid_body(shown, f"{shown} is not a field of {what}", value)
+
+
 def not_hosted(agent_id: str) -> ApiError:
     """409 ``agent-not-hosted``: a write to an agent this host does not run."""
     return ApiError(409, "agent-not-hosted", f"agent {agent_id!r} is not run by this host")

@@ -37,7 +37,13 @@ from afp_runtime.api._params import (
     query,
     query_choice,
 )
-from afp_runtime.api._problems import ApiError, invalid_body, not_found, not_hosted
+from afp_runtime.api._problems import (
+    ApiError,
+    invalid_body,
+    not_found,
+    not_hosted,
+    unknown_field,
+)
 from afp_runtime.api.constants import INBOX_STATUSES, SENDER_LIMIT, TEXT_LIMIT
 from afp_runtime.api.shapes import (
     InboxMessage,
@@ -73,7 +79,7 @@ async def post_inbox(
     body = json_object(await request.body())
     for field in body:
         if field not in _BODY_FIELDS:
-            raise invalid_body(field, f"{field} is not a field of an inbox message", body[field])
+            raise unknown_field(field, "an inbox message", body[field])
     text = _text_field(body, "text", TEXT_LIMIT)
     if text is None:
         raise invalid_body("text", "text is required", None)

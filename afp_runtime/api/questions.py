@@ -33,7 +33,13 @@ from afp_runtime.api._params import (
     query,
     query_choice,
 )
-from afp_runtime.api._problems import ApiError, invalid_body, not_found, not_hosted
+from afp_runtime.api._problems import (
+    ApiError,
+    invalid_body,
+    not_found,
+    not_hosted,
+    unknown_field,
+)
 from afp_runtime.api.constants import QUESTION_STATUSES, SENDER_LIMIT
 from afp_runtime.api.shapes import AnswerAccepted, QuestionView
 from afp_runtime.api.views import question_view
@@ -69,7 +75,7 @@ async def _body(request: Request[Any, Any, Any], fields: frozenset[str]) -> dict
     body = json_object(await request.body(), empty_is_object=True)
     for field in body:
         if field not in fields:
-            raise invalid_body(field, f"{field} is not a field of this request", body[field])
+            raise unknown_field(field, "this request", body[field])
     sender = body.get("from")
     if sender is not None and (not isinstance(sender, str) or not 1 <= len(sender) <= SENDER_LIMIT):
         raise invalid_body(

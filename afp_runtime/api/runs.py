@@ -25,9 +25,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Response, get, post
+from litestar import Request, Response, get, post
 from litestar.datastructures import State
 
+from afp_runtime.api._body import no_body_fields
 from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
     Cursor,
@@ -82,8 +83,13 @@ async def one_run(state: State, run_id: PathText) -> RunRow:
 
 
 @post("/v1/runs/{run_id:str}/resume", status_code=202)
-async def resume_run(state: State, run_id: PathText) -> Response[ResumeAccepted]:
-    """Ask the host to resume the run's held or stalled turn now (an operator run)."""
+async def resume_run(
+    state: State, request: Request[Any, Any, Any], run_id: PathText
+) -> Response[ResumeAccepted]:
+    """Ask the host to resume the run's held or stalled turn now (an operator run). The body is
+    empty or ``{}``: a key is refused before anything happens (a client sending options it
+    thinks exist must not resume for good)."""
+    no_body_fields(await request.body(), "a resume request")
     ctx = context_of(state)
     run = await ctx.run(run_id)
     try:
@@ -97,8 +103,12 @@ async def resume_run(state: State, run_id: PathText) -> Response[ResumeAccepted]
 
 
 @post("/v1/runs/{run_id:str}/dismiss", status_code=200)
-async def dismiss_run(state: State, run_id: PathText) -> DismissAccepted:
-    """Close the run's held turn ``dismissed``: its messages stay, the inbox moves on."""
+async def dismiss_run(
+    state: State, request: Request[Any, Any, Any], run_id: PathText
+) -> DismissAccepted:
+    """Close the run's held turn ``dismissed``: its messages stay, the inbox moves on. The body
+    is empty or ``{}``; anything else is refused and nothing is dismissed."""
+    no_body_fields(await request.body(), "a dismiss request")
     ctx = context_of(state)
     run = await ctx.run(run_id)
     try:

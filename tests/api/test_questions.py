@@ -165,6 +165,42 @@ async def test_dismiss_a_held_run_moves_the_queue_on(api: Api) -> None:
     assert [m["status"] for m in after] == ["dismissed", "answered"]
 
 
+async def test_resume_and_dismiss_refuse_a_body_with_anything_in_it(api: Api) -> None:
+    """A body that is not JSON is 400 and one with a key (options the client thinks exist) is
+    422 naming the key, on resume and dismiss alike, and the held turn stays held; they used
+    to act whatever the body said."""
+    refused = ModelCallError("the key was refused", error_kind="auth", provider="scripted")
+    model = ScriptedModel([refused], model="mock")
+    async with api.running(agent(model)) as (host, client):
+        await post(client, "one")
+        await until(lambda: _held(host))
+        answers = [
+            await client.post(
+                f"/v1/runs/run-1/{action}",
+                content=body,
+                headers={"content-type": "application/json"},
+            )
+            for action in ("resume", "dismiss")
+            for body in (b"this is not json {{{", b'{"dryRun": true}')
+        ]
+        after = (await client.get("/v1/agents/ops/inbox")).json()["items"]
+    assert [a.status_code for a in answers] == [400, 422, 400, 422]
+    assert [error_of(a).get("field") for a in answers[1::2]] == ["dryRun", "dryRun"]
+    assert [m["status"] for m in after] == ["held"]
+
+
+async def test_an_unknown_key_is_cut_in_the_error_as_a_value_is(api: Api) -> None:
+    """A 250,000-character unknown key comes back cut to 200 code points in ``field`` and in
+    the message, not copied whole twice."""
+    async with api.running(agent([answer("ok")])) as (_, client):
+        key = "<img src=x>" + "k" * 250_000
+        response = await client.post("/v1/agents/ops/inbox", json={"text": "a", key: 1})
+    assert response.status_code == 422
+    detail = error_of(response)
+    assert len(detail["field"]) == 200 and len(detail["message"]) < 300
+    assert len(response.content) < 2_000
+
+
 async def test_on_turn_failure_skip_dismisses_at_once(api: Api) -> None:
     refused = ModelCallError("the key was refused", error_kind="auth", provider="scripted")
     model = ScriptedModel([refused, answer("second answered")], model="mock")
