@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from afp_runtime.errors import (
     InvalidAnswer,
     InvalidValue,
@@ -43,7 +45,7 @@ def validate_answer(kind: str, value: Any) -> Any:
         if not isinstance(value, dict):
             raise InvalidAnswer(
                 f'an approval is answered with {{"decision": "approve"|"decline"}}, '
-                f"not {shown(value)}",
+                f"not {_as_json(value)}",
                 reason="not-a-decision",
                 field="value",
             )
@@ -56,7 +58,7 @@ def validate_answer(kind: str, value: Any) -> Any:
             )
         if value.get("decision") not in ("approve", "decline"):
             raise InvalidAnswer(
-                f"decision must be approve or decline, not {shown(value.get('decision'))}",
+                f"decision must be approve or decline, not {_as_json(value.get('decision'))}",
                 reason="decision",
                 field="value.decision",
             )
@@ -83,7 +85,7 @@ def validate_answer(kind: str, value: Any) -> Any:
 def _text(what: str, value: Any, *, not_text: str) -> str:
     if not isinstance(value, str):
         raise InvalidAnswer(
-            f"{what} is answered with text, not {shown(value)}", reason=not_text, field="value"
+            f"{what} is answered with text, not {_as_json(value)}", reason=not_text, field="value"
         )
     if not 1 <= len(value) <= ANSWER_LIMIT:
         raise InvalidAnswer(
@@ -199,3 +201,13 @@ async def _open_question(
             status=question.status,
         )
     return question
+
+
+def _as_json(value: Any) -> str:
+    """An answer as the client sent it: JSON (``null``, an object), cut to 200 code points;
+    answers arrive as JSON, so they are named in JSON, not as Python writes them."""
+    try:
+        text = msgspec.json.encode(value).decode()
+    except (TypeError, ValueError):
+        return shown(value)
+    return text if len(text) <= 200 else text[:200] + "…"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from afp_runtime.agents import Agent, abandon_question, answer_question
+from afp_runtime.agents import Agent, abandon_question, answer_question, validate_answer
 from afp_runtime.errors import InvalidAnswer, QuestionClosed
 from afp_runtime.loop import AgentDriver, Emitter
 from afp_runtime.models import ScriptedModel
@@ -434,3 +434,22 @@ async def test_results_after_the_asking_call_keep_call_order(harness: Harness) -
     tools = [m for m in history if m.role == "tool"]
     assert [m.tool_call_id for m in tools] == ["ask", "x"]
     assert "No tool named" in tools[1].content
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "named"),
+    [
+        ("tool-ask", None, "not null"),
+        ("tool-ask", {"decision": "approve"}, 'not {"decision":"approve"}'),
+        ("approval", ["approve"], 'not ["approve"]'),
+        ("approval", {"decision": None}, "not null"),
+    ],
+)
+def test_a_refused_answer_names_the_value_as_the_client_sent_it(
+    kind: str, value: Any, named: str
+) -> None:
+    """Answers arrive as JSON, so a refusal names the value in JSON (``null``, an object), not
+    in Python's spelling (``None``, ``{'decision': ...}``)."""
+    with pytest.raises(InvalidAnswer) as caught:
+        validate_answer(kind, value)
+    assert named in caught.value.message and "None" not in caught.value.message
