@@ -386,3 +386,21 @@ def test_a_count_argument_out_of_range_is_a_usage_error(tmp_path: Path, words: t
     result = afp(*words, "--db", str(db))
     assert result.returncode == 2 and words[-2] in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_run_behind_a_stalled_turn_says_so_and_exits_stalled(tmp_path: Path) -> None:
+    """A second ``afp run -m`` while the turn is stalled (its retry not yet due) runs nothing:
+    it says the turn is stalled and the message waits, and exits 7, where it used to say
+    "nothing to do" and exit 0."""
+    config = tmp_path / "dead.toml"
+    config.write_text(
+        '[[agents]]\nid = "dead"\n[agents.model]\nprovider = "openai-compatible"\nmodel = "m"\n'
+        'baseUrl = "http://127.0.0.1:1/v1"\ntimeoutS = 2\n[agents.retry]\nmaxAttempts = 1\n'
+    )
+    db = str(tmp_path / "afp.db")
+    assert afp("run", str(config), "-m", "hi", "--db", db).returncode == 7
+    again = afp("run", str(config), "-m", "hi again", "--db", db)
+    assert again.returncode == 7
+    assert "turn 1 is stalled (network)" in again.stdout and "waits behind it" in again.stdout
+    queued = json.loads(afp("inbox", "dead", "--db", db, "--json").stdout)["items"]
+    assert [m["status"] for m in queued] == ["stalled", "queued"]

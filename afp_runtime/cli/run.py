@@ -29,6 +29,7 @@ from afp_runtime.loop import (
     TimeOrderedIds,
 )
 from afp_runtime.mcp import sessions_open
+from afp_runtime.records import OpenTurn
 from afp_runtime.store import open_store, shown_location
 
 
@@ -44,7 +45,9 @@ async def definition_from(path: str, agent: str | None) -> Agent:
 
 async def _drive(
     args: Any, messages: Sequence[str]
-) -> tuple[Agent, list[RunOutcome], EventRecorder]:
+) -> tuple[Agent, list[RunOutcome], EventRecorder, OpenTurn | None]:
+    """Finish the agent's unfinished work, post ``messages``, answer them; also the turn left
+    open at the end (one that may not run now: a stall not yet due, a pause, a hold)."""
     definition = await definition_from(args.config, args.agent)
     clock = SystemClock()
     recorder = EventRecorder()
@@ -63,10 +66,11 @@ async def _drive(
             for text in messages:
                 await driver.post(text)
             outcomes += await driver.work()
+            state = await store.conversation_state(definition.agent_id)
     finally:
         await definition.aclose()
         await store.aclose()
-    return definition, outcomes, recorder
+    return definition, outcomes, recorder, state.open_turn if state is not None else None
 
 
 def outcome_row(outcome: RunOutcome) -> dict[str, Any]:
@@ -89,13 +93,21 @@ def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
 async def cmd_run(args: Any) -> int:
     """Run an agent config once: finish unfinished work, then answer ``--message``."""
     messages = [args.message] if args.message else []
-    _, outcomes, _ = await _drive(args, messages)
+    _, outcomes, _, waiting = await _drive(args, messages)
     if args.json:
         print_json([outcome_row(outcome) for outcome in outcomes])
     else:
         _print_outcomes(outcomes)
-        if not outcomes:
-            say("nothing to do: no unfinished turn and no message (use --message)")
+    if not outcomes and waiting is not None:
+        # Nothing ran because the open turn may not run now (a stall not yet due, a pause, a
+        # hold): that is what the caller needs to hear, with that turn's exit code.
+        if not args.json:
+            why = f" ({waiting.error_kind}) {waiting.error}" if waiting.error_kind else ""
+            queued = "; the message waits behind it" if messages else ""
+            say(f"turn {waiting.turn} is {waiting.status}{why}{queued}")
+        return TURN_EXITS.get(waiting.status, EXIT_OK)
+    if not outcomes and not args.json:
+        say("nothing to do: no unfinished turn and no message (use --message)")
     return TURN_EXITS.get(outcomes[-1].status, EXIT_OK) if outcomes else EXIT_OK
 
 
@@ -105,7 +117,7 @@ async def cmd_demo(args: Any) -> int:
         state = await store.conversation_state("demo")
     done = state.turn if state is not None else 0
     messages = [QUESTIONS[(done + i) % len(QUESTIONS)] for i in range(args.turns)]
-    definition, outcomes, recorder = await _drive(args, messages)
+    definition, outcomes, recorder, _ = await _drive(args, messages)
     _print_outcomes(outcomes)
     async with reader(args.db) as store:
         agents = {a.agent_id: a for a in await store.agents()}
