@@ -241,6 +241,14 @@ def check_dump(dump: AgentDump) -> None:
         raise StoreDamaged(
             f"the checkpoint of {agent_id!r} names agent {state.agent_id!r}", agent_id=agent_id
         )
+    stored = {item.pos for item in dump.items}
+    missing = [pos for pos in state.history.positions() if pos not in stored]
+    if missing:
+        raise StoreDamaged(
+            f"the history of {agent_id!r} names item {missing[0]}, which is not stored"
+            f" ({len(missing)} missing)",
+            agent_id=agent_id,
+        )
     for body in dump.bodies:
         if hashlib.sha256(body.body).digest() != body.fp:
             raise StoreDamaged(
