@@ -149,7 +149,7 @@ def _response(request: Request[Any, Any, Any], error: ApiError) -> Response[Any]
             error.page(),
             status_code=error.status,
             headers=dict(error.headers),
-            media_type="text/html; charset=utf-8",
+            media_type="text/html",
         )
     return Response(
         error.body(),

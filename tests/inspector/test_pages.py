@@ -41,9 +41,15 @@ async def test_every_page_carries_a_policy_that_forbids_inline_script(api: Api) 
     """Pages and assets carry a CSP with ``script-src 'self'`` and no ``unsafe-inline``, and
     are neither framed, sniffed nor cached."""
     async with api.running(agent([answer("hi")])) as (_, client):
-        for path in ("/", "/static/inspector.js", "/static/inspector.css"):
+        types = {
+            "/": "text/html; charset=utf-8",
+            "/static/inspector.js": "text/javascript; charset=utf-8",
+            "/static/inspector.css": "text/css; charset=utf-8",
+        }
+        for path, media_type in types.items():
             response = await client.get(path)
             assert response.status_code == 200, path
+            assert response.headers["content-type"] == media_type  # the charset said once
             policy = response.headers["content-security-policy"]
             assert "script-src 'self'" in policy and "unsafe-inline" not in policy
             assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy

@@ -36,8 +36,9 @@ __all__ = ["HANDLERS", "PAGES_KEY", "Pages", "page_methods", "public_page", "tem
 PAGES_KEY = "afp.inspector"
 _HERE = Path(__file__).parent
 # Said outright: guessing it from a template's name would read the system's MIME tables.
-_HTML = "text/html; charset=utf-8"
-_STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+# Litestar appends "; charset=utf-8" to a text/ type itself.
+_HTML = "text/html"
+_STATIC_TYPES = {".css": "text/css", ".js": "text/javascript"}
 # The assets, read once: names are fixed, so no request path ever names a file.
 _STATIC = {
     path.name: (path.read_bytes(), _STATIC_TYPES[path.suffix])
