@@ -37,7 +37,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from afp_runtime import models
 from afp_runtime._embed.results import TurnResult, TurnStatus
 from afp_runtime.agents import Agent, abandon_question, answer_question
-from afp_runtime.errors import NotFound, StateError, StoreUnavailable
+from afp_runtime.errors import InvalidValue, NotFound, StateError, StoreUnavailable
 from afp_runtime.host import Host
 from afp_runtime.loop import (
     AgentDriver,
@@ -51,7 +51,7 @@ from afp_runtime.loop import (
     load_folded_spans,
 )
 from afp_runtime.messages import Cost, Message, Usage
-from afp_runtime.records import Clock, QuestionRow, RunLog
+from afp_runtime.records import Clock, QuestionRow, QuestionStatus, RunLog
 from afp_runtime.served import (
     ConformanceReport,
     EpochEntry,
@@ -435,7 +435,17 @@ class Store:
         return await self._store.runs(await self._known(agent))
 
     async def questions(self, agent: AgentRef, *, status: str | None = "open") -> list[QuestionRow]:
-        """The agent's check-in questions (``status=None``: every status), asking order."""
+        """The agent's check-in questions (``status=None``: every status), asking order.
+
+        Raises:
+            InvalidValue: ``status`` is not a question status.
+        """
+        if status is not None and status not in get_args(QuestionStatus):
+            known = ", ".join(get_args(QuestionStatus))
+            raise InvalidValue(
+                f"status must be one of {known} (or None for all), not {status!r}",
+                field="status",
+            )
         return await self._store.questions(await self._known(agent), status=status)
 
     async def epochs(self, run_id: str) -> list[EpochEntry]:

@@ -12,7 +12,13 @@ import httpx
 import pytest
 
 import afp_runtime as afp
-from afp_runtime.errors import ConfigError, NotFound, QuestionClosed, StoreUnavailable
+from afp_runtime.errors import (
+    ConfigError,
+    InvalidValue,
+    NotFound,
+    QuestionClosed,
+    StoreUnavailable,
+)
 from afp_runtime.messages import ModelRequest
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
 
@@ -364,3 +370,14 @@ async def test_an_argument_beyond_64_bits_reaches_the_tool_and_is_kept(tmp_path:
         replayed = (await store.served(result.run_id, 2)).messages.as_sent
     assert verdicts == ["verified", "verified"]
     assert replayed[1].tool_calls[0].args == {"n": 10**30}
+
+
+async def test_questions_refuses_a_status_that_is_none_of_them(tmp_path: Path) -> None:
+    """``store.questions(agent, status=...)`` with a word that is no question status is an
+    InvalidValue naming it, where it used to answer an empty list as if none were open."""
+    agent = support(answer("hi"))
+    async with afp.open(tmp_path / "afp.db") as store:
+        await store.run(agent, "hello")
+        assert await store.questions(agent, status=None) == []
+        with pytest.raises(InvalidValue, match="status must be one of open"):
+            await store.questions(agent, status="weird")
