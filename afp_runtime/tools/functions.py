@@ -273,6 +273,7 @@ class _Signature:
             if parameter.default is inspect.Parameter.empty:
                 self.fields.append((parameter.name, hint))
             else:
+                _check_default(name, parameter.name, hint, parameter.default)
                 self.fields.append((parameter.name, hint, parameter.default))
         self.names = [field[0] for field in self.fields]
 
@@ -308,6 +309,21 @@ class _Signature:
             return fn(*ordered, **named)
 
         return call
+
+
+def _check_default(tool_name: str, parameter: str, hint: Any, default: Any) -> None:
+    """Refuse a default the parameter's own type refuses: the schema shows it to the model as
+    the value a call may leave out, so it must be one the schema allows (``x: int = "a"``,
+    ``xs: list = None``, a NaN, which JSON writes as ``null``)."""
+    try:
+        msgspec.json.decode(msgspec.json.encode(default), type=hint, strict=True)
+    except (TypeError, ValueError, msgspec.MsgspecError) as exc:
+        raise _refuse(
+            tool_name,
+            parameter,
+            f"has the default {default!r}, which its own type refuses ({exc}); give a default "
+            "of the type, or widen the type (for None: `| None`)",
+        ) from None
 
 
 def _schema(

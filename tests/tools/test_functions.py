@@ -502,3 +502,28 @@ def test_a_recursive_struct_parameter_is_a_tree_the_tool_gets_decoded() -> None:
     refused = plan_call(ToolCall(id="d", name="walk", args={"root": bad}), {"walk": walk})
     assert not refused.runnable
     assert "root.children[0].children[0].name" in str(refused.outcome)
+
+
+def test_a_default_its_own_type_refuses_is_refused_at_declaration() -> None:
+    """The schema shows a default to the model as the value a call may leave out: one that
+    the parameter's type refuses (text for an int, None for a list, a NaN) is a
+    ToolDefinitionError naming the parameter; a fitting default is kept in the schema."""
+
+    def text_for_int(x: int = "notint") -> str:  # type: ignore[assignment]
+        return "x"
+
+    def none_for_list(xs: list[int] = None) -> str:  # type: ignore[assignment]
+        return "x"
+
+    def nan(x: float = float("nan")) -> str:
+        return "x"
+
+    for fn in (text_for_int, none_for_list, nan):
+        with pytest.raises(ToolDefinitionError, match="which its own type refuses"):
+            tool(fn)
+
+    def fitting(x: int = 3, xs: list[int] | None = None, unit: Unit = Unit.CELSIUS) -> str:
+        return "x"
+
+    properties = tool(fitting).input_schema["properties"]
+    assert properties["x"]["default"] == 3 and properties["unit"]["default"] == "celsius"
