@@ -512,7 +512,7 @@ def test_a_default_its_own_type_refuses_is_refused_at_declaration() -> None:
     def text_for_int(x: int = "notint") -> str:  # type: ignore[assignment]
         return "x"
 
-    def none_for_list(xs: list[int] = None) -> str:  # type: ignore[assignment]
+    def none_for_list(xs: list[int] = None) -> str:  # type: ignore[assignment]  # noqa: RUF013
         return "x"
 
     def nan(x: float = float("nan")) -> str:
