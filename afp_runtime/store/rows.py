@@ -98,7 +98,7 @@ def check_sender(sender: str | None) -> None:
 
 def check_idempotency_key(key: str | None) -> None:
     """Raise ``InvalidValue`` unless an idempotency key is None or 1 to 128 characters of
-    ``[A-Za-z0-9._:-]`` (docs/api.md#field-limits)."""
+    ``[A-Za-z0-9._:-]`` (docs/api.md#request-bodies-and-field-limits)."""
     if key is not None and not (isinstance(key, str) and _IDEMPOTENCY_KEY.fullmatch(key)):
         raise InvalidValue(
             "an idempotency key must be 1 to 128 characters of [A-Za-z0-9._:-]",

@@ -142,9 +142,10 @@ DAMAGE = {
         "which is missing",
     ),
     "missing item": (
-        "DELETE FROM items WHERE pos = 1 AND agent = (SELECT agent FROM agents"
-        " WHERE agent_id = 'scenario')",
-        "names item 1, which is not stored",
+        "DELETE FROM items WHERE agent = (SELECT agent FROM agents WHERE agent_id = 'scenario')"
+        " AND pos = (SELECT MAX(pos) FROM items WHERE agent = (SELECT agent FROM agents"
+        " WHERE agent_id = 'scenario'))",
+        "which is not stored",
     ),
     "undecodable bundle": (
         "UPDATE bundles SET writes = x'c1' WHERE seq = 1 AND run = (SELECT MIN(run) FROM runs"
