@@ -20,8 +20,13 @@ _LONE_SURROGATE = re.compile(
 
 
 def _refused(message: str, raw: bytes) -> ApiError:
+    # The whole body is at fault: ``field`` says so, and ``value`` is (the start of) it.
     return ApiError(
-        400, "invalid-body", message, value=raw[:_SHOWN_BYTES].decode("utf-8", "replace")
+        400,
+        "invalid-body",
+        message,
+        field="body",
+        value=raw[:_SHOWN_BYTES].decode("utf-8", "replace"),
     )
 
 

@@ -59,6 +59,9 @@ def shown_value(value: object) -> str:
     )
 
 
+_NO_VALUE: Any = object()
+
+
 class ApiError(Exception):
     """A request the API answers with an error body.
 
@@ -78,7 +81,7 @@ class ApiError(Exception):
         message: str,
         *,
         field: str | None = None,
-        value: object = None,
+        value: object = _NO_VALUE,
         headers: Mapping[str, str] | None = None,
         reason: str | None = None,
     ) -> None:
@@ -88,7 +91,8 @@ class ApiError(Exception):
         self.code = code
         self.message = message
         self.field = field
-        self.value = None if value is None else shown_value(value)
+        # A JSON null the client sent is shown as ``null``; only no value at all is left out.
+        self.value = None if value is _NO_VALUE else shown_value(value)
         self.headers = dict(headers or {})
 
     def body(self) -> ErrorBody:
@@ -119,8 +123,8 @@ def not_found(code: str, message: str, *, field: str, value: object) -> ApiError
     return ApiError(404, code, message, field=field, value=value)
 
 
-def invalid_body(field: str, message: str, value: object) -> ApiError:
-    """422 ``invalid-body``: a field of the body is refused."""
+def invalid_body(field: str, message: str, value: object = _NO_VALUE) -> ApiError:
+    """422 ``invalid-body``: a field of the body is refused (``value`` left out: it is missing)."""
     return ApiError(422, "invalid-body", message, field=field, value=value)
 
 

@@ -82,7 +82,7 @@ async def post_inbox(
             raise unknown_field(field, "an inbox message", body[field])
     text = _text_field(body, "text", TEXT_LIMIT)
     if text is None:
-        raise invalid_body("text", "text is required", None)
+        raise invalid_body("text", "text is required")
     key = body.get("idempotencyKey")
     if key is not None and (not isinstance(key, str) or IDEMPOTENCY_KEY.fullmatch(key) is None):
         raise invalid_body(

@@ -109,7 +109,7 @@ async def answer(
     path_param("questionId", question_id, RUN_ID)
     body = await _body(request, frozenset({"value", "from"}))
     if "value" not in body:
-        raise invalid_body("value", "value is required", None)
+        raise invalid_body("value", "value is required")
     try:
         row = await ctx.host.answer(agent_id, question_id, body["value"], sender=body.get("from"))
     except AgentNotHosted as exc:

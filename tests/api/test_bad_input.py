@@ -59,6 +59,28 @@ async def test_bad_bodies_are_400_naming_the_problem(api: Api, body: bytes, said
         assert response.status_code == 400, response.text
         assert error_of(response)["code"] == "invalid-body"
         assert said in error_of(response)["message"]
+        assert error_of(response)["field"] == "body" and "value" in error_of(response)
+
+
+async def test_a_null_value_is_shown_and_a_missing_one_is_not(api: Api) -> None:
+    """An answer of JSON ``null`` is refused with ``value: "null"`` (it used to lose its value,
+    as if none had been sent); a message with no text names ``text`` and shows no value."""
+    from afp_runtime.tools import Tool
+
+    async def ask(args: object, ctx: object) -> str:
+        ctx.ask_person("which?")  # type: ignore[attr-defined]
+
+    asking = Tool("ask", "Ask.", {"type": "object"}, ask)
+    script = [tool_reply(call("c1", "ask")), answer("ok")]
+    async with api.running(agent(script, tools=[asking])) as (host, client):
+        question = await _paused_question(api, client, host)
+        null = await client.post(
+            f"/v1/agents/ops/questions/{question}/answer", json={"value": None}
+        )
+        textless = await client.post("/v1/agents/ops/inbox", json={"from": "ann"})
+    assert null.status_code == 422 and error_of(null)["value"] == "null"
+    assert "None" not in error_of(null)["message"]
+    assert error_of(textless)["field"] == "text" and "value" not in error_of(textless)
 
 
 @pytest.mark.parametrize("path", ["/v1/events", "/v1/agents/ops/events"])
