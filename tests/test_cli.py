@@ -404,3 +404,11 @@ def test_run_behind_a_stalled_turn_says_so_and_exits_stalled(tmp_path: Path) -> 
     assert "turn 1 is stalled (network)" in again.stdout and "waits behind it" in again.stdout
     queued = json.loads(afp("inbox", "dead", "--db", db, "--json").stdout)["items"]
     assert [m["status"] for m in queued] == ["stalled", "queued"]
+
+
+def test_demo_elsewhere_names_the_missing_config_and_leaves_no_store(tmp_path: Path) -> None:
+    """``afp demo`` outside the project folder (its default config is relative) says the
+    config is missing, exit 2, and creates no database file; it used to leave an empty one."""
+    result = afp("demo", "--db", "x.db", cwd=tmp_path)
+    assert result.returncode == 2 and "cannot read config" in result.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -113,6 +113,13 @@ async def cmd_run(args: Any) -> int:
 
 async def cmd_demo(args: Any) -> int:
     """The demo: a standing agent answering a few messages, continuing its conversation."""
+    if not await anyio.Path(args.config).is_file():
+        # Said before the store is opened, so a wrong folder leaves no empty store behind.
+        raise ConfigError(
+            f"cannot read config {args.config}: no such file (run afp demo in the project "
+            "folder, or give --config)",
+            path=str(args.config),
+        )
     async with opened(args.db) as store:
         state = await store.conversation_state("demo")
     done = state.turn if state is not None else 0
