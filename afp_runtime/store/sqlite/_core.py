@@ -116,6 +116,19 @@ class SqliteCore:
                     "SELECT name FROM sqlite_master WHERE type='table'"
                 )
             }
+        except sqlite3.OperationalError as exc:
+            if "unable to open" not in str(exc):
+                raise StoreDamaged(
+                    f"{self.path} is not a readable SQLite database ({exc}); it was not changed",
+                    path=str(self.path),
+                ) from exc
+            # Not damage: a WAL database is read through its -wal and -shm files beside it,
+            # which SQLite could not open or create (a folder that is not writable, say).
+            raise StoreUnavailable(
+                f"cannot open {self.path}: SQLite could not open the -wal and -shm files beside "
+                f"it ({exc}); its folder must be writable, even to read it",
+                path=str(self.path),
+            ) from exc
         except sqlite3.DatabaseError as exc:
             raise StoreDamaged(
                 f"{self.path} is not a readable SQLite database ({exc}); it was not changed",
