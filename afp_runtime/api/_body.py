@@ -50,6 +50,8 @@ def json_object(raw: bytes, *, empty_is_object: bool = False) -> dict[str, Any]:
     except RecursionError:
         raise _refused("the body nests arrays or objects too deeply", raw) from None
     except msgspec.DecodeError as exc:
+        if "out of range" in str(exc):  # valid JSON, a number no decoder reads exactly
+            raise _refused(f"the body holds a number too large to read: {exc}", raw) from None
         raise _refused(f"the body is not valid JSON: {exc}", raw) from None
     if not isinstance(body, dict):
         raise _refused("the body must be a JSON object", raw)

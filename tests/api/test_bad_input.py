@@ -34,8 +34,9 @@ async def _paused_question(api: Api, client: httpx.AsyncClient, host: object) ->
         (b'{"text": "a\\udc00b"}', "lone surrogate escape \\udc00"),
         (b'{"text": ', "not valid JSON"),
         (b'["text"]', "must be a JSON object"),
+        (b'{"text": "a", "time": {"now": 1' + b"0" * 5000 + b"}}", "a number too large"),
     ],
-    ids=["nested", "lone-high", "lone-low", "truncated", "array"],
+    ids=["nested", "lone-high", "lone-low", "truncated", "array", "huge-number"],
 )
 async def test_bad_bodies_are_400_naming_the_problem(api: Api, body: bytes, said: str) -> None:
     """The inbox, answer and abandon endpoints refuse each bad body with 400 invalid-body."""
