@@ -124,3 +124,34 @@ async def test_an_agent_without_extensions_serves_none_of_it(tmp_path: Path) -> 
     assert result.answer == "Shipped."
     first = model.requests[0]
     assert "MARK" not in first.system and all("MARK" not in m.content for m in first.messages)
+
+
+class FailingSeed(RunExtension):
+    async def seed(self, seed: Any) -> Any:
+        raise RuntimeError("the clock source is gone")
+
+
+class FailingSeedExtension:
+    name = "flaky-clock"
+
+    def shape(self) -> Any:
+        return {"flaky-clock": 1}
+
+    def start(self, run: RunStart) -> RunExtension:
+        return FailingSeed()
+
+
+async def test_an_extension_failing_to_seed_holds_the_turn_naming_it(tmp_path: Path) -> None:
+    """An extension whose seed raises holds the turn at once under ``extension``, naming the
+    extension and the error, and commits that; before anything of the turn was committed the
+    message stayed queued and every pass failed the same way."""
+    extension: Extension = FailingSeedExtension()
+    agent = afp.Agent("clocked", afp.ScriptedModel([answer("never")]), extensions=[extension])
+    async with afp.open(tmp_path / "afp.db") as store:
+        result = await store.run(agent, "what time is it?")
+        again = await store.work(agent)
+    assert result.status == "held" and result.error_kind == "extension"
+    assert again == []  # held for an operator: no pass retries it
+    assert "flaky-clock" in (result.error or "") and "RuntimeError: the clock source is gone" in (
+        result.error or ""
+    )

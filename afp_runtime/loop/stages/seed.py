@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from afp_runtime._logging import get_logger
+from afp_runtime.errors import StoreError
 from afp_runtime.extensions import SeedInput
 from afp_runtime.messages import (
     Message,
@@ -26,6 +28,8 @@ from afp_runtime.window import MessageOrigin
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
+
+log = get_logger()
 
 
 async def seed(run: Run) -> None:
@@ -97,8 +101,22 @@ async def seed(run: Run) -> None:
             accepted_at_ms=run.accepted_at_ms,
             answered_questions=partial(run.store.questions, run.agent_id, status="answered"),
         )
-        for extension in run.extensions:
-            seeded = await extension.seed(seeding)
+        for extension, definition in zip(run.extensions, run.d.extensions, strict=True):
+            try:
+                seeded = await extension.seed(seeding)
+            except StoreError:
+                raise  # the store's own failure: the run ends as a crash would
+            except Exception as exc:
+                # Before anything of the turn is committed: retrying would fail the same way on
+                # every pass, and the message would never leave the queue. Held, naming it.
+                log.exception("an extension failed to seed the turn", extension=definition.name)
+                if run.state.seed_hold is None:
+                    run.state.seed_hold = (
+                        "extension",
+                        f"the {definition.name} extension failed to seed the turn: "
+                        f"{type(exc).__name__}: {exc}",
+                    )
+                continue
             filed += seeded.rows
             if seeded.hold is not None and run.state.seed_hold is None:
                 run.state.seed_hold = seeded.hold
