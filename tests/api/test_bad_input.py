@@ -3,16 +3,29 @@ escapes, JSON that is no object, and a Last-Event-ID with non-ASCII digits."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import httpx
 import pytest
 
 from afp_runtime.testing import answer, call, tool_reply
+from afp_runtime.tools import Tool
 
 from .conftest import Api, agent, error_of, post, serving, settle, until
 from .test_events import frames
 
 NESTED = b"[" * 1000 + b"]" * 1000
+
+
+async def _ask(args: object, ctx: object) -> str:
+    ctx.ask_person("which?")  # type: ignore[attr-defined]
+
+
+def _asking_agent() -> Any:
+    """An agent whose first call asks the person a question (the turn pauses on it)."""
+    asking = Tool("ask", "Ask.", {"type": "object"}, _ask)
+    return agent([tool_reply(call("c1", "ask")), answer("ok")], tools=[asking])
 
 
 async def _paused_question(api: Api, client: httpx.AsyncClient, host: object) -> str:
@@ -40,14 +53,7 @@ async def _paused_question(api: Api, client: httpx.AsyncClient, host: object) ->
 )
 async def test_bad_bodies_are_400_naming_the_problem(api: Api, body: bytes, said: str) -> None:
     """The inbox, answer and abandon endpoints refuse each bad body with 400 invalid-body."""
-    from afp_runtime.tools import Tool
-
-    async def ask(args: object, ctx: object) -> str:
-        ctx.ask_person("which?")  # type: ignore[attr-defined]
-
-    asking = Tool("ask", "Ask.", {"type": "object"}, ask)
-    script = [tool_reply(call("c1", "ask")), answer("ok")]
-    async with api.running(agent(script, tools=[asking])) as (host, client):
+    async with api.running(_asking_agent()) as (host, client):
         question = await _paused_question(api, client, host)
         headers = {"content-type": "application/json"}
         paths = [
@@ -66,14 +72,7 @@ async def test_bad_bodies_are_400_naming_the_problem(api: Api, body: bytes, said
 async def test_a_null_value_is_shown_and_a_missing_one_is_not(api: Api) -> None:
     """An answer of JSON ``null`` is refused with ``value: "null"`` (it used to lose its value,
     as if none had been sent); a message with no text names ``text`` and shows no value."""
-    from afp_runtime.tools import Tool
-
-    async def ask(args: object, ctx: object) -> str:
-        ctx.ask_person("which?")  # type: ignore[attr-defined]
-
-    asking = Tool("ask", "Ask.", {"type": "object"}, ask)
-    script = [tool_reply(call("c1", "ask")), answer("ok")]
-    async with api.running(agent(script, tools=[asking])) as (host, client):
+    async with api.running(_asking_agent()) as (host, client):
         question = await _paused_question(api, client, host)
         null = await client.post(
             f"/v1/agents/ops/questions/{question}/answer", json={"value": None}
