@@ -61,7 +61,7 @@ from afp_runtime.served import (
     diff_views,
     epoch_entries,
     epochs,
-    find_call,
+    find_agent_call,
     folded_from_log,
     receipt_at,
     served_at,
@@ -484,10 +484,10 @@ class Store:
             NotFound: no such agent or call.
         """
         agent_id = await self._known(agent)
-        for run in await self._store.runs(agent_id):
-            found = await self._store.read_run(run.run_id, lambda log: find_call(log, n))
-            if found is not None:
-                return run.run_id, found[0], found[1]
+        runs = [run.run_id for run in await self._store.runs(agent_id)]
+        found = await find_agent_call(runs, n, self._store.read_run)
+        if found is not None:
+            return runs[found[0]], found[1], found[2]
         raise NotFound(f"agent {agent_id!r} has made no model call {n}", what="call", value=n)
 
     async def conform(self, run_id: str, epoch: int | None = None) -> list[ConformanceReport]:

@@ -33,7 +33,7 @@ from afp_runtime.api.shapes import (
     Health,
 )
 from afp_runtime.api.views import agent_view
-from afp_runtime.served import find_call
+from afp_runtime.served import find_agent_call
 from afp_runtime.store import AgentRow, RunRow
 
 
@@ -123,11 +123,11 @@ async def agent_call(state: State, agent_id: PathText, n: PathText) -> CallView:
     ctx = context_of(state)
     await ctx.agent(agent_id)
     number = number_param("n", n)
-    for run in await ctx.reader.runs(agent_id):
-        found = await ctx.with_log(run.run_id, lambda log: find_call(log, number))
-        if found is not None:
-            epoch, view = found
-            return CallView(agent_call=number, run_id=run.run_id, epoch=epoch, view=view)
+    runs = [run.run_id for run in await ctx.reader.runs(agent_id)]
+    found = await find_agent_call(runs, number, ctx.with_log)
+    if found is not None:
+        index, epoch, view = found
+        return CallView(agent_call=number, run_id=runs[index], epoch=epoch, view=view)
     raise not_found(
         "call-not-found",
         f"agent {agent_id!r} has made no model call numbered {number}",

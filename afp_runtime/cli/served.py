@@ -29,7 +29,7 @@ from afp_runtime.served import (
     epoch_entries,
     epochs,
     export_run,
-    find_call,
+    find_agent_call,
     load_export,
     receipt_at,
     served_at,
@@ -247,19 +247,16 @@ async def cmd_conform(args: Any) -> int:
 
 async def cmd_call(args: Any) -> int:
     """The agent's n-th model call over its whole life: run, epoch and the served view."""
-    found: tuple[int, ServedView] | None = None
     async with reader(args.db) as store:
-        for run in await store.runs(await _ids.known_agent(store, args.agent)):
-            found = await store.read_run(run.run_id, lambda log: find_call(log, args.n))
-            if found is not None:
-                break
+        runs = [run.run_id for run in await store.runs(await _ids.known_agent(store, args.agent))]
+        found = await find_agent_call(runs, args.n, store.read_run)
     if found is not None:
-        epoch, view = found
-        body = {"agentCall": args.n, "runId": run.run_id, "epoch": epoch, "view": view}
+        index, epoch, view = found
+        body = {"agentCall": args.n, "runId": runs[index], "epoch": epoch, "view": view}
         if args.json:
             sys.stdout.write(encode_served(body).decode() + "\n")
         else:
-            say(f"call {args.n}: run {run.run_id}, epoch {epoch}")
+            say(f"call {args.n}: run {runs[index]}, epoch {epoch}")
             _print_view(view)
         return EXIT_OK
     raise NotFound(f"agent {args.agent!r} has made no model call {args.n}", what="call")

@@ -42,6 +42,7 @@ from afp_runtime.served.reads import (
     EpochEntry,
     epoch_entries,
     epoch_entry,
+    find_agent_call,
     find_call,
     folded_from_log,
 )
@@ -140,6 +141,7 @@ __all__ = [
     "epochs",
     "export_run",
     "extend_digest",
+    "find_agent_call",
     "find_call",
     "folded_from_log",
     "load_export",

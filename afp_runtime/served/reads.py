@@ -7,8 +7,11 @@ Readings settled here:
   receipt as stored (``null``/``false`` when there is none), ``toolCallCount`` and ``usage``
   from the ``reply`` its ``call-model`` bundle committed (0 and ``null`` without a reply), and
   ``gaps`` from its view.
-* ``/calls/{n}`` scans the agent's runs in start order and their receipts in commit order for
-  the one whose ``agentCall`` is ``n`` (linear in the agent's epochs; an index comes later).
+* An agent's call ``n`` is found by halving its runs in start order: ``agentCall`` numbers
+  rise with commit order over the agent's life (each is the conversation's count plus one,
+  committed with the receipt), so a run whose receipts all come after ``n`` sends the search
+  left and one whose receipts all come before it sends it right. A run with no receipt says
+  nothing and the search looks at the run after it. Logs read: about log2 of the run count.
 * A ``discard`` span's originals are resolved from the log of the run that folded them: the
   ``window`` bundle of the span's iteration that appended to ``foldedSpans``; the removed
   messages are what the window held just before that bundle and no longer holds after it (the
@@ -18,8 +21,8 @@ Readings settled here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -97,10 +100,51 @@ def epoch_entries(log: RunLog, *, start: int, limit: int) -> tuple[list[EpochEnt
 
 def find_call(log: RunLog, n: int) -> tuple[int, ServedView] | None:
     """The epoch number and view of the receipt with ``agentCall == n`` in this run."""
+    found = _call_side(log, n)
+    return found if isinstance(found, tuple) else None
+
+
+def _call_side(log: RunLog, n: int) -> tuple[int, ServedView] | int:
+    """Call ``n`` against this run: its epoch and view when the run made it; else ``-1`` when
+    the run's calls all come after ``n``, ``1`` when they all come before it, ``0`` when the
+    run holds no numbered call."""
+    numbered = 0
     for location in epochs(log):
         receipt = receipt_at(log, location.epoch)
-        if receipt is not None and receipt.agent_call == n:
+        if receipt is None:
+            continue
+        if receipt.agent_call == n:
             return location.epoch, view_of(location, log)
+        if not numbered:
+            numbered = -1 if receipt.agent_call > n else 1
+    return numbered
+
+
+T = TypeVar("T")
+LogReader = Callable[[str, Callable[[RunLog], T]], Awaitable[T]]
+"""``read(run_id, fn)``: ``fn`` over the run's log, off the event loop (a store's
+``read_run``)."""
+
+
+async def find_agent_call(
+    run_ids: Sequence[str], n: int, read: LogReader[Any]
+) -> tuple[int, int, ServedView] | None:
+    """Where the agent's call ``n`` sits among its runs (``run_ids`` in start order): the
+    run's index, the epoch and its view; None when no run made it. Reads about log2 of the
+    runs' logs (see the module's readings)."""
+    low, high = 0, len(run_ids) - 1
+    while low <= high:
+        middle = probe = (low + high) // 2
+        side = await read(run_ids[probe], lambda log: _call_side(log, n))
+        while side == 0 and probe < high:
+            probe += 1
+            side = await read(run_ids[probe], lambda log: _call_side(log, n))
+        if isinstance(side, tuple):
+            return probe, side[0], side[1]
+        if side == 1:
+            low = probe + 1
+        else:
+            high = middle - 1
     return None
 
 

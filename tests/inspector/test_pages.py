@@ -141,6 +141,8 @@ async def test_the_timeline_shows_turns_runs_calls_and_the_message_as_text(api: 
     assert re.findall(r'<tr data-call="(\d+)">', body) == ["1", "2"]
     assert "initial</span> run" in body and "status-answered" in body
     assert missing.status_code == 404
+    assert 'href="/agents/ops/calls/2">Next call<' in first
+    assert "Next call" not in second
 
 
 async def test_a_long_conversation_pages_its_turns(api: Api) -> None:
@@ -168,7 +170,8 @@ def _planting_tool() -> Tool:
 
 async def test_a_call_page_shows_what_was_sent_its_verdict_and_what_entered(api: Api) -> None:
     """Call 2 lists the messages as sent with the two that entered since call 1 marked, the
-    receipt verified, and the tool's result (planted markup, an escape sequence) as text."""
+    receipt verified, and the tool's result (planted markup, an escape sequence) as text; call
+    1 links on to call 2, and call 2, the newest, links on to nothing."""
     script = [tool_reply(call("c1", "plant_tool")), answer("done")]
     async with api.running(agent(script, tools=[_planting_tool()])) as (host, client):
         await host.post("ops", "go")

@@ -19,7 +19,7 @@ from afp_runtime.served import (
     ConformanceReport,
     ServedView,
     check,
-    find_call,
+    find_agent_call,
     receipt_at,
 )
 from afp_runtime.store import RunRow
@@ -36,7 +36,7 @@ class _Found:
     """Where call ``n`` of an agent sits, what it was sent and its check."""
 
     def __init__(
-        self, run: RunRow, epoch: int, view: ServedView, report: ConformanceReport | None
+        self, run: RunRow, epoch: int, view: ServedView, report: ConformanceReport
     ) -> None:
         self.run = run
         self.epoch = epoch
@@ -44,32 +44,31 @@ class _Found:
         self.report = report
 
 
-async def _find(ctx: ApiContext, runs: list[RunRow], number: int, *, verify: bool) -> _Found | None:
+async def _find(ctx: ApiContext, runs: list[RunRow], number: int) -> _Found | None:
+    """Call ``number`` with its receipt checked, or None when the agent made no such call."""
+    ids = [run.run_id for run in runs]
+    located = await find_agent_call(ids, number, ctx.with_log)
+    if located is None:
+        return None
+    index, epoch, view = located
+    run = runs[index]
     host = ctx.host
-    # A run's calls are numbered on from the run before, so the newest runs are looked at first
-    # only when the number is high; most pages ask for recent calls.
-    for run in reversed(runs):
 
-        def read(log: RunLog, run: RunRow = run) -> _Found | None:
-            found = find_call(log, number)
-            if found is None:
-                return None
-            epoch, view = found
-            report = None
-            if verify:
-                receipt = receipt_at(log, epoch)
-                encoder: BodyEncoder | None = None
-                if receipt is not None and receipt.wire is not None:
-                    encoder = host.wire_encoder(
-                        run.agent_id, receipt.wire.encoder, receipt.basis.model
-                    )
-                report = check(view, receipt, encoder=encoder, log=log)
-            return _Found(run, epoch, view, report)
+    def verify(log: RunLog) -> ConformanceReport:
+        receipt = receipt_at(log, epoch)
+        encoder: BodyEncoder | None = None
+        if receipt is not None and receipt.wire is not None:
+            encoder = host.wire_encoder(run.agent_id, receipt.wire.encoder, receipt.basis.model)
+        return check(view, receipt, encoder=encoder, log=log)
 
-        located = await ctx.with_log(run.run_id, read)
-        if located is not None:
-            return located
-    return None
+    return _Found(run, epoch, view, await ctx.with_log(run.run_id, verify))
+
+
+async def _view_of(ctx: ApiContext, runs: list[RunRow], number: int) -> ServedView | None:
+    if number < 1:
+        return None
+    located = await find_agent_call([run.run_id for run in runs], number, ctx.with_log)
+    return located[2] if located is not None else None
 
 
 def _key(message: Message) -> bytes:
@@ -194,7 +193,7 @@ async def call_page(
     """What the call page shows for the agent's call ``number``: its messages as sent from
     index ``first`` (the last page when None)."""
     runs = await ctx.reader.runs(agent_id)
-    found = await _find(ctx, runs, number, verify=True)
+    found = await _find(ctx, runs, number)
     if found is None:
         raise not_found(
             "call-not-found",
@@ -202,20 +201,22 @@ async def call_page(
             field="n",
             value=str(number),
         )
-    previous = await _find(ctx, runs, number - 1, verify=False) if number > 1 else None
+    at = runs.index(found.run)
+    previous = await _view_of(ctx, runs[: at + 1], number - 1)
+    has_next = await _view_of(ctx, runs[at:], number + 1) is not None
     visits = [
         record
         for record in await window_records(ctx, [found.run])
         if record.get("iteration") == found.epoch
     ]
     report = found.report
-    assert report is not None
     view = found.view
     return {
         "number": number,
         "run_id": found.run.run_id,
         "epoch": found.epoch,
         "has_previous": previous is not None,
+        "has_next": has_next,
         "verdict": report.verdict,
         "failures": [
             {"clause": c.clause, "detail": c.detail or ""}
@@ -231,5 +232,5 @@ async def call_page(
         ],
         "forced": view.tools.forced or "",
         "withheld": view.tools.withheld or "",
-        **_diff(previous.view if previous is not None else None, view, visits, first),
+        **_diff(previous, view, visits, first),
     }
