@@ -103,6 +103,11 @@ async def test_planted_markup_runs_nothing_and_reads_as_text(api: Api, page: Pag
         await page.goto(base + "/agents/ops")
         await expect(page.get_by_text("done " + PLANTED)).to_be_visible()
         await expect(page.get_by_text(PLANTED + "\u2407\u241b[31m")).to_be_visible()
+        # Each value is its own bidi island: right-to-left text cannot reorder the page's words.
+        bidi = await page.locator(".message .text").first.evaluate(
+            "(element) => getComputedStyle(element).unicodeBidi"
+        )
+        assert bidi == "isolate"
         await _nothing_planted_runs(page)
         await page.goto(base + "/agents/ops/calls/2")
         await expect(page.get_by_text("found " + PLANTED).first).to_be_visible()

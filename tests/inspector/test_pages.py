@@ -75,6 +75,19 @@ async def test_planted_markup_in_ids_and_models_is_shown_as_text(api: Api) -> No
         assert "a&lt;b&gt;&#34;&#39;&amp;\u2407\u241b" in page and "\x07" not in page
 
 
+async def test_controls_that_reorder_or_hide_text_are_shown_by_their_code_point(api: Api) -> None:
+    """A sender ending in a right-to-left override and a message holding C1 controls (NEL,
+    CSI) and a bidi isolate come out as visible code points: none of those characters is in
+    the page, so none can reverse the time and message shown after the sender."""
+    async with api.running(agent([answer("ok")])) as (host, client):
+        await host.post("ops", "C1:\x85\x9b31m \u2066end", sender="mallory\u202e")
+        await settle(host)
+        page = (await client.get("/agents/ops")).text
+    assert '<span class="who">mallory\u27e8U+202E\u27e9</span>' in page
+    assert "C1:\u27e8U+0085\u27e9\u27e8U+009B\u27e931m \u27e8U+2066\u27e9end" in page
+    assert not any(ch in page for ch in "\x85\x9b\u202e\u2066")
+
+
 async def test_without_a_token_a_page_needs_the_loopback_host(api: Api) -> None:
     """Without a token the pages answer only requests addressed to the loopback name, as the
     API does (DNS rebinding); unknown paths are 404 and a wrong method 405."""
@@ -141,8 +154,6 @@ async def test_the_timeline_shows_turns_runs_calls_and_the_message_as_text(api: 
     assert re.findall(r'<tr data-call="(\d+)">', body) == ["1", "2"]
     assert "initial</span> run" in body and "status-answered" in body
     assert missing.status_code == 404
-    assert 'href="/agents/ops/calls/2">Next call<' in first
-    assert "Next call" not in second
 
 
 async def test_a_long_conversation_pages_its_turns(api: Api) -> None:
@@ -189,6 +200,8 @@ async def test_a_call_page_shows_what_was_sent_its_verdict_and_what_entered(api:
     assert "plants &lt;b&gt;markup&lt;/b&gt;" in second
     assert "<script>alert" not in second and "<img" not in second
     assert missing.status_code == 404
+    assert 'href="/agents/ops/calls/2">Next call<' in first
+    assert "Next call" not in second
 
 
 async def test_a_call_page_names_what_left_the_window_and_why(api: Api) -> None:

@@ -13,7 +13,15 @@ __all__ = ["ENVIRONMENT", "problem_page", "shown", "wants_html"]
 _HERE = Path(__file__).parent
 # The templates, read once at import (a render never touches the disk).
 _TEMPLATES = {path.name: path.read_text("utf-8") for path in (_HERE / "templates").glob("*.html")}
-_CONTROLS = {code: 0x2400 + code for code in range(32) if code not in (9, 10)} | {127: 0x2421}
+# C0 controls have pictures (U+2400..); the C1 controls and the bidirectional formatting
+# characters, which can reverse or reorder the text after them, have none and are shown by
+# their code point.
+_BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_CONTROLS: dict[int, int | str] = {
+    **{code: 0x2400 + code for code in range(32) if code not in (9, 10)},
+    127: 0x2421,
+    **{code: f"\u27e8U+{code:04X}\u27e9" for code in (*range(0x80, 0xA0), *_BIDI_CONTROLS)},
+}
 _TITLES = {
     400: "Not understood",
     401: "Sign in first",
@@ -30,7 +38,8 @@ _TITLES = {
 
 def shown(value: object) -> object:
     """Text as the page shows it: control characters as their visible pictures (U+2400..),
-    so none can hide or reorder what is around it; escaping follows in the template engine."""
+    C1 controls and bidirectional controls as ``⟨U+202E⟩``, so none can hide or reorder what
+    is around it; escaping follows in the template engine."""
     return value.translate(_CONTROLS) if isinstance(value, str) else value
 
 
