@@ -302,6 +302,26 @@ async def test_a_question_is_abandoned_from_the_timeline(api: Api) -> None:
     assert again.status_code == 409 and "closed already" in again.text
 
 
+async def test_the_owner_abandons_a_question_of_an_owned_conversation(api: Api) -> None:
+    """On a conversation that has an owner, the abandon form carries its own "abandoning as"
+    field: posted empty it is refused (403, in the page's words), naming the owner closes the
+    question."""
+    async with api.running(_asking_agent()) as (host, client):
+        await host.post("ops", "restart the web server", sender="ana")
+        await settle(host)
+        [question] = await host.reader.questions("ops")
+        page = (await client.get("/agents/ops")).text
+        action = f"/agents/ops/questions/{question.question_id}/abandon"
+        nameless = await client.post(action, data={"from": ""})
+        done = await client.post(action, data={"from": "ana"})
+        await settle(host)
+        [closed] = await host.reader.questions("ops")
+    form = re.search(rf'<form[^>]*action="{action}".*?</form>', page, re.S)
+    assert form is not None and 'name="from"' in form.group(0)
+    assert nameless.status_code == 403 and "name it in “Abandoning as”" in nameless.text
+    assert done.status_code == 303 and closed.status == "abandoned"
+
+
 async def test_a_call_that_sent_many_messages_pages_them(api: Api) -> None:
     """A call sent after an imported history of 450 messages lists the last 200 first, with a
     link to the earlier ones; the counts cover every message."""

@@ -62,8 +62,11 @@ async def act(
         return Outcome(422, f"The answer was refused: {exc.message}")
     except QuestionClosed:
         return Outcome(409, "This question is closed already.")
-    except NotOwner as exc:
-        return Outcome(403, exc.message)
+    except NotOwner:
+        field = "“Answering as”" if action == "answer" else "“Abandoning as”"
+        if sender is None:
+            return Outcome(403, f"This conversation has an owner: name it in {field}.")
+        return Outcome(403, f"This conversation belongs to someone else, not “{sender}”.")
     except AgentNotHosted:
         return Outcome(409, "Another host runs this agent; answer it there.")
     if closed is None:
