@@ -275,6 +275,64 @@ async def test_the_timeline_updates_live_over_the_event_stream(api: Api, page: P
         await page.goto("about:blank")  # closes the stream before the server stops
 
 
+async def test_a_live_turn_that_pushes_one_onto_an_older_page_brings_its_link(
+    api: Api, page: Page
+) -> None:
+    """With a full first page of 20 turns open, the 21st turn arriving live brings the
+    "Older turns" link with it, and the link reaches the turn pushed off the page."""
+    async with (
+        api.running(agent([answer(f"a{i}") for i in range(21)])) as (host, _),
+        serving(api.app(host)) as base,
+    ):
+        for i in range(20):
+            await host.post("ops", f"m{i}")
+        await settle(host)
+        await page.goto(base + "/agents/ops")
+        await expect(page.locator("article.turn")).to_have_count(20)
+        await expect(page.locator("#live-state")).to_have_text("Updated live.")
+        older = page.get_by_role("link", name="Older turns")
+        await expect(older).to_have_count(0)
+        await host.post("ops", "m20")
+        await settle(host)
+        await expect(page.locator('article[data-turn="21"]')).to_have_count(1)
+        await older.click()
+        await expect(page.locator('article[data-turn="1"]')).to_have_count(1)
+
+
+async def test_signed_out_elsewhere_the_live_pages_keep_what_they_show_and_say_so(
+    api: Api, page: Page
+) -> None:
+    """Signed out in another tab, the open agents page keeps its rows and the open timeline
+    its turns, and each says updates stopped, instead of taking the sign-in page for fresh
+    content and calling it live."""
+    async with (
+        api.running(agent([answer("hi")]), token=TOKEN) as (host, _),
+        serving(api.app(host, token=TOKEN)) as base,
+    ):
+        await host.post("ops", "one")
+        await settle(host)
+        await page.goto(base + "/login")
+        await page.get_by_label("API token").fill(TOKEN)
+        await page.keyboard.press("Enter")
+        await expect(page.locator("#agent-rows tr")).to_have_count(1)
+        timeline = await page.context.new_page()
+        await timeline.goto(base + "/agents/ops")
+        await expect(timeline.locator("#live-state")).to_have_text("Updated live.")
+        other = await page.context.new_page()
+        await other.goto(base + "/")
+        await other.get_by_role("button", name="Sign out").click()
+        await expect(other).to_have_url(base + "/login")
+        await expect(page.locator("#live-state")).to_contain_text("signed out")
+        await expect(page.locator("#agent-rows tr")).to_have_count(1)
+        await host.post("ops", "two")
+        await settle(host)
+        await expect(timeline.locator("#live-state")).to_contain_text("signed out")
+        await expect(timeline.locator("article.turn")).to_have_count(1)
+        for opened in (timeline, other):
+            await opened.close()
+        await page.goto("about:blank")
+
+
 _FOCUSABLE = "a[href], button, summary, input, textarea, select"
 
 

@@ -7,12 +7,23 @@ function liveNote(text) {
   if (note) note.textContent = text;
 }
 
+// A page asked for without a session is sent to the sign-in page; that page is not fresh rows.
+class SignedOut extends Error {}
+
 function fetchPage(url) {
-  return fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
-    .then((response) => {
-      if (!response.ok) throw new Error(String(response.status));
-      return response.text();
-    });
+  const asked = { credentials: "same-origin", headers: { Accept: "text/html" }, redirect: "manual" };
+  return fetch(url, asked).then((response) => {
+    if (response.type === "opaqueredirect" || response.status === 401) throw new SignedOut();
+    if (!response.ok) throw new Error(String(response.status));
+    return response.text();
+  });
+}
+
+// What is on the page stays as it was; the note says why it no longer moves.
+function paused(error) {
+  liveNote(error instanceof SignedOut
+    ? "Live updates stopped: signed out. Sign in again to follow the agents."
+    : "Live updates paused: the host did not answer.");
 }
 
 // The agents page: its rows, fetched every second.
@@ -24,7 +35,7 @@ function refreshRows(element) {
       element.replaceChildren(...parsed.querySelector("tbody").childNodes);
       liveNote("Updated live.");
     })
-    .catch(() => liveNote("Live updates paused: the host did not answer."));
+    .catch(paused);
 }
 
 // Whether someone is writing in the questions' forms: then they are left as they are.
@@ -53,6 +64,10 @@ function swapTimeline(fresh) {
   if (questions && newQuestions && !editing(questions)) {
     questions.replaceChildren(...newQuestions.childNodes);
   }
+  // A turn that arrived live can push the oldest one onto an older page: its link comes too.
+  const pages = document.getElementById("live-pages");
+  const newPages = fresh.getElementById("live-pages");
+  if (pages && newPages) pages.replaceChildren(...newPages.childNodes);
 }
 
 // The timeline: refetched when the agent's event stream says something happened, at most
@@ -70,18 +85,30 @@ function followTimeline(anchor) {
         swapTimeline(new DOMParser().parseFromString(html, "text/html"));
         liveNote("Updated live.");
       })
-      .catch(() => liveNote("Live updates paused: the host did not answer."))
+      .catch(paused)
       .finally(() => {
         busy = false;
         if (again) { again = false; schedule(); }
       });
   };
   const schedule = () => { if (timer === null) timer = setTimeout(refresh, 150); };
-  const events = new EventSource(anchor.dataset.events);
-  events.onmessage = schedule;
-  // Opened (or reopened after the host came back): catch up on what happened unheard.
-  events.onopen = () => { liveNote("Updates live while the agent works."); schedule(); };
-  events.onerror = () => liveNote("Live updates paused: reconnecting to the host.");
+  const connect = () => {
+    const events = new EventSource(anchor.dataset.events);
+    events.onmessage = schedule;
+    // Opened (or reopened after the host came back): catch up on what happened unheard.
+    events.onopen = () => { liveNote("Updates live while the agent works."); schedule(); };
+    events.onerror = () => {
+      if (events.readyState !== EventSource.CLOSED) {
+        liveNote("Live updates paused: reconnecting to the host.");
+        return;
+      }
+      // The stream was refused (signed out, say) and the browser gives up on it: a page
+      // fetch says why, and a new stream is tried a little later.
+      schedule();
+      setTimeout(connect, 5000);
+    };
+  };
+  connect();
 }
 
 document.addEventListener("DOMContentLoaded", () => {
