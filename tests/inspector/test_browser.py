@@ -164,6 +164,31 @@ async def _one_turn_with_a_tool_call(api: Api) -> AsyncIterator[str]:
         yield base
 
 
+async def test_every_page_loads_without_a_console_error_or_a_failed_request(
+    api: Api, page: Page
+) -> None:
+    """The agents page, a timeline, both calls and the folds page load with nothing in the
+    console and no request answered 4xx or 5xx (the browser's icon request included)."""
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    # Leaving a page aborts its open event stream; any other failure is a problem.
+    page.on(
+        "requestfailed",
+        lambda r: None if r.failure == "net::ERR_ABORTED" else problems.append("failed " + r.url),
+    )
+    page.on(
+        "response",
+        lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 400 else None,
+    )
+    async with _one_turn_with_a_tool_call(api) as base:
+        for path in ("/", "/agents/ops", "/agents/ops/calls/1", "/agents/ops/calls/2"):
+            await page.goto(base + path, wait_until="networkidle")
+        await page.goto(base + "/agents/ops/folds", wait_until="networkidle")
+        await page.goto("about:blank")
+    assert problems == []
+
+
 async def test_from_the_agents_page_to_an_agents_timeline(api: Api, page: Page) -> None:
     """Following an agent's link opens its timeline: the turn, the message, the run and its
     model calls, and a way back."""

@@ -322,6 +322,26 @@ async def test_the_owner_abandons_a_question_of_an_owned_conversation(api: Api) 
     assert done.status_code == 303 and closed.status == "abandoned"
 
 
+async def test_a_form_that_is_not_utf8_is_refused_and_nothing_is_stored(api: Api) -> None:
+    """An answer whose bytes, or whose %-escapes, are not UTF-8 (a lone surrogate, 0xFF) is
+    refused with 400 naming the form, and the question stays open, not answered with
+    replacement characters."""
+    async with api.running(_asking_agent()) as (host, client):
+        await host.post("ops", "restart the web server")
+        await settle(host)
+        [question] = await host.reader.questions("ops")
+        action = f"/agents/ops/questions/{question.question_id}/answer"
+        form = {"content-type": "application/x-www-form-urlencoded"}
+        refused = [
+            await client.post(action, content=body, headers=form)
+            for body in (b"value=%ED%A0%80", b"value=%FF%FE", b"value=\xff")
+        ]
+        [still] = await host.reader.questions("ops")
+    assert [r.status_code for r in refused] == [400, 400, 400]
+    assert all("not UTF-8" in r.text for r in refused)
+    assert still.status == "open" and still.answer is None
+
+
 async def test_a_call_that_sent_many_messages_pages_them(api: Api) -> None:
     """A call sent after an imported history of 450 messages lists the last 200 first, with a
     link to the earlier ones; the counts cover every message."""

@@ -38,7 +38,7 @@ _HERE = Path(__file__).parent
 # Said outright: guessing it from a template's name would read the system's MIME tables.
 # Litestar appends "; charset=utf-8" to a text/ type itself.
 _HTML = "text/html"
-_STATIC_TYPES = {".css": "text/css", ".js": "text/javascript"}
+_STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
 # The assets, read once: names are fixed, so no request path ever names a file.
 _STATIC = {
     path.name: (path.read_bytes(), _STATIC_TYPES[path.suffix])

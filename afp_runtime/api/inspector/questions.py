@@ -9,6 +9,7 @@ from typing import Any
 
 from afp_runtime.api._context import ApiContext
 from afp_runtime.api._params import RUN_ID, path_param
+from afp_runtime.api._problems import ApiError
 from afp_runtime.api.constants import SENDER_LIMIT
 from afp_runtime.errors import InvalidAnswer, NotOwner, QuestionClosed
 from afp_runtime.host import AgentNotHosted
@@ -25,8 +26,20 @@ class Outcome:
 
 
 def form_fields(body: bytes) -> dict[str, str]:
-    """A form body's fields, the first value of each."""
-    parsed = urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    """A form body's fields, the first value of each.
+
+    Raises:
+        ApiError: 400 when the body, or a value once its %-escapes are read, is not UTF-8
+            (a lone surrogate included): nothing of it is stored as replacement characters.
+    """
+    try:
+        parsed = urllib.parse.parse_qs(
+            body.decode("utf-8"), keep_blank_values=True, errors="strict"
+        )
+    except UnicodeDecodeError as exc:
+        raise ApiError(
+            400, "invalid-body", f"the form is not UTF-8 text ({exc.reason})", field="body"
+        ) from None
     return {name: values[0] for name, values in parsed.items()}
 
 
