@@ -1,4 +1,4 @@
-"""Finding an agent's n-th call among its runs (docs/served.md#calls-over-an-agents-life): the
+"""Finding an agent's n-th call among its runs (docs/served.md#the-agent-wide-call-number): the
 right run and epoch for every number, none for a number no run made, and about log2 of the
 runs' logs read, whatever runs without a call lie between."""
 
