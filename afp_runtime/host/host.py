@@ -4,9 +4,11 @@ stop.
 ``async with Host(store, definitions, clock=…, ids=…) as host:`` ensures every agent exists in
 the store, opens a read-only connection for readers (``host.reader``), and starts one worker per
 agent in the host's task group. A worker runs ``AgentDriver.work()`` whenever a message is
-posted (``host.post`` wakes it) and at least every ``poll_interval_s`` on the injected clock, so
-rows written by other processes are noticed too. Its first pass finishes what an earlier process
-left unfinished (``work()`` recovers running turns and retries due stalls).
+posted (``host.post`` wakes it) and, so that rows written by other processes are noticed too,
+within one ``poll_interval_s`` of the store's change marker moving, or every ``poll_interval_s``
+where the store has none or the agent has an open turn (docs/host.md#agents-and-workers). Its
+first pass finishes what an earlier process left unfinished (``work()`` recovers running turns
+and retries due stalls).
 
 Readings settled here (leases, check-ins and status are described in docs/host.md):
 
@@ -132,6 +134,8 @@ class _Agent:
         # Held by a work pass and by a dismiss: the two never change the turn at once.
         self.lock = anyio.Lock()
         self.working = False
+        # Whether its last pass found nothing to do (docs/host.md#a-message-reaches-its-host).
+        self.quiet = False
         self.passes = 0
         # Cancelled when the store check finds damage: the worker takes no more turns.
         self.scope = anyio.CancelScope()
@@ -146,7 +150,7 @@ class Host:
         clock: the injected clock (timestamps, poll interval).
         ids: the injected id factory (run and message ids).
         max_active_turns: agents working at once.
-        poll_interval_s: a worker looks for work at least this often (on ``clock``).
+        poll_interval_s: how often work from elsewhere is looked for (on ``clock``).
         shutdown_grace_s: how long a stop lets running passes finish (on ``clock``) before
             cancelling them.
         ring_size: recent events kept for resuming event streams.
@@ -247,6 +251,8 @@ class Host:
         self._stop_requested = anyio.Event()
         self._all_idle = anyio.Event()
         self._live_workers = 0
+        # Whether the store has a change marker (``_watch_changes`` runs).
+        self._hears_changes = False
         self._grace = self.shutdown_grace_s
         # Cancelled by a second stop: ends what is left of the grace (entering it then is a no-op).
         self._grace_scope = anyio.CancelScope()
@@ -709,6 +715,13 @@ class Host:
                 workers.start_soon(source.run, self.clock)
             for source in sources:
                 await source.wait_ready()
+            # A store that tells commits from elsewhere apart: an agent with nothing to do waits
+            # for a wake-up only, and one look at the store per poll interval stands in for a
+            # pass of every such agent (docs/host.md#a-message-reaches-its-host).
+            marker = await self._change_marker()
+            if marker is not None:
+                self._hears_changes = True
+                workers.start_soon(self._watch_changes, marker)
             for agent in self._agents.values():
                 self._live_workers += 1
                 await workers.start(self._worker, agent)
@@ -726,6 +739,27 @@ class Host:
             if any(agent.working for agent in self._agents.values()):
                 log.warning("shutdown grace over; cancelling the running work", grace_s=self._grace)
             workers.cancel_scope.cancel()
+
+    async def _change_marker(self) -> tuple[int, int] | None:
+        """The store's change marker; None when it cannot tell or cannot be reached now (every
+        worker then looks each poll interval, and a pass says why)."""
+        try:
+            return await self.store.change_marker()
+        except Exception:
+            return None
+
+    async def _watch_changes(self, seen: tuple[int, int]) -> None:
+        """Once per poll interval: when the store's change marker moved (or the store cannot
+        say), wake every worker. Waking one in a pass sets its fresh event, so a change read by
+        no pass is never missed."""
+        while True:
+            await self.clock.sleep(self.poll_interval_s)
+            now = await self._change_marker()
+            if now is not None and now == seen:
+                continue
+            seen = now if now is not None else seen
+            for agent_id in self._agents:
+                self.wake(agent_id)
 
     async def _worker(
         self, agent: _Agent, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -752,6 +786,7 @@ class Host:
                 if self._stop_requested.is_set():
                     return
                 agent.working = True
+                agent.quiet = False
                 try:
                     await self._lease.run_pass(agent.driver.agent_id, lambda: self._pass(agent))
                     failures = 0
@@ -762,6 +797,9 @@ class Host:
                     agent.passes += 1
             if self._stop_requested.is_set():
                 return
+            if agent.quiet and self._hears_changes:
+                await agent.wake.wait()
+                continue
             with self.clock.move_on_after(self._next_look_s(failures)):
                 await agent.wake.wait()
 
@@ -804,3 +842,4 @@ class Host:
             # (docs/host.md#graceful-shutdown). A first pass may begin before ``__aenter__``
             # returns: a starting host admits work (else it would wait a poll interval).
             await agent.driver.work(admit=lambda: self.state in ("starting", "running"))
+            agent.quiet = agent.driver.idle

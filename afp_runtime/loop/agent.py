@@ -61,6 +61,9 @@ class AgentDriver:
         # A driver's first run seeds alone: a process that died before its first effect
         # then still counts a recovery at the next start (docs/loop.md#crash-loops).
         self._started = False
+        # Whether the last ``work`` ended with nothing left to do: no open turn, no message
+        # queued. Only a new message or a change from elsewhere gives it work again.
+        self.idle = False
 
     async def post(
         self,
@@ -104,6 +107,7 @@ class AgentDriver:
         a held turn is dismissed and the queue moves on). ``admit`` is asked before every new
         run; once it says no, nothing more starts (a stopping host).
         """
+        self.idle = False
         await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
         outcomes: list[RunOutcome] = []
         while admit is None or admit():
@@ -118,6 +122,7 @@ class AgentDriver:
             else:
                 queued = await self.store.inbox(self.agent_id, status="queued")
                 if not queued:
+                    self.idle = True
                     return outcomes
                 outcome = await self._run("initial", queued[0].message_id, text=queued[0].text)
             outcomes.append(outcome)

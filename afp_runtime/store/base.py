@@ -252,6 +252,14 @@ class Store(CheckpointStore, LeaseStore, HealthStore, MovingStore, Protocol):
     async def open_reader(self) -> Store:
         """A read-only store on the same storage (the host's readers use one)."""
 
+    async def change_marker(self) -> tuple[int, int] | None:
+        """A value that changes whenever something may have given an agent work its host was
+        not told of: any commit by another connection (another process, or another store object
+        on the same storage), and a post or a closed question through this store object; the
+        loop's own commits leave it as it is. None when the backend cannot tell. A host looks at
+        it once per poll interval instead of at every idle agent
+        (docs/host.md#a-message-reaches-its-host)."""
+
     async def watch_posts(self, on_post: Callable[[str], None]) -> None:
         """Call ``on_post(agent_id)`` whenever any process posts to an agent's inbox, until
         cancelled (docs/host.md#a-message-reaches-its-host). A backend that cannot tell waits

@@ -21,7 +21,8 @@ standing agents cost, and how soon a host with many agents answers health.
   would queue behind eight model calls.
 * ``idle``: one host with 10,000 standing agents on one SQLite file, started and settled
   (serving, every worker through its first pass, no message): the process's RSS
-  (``idleAgentsRssMb``), beside the same process with a host of no agent.
+  (``idleAgentsRssMb``), beside the same process with a host of no agent, and the share of
+  one core the idle host keeps busy over the next 5 s (``idleCpuShare``).
 * ``health``: a real ``afp serve`` process with 1,000 agents in its agents file (scripted
   model, no tool); from spawning it to the first 200 answer of ``GET /v1/health`` (polled every
   25 ms): on a fresh file, on a file that already holds the agents (after a clean stop), and
@@ -214,6 +215,9 @@ async def latency_run(
 # -- idle ---------------------------------------------------------------------------------------
 
 
+IDLE_WINDOW_S = 5.0
+
+
 def _idle_agent(agent_id: str) -> Agent:
     def script(request: ModelRequest, number: int) -> ModelReply:
         return ModelReply(content="done", usage=Usage(input=10, output=2))
@@ -239,7 +243,10 @@ async def idle_run(folder: Path, agents: int) -> dict[str, Any]:
                     await anyio.sleep(0.1)
             settled = time.perf_counter()
             gc.collect()
-            await anyio.sleep(2)  # a couple of poll passes more: the steady state
+            # A few poll intervals more: the steady state, and what it costs the core.
+            cpu, wall = time.process_time(), time.perf_counter()
+            await anyio.sleep(IDLE_WINDOW_S)
+            idle_cpu = (time.process_time() - cpu) / (time.perf_counter() - wall)
             serving = rss_mb()
     finally:
         await store.aclose()
@@ -250,6 +257,8 @@ async def idle_run(folder: Path, agents: int) -> dict[str, Any]:
         "rssServingMb": serving,
         "hostStartSeconds": round(started - start, 2),
         "settleSeconds": round(settled - start, 2),
+        # The share of one core the idle host keeps busy (1.0: all of it).
+        "idleCpuShare": round(idle_cpu, 3),
     }
 
 

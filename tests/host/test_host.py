@@ -51,6 +51,30 @@ async def test_rows_written_elsewhere_are_noticed_within_the_poll_interval(api: 
     assert row is not None and row.status == "answered" and model.calls == 1
 
 
+async def test_an_idle_agent_costs_no_pass_until_something_changes(api: Api) -> None:
+    """On SQLite an agent with nothing to do is not looked at again while nothing changes, over
+    many poll intervals; a message another connection commits (as ``afp send`` would) is
+    answered within one poll interval all the same."""
+    model = ScriptedModel([answer("seen")], model="mock")
+    async with api.host(agent(model), poll_interval_s=1.0) as host:
+        await settle(host)
+        before = host.passes("ops")
+        for _ in range(20):
+            api.clock.advance(1.0)
+            await anyio.wait_all_tasks_blocked()
+        idle_passes = host.passes("ops") - before
+        elsewhere = await SqliteStore.open(api.path, now_ms=0)
+        try:
+            await elsewhere.post("ops", "from another process", message_id="msg-y", now_ms=0)
+        finally:
+            await elsewhere.aclose()
+        api.clock.advance(1.0)
+        await settle(host)
+        row = await host.reader.inbox_message("msg-y")
+    assert idle_passes == 0
+    assert row is not None and row.status == "answered" and model.calls == 1
+
+
 async def test_start_up_answers_what_an_earlier_process_left(api: Api) -> None:
     """Messages queued while no host ran are answered when a host starts."""
     store = await SqliteStore.open(api.path, now_ms=0)

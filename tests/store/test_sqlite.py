@@ -35,6 +35,7 @@ from afp_runtime.testing.store_conformance import (
     new_agent,
     run_start,
     state,
+    turn_txn,
 )
 
 
@@ -88,6 +89,28 @@ async def closed_database(path: Path) -> None:
         await new_agent(store)
     finally:
         await store.aclose()
+
+
+# -- the change marker ------------------------------------------------------------------------
+
+
+async def test_the_change_marker_moves_for_commits_elsewhere_and_posts_not_the_loops(
+    store: SqliteStore, db_path: Path
+) -> None:
+    """The marker stays as it is for the loop's own commits, and moves for a commit by another
+    connection and for a post through the store itself
+    (docs/host.md#a-message-reaches-its-host)."""
+    agent_id = await new_agent(store)
+    first = await store.change_marker()
+    await store.commit(turn_txn(agent_id, "run-own"))
+    after_own = await store.change_marker()
+    await raw(db_path, "INSERT OR REPLACE INTO meta VALUES ('probe', '1')")
+    after_elsewhere = await store.change_marker()
+    await store.post(agent_id, "hello", message_id="msg-1", now_ms=T0)
+    after_post = await store.change_marker()
+    assert after_own == first
+    assert after_elsewhere != after_own
+    assert after_post != after_elsewhere
 
 
 # -- the file and its schema -------------------------------------------------------------------

@@ -29,6 +29,11 @@ _CHECK_S = 1.0
 class Notices(PostgresCore):
     """``watch_posts`` over one pooled connection kept listening."""
 
+    async def change_marker(self) -> tuple[int, int] | None:
+        """None: the notices name posts and answers only, not an operator's resume or another
+        host's claims, so hosts on Postgres keep looking at every agent each poll interval."""
+        return None
+
     async def watch_posts(self, on_post: Callable[[str], None]) -> None:
         """Call ``on_post(agent_id)`` for every post or closed question any process commits,
         until cancelled; a lost connection is replaced, and once listening again every agent

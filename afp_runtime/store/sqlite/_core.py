@@ -62,6 +62,8 @@ class SqliteCore:
         self.transactions = 0
         self._closed = False
         self.full_transactions = 0
+        # Posts and closed questions committed through this object (``change_marker``).
+        self.wakeful_commits = 0
         self.quick_checks = 0
         # (host_id, lease_epoch) every commit is fenced by; None: unfenced (one process).
         self._fence: tuple[str, int] | None = None

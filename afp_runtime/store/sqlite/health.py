@@ -62,6 +62,13 @@ class Health(SqliteCore):
 
         return await anyio.to_thread.run_sync(check)
 
+    async def change_marker(self) -> tuple[int, int] | None:
+        """``PRAGMA data_version`` on the store's one connection (SQLite changes it for every
+        commit of another connection, never for this connection's own), and the posts and
+        closed questions this store object committed."""
+        rows = await self._fetch("PRAGMA data_version")
+        return int(rows[0][0]), self.wakeful_commits
+
     async def watch_posts(self, on_post: Callable[[str], None]) -> None:
         """SQLite tells other processes nothing: wait until cancelled (hosts poll)."""
         await anyio.sleep_forever()

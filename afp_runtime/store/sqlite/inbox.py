@@ -92,6 +92,7 @@ class Inbox(SqliteCore):
                     None if time is None else encoder.encode(time),
                 ),
             )
+        self.wakeful_commits += 1
         return Ack(message_id=message_id, accepted_at_ms=now_ms, position=position)
 
     async def owner(self, agent_id: str) -> str | None:

@@ -89,6 +89,7 @@ class Questions(SqliteCore):
                     question_id,
                 ),
             )
+        self.wakeful_commits += 1
         return await self.question(question_id)
 
     async def _writable_question(
