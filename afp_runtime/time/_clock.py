@@ -39,7 +39,7 @@ from typing import Any, Final, Literal, get_args
 import msgspec
 
 from afp_runtime.errors import InvalidValue, decoded_path, shown
-from afp_runtime.time._instants import NS_PER_MS, Instant, parse_instant
+from afp_runtime.time._instants import NS_PER_MS, Instant, dated_in_every_zone, parse_instant
 from afp_runtime.time._ranges import PersonWindow, TimeRange
 from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import is_zone_name
@@ -75,15 +75,10 @@ def _check_strict(text: object, field: str) -> Instant:
         raise _refuse(field, f"must be a strict instant: {exc.message}", text) from exc
 
 
-# A message's instants must have a date in every zone (offsets stay within a day), so that the
-# turn's clock and the periods it anchors can be read wherever the person is.
-_MESSAGE_EARLIEST = parse_instant("0001-01-02T00:00:00Z")
-_MESSAGE_LATEST = parse_instant("9999-12-30T23:59:59.999999999Z")
-
-
 def _check_message_instant(text: object, field: str) -> None:
+    # The turn's clock and the periods it anchors must be readable wherever the person is.
     instant = _check_strict(text, field)
-    if not _MESSAGE_EARLIEST <= instant <= _MESSAGE_LATEST:
+    if not dated_in_every_zone(instant):
         raise _refuse(
             field,
             "must lie from 0001-01-02 to 9999-12-30 (UTC), so it has a date in every zone",

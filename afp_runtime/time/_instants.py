@@ -271,3 +271,15 @@ def parse_instant(text: str, *, lenient: bool = False) -> Instant:
         InvalidValue: ``text`` is not an instant of the profile.
     """
     return parse_written(text, lenient=lenient)[0]
+
+
+# Instants with a date in every zone (offsets stay within a day of UTC): a message's clock and
+# the windows a model sends must lie here, so that they can be read wherever the person is.
+_EVERY_ZONE_EARLIEST = parse_instant("0001-01-02T00:00:00Z")
+_EVERY_ZONE_LATEST = parse_instant("9999-12-30T23:59:59.999999999Z")
+
+
+def dated_in_every_zone(instant: Instant) -> bool:
+    """Whether ``instant`` lies from 0001-01-02 to 9999-12-30 (UTC): it has a date in every
+    zone, so converting it anywhere stays on the calendar."""
+    return _EVERY_ZONE_EARLIEST <= instant <= _EVERY_ZONE_LATEST

@@ -40,7 +40,7 @@ from afp_runtime.errors import InvalidAnswer, InvalidValue, shown
 from afp_runtime.time._convert import PeriodContext, Refusal
 from afp_runtime.time._decide import CallToBind, convert_reading
 from afp_runtime.time._facts import Facts, period_fact_problem
-from afp_runtime.time._instants import Instant, parse_instant
+from afp_runtime.time._instants import Instant, dated_in_every_zone, parse_instant
 from afp_runtime.time._ranges import TimeRange
 from afp_runtime.time._rows import TimeAnswerRow
 from afp_runtime.time._texts import ANSWER_REASON_TEXTS, weekday_date_time
@@ -57,6 +57,7 @@ AnswerReason = Literal[
     "no-offset",
     "not-an-instant",
     "out-of-order",
+    "off-calendar",
     "dst-gap",
     "time-future",
     "time-past",
@@ -247,9 +248,10 @@ def check_time_answer(
 
     Checks, in order: ``zone`` — a valid zone name (``not-a-zone``). ``time-range`` — exactly
     one ``/`` (``not-a-range``); each part a strict instant with an offset (``no-offset``,
-    ``not-an-instant``); the first part earlier (``out-of-order``); when the person's zone is
-    known, no part names a local time the zone skips, written with either offset around the
-    change (``dst-gap``); the facts of every waiting tool (``time-future``, ``time-past``,
+    ``not-an-instant``); the first part earlier (``out-of-order``); both from 0001-01-02 to
+    9999-12-30 UTC, so the range has a date in every zone (``off-calendar``); when the person's
+    zone is known, no part names a local time the zone skips, written with either offset around
+    the change (``dst-gap``); the facts of every waiting tool (``time-future``, ``time-past``,
     ``beyond-retention``, ``over-max-range``).
 
     Args:
@@ -282,6 +284,8 @@ def check_time_answer(
     start, end = parse_instant(parts[0]), parse_instant(parts[1])
     if not start < end:
         return _problem("out-of-order")
+    if not (dated_in_every_zone(start) and dated_in_every_zone(end)):
+        return _problem("off-calendar")
     if zone is not None and is_zone_name(zone) and any(_names_gap(p, zone) for p in parts):
         return _problem("dst-gap")
     judged = (facts,) if isinstance(facts, Facts) else tuple(facts or ())

@@ -45,7 +45,13 @@ from afp_runtime.time._forms import (
     value_arguments_of,
     zone_argument_of,
 )
-from afp_runtime.time._instants import NS_PER_MS, NS_PER_S, Instant, parse_written
+from afp_runtime.time._instants import (
+    NS_PER_MS,
+    NS_PER_S,
+    Instant,
+    dated_in_every_zone,
+    parse_written,
+)
 from afp_runtime.time._ranges import TimeRange, lookback_range
 from afp_runtime.time._values import parse_date, parse_wall, read_epoch
 from afp_runtime.time._zones import WallGap, WallUnique, date_start, is_zone_name, read_wall
@@ -216,15 +222,27 @@ def read_back(
     for index, form in enumerate(forms):
         if not _fully_sent(form, args):
             continue
-        found = _read(form, args, ctx)
-        if found is not None:
+        try:
+            found = _read(form, args, ctx)
+        except InvalidValue:
+            continue  # it left the calendar on the way (a huge look-back): it reads as nothing
+        if found is not None and _readable_everywhere(found[0]):
             return ReadBack(form=index, range=found[0], lookback=found[1])
     return None
 
 
+def _readable_everywhere(found: TimeRange) -> bool:
+    """Whether both ends have a date in every zone: a window the person, the rows and the pages
+    can show in any zone (an end in 9999-12-31 UTC is the next year east of it)."""
+    return dated_in_every_zone(found.start_instant) and dated_in_every_zone(found.end_instant)
+
+
 def _is_gap(value: object, zone: str) -> bool:
     wall = parse_wall(value)
-    return wall is not None and isinstance(read_wall(wall[0], zone), WallGap)
+    try:
+        return wall is not None and isinstance(read_wall(wall[0], zone), WallGap)
+    except InvalidValue:
+        return False  # a wall time off the calendar in its zone: no gap, it reads as nothing
 
 
 def find_sent_gap(

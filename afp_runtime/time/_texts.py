@@ -75,6 +75,7 @@ ANSWER_REASON_TEXTS: Final[Mapping[str, str]] = {
         f"Each end must be a date and a time with its offset, for example {_EXAMPLE_RANGE}."
     ),
     "out-of-order": "The start must come before the end.",
+    "off-calendar": "Please give a range between the years 2 and 9998.",
     "dst-gap": (
         "One end names a local time that never happens in your time zone that day, because "
         "the clocks skip it."

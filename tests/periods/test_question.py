@@ -185,6 +185,19 @@ class TestAnswerCheck:
         value = "2026-10-09T09:00:00-07:00/2026-10-09T08:00:00-07:00"
         assert self.reason(value) == "out-of-order"
 
+    @pytest.mark.parametrize(
+        "value",
+        [
+            "0001-01-01T00:00:00Z/9999-12-31T23:59:59Z",
+            "9999-12-31T00:00:00Z/9999-12-31T23:59:59.999999999Z",
+            "0001-01-01T06:00:00Z/2026-10-09T08:00:00Z",
+        ],
+    )
+    def test_a_range_without_a_date_in_every_zone_is_off_calendar(self, value: str) -> None:
+        """A part before 0001-01-02 or after 9999-12-30 (UTC) is re-asked as ``off-calendar``
+        (the person's zone, Los Angeles, would otherwise fail to read it), never an error."""
+        assert self.reason(value) == "off-calendar"
+
     @pytest.mark.parametrize("first", ["2026-03-08T02:30:00-08:00", "2026-03-08T02:30:00-07:00"])
     def test_dst_gap_with_either_offset(self, first: str) -> None:
         """A skipped local time written with either offset around the change is ``dst-gap``."""

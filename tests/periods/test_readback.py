@@ -28,6 +28,26 @@ EPOCH_S_INCLUSIVE = BoundsForm(
 )
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"w": "0001-01-01T00:00:00Z..9999-12-31T23:59:59Z"},  # the inclusive end is year 10000
+        {"w": "2026-01-01T00:00:00Z..9999-12-31T00:00:00Z"},  # an end with no date east of UTC
+        {"w": "0001-01-01T12:00:00Z..2026-01-01T00:00:00Z"},  # a start with none west of it
+    ],
+)
+def test_a_window_without_a_date_in_every_zone_reads_back_as_nothing(args: dict[str, Any]) -> None:
+    """A range with an end outside 0001-01-02 … 9999-12-30 (UTC) cannot be shown in every zone:
+    it reads back as nothing (the call is then ``unread``), never an error out of the turn."""
+    assert read_back(args, [ISO_INCLUSIVE], ctx()) is None
+
+
+def test_a_look_back_too_long_for_the_calendar_reads_back_as_nothing() -> None:
+    """A look-back reaching before year 1 reads back as nothing, not an ``InvalidValue``."""
+    assert read_back({"w": "-99999999999999999999w"}, [SIGNED], ctx()) is None
+    assert read_back({"w": "-600000w"}, [SIGNED], ctx()) is None
+
+
 class TestCase18:
     """Case 18."""
 
