@@ -114,6 +114,9 @@ class HostLease:
         self.events = events
         self.wake = wake
         self.epoch: int | None = None
+        # When the lease was last taken or renewed, by this host's clock (the time asked before
+        # the write, so never later than the row's own start).
+        self._renewed_at_ms = 0
         self.held: set[str] = set()
         # How many agents this host holds at most: its fair share among the live hosts
         # (docs/host.md#agents-spread-over-the-hosts), fixed at each period.
@@ -139,10 +142,10 @@ class HostLease:
         docs/architecture.md#decision-16-a-restarted-host-takes-its-lease-back-at-once), fence the
         store by it and claim every agent not held under another host's live lease
         (docs/host.md#start-up)."""
-        epoch = await self.store.acquire_lease(
-            self.host_id, now_ms=self.clock.now_ms(), ttl_ms=self.ttl_ms
-        )
+        now = self.clock.now_ms()
+        epoch = await self.store.acquire_lease(self.host_id, now_ms=now, ttl_ms=self.ttl_ms)
         assert epoch is not None  # an unconditional acquire always takes the row
+        self._renewed_at_ms = now
         self._hold(epoch)
         await self._spread(self.clock.now_ms())
         await self._claim(self._wanted(list(self.agent_ids)))
@@ -206,6 +209,7 @@ class HostLease:
                 )
                 if epoch is None:
                     return
+                self._renewed_at_ms = now
                 self._hold(epoch)
                 log.info("host lease acquired again", host_id=self.host_id, lease_epoch=epoch)
             else:
@@ -215,6 +219,12 @@ class HostLease:
                 if not renewal.renewed:
                     self._lose_everything()
                     return
+                lapsed = self.lapsed(now)
+                self._renewed_at_ms = now
+                if lapsed:
+                    # Passes were refused while the lease had run out: they may start now.
+                    for agent_id in self.held:
+                        self.wake(agent_id)
                 if renewal.taken_over:
                     log.warning("took over expired host leases", hosts=list(renewal.taken_over))
             claims = await self.store.agent_claims(self.agent_ids, now_ms=now)
@@ -263,7 +273,16 @@ class HostLease:
         elif reason is not None:
             self.lost(agent_id, reason)
 
+    def lapsed(self, now_ms: int) -> bool:
+        """Whether this host's lease has run out by its own clock: no renewal for a TTL (the
+        store was out of reach, say), so another host may be taking its agents over."""
+        return now_ms - self._renewed_at_ms >= self.ttl_ms
+
     async def _ready(self, agent_id: str) -> bool:
+        if self.epoch is not None and self.lapsed(self.clock.now_ms()):
+            # No new pass, hence no new effect, under a lease that may be another host's by now:
+            # the next period renews it or finds it lost (docs/host.md#hosts-and-a-failing-store).
+            return False
         if agent_id in self.held and agent_id not in self.leaving and self.epoch is not None:
             return True
         async with self._claiming:

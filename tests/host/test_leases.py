@@ -24,7 +24,7 @@ import anyio
 import pytest
 
 from afp_runtime.agents import Agent
-from afp_runtime.errors import AgentDefinitionError, LeaseLost
+from afp_runtime.errors import AgentDefinitionError, LeaseLost, StoreUnavailable
 from afp_runtime.host import Host
 from afp_runtime.host.events import EventBus
 from afp_runtime.host.leases import HostLease, default_host_id
@@ -178,6 +178,35 @@ async def test_case_31_a_host_that_stops_renewing_is_taken_over(tmp_path: Path, 
     lost_logs = [e for e in logs if e["event"] == "agent lease lost"]
     assert len(lost_logs) == 1 and "LeaseLost" not in lost_logs[0]["reason"]
     assert "no longer holds agent 'ops'" in lost_logs[0]["reason"]
+
+
+async def test_a_host_whose_lease_ran_out_starts_no_turn_until_it_renews(tmp_path: Path) -> None:
+    """While the store refuses A's renewals for longer than the TTL, a message posted to A is
+    stored but no turn starts (another host may be taking A's agents over, and would answer a
+    tool cut off under it ``interrupted``); once a period renews the lease, the turn runs."""
+    path, ids, clock = tmp_path / "afp.db", SequentialIds(), FakeClock()
+    model = ScriptedModel([answer("after renewal")], model="mock")
+    async with running(path, [agent(model)], clock=clock, ids=ids, host_id="host-a") as a:
+        await settle(a)
+        renew = a.store.renew_lease
+
+        async def unreachable(*args: Any, **kwargs: Any) -> Any:
+            raise StoreUnavailable("the server is down")
+
+        a.store.renew_lease = unreachable  # type: ignore[method-assign]
+        for _ in range(4):  # 40 s without a renewal: past the 30 s TTL by A's own clock
+            await period(a, clock)
+        await a.post("ops", "go")
+        for _ in range(5):
+            clock.advance(1.0)
+            await anyio.wait_all_tasks_blocked()
+        calls_while_lapsed = model.calls
+        a.store.renew_lease = renew  # type: ignore[method-assign]
+        await period(a, clock)
+        await settle(a)
+        runs = [(r.kind, r.status) for r in await a.reader.runs("ops")]
+    assert calls_while_lapsed == 0
+    assert runs == [("initial", "answered")] and model.calls == 1
 
 
 async def test_a_run_cancelled_after_its_lease_went_logs_one_line(
@@ -417,10 +446,11 @@ async def test_a_commit_fenced_after_the_whole_lease_went_is_logged(
     host frozen past its TTL wakes up in that order) logs the refused commit with its reason,
     rather than passing over it because the agent is no longer held."""
     store = await SqliteStore.open(tmp_path / "afp.db", now_ms=0)
+    clock = FakeClock()
     try:
         lease = HostLease(
             store,
-            clock=FakeClock(),
+            clock=clock,
             host_id="h",
             ttl_s=TTL_S,
             agent_ids=["ops"],
@@ -428,6 +458,7 @@ async def test_a_commit_fenced_after_the_whole_lease_went_is_logged(
             wake=lambda agent_id: None,
         )
         lease.epoch, lease.held = 1, {"ops"}
+        lease._renewed_at_ms = clock.now_ms()  # a lease just renewed: the pass may start
         refused = "host 'h' (lease epoch 1) no longer holds agent 'ops': nothing was written"
 
         async def work() -> None:
