@@ -33,14 +33,15 @@ def decide_route(
 def unique_call_ids(calls: Sequence[ToolCall], used: set[str]) -> tuple[ToolCall, ...]:
     """Rename call ids already used in the conversation (``<id>~2``, ``<id>~3``…); adds to ``used``.
     A call with an empty id (a model or adapter that sent none) is named ``call``, then
-    ``call~2``…: a tool result must name the call it answers.
+    ``call~2``…: a tool result must name the call it answers. A U+0000 in an id becomes U+FFFD
+    (no provider sends one, and the tool journal keys calls by id in text).
 
     Renaming is deterministic, so a recovery that re-plans the same committed reply gets the
     same ids.
     """
     result = []
     for call in calls:
-        base = call.id or "call"
+        base = call.id.replace("\x00", "\ufffd") or "call"
         new_id = base
         n = 1
         while new_id in used:

@@ -74,6 +74,11 @@ def check_text(text: object) -> None:
         raise InvalidValue(
             f"a message must hold 1 to 32,000 code points, not {len(text)}", field="text"
         )
+    if "\x00" in text:
+        raise InvalidValue(
+            f"a message holds U+0000 (NUL) at {text.index(chr(0))}, which a message may not hold",
+            field="text",
+        )
     if not text.isascii():
         try:
             text.encode("utf-8")
@@ -90,9 +95,12 @@ _IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 def check_sender(sender: str | None) -> None:
     """Raise ``InvalidValue`` unless a sending principal is None or 1 to 128 code points: an
     empty or overlong one could own a conversation that no API client can then name."""
-    if sender is not None and not (isinstance(sender, str) and 1 <= len(sender) <= 128):
+    if sender is not None and not (
+        isinstance(sender, str) and 1 <= len(sender) <= 128 and "\x00" not in sender
+    ):
         raise InvalidValue(
-            "from (the sending principal) must be 1 to 128 code points", field="from"
+            "from (the sending principal) must be 1 to 128 code points, none of them U+0000",
+            field="from",
         )
 
 

@@ -76,9 +76,10 @@ async def test_inbox_idempotency_key(store: Store) -> None:
 
 async def test_inbox_refuses_empty_and_overlong_text(store: Store) -> None:
     """Text must hold 1 to 32,000 code points (not bytes) that UTF-8 can hold; anything else (no
-    text at all, a lone surrogate) is InvalidValue naming ``text``, and nothing is stored."""
+    text at all, a lone surrogate, a U+0000 that Postgres text cannot hold) is InvalidValue
+    naming ``text``, as is a sender holding U+0000 (``from``), and nothing is stored."""
     agent_id = await new_agent(store)
-    refused = [fresh("msg") for _ in range(4)]
+    refused = [fresh("msg") for _ in range(6)]
     with raises(InvalidValue):
         await store.post(agent_id, "", message_id=refused[0], now_ms=T0)
     with raises(InvalidValue):
@@ -87,11 +88,16 @@ async def test_inbox_refuses_empty_and_overlong_text(store: Store) -> None:
         await store.post(agent_id, "hi \ud800", message_id=refused[2], now_ms=T0)
     with raises(InvalidValue, match="must be text"):
         await store.post(agent_id, None, message_id=refused[3], now_ms=T0)  # type: ignore[arg-type]
+    with raises(InvalidValue, match="U+0000") as nul:
+        await store.post(agent_id, "nul \x00 here", message_id=refused[4], now_ms=T0)
+    with raises(InvalidValue, match="U+0000") as nul_sender:
+        await store.post(agent_id, "ok", message_id=refused[5], now_ms=T0, sender="da\x00na")
+    assert nul[0].context["field"] == "text" and nul_sender[0].context["field"] == "from"
 
     longest = await store.post(agent_id, "é" * 32_000, message_id=fresh("msg"), now_ms=T0)
 
     assert [r.message_id for r in await store.inbox(agent_id)] == [longest.message_id]
-    assert [await store.inbox_message(m) for m in refused] == [None] * 4
+    assert [await store.inbox_message(m) for m in refused] == [None] * 6
 
 
 async def test_inbox_filters_by_status(store: Store) -> None:

@@ -31,6 +31,35 @@ from afp_runtime.testing.store_conformance import (
 # -- contracts: runs, bundles, agents --------------------------------------------------------
 
 
+async def test_a_run_ends_with_whatever_text_its_model_wrote(store: Store) -> None:
+    """A run's answer and error commit whatever the model or tool wrote: a U+0000 in them
+    reads back as itself, or as U+FFFD where the backend's text cannot hold it (Postgres),
+    never a commit that fails (docs/storage.md#postgres-text-and-u0000)."""
+    agent_id = await new_agent(store)
+    run_id = fresh("run")
+    await store.commit(
+        Txn(
+            agent_id=agent_id,
+            run_start=run_start(agent_id, run_id),
+            bundles=[bundle(run_id, 0, "seed")],
+            conversation=state(agent_id, turn=1, ranges=(), next_pos=0),
+        )
+    )
+    end = RunEnd(
+        run_id=run_id,
+        status="held",
+        ended_at_ms=T0 + 50,
+        usage=Usage(),
+        answer="bad\x00answer",
+        error_kind="tool",
+        error="tool said \x00",
+    )
+    await store.commit(Txn(agent_id=agent_id, run_end=end))
+    (row,) = await store.runs(run_id=run_id)
+    assert row.answer in ("bad\x00answer", "bad\ufffdanswer")
+    assert row.error in ("tool said \x00", "tool said \ufffd")
+
+
 async def test_runs_bundles_and_agents_summaries(store: Store) -> None:
     """runs() shows status and usage after a RunEnd, last_bundle the top seq, agents() a summary."""
     agent_id = await new_agent(store)

@@ -254,3 +254,16 @@ async def test_calls_without_an_id_are_named_by_the_runtime(harness: Harness) ->
     call_ids = [c.id for m in history for c in m.tool_calls]
     result_ids = [m.tool_call_id for m in history if m.role == "tool"]
     assert call_ids == ["call", "call~2"] and result_ids == ["call", "call~2"]
+
+
+async def test_a_nul_in_a_call_id_becomes_a_replacement_character(harness: Harness) -> None:
+    """A call id holding U+0000 (which Postgres text cannot key the tool journal by) is
+    planned as the same id with U+FFFD, in the call and its result, and the turn answers."""
+    driver = harness.driver([tool_reply(call("c\x001", "alpha_tool")), answer("done")])
+    await driver.post("go")
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered"
+    history = (await harness.store.load_conversation("ops")).history
+    call_ids = [c.id for m in history for c in m.tool_calls]
+    result_ids = [m.tool_call_id for m in history if m.role == "tool"]
+    assert call_ids == ["c\ufffd1"] and result_ids == ["c\ufffd1"]

@@ -145,10 +145,13 @@ async def _update_runs(conn: asyncpg.Connection, agent: int, txn: Txn) -> None:
             txn.crashed_run,
         )
     if txn.run_end is not None:
+        status, ended, usage, answer, error_kind, error, cost, run_id = common.run_end_values(
+            txn.run_end
+        )
         await conn.execute(
             "UPDATE runs SET status = $1, ended_at_ms = $2, usage = $3, answer = $4,"
             " error_kind = $5, error = $6, cost = $7 WHERE run_id = $8",
-            *common.run_end_values(txn.run_end),
+            *(status, ended, usage, text_cell(answer), error_kind, text_cell(error), cost, run_id),
         )
     for update in txn.inbox:
         await conn.execute(
@@ -167,10 +170,18 @@ async def _update_runs(conn: asyncpg.Connection, agent: int, txn: Txn) -> None:
 
 
 async def _insert_questions(conn: asyncpg.Connection, agent: int, txn: Txn) -> None:
+    rows = [common.question_values(agent, q) for q in txn.questions]
     await conn.executemany(
         common.QUESTION_INSERT + " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-        [common.question_values(agent, q) for q in txn.questions],
+        [(*row[:6], text_cell(row[6]), *row[7:]) for row in rows],
     )
+
+
+def text_cell(value: str | None) -> str | None:
+    """A copy of model- or tool-written text for a ``TEXT`` column, which cannot hold U+0000:
+    each one becomes U+FFFD (docs/storage.md#postgres-text-and-u0000). The committed messages,
+    stored as bytes, keep it exactly."""
+    return value.replace("\x00", "\ufffd") if value is not None and "\x00" in value else value
 
 
 async def _archive_conversation(conn: asyncpg.Connection, agent: int, txn: Txn) -> None:
