@@ -38,6 +38,7 @@ from afp_runtime.errors import (
     ScriptExhausted,
     TimeNotEnabled,
     ToolDefinitionError,
+    WindowConfigError,
 )
 from afp_runtime.findings import FINDINGS_INSTRUCTION, LEDGER_HEADER
 from afp_runtime.scenario import (
@@ -925,6 +926,26 @@ async def test_a_bad_value_is_refused_naming_its_path(
     """A bad key or value is an InvalidValue whose message starts with its JSON path."""
     message = await _fails(_scenario(change), tmp_path)
     assert message.startswith(f"{path}: "), message
+    assert not await anyio.Path(tmp_path / "afp.db").exists()
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        {"kind": "tokenBudget", "options": {"thresholdTokens": 10**400}},
+        {"kind": "slidingWindow", "options": {"keepRecentTurns": 10**30}},
+    ],
+    ids=["threshold-too-large-for-a-float", "keep-recent-turns-past-2-53"],
+)
+async def test_a_window_option_out_of_range_is_refused_before_any_store(
+    strategy: dict[str, Any], tmp_path: Path
+) -> None:
+    """A strategy option beyond 2**53 - 1 (one too large even for a float) is a
+    WindowConfigError naming its path, raised before the store file is made."""
+    message = await _fails(
+        _scenario(lambda d: d.update(strategy=strategy)), tmp_path, WindowConfigError
+    )
+    assert message.startswith("$.strategy.options: "), message
     assert not await anyio.Path(tmp_path / "afp.db").exists()
 
 

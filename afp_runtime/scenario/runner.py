@@ -140,8 +140,9 @@ class _Host:
     async def open(self) -> None:
         """Start a fresh host on the store (start-up, docs/host.md#start-up)."""
         world = self.world
-        self.store = await open_store(self.location, now_ms=world.clock.now_ms())
+        # The definition first: one the scenario's values refuse leaves no store behind.
         self.definition = self._definition()
+        self.store = await open_store(self.location, now_ms=world.clock.now_ms())
         self.driver = AgentDriver(
             self.store,
             self.definition,
@@ -223,8 +224,10 @@ class _Runner:
         self.pending: list[Arm] = []
 
     async def run(self) -> ScenarioResult:
-        await self.host.open()
         try:
+            # Inside: whatever open made before it failed is closed too (a store left open
+            # keeps its thread, and the process would never exit).
+            await self.host.open()
             steps = [
                 await self._step(index, step) for index, step in enumerate(self.scenario.turns)
             ]

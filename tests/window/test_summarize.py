@@ -439,6 +439,19 @@ class TestFactory:
                 {"threshold_tokens": math.nan, "summarizer": FakeSummarizer(), "model": "m"},
                 "threshold_tokens",
             ),
+            (
+                {"threshold_tokens": 10**400, "summarizer": FakeSummarizer(), "model": "m"},
+                "threshold_tokens",
+            ),
+            (
+                {
+                    "threshold_tokens": 10,
+                    "summarizer": FakeSummarizer(),
+                    "model": "m",
+                    "keep_recent_turns": 2**53,
+                },
+                "keep_recent_turns",
+            ),
             ({"threshold_tokens": 10, "model": "m"}, "summarizer"),
             ({"threshold_tokens": 10, "summarizer": FakeSummarizer()}, "model"),
             ({"threshold_tokens": 10, "summarizer": FakeSummarizer(), "model": ""}, "model"),

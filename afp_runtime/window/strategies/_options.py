@@ -44,22 +44,27 @@ def _fail(factory: str, option: str, value: object, wanted: str) -> WindowConfig
     return WindowConfigError(detail, factory=factory, option=option, value=shown(value))
 
 
+# The largest count an option takes: what every JSON reader holds exactly (2**53 - 1).
+_MAX_COUNT = 2**53 - 1
+
+
 def keep_turns(factory: str, value: object) -> int:
-    """``keep_recent_turns``: an int >= 1 (bool refused)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _fail(factory, "keep_recent_turns", value, "an int of at least 1")
+    """``keep_recent_turns``: an int from 1 to 2**53 - 1 (bool refused)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_COUNT:
+        raise _fail(factory, "keep_recent_turns", value, "an int from 1 to 2**53 - 1")
     return value
 
 
 def threshold(factory: str, value: object) -> float:
-    """``threshold_tokens``: a finite number > 0, int or float (bool refused)."""
+    """``threshold_tokens``: a number > 0 and at most 2**53 - 1, int or float (bool, NaN and
+    the infinities refused; an int too large for a float is refused, not an OverflowError)."""
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
+        or (isinstance(value, float) and not math.isfinite(value))
+        or not 0 < value <= _MAX_COUNT
     ):
-        raise _fail(factory, "threshold_tokens", value, "a finite number greater than 0")
+        raise _fail(factory, "threshold_tokens", value, "a number above 0, at most 2**53 - 1")
     return value
 
 
