@@ -66,13 +66,18 @@ class PortableCheckpoint(
 
 
 def check_history(history: Sequence[Message], *, path: str = "history") -> None:
-    """Every tool message answers a call of an earlier assistant message; call ids are unique.
+    """Every tool message answers a call of the assistant message it follows, with only tool
+    messages between them (as providers require, and as the window keeps a call and its results
+    together: docs/window.md#turns); call ids are unique.
 
     Raises:
         CheckpointInvalid: naming the offending message's path.
     """
     called: set[str] = set()
+    answerable: set[str] = set()  # the calls of the assistant message the tool messages follow
     for index, message in enumerate(history):
+        if message.role != "tool":
+            answerable = set()
         for call in message.tool_calls:
             if call.id in called:
                 raise CheckpointInvalid(
@@ -80,10 +85,16 @@ def check_history(history: Sequence[Message], *, path: str = "history") -> None:
                     field=f"{path}[{index}].toolCalls",
                 )
             called.add(call.id)
-        if message.role == "tool" and message.tool_call_id not in called:
+            answerable.add(call.id)
+        if message.role == "tool" and message.tool_call_id not in answerable:
+            where = (
+                "whose assistant message it does not follow (only tool messages may stand "
+                "between a call and its result)"
+                if message.tool_call_id in called
+                else "which no earlier assistant message made"
+            )
             raise CheckpointInvalid(
-                f"{path}[{index}] answers call {message.tool_call_id!r}, "
-                "which no earlier assistant message made",
+                f"{path}[{index}] answers call {message.tool_call_id!r}, {where}",
                 field=f"{path}[{index}].toolCallId",
             )
 

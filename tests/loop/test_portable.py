@@ -52,6 +52,23 @@ FOREIGN_SPAN = {
             "history[1]",
         ),
         (doc(history=[{"role": "tool", "content": "x", "toolCallId": "nope"}]), "nope"),
+        pytest.param(
+            doc(
+                history=[
+                    {"role": "user", "content": "start"},
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "toolCalls": [{"id": "h1", "name": "t"}, {"id": "h2", "name": "t"}],
+                    },
+                    {"role": "tool", "content": "a", "toolCallId": "h1"},
+                    {"role": "user", "content": "interjection"},
+                    {"role": "tool", "content": "b", "toolCallId": "h2"},
+                ]
+            ),
+            "history[4] answers call 'h2', whose assistant message it does not follow",
+            id="result-apart-from-its-call",
+        ),
         (doc(extra=1), "extra"),
         (doc(turn=-1), "turn"),
         pytest.param(doc(turn=10**30), "turn must be from 0", id="turn-beyond-2**53"),
