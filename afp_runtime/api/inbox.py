@@ -134,7 +134,9 @@ async def list_inbox(
     query_choice("status", status, INBOX_STATUSES)
     size = limit_of(limit)
     rows = await ctx.reader.inbox(agent_id, status=status)
-    messages = inbox_messages(rows, await ctx.reader.runs(agent_id))
+    conversation = await ctx.reader.conversation_state(agent_id)
+    open_turn = conversation.open_turn if conversation is not None else None
+    messages = inbox_messages(rows, await ctx.reader.runs(agent_id), open_turn)
     return page_of(messages, limit=size, cursor=cursor)
 
 
@@ -153,7 +155,8 @@ async def one_message(state: State, agent_id: PathText, message_id: PathText) ->
             value=message_id,
         )
     runs = [run for run in await ctx.reader.runs(agent_id) if run.message_id == message_id]
-    [shown] = inbox_messages([row], runs)
+    conversation = await ctx.reader.conversation_state(agent_id)
+    [shown] = inbox_messages([row], runs, conversation.open_turn if conversation else None)
     if row.status == "answered" and shown.answer is None and runs:
         # A run that ended before schema version 11 keeps its answer in its commit log only.
         last = await ctx.reader.last_bundle(runs[-1].run_id)
@@ -166,11 +169,6 @@ async def one_message(state: State, agent_id: PathText, message_id: PathText) ->
             None,
         )
         shown = msgspec.structs.replace(shown, answer=found if isinstance(found, str) else None)
-    if row.status in ("stalled", "held") and shown.error_kind is None:
-        conversation = await ctx.reader.conversation_state(agent_id)
-        turn = conversation.open_turn if conversation is not None else None
-        if turn is not None and turn.message_id == message_id:
-            shown = msgspec.structs.replace(shown, error_kind=turn.error_kind, error=turn.error)
     return shown
 
 

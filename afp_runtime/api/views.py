@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from afp_runtime.api.shapes import AgentView, InboxMessage, QuestionView, iso_instant
-from afp_runtime.records import QuestionRow
+from afp_runtime.records import OpenTurn, QuestionRow
 from afp_runtime.store import AgentRow, InboxRow, RunRow, Store
 
 if TYPE_CHECKING:
@@ -53,23 +53,33 @@ def inbox_message(row: InboxRow, **extra: Any) -> InboxMessage:
     return InboxMessage(**msgspec.structs.asdict(row), **extra)
 
 
-def inbox_messages(rows: Sequence[InboxRow], runs: Sequence[RunRow]) -> list[InboxMessage]:
+def inbox_messages(
+    rows: Sequence[InboxRow], runs: Sequence[RunRow], open_turn: OpenTurn | None
+) -> list[InboxMessage]:
     """Inbox rows as the API lists them, each with its turn's latest run and, from that run,
     the answer (answered) or why there is none (held, stalled, halted); ``afp inbox`` prints the
-    same."""
+    same. A turn held with no run saying why (a crash loop: its last run crashed) takes the
+    reason from the open turn."""
     latest = {run.message_id: run for run in runs}
     shown: list[InboxMessage] = []
     for row in rows:
         run = latest.get(row.message_id)
         answered = run is not None and row.status == "answered"
-        stopped = run is not None and row.status in ("held", "stalled", "halted")
+        stopped = row.status in ("held", "stalled", "halted")
+        error_kind = run.error_kind if stopped and run is not None else None
+        error = run.error if stopped and run is not None else None
+        turn = (
+            open_turn if open_turn is not None and open_turn.message_id == row.message_id else None
+        )
+        if stopped and error_kind is None and turn is not None:
+            error_kind, error = turn.error_kind, turn.error
         shown.append(
             inbox_message(
                 row,
                 run_id=run.run_id if run is not None else None,
                 answer=run.answer if answered and run is not None else None,
-                error_kind=run.error_kind if stopped and run is not None else None,
-                error=run.error if stopped and run is not None else None,
+                error_kind=error_kind,
+                error=error,
             )
         )
     return shown

@@ -163,7 +163,9 @@ async def cmd_inbox(args: Any) -> int:
         await _ids.known_agent(store, args.agent)
         rows = await store.inbox(args.agent, status=args.status)
         runs = await store.runs(args.agent)
-    messages = views.inbox_messages(rows, runs)
+        conversation = await store.conversation_state(args.agent)
+    open_turn = conversation.open_turn if conversation is not None else None
+    messages = views.inbox_messages(rows, runs, open_turn)
     if args.json:
         # Exactly the API's body (GET …/inbox): one page holding every message.
         return print_json({"items": messages, "next": None})

@@ -4,12 +4,15 @@ runs, agent-wide call numbers (docs/api.md#endpoints, cases 28, 31 and 32)."""
 from __future__ import annotations
 
 import anyio
+import pytest
 
 import afp_runtime as afp
 from afp_runtime.errors import ModelCallError
 from afp_runtime.findings import FindingsConfig
+from afp_runtime.loop import AgentDriver
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 
 from .conftest import Api, agent, error_of, post, settle
@@ -289,3 +292,32 @@ async def test_a_lone_surrogate_is_refused(api: Api) -> None:
     assert response.status_code == 400
     assert error_of(response)["code"] == "invalid-body"
     assert rows == []
+
+
+class _Died(BaseException):
+    """Stands for the process dying inside a send."""
+
+
+async def test_a_crash_loop_says_why_it_is_held_in_the_list_and_the_message(api: Api) -> None:
+    """A turn held as a crash loop (its last run crashed, so no run says why) shows
+    ``crash-loop`` and the sentence in the inbox list as in the single message."""
+
+    def dies(request: ModelRequest, number: int) -> ModelReply:
+        raise _Died
+
+    store = await SqliteStore.open(api.path, now_ms=0)
+    try:
+        driver = AgentDriver(
+            store, agent(ScriptedModel(dies), max_recoveries=0), clock=api.clock, ids=api.ids
+        )
+        await driver.post("go")
+        with pytest.raises(_Died):
+            await driver.work()
+        assert await driver.work() == []  # held now
+    finally:
+        await store.aclose()
+    async with api.running(agent(ScriptedModel([answer("unused")]))) as (_, client):
+        [listed] = (await client.get("/v1/agents/ops/inbox")).json()["items"]
+        one = (await client.get(f"/v1/agents/ops/inbox/{listed['messageId']}")).json()
+    assert listed["status"] == "held" and listed["errorKind"] == "crash-loop"
+    assert listed["error"] == one["error"] and "crashed" in listed["error"]
