@@ -200,6 +200,8 @@ def test_doctor_names_a_damaged_ledger_row_and_changes_nothing(tmp_path: Path) -
         pytest.param("UPDATE bundles SET writes = x'deadbeef'", "does not decode", id="log"),
         pytest.param("UPDATE bodies SET body = 'text'", "not bytes", id="a-body-as-text"),
         pytest.param("DROP TABLE bundles", "no such table", id="a-table-gone"),
+        pytest.param("UPDATE runs SET usage = x'c1'", "usage of run", id="a-usage-cell"),
+        pytest.param("UPDATE runs SET usage = 'text'", "not bytes", id="a-usage-as-text"),
     ],
 )
 def test_doctor_reads_what_the_readers_read(tmp_path: Path, damage: str, named: str) -> None:
@@ -218,7 +220,13 @@ def test_doctor_reads_what_the_readers_read(tmp_path: Path, damage: str, named: 
     assert result.returncode == 4 and not report["healthy"]
     found = report["unreadable"] + report["damagedBodies"]
     assert found and (named in " ".join(report["unreadable"]) or report["damagedBodies"])
-    for command in (("checkpoint", "demo"), ("epochs", "demo:last"), ("conform", "demo:last")):
+    for command in (
+        ("checkpoint", "demo"),
+        ("epochs", "demo:last"),
+        ("conform", "demo:last"),
+        ("runs",),
+        ("inbox", "demo"),
+    ):
         read = afp(*command, "--db", str(db))
         assert "Traceback" not in read.stderr and read.returncode in (0, 1, 3, 4), (command, read)
 

@@ -21,7 +21,7 @@ from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFou
 
 from afp_runtime._logging import get_logger
 from afp_runtime.api.inspector._render import problem_page, wants_html
-from afp_runtime.errors import LeaseLost, NotOwner, StoreUnavailable
+from afp_runtime.errors import LeaseLost, NotOwner, StoreDamaged, StoreUnavailable
 from afp_runtime.host import HostStopping
 
 log = get_logger()
@@ -211,6 +211,15 @@ def on_store_unavailable(request: Request[Any, Any, Any], exc: Exception) -> Res
     return _response(request, ApiError(503, "store-unavailable", message))
 
 
+def on_store_damaged(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    """A stored row that does not read back: 503 ``store-damaged``, naming the row (the
+    store's own words; ``afp doctor`` lists every such row)."""
+    log.warning("store damaged", error=str(exc), request_id=request_id(request))
+    found = exc.message if isinstance(exc, StoreDamaged) else "a stored row does not read back"
+    message = f"{found}; the store is damaged there: run afp doctor"
+    return _response(request, ApiError(503, "store-damaged", message))
+
+
 def on_internal(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """Anything unexpected: 500 ``internal``; the trace goes to the log, never to the client."""
     rid = request_id(request)
@@ -232,5 +241,6 @@ EXCEPTION_HANDLERS: Mapping[Any, Any] = {
     NotOwner: on_not_owner,
     LeaseLost: on_lease_lost,
     StoreUnavailable: on_store_unavailable,
+    StoreDamaged: on_store_damaged,
     Exception: on_internal,
 }

@@ -380,7 +380,18 @@ RUN_COLUMNS = (
 
 
 def run_row(r: Sequence[Any]) -> RunRow:
-    """A run from a row of ``RUN_COLUMNS``."""
+    """A run from a row of ``RUN_COLUMNS``.
+
+    Raises:
+        StoreDamaged: its usage or cost cell does not decode (naming the run).
+    """
+    where = {"run_id": r[0]}
+    usage = (
+        None if r[9] is None else _cell(_usage_decoder, r[9], f"the usage of run {r[0]!r}", where)
+    )
+    cost = (
+        None if r[14] is None else _cell(_cost_decoder, r[14], f"the cost of run {r[0]!r}", where)
+    )
     return RunRow(
         run_id=r[0],
         agent_id=r[1],
@@ -391,13 +402,21 @@ def run_row(r: Sequence[Any]) -> RunRow:
         started_at_ms=r[6],
         recovered_from=r[7],
         ended_at_ms=r[8],
-        usage=_usage_decoder.decode(r[9]) if r[9] is not None else None,
+        usage=usage,
         bundles=r[10],
         answer=r[11],
         error_kind=r[12],
         error=r[13],
-        cost=_cost_decoder.decode(r[14]) if r[14] is not None else None,
+        cost=cost,
     )
+
+
+def _cell(decoder: msgspec.msgpack.Decoder[Any], blob: object, what: str, where: Any) -> Any:
+    """A stored blob decoded; one stored as anything but bytes is damage as much as one that
+    does not decode."""
+    if not isinstance(blob, bytes | bytearray | memoryview):
+        raise StoreDamaged(f"{what} is stored as {type(blob).__name__}, not bytes", **where)
+    return decoded(decoder, bytes(blob), what, **where)
 
 
 def stored_bundles(run_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredBundle]:

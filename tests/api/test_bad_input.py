@@ -120,3 +120,27 @@ async def test_a_last_event_id_past_its_limit_is_400(api: Api) -> None:
     assert response.status_code == 400
     assert error_of(response)["code"] == "invalid-header"
     assert error_of(response)["field"] == "Last-Event-ID"
+
+
+async def test_a_damaged_row_is_503_store_damaged_naming_it_not_a_500(api: Api) -> None:
+    """A run whose usage cell no longer decodes makes the runs and inbox listings answer 503
+    ``store-damaged`` naming the run and pointing to ``afp doctor``, not 500 ``internal``."""
+    import sqlite3
+
+    async with api.running(agent([answer("hi")])) as (host, client):
+        await host.post("ops", "go")
+        await settle(host)
+
+        def damage() -> None:
+            with sqlite3.connect(api.path) as conn:
+                conn.execute("UPDATE runs SET usage = x'c1'")
+
+        await anyio.to_thread.run_sync(damage)
+        answers = [
+            await client.get(path) for path in ("/v1/agents/ops/runs", "/v1/agents/ops/inbox")
+        ]
+    for response in answers:
+        assert response.status_code == 503, response.text
+        body = response.json()["error"]
+        assert body["code"] == "store-damaged" and "usage of run" in body["message"]
+        assert "afp doctor" in body["message"]
