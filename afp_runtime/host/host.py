@@ -60,7 +60,13 @@ from anyio.abc import TaskStatus
 from afp_runtime import models
 from afp_runtime._logging import get_logger
 from afp_runtime.agents import Agent, abandon_question, answer_question
-from afp_runtime.errors import AgentDefinitionError, RunNotResumable, StateError, StoreError
+from afp_runtime.errors import (
+    AgentDefinitionError,
+    LeaseLost,
+    RunNotResumable,
+    StateError,
+    StoreError,
+)
 from afp_runtime.host._timed import TimedCommits
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
 from afp_runtime.host.leases import HostLease, store_unavailable
@@ -606,10 +612,18 @@ class Host:
         Raises:
             AgentNotHosted: the agent is not run here.
             HostStopping: the host is stopping.
+            LeaseLost: another host holds the agent now (the request lives in this host's
+                memory, so only the holder can carry it out; a dismiss is refused alike).
             RunNotResumable: the turn is not held or stalled, or ``run_id`` is not its latest
                 run.
         """
         agent = self._admit(agent_id)
+        if self._lease.status_override(agent_id) is not None:
+            raise LeaseLost(
+                f"host {self.host_id!r} does not hold agent {agent_id!r} now; resume it through "
+                "the host that does",
+                agent_id=agent_id,
+            )
         state = await self.reader.conversation_state(agent_id)
         turn = state.open_turn if state is not None else None
         if turn is None or turn.status not in ("held", "stalled"):

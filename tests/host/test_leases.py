@@ -525,3 +525,23 @@ async def test_a_claim_made_while_a_period_reads_the_claims_is_not_forgotten(
         await store.aclose()
     ours = {c.agent_id for c in found if c.host_id == "h"}
     assert lease.held == ours and len(ours) == 1, (lease.held, found)
+
+
+async def test_a_resume_through_a_host_that_does_not_hold_the_agent_is_refused(
+    tmp_path: Path,
+) -> None:
+    """B does not hold ``ops`` (A does): a resume asked of B is refused with LeaseLost, as a
+    dismiss would be, instead of accepted and carried out whenever B might get the agent."""
+    path, ids = tmp_path / "afp.db", SequentialIds()
+    clock_a, clock_b = FakeClock(), FakeClock()
+    async with (
+        running(
+            path, [agent(ScriptedModel([answer("a")]))], clock=clock_a, ids=ids, host_id="host-a"
+        ),
+        running(
+            path, [agent(ScriptedModel([answer("b")]))], clock=clock_b, ids=ids, host_id="host-b"
+        ) as b,
+    ):
+        assert b.status_override("ops") == "not-leased"
+        with pytest.raises(LeaseLost, match="does not hold agent 'ops'"):
+            await b.resume("ops")
