@@ -543,7 +543,7 @@ class Store:
                 what="span",
                 value=summary_fingerprint,
             )
-        span = stored[0]
+        span = stored[-1]  # the newest of folds that wrote the same summary (docs/window.md)
         if span.messages is not None:
             messages, _ = await self._store.resolve(agent_id, span.messages)
             return list(messages)

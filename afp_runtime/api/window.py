@@ -101,7 +101,7 @@ async def _span(ctx: ApiContext, agent_id: str, fingerprint: str) -> StoredFolde
             field="summaryFingerprint",
             value=fingerprint,
         )
-    return spans[0]
+    return spans[-1]  # the newest of folds that wrote the same summary (docs/window.md)
 
 
 @get("/v1/agents/{agent_id:str}/folded/{fingerprint:str}")

@@ -103,4 +103,6 @@ async def message_id(store: Store, agent_id: str, text: str) -> str:
 async def fingerprint(store: Store, agent_id: str, text: str) -> str:
     """The summary fingerprint of one of the agent's folds that ``text`` names."""
     spans = await store.folded_spans(agent_id)
-    return pick(text, [s.summary_fingerprint for s in spans], what="folded span")
+    # Folds that wrote the same summary share its fingerprint: one name, not an ambiguity.
+    names = list(dict.fromkeys(s.summary_fingerprint for s in spans))
+    return pick(text, names, what="folded span")

@@ -266,7 +266,8 @@ async def cmd_folded(args: Any) -> int:
     if args.messages:
         if fingerprint is None:
             raise UsageError("--messages needs a FINGERPRINT")
-        messages = spans[0].messages if spans[0].messages is not msgspec.UNSET else ()
+        newest = spans[-1]  # of folds that wrote the same summary (docs/window.md)
+        messages = newest.messages if newest.messages is not msgspec.UNSET else ()
         if args.json:
             return print_json(messages)
         if not messages:

@@ -141,15 +141,18 @@ def _spans(conversation: object) -> tuple[FoldedSpan, ...]:
 
 
 def folded_span_for(conversation: object, message: Message) -> FoldedSpan | None:
-    """The first afp span whose summary is exactly ``message``, else None
+    """The newest afp span whose summary is exactly ``message``, else None
     (docs/window.md#joins-and-fold-chains).
 
-    The join is by fingerprint (content), never by index; foreign spans are skipped. None means
-    "no fold recorded for this message", not "no originals".
+    The join is by fingerprint (content), never by index; foreign spans are skipped. Two folds
+    can write byte-identical summaries (same count, iteration and text, in different runs): the
+    newest is the one a summary still in the window came from. None means "no fold recorded for
+    this message", not "no originals".
     """
     spans = _spans(conversation)
     wanted = fingerprint(message) if spans else None
-    return next((s for s in spans if not is_foreign(s) and s.summary_fingerprint == wanted), None)
+    matching = [s for s in spans if not is_foreign(s) and s.summary_fingerprint == wanted]
+    return matching[-1] if matching else None
 
 
 def folded_messages(conversation: object) -> tuple[Message, ...]:

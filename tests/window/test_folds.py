@@ -178,6 +178,15 @@ class TestJoins:
         conversation, summaries = self.conversation()
         self.check_joins(conversation, summaries)
 
+    def test_identical_summaries_join_the_newest_fold(self) -> None:
+        """Two folds that wrote byte-identical summaries (in two runs) share a fingerprint: the
+        summary joins the newer span, whose originals are the ones it stands for."""
+        summary = build_summary_message("same words", 2, 2, "cheap", "conversation")
+        older = span_of(summary, (U("april 1"), A([], "april 2")))
+        newer = span_of(summary, (U("july 1"), A([], "july 2")))
+        found = folded_span_for(SimpleNamespace(folded=[older, newer]), summary)
+        assert found is newer
+
     def test_no_folded_means_no_join(self) -> None:
         """Case 44: a conversation with no ``folded`` joins nothing and has no folded messages."""
         summary = build_summary_message("alpha", 2, 2, "cheap", "conversation")

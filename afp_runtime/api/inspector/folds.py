@@ -55,9 +55,9 @@ async def fold_page(ctx: ApiContext, agent_id: str, prefix: str) -> dict[str, An
             field="fingerprint",
             value=prefix,
         )
-    if len(spans) > 1:
+    if len({span.summary_fingerprint for span in spans}) > 1:
         return {"matches": [span_row(span) for span in spans], "fold": None}
-    span = spans[0]
+    span = spans[-1]  # the newest of folds that wrote the same summary (docs/window.md)
     summary: Message | None = None
     originals: list[Message] | None = None
     source = "span"
