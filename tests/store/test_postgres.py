@@ -8,6 +8,7 @@ Every test runs on a fresh database of the server ``scripts/test`` starts; none 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -24,6 +25,7 @@ from afp_runtime.errors import (
 from afp_runtime.records import CommitBundle, RunLog, RunStart, Txn, Write, runtime_stage_id
 from afp_runtime.store import open_store
 from afp_runtime.store.postgres import SCHEMA_VERSION, PostgresRunLog, PostgresStore, masked
+from afp_runtime.store.postgres.connect import parse, ssl_context
 from tests.api.conftest import until
 from tests.store._postgres import ENV, FreshDatabase, admin, server_url
 
@@ -76,6 +78,25 @@ def test_masked_hides_only_the_password() -> None:
         "postgresql://u:***@db.example:5432/afp"
     )
     assert masked("postgresql://u@db/afp") == "postgresql://u@db/afp"
+
+
+def test_a_password_query_parameter_is_the_password_and_no_host_keeps_its_slashes() -> None:
+    """``password=`` in the query is used as the password (a libpq URL may carry it there) and
+    left out of the DSN; a URL with no host part keeps its ``//``."""
+    target = parse("postgresql:///afp?host=/run/postgresql&password=s3cret&user=afp")
+    assert target.password == "s3cret"
+    assert target.dsn == "postgresql:///afp?host=%2Frun%2Fpostgresql&user=afp"
+
+
+def test_an_unreadable_sslrootcert_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    """A ``sslrootcert`` that is missing or holds no certificate is a ConfigError naming the
+    option and the file, not a bare FileNotFoundError or SSLError."""
+    garbage = tmp_path / "ca.pem"
+    garbage.write_text("not a certificate")
+    for cert in (tmp_path / "missing.pem", garbage):
+        target = parse(f"postgresql://u:pw@db.example/afp?sslmode=verify-full&sslrootcert={cert}")
+        with pytest.raises(ConfigError, match=f"sslrootcert {cert}"):
+            ssl_context(target)
 
 
 async def test_bad_pool_options_are_a_config_error(database: FreshDatabase) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import ssl
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 __all__ = ["Target", "masked", "parse", "ssl_context"]
 
@@ -68,6 +68,7 @@ def parse(url: str, **overrides: Any) -> Target:
     kept: list[tuple[str, str]] = []
     ssl_mode = os.environ.get("PGSSLMODE", "prefer")
     root_cert = os.environ.get("PGSSLROOTCERT")
+    query_password: str | None = None
     for name, value in query:
         if name in _OURS:
             try:
@@ -80,6 +81,8 @@ def parse(url: str, **overrides: Any) -> Target:
             ssl_mode = value
         elif name == "sslrootcert":
             root_cert = value
+        elif name == "password":
+            query_password = value  # given apart, as libpq takes it; never left in the DSN
         else:
             kept.append((name, value))
     options.update({k: v for k, v in overrides.items() if v is not None})
@@ -90,12 +93,14 @@ def parse(url: str, **overrides: Any) -> Target:
     if ssl_mode not in _SSL_MODES:
         raise ConfigError(f"unknown sslmode {ssl_mode!r} in {location}", field="store")
     password = unquote(parts.password) if parts.password is not None else ""
-    password = password or os.environ.get("PGPASSWORD", "")
+    password = password or query_password or os.environ.get("PGPASSWORD", "")
     netloc = parts.netloc.rpartition("@")[2]
     if parts.username is not None:
         netloc = f"{parts.username}@{netloc}"
     scheme = "postgresql"
-    dsn = urlunsplit((scheme, netloc, parts.path, urlencode(kept), ""))
+    # Written out, not urlunsplit: that drops the "//" of a URL with no host part
+    # (postgresql:///afp?host=/run/postgresql), which then reads as a different URL.
+    dsn = f"{scheme}://{netloc}{parts.path}" + (f"?{urlencode(kept)}" if kept else "")
     target = Target(
         dsn=dsn,
         location=location,
@@ -122,7 +127,15 @@ def ssl_context(target: Target) -> ssl.SSLContext | bool:
     if target.ssl_mode == "disable":
         return False
     if target.ssl_mode.startswith("verify-"):
-        context = ssl.create_default_context(cafile=target.ssl_root_cert)
+        try:
+            context = ssl.create_default_context(cafile=target.ssl_root_cert)
+        except (OSError, ssl.SSLError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ConfigError(
+                f"sslrootcert {target.ssl_root_cert} of {target.location} cannot be read as "
+                f"certificate authorities: {reason}",
+                field="store",
+            ) from None
         context.check_hostname = target.ssl_mode == "verify-full"
         return context
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
