@@ -122,6 +122,24 @@ def test_a_librarys_standard_logging_comes_out_in_the_same_format(tmp_path: Path
     assert "pool busy: 3" in console.stderr and ANSI not in console.stderr
 
 
+def test_a_librarys_traceback_is_one_line_unless_verbose(tmp_path: Path) -> None:
+    """A library record logged with its exception (asyncpg's pool while a server is down) is
+    one line naming the exception; with ``-v`` the traceback is shown."""
+    noisy = (
+        "import logging\n"
+        "try:\n    raise ConnectionError('server is shutting down')\n"
+        "except ConnectionError:\n"
+        "    logging.getLogger('a.library').warning('retrying', exc_info=True)\n"
+    )
+    (tmp_path / "quiet").mkdir()
+    (tmp_path / "verbose").mkdir()
+    quiet = _afp_run(tmp_path / "quiet", script=noisy)
+    verbose = _afp_run(tmp_path / "verbose", "-v", script=noisy)
+    assert "retrying" in quiet.stderr and "Traceback" not in quiet.stderr
+    assert "ConnectionError: server is shutting down" in quiet.stderr
+    assert "Traceback" in verbose.stderr
+
+
 def test_an_unknown_log_format_is_a_usage_error(tmp_path: Path) -> None:
     """``AFP_LOG_FORMAT`` other than console or json is refused with exit 2."""
     done = _afp_run(tmp_path, AFP_LOG_FORMAT="xml")

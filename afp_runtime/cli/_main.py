@@ -7,7 +7,7 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, MutableMapping, Sequence
 from typing import Any
 
 from afp_runtime.cli._exits import (
@@ -60,6 +60,9 @@ def _configure_logging(verbose: bool, log_format: str) -> None:
             ],
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                # Without -v a library's traceback (asyncpg's pool while a server is down) is
+                # one line, as ours are (docs/host.md#hosts-and-a-failing-store).
+                *([] if verbose else [_exception_in_one_line]),
                 structlog.processors.format_exc_info,
                 renderer,
             ],
@@ -68,6 +71,19 @@ def _configure_logging(verbose: bool, log_format: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+
+
+def _exception_in_one_line(
+    logger: Any, name: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """A log record's exception as ``error="Type: message"`` instead of its traceback."""
+    found = event.pop("exc_info", None)
+    if found is True:
+        found = sys.exc_info()
+    error = found if isinstance(found, BaseException) else (found[1] if found else None)
+    if error is not None:
+        event["error"] = f"{type(error).__name__}: {error}"
+    return event
 
 
 def _command(reference: str) -> Command:
