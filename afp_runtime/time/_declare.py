@@ -404,10 +404,19 @@ def check_against_schema(period: Period, input_schema: Mapping[str, Any]) -> Non
     """
     properties = input_schema.get("properties")
     properties = properties if isinstance(properties, Mapping) else {}
+    required = input_schema.get("required")
+    required = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
     for argument, path, need, form in _requirements(period):
         schema = properties.get(argument)
         if not isinstance(schema, Mapping):
             raise refuse(path, f"names {argument!r}, which the input schema does not define")
+        if argument in required:
+            # A call without it would be refused as invalid before the runtime could fill it.
+            raise refuse(
+                path,
+                f"names {argument!r}, which the input schema requires; the runtime fills an "
+                "omitted period, so it must be optional (give the parameter a default)",
+            )
         types = _types(schema)
         if not _fits(types, need):
             written = sorted(types) if types else "no type"

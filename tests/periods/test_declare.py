@@ -422,6 +422,14 @@ class TestAgainstSchema:
             check_against_schema(Period(argument="window", spelling="lookback"), SCHEMA)
         assert field_of(exc) == "argument"
 
+    def test_a_required_period_argument_is_refused(self) -> None:
+        """A period argument the schema requires is refused at definition, naming it: a call
+        leaving it out would fail as invalid before the runtime could fill it."""
+        required = {**SCHEMA, "required": ["w"]}
+        with pytest.raises(PeriodDeclarationError, match="requires") as exc:
+            check_against_schema(Period(argument="w", spelling="lookback"), required)
+        assert field_of(exc) == "argument"
+
     def test_absent_zone_argument(self) -> None:
         """A zone argument absent from the schema is refused too."""
         period = Period(argument="w", spelling="wall-range", zone_argument="zone")
