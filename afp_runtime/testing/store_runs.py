@@ -60,6 +60,25 @@ async def test_a_run_ends_with_whatever_text_its_model_wrote(store: Store) -> No
     assert row.error in ("tool said \x00", "tool said \ufffd")
 
 
+async def test_all_agents_runs_are_listed_by_when_they_started(store: Store) -> None:
+    """Listed for every agent, runs come in start order even where row ids do not follow it
+    (an imported agent's older runs are written after the runs already there); one agent's
+    runs come in the order they were written."""
+    later_agent, earlier_agent = await new_agent(store), await new_agent(store)
+    later, earlier = fresh("run"), fresh("run")
+    for agent_id, run_id, at in ((later_agent, later, T0 + 100), (earlier_agent, earlier, T0)):
+        await store.commit(
+            Txn(
+                agent_id=agent_id,
+                run_start=run_start(agent_id, run_id, at=at),
+                bundles=[bundle(run_id, 0, "seed")],
+                conversation=state(agent_id, turn=1, ranges=(), next_pos=0),
+            )
+        )
+    listed = [r.run_id for r in await store.runs() if r.run_id in (later, earlier)]
+    assert listed == [earlier, later]
+
+
 async def test_runs_bundles_and_agents_summaries(store: Store) -> None:
     """runs() shows status and usage after a RunEnd, last_bundle the top seq, agents() a summary."""
     agent_id = await new_agent(store)

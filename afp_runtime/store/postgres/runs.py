@@ -36,7 +36,9 @@ class Runs(PostgresCore):
             sql, args = sql + " WHERE a.agent_id = $1", (agent_id,)
         elif run_id is not None:
             sql, args = sql + " WHERE r.run_id = $1", (run_id,)
-        return [common.run_row(r) for r in await self._fetch(sql + " ORDER BY r.run", *args)]
+        # As SQLite's: one agent's in written order, all agents' by when they started.
+        order = " ORDER BY r.run" if agent_id is not None else " ORDER BY r.started_at_ms, r.run"
+        return [common.run_row(r) for r in await self._fetch(sql + order, *args)]
 
     async def bundles(self, run_id: str, *, from_seq: int = 0) -> list[StoredBundle]:
         """A run's commit log from ``from_seq``, in commit order."""

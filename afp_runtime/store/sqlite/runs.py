@@ -39,7 +39,10 @@ class Runs(SqliteCore):
         elif run_id is not None:
             sql += " WHERE r.run_id=?"
             params = (run_id,)
-        rows = await self._fetch(sql + " ORDER BY r.run", params)
+        # One agent's runs in the order they were written; all agents' by when they started,
+        # since an imported agent's runs get row ids after those already there.
+        order = " ORDER BY r.run" if agent_id is not None else " ORDER BY r.started_at_ms, r.run"
+        rows = await self._fetch(sql + order, params)
         return [common.run_row(r) for r in rows]
 
     async def bundles(self, run_id: str, *, from_seq: int = 0) -> list[StoredBundle]:
