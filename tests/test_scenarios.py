@@ -32,6 +32,7 @@ from afp_runtime.errors import (
     AfpError,
     AgentDefinitionError,
     CheckpointInvalid,
+    FindingsConfigError,
     InvalidAnswer,
     InvalidValue,
     PeriodDeclarationError,
@@ -947,6 +948,16 @@ async def test_a_window_option_out_of_range_is_refused_before_any_store(
     )
     assert message.startswith("$.strategy.options: "), message
     assert not await anyio.Path(tmp_path / "afp.db").exists()
+
+
+async def test_a_bad_findings_option_is_refused_naming_its_path(tmp_path: Path) -> None:
+    """A findings option the runtime refuses keeps its class with its JSON path in front."""
+    message = await _fails(
+        _scenario(lambda d: d["agent"].update(findings={"keepLedgerFacts": -1})),
+        tmp_path,
+        FindingsConfigError,
+    )
+    assert message.startswith("$.agent.findings: "), message
 
 
 async def test_extensions_are_not_checked(tmp_path: Path) -> None:

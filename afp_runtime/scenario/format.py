@@ -60,6 +60,7 @@ from afp_runtime.cost import Budget, Price
 from afp_runtime.errors import (
     AfpError,
     CheckpointInvalid,
+    FindingsConfigError,
     InvalidValue,
     PeriodDeclarationError,
     TimeNotEnabled,
@@ -463,6 +464,9 @@ def decode_scenario(data: bytes | str) -> Scenario:
         raise _invalid(path, message) from None
     except msgspec.DecodeError as exc:
         raise _invalid("$", f"the file is not valid JSON: {exc}") from None
+    except FindingsConfigError as exc:
+        # Checked as the findings options decode (the only struct of ours doing so there).
+        raise at_path("$.agent.findings", exc) from None
     check_scenario(scenario)
     return scenario
 
