@@ -111,6 +111,17 @@ class TurnEvents:
         return self._result
 
 
+def _count(value: object, name: str) -> int:
+    """``value`` as a call or epoch number: an int (not a bool), else ``InvalidValue`` naming the
+    argument, as every other bad argument of this surface is named."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidValue(
+            f"{name} must be a whole number, not {type(value).__name__} {value!r}",
+            field=name,
+        )
+    return value
+
+
 class Store:
     """An open afp database: run agents on it and read what they did (see ``afp.open``).
 
@@ -463,6 +474,7 @@ class Store:
         Raises:
             NotFound: no such run, or the run has no such epoch.
         """
+        epoch = _count(epoch, "epoch")
         view = await self._store.read_run(run_id, lambda log: served_at(log, epoch))
         if view is None:
             raise NotFound(f"run {run_id!r} has no epoch {epoch}", what="epoch", value=epoch)
@@ -475,6 +487,7 @@ class Store:
         Raises:
             NotFound: no such run or epoch.
         """
+        before, after = _count(before, "before"), _count(after, "after")
         return diff_views(await self.served(run_id, before), await self.served(run_id, after))
 
     async def call(self, agent: AgentRef, n: int) -> tuple[str, int, ServedView]:
@@ -483,6 +496,7 @@ class Store:
         Raises:
             NotFound: no such agent or call.
         """
+        n = _count(n, "n")
         agent_id = await self._known(agent)
         runs = [run.run_id for run in await self._store.runs(agent_id)]
         found = await find_agent_call(runs, n, self._store.read_run)
@@ -498,6 +512,8 @@ class Store:
         Raises:
             NotFound: no such run or epoch.
         """
+        if epoch is not None:
+            epoch = _count(epoch, "epoch")
         runs = await self._store.runs(run_id=run_id)
         agent = self._agents.get(runs[0].agent_id) if runs else None
 
@@ -562,6 +578,8 @@ class Store:
     ) -> list[dict[str, Any]]:
         """The agent's findings ledger rows in wire form, oldest first (``kind``: ``basis``,
         ``standing``, ``conflict``, or a time row kind)."""
+        if turn is not None:
+            turn = _count(turn, "turn")
         return await self._store.ledger(await self._known(agent), kind=kind, turn=turn)
 
     # -- hosting ------------------------------------------------------------------------------

@@ -267,6 +267,7 @@ async def import_checkpoint(
         ledger_count=len(ledger),
         history=history,
         next_pos=pos,
+        inserted_count=current.inserted_count,
         model_calls=max(checkpoint.model_calls, current.model_calls),
         usage_totals=checkpoint.usage_totals,
         folded_count=len(stored),

@@ -204,6 +204,9 @@ class ConversationState(
         turn: turns started.
         history: the conversation as re-sent, by reference.
         next_pos: the next free position of the agent's item log (wire ``nextPos``).
+        inserted_count: the messages the runtime inserted into the window (notices, summaries)
+            held in the item log at positions ``-1, -2, …`` (wire ``insertedCount``), so the
+            messages appended at ``next_pos`` stay one contiguous range between them.
         model_calls: agent-wide model-call counter (wire ``modelCalls``).
         usage_totals: lifetime usage (wire ``usageTotals``).
         open_turn: the unfinished turn, if any (wire ``openTurn``).
@@ -226,6 +229,7 @@ class ConversationState(
     turn: int = 0
     history: ListRef = msgspec.field(default_factory=ListRef)
     next_pos: int = 0
+    inserted_count: int = 0
     model_calls: int = 0
     usage_totals: Usage = msgspec.field(default_factory=Usage)
     open_turn: OpenTurn | None = None

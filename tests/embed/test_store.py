@@ -292,6 +292,32 @@ async def test_unknown_names_are_not_found(tmp_path: Path) -> None:
             await store.call(agent, 7)
 
 
+@pytest.mark.parametrize("bad", ["1", True, 1.0, None])
+async def test_a_call_or_epoch_number_that_is_no_whole_number_is_refused_naming_it(
+    tmp_path: Path, bad: Any
+) -> None:
+    """Epoch, call and turn numbers of every read are checked before anything is read: a
+    string, a bool or a float is an InvalidValue naming the argument, not a TypeError from
+    deep inside a read."""
+    agent = support(answer("ok"))
+    async with afp.open(tmp_path / "afp.db") as store:
+        run_id = (await store.run(agent, "Where?")).run_id or ""
+        reads = {
+            "epoch": [lambda: store.served(run_id, bad)],
+            "before": [lambda: store.diff(run_id, bad, 1)],
+            "after": [lambda: store.diff(run_id, 1, bad)],
+            "n": [lambda: store.call(agent, bad)],
+        }
+        if bad is not None:  # None there means every epoch, every turn
+            reads["epoch"].append(lambda: store.conform(run_id, bad))
+            reads["turn"] = [lambda: store.findings(agent, turn=bad)]
+        for name, calls in reads.items():
+            for read in calls:
+                with pytest.raises(InvalidValue, match=f"^{name} must be a whole number") as err:
+                    await read()
+                assert err.value.context == {"field": name}
+
+
 async def test_urls_name_a_sqlite_file_and_other_schemes_are_refused(tmp_path: Path) -> None:
     """``sqlite:///`` URLs open the file they name; a Postgres URL goes to the Postgres backend
     (here nobody listens: StoreUnavailable); unknown schemes are refused."""

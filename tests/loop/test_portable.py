@@ -119,6 +119,36 @@ async def test_import_refuses_to_merge_and_replace_archives(harness: Harness) ->
     assert [m.content for m in loaded.history] == ["house rules", "q1", "", "q2"]
 
 
+async def test_a_replacing_import_keeps_the_notice_positions_already_used(
+    harness: Harness,
+) -> None:
+    """Notices and summaries take item positions of their own (-1, -2, …); an import that
+    replaces a conversation carries that count on, so the next window's notices never collide
+    with the archived conversation's (docs/storage.md#message-bodies-and-list-references)."""
+
+    async def big(args: Any, ctx: Any) -> str:
+        return "y" * 600
+
+    def script() -> list[Any]:
+        return [tool_reply(call(f"r{i}", "alpha_tool")) for i in range(6)] + [answer("done")]
+
+    window = sliding_window(keep_recent_turns=1)
+    driver = harness.driver(script(), behaviour={"alpha_tool": big}, window=window)
+    await driver.post("first")
+    await harness.work(driver)
+    before = await harness.store.conversation_state("ops")
+    assert before is not None and before.inserted_count > 0
+    checkpoint = parse_checkpoint(doc(history=IMPORTED[1:2]), agent_id="ops")
+    state = await import_checkpoint(harness.store, "ops", checkpoint, now_ms=5, replace=True)
+    assert state.inserted_count == before.inserted_count
+    driver = harness.driver(script(), behaviour={"alpha_tool": big}, window=window)
+    await driver.post("second")
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered"
+    after = await harness.store.conversation_state("ops")
+    assert after is not None and after.inserted_count > before.inserted_count
+
+
 async def test_imported_window_keeps_its_envelope(harness: Harness) -> None:
     """Case 52: the system message and the unanswered call stay in every request while
     sliding keep 1 drops what it may; the records refuse them system-envelope and

@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
+import anyio
 import msgspec
 
 from afp_runtime.loop import load_folded_conversation
 from afp_runtime.messages import ModelReply, ModelRequest, Usage
 from afp_runtime.models import ScriptedModel
+from afp_runtime.served import check, epochs, receipt_at, served_at
+from afp_runtime.store.sqlite import SqliteRunLog
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.window import (
     DROP_NOTICE_PREFIX,
@@ -103,6 +107,45 @@ async def test_recency_pin_keeps_a_lone_observation(harness: Harness) -> None:
     assert all(len(r.messages) <= 12 for r in harness.model.requests)
     records = compactions(await harness.store.bundles(outcome.run_id))
     assert sum(1 for r in records if r["removedMessageCount"] > 0) >= 20
+
+
+async def test_a_steady_sliding_window_keeps_its_history_in_three_ranges(harness: Harness) -> None:
+    """A window spanning more visits than a list may have ranges: each visit's notice is held
+    apart from the appended messages, so the stored history stays the kept request, the notice
+    and one range,
+    no visit copies the window's references again, and every call still verifies after a
+    restart (docs/storage.md#message-bodies-and-list-references)."""
+    driver = harness.driver(
+        rounds(60, usage=None),
+        behaviour={"alpha_tool": big_result},
+        window=sliding_window(keep_recent_turns=20),
+        max_iterations=80,
+    )
+    await driver.post("go")
+    [outcome] = await harness.work(driver)
+    assert outcome.status == "answered"
+    await harness.restart()
+    assert harness.store is not None
+    state = await harness.store.conversation_state("ops")
+    assert state is not None and state.inserted_count >= 20
+    assert len(state.history.ranges) == 3
+
+    def read() -> tuple[int, list[str]]:
+        with sqlite3.connect(harness.path) as db:
+            [(rows,)] = db.execute("SELECT count(*) FROM items")
+        with SqliteRunLog(harness.path, outcome.run_id) as log:
+            found = []
+            for epoch in epochs(log):
+                receipt = receipt_at(log, epoch.epoch)
+                assert receipt is not None
+                found.append(check(served_at(log, epoch.epoch), receipt, encoder=model).verdict)
+        return rows, found
+
+    model = harness.model
+    rows, verdicts = await anyio.to_thread.run_sync(read)
+    # The person's message, 60 calls and results, the answer, and one notice per drop.
+    assert rows == 1 + 2 * 60 + 1 + state.inserted_count
+    assert len(verdicts) == 61 and set(verdicts) == {"verified"}
 
 
 async def test_folds_are_durable_and_recoverable(harness: Harness) -> None:

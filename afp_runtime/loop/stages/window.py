@@ -138,18 +138,23 @@ def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item],
     head_origins = run.state.origins[: rebase.head_count]
     items: list[Item] = []
     next_pos = run.state.conv.next_pos
+    inserted_count = run.state.conv.inserted_count
     inserted = ListRef()
     inserted_fps: list[str] = []
     inserted_origins: list[MessageOrigin] = []
     if len(window) > rebase.head_count + rebase.kept_tail_count:
         message = window[rebase.head_count]
         fp = run.fingerprint_new(message)
-        items.append(Item(pos=next_pos, fingerprint=fp, message=message))
-        inserted, inserted_fps = ListRef(ranges=((next_pos, next_pos + 1),)), [fp]
+        # Below zero, apart from what the loop appends: a notice written every visit would
+        # otherwise split the kept tail from the next appended messages, one more range per
+        # visit (docs/storage.md#message-bodies-and-list-references).
+        inserted_count += 1
+        at = -inserted_count
+        items.append(Item(pos=at, fingerprint=fp, message=message))
+        inserted, inserted_fps = ListRef(ranges=((at, at + 1),)), [fp]
         born = rebase.inserted_at_ms if rebase.inserted_at_ms is not msgspec.UNSET else now
         stage_id = runtime_stage_id(run.stage, run.seq)
         inserted_origins = [MessageOrigin(stage_id=stage_id, born_at_ms=born)]
-        next_pos += 1
     fps = head_fps + inserted_fps + tail(run.state.fps)
     # By ranges, not positions: O(ranges), however long the window.
     kept_tail = (
@@ -170,7 +175,9 @@ def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item],
     run.state.digest = start_digest(run.run_id)
     run.state.base_is_prefix = False
     run.state.origins = head_origins + inserted_origins + tail(run.state.origins)
-    run.state.conv = msgspec.structs.replace(run.state.conv, history=ref, next_pos=next_pos)
+    run.state.conv = msgspec.structs.replace(
+        run.state.conv, history=ref, next_pos=next_pos, inserted_count=inserted_count
+    )
     return items, ref
 
 
