@@ -165,42 +165,87 @@ def _summary(report: Path) -> dict[str, Any]:
     return {"tested": tested, "requests": requests}
 
 
-@pytest.mark.timeout(600)
+def _findings(report: Path) -> tuple[list[str], list[str]]:
+    """The failed checks (``label: check``) and the errors schemathesis reported itself."""
+    failed: list[str] = []
+    errors: list[str] = []
+    for line in report.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        for kind in ("NonFatalError", "FatalError"):
+            if kind in event:
+                errors.append(json.dumps(event[kind])[:2000])
+        finished = event.get("ScenarioFinished")
+        if finished is None:
+            continue
+        recorder = finished.get("recorder") or {}
+        for checks in (recorder.get("checks") or {}).values():
+            failed += [
+                f"{recorder.get('label')}: {check.get('name')}"
+                for check in checks
+                if check.get("status") == "failure"
+            ]
+    return failed, errors
+
+
+def _internal(error: str) -> bool:
+    """An error inside the fuzzer, not an answer of the server: CPython 3.11's ``ast`` raises
+    ``SystemError: AST constructor recursion depth mismatch`` now and then when two of
+    schemathesis' worker threads parse code at once."""
+    return "SystemError" in error
+
+
+def _schemathesis(
+    base: str, cwd: Path, attempt: int
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    reports = cwd / f"reports-{attempt}"
+    command = [
+        str(Path(sys.executable).parent / "schemathesis"),
+        "run",
+        f"{base}/v1/openapi.json",
+        "--checks",
+        "all",
+        "--max-examples",
+        "12",
+        "--seed",
+        "20261201",
+        "--workers",
+        "2",
+        "--request-timeout",
+        "20",
+        "--report",
+        "ndjson",
+        "--report-dir",
+        str(reports),
+    ]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=400, check=False, cwd=cwd
+    )
+    [report] = reports.glob("*.ndjson")
+    return done, report
+
+
+@pytest.mark.timeout(900)
 def test_schemathesis_finds_no_failure_in_a_live_serve(tmp_path: Path) -> None:
     """`schemathesis run --checks all` (examples, coverage, fuzzing and stateful phases) against
-    `afp serve` on a seeded store reports zero failures over all 30 operations."""
+    `afp serve` on a seeded store reports zero failures over all 30 operations. A run whose only
+    trouble is an internal error of the fuzzer itself is run again with the same seed, so the
+    same examples are tried again (twice at most); a failed check is never retried."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = _serve(tmp_path, port)
+    retried: list[list[str]] = []
     try:
         with httpx.Client(base_url=base, timeout=10) as client:
             _wait_healthy(client, server, tmp_path / "serve.log")
             _seed(client)
         (tmp_path / "schemathesis.toml").write_text(SCHEMATHESIS_CONFIG, encoding="utf-8")
-        reports = tmp_path / "reports"
-        command = [
-            str(Path(sys.executable).parent / "schemathesis"),
-            "run",
-            f"{base}/v1/openapi.json",
-            "--checks",
-            "all",
-            "--max-examples",
-            "12",
-            "--seed",
-            "20261201",
-            "--workers",
-            "2",
-            "--request-timeout",
-            "20",
-            "--report",
-            "ndjson",
-            "--report-dir",
-            str(reports),
-        ]
         started = time.monotonic()
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=420, check=False, cwd=tmp_path
-        )
+        for attempt in range(3):
+            done, report = _schemathesis(base, tmp_path, attempt)
+            failed, errors = _findings(report)
+            if done.returncode == 0 or failed or not errors or not all(map(_internal, errors)):
+                break
+            retried.append(errors)
         elapsed = time.monotonic() - started
     finally:
         server.send_signal(signal.SIGTERM)
@@ -209,8 +254,8 @@ def test_schemathesis_finds_no_failure_in_a_live_serve(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+    assert not failed, failed
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    [report] = reports.glob("*.ndjson")
     summary = _summary(report)
-    print(f"schemathesis: {summary['requests']} requests in {elapsed:.0f} s")
+    print(f"schemathesis: {summary['requests']} requests in {elapsed:.0f} s, retried {retried}")
     assert len(summary["tested"]) == OPERATIONS, sorted(summary["tested"])

@@ -155,7 +155,7 @@ def _restart_postgres(fleet: Fleet, pg: PostgresServer, probes: list[tuple[int, 
             for host_id, served in fleet.current.items()
         )
 
-    until(listening, 30, lambda: "a host did not listen again after the restart")
+    until(listening, 60, lambda: "a host did not listen again after the restart")
     fleet.listening_again = True
 
 
