@@ -12,11 +12,21 @@ from typing import Any
 import pytest
 import structlog
 from blockbuster import BlockBuster, blockbuster_ctx
+from hypothesis import HealthCheck, settings
 
 # The time package reads the zone list once, at import. `afp.Agent` and friends are imported on
 # first use, so a test that first touches them inside its event loop would do that read there
 # and fail for its order in the run, not for what it tests.
 import afp_runtime.time  # noqa: F401
+
+# Hypothesis' deadline and its too-slow health check time the machine, not the code: on a loaded
+# 2-core machine they fail tests that pass on a quiet one. Tests here assert behaviour only.
+settings.register_profile(
+    "afp",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("afp")
 
 
 @pytest.fixture(autouse=True, name="blockbuster")

@@ -104,10 +104,9 @@ async def test_planted_markup_runs_nothing_and_reads_as_text(api: Api, page: Pag
         await expect(page.get_by_text("done " + PLANTED)).to_be_visible()
         await expect(page.get_by_text(PLANTED + "\u2407\u241b[31m")).to_be_visible()
         # Each value is its own bidi island: right-to-left text cannot reorder the page's words.
-        bidi = await page.locator(".message .text").first.evaluate(
-            "(element) => getComputedStyle(element).unicodeBidi"
-        )
-        assert bidi == "isolate"
+        # (An assertion that retries: a live update may replace the element between a lookup
+        # and a read of its style.)
+        await expect(page.locator(".message .text").first).to_have_css("unicode-bidi", "isolate")
         await _nothing_planted_runs(page)
         await page.goto(base + "/agents/ops/calls/2")
         await expect(page.get_by_text("found " + PLANTED).first).to_be_visible()

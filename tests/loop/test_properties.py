@@ -37,7 +37,9 @@ def check_pairing(history: tuple[Message, ...]) -> None:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(script=turn_scripts)
 async def test_turns_keep_calls_with_results_and_never_edit_the_log(
