@@ -1,14 +1,16 @@
 """A tool result the store could not take is kept and committed once the store is back
 (docs/loop.md#results-kept-through-a-store-outage, docs/host.md#hosts-and-a-failing-store): a
 real host on a Postgres server of the test's own, stopped with ``pg_ctl stop`` while a
-non-idempotent tool finishes and started again. Within the bound the turn goes on with the
-tool's real result; past it the result is logged lost with its call id and the call is settled
-as before.
+non-idempotent tool finishes and started again, and on a SQLite file another connection holds
+the write lock of past the busy timeout. Within the bound the turn goes on with the tool's real
+result; past it the result is logged lost with its call id and the call is settled as before.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,6 +23,7 @@ from afp_runtime.messages import Message
 from afp_runtime.models import ScriptedModel
 from afp_runtime.records import JournalRow
 from afp_runtime.store import open_store
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from tests.api.conftest import until
@@ -164,6 +167,67 @@ async def test_a_kept_result_past_its_age_bound_is_logged_lost_with_its_call_id(
     assert [(r["toolCallId"], r["status"], r.get("settled")) for r in found.results] == [
         ("c1", "interrupted", "note")
     ]
+
+
+@pytest.mark.timeout(60)
+async def test_a_result_finished_while_the_sqlite_file_is_locked_reaches_the_model(
+    tmp_path: Path, logs: list[dict[str, Any]]
+) -> None:
+    """SQLite: ``send_mail`` leaves another connection holding the file's write lock, so the
+    commit after it fails once the busy timeout (5 s) is over; once the lock is let go the turn
+    goes on with the real result, settled ``kept``, the tool run once."""
+    path = tmp_path / "afp.db"
+    ran: list[str] = []
+    other = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+
+    async def send_mail(args: Mapping[str, Any], ctx: ToolContext) -> str:
+        ran.append(ctx.tool_call_id)
+        await anyio.to_thread.run_sync(other.execute, "BEGIN IMMEDIATE")
+        return _RESULT
+
+    sent: list[Message] = []
+
+    def model(request: Any, number: int) -> Any:
+        sent[:] = request.messages
+        return tool_reply(call("c1", "send_mail")) if number == 1 else answer("done")
+
+    tool = Tool("send_mail", "Send a mail.", _SCHEMA, send_mail, idempotent=False)
+    definition = Agent("ops", ScriptedModel(model, model="mock"), tools=[tool])
+    clock = SystemClock()
+    kept = KeptResults(clock)
+    store = await SqliteStore.open(path, now_ms=clock.now_ms())
+    try:
+        async with Host(
+            store, [definition], clock=clock, ids=SequentialIds(), poll_interval_s=0.5, kept=kept
+        ) as host:
+            ack = await host.post("ops", "Tell the customer")
+            await until(lambda: len(kept) == 1, within_s=30)
+            await anyio.to_thread.run_sync(other.execute, "ROLLBACK")
+
+            async def answered() -> bool:
+                row = await store.inbox_message(ack.message_id)
+                return row is not None and row.status == "answered"
+
+            await until(answered, within_s=30)
+            results = [
+                result
+                for run in await store.runs("ops")
+                for bundle in await store.bundles(run.run_id)
+                for write in bundle.writes
+                if write["key"] == "toolResults"
+                for result in write["value"]
+            ]
+            host.stop()
+    finally:
+        await store.aclose()
+        await anyio.to_thread.run_sync(other.close)
+
+    assert ran == ["c1"]
+    assert [m.content for m in sent if m.role == "tool"] == [_RESULT]
+    assert [(r["toolCallId"], r["status"], r.get("settled")) for r in results] == [
+        ("c1", "ok", "kept")
+    ]
+    assert not _lost(logs)
 
 
 def _finished(call_id: str, size: int) -> JournalRow:
