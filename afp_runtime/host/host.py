@@ -70,7 +70,7 @@ from afp_runtime.errors import (
 from afp_runtime.host._timed import TimedCommits
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
 from afp_runtime.host.leases import HostLease, store_unavailable
-from afp_runtime.loop import AgentDriver, Emitter, Event, IdFactory, LoopHooks
+from afp_runtime.loop import AgentDriver, Emitter, Event, IdFactory, KeptResults, LoopHooks
 from afp_runtime.models import Model
 from afp_runtime.records import Clock, QuestionRow
 from afp_runtime.store import Ack, Store
@@ -168,6 +168,9 @@ class Host:
         host_id: this host's lease id (default: the machine's host name, so a restart takes
             its lease over at once).
         lease_ttl_s: how long the host lease lives unrenewed; renewed every third of it.
+        kept: where every agent's tool results whose commit failed with the store away wait
+            for it, bounded in age and bytes (docs/host.md#hosts-and-a-failing-store); default
+            ``KeptResults(clock)``.
 
     Raises:
         AgentDefinitionError: two definitions share an id (field ``agents``), a bad
@@ -192,6 +195,7 @@ class Host:
         host_id: str | None = None,
         lease_ttl_s: float = 30.0,
         telemetry: Telemetry | None = None,
+        kept: KeptResults | None = None,
     ) -> None:
         if (
             isinstance(max_active_turns, bool)
@@ -236,6 +240,8 @@ class Host:
         self.store_problems: tuple[str, ...] = ()
         self._agents: dict[str, _Agent] = {}
         rng = rng or random.Random()
+        # One bound on kept results for the whole process.
+        self.kept = kept if kept is not None else KeptResults(clock)
         for definition in definitions:
             if definition.agent_id in self._agents:
                 raise AgentDefinitionError(
@@ -250,6 +256,7 @@ class Host:
                 emitter=Emitter([self.events.publish]),
                 rng=rng,
                 hooks=hooks,
+                kept=self.kept,
             )
             self._agents[definition.agent_id] = _Agent(definition, driver)
         self._reader: Store | None = None

@@ -13,6 +13,7 @@ from afp_runtime.loop.folded import (
 )
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory, SequentialIds, TimeOrderedIds
+from afp_runtime.loop.kept import KeptResults
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.output import OutputError, OutputSpec
 from afp_runtime.loop.route import decide_route, unique_call_ids
@@ -29,6 +30,7 @@ __all__ = [
     "EventSink",
     "FoldedConversation",
     "IdFactory",
+    "KeptResults",
     "LoopHooks",
     "OutputError",
     "OutputSpec",

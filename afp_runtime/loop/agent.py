@@ -18,6 +18,7 @@ from afp_runtime.loop.definition import Definition
 from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory
+from afp_runtime.loop.kept import KeptResults
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.run import Run
 from afp_runtime.messages import Usage
@@ -37,6 +38,9 @@ class AgentDriver:
         ids: the injected id factory.
         emitter: where events go.
         rng: the random source for retry jitter.
+        kept: where tool results whose commit failed with the store away are kept until a
+            recovery commits them (docs/loop.md#results-kept-through-a-store-outage); a host
+            shares one among its agents. Default: one of this driver's own.
     """
 
     def __init__(
@@ -49,9 +53,11 @@ class AgentDriver:
         emitter: Emitter | None = None,
         rng: random.Random | None = None,
         hooks: LoopHooks | None = None,
+        kept: KeptResults | None = None,
     ) -> None:
         self.store = store
         self.definition = definition
+        self.kept = kept if kept is not None else KeptResults(clock)
         self.clock = clock
         self.ids = ids
         self.emitter = emitter or Emitter()
@@ -113,6 +119,10 @@ class AgentDriver:
         while admit is None or admit():
             state = await self.store.conversation_state(self.agent_id)
             assert state is not None
+            # Results kept for a turn no longer open cannot reach it any more.
+            self.kept.keep_only_turn(
+                self.agent_id, state.open_turn.message_id if state.open_turn else None
+            )
             if state.open_turn is not None:
                 outcome = await self._continue()
                 if outcome is None:
@@ -314,6 +324,7 @@ class AgentDriver:
             message_time=message_time,
             accepted_at_ms=accepted_at_ms,
             seed_alone=kind != "initial" or not self._started,
+            kept=self.kept,
         )
         self._started = True
         return await run.execute(settle=settle, answers=answers)

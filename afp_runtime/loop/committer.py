@@ -9,13 +9,19 @@ first dispatch group's ``started`` rows. ``iteration`` commits the seed alone, t
 transaction per iteration at its closing stage; ``turn`` commits at the end of the turn and at
 pauses. A transaction marked ``full`` (it precedes an effect leaving the process) always commits
 at once, carrying whatever is pending with it.
+
+A commit that fails because the store is away hands its ``finished`` journal rows to the
+``KeptResults`` given, so a result of a call that ran outlives the failed transaction
+(docs/loop.md#results-kept-through-a-store-outage).
 """
 
 from __future__ import annotations
 
 import anyio
 
+from afp_runtime.errors import StoreUnavailable
 from afp_runtime.loop.hooks import LoopHooks
+from afp_runtime.loop.kept import KeptResults
 from afp_runtime.records import Txn
 from afp_runtime.store import CheckpointStore
 
@@ -24,11 +30,16 @@ class Committer:
     """Commits or holds stage transactions according to the durability mode."""
 
     def __init__(
-        self, store: CheckpointStore, durability: str, hooks: LoopHooks | None = None
+        self,
+        store: CheckpointStore,
+        durability: str,
+        hooks: LoopHooks | None = None,
+        kept: KeptResults | None = None,
     ) -> None:
         self._store = store
         self._durability = durability
         self._hooks = hooks or LoopHooks()
+        self._kept = kept
         self._pending: Txn | None = None
 
     @property
@@ -74,7 +85,7 @@ class Committer:
             self._pending.absorb(txn)
             txn = self._pending
         self._pending = None
-        await self._store.commit(txn)
+        await self._commit(txn)
 
     async def salvage(self) -> None:
         """The run failed with an error: under ``sync`` what was handed over still commits (each
@@ -87,4 +98,13 @@ class Committer:
         """Commit whatever is pending."""
         pending, self._pending = self._pending, None
         if pending is not None:
-            await self._store.commit(pending)
+            await self._commit(pending)
+
+    async def _commit(self, txn: Txn) -> None:
+        try:
+            await self._store.commit(txn)
+        except StoreUnavailable:
+            # The transaction is lost, but the calls whose results it carried did run.
+            if self._kept is not None:
+                self._kept.keep(txn.journal)
+            raise

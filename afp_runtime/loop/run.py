@@ -26,6 +26,7 @@ from afp_runtime.loop.definition import Definition
 from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory, SequentialIds
+from afp_runtime.loop.kept import KeptResults
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import decide_route
 from afp_runtime.loop.spend import halt_reason, halting_budget
@@ -97,6 +98,8 @@ class Run:
         rng: the random source for retry jitter.
         seed_alone: under ``sync``, commit the seed in a transaction of its own rather than
             with the first pre-call bundles (docs/loop.md#crash-loops).
+        kept: where results whose commit failed with the store away are kept, and where
+            ``settle`` looks for them (docs/loop.md#results-kept-through-a-store-outage).
     """
 
     def __init__(
@@ -117,8 +120,10 @@ class Run:
         message_time: dict[str, Any] | None = None,
         accepted_at_ms: int = 0,
         seed_alone: bool = True,
+        kept: KeptResults | None = None,
     ) -> None:
         self.store = store
+        self.kept = kept
         self.seed_alone = seed_alone
         self.d = definition
         self.clock = clock
@@ -147,7 +152,7 @@ class Run:
         self.extensions: tuple[RunExtension, ...] = tuple(
             extension.start(start) for extension in definition.extensions
         )
-        self.committer = Committer(store, definition.durability, self.hooks)
+        self.committer = Committer(store, definition.durability, self.hooks, kept)
         history = list(loaded.history)
         self.state = RunState(
             conv=loaded.state,

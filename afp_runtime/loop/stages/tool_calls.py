@@ -200,6 +200,12 @@ async def _run_planned(
     reused: dict[str, ToolOutcome] = {}
     settled: dict[str, str] = {}
     to_run = []
+    # A call the journal shows started only may have a result kept from before the store went
+    # away (docs/loop.md#results-kept-through-a-store-outage): it answers the call.
+    kept: dict[str, JournalRow] = {}
+    if journal is not None and run.kept is not None:
+        kept = run.kept.for_turn(run.agent_id, run.message_id)
+    recovered: list[JournalRow] = []
     for plan in planned:
         call_id = plan.call.id
         # In an answer run a pre-decided outcome (an answer, a decline) wins over the journal:
@@ -212,6 +218,12 @@ async def _run_planned(
         if entry is not None and entry.finished is not None:
             reused[call_id] = _outcome_decoder.decode(entry.finished)
             settled[call_id] = "journal"
+        elif entry is not None and entry.started and call_id in kept:
+            row = kept[call_id]
+            assert row.outcome is not None
+            reused[call_id] = _outcome_decoder.decode(row.outcome)
+            settled[call_id] = "kept"
+            recovered.append(row)
         elif entry is not None and entry.started:
             if plan.tool is not None and plan.tool.idempotent and plan.runnable:
                 to_run.append(plan)
@@ -223,6 +235,18 @@ async def _run_planned(
             to_run.append(plan)
             if journal is not None and (mark_predecided or plan.runnable):
                 settled[call_id] = "dispatched"
+    if run.kept is not None and journal:
+        # The journal settled these already (a commit whose outcome was unknown did land).
+        run.kept.committed(
+            run.agent_id, run.message_id, (c for c, e in journal.items() if e.finished is not None)
+        )
+    if recovered:
+        # On disk before anything else runs, under this run's fenced commit: a crash from here
+        # on finds them ``finished``.
+        await run.committer.stage(Txn(agent_id=run.agent_id, journal=recovered, full=True))
+        assert run.kept is not None
+        run.kept.committed(run.agent_id, run.message_id, (r.tool_call_id for r in recovered))
+        log.info("kept tool results committed", tool_call_ids=[r.tool_call_id for r in recovered])
     outcomes = {o.tool_call_id: o for o in await _dispatch(run, to_run, batch_size=len(planned))}
     outcomes.update(reused)
     for extension in run.extensions:
