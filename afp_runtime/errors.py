@@ -41,6 +41,7 @@ leaves stored data half-written.
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -168,7 +169,7 @@ class ModelCallError(AfpError):
     """A model call failed; carries the error kind, HTTP status and whether a retry may help.
 
     ``error_kind`` is one of ``context-length``, ``auth``, ``bad-request``, ``rate-limited``,
-    ``server``, ``network``, ``bad-response``, ``script-exhausted``, ``adapter``.
+    ``server``, ``network``, ``bad-response``, ``resource``, ``script-exhausted``, ``adapter``.
     """
 
     def __init__(
@@ -190,6 +191,26 @@ class ModelCallError(AfpError):
         self.retry_after_s = retry_after_s
         # Set by the retry loop: every failed send of the epoch, in order.
         self.attempts: tuple[Any, ...] = ()
+
+
+# Out of descriptors, memory or disk space: the process's or the machine's state, not the code's
+# or the input's, so the same call may succeed later (docs/loop.md#error-classification).
+TRANSIENT_RESOURCE_ERRNOS = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC, errno.ENOBUFS}
+)
+
+
+def transient_resource_error(exc: BaseException) -> OSError | None:
+    """The ``OSError`` of a transient resource shortage (``EMFILE``, ``ENFILE``, ``ENOMEM``,
+    ``ENOSPC``, ``ENOBUFS``) that ``exc`` is or was raised from, if any."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in TRANSIENT_RESOURCE_ERRNOS:
+            return current
+        current = current.__cause__ or current.__context__
+    return None
 
 
 class WindowStrategyError(AfpError):

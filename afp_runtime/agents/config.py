@@ -168,12 +168,34 @@ class HostConfig(_Config):
     telemetry: TelemetryConfig | None = None
 
 
+class ApiConfig(_Config):
+    """The ``[api]`` table of an agents file (docs/api.md#connection-limits): how long a client
+    of ``afp serve`` may take and how many may connect. A key left out keeps the server's
+    default; the server checks the values (``ConfigError`` naming ``api.<key>``)."""
+
+    header_timeout_s: float | None = None
+    body_timeout_s: float | None = None
+    keep_alive_s: float | None = None
+    max_connections: int | None = None
+    max_connections_per_client: int | None = None
+
+    def given(self) -> dict[str, Any]:
+        """The keys the file set, by their Python names."""
+        return {
+            name: value
+            for name in self.__struct_fields__
+            if (value := getattr(self, name)) is not None
+        }
+
+
 class ConfigFile(_Config):
-    """A config file: its agents, optionally the host's settings, and the prices of the models
-    its agents use (the default of every agent that sets no ``pricing`` of its own)."""
+    """A config file: its agents, optionally the host's and the API server's settings, and the
+    prices of the models its agents use (the default of every agent that sets no ``pricing`` of
+    its own)."""
 
     agents: list[AgentConfig]
     host: HostConfig = msgspec.field(default_factory=HostConfig)
+    api: ApiConfig = msgspec.field(default_factory=ApiConfig)
     pricing: dict[str, Price] = {}
 
 

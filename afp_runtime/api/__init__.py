@@ -21,6 +21,7 @@ from afp_runtime.api.constants import (
 )
 
 if _typing.TYPE_CHECKING:
+    from afp_runtime.api._connections import ConnectionLimits
     from afp_runtime.api.app import create_app
     from afp_runtime.api.server import (
         ApiServer,
@@ -32,6 +33,7 @@ if _typing.TYPE_CHECKING:
     from afp_runtime.api.serving import serve_until_stopped
 
 _LAZY = {
+    "ConnectionLimits": "afp_runtime.api._connections",
     "create_app": "afp_runtime.api.app",
     "ApiServer": "afp_runtime.api.server",
     "check_binding": "afp_runtime.api.server",
@@ -47,6 +49,7 @@ __getattr__ = _lazy_names("afp_runtime.api", _LAZY, globals())
 
 __all__ = [
     "ApiServer",
+    "ConnectionLimits",
     "DEFAULT_HOST",
     "DEFAULT_KEEPALIVE_S",
     "DEFAULT_MAX_BODY_BYTES",

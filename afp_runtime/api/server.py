@@ -4,13 +4,15 @@
 token, and any token shorter than 32 characters (``ConfigError`` naming ``api.token``).
 ``ApiServer`` is uvicorn's server without its own signal handling: the caller (``afp serve``,
 a test) decides when it stops by setting ``should_exit``, so one signal handler can stop the
-server and the host together and the process exits normally.
+server and the host together and the process exits normally. It bounds slow and idle clients
+and how many connect (``ConnectionLimits``, docs/api.md#connection-limits).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
+import math
 import socket
 from collections.abc import Iterator
 from functools import partial
@@ -19,6 +21,7 @@ from typing import Any
 import anyio
 import uvicorn
 
+from afp_runtime.api._connections import ConnectionLimits, Connections, Timing
 from afp_runtime.api.constants import MIN_TOKEN_CHARS
 from afp_runtime.errors import ConfigError
 
@@ -75,23 +78,32 @@ async def open_listener(host: str, port: int) -> socket.socket:
 
 
 class ApiServer(uvicorn.Server):
-    """uvicorn's server, quiet and without signal handlers of its own.
+    """uvicorn's server, quiet, without signal handlers of its own, and with its connections
+    bounded (docs/api.md#connection-limits).
 
     Args:
         app: the ASGI app.
         graceful_s: seconds open connections get to finish once ``should_exit`` is set.
+        limits: the header, body and idle timeouts and the connection limits.
     """
 
-    def __init__(self, app: Any, *, graceful_s: float = 5.0) -> None:
+    def __init__(
+        self, app: Any, *, graceful_s: float = 5.0, limits: ConnectionLimits | None = None
+    ) -> None:
+        limits = limits if limits is not None else ConnectionLimits()
+        self.connections = Connections(limits)
         super().__init__(
             uvicorn.Config(
-                app,
+                Timing(app, body_timeout_s=limits.body_timeout_s),
+                http=self.connections.protocol(),
                 log_config=None,
                 access_log=False,
                 lifespan="off",
                 server_header=False,
                 proxy_headers=False,
                 timeout_graceful_shutdown=max(1, round(graceful_s)),
+                # A backstop only: the watch closes an idle connection after keep_alive_s.
+                timeout_keep_alive=max(1, math.ceil(limits.keep_alive_s)),
             )
         )
 

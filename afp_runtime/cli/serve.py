@@ -10,7 +10,7 @@ import anyio
 import anyio.to_thread
 
 from afp_runtime.agents import read_config
-from afp_runtime.api import check_binding, open_listener, serve_until_stopped
+from afp_runtime.api import ConnectionLimits, check_binding, open_listener, serve_until_stopped
 from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._show import warn
 from afp_runtime.errors import ConfigError
@@ -51,6 +51,8 @@ async def cmd_serve(args: Any) -> int:
         raise UsageError(f"--port must be from 0 to 65535, not {args.port}")
     config, definitions = await anyio.to_thread.run_sync(read_config, args.agents)
     settings = config.host
+    # The [api] table's bounds, checked before anything listens (docs/api.md#connection-limits).
+    limits = ConnectionLimits(**config.api.given())
     clock = SystemClock()
     try:
         listener = await open_listener(args.host, args.port)
@@ -85,7 +87,7 @@ async def cmd_serve(args: Any) -> int:
                         f"afp: serving {_serving(host.agent_ids)} on "
                         f"http://{args.host}:{port} (database {shown_location(args.db)})"
                     )
-                    await serve_until_stopped(host, listener=listener, token=token)
+                    await serve_until_stopped(host, listener=listener, token=token, limits=limits)
             finally:
                 watch.cancel_scope.cancel()
     finally:

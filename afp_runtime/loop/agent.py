@@ -160,7 +160,10 @@ class AgentDriver:
         if turn.status == "stalled":
             if turn.retry_at_ms is not None and turn.retry_at_ms > self.clock.now_ms():
                 return None
-            return await self._run("retry", turn.message_id)
+            # A turn stalled by a tool short of a resource left its reply unsettled: the retry
+            # runs its calls again (a model stall left no reply, so the call is built again).
+            settle = await self._reply_to_settle(turn.last_run_id)
+            return await self._run("retry", turn.message_id, settle=settle)
         if turn.status == "paused":
             if turn.pending_batch is None or not await self._answered(turn):
                 return None  # waits for the person

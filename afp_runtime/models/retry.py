@@ -11,7 +11,7 @@ from typing import Protocol
 
 import msgspec
 
-from afp_runtime.errors import ModelCallError
+from afp_runtime.errors import ModelCallError, transient_resource_error
 from afp_runtime.messages import ModelReply
 from afp_runtime.models.base import EncodedRequest, Model, TokenSink
 
@@ -73,7 +73,9 @@ async def send_with_retries(
         ModelCallError: the last error, its ``attempts`` holding every failed attempt. An
             adapter that raises an exception of its own, or returns something that is not a
             ``ModelReply``, fails with ``error_kind="adapter"``, not retried: the same code would
-            fail the same way (docs/loop.md#error-classification).
+            fail the same way; but an ``OSError`` of a transient resource shortage (``EMFILE``,
+            ``ENOMEM``, ``ENOSPC``...) is ``resource`` and retried
+            (docs/loop.md#error-classification).
     """
     failed: list[Attempt] = []
     attempt = 0
@@ -107,6 +109,15 @@ async def _checked_send(
     except ModelCallError:
         raise
     except Exception as exc:
+        if transient_resource_error(exc) is not None:
+            # Out of descriptors, memory or disk: retried like a network error, never held
+            # (docs/loop.md#error-classification).
+            raise ModelCallError(
+                f"the model adapter ran out of a resource: {type(exc).__name__}: {exc}",
+                error_kind="resource",
+                provider=str(provider),
+                retryable=True,
+            ) from exc
         raise ModelCallError(
             f"the model adapter raised {type(exc).__name__}: {exc}",
             error_kind="adapter",

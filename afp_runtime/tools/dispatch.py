@@ -29,7 +29,7 @@ import anyio.to_thread
 import msgspec
 
 from afp_runtime._logging import get_logger
-from afp_runtime.errors import ConfigError, shown
+from afp_runtime.errors import ConfigError, shown, transient_resource_error
 from afp_runtime.messages import Message, ToolCall, tool_result
 from afp_runtime.tools import texts
 from afp_runtime.tools._decode import decode_args
@@ -52,6 +52,7 @@ ToolStatus = Literal[
     "declined",
     "refused",
     "asked",
+    "resource",
 ]
 
 NOT_DISPATCHED_STATUSES: frozenset[str] = frozenset(
@@ -384,7 +385,10 @@ async def _run_call(item: PlannedCall, context: ToolContext, clock: ToolClock) -
             error_type=type(failure).__name__,
             exc_info=failure,
         )
-        return _ran(call, "error", texts.error_text(call.name, failure), duration)
+        # Out of descriptors, memory or disk: the loop stalls the turn and runs the call again
+        # later instead of handing the model an error (docs/loop.md#observations).
+        status: ToolStatus = "resource" if transient_resource_error(failure) else "error"
+        return _ran(call, status, texts.error_text(call.name, failure), duration)
     try:
         text = result_text(result)
     except Unencodable as exc:

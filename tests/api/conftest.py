@@ -146,11 +146,12 @@ def error_of(response: httpx.Response) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def serving(app: Litestar) -> AsyncIterator[str]:
-    """uvicorn serving ``app`` on a free loopback port; yields the base URL."""
+async def serving(app: Litestar, **server: Any) -> AsyncIterator[str]:
+    """uvicorn serving ``app`` on a free loopback port (``server``: more ``ApiServer``
+    options); yields the base URL."""
     listener: socket.socket = await open_listener("127.0.0.1", 0)
     port = listener.getsockname()[1]
-    server = ApiServer(app, graceful_s=1)
+    server = ApiServer(app, graceful_s=1, **server)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve, [listener])
         await until(lambda: server.started)

@@ -203,3 +203,57 @@ def test_the_start_up_line_names_a_few_agents_and_counts_the_rest(tmp_path: Path
             process.communicate()
     assert "serving 12 agents (agent-00, agent-01, agent-02, agent-03, agent-04 and 7 more)" in line
     assert "agent-05" not in line
+
+
+def _with_api_table(tmp_path: Path, table: str) -> Path:
+    config = tmp_path / "agents.toml"
+    config.write_text(DEMO.read_text(encoding="utf-8") + f"\n[api]\n{table}\n", encoding="utf-8")
+    return config
+
+
+def test_a_bad_api_limit_is_refused_naming_it(tmp_path: Path) -> None:
+    """An ``[api]`` bound that is no positive number stops ``afp serve`` before it listens,
+    exit 2, naming the key (docs/api.md#connection-limits)."""
+    config = _with_api_table(tmp_path, "headerTimeoutS = 0")
+    done = afp("serve", "--agents", str(config), "--db", str(tmp_path / "afp.db"))
+    assert done.returncode == 2, done.stderr
+    assert "api.headerTimeoutS" in done.stderr
+
+
+def test_serve_closes_a_silent_connection_after_its_header_timeout(tmp_path: Path) -> None:
+    """``afp serve`` takes its bounds from the ``[api]`` table: a connection that sends nothing
+    is closed after ``headerTimeoutS``, while health is answered."""
+    config = _with_api_table(tmp_path, "headerTimeoutS = 0.3")
+    port = free_port()
+    args = ["--agents", str(config), "--db", str(tmp_path / "afp.db"), "--port", str(port)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "afp_runtime.cli", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        cwd=REPO,
+    )
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+            deadline = time.monotonic() + 30
+            while True:
+                assert process.poll() is None, process.communicate()[1]
+                try:
+                    if client.get("/v1/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, "the server did not come up"
+                time.sleep(0.05)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as silent:
+            # The server's default header timeout is 10 s: this read would time out first.
+            silent.settimeout(5)
+            assert silent.recv(1024) == b""
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from typing import Any
 
 import pytest
@@ -143,3 +145,31 @@ async def test_resume_without_a_held_turn_is_refused(harness: Harness) -> None:
     await harness.work(driver)
     with pytest.raises(RunNotResumable, match="idle"):
         await driver.resume()
+
+
+@pytest.mark.parametrize("code", [errno.EMFILE, errno.ENOMEM, errno.ENOSPC])
+async def test_an_adapter_out_of_a_resource_stalls_and_the_retry_answers(
+    harness: Harness, code: int
+) -> None:
+    """An adapter failing with an ``OSError`` of a resource shortage is retried in-stage, then
+    stalls the turn under ``resource`` with a retry scheduled; once the shortage is over the
+    retry run answers. It is never held."""
+    short = True
+
+    def handler(request: Any, n: int) -> Any:
+        if short:
+            raise OSError(code, os.strerror(code))
+        return answer("back")
+
+    driver = harness.driver(ScriptedModel(handler))
+    await driver.post("go")
+    [stalled] = await harness.work(driver)
+    assert (stalled.status, stalled.error_kind) == ("stalled", "resource")
+    assert os.strerror(code) in (stalled.error or "")
+    state = await harness.store.conversation_state("ops")
+    assert state.open_turn.retry_at_ms == harness.clock.now_ms() + 60_000
+    assert len(harness.recorder.of_type("model.retry")) == 4
+    short = False
+    harness.clock.advance(60)
+    [retried] = await harness.work(driver)
+    assert (retried.kind, retried.status, retried.final_answer) == ("retry", "answered", "back")

@@ -41,6 +41,7 @@ from afp_runtime.errors import CheckpointInvalid
 from afp_runtime.extensions import Ask
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import unique_call_ids
+from afp_runtime.loop.stages.call_model import STALL_BASE_MS, STALL_CAP_MS
 from afp_runtime.loop.stages.halt import halt
 from afp_runtime.messages import (
     Message,
@@ -125,6 +126,9 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunO
         )
     journal = await _journal(run) if settling else None
     outcomes, settled = await _run_planned(run, planned, journal, mark_predecided=True)
+    short = [outcomes[p.call.id] for p in planned if outcomes[p.call.id].status == "resource"]
+    if short:
+        return await _stall_short(run, short)
     return await _close_batch(
         run, planned, outcomes, settled, assistant=assistant, ledger=ledger, batch_size=len(calls)
     )
@@ -215,8 +219,17 @@ async def _run_planned(
         # decides now (docs/permissions.md#in-the-loop).
         consult = journal is not None and (plan.outcome is None or mark_predecided)
         entry = journal.get(call_id) if consult and journal is not None else None
-        if entry is not None and entry.finished is not None:
-            reused[call_id] = _outcome_decoder.decode(entry.finished)
+        finished = (
+            _outcome_decoder.decode(entry.finished)
+            if entry is not None and entry.finished is not None
+            else None
+        )
+        if finished is not None and finished.status == "resource":
+            # It failed for want of a resource and stalled the turn: it runs again.
+            to_run.append(plan)
+            settled[call_id] = "rerun"
+        elif finished is not None:
+            reused[call_id] = finished
             settled[call_id] = "journal"
         elif entry is not None and entry.started and call_id in kept:
             row = kept[call_id]
@@ -252,6 +265,18 @@ async def _run_planned(
     for extension in run.extensions:
         outcomes = {call_id: extension.observed(o) for call_id, o in outcomes.items()}
     return outcomes, settled
+
+
+async def _stall_short(run: Run, short: Sequence[ToolOutcome]) -> RunOutcome:
+    """A call ran out of descriptors, memory or disk: nothing of the batch is observed, the turn
+    stalls, and its retry run settles the same reply again (docs/loop.md#observations)."""
+    turn = run.state.conv.open_turn
+    assert turn is not None
+    retry_at = run.now() + min(STALL_CAP_MS, STALL_BASE_MS * 2**turn.stalls)
+    first = short[0]
+    return await run.stop_turn(
+        error_kind="resource", error=first.content[:2_000], retry_at_ms=retry_at
+    )
 
 
 async def _close_batch(
