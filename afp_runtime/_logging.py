@@ -7,7 +7,12 @@ standard ``logging`` logger ``afp_runtime`` as plain ``event key=value`` text, s
 program sees warnings on stderr (``logging``'s last-resort handler) and nothing else unless it
 configures ``logging`` itself (docs/python.md#logs).
 
-Like ``errors.py``, this module imports nothing of ours, and every layer may import it.
+Every event is redacted (``_secrets.redact_event``) before it is rendered, so a credential the
+runtime holds, or one an endpoint echoed, never reaches a log line. Whoever configures structlog
+for the application keeps that step: ``afp`` does (docs/host.md#secrets-in-errors-and-logs).
+
+Like ``errors.py``, this module imports nothing of ours but the ``_secrets`` leaf, and every
+layer may import it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import logging
 from typing import Any
 
 import structlog
+
+from afp_runtime._secrets import redact_event
 
 _fallback: Any = None
 
@@ -30,6 +37,7 @@ def _unconfigured() -> Any:
                 structlog.contextvars.merge_contextvars,
                 structlog.stdlib.filter_by_level,
                 structlog.processors.format_exc_info,
+                redact_event,
                 structlog.processors.KeyValueRenderer(key_order=["event"], sort_keys=True),
             ],
             wrapper_class=structlog.stdlib.BoundLogger,

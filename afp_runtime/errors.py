@@ -49,6 +49,8 @@ from typing import Any
 
 import msgspec
 
+from afp_runtime._secrets import redact, redact_value
+
 _VALUE_LIMIT = 200
 
 
@@ -62,9 +64,13 @@ class AfpError(Exception):
     """Base of every error afp_runtime raises on purpose."""
 
     def __init__(self, message: str, **context: Any) -> None:
+        # A provider or server may echo a credential into the text an error quotes: it is
+        # taken out here, before any row, event, page or log line can hold it
+        # (docs/host.md#secrets-in-errors-and-logs).
+        message = redact(message)
         super().__init__(message)
         self.message = message
-        self.context: dict[str, Any] = dict(context)
+        self.context: dict[str, Any] = {key: redact_value(v) for key, v in context.items()}
 
     def __str__(self) -> str:
         if not self.context:

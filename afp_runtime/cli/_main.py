@@ -31,6 +31,8 @@ def _configure_logging(verbose: bool, log_format: str) -> None:
     (or ``AFP_LOG_FORMAT=json``), ANSI colour only when stderr is a terminal."""
     import structlog  # loaded only by commands whose code logs (checked in ``main``)
 
+    from afp_runtime._secrets import redact_event
+
     level = logging.INFO if verbose else logging.WARNING
     renderer: Any = (
         structlog.processors.JSONRenderer()
@@ -43,6 +45,8 @@ def _configure_logging(verbose: bool, log_format: str) -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
             structlog.processors.format_exc_info,
+            # docs/host.md#secrets-in-errors-and-logs: no credential reaches a log line.
+            redact_event,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
@@ -64,6 +68,7 @@ def _configure_logging(verbose: bool, log_format: str) -> None:
                 # one line, as ours are (docs/host.md#hosts-and-a-failing-store).
                 *([] if verbose else [_exception_in_one_line]),
                 structlog.processors.format_exc_info,
+                redact_event,
                 renderer,
             ],
         )
@@ -86,6 +91,20 @@ def _exception_in_one_line(
     return event
 
 
+def _warn_of_a_password(words: Sequence[str]) -> None:
+    """One line on stderr when the command line holds a password (a store URL's): every local
+    user can read it in the process list (docs/storage.md#passwords)."""
+    from afp_runtime._secrets import redact
+
+    if any("://" in word and redact(word) != word for word in words):
+        from afp_runtime.cli._show import warn
+
+        warn(
+            "afp: warning: a password on the command line can be read by every local user "
+            "(ps); give it in PGPASSWORD, a password file or ~/.pgpass instead"
+        )
+
+
 def _command(reference: str) -> Command:
     module_name, _, function = reference.partition(":")
     module = importlib.import_module(f"{__package__}.{module_name}")
@@ -101,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if log_format not in _LOG_FORMATS:
         sys.stderr.write("afp: AFP_LOG_FORMAT must be console or json\n")
         return EXIT_USAGE
+    _warn_of_a_password(words)
     command = _command(args.command_ref)
     if "structlog" in sys.modules:
         # The command's code logs: configure it before anything runs.

@@ -3,8 +3,9 @@
 Every text that comes from a conversation, a tool, a config or an error goes through
 ``visible``: control characters become visible pictures (``␛`` for ESC, so an ANSI sequence
 cannot colour or move the terminal), bidirectional overrides are named (``⟨U+202E⟩``), and
-nothing is read as Rich markup or emoji. JSON output is msgspec's, which escapes controls
-itself. docs/api.md#the-afp-command.
+nothing is read as Rich markup or emoji. JSON output (``write_json``) is the encoder's bytes,
+exactly; on a terminal the characters the tables show as pictures are written as ``\\uXXXX``
+escapes instead, still JSON that decodes to the same value. docs/api.md#the-afp-command.
 """
 
 from __future__ import annotations
@@ -71,10 +72,36 @@ def warn(text: str) -> None:
     err.print(Text(visible(text)), soft_wrap=True)
 
 
+# JSON text holds a raw control only inside a string (the encoders escape C0 there already,
+# but not DEL, C1 or the bidi marks) or as whitespace between tokens (tab, newline, carriage
+# return), which stays as it is.
+_TERMINAL_ESCAPES = {
+    code: f"\\u{code:04x}"
+    for code in (*range(0x20), *range(0x7F, 0xA0), *_NAMED)
+    if chr(code) not in "\t\n\r"
+}
+
+
+def json_for_terminal(text: str) -> str:
+    """JSON text with the C0 and C1 controls, DEL, the bidi marks and the line separators escaped
+    as ``\\uXXXX`` (inside a JSON string, the only place they can be): the same value, but
+    nothing a terminal would act on or reorder."""
+    return text.translate(_TERMINAL_ESCAPES)
+
+
+def write_json(data: bytes | str) -> None:
+    """Write JSON text and a newline to stdout: byte for byte to a file or a pipe, with
+    ``json_for_terminal`` applied on a terminal (docs/api.md#json-output)."""
+    text = data.decode() if isinstance(data, bytes) else data
+    if sys.stdout.isatty():
+        text = json_for_terminal(text)
+    sys.stdout.write(text + "\n")
+
+
 def print_json(value: Any) -> int:
-    """The value as indented JSON on stdout (controls escaped by the encoder); returns
-    ``EXIT_OK``, so a command can end with it."""
-    sys.stdout.write(msgspec.json.format(msgspec.json.encode(value)).decode() + "\n")
+    """The value as indented JSON on stdout (``write_json``); returns ``EXIT_OK``, so a
+    command can end with it."""
+    write_json(msgspec.json.format(msgspec.json.encode(value)))
     return EXIT_OK
 
 

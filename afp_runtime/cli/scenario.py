@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import anyio.to_thread
 import structlog
 
 from afp_runtime.cli._exits import EXIT_OK, UsageError
+from afp_runtime.cli._show import write_json
 from afp_runtime.errors import NotFound
 from afp_runtime.scenario import decode_scenario, encode_result, run_scenario
 
@@ -43,5 +43,5 @@ async def cmd_scenario_run(args: Any) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write --out {args.out}: {exc.strerror or exc}") from exc
     else:
-        sys.stdout.write(encoded.decode("utf-8"))
+        write_json(encoded.removesuffix(b"\n"))  # write_json ends the line again
     return EXIT_OK

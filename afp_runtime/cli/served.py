@@ -4,7 +4,6 @@ off the event loop."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -13,7 +12,7 @@ import anyio.to_thread
 
 from afp_runtime.cli import _ids
 from afp_runtime.cli._exits import EXIT_DAMAGED, EXIT_OK, UsageError
-from afp_runtime.cli._show import add_row, print_json, say, show_table, table
+from afp_runtime.cli._show import add_row, print_json, say, show_table, table, write_json
 from afp_runtime.cli.reads import reader
 from afp_runtime.errors import NotFound
 from afp_runtime.messages import Message
@@ -163,7 +162,7 @@ async def cmd_served(args: Any) -> int:
         raise NotFound(f"no epoch {args.epoch}", what="epoch", value=args.epoch)
     if args.json:
         body = encode_served(views[0] if len(views) == 1 and args.epoch else list(views))
-        sys.stdout.write(body.decode() + "\n")
+        write_json(body)
         return EXIT_OK
     if not views:
         say("this run made no model call")
@@ -188,7 +187,7 @@ def _show_diff(
         raise NotFound(f"run {run_id!r} has no epoch {missing}", what="epoch", value=missing)
     diff = diff_views(va, vb)
     if args.json:
-        sys.stdout.write(encode_served(diff).decode() + "\n")
+        write_json(encode_served(diff))
     else:
         _print_diff(diff)
     return EXIT_OK
@@ -254,7 +253,7 @@ async def cmd_call(args: Any) -> int:
         index, epoch, view = found
         body = {"agentCall": args.n, "runId": runs[index], "epoch": epoch, "view": view}
         if args.json:
-            sys.stdout.write(encode_served(body).decode() + "\n")
+            write_json(encode_served(body))
         else:
             say(f"call {args.n}: run {runs[index]}, epoch {epoch}")
             _print_view(view)
@@ -267,5 +266,5 @@ async def cmd_export(args: Any) -> int:
     _, data = await _with_log(
         args.db, args.run, lambda log: export_run(log, from_seq=args.from_seq)
     )
-    sys.stdout.write(data.decode() + "\n")
+    write_json(data)
     return EXIT_OK

@@ -18,6 +18,7 @@ import msgspec
 import structlog
 
 from afp_runtime._logging import get_logger
+from afp_runtime._secrets import redact
 from afp_runtime.cost import cost_wire
 from afp_runtime.errors import AfpError
 from afp_runtime.extensions import At, Filed, RunExtension, RunStart
@@ -448,6 +449,9 @@ class Run:
         """
         turn = self.state.conv.open_turn
         assert turn is not None
+        # Every stopped turn's error is stored, listed and shown: no credential in it
+        # (docs/host.md#secrets-in-errors-and-logs).
+        error = redact(error)
         since = turn.stalled_since_ms if turn.stalled_since_ms is not None else self.now()
         if retry_at_ms is not None and retry_at_ms - since > self.d.max_stall_s * 1000:
             # docs/host.md#stalled-and-held-turns: past max_stall_s a stalled turn is held for an

@@ -25,6 +25,7 @@ not UTF-8 are replaced with U+FFFD instead of failing the reply (docs/loop.md#th
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
 import math
@@ -38,6 +39,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from afp_runtime._secrets import hold, redact
 from afp_runtime.errors import ConfigError, InvalidValue, ModelCallError, shown
 from afp_runtime.messages import (
     MAX_TOKEN_COUNT,
@@ -310,6 +312,7 @@ def resolve_api_key(provider: str, api_key: str | None, api_key_env: str | None)
         ConfigError: ``api_key_env`` names a variable that is unset or empty.
     """
     if api_key is not None:
+        hold(api_key)  # docs/host.md#secrets-in-errors-and-logs: never shown, even echoed
         return api_key
     if api_key_env is None:
         return None
@@ -319,6 +322,7 @@ def resolve_api_key(provider: str, api_key: str | None, api_key_env: str | None)
             f"{provider}: the environment variable {api_key_env} holding the API key is not set",
             variable=api_key_env,
         )
+    hold(key)
     return key
 
 
@@ -339,6 +343,12 @@ def check_base_url(provider: str, base_url: str) -> str:
             f"{provider}: base_url {shown(base_url)} must be an http(s) URL with a host",
             field="base_url",
         )
+    if url.password:
+        # httpx sends user information as Basic credentials: the password and the header's
+        # token are held, so an endpoint that echoes either cannot show it.
+        hold(url.password)
+        pair = f"{url.username}:{url.password}".encode()
+        hold(base64.b64encode(pair).decode("ascii"))
     return base_url.rstrip("/")
 
 
@@ -433,7 +443,7 @@ class HttpModel(ABC):
         self._owned: httpx.AsyncClient | None = None
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+        return f"{type(self).__name__}(model={self.model!r}, base_url={redact(self.base_url)!r})"
 
     @abstractmethod
     def encode(self, request: ModelRequest) -> EncodedRequest:

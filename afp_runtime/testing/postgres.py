@@ -28,7 +28,7 @@ def database_name(url: str) -> str:
 async def plain_connection(url: str) -> asyncpg.Connection:
     """One connection on ``url`` outside any store (TLS prepared off the event loop, as the
     store does); the caller closes it."""
-    target = connect.parse(url)
+    target = await anyio.to_thread.run_sync(connect.with_password, connect.parse(url))
     ssl = await anyio.to_thread.run_sync(connect.ssl_context, target)
     conn: asyncpg.Connection = await asyncpg.connect(
         target.dsn, password=target.password, ssl=ssl, timeout=target.connect_timeout_s

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from afp_runtime._secrets import redact
+
 ERROR_MESSAGE_LIMIT = 2_000
 """Code points of an exception's message kept in an error observation."""
 
@@ -62,7 +64,9 @@ def error_text(tool_name: str, error: BaseException) -> str:
     and message (cut to its first 2,000 code points)."""
     kind = type(error).__name__
     try:
-        message = str(error)
+        # A credential the runtime holds, or one a server echoed, is not shown to the model
+        # nor stored (docs/host.md#secrets-in-errors-and-logs).
+        message = redact(str(error))
     except Exception:  # an exception whose __str__ itself fails still gets an observation
         message = ""
     if len(message) > ERROR_MESSAGE_LIMIT:

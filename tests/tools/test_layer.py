@@ -12,6 +12,7 @@ ALLOWED = {
     "afp_runtime.messages",
     "afp_runtime.errors",
     "afp_runtime._logging",
+    "afp_runtime._secrets",
     "afp_runtime.time",
     "afp_runtime.tools",
 }

@@ -110,6 +110,7 @@ class PostgresCore:
         cls: type[Core], target: connect.Target, *, read_only: bool, create: bool, now_ms: int
     ) -> Core:
         """``open`` on an already parsed target."""
+        target = await anyio.to_thread.run_sync(connect.with_password, target)
         pool = await _create_pool(target, read_only=read_only)
         store = cls(target, pool, read_only=read_only)
         try:

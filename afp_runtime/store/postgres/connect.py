@@ -3,23 +3,29 @@
 The URL is split once at open: the store's own query parameters (``pool_min``, ``pool_max``,
 ``statement_timeout_ms``, ``connect_timeout_s``) are taken out, the password is kept apart and
 never shown (``masked`` spells the URL with ``***`` in its place, the form every message and
-log uses), and the TLS context is built in a worker thread, since asyncpg would read
-certificate files on the event loop at every new connection.
+log uses, and the password is held for ``redact``, so a server that echoes it cannot show it
+either). A password the URL does not give comes from ``PGPASSWORD``, else from the password
+file (``passfile=``, ``PGPASSFILE`` or ``~/.pgpass``), read in a worker thread
+(``with_password``), as is the TLS context, since asyncpg would read those files on the event
+loop at every new connection.
 """
 
 from __future__ import annotations
 
 import os
 import ssl
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
-__all__ = ["Target", "masked", "parse", "ssl_context"]
+__all__ = ["Target", "masked", "parse", "ssl_context", "with_password"]
 
 import msgspec
 
+from afp_runtime._secrets import hold
 from afp_runtime.errors import ConfigError
 from afp_runtime.store.opening import shown_location as masked
+from afp_runtime.store.postgres import passfile
 
 POOL_MIN = 1
 POOL_MAX = 10
@@ -43,6 +49,9 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
     connect_timeout_s: float = CONNECT_TIMEOUT_S
     ssl_mode: str = "disable"
     ssl_root_cert: str | None = None
+    passfile: str | None = None
+    """The password file named by the URL's ``passfile=`` (else ``PGPASSFILE`` or
+    ``~/.pgpass``), read by ``with_password`` when no password was given."""
 
 
 def parse(url: str, **overrides: Any) -> Target:
@@ -69,6 +78,7 @@ def parse(url: str, **overrides: Any) -> Target:
     ssl_mode = os.environ.get("PGSSLMODE", "prefer")
     root_cert = os.environ.get("PGSSLROOTCERT")
     query_password: str | None = None
+    pass_file: str | None = None
     for name, value in query:
         if name in _OURS:
             try:
@@ -83,6 +93,8 @@ def parse(url: str, **overrides: Any) -> Target:
             root_cert = value
         elif name == "password":
             query_password = value  # given apart, as libpq takes it; never left in the DSN
+        elif name == "passfile":
+            pass_file = value  # read by with_password, off the event loop
         else:
             kept.append((name, value))
     options.update({k: v for k, v in overrides.items() if v is not None})
@@ -94,6 +106,7 @@ def parse(url: str, **overrides: Any) -> Target:
         raise ConfigError(f"unknown sslmode {ssl_mode!r} in {location}", field="store")
     password = unquote(parts.password) if parts.password is not None else ""
     password = password or query_password or os.environ.get("PGPASSWORD", "")
+    hold(password)  # docs/host.md#secrets-in-errors-and-logs
     netloc = parts.netloc.rpartition("@")[2]
     if parts.username is not None:
         netloc = f"{parts.username}@{netloc}"
@@ -107,6 +120,7 @@ def parse(url: str, **overrides: Any) -> Target:
         password=password,
         ssl_mode=ssl_mode,
         ssl_root_cert=root_cert,
+        passfile=pass_file,
         **options,
     )
     if not 1 <= target.pool_min <= target.pool_max:
@@ -116,6 +130,23 @@ def parse(url: str, **overrides: Any) -> Target:
             field="store",
         )
     return target
+
+
+def with_password(target: Target) -> Target:
+    """``target`` with the password of its password file when it has none (blocking: the file
+    is read; call it in a worker thread). The file is ``passfile=``, else ``PGPASSFILE``, else
+    ``~/.pgpass``; a missing file, or one without a matching line, leaves the password empty
+    (docs/storage.md#passwords)."""
+    if target.password:
+        return target
+    path = Path(target.passfile) if target.passfile else passfile.default_path()
+    if path is None:
+        return target
+    found = passfile.lookup(path, passfile.connection_keys(target.dsn))
+    if not found:
+        return target
+    hold(found)
+    return msgspec.structs.replace(target, password=found)
 
 
 def ssl_context(target: Target) -> ssl.SSLContext | bool:
