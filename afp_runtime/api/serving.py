@@ -8,20 +8,29 @@ import socket
 import anyio
 
 from afp_runtime.api.app import create_app
+from afp_runtime.api.principals import Principals
 from afp_runtime.api.server import ApiServer
 from afp_runtime.host import Host
 
 
-async def serve_until_stopped(host: Host, *, listener: socket.socket, token: str | None) -> None:
+async def serve_until_stopped(
+    host: Host,
+    *,
+    listener: socket.socket,
+    token: str | None,
+    principals: Principals | None = None,
+) -> None:
     """Serve the API for a running host on ``listener`` until the host is asked to stop.
 
     Args:
         host: the running host (inside its ``async with``).
         listener: a bound socket (``open_listener``).
-        token: the bearer token clients must send, or None (loopback only).
+        token: the single bearer token (the admin principal), or None.
+        principals: the principals of a token file, or None (with no token either: loopback
+            only, no token asked for).
     """
     port = int(listener.getsockname()[1])
-    server = ApiServer(create_app(host, token=token, port=port))
+    server = ApiServer(create_app(host, token=token, principals=principals, port=port))
     async with anyio.create_task_group() as watch:
 
         async def exit_when_stopping() -> None:
