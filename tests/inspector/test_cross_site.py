@@ -1,6 +1,7 @@
-"""A page of another site cannot make a browser act on the API (docs/api.md#dns-rebinding-and-browsers):
-real chromium loads a page of ``http://elsewhere.test`` that auto-submits an empty form to the
-API's mutation routes on a loopback server without tokens; each is refused and nothing changes."""
+"""A page of another site cannot make a browser act on the API
+(docs/api.md#dns-rebinding-and-browsers): real chromium loads a page of ``http://elsewhere.test``
+that auto-submits an empty form to the API's mutation routes on a loopback server without
+tokens; each is refused and nothing changes."""
 
 from __future__ import annotations
 
