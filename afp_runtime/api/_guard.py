@@ -5,19 +5,23 @@ included — and a refused request never reaches a handler. In order:
 
 1. a correlation id, echoed on every response as ``X-Request-Id``;
 2. only paths under ``/v1/`` exist (404 ``route-not-found``);
-3. without a token, the ``Host`` header must name the loopback address and port being served
-   (400 ``bad-host``: DNS rebinding); with a token, every request except ``GET /v1/health``
-   needs ``Authorization: Bearer <token>`` (401 ``unauthorized``, compared with
-   ``hmac.compare_digest``), so a client without it cannot probe which routes exist;
+3. without tokens, the ``Host`` header must name the loopback address and port being served
+   (400 ``bad-host``: DNS rebinding); with tokens, every request except ``GET /v1/health``
+   needs ``Authorization: Bearer <token>`` of a known principal (401 ``unauthorized``), so a
+   client without one cannot probe which routes exist. The principal is put in the scope
+   (``_caller.PRINCIPAL_KEY``) for the handlers (docs/api.md#principals-and-tokens);
 4. only the routes of the operation table exist (404 ``route-not-found``); a method the path
    does not answer is 405 ``method-not-allowed`` with an ``Allow`` header, and ``OPTIONS`` is
    answered here (204 with ``Allow``), both from the same table as the OpenAPI
    document; ``HEAD`` runs the ``GET`` and sends its status and headers only;
-5. the body may not exceed the limit: refused from ``Content-Length`` before reading, and counted
+5. a POST whose ``Origin`` names another site is 403 ``cross-origin``, with or without a body
+   (a page elsewhere cannot make a browser act on the API);
+6. the body may not exceed the limit: refused from ``Content-Length`` before reading, and counted
    while reading otherwise (413 ``body-too-large``). The body is read here in full and handed to
    the app afterwards, so the handler only ever sees a body within the limit;
-6. a POST that carries a body must say ``application/json`` (415 ``unsupported-media-type``); a
-   POST without one (``resume``, ``dismiss``, ``abandon``) needs no content type.
+7. a POST that carries a body, or names a content type, must say ``application/json`` (415
+   ``unsupported-media-type``): a form's content type is refused even when the form is empty. A
+   POST without a body and without a content type (``resume``, ``dismiss``, ``abandon``) passes.
 
 The port the ``Host`` header must carry is the one given to the app, or else the port of the
 socket the request arrived on (the ASGI ``server`` of the scope).
@@ -25,18 +29,18 @@ socket the request arrived on (the ASGI ``server`` of the scope).
 
 from __future__ import annotations
 
-import hmac
 import secrets
 from collections.abc import Collection, MutableMapping
 from typing import Any
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from afp_runtime.api._caller import PRINCIPAL_KEY
 from afp_runtime.api._operations import allowed_methods
 from afp_runtime.api._problems import REQUEST_ID_HEADER, REQUEST_ID_KEY, ApiError
 from afp_runtime.api.inspector._render import wants_html
 from afp_runtime.api.inspector.pages import page_methods, public_page
-from afp_runtime.api.inspector.session import signed_in
+from afp_runtime.api.principals import Principal, Principals
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 # On every inspector response (docs/inspector.md#server-rules): no inline script, no asset from
@@ -72,16 +76,22 @@ class Guard:
 
     Args:
         app: the wrapped ASGI handler.
-        token: the bearer token, or None when serving without one.
+        principals: the principals whose tokens are accepted, or None when serving without
+            tokens.
         max_body_bytes: the request body limit.
         port: the port the ``Host`` header must name (default: the socket's).
     """
 
     def __init__(
-        self, app: ASGIApp, *, token: str | None, max_body_bytes: int, port: int | None
+        self,
+        app: ASGIApp,
+        *,
+        principals: Principals | None,
+        max_body_bytes: int,
+        port: int | None,
     ) -> None:
         self.app = app
-        self._token = token.encode("utf-8") if token is not None else None
+        self._principals = principals
         self.max_body_bytes = max_body_bytes
         self.port = port
 
@@ -128,15 +138,17 @@ class Guard:
         method: str = scope["method"]  # type: ignore[typeddict-item]
         if not path.startswith("/v1/"):
             return await self._check_page(scope, receive, headers, path, method)
-        if self._token is None:
+        if self._principals is None:
             self._check_host(scope, headers.get("host"))
         elif not (method in ("GET", "HEAD") and path == "/v1/health"):
-            self._check_token(headers.get("authorization"))
+            _enter(scope, self._check_token(headers.get("authorization")))
         allowed = allowed_methods(path)
         if allowed is None:
             raise ApiError(404, "route-not-found", f"no endpoint answers {path[:200]}")
         _check_method(path, method, allowed)
-        return await self._body(receive, headers, method, "application/json")
+        if method == "POST":
+            _check_origin(headers, "the API takes no request sent by another site's page")
+        return await self._body(receive, headers, method, "application/json", strict=True)
 
     async def _check_page(
         self, scope: Scope, receive: Receive, headers: dict[str, str], path: str, method: str
@@ -148,25 +160,34 @@ class Guard:
         allowed = page_methods(path)
         if allowed is None:
             raise ApiError(404, "route-not-found", f"no endpoint answers {path[:200]}")
-        if self._token is None:
+        if self._principals is None:
             self._check_host(scope, headers.get("host"))
-        elif not public_page(path) and not self._page_signed_in(headers):
-            if method in ("GET", "HEAD"):
-                raise _Answered(303, {"Location": "/login", "Cache-Control": "no-store"})
-            raise ApiError(401, "unauthorized", "sign in to the inspector first")
+        elif not public_page(path):
+            principal = self._page_signed_in(headers)
+            if principal is None:
+                if method in ("GET", "HEAD"):
+                    raise _Answered(303, {"Location": "/login", "Cache-Control": "no-store"})
+                raise ApiError(401, "unauthorized", "sign in to the inspector first")
+            _enter(scope, principal)
         _check_method(path, method, {*allowed, "OPTIONS", *(["HEAD"] if "GET" in allowed else [])})
-        origin = headers.get("origin")
-        if method == "POST" and origin is not None and _foreign(origin, headers.get("host")):
+        if method == "POST":
             # A form posted from another site's page (SameSite=Strict already keeps the cookie
             # off it; this refuses it without a token too).
-            raise ApiError(403, "cross-origin", "a form may only be posted from this inspector")
+            _check_origin(headers, "a form may only be posted from this inspector")
         return await self._body(receive, headers, method, "application/x-www-form-urlencoded")
 
     async def _body(
-        self, receive: Receive, headers: dict[str, str], method: str, media_type: str
+        self,
+        receive: Receive,
+        headers: dict[str, str],
+        method: str,
+        media_type: str,
+        *,
+        strict: bool = False,
     ) -> Receive:
         """The body within the limit, read in full for a POST (which must say ``media_type``
-        when it carries one) and handed on; other methods' bodies never reach a handler."""
+        when it carries one, and with ``strict`` whenever it names a content type at all) and
+        handed on; other methods' bodies never reach a handler."""
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise self._too_large()
@@ -176,8 +197,11 @@ class Guard:
             body = await self._read_body(receive)
         except _TooLarge:
             raise self._too_large() from None
-        kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if body and kind != media_type:
+        declared_type = headers.get("content-type")
+        kind = (declared_type or "").split(";", 1)[0].strip().lower()
+        # An empty form still names its content type: strictly, naming any other is refused,
+        # so a browser's form (always text/plain, urlencoded or multipart) never gets through.
+        if (body or (strict and declared_type is not None)) and kind != media_type:
             raise ApiError(
                 415,
                 "unsupported-media-type",
@@ -187,14 +211,10 @@ class Guard:
             )
         return _replay(body, receive)
 
-    def _page_signed_in(self, headers: dict[str, str]) -> bool:
-        assert self._token is not None
-        if signed_in(headers.get("cookie"), self._token):
-            return True
-        scheme, _, given = headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode("utf-8"), self._token
-        )
+    def _page_signed_in(self, headers: dict[str, str]) -> Principal | None:
+        assert self._principals is not None
+        found = self._principals.signed_in(headers.get("cookie"))
+        return found or self._principals.bearer(headers.get("authorization"))
 
     def _too_large(self) -> ApiError:
         return ApiError(
@@ -220,19 +240,17 @@ class Guard:
                 value=host or "",
             )
 
-    def _check_token(self, authorization: str | None) -> None:
-        assert self._token is not None
-        scheme, _, given = (authorization or "").partition(" ")
-        ok = scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode("utf-8"), self._token
-        )
-        if not ok:
+    def _check_token(self, authorization: str | None) -> Principal:
+        assert self._principals is not None
+        principal = self._principals.bearer(authorization)
+        if principal is None:
             raise ApiError(
                 401,
                 "unauthorized",
                 "this API needs Authorization: Bearer <token>",
                 headers={"WWW-Authenticate": "Bearer"},
             )
+        return principal
 
     async def _read_body(self, receive: Receive) -> bytes:
         chunks: list[bytes] = []
@@ -249,6 +267,20 @@ class Guard:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+
+def _enter(scope: Scope, principal: Principal) -> None:
+    """Hand the request's principal to the handlers."""
+    raw_scope: MutableMapping[str, Any] = scope  # type: ignore[assignment]
+    raw_scope[PRINCIPAL_KEY] = principal
+
+
+def _check_origin(headers: dict[str, str], message: str) -> None:
+    """403 ``cross-origin`` for a request a page of another site sent (``Origin: null`` of a
+    sandboxed or local page included)."""
+    origin = headers.get("origin")
+    if origin is not None and _foreign(origin, headers.get("host")):
+        raise ApiError(403, "cross-origin", message, field="Origin", value=origin)
 
 
 def _foreign(origin: str, host: str | None) -> bool:

@@ -138,11 +138,12 @@ STATUS_TEXT = {
     202: "Accepted",
     400: "a parameter, header or body is not what this operation takes",
     401: "the token is missing or wrong (when the API has one)",
-    403: "not the conversation's owner",
+    403: "not the conversation's owner, a from naming another principal than the token's, or "
+    "a request from another site's page",
     404: "no such route, agent, run, epoch, message, question or span",
     409: "the state refuses it (see the error code)",
     413: "the body is larger than the API takes",
-    415: "a body that is not application/json",
+    415: "a body or a content type that is not application/json",
     422: "a field of the body is refused (see field and reason)",
     429: "too many event streams are open",
     503: "the host is shutting down, or the store cannot be read",
@@ -443,7 +444,7 @@ OPERATIONS: tuple[Operation, ...] = (
         body=NoBody,
         body_required=False,
         status=202,
-        errors=(409, 415, 422),
+        errors=(403, 409, 415, 422),
         example={"runId": "run-01a2336e-0c4", "agentId": "demo", "status": "accepted"},
     ),
     Operation(
@@ -455,7 +456,7 @@ OPERATIONS: tuple[Operation, ...] = (
         params=(RUN,),
         body=NoBody,
         body_required=False,
-        errors=(409, 415, 422),
+        errors=(403, 409, 415, 422),
         example={
             "runId": "run-01a2336e-0c4",
             "agentId": "demo",

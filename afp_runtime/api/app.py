@@ -1,7 +1,7 @@
 """The app factory: a Litestar app over a running host
 (docs/api.md#the-http-api-and-the-afp-command).
 
-``create_app(host, token=…)`` wires the endpoints of ``agents``, ``runs`` and
+``create_app(host, token=…, principals=…)`` wires the endpoints of ``agents``, ``runs`` and
 ``events``, the error shape of ``_problems``, and the server rules of ``_guard`` (which wrap the
 app's ASGI handler, so they run before routing). The OpenAPI document served at
 ``GET /v1/openapi.json`` is the one ``_openapi`` writes from its table of operations; Litestar's
@@ -30,6 +30,7 @@ from afp_runtime.api.constants import (
     MAX_BODY_CEILING,
 )
 from afp_runtime.api.inspector import pages
+from afp_runtime.api.principals import Principals
 from afp_runtime.api.server import check_token
 from afp_runtime.errors import ConfigError
 from afp_runtime.host import Host
@@ -51,14 +52,19 @@ async def openapi_document() -> Response[bytes]:
     return Response(body, media_type=_OPENAPI_MEDIA_TYPE)
 
 
-def _encoded(token: str | None) -> bytes | None:
-    return token.encode("utf-8") if token is not None else None
+def _principals(token: str | None, principals: Principals | None) -> Principals | None:
+    """Every principal the server knows (the single token's admin too); None for none."""
+    known = Principals.of_token(token) if token is not None else Principals([])
+    if principals is not None:
+        known = known + principals
+    return known if len(known) else None
 
 
 def create_app(
     host: Host,
     *,
     token: str | None = None,
+    principals: Principals | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     port: int | None = None,
     keepalive_s: float = DEFAULT_KEEPALIVE_S,
@@ -69,8 +75,10 @@ def create_app(
     Args:
         host: the running host (its store, workers, inbox and events); every read goes
             through its store.
-        token: the bearer token every request but health must carry (None: none, and the
-            ``Host`` header must name the loopback address).
+        token: the single bearer token, standing for the admin principal ``admin``.
+        principals: the principals of a token file (docs/api.md#principals-and-tokens). With
+            neither, requests need no token and the ``Host`` header must name the loopback
+            address; with either, every request but health must carry a known one.
         max_body_bytes: the request body limit (1 .. 8 MiB).
         port: the port the ``Host`` header must name (default: the serving socket's).
         keepalive_s: seconds between keep-alive comments on idle event streams.
@@ -86,6 +94,7 @@ def create_app(
             f"api.maxBodyBytes must be from 1 to {MAX_BODY_CEILING}, not {max_body_bytes!r}",
             field="api.maxBodyBytes",
         )
+    known = _principals(token, principals)
     context = ApiContext(host, keepalive_s=keepalive_s, max_streams=max_streams)
 
     app = Litestar(
@@ -100,7 +109,7 @@ def create_app(
             *pages.HANDLERS,
             openapi_document,
         ],
-        state=State({STATE_KEY: context, pages.PAGES_KEY: pages.Pages(token=_encoded(token))}),
+        state=State({STATE_KEY: context, pages.PAGES_KEY: pages.Pages(principals=known)}),
         template_config=pages.template_config(),
         exception_handlers=dict(EXCEPTION_HANDLERS),
         openapi_config=None,
@@ -111,6 +120,6 @@ def create_app(
     )
     # The server rules run before routing, for every request (unknown routes included).
     app.asgi_handler = Guard(
-        app.asgi_handler, token=token, max_body_bytes=max_body_bytes, port=port
+        app.asgi_handler, principals=known, max_body_bytes=max_body_bytes, port=port
     )
     return app

@@ -7,7 +7,8 @@ Readings settled here:
   object is 400 ``invalid-body``; a wrong field is 422 ``invalid-body`` naming it (unknown
   fields included, ``time.zone`` and the like too); ``time`` for an agent without time is 422
   ``time-not-enabled``. ``from`` is 1..128 code points. The 200 of an idempotent repeat
-  carries the original acknowledgement (status ``queued``).
+  carries the original acknowledgement (status ``queued``). With tokens, ``from`` is checked
+  against the caller's principal (``_caller.acting_as``, 403 ``not-your-principal``).
 * An inbox message's ``runId`` is the latest run of its turn, and its ``answer`` (answered) or
   ``errorKind``/``error`` (stalled, held) come from that run, in lists too; the one-message
   endpoint also reads them from the commit log or the open turn for runs of older schemas.
@@ -23,6 +24,7 @@ from litestar import Request, Response, get, post
 from litestar.datastructures import State
 
 from afp_runtime.api._body import json_object
+from afp_runtime.api._caller import acting_as
 from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
     IDEMPOTENCY_KEY,
@@ -88,7 +90,7 @@ async def post_inbox(
         raise invalid_body(
             "idempotencyKey", "idempotencyKey must be 1 to 128 of [A-Za-z0-9._:-]", key
         )
-    sender = _text_field(body, "from", SENDER_LIMIT)
+    sender = acting_as(request.scope, _text_field(body, "from", SENDER_LIMIT))
     time = body.get("time")
     if time is not None and not isinstance(time, dict):
         raise invalid_body("time", "time must be an object {now?, zone?, window?}", time)

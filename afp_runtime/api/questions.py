@@ -9,7 +9,8 @@ Readings settled here:
 * ``POST …/answer`` takes ``{"value": …, "from"?: principal}``; ``…/abandon`` takes an empty
   body or ``{"from"?: principal}``. Both answer 200 once the question is closed on disk (a
   ``synchronous=FULL`` commit). 404 ``question-not-found``, 409 ``question-closed``, 422
-  ``invalid-answer`` with a ``reason`` code, 403 ``not-owner``.
+  ``invalid-answer`` with a ``reason`` code, 403 ``not-owner``; with tokens, ``from`` is checked
+  against the caller's principal (403 ``not-your-principal``, ``_caller.acting_as``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from litestar import Request, get, post
 from litestar.datastructures import State
 
 from afp_runtime.api._body import json_object
+from afp_runtime.api._caller import acting_as
 from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
     RUN_ID,
@@ -111,7 +113,9 @@ async def answer(
     if "value" not in body:
         raise invalid_body("value", "value is required")
     try:
-        row = await ctx.host.answer(agent_id, question_id, body["value"], sender=body.get("from"))
+        row = await ctx.host.answer(
+            agent_id, question_id, body["value"], sender=acting_as(request.scope, body.get("from"))
+        )
     except AgentNotHosted as exc:
         raise not_hosted(agent_id) from exc
     except InvalidAnswer as exc:
@@ -139,7 +143,9 @@ async def abandon(
     path_param("questionId", question_id, RUN_ID)
     body = await _body(request, frozenset({"from"}))
     try:
-        row = await ctx.host.abandon(agent_id, question_id, sender=body.get("from"))
+        row = await ctx.host.abandon(
+            agent_id, question_id, sender=acting_as(request.scope, body.get("from"))
+        )
     except AgentNotHosted as exc:
         raise not_hosted(agent_id) from exc
     except QuestionClosed as exc:

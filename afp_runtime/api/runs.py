@@ -15,7 +15,9 @@ loop) and calls the pure ``served`` functions there. Readings settled here:
   The verdict is data: the answer is 200 whatever it is.
 * ``POST …/resume`` is 202 once the host has accepted the request; 409 ``run-not-resumable``
   when the run's agent has no held or stalled turn whose latest run is this one, and 409
-  ``agent-not-hosted`` when this host does not run the agent.
+  ``agent-not-hosted`` when this host does not run the agent. A resume or dismiss by a user
+  principal on a conversation another principal owns is 403 ``not-owner``
+  (``_caller.owner_to_check``).
 * ``…/commits`` lists bundles as stored (message lists by reference); ``expand=true`` resolves
   every message list into its messages.
 """
@@ -29,6 +31,7 @@ from litestar import Request, Response, get, post
 from litestar.datastructures import State
 
 from afp_runtime.api._body import no_body_fields
+from afp_runtime.api._caller import owner_to_check
 from afp_runtime.api._context import context_of
 from afp_runtime.api._params import (
     Cursor,
@@ -93,7 +96,7 @@ async def resume_run(
     ctx = context_of(state)
     run = await ctx.run(run_id)
     try:
-        await ctx.host.resume(run.agent_id, run_id=run_id)
+        await ctx.host.resume(run.agent_id, run_id=run_id, principal=owner_to_check(request.scope))
     except AgentNotHosted as exc:
         raise not_hosted(run.agent_id) from exc
     except RunNotResumable as exc:
@@ -112,7 +115,9 @@ async def dismiss_run(
     ctx = context_of(state)
     run = await ctx.run(run_id)
     try:
-        message_id = await ctx.host.dismiss(run.agent_id, run_id=run_id)
+        message_id = await ctx.host.dismiss(
+            run.agent_id, run_id=run_id, principal=owner_to_check(request.scope)
+        )
     except AgentNotHosted as exc:
         raise not_hosted(run.agent_id) from exc
     except RunNotHeld as exc:

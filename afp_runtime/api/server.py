@@ -49,17 +49,22 @@ def check_token(token: str | None) -> None:
         )
 
 
-def check_binding(host: str, token: str | None) -> None:
+def check_binding(host: str, token: str | None, *, principals: int = 0) -> None:
     """Refuse to serve a non-loopback address without a token (and any short token).
+
+    Args:
+        host: the address to serve.
+        token: the single token, or None.
+        principals: how many principals a token file names.
 
     Raises:
         ConfigError: names ``api.token``.
     """
     check_token(token)
-    if token is None and not is_loopback(host):
+    if token is None and not principals and not is_loopback(host):
         raise ConfigError(
             f"api.token is required to serve on {host!r}, which is not a loopback address; "
-            "set AFP_API_TOKEN or pass --token-file",
+            "add principals with afp token add, set AFP_API_TOKEN or pass --token-file",
             field="api.token",
         )
 

@@ -21,6 +21,12 @@ STORE_HELP = "a SQLite file or a database URL; a URL's password is never printed
 API_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 
 RUN_HELP = "a run id, a unique prefix of one, or AGENT:last"
+TOKENS_HELP = (
+    "the principals' token file (default: AFP_TOKENS, else the --db file's name + .tokens, "
+    "used when it exists)"
+)
+_GROUPS = ("scenario", "token")
+"""The commands with commands of their own."""
 _WITHOUT_JSON = frozenset({"demo", "receipt", "export", "checkpoint", "import", "serve"})
 """The commands that take no ``--json``."""
 
@@ -258,8 +264,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "[host] hostId, else the machine's name)",
     )
     p.add_argument(
-        "--token-file", help="file holding the API token (else AFP_API_TOKEN; >= 32 chars)"
+        "--token-file",
+        help="file holding the admin token (else AFP_API_TOKEN; >= 32 chars)",
     )
+    p.add_argument("--tokens", help=TOKENS_HELP)
     p.add_argument(
         "--grace",
         type=float,
@@ -271,9 +279,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, p in built.items():
         if name not in _WITHOUT_JSON:  # last, after the command's own options
             p.add_argument("--json", action="store_true", help="print data as JSON")
-    if only is not None and only != "scenario":
+    if only is not None and only not in _GROUPS:
         # A word that names no command gets the full parser, so its error lists them all.
         return parser if built else build_parser()
+    if only in (None, "token"):
+        _token_commands(sub)
+    if only not in (None, "scenario"):
+        return parser
     text = "Offline scenarios: a scripted conversation, model, tools and clock."
     group = sub.add_parser("scenario", help=text, description=text)
     scenario_sub = group.add_subparsers(dest="scenario_command", required=True, metavar="COMMAND")
@@ -288,3 +300,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     p.set_defaults(command_ref="scenario:cmd_scenario_run")
     return parser
+
+
+def _token_commands(sub: Any) -> None:
+    """``afp token add``: the principals of the API (docs/api.md#principals-and-tokens)."""
+    text = "The API's principals and their tokens."
+    group = sub.add_parser("token", help=text, description=text)
+    token_sub = group.add_subparsers(dest="token_command", required=True, metavar="COMMAND")
+    text = "Add a principal with a new random token, printed once (only its hash is kept)."
+    p = token_sub.add_parser("add", help=text, description=text)
+    p.add_argument("name", help="the principal's name (what from and the owner spell)")
+    p.add_argument(
+        "--admin", action="store_true", help="may act for any principal (name anyone in from)"
+    )
+    p.add_argument("--tokens", help=TOKENS_HELP.replace(", used when it exists", ""))
+    p.add_argument("--db", default=os.environ.get("AFP_DB") or DEFAULT_DB, help=DB_HELP)
+    p.set_defaults(command_ref="tokens:cmd_token_add")

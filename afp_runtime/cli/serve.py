@@ -13,6 +13,7 @@ from afp_runtime.agents import read_config
 from afp_runtime.api import ConnectionLimits, check_binding, open_listener, serve_until_stopped
 from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._show import warn
+from afp_runtime.cli.tokens import load_principals
 from afp_runtime.errors import ConfigError
 from afp_runtime.host import Host
 from afp_runtime.loop import SystemClock, TimeOrderedIds
@@ -46,7 +47,8 @@ def _serving(agent_ids: tuple[str, ...]) -> str:
 async def cmd_serve(args: Any) -> int:
     """Run the standing host and the local API until SIGTERM or SIGINT (then exit 0)."""
     token = await _api_token(args.token_file)
-    check_binding(args.host, token)
+    principals = await load_principals(args.tokens, args.db)
+    check_binding(args.host, token, principals=len(principals) if principals else 0)
     if not 0 <= args.port <= 65_535:
         raise UsageError(f"--port must be from 0 to 65535, not {args.port}")
     config, definitions = await anyio.to_thread.run_sync(read_config, args.agents)
@@ -87,7 +89,13 @@ async def cmd_serve(args: Any) -> int:
                         f"afp: serving {_serving(host.agent_ids)} on "
                         f"http://{args.host}:{port} (database {shown_location(args.db)})"
                     )
-                    await serve_until_stopped(host, listener=listener, token=token, limits=limits)
+                    await serve_until_stopped(
+                        host,
+                        listener=listener,
+                        token=token,
+                        limits=limits,
+                        principals=principals,
+                    )
             finally:
                 watch.cancel_scope.cancel()
     finally:

@@ -73,7 +73,7 @@ from afp_runtime.host.leases import HostLease, store_unavailable
 from afp_runtime.loop import AgentDriver, Emitter, Event, IdFactory, KeptResults, LoopHooks
 from afp_runtime.models import Model
 from afp_runtime.records import Clock, QuestionRow
-from afp_runtime.store import Ack, Store
+from afp_runtime.store import Ack, Store, check_owner
 from afp_runtime.telemetry import Telemetry, TelemetrySink
 
 log = get_logger()
@@ -612,19 +612,24 @@ class Host:
         self.wake(agent_id)
         return ack
 
-    async def resume(self, agent_id: str, *, run_id: str | None = None) -> None:
+    async def resume(
+        self, agent_id: str, *, run_id: str | None = None, principal: str | None = None
+    ) -> None:
         """Ask for an operator resume of the agent's held or stalled turn
-        (docs/host.md#stalled-and-held-turns).
+        (docs/host.md#stalled-and-held-turns). With ``principal``, only the conversation's owner
+        may (docs/host.md#the-owner-check); without, the caller is the operator.
 
         Raises:
             AgentNotHosted: the agent is not run here.
             HostStopping: the host is stopping.
+            NotOwner: ``principal`` is not the owner of the conversation (nothing happens).
             LeaseLost: another host holds the agent now (the request lives in this host's
                 memory, so only the holder can carry it out; a dismiss is refused alike).
             RunNotResumable: the turn is not held or stalled, or ``run_id`` is not its latest
                 run.
         """
         agent = self._admit(agent_id)
+        await self._check_operator(agent, principal)
         if self._lease.status_override(agent_id) is not None:
             raise LeaseLost(
                 f"host {self.host_id!r} does not hold agent {agent_id!r} now; resume it through "
@@ -697,19 +702,33 @@ class Host:
         self.wake(agent_id)
         return closed
 
-    async def dismiss(self, agent_id: str, *, run_id: str | None = None) -> str:
+    async def dismiss(
+        self, agent_id: str, *, run_id: str | None = None, principal: str | None = None
+    ) -> str:
         """Close the agent's held turn ``dismissed`` so its queue moves on
-        (docs/host.md#stalled-and-held-turns); returns the dismissed message's id.
+        (docs/host.md#stalled-and-held-turns); returns the dismissed message's id. With
+        ``principal``, only the conversation's owner may, as ``resume``.
 
         Raises:
             AgentNotHosted / HostStopping: as ``post``.
+            NotOwner: ``principal`` is not the owner of the conversation (nothing happens).
             RunNotHeld: the turn is not held, or ``run_id`` is not one of its runs.
         """
         agent = self._admit(agent_id)
+        await self._check_operator(agent, principal)
         async with agent.lock:
             message_id = await agent.driver.dismiss(run_id)
         self.wake(agent_id)
         return message_id
+
+    async def _check_operator(self, agent: _Agent, principal: str | None) -> None:
+        """The owner check of a resume or dismiss asked for by ``principal`` (None: the
+        operator, who may act on every conversation). The owner is written once, so a read
+        outside the act's transaction cannot go stale in the way that matters."""
+        if principal is None or agent.definition.shared:
+            return
+        agent_id = agent.definition.agent_id
+        check_owner(await self.reader.owner(agent_id), agent_id, principal)
 
     def wake(self, agent_id: str) -> None:
         """Make the agent's worker look for work now."""

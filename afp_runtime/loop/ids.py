@@ -1,7 +1,10 @@
 """Id factories: run ids and inbox message ids (docs/host.md#ownership-and-leases).
 
 The default factory makes time-ordered ids (UUIDv7 layout: 48 bits of the injected clock's
-milliseconds, then random bits from the injected random source), so ids sort by creation.
+milliseconds, then 74 random bits), so ids sort by creation. Ids act as capabilities in URLs
+(a run to resume or dismiss, a question to answer), so the random bits come from the operating
+system's cryptographic source (``random.SystemRandom``) unless a test or scenario injects a
+seeded ``random.Random`` for repeatable ids (docs/host.md#ids-are-capabilities).
 """
 
 from __future__ import annotations
@@ -23,11 +26,12 @@ class IdFactory(Protocol):
 
 
 class TimeOrderedIds:
-    """UUIDv7-shaped ids from a clock and a random source (both injected)."""
+    """UUIDv7-shaped ids from a clock and a random source (both injected; the source defaults
+    to the system's cryptographic one)."""
 
     def __init__(self, now_ms: Callable[[], int], rng: _random.Random | None = None) -> None:
         self._now_ms = now_ms
-        self._rng = rng or _random.Random()
+        self._rng = rng if rng is not None else _random.SystemRandom()
 
     def _uuid7(self) -> str:
         ms = self._now_ms() & ((1 << 48) - 1)

@@ -8,6 +8,7 @@ from afp_runtime.store.base import CheckpointStore, HealthStore, LeaseStore, Mov
 from afp_runtime.store.copying import agents_to_copy, copy_agents
 from afp_runtime.store.dump import AgentDump, CopyCounts
 from afp_runtime.store.opening import open_store, shown_location, sqlite_path
+from afp_runtime.store.rows import check_owner
 from afp_runtime.store.values import (
     Ack,
     AgentClaim,
@@ -38,6 +39,7 @@ __all__ = [
     "Store",
     "StoredBundle",
     "agents_to_copy",
+    "check_owner",
     "copy_agents",
     "open_store",
     "shown_location",

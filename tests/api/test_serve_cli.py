@@ -257,3 +257,58 @@ def test_serve_closes_a_silent_connection_after_its_header_timeout(tmp_path: Pat
             process.kill()
             process.communicate()
     assert process.returncode == 0, stderr
+
+
+def test_afp_token_add_and_serve_with_the_token_file_beside_the_store(tmp_path: Path) -> None:
+    """`afp token add` prints a new token once and keeps its hash beside the --db file (a name
+    twice is exit 2); `afp serve` on that store takes the file's principals: no token is 401,
+    alice's token serves and may not name bob (403). A --tokens file that is missing is exit 2
+    naming api.tokens."""
+    db = tmp_path / "afp.db"
+    added = afp("token", "add", "alice", "--db", str(db))
+    again = afp("token", "add", "alice", "--db", str(db))
+    missing = afp("serve", "--agents", str(DEMO), "--db", str(db), "--tokens", str(tmp_path / "x"))
+    assert added.returncode == 0, added.stderr
+    token = added.stdout.strip()
+    stored = (tmp_path / "afp.db.tokens").read_text(encoding="utf-8")
+    assert len(token) >= 43 and token not in stored and stored.startswith("alice user ")
+    assert "afp.db.tokens" in added.stderr and token not in added.stderr
+    assert again.returncode == 2 and "'alice' already" in again.stderr
+    assert missing.returncode == 2 and "api.tokens" in missing.stderr
+    port = free_port()
+    args = ["--agents", str(DEMO), "--db", str(db), "--port", str(port)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "afp_runtime.cli", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        cwd=REPO,
+    )
+    auth = {"Authorization": f"Bearer {token}"}
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+            deadline = time.monotonic() + 30
+            while True:
+                assert process.poll() is None, process.communicate()[1]
+                try:
+                    if client.get("/v1/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, "the server did not come up"
+                time.sleep(0.05)
+            anonymous = client.get("/v1/agents")
+            agents = client.get("/v1/agents", headers=auth)
+            posing = client.post(
+                "/v1/agents/demo/inbox", json={"text": "hi", "from": "bob"}, headers=auth
+            )
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert anonymous.status_code == 401 and agents.status_code == 200
+    assert posing.status_code == 403 and posing.json()["error"]["code"] == "not-your-principal"
+    assert process.returncode == 0, stderr

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+import anyio
+
 from afp_runtime.agents import PortableCheckpoint, import_checkpoint
+from afp_runtime.api.principals import Principals, add_token, parse_tokens
 from afp_runtime.messages import Message
 from afp_runtime.models import ScriptedModel
 from afp_runtime.store.sqlite import SqliteStore
@@ -388,3 +392,37 @@ async def test_a_refused_page_asked_for_by_a_browser_is_a_page_saying_why(api: A
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in unknown.text
     assert as_json.status_code == 404 and as_json.json()["error"]["code"] == "agent-not-found"
     assert api_path.status_code == 404 and api_path.json()["error"]["code"] == "agent-not-found"
+
+
+async def test_a_session_answers_as_the_principal_it_signed_in_with(
+    api: Api, tmp_path: Path
+) -> None:
+    """Signed in with bob's token, the form answers as bob: left empty it is bob, and ana's
+    question is refused (403) naming bob; naming ana is refused too. Signed in with ana's token,
+    the empty form answers as ana and closes the question."""
+    tokens = tmp_path / "afp.db.tokens"
+
+    def write() -> tuple[str, str, Principals]:
+        ana, bob = (add_token(tokens, name, admin=False) for name in ("ana", "bob"))
+        return ana, bob, parse_tokens(tokens.read_text(encoding="utf-8"), source=str(tokens))
+
+    ana, bob, principals = await anyio.to_thread.run_sync(write)
+    async with api.running(_asking_agent(), principals=principals) as (host, client):
+        await host.post("ops", "restart the web server", sender="ana")
+        await settle(host)
+        [question] = await host.reader.questions("ops")
+        action = f"/agents/ops/questions/{question.question_id}/answer"
+        signed = await client.post("/login", data={"token": bob})
+        as_bob = await client.post(action, data={"value": "web-1"})
+        posing = await client.post(action, data={"value": "web-1", "from": "ana"})
+        still = (await host.reader.questions("ops"))[0].status
+        client.cookies.clear()
+        await client.post("/login", data={"token": ana})
+        as_ana = await client.post(action, data={"value": "web-1"})
+        await settle(host)
+        [closed] = await host.reader.questions("ops")
+    assert signed.status_code == 303
+    assert as_bob.status_code == 403 and "“bob”" in as_bob.text
+    assert posing.status_code == 403 and "signed in as “bob”" in posing.text
+    assert still == "open"
+    assert as_ana.status_code == 303 and closed.status == "answered"

@@ -20,6 +20,7 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Response, Stream, Template
 from litestar.template.config import TemplateConfig
 
+from afp_runtime.api._caller import principal_in
 from afp_runtime.api._context import ApiContext, context_of
 from afp_runtime.api._params import PathText, header, number_param, path_param, query
 from afp_runtime.api.agents import agent_summary
@@ -30,6 +31,7 @@ from afp_runtime.api.inspector.call import call_page
 from afp_runtime.api.inspector.folds import FOLD_PREFIX, fold_page, folds_page
 from afp_runtime.api.inspector.questions import act, form_fields
 from afp_runtime.api.inspector.timeline import timeline, when
+from afp_runtime.api.principals import Principals
 
 __all__ = ["HANDLERS", "PAGES_KEY", "Pages", "page_methods", "public_page", "template_config"]
 
@@ -65,9 +67,9 @@ _ROUTES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
 
 @dataclass(frozen=True)
 class Pages:
-    """What the pages know beyond the API's context: the token, if any."""
+    """What the pages know beyond the API's context: the principals, if any."""
 
-    token: bytes | None
+    principals: Principals | None
 
 
 def page_methods(path: str) -> frozenset[str] | None:
@@ -117,7 +119,7 @@ async def _agent_rows(state: State) -> list[dict[str, Any]]:
 @get("/", include_in_schema=False)
 async def agents_page(state: State) -> Template:
     """Every agent: status, inbox depth, open questions, last activity."""
-    signed = _pages(state).token is not None
+    signed = _pages(state).principals is not None
     context = {"agents": await _agent_rows(state), "signed_in": signed}
     return Template("agents.html", context=context, media_type=_HTML)
 
@@ -143,7 +145,7 @@ async def _agent_page(
     await ctx.agent(agent_id)
     context = {
         "agent_id": agent_id,
-        "signed_in": _pages(state).token is not None,
+        "signed_in": _pages(state).principals is not None,
         **extra,
         **await read(ctx),
     }
@@ -234,13 +236,14 @@ async def question_form(
     ctx = context_of(state)
     await ctx.agent(agent_id)
     fields = form_fields(await request.body())
-    outcome = await act(ctx, agent_id, question_id, action, fields)
+    principal = principal_in(request.scope)
+    outcome = await act(ctx, agent_id, question_id, action, fields, principal=principal)
     if outcome.problem is None:
         return Redirect(f"/agents/{agent_id}#questions-title", status_code=303)
     context = {
         "agent_id": agent_id,
         "problem": outcome.problem,
-        "signed_in": _pages(state).token is not None,
+        "signed_in": _pages(state).principals is not None,
     }
     return Template("refused.html", context=context, status_code=outcome.status, media_type=_HTML)
 
@@ -248,27 +251,30 @@ async def question_form(
 @get("/login", include_in_schema=False)
 async def login_form(state: State) -> Response[Any]:
     """The sign-in form (with no token set there is nothing to sign in to)."""
-    if _pages(state).token is None:
+    if _pages(state).principals is None:
         return Redirect("/", status_code=303)
     return Template("login.html", context={"failed": False, "signed_in": False}, media_type=_HTML)
 
 
 @post("/login", include_in_schema=False, status_code=303)
 async def login(state: State, request: Request[Any, Any, Any]) -> Response[Any]:
-    """Check the token from the form; a match signs the browser in, else the form again."""
-    token = _pages(state).token
-    if token is None:
+    """Check the token from the form; a known principal's signs the browser in as that
+    principal, else the form again."""
+    principals = _pages(state).principals
+    if principals is None:
         return Redirect("/", status_code=303)
     fields = urllib.parse.parse_qs((await request.body()).decode("utf-8", "replace"))
     given = (fields.get("token") or [""])[0].strip().encode("utf-8")
-    if not session.matches(given, token):
+    principal = principals.authenticate(given)
+    if principal is None:
         return Template(
             "login.html",
             context={"failed": True, "signed_in": False},
             status_code=401,
             media_type=_HTML,
         )
-    return Redirect("/", status_code=303, headers={"Set-Cookie": session.session_cookie(token)})
+    cookie = principals.session_cookie(principal)
+    return Redirect("/", status_code=303, headers={"Set-Cookie": cookie})
 
 
 @post("/logout", include_in_schema=False, status_code=303)

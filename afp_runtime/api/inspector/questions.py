@@ -11,6 +11,7 @@ from afp_runtime.api._context import ApiContext
 from afp_runtime.api._params import RUN_ID, path_param
 from afp_runtime.api._problems import ApiError
 from afp_runtime.api.constants import SENDER_LIMIT
+from afp_runtime.api.principals import Principal
 from afp_runtime.errors import InvalidAnswer, NotOwner, QuestionClosed
 from afp_runtime.host import AgentNotHosted
 
@@ -53,11 +54,27 @@ def _value(kind: str, fields: dict[str, str]) -> Any:
 
 
 async def act(
-    ctx: ApiContext, agent_id: str, question_id: str, action: str, fields: dict[str, str]
+    ctx: ApiContext,
+    agent_id: str,
+    question_id: str,
+    action: str,
+    fields: dict[str, str],
+    *,
+    principal: Principal | None,
 ) -> Outcome:
-    """Answer (``action="answer"``) or abandon the question with the form's fields."""
+    """Answer (``action="answer"``) or abandon the question with the form's fields, as the
+    form's “Answering as”; a user principal's session answers as that principal, and may name
+    no one else (docs/inspector.md#signing-in)."""
     path_param("questionId", question_id, RUN_ID)
     sender = fields.get("from", "").strip() or None
+    if principal is not None and not principal.admin:
+        if sender is not None and sender != principal.name:
+            return Outcome(
+                403,
+                f"You are signed in as “{principal.name}” and may answer only as yourself, "
+                f"not as “{sender[:SENDER_LIMIT]}”.",
+            )
+        sender = principal.name
     if sender is not None and len(sender) > SENDER_LIMIT:
         return Outcome(422, f"“Answering as” may hold at most {SENDER_LIMIT} characters.")
     rows = await ctx.reader.questions(agent_id)
