@@ -42,38 +42,34 @@ class Notices(PostgresCore):
         def heard(connection: Any, pid: int, channel: str, payload: str) -> None:
             on_post(payload)
 
-        again = False
+        catch_up: Callable[[str], None] | None = None
         while True:
             try:
-                await self._listen(heard, on_post, again=again)
+                await self._listen(heard, catch_up)
                 log.warning("the connection listening for posts was lost; listening again")
             except (*LOST, asyncpg.PostgresError, StoreUnavailable) as exc:
                 log.warning("listening for posts failed; trying again", error=str(exc))
-            again = True
+            catch_up = on_post
             await anyio.sleep(_CHECK_S)
 
     async def _listen(
         self,
         heard: Callable[[Any, int, str, str], None],
-        catch_up: Callable[[str], None],
-        *,
-        again: bool,
+        catch_up: Callable[[str], None] | None,
     ) -> None:
-        """Listen on one pooled connection until it is lost (or the watch is cancelled),
-        reporting every agent once the LISTEN is in place: the first LISTEN too, since a post
-        made between a host's start and that moment (or while the server was away as the first
-        connection was being made) would go unheard until the next poll."""
+        """Listen on one pooled connection until it is lost (or the watch is cancelled); with
+        ``catch_up``, report every agent once the LISTEN is in place."""
         closed = anyio.Event()
         async with self._connection() as conn:
             conn.add_termination_listener(lambda connection: closed.set())
             await conn.add_listener(POSTS_CHANNEL, heard)
             try:
-                # After the LISTEN: a post from now on is heard, one before it is found.
-                agents = await self._fetch("SELECT agent_id FROM agents")
-                event = "listening for posts again" if again else "listening for posts"
-                log.info(event, agents=len(agents))
-                for (agent_id,) in agents:
-                    catch_up(agent_id)
+                if catch_up is not None:
+                    # After the LISTEN: a post from now on is heard, one before it is found.
+                    agents = await self._fetch("SELECT agent_id FROM agents")
+                    log.info("listening for posts again", agents=len(agents))
+                    for (agent_id,) in agents:
+                        catch_up(agent_id)
                 await closed.wait()
             finally:
                 with anyio.CancelScope(shield=True), contextlib.suppress(*LOST):
