@@ -45,6 +45,10 @@ class Health(PostgresCore):
         """Record a clean shutdown."""
         await self._mark("1")
 
+    async def checkpoint(self) -> str | None:
+        """Nothing to do: the server checkpoints its own log."""
+        return None
+
     async def quick_check(self) -> list[str]:
         """The server answers and the schema version is this build's: ``['ok']``, else the
         problem (counted in ``quick_checks``). Postgres checks its own pages."""
