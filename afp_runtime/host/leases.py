@@ -168,6 +168,14 @@ class HostLease:
             try:
                 if epoch is not None and await self.store.release_lease(self.host_id, epoch):
                     log.info("host lease released", host_id=self.host_id, lease_epoch=epoch)
+            except StoreUnavailable as exc:
+                # A full disk, say: one line, as every other fault of the store.
+                log.warning(
+                    "releasing the host lease failed; it lapses at its expiry",
+                    host_id=self.host_id,
+                    cause=exc.cause,
+                    error=str(exc),
+                )
             except Exception:
                 log.exception("releasing the host lease failed; it lapses at its expiry")
             finally:
