@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from afp_runtime.host.store_state import StoreFault
+from afp_runtime.host import StoreFault
 from afp_runtime.messages import Message, Usage
 from afp_runtime.served import ServedView
 
