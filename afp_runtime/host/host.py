@@ -408,16 +408,20 @@ class Host:
 
     async def _check_in_background(self) -> None:
         """docs/host.md#after-an-unclean-stop: ``quick_check`` on a connection of its own (its
-        work runs in that connection's thread); on damage, stop taking turns and admitting."""
-        try:
-            checker = await self.store.open_reader()
+        work runs in that connection's thread); on damage, stop taking turns and admitting. A
+        store that cannot be reached now is not damage: the check is done again once it can be."""
+        failures = 0
+        while True:
             try:
-                problems = await checker.quick_check()
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await checker.aclose()
-        except StoreError as exc:  # a file that cannot be read back is not known healthy
-            problems = [str(exc)]
+                problems = await self._quick_check()
+            except StoreUnavailable as exc:
+                failures += 1
+                self.store_state.failed(
+                    exc, "the store check could not reach the store; it is tried again"
+                )
+                await self.clock.sleep(self._next_look_s(failures))
+                continue
+            break
         if problems == ["ok"]:
             self.store_check = "ok"
             log.info("store check passed after an unclean stop", path=self.store.location)
@@ -433,6 +437,20 @@ class Host:
         self._host_event("host.damaged")
         for agent in self._agents.values():
             agent.scope.cancel()
+
+    async def _quick_check(self) -> list[str]:
+        """``quick_check`` on a reader of its own; problems, or ``StoreUnavailable``."""
+        try:
+            checker = await self.store.open_reader()
+            try:
+                return await checker.quick_check()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await checker.aclose()
+        except StoreUnavailable:
+            raise
+        except StoreError as exc:  # a file that cannot be read back is not known healthy
+            return [str(exc)]
 
     async def _mark_clean_shutdown(self) -> None:
         """Set the clean-shutdown marker only on a store known healthy: after a failed or

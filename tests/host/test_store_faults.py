@@ -332,3 +332,48 @@ def test_sigterm_during_a_full_disk_exits_0_and_a_start_over_it_exits_4(
     )
     assert started.returncode == 4, started.stderr
     assert started.stderr.count("\n") == 1 and "full" in started.stderr, started.stderr
+
+
+class _AwayReader(SqliteStore):
+    """A reader whose ``quick_check`` finds the store out of reach while ``away`` holds items."""
+
+    away: list[str]
+
+    async def quick_check(self) -> list[str]:
+        if self.away:
+            raise StoreUnavailable(self.away.pop())
+        return await super().quick_check()
+
+
+class _AwayStore(SqliteStore):
+    away: list[str]
+
+    async def open_reader(self) -> SqliteStore:
+        reader = await _AwayReader.open(self.path, read_only=True)
+        reader.away = self.away
+        return reader
+
+
+async def test_a_store_check_that_cannot_reach_the_store_is_tried_again_not_damage(
+    api: Api,
+) -> None:
+    """After an unclean stop, a ``quick_check`` that meets ``StoreUnavailable`` (a Postgres
+    server restarting) leaves the check ``checking`` and health ``degraded``, and is done again
+    after a back-off on the clock: it passes, instead of the host calling the store damaged."""
+    store = await SqliteStore.open(api.path, now_ms=0)
+    await store.begin_serving()  # a host that died while serving leaves the marker clear
+    await store.aclose()
+    store = await _AwayStore.open(api.path)
+    store.away = ["the server is restarting"]
+    try:
+        async with Host(store, [agent([])], clock=api.clock, ids=api.ids) as host:
+            await until(lambda: not store.away)
+            await anyio.wait_all_tasks_blocked()
+            checking, fault = host.store_check, host.store_fault
+            api.clock.advance(0.25)
+            await until(lambda: host.store_check != "checking")
+            passed = host.store_check
+    finally:
+        await store.aclose()
+    assert checking == "checking" and fault is not None and fault.cause == "unreachable"
+    assert passed == "ok"
