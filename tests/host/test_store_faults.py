@@ -377,3 +377,27 @@ async def test_a_store_check_that_cannot_reach_the_store_is_tried_again_not_dama
         await store.aclose()
     assert checking == "checking" and fault is not None and fault.cause == "unreachable"
     assert passed == "ok"
+
+
+async def test_a_database_file_moved_away_refuses_writes_until_it_is_back(api: Api) -> None:
+    """SQLite would go on writing to the open file after it was moved or removed, and every
+    post acknowledged then would be lost with it: a post is refused 503 (reason
+    ``cannot-open``) and health is ``degraded`` until the file is back, then stored."""
+    moved = anyio.Path(f"{api.path}.moved")
+    async with api.running(agent([])) as (_host, client):
+        first = await client.post("/v1/agents/ops/inbox", json={"text": "before"})
+        await anyio.Path(api.path).rename(moved)
+        refused = await client.post("/v1/agents/ops/inbox", json={"text": "while away"})
+        health = (await client.get("/v1/health")).json()
+        await moved.rename(api.path)
+        after = await client.post("/v1/agents/ops/inbox", json={"text": "after"})
+    assert first.status_code == 202 and after.status_code == 202, (first.text, after.text)
+    assert refused.status_code == 503, refused.text
+    assert error_of(refused).get("reason") == "cannot-open"
+    assert health["status"] == "degraded" and "gone" in health["storeFault"]["message"]
+    store = await SqliteStore.open(api.path, read_only=True)
+    try:
+        texts = [row.text for row in await store.inbox("ops")]
+    finally:
+        await store.aclose()
+    assert texts == ["before", "after"]

@@ -71,6 +71,8 @@ class SqliteCore:
         self._wal = f"{path}-wal"
         # Past this size of the -wal file, writes are refused unless a checkpoint shrinks it.
         self.wal_limit_bytes = faults.WAL_LIMIT_BYTES
+        # The opened file's (device, inode): a write checks the path still names it.
+        self._identity: tuple[int, int] | None = None
 
     # -- opening -------------------------------------------------------------------------
 
@@ -106,6 +108,8 @@ class SqliteCore:
             raise StoreUnavailable(f"cannot open the database {path}: {exc}") from exc
         store = cls(path, conn, read_only=read_only)
         try:
+            found = await anyio.Path(path).stat()
+            store._identity = (found.st_dev, found.st_ino)
             await store._prepare(now_ms)
         except BaseException:
             await conn.close()
@@ -319,8 +323,9 @@ class SqliteCore:
             raise faults.store_error(exc, "a store read") from exc
 
     def _bound_wal(self, conn: sqlite3.Connection) -> None:
-        """On the connection's thread, before a write: refuse it while the WAL stays past
-        ``wal_limit_bytes`` (docs/storage.md#store-faults)."""
+        """On the connection's thread, before a write: refuse it while the file opened is gone
+        or replaced, or the WAL stays past ``wal_limit_bytes`` (docs/storage.md#store-faults)."""
+        faults.check_file(str(self.path), self._identity)
         faults.bound_wal(conn, self._wal, self.wal_limit_bytes)
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "JOURNAL_SIZE_LIMIT",
     "WAL_LIMIT_BYTES",
     "bound_wal",
+    "check_file",
     "checkpoint",
     "store_error",
 ]
@@ -80,6 +81,32 @@ def checkpoint(conn: sqlite3.Connection, wal: str) -> str | None:
             "WAL frames copied)"
         )
     return None
+
+
+def check_file(path: str, identity: tuple[int, int] | None) -> None:
+    """Before a write: the database file is still at ``path`` and still the one opened
+    (``identity``: its device and inode). SQLite would go on writing to an open file that was
+    removed or replaced, and every write acknowledged then would be lost with it.
+
+    Raises:
+        StoreUnavailable: (cause ``cannot-open``) the file is gone or is another file now.
+    """
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        raise StoreUnavailable(
+            f"the database file {path} is gone (removed or moved since it was opened); nothing "
+            "is written until it is back",
+            cause="cannot-open",
+        ) from None
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot look at the database file {path}: {exc}") from exc
+    if identity is not None and (found.st_dev, found.st_ino) != identity:
+        raise StoreUnavailable(
+            f"the database file {path} is another file than the one opened (it was replaced); "
+            "nothing is written to it: restart the host to open the new one",
+            cause="cannot-open",
+        )
 
 
 def bound_wal(conn: sqlite3.Connection, wal: str, limit: int) -> None:
