@@ -1,6 +1,7 @@
 """Store faults are a state, not a crash (docs/host.md#hosts-and-a-failing-store,
 docs/storage.md#store-faults): a full disk, a WAL past its bound and a checkpoint that keeps
-failing, on real SQLite files, through the store, the host, the API and ``afp serve``.
+failing, a file that may not be written or was moved away, and a store check that cannot
+reach its store, on real SQLite files, through the store, the host, the API and ``afp serve``.
 
 The full disk is a small tmpfs this suite mounts (it runs as root here). Where it may not mount
 one, it says so in a warning and fills the file instead with ``PRAGMA max_page_count`` (SQLite
@@ -401,3 +402,24 @@ async def test_a_database_file_moved_away_refuses_writes_until_it_is_back(api: A
     finally:
         await store.aclose()
     assert texts == ["before", "after"]
+
+
+async def test_a_file_that_may_not_be_written_refuses_writes_and_recovers(api: Api) -> None:
+    """A store whose file may not be written (SQLite's ``SQLITE_READONLY``; ``PRAGMA
+    query_only`` on the writer stands in for a read-only mount, which Linux refuses to make of
+    a disk with files open for writing): a post is 503 ``read-only``, health is ``degraded``,
+    reads go on; writable again, the post sent again is stored."""
+    async with api.running(agent([])) as (host, client):
+        body = {"text": "while read-only", "idempotencyKey": "ro"}
+        conn = host.store._conn  # type: ignore[attr-defined]
+        await conn.execute("PRAGMA query_only=1")
+        refused = await client.post("/v1/agents/ops/inbox", json=body)
+        health = (await client.get("/v1/health")).json()
+        read = await client.get("/v1/agents/ops/inbox")
+        await conn.execute("PRAGMA query_only=0")
+        again = await client.post("/v1/agents/ops/inbox", json=body)
+        healed = (await client.get("/v1/health")).json()
+    assert refused.status_code == 503, refused.text
+    assert error_of(refused).get("reason") == "read-only"
+    assert health["status"] == "degraded" and read.status_code == 200
+    assert again.status_code == 202 and healed["status"] == "ok", (again.text, healed)
