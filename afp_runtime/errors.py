@@ -266,7 +266,17 @@ class StoreError(AfpError):
 
 
 class StoreUnavailable(StoreError):
-    """The store cannot be opened or written."""
+    """The store cannot be opened or written, for now (docs/host.md#hosts-and-a-failing-store).
+
+    ``cause`` is a short stable code: ``unreachable`` (a server down, a file locked),
+    ``disk-full``, ``read-only`` (the file or its folder may not be written), ``io-error``,
+    ``cannot-open`` (the file is gone or cannot be opened) or ``wal-limit`` (a SQLite WAL past its
+    bound, docs/storage.md#store-faults).
+    """
+
+    def __init__(self, message: str, *, cause: str = "unreachable", **context: Any) -> None:
+        super().__init__(message, **context)
+        self.cause = cause
 
 
 class SchemaTooNew(StoreError):

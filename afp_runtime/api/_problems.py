@@ -29,6 +29,8 @@ log = get_logger()
 VALUE_LIMIT = 200
 REQUEST_ID_KEY = "afp_request_id"
 REQUEST_ID_HEADER = "X-Request-Id"
+# Seconds a client is asked to wait before sending a write the store refused again.
+RETRY_AFTER_S = 5
 
 
 class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -204,11 +206,29 @@ def on_lease_lost(request: Request[Any, Any, Any], exc: Exception) -> Response[A
 
 
 def on_store_unavailable(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
-    """The store cannot be reached: 503 ``store-unavailable``. A write answered so is not
-    acknowledged; sent again with its idempotency key it is stored once."""
-    log.warning("store unavailable", error=str(exc), request_id=request_id(request))
-    message = "the store cannot be reached now; nothing was acknowledged, try again later"
-    return _response(request, ApiError(503, "store-unavailable", message))
+    """The store cannot be reached or written: 503 ``store-unavailable`` with ``Retry-After``.
+    A write answered so is not acknowledged; sent again with its idempotency key it is stored
+    once. The host's store state logs the fault once per change (health says ``degraded``);
+    each request only at debug, so a full disk under load does not flood the log."""
+    if isinstance(exc, StoreUnavailable):
+        # The app's ``ApiContext`` (``_context.STATE_KEY``; that module imports this one).
+        context = request.app.state.get("afp")
+        state = getattr(getattr(context, "host", None), "store_state", None)
+        if state is not None:
+            state.failed(exc)
+    log.debug("store unavailable", error=str(exc), request_id=request_id(request))
+    message = "the store cannot be reached or written now; nothing was acknowledged, try later"
+    cause = exc.cause if isinstance(exc, StoreUnavailable) else "unreachable"
+    return _response(
+        request,
+        ApiError(
+            503,
+            "store-unavailable",
+            message,
+            reason=cause,
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        ),
+    )
 
 
 def on_store_damaged(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:

@@ -40,20 +40,27 @@ from afp_runtime.store import AgentRow, RunRow
 @get("/v1/health", summary="Health", tags=["host"])
 async def health(state: State) -> Health:
     """Whether the host runs, and which host answered; needs no token. A store that failed
-    its check after an unclean stop is ``damaged``: the host takes no turns."""
+    its check after an unclean stop is ``damaged``: the host takes no turns. A running host
+    whose store cannot be written now (or whose WAL keeps failing to checkpoint) is
+    ``degraded``, ``storeFault`` saying why: it serves reads and refuses writes until the
+    fault clears."""
     ctx = context_of(state)
     phase = ctx.host.state
-    status: Literal["ok", "starting", "shutting-down", "damaged"] = (
+    fault = ctx.host.store_fault
+    status: Literal["ok", "starting", "shutting-down", "damaged", "degraded"] = (
         "ok" if phase == "running" else "starting" if phase == "starting" else "shutting-down"
     )
     if ctx.host.store_check == "damaged":
         status = "damaged"
+    elif status == "ok" and fault is not None:
+        status = "degraded"
     return Health(
         status=status,
         version=VERSION,
         schema_version=ctx.host.store.schema_version,
         host_id=ctx.host.host_id,
         store_check=ctx.host.store_check,
+        store_fault=fault,
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from afp_runtime.host import StoreFault
 from afp_runtime.messages import Message, Usage
 from afp_runtime.served import ServedView
 
@@ -28,13 +29,16 @@ class _Shape(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 class Health(_Shape, frozen=True, kw_only=True):
     """``GET /v1/health``; ``host_id`` names the host that answered (its lease id);
-    ``store_check`` is the start-up store check (docs/host.md#after-an-unclean-stop)."""
+    ``store_check`` is the start-up store check (docs/host.md#after-an-unclean-stop);
+    ``store_fault`` says why the status is ``degraded``, null otherwise
+    (docs/host.md#hosts-and-a-failing-store)."""
 
-    status: Literal["ok", "starting", "shutting-down", "damaged"]
+    status: Literal["ok", "starting", "shutting-down", "damaged", "degraded"]
     version: str
     schema_version: int
     host_id: str
     store_check: Literal["not-needed", "checking", "ok", "damaged"]
+    store_fault: StoreFault | None = None
 
 
 class AgentView(_Shape, frozen=True, kw_only=True):

@@ -146,7 +146,12 @@ def _run(command: Command, args: Any) -> int:
     )
 
     try:
-        return anyio.run(command, args)
+        try:
+            return anyio.run(command, args)
+        except BaseExceptionGroup as group:
+            # A task group (``afp serve``'s signal watcher) wraps what its body raised: one
+            # error is answered by its own rule (a store that cannot be written exits 4).
+            raise _sole_error(group) from None
     except NotFound as exc:
         warn(f"afp: {exc.message}")
         return EXIT_MISSING
@@ -181,3 +186,11 @@ def _run(command: Command, args: Any) -> int:
             logging.getLogger("afp").exception("internal error")
         warn(f"afp: internal error, {type(exc).__name__}: {exc} (run with -v for the traceback)")
         return EXIT_INTERNAL
+
+
+def _sole_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one error inside ``group`` (and its nested groups), else the group itself."""
+    found: BaseException = group
+    while isinstance(found, BaseExceptionGroup) and len(found.exceptions) == 1:
+        found = found.exceptions[0]
+    return group if isinstance(found, BaseExceptionGroup) else found

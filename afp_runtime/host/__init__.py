@@ -18,6 +18,7 @@ from afp_runtime.host.host import (
     StoreCheck,
     StoreCheckFailed,
 )
+from afp_runtime.host.store_state import StoreFault, StoreState
 
 __all__ = [
     "AgentNotHosted",
@@ -32,6 +33,8 @@ __all__ = [
     "HostStopping",
     "StoreCheck",
     "StoreCheckFailed",
+    "StoreFault",
+    "StoreState",
     "StreamGap",
     "Subscription",
 ]

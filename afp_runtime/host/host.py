@@ -49,7 +49,7 @@ import contextlib
 import math
 import random
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, cast
 
 import anyio
@@ -66,10 +66,12 @@ from afp_runtime.errors import (
     RunNotResumable,
     StateError,
     StoreError,
+    StoreUnavailable,
 )
 from afp_runtime.host._timed import TimedCommits
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
 from afp_runtime.host.leases import HostLease, store_unavailable
+from afp_runtime.host.store_state import StoreFault, StoreState
 from afp_runtime.loop import AgentDriver, Emitter, Event, IdFactory, KeptResults, LoopHooks
 from afp_runtime.models import Model
 from afp_runtime.records import Clock, QuestionRow
@@ -80,6 +82,8 @@ log = get_logger()
 
 # The first wait before a worker tries again after the store could not be reached.
 _RETRY_FIRST_S = 0.25
+# How often the host checkpoints its store's WAL (docs/storage.md#store-faults).
+CHECKPOINT_EVERY_S = 30.0
 # Agents whose rows start-up makes sure of at once: a SQLite group's worth, and a bound on the
 # waiters for a Postgres pool.
 _ENSURE_AT_ONCE = 64
@@ -238,6 +242,8 @@ class Host:
         self.state: HostState = "starting"
         self.store_check: StoreCheck = "not-needed"
         self.store_problems: tuple[str, ...] = ()
+        self.store_state = StoreState(clock, store.location)
+        """The store's fault as this host last met it (docs/host.md#hosts-and-a-failing-store)."""
         self._agents: dict[str, _Agent] = {}
         rng = rng or random.Random()
         # One bound on kept results for the whole process.
@@ -278,6 +284,7 @@ class Host:
             agent_ids=self._agents,
             events=self.events,
             wake=self.wake,
+            store_state=self.store_state,
         )
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -408,16 +415,20 @@ class Host:
 
     async def _check_in_background(self) -> None:
         """docs/host.md#after-an-unclean-stop: ``quick_check`` on a connection of its own (its
-        work runs in that connection's thread); on damage, stop taking turns and admitting."""
-        try:
-            checker = await self.store.open_reader()
+        work runs in that connection's thread); on damage, stop taking turns and admitting. A
+        store that cannot be reached now is not damage: the check is done again once it can be."""
+        failures = 0
+        while True:
             try:
-                problems = await checker.quick_check()
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await checker.aclose()
-        except StoreError as exc:  # a file that cannot be read back is not known healthy
-            problems = [str(exc)]
+                problems = await self._quick_check()
+            except StoreUnavailable as exc:
+                failures += 1
+                self.store_state.failed(
+                    exc, "the store check could not reach the store; it is tried again"
+                )
+                await self.clock.sleep(self._next_look_s(failures))
+                continue
+            break
         if problems == ["ok"]:
             self.store_check = "ok"
             log.info("store check passed after an unclean stop", path=self.store.location)
@@ -434,11 +445,35 @@ class Host:
         for agent in self._agents.values():
             agent.scope.cancel()
 
+    async def _quick_check(self) -> list[str]:
+        """``quick_check`` on a reader of its own; problems, or ``StoreUnavailable``."""
+        try:
+            checker = await self.store.open_reader()
+            try:
+                return await checker.quick_check()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await checker.aclose()
+        except StoreUnavailable:
+            raise
+        except StoreError as exc:  # a file that cannot be read back is not known healthy
+            return [str(exc)]
+
     async def _mark_clean_shutdown(self) -> None:
         """Set the clean-shutdown marker only on a store known healthy: after a failed or
-        unfinished check it stays clear, so the next start checks again."""
+        unfinished check it stays clear, so the next start checks again. A store that cannot
+        be written now leaves it clear too: the stop is still clean (exit 0), and the next
+        start checks the file."""
         if self.store_check in ("not-needed", "ok"):
-            await self.store.mark_clean_shutdown()
+            try:
+                await self.store.mark_clean_shutdown()
+            except StoreUnavailable as exc:
+                log.warning(
+                    "the clean-shutdown marker stays clear: the store cannot be written",
+                    path=self.store.location,
+                    cause=exc.cause,
+                    error=str(exc),
+                )
         else:
             log.warning(
                 "the clean-shutdown marker stays clear: the store check did not pass",
@@ -539,6 +574,12 @@ class Host:
         return self._lease.epoch
 
     @property
+    def store_fault(self) -> StoreFault | None:
+        """Why the store is degraded now, None while it is healthy
+        (docs/host.md#hosts-and-a-failing-store)."""
+        return self.store_state.fault
+
+    @property
     def lease_periods(self) -> int:
         """How many lease periods the keeper has finished (tests wait on it)."""
         return self._lease.periods
@@ -549,6 +590,16 @@ class Host:
         return self._lease.status_override(agent_id)
 
     # -- writing ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Around a write asked through the host: its outcome tells the store's state."""
+        try:
+            yield
+        except StoreUnavailable as exc:
+            self.store_state.failed(exc)
+            raise
+        self.store_state.succeeded()
 
     def _admit(self, agent_id: str) -> _Agent:
         agent = self._agents.get(agent_id)
@@ -588,16 +639,17 @@ class Host:
         agent = self._admit(agent_id)
         checked = agent.definition.check_message_time(time)
         now = self.clock.now_ms()
-        ack = await self.store.post(
-            agent_id,
-            text,
-            message_id=self.ids.message_id(),
-            now_ms=now,
-            idempotency_key=idempotency_key,
-            sender=sender,
-            shared=agent.definition.shared,
-            time=checked,
-        )
+        with self._writing():
+            ack = await self.store.post(
+                agent_id,
+                text,
+                message_id=self.ids.message_id(),
+                now_ms=now,
+                idempotency_key=idempotency_key,
+                sender=sender,
+                shared=agent.definition.shared,
+                time=checked,
+            )
         if not ack.duplicate:
             agent.driver.emitter.emit(
                 "inbox.accepted",
@@ -669,15 +721,16 @@ class Host:
             NotOwner: ``sender`` is not the conversation's owner.
         """
         agent = self._admit(agent_id)
-        closed = await answer_question(
-            self.store,
-            agent_id,
-            question_id,
-            value,
-            now_ms=self.clock.now_ms(),
-            by=sender,
-            shared=agent.definition.shared,
-        )
+        with self._writing():
+            closed = await answer_question(
+                self.store,
+                agent_id,
+                question_id,
+                value,
+                now_ms=self.clock.now_ms(),
+                by=sender,
+                shared=agent.definition.shared,
+            )
         self.wake(agent_id)
         return closed
 
@@ -691,14 +744,15 @@ class Host:
             As ``answer``, without ``InvalidAnswer``.
         """
         agent = self._admit(agent_id)
-        closed = await abandon_question(
-            self.store,
-            agent_id,
-            question_id,
-            now_ms=self.clock.now_ms(),
-            by=sender,
-            shared=agent.definition.shared,
-        )
+        with self._writing():
+            closed = await abandon_question(
+                self.store,
+                agent_id,
+                question_id,
+                now_ms=self.clock.now_ms(),
+                by=sender,
+                shared=agent.definition.shared,
+            )
         self.wake(agent_id)
         return closed
 
@@ -717,7 +771,8 @@ class Host:
         agent = self._admit(agent_id)
         await self._check_operator(agent, principal)
         async with agent.lock:
-            message_id = await agent.driver.dismiss(run_id)
+            with self._writing():
+                message_id = await agent.driver.dismiss(run_id)
         self.wake(agent_id)
         return message_id
 
@@ -744,6 +799,7 @@ class Host:
         # The workers' own task group: stopping cancels it, never the code inside ``async with``.
         async with anyio.create_task_group() as workers:
             workers.start_soon(self._lease.keep)
+            workers.start_soon(self._checkpoint_periodically)
             # A message posted through any process wakes its worker at once where the store
             # can tell; the poll interval is the fallback (docs/host.md#a-message-reaches-its-host).
             workers.start_soon(self.store.watch_posts, self.wake)
@@ -779,6 +835,17 @@ class Host:
             if any(agent.working for agent in self._agents.values()):
                 log.warning("shutdown grace over; cancelling the running work", grace_s=self._grace)
             workers.cancel_scope.cancel()
+
+    async def _checkpoint_periodically(self) -> None:
+        """Every ``CHECKPOINT_EVERY_S`` on the clock, fold the WAL into the main file and cut
+        it back; one that keeps failing is reported in health (docs/storage.md#store-faults)."""
+        while True:
+            await self.clock.sleep(CHECKPOINT_EVERY_S)
+            try:
+                why = await self.store.checkpoint()
+            except StoreError as exc:
+                why = str(exc)
+            self.store_state.checkpointed(why)
 
     async def _change_marker(self) -> tuple[int, int] | None:
         """The store's change marker; None when it cannot tell or cannot be reached now (every
@@ -854,9 +921,10 @@ class Host:
         if unavailable is None:
             log.exception("an agent's work pass failed; it retries at its next wake")
             return 0
-        log.warning(
+        # Logged once per fault, not per pass: every worker meets it, every retry.
+        self.store_state.failed(
+            unavailable,
             "the store could not be reached; the pass is tried again",
-            error=str(unavailable),
             retry_in_s=self._next_look_s(failures + 1),
         )
         return failures + 1

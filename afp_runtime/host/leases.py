@@ -41,6 +41,7 @@ from anyio.abc import TaskStatus
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import AgentDefinitionError, LeaseLost, StoreUnavailable
 from afp_runtime.host.events import EventBus
+from afp_runtime.host.store_state import StoreState
 from afp_runtime.loop import Event
 from afp_runtime.records import Clock
 from afp_runtime.store import LeaseStore
@@ -89,6 +90,7 @@ class HostLease:
         agent_ids: the hosted agents, claimed in this order.
         events: where ``lease.lost`` is published.
         wake: asks an agent's worker to look for work now (after a claim).
+        store_state: told of each period's outcome (a period always writes its renewal).
 
     Raises:
         AgentDefinitionError: a bad ``host_id`` (field ``hostId``) or ``ttl_s``
@@ -105,6 +107,7 @@ class HostLease:
         agent_ids: Collection[str],
         events: EventBus,
         wake: Callable[[str], None],
+        store_state: StoreState | None = None,
     ) -> None:
         self.ttl_s = _checked_ttl(ttl_s)
         self.host_id = default_host_id() if host_id is None else _checked_host_id(host_id)
@@ -113,6 +116,7 @@ class HostLease:
         self.agent_ids = tuple(agent_ids)
         self.events = events
         self.wake = wake
+        self.store_state = store_state
         self.epoch: int | None = None
         # When the lease was last taken or renewed, by this host's clock (the time asked before
         # the write, so never later than the row's own start).
@@ -164,6 +168,14 @@ class HostLease:
             try:
                 if epoch is not None and await self.store.release_lease(self.host_id, epoch):
                     log.info("host lease released", host_id=self.host_id, lease_epoch=epoch)
+            except StoreUnavailable as exc:
+                # A full disk, say: one line, as every other fault of the store.
+                log.warning(
+                    "releasing the host lease failed; it lapses at its expiry",
+                    host_id=self.host_id,
+                    cause=exc.cause,
+                    error=str(exc),
+                )
             except Exception:
                 log.exception("releasing the host lease failed; it lapses at its expiry")
             finally:
@@ -188,7 +200,7 @@ class HostLease:
                 unavailable = store_unavailable(exc)
                 if unavailable is None:
                     log.exception("a lease period failed; the next period tries again")
-                else:
+                elif self.store_state is None:
                     # Each step of a period is its own transaction: the next period redoes
                     # whichever did not happen (docs/host.md#hosts-and-a-failing-store).
                     log.warning(
@@ -196,6 +208,15 @@ class HostLease:
                         host_id=self.host_id,
                         error=str(unavailable),
                     )
+                else:
+                    self.store_state.failed(
+                        unavailable,
+                        "a lease period could not reach the store; the next period tries again",
+                        host_id=self.host_id,
+                    )
+            else:
+                if self.store_state is not None:
+                    self.store_state.succeeded()
             self.periods += 1
 
     async def period(self) -> None:

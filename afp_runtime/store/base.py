@@ -204,6 +204,10 @@ class HealthStore(Protocol):
     async def mark_clean_shutdown(self) -> None:
         """Record a clean shutdown."""
 
+    async def checkpoint(self) -> str | None:
+        """Fold the write-ahead log into the database where the backend keeps one (SQLite's
+        WAL); None when done or nothing to do, else why it could not be."""
+
     async def quick_check(self) -> list[str]:
         """A fast health check: ``['ok']`` when healthy, else the problems found."""
 

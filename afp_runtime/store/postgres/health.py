@@ -8,7 +8,7 @@ import hashlib
 import anyio
 import asyncpg
 
-from afp_runtime.errors import StoreError
+from afp_runtime.errors import StoreError, StoreUnavailable
 from afp_runtime.store.postgres._core import PostgresCore
 from afp_runtime.store.postgres.migrations import SCHEMA_VERSION
 
@@ -45,12 +45,23 @@ class Health(PostgresCore):
         """Record a clean shutdown."""
         await self._mark("1")
 
+    async def checkpoint(self) -> str | None:
+        """Nothing to do: the server checkpoints its own log."""
+        return None
+
     async def quick_check(self) -> list[str]:
         """The server answers and the schema version is this build's: ``['ok']``, else the
-        problem (counted in ``quick_checks``). Postgres checks its own pages."""
+        problem (counted in ``quick_checks``). Postgres checks its own pages.
+
+        Raises:
+            StoreUnavailable: the server cannot be reached now (that is no problem of the data:
+                a host checks again once it can, docs/host.md#after-an-unclean-stop).
+        """
         self.quick_checks += 1
         try:
             found = await self._fetch("SELECT value FROM meta WHERE key = 'schema_version'")
+        except StoreUnavailable:
+            raise
         except StoreError as exc:
             return [str(exc)]
         if not found or found[0][0] != str(SCHEMA_VERSION):
@@ -59,7 +70,10 @@ class Health(PostgresCore):
 
     async def integrity_check(self) -> list[str]:
         """The quick check, and every table of the schema present: ``['ok']`` when healthy."""
-        problems = [p for p in await self.quick_check() if p != "ok"]
+        try:
+            problems = [p for p in await self.quick_check() if p != "ok"]
+        except StoreUnavailable as exc:
+            problems = [str(exc)]
         found = await self._fetch(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
         )

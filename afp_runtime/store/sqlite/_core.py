@@ -5,9 +5,10 @@ share one short transaction, each in a savepoint of its own (``_write``,
 docs/storage.md#group-commit), ``synchronous=NORMAL`` unless a member precedes an effect leaving
 the process (``synchronous=FULL``,
 docs/architecture.md#decision-1-sync-durability-commits-at-effect-boundaries). Every sqlite3
-error becomes a ``StoreError``. The concerns of the store (``conversations``, ``inbox``,
-``questions``, ``runs``, ``leases``, ``health``) are mixins over this class;
-``store.SqliteStore`` puts them together.
+error becomes a ``StoreError``; a full disk, an unwritable or lost file, an I/O error and a WAL
+past its bound a ``StoreUnavailable`` (``faults``, docs/storage.md#store-faults). The concerns
+of the store (``conversations``, ``inbox``, ``questions``, ``runs``, ``leases``, ``health``) are
+mixins over this class; ``store.SqliteStore`` puts them together.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import anyio
 
 from afp_runtime.errors import SchemaTooNew, StoreDamaged, StoreError, StoreUnavailable
 from afp_runtime.store.rows import encoder, map_decoder
-from afp_runtime.store.sqlite import group, writes
+from afp_runtime.store.sqlite import faults, group, writes
 from afp_runtime.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["SqliteCore", "chunks", "encoder", "map_decoder", "rows_of"]
@@ -32,7 +33,7 @@ __all__ = ["SqliteCore", "chunks", "encoder", "map_decoder", "rows_of"]
 T = TypeVar("T")
 Core = TypeVar("Core", bound="SqliteCore")
 
-BUSY_TIMEOUT_MS = 5_000
+BUSY_TIMEOUT_MS = faults.BUSY_TIMEOUT_MS
 _CHUNK = 500  # ids per statement, well under SQLite's bound on parameters
 # Txns per group commit: a bound on how long one group holds the connection (and its reads).
 _GROUP = 64
@@ -67,6 +68,11 @@ class SqliteCore:
         self.quick_checks = 0
         # (host_id, lease_epoch) every commit is fenced by; None: unfenced (one process).
         self._fence: tuple[str, int] | None = None
+        self._wal = f"{path}-wal"
+        # Past this size of the -wal file, writes are refused unless a checkpoint shrinks it.
+        self.wal_limit_bytes = faults.WAL_LIMIT_BYTES
+        # The opened file's (device, inode): a write checks the path still names it.
+        self._identity: tuple[int, int] | None = None
 
     # -- opening -------------------------------------------------------------------------
 
@@ -102,6 +108,8 @@ class SqliteCore:
             raise StoreUnavailable(f"cannot open the database {path}: {exc}") from exc
         store = cls(path, conn, read_only=read_only)
         try:
+            found = await anyio.Path(path).stat()
+            store._identity = (found.st_dev, found.st_ino)
             await store._prepare(now_ms)
         except BaseException:
             await conn.close()
@@ -161,6 +169,7 @@ class SqliteCore:
                 raise StoreUnavailable(f"{self.path} holds no afp_runtime data yet")
             return
         await self._conn.execute("PRAGMA journal_mode=WAL")
+        await self._conn.execute(f"PRAGMA journal_size_limit={faults.JOURNAL_SIZE_LIMIT}")
         await self._set_synchronous("NORMAL")
         if version < SCHEMA_VERSION:
             await self._migrate(version, now_ms)
@@ -223,10 +232,11 @@ class SqliteCore:
             raise StoreError("this store was opened read-only")
         async with self._lock:
             try:
+                await self._conn._execute(self._bound_wal, self._conn._conn)
                 await self._set_synchronous("FULL" if full else "NORMAL")
                 await self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StoreUnavailable(f"cannot start a transaction: {exc}") from exc
+                raise _not_started(exc) from exc
             except BaseException:
                 # Cancelled while BEGIN was queued: it still runs on the connection's thread,
                 # which runs requests in order, so roll it back after it (else the connection
@@ -245,7 +255,7 @@ class SqliteCore:
                     with contextlib.suppress(sqlite3.Error):
                         await self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"a store transaction failed: {exc}") from exc
+                    raise faults.store_error(exc, "a store transaction") from exc
                 raise
             self.transactions += 1
             self.full_transactions += int(full)
@@ -282,6 +292,7 @@ class SqliteCore:
         level = "FULL" if full else "NORMAL"
 
         def run(conn: sqlite3.Connection) -> None:
+            self._bound_wal(conn)
             if self._synchronous != level:
                 conn.execute(f"PRAGMA synchronous={level}")
                 self._synchronous = level
@@ -309,4 +320,18 @@ class SqliteCore:
         try:
             return list(await self._conn.execute_fetchall(sql, tuple(params)))
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"a store read failed: {exc}") from exc
+            raise faults.store_error(exc, "a store read") from exc
+
+    def _bound_wal(self, conn: sqlite3.Connection) -> None:
+        """On the connection's thread, before a write: refuse it while the file opened is gone
+        or replaced, or the WAL stays past ``wal_limit_bytes`` (docs/storage.md#store-faults)."""
+        faults.check_file(str(self.path), self._identity)
+        faults.bound_wal(conn, self._wal, self.wal_limit_bytes)
+
+
+def _not_started(exc: sqlite3.Error) -> StoreUnavailable:
+    """A ``BEGIN`` that failed: the disk's fault when it is one, else the file is locked."""
+    error = faults.store_error(exc, "starting a transaction")
+    if isinstance(error, StoreUnavailable):
+        return error
+    return StoreUnavailable(f"cannot start a transaction: {exc}")

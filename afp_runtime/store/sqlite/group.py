@@ -15,7 +15,8 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from afp_runtime.errors import StoreError, StoreUnavailable
+from afp_runtime.errors import StoreUnavailable
+from afp_runtime.store.sqlite.faults import store_error
 from afp_runtime.store.sqlite.writes import RowIds
 
 __all__ = ["Member", "own_error", "write_group"]
@@ -35,11 +36,10 @@ class Member:
 
 
 def own_error(exc: BaseException) -> BaseException:
-    """The error a waiter sees: a sqlite3 error as a ``StoreError``, any other as it is."""
+    """The error a waiter sees: a sqlite3 error as a ``StoreError`` (``StoreUnavailable`` for a
+    fault of the disk or the file), any other as it is."""
     if isinstance(exc, sqlite3.Error):
-        error = StoreError(f"a store transaction failed: {exc}")
-        error.__cause__ = exc
-        return error
+        return store_error(exc, "a store transaction")
     return exc
 
 
@@ -53,6 +53,9 @@ def write_group(conn: sqlite3.Connection, members: Sequence[Member], ids: RowIds
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
+        error = store_error(exc, "starting a transaction")
+        if isinstance(error, StoreUnavailable):
+            raise error from exc
         raise StoreUnavailable(f"cannot start a transaction: {exc}") from exc
     try:
         if len(members) == 1:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import anyio
 
 from afp_runtime.errors import StoreError
+from afp_runtime.store.sqlite import faults
 from afp_runtime.store.sqlite._core import SqliteCore
 
 
@@ -34,6 +35,18 @@ class Health(SqliteCore):
         async with self._lock:
             with contextlib.suppress(sqlite3.Error):
                 await self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    async def checkpoint(self) -> str | None:
+        """Checkpoint the WAL into the main file and truncate it, waiting for readers only
+        briefly; None when done, else why not (docs/storage.md#store-faults). The host runs it
+        periodically and reports one that keeps failing."""
+        if self._read_only:
+            return None
+        async with self._lock:
+            why: str | None = await self._conn._execute(
+                faults.checkpoint, self._conn._conn, self._wal
+            )
+        return why
 
     async def quick_check(self) -> list[str]:
         """``PRAGMA quick_check``: ``['ok']`` on a healthy file (counted in ``quick_checks``).
