@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from afp_runtime._logging import get_logger
-from afp_runtime.records.events import Event, EventPayload, Payload
+from afp_runtime.records import Event, EventPayload, Payload
 
 log = get_logger()
 

@@ -31,7 +31,7 @@ from afp_runtime.records import (
 )
 
 WIRE = Path(__file__).with_name("event_wire.jsonl").read_bytes().splitlines()
-DOCS = Path(__file__).parents[2] / "docs" / "host.md"
+DOCS = Path(__file__).parents[2] / "docs/host.md"
 
 
 @pytest.mark.parametrize("line", WIRE, ids=lambda line: msgspec.json.decode(line)["type"])
