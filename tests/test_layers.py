@@ -47,7 +47,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "messages": frozenset(),
     "records": frozenset({"messages"}),
     "window": frozenset({"messages"}),
-    "findings": frozenset({"messages", "window", "extensions", "tools"}),
+    "findings": frozenset({"messages", "records", "window", "extensions", "tools"}),
     "served": frozenset({"messages", "records"}),
     "models": frozenset({"messages"}),
     "cost": frozenset({"messages"}),
@@ -59,7 +59,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "loop": frozenset({"messages", "records", "window", "served"})
     | {"models", "tools", "store", "extensions", "cost"},
     "mcp": frozenset({"tools", "records"}),
-    "telemetry": frozenset({"loop"}),
+    "telemetry": frozenset({"loop", "records"}),
     "agents": PURE
     | {"models", "tools", "store", "extensions", "time", "loop", "mcp", "telemetry", "cost"}
     | {"permissions"},

@@ -29,7 +29,7 @@ from afp_runtime.loop import (
     TimeOrderedIds,
 )
 from afp_runtime.mcp import sessions_open
-from afp_runtime.records import OpenTurn
+from afp_runtime.records import IterationEnded, OpenTurn, ReceiptMinted, ToolEnded
 from afp_runtime.store import open_store, shown_location
 
 
@@ -131,20 +131,20 @@ async def cmd_demo(args: Any) -> int:
         spans = await store.folded_spans(definition.agent_id)
         records = await window_records(store, [o.run_id for o in outcomes])
     agent = agents[definition.agent_id]
-    tool_calls = recorder.of_type("tool.ended")
+    tool_calls = recorder.payloads(ToolEnded)
     grid = table("what", "", title=f"standing agent {definition.agent_id!r}")
     add_row(
         grid,
         [
             "this run",
-            f"{len(outcomes)} runs, {len(recorder.of_type('iteration.ended'))} "
-            f"iterations, {len(recorder.of_type('receipt.minted'))} model calls, "
+            f"{len(outcomes)} runs, {len(recorder.of_type(IterationEnded))} "
+            f"iterations, {len(recorder.of_type(ReceiptMinted))} model calls, "
             f"{len(tool_calls)} tool calls",
         ],
     )
     add_row(
         grid,
-        ["tools called", ", ".join(sorted({e.payload["toolName"] for e in tool_calls})) or "-"],
+        ["tools called", ", ".join(sorted({e.tool_name for e in tool_calls})) or "-"],
     )
     add_row(
         grid,

@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from afp_runtime.messages import Message, ToolCall, ToolSchema
-from afp_runtime.records import Clock, QuestionRow, RunKind
+from afp_runtime.records import Clock, EventPayload, QuestionRow, RunKind
 from afp_runtime.tools import PlannedCall, Tool, ToolOutcome
 from afp_runtime.window import TurnStanding, VisitOutcome
 
 Ask = tuple[str, str, tuple[str, ...], dict[str, Any] | None]
 """A question a pause asks: kind, prompt, the calls waiting on it, kind-specific detail."""
 
-Event = tuple[str, dict[str, Any]]
-"""An event an extension reports: its kind and payload (the run adds the envelope)."""
+Event = EventPayload
+"""An event an extension reports: its typed payload (the run adds the envelope)."""
 
 Piece = dict[str, str]
 """A system piece: ``slot``, ``source`` and ``text``."""

@@ -54,6 +54,7 @@ from afp_runtime.findings.rows import (
 )
 from afp_runtime.findings.serve import decorate_schema, offer_ids, serve_findings
 from afp_runtime.messages import Message, ToolCall, ToolSchema
+from afp_runtime.records import FindingsDeclared, FindingsStanding
 from afp_runtime.tools import Tool
 from afp_runtime.window import VisitOutcome
 
@@ -190,40 +191,35 @@ def _events(rows: Sequence[LedgerRow]) -> list[Event]:
     events: list[Event] = []
     for index, row in enumerate(rows):
         if isinstance(row, BasisRow):
-            payload: dict[str, Any] = {
-                "toolName": row.tool_name,
-                "toolCallId": row.tool_call_id,
-                "turn": row.turn,
-                "iteration": row.iteration,
-            }
-            if row.basis is not msgspec.UNSET:
-                payload["basis"] = row.basis
-            if row.expect is not msgspec.UNSET:
-                payload["expect"] = row.expect
-            if row.proposition is not msgspec.UNSET:
-                payload["hasProposition"] = True
-            if row.malformed is not msgspec.UNSET:
-                payload["malformed"] = row.malformed
-            events.append(("findings.declared", payload))
+            events.append(
+                FindingsDeclared(
+                    tool_name=row.tool_name,
+                    tool_call_id=row.tool_call_id,
+                    turn=row.turn,
+                    iteration=row.iteration,
+                    basis=row.basis,
+                    expect=row.expect,
+                    has_proposition=True if row.proposition is not msgspec.UNSET else msgspec.UNSET,
+                    malformed=row.malformed,
+                )
+            )
         elif isinstance(row, StandingRow):
-            payload = {
-                "toolCallId": row.tool_call_id,
-                "turn": row.turn,
-                "iteration": row.iteration,
-                "standing": row.standing,
-                "declaredOn": "answer" if isinstance(row.declared_on, str) else "tool-call",
-                "assertionCount": len(row.assertions),
-            }
-            if row.tool_name is not msgspec.UNSET:
-                payload["toolName"] = row.tool_name
-            if row.unknown_id is not msgspec.UNSET:
-                payload["unknownId"] = True
-            conflicts = []
+            conflicts: list[list[str]] = []
             for later in rows[index + 1 :]:
                 if not isinstance(later, ConflictRow):
                     break
                 conflicts.append(list(later.key))
-            if conflicts:
-                payload["conflictKeys"] = conflicts
-            events.append(("findings.standing", payload))
+            events.append(
+                FindingsStanding(
+                    tool_call_id=row.tool_call_id,
+                    turn=row.turn,
+                    iteration=row.iteration,
+                    standing=row.standing,
+                    declared_on="answer" if isinstance(row.declared_on, str) else "tool-call",
+                    assertion_count=len(row.assertions),
+                    tool_name=row.tool_name,
+                    unknown_id=True if row.unknown_id is not msgspec.UNSET else msgspec.UNSET,
+                    conflict_keys=conflicts or msgspec.UNSET,
+                )
+            )
     return events

@@ -74,7 +74,14 @@ from afp_runtime.host.leases import HostLease, store_unavailable
 from afp_runtime.host.store_state import StoreFault, StoreState
 from afp_runtime.loop import AgentDriver, Emitter, Event, IdFactory, KeptResults, LoopHooks
 from afp_runtime.models import Model
-from afp_runtime.records import Clock, QuestionRow
+from afp_runtime.records import (
+    Clock,
+    HostDamagedEvent,
+    HostStartedEvent,
+    HostStoppingEvent,
+    InboxAccepted,
+    QuestionRow,
+)
 from afp_runtime.store import Ack, Store, check_owner
 from afp_runtime.telemetry import Telemetry, TelemetrySink
 
@@ -313,7 +320,7 @@ class Host:
             self.state = "stopped"
             raise
         self.state = "running"
-        self._host_event("host.started")
+        self._host_event(HostStartedEvent)
         log.info("host started", agents=list(self._agents))
         return self
 
@@ -398,7 +405,7 @@ class Host:
             self._grace = max(0.0, grace_s)
         if self._grace == 0:
             self._grace_scope.cancel()
-        self._host_event("host.stopping")
+        self._host_event(HostStoppingEvent)
         self.events.close()
         self._stop_requested.set()
         for agent_id in self._agents:
@@ -441,7 +448,7 @@ class Host:
             path=self.store.location,
             problems=problems[:5],
         )
-        self._host_event("host.damaged")
+        self._host_event(HostDamagedEvent)
         for agent in self._agents.values():
             agent.scope.cancel()
 
@@ -497,15 +504,13 @@ class Host:
                         "closing an agent's adapters failed", agent_id=agent.driver.agent_id
                     )
 
-    def _host_event(self, kind: str) -> None:
-        payload = {
-            "hostId": self._lease.host_id,
-            "bootId": self.events.boot_id,
-            "agents": list(self._agents),
-        }
-        self.events.publish(
-            Event(id=0, type=kind, at_ms=self.clock.now_ms(), agent_id="", payload=payload)
+    def _host_event(
+        self, kind: type[HostStartedEvent | HostStoppingEvent | HostDamagedEvent]
+    ) -> None:
+        payload = kind(
+            host_id=self._lease.host_id, boot_id=self.events.boot_id, agents=list(self._agents)
         )
+        self.events.publish(Event(id=0, at_ms=self.clock.now_ms(), agent_id="", payload=payload))
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -652,14 +657,11 @@ class Host:
             )
         if not ack.duplicate:
             agent.driver.emitter.emit(
-                "inbox.accepted",
+                InboxAccepted(
+                    message_id=ack.message_id, position=ack.position, text_chars=len(text)
+                ),
                 at_ms=now,
                 agent_id=agent_id,
-                payload={
-                    "messageId": ack.message_id,
-                    "position": ack.position,
-                    "textChars": len(text),
-                },
             )
         self.wake(agent_id)
         return ack

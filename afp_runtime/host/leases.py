@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Literal
 
 import anyio
+import msgspec
 from anyio.abc import TaskStatus
 
 from afp_runtime._logging import get_logger
@@ -43,7 +44,7 @@ from afp_runtime.errors import AgentDefinitionError, LeaseLost, StoreUnavailable
 from afp_runtime.host.events import EventBus
 from afp_runtime.host.store_state import StoreState
 from afp_runtime.loop import Event
-from afp_runtime.records import Clock
+from afp_runtime.records import Clock, LeaseLostEvent
 from afp_runtime.store import LeaseStore
 
 log = get_logger()
@@ -406,20 +407,13 @@ class HostLease:
         )
 
     def _publish(self, agent_id: str | None, epoch: int | None = None) -> None:
-        payload: dict[str, object] = {
-            "hostId": self.host_id,
-            "hostLeaseEpoch": epoch if agent_id is None else self.epoch,
-        }
-        if agent_id is not None:
-            payload["agentId"] = agent_id
+        payload = LeaseLostEvent(
+            host_id=self.host_id,
+            host_lease_epoch=epoch if agent_id is None else self.epoch,
+            agent_id=agent_id if agent_id is not None else msgspec.UNSET,
+        )
         self.events.publish(
-            Event(
-                id=0,
-                type="lease.lost",
-                at_ms=self.clock.now_ms(),
-                agent_id=agent_id or "",
-                payload=payload,
-            )
+            Event(id=0, at_ms=self.clock.now_ms(), agent_id=agent_id or "", payload=payload)
         )
 
 

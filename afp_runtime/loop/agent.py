@@ -22,7 +22,17 @@ from afp_runtime.loop.kept import KeptResults
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.run import Run
 from afp_runtime.messages import Usage
-from afp_runtime.records import Clock, InboxUpdate, OpenTurn, PendingBatch, RunKind, Txn
+from afp_runtime.records import (
+    Clock,
+    InboxAccepted,
+    InboxUpdate,
+    OpenTurn,
+    PendingBatch,
+    RunKind,
+    TurnEnded,
+    TurnHeld,
+    Txn,
+)
 from afp_runtime.store import Ack, CheckpointStore
 
 log = get_logger()
@@ -98,10 +108,9 @@ class AgentDriver:
             time=checked,
         )
         self.emitter.emit(
-            "inbox.accepted",
+            InboxAccepted(message_id=ack.message_id, position=ack.position, text_chars=len(text)),
             at_ms=self.clock.now_ms(),
             agent_id=self.agent_id,
-            payload={"messageId": ack.message_id, "position": ack.position, "textChars": len(text)},
         )
         return ack
 
@@ -283,10 +292,9 @@ class AgentDriver:
         )
         log.warning("turn held", error_kind="crash-loop", error=error)
         self.emitter.emit(
-            "turn.held",
+            TurnHeld(error_kind="crash-loop", message=error, run_id=crashed),
             at_ms=self.clock.now_ms(),
             agent_id=self.agent_id,
-            payload={"errorKind": "crash-loop", "message": error, "runId": crashed},
             run_id=crashed,
             turn=state.open_turn.turn,
             iteration=state.open_turn.next_iteration,
@@ -377,22 +385,21 @@ async def dismiss_turn(
     log.info("turn dismissed", agent_id=agent_id, turn=turn.turn, error_kind=turn.error_kind)
     if emitter is not None:
         emitter.emit(
-            "turn.ended",
+            TurnEnded(
+                turn=turn.turn,
+                message_id=turn.message_id,
+                status="dismissed",
+                runs=turn.runs,
+                iterations=max(turn.next_iteration - 1, 0),
+                epochs=turn.epochs_before,
+                usage=turn.usage_before or Usage(),
+                duration_ms=max(now - turn.started_at_ms, 0) if turn.started_at_ms else 0,
+                reason="an operator dismissed the held turn",
+                error_kind=turn.error_kind,
+                error=turn.error,
+            ),
             at_ms=now,
             agent_id=agent_id,
-            payload={
-                "turn": turn.turn,
-                "messageId": turn.message_id,
-                "status": "dismissed",
-                "runs": turn.runs,
-                "iterations": max(turn.next_iteration - 1, 0),
-                "epochs": turn.epochs_before,
-                "usage": msgspec.to_builtins(turn.usage_before or Usage()),
-                "durationMs": max(now - turn.started_at_ms, 0) if turn.started_at_ms else 0,
-                "reason": "an operator dismissed the held turn",
-                "errorKind": turn.error_kind,
-                "error": turn.error,
-            },
             run_id=turn.last_run_id,
             turn=turn.turn,
         )

@@ -1,5 +1,5 @@
-"""Events the loop emits while it works (docs/host.md#events): an envelope and a type-tagged
-payload.
+"""Events the loop emits while it works (docs/host.md#events): an envelope around one of the
+typed payloads registered in ``afp_runtime.records.events``.
 
 Events are emitted during a stage, before its commit: the commit log wins where they differ.
 Delivery is in-process and never waits on a subscriber. With no sink an event is numbered but
@@ -9,27 +9,14 @@ not built, so a sink added later sees the ids it would have seen from the start.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import msgspec
+from typing import Any, TypeVar
 
 from afp_runtime._logging import get_logger
+from afp_runtime.records import Event, EventPayload, Payload
 
 log = get_logger()
 
-
-class Event(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """One event: a per-emitter increasing ``id``, its ``type``, time and context."""
-
-    id: int
-    type: str
-    at_ms: int
-    agent_id: str
-    payload: dict[str, Any]
-    run_id: str | None = None
-    turn: int | None = None
-    iteration: int | None = None
-    runtime_stage_id: str | None = None
+P = TypeVar("P", bound=Payload)
 
 
 EventSink = Callable[[Event], None]
@@ -44,9 +31,13 @@ class EventRecorder:
     def __call__(self, event: Event) -> None:
         self.events.append(event)
 
-    def of_type(self, kind: str) -> list[Event]:
-        """The events of one type, in order."""
-        return [e for e in self.events if e.type == kind]
+    def of_type(self, kind: type[Payload]) -> list[Event]:
+        """The events whose payload is a ``kind``, in order."""
+        return [e for e in self.events if isinstance(e.payload, kind)]
+
+    def payloads(self, kind: type[P]) -> list[P]:
+        """The payloads of the events of one type, in order."""
+        return [e.payload for e in self.events if isinstance(e.payload, kind)]
 
 
 class Emitter:
@@ -69,16 +60,12 @@ class Emitter:
         """Number an event nobody receives, so ids stay the same as if it had been built."""
         self._next_id += 1
 
-    def emit(
-        self, kind: str, *, at_ms: int, agent_id: str, payload: dict[str, Any], **ctx: Any
-    ) -> None:
-        """Emit one event to every sink."""
+    def emit(self, payload: EventPayload, *, at_ms: int, agent_id: str, **ctx: Any) -> None:
+        """Emit one event (its type is its payload's) to every sink."""
         self._next_id += 1
-        event = Event(
-            id=self._next_id, type=kind, at_ms=at_ms, agent_id=agent_id, payload=payload, **ctx
-        )
+        event = Event(id=self._next_id, at_ms=at_ms, agent_id=agent_id, payload=payload, **ctx)
         for sink in self._sinks:
             try:
                 sink(event)
             except Exception:
-                log.exception("event sink failed", event_type=kind)
+                log.exception("event sink failed", event_type=event.type)

@@ -19,7 +19,6 @@ import structlog
 
 from afp_runtime._logging import get_logger
 from afp_runtime._secrets import redact
-from afp_runtime.cost import cost_wire
 from afp_runtime.errors import AfpError
 from afp_runtime.extensions import At, Filed, RunExtension, RunStart
 from afp_runtime.loop.committer import Committer
@@ -52,18 +51,27 @@ from afp_runtime.messages import (
     sha256_hex,
 )
 from afp_runtime.records import (
+    BudgetExhausted,
     Clock,
     CommitBundle,
     ConversationState,
+    CostFigures,
+    EventPayload,
     InboxUpdate,
     Item,
+    IterationEnded,
     ListRef,
     OpenTurn,
     PendingBatch,
     QuestionRow,
+    RouteDecided,
     RunEnd,
+    RunEnded,
     RunKind,
     RunStatus,
+    TurnEnded,
+    TurnHeld,
+    TurnStalled,
     Txn,
     Write,
     runtime_stage_id,
@@ -173,16 +181,15 @@ class Run:
         """The clock's time, epoch milliseconds."""
         return self.clock.now_ms()
 
-    def emit(self, kind: str, payload: dict[str, Any], *, stage: bool = True) -> None:
+    def emit(self, payload: EventPayload, *, stage: bool = True) -> None:
         """Emit an event carrying this run's context (and the stage's id when ``stage``)."""
         if not self.emitter.listening:
             self.emitter.skip()
             return
         self.emitter.emit(
-            kind,
+            payload,
             at_ms=self.now(),
             agent_id=self.agent_id,
-            payload=payload,
             run_id=self.run_id,
             turn=self.state.conv.turn,
             iteration=self.state.iteration,
@@ -217,8 +224,8 @@ class Run:
 
     def report(self, filed: Filed) -> list[Any]:
         """Emit the events of rows an extension filed; returns the rows."""
-        for kind, payload in filed.events:
-            self.emit(kind, payload)
+        for payload in filed.events:
+            self.emit(payload)
         return list(filed.rows)
 
     def take_rows(self) -> list[dict[str, Any]]:
@@ -382,9 +389,7 @@ class Run:
             wrap_up_asked=self.state.wrap_up_asked,
         )
         self.emit(
-            "route.decided",
-            {"iteration": self.state.iteration, "route": route, "reason": reason},
-            stage=False,
+            RouteDecided(iteration=self.state.iteration, route=route, reason=reason), stage=False
         )
         if route != "final":
             # The route boundary: past a halting budget nothing more runs, not even a wrap-up
@@ -426,13 +431,12 @@ class Run:
         if action == "cut-short":
             self.state.stopped_early["action"] = action
         self.emit(
-            "budget.exhausted",
-            {
-                "iteration": self.state.iteration,
-                "maxIterations": self.d.max_iterations,
-                "pendingToolCalls": len(reply.tool_calls),
-                "action": action,
-            },
+            BudgetExhausted(
+                iteration=self.state.iteration,
+                max_iterations=self.d.max_iterations,
+                pending_tool_calls=len(reply.tool_calls),
+                action=action,
+            )
         )
 
     async def stop_turn(
@@ -476,12 +480,12 @@ class Run:
             status, bundles=bundles, conversation=state, error_kind=error_kind, error=error
         )
         log.warning("turn stopped", status=status, error_kind=error_kind, error=error)
-        event = (
-            {"errorKind": error_kind, "retryAtMs": retry_at_ms, "stalls": open_turn.stalls}
+        event: TurnStalled | TurnHeld = (
+            TurnStalled(error_kind=error_kind, retry_at_ms=retry_at_ms, stalls=open_turn.stalls)
             if status == "stalled"
-            else {"errorKind": error_kind, "message": error, "runId": self.run_id}
+            else TurnHeld(error_kind=error_kind, message=error, run_id=self.run_id)
         )
-        self.emit(f"turn.{status}", event, stage=False)
+        self.emit(event, stage=False)
         self.emit_run_ended(status, error_kind=error_kind, error=error)
         return self.outcome(status, error_kind=error_kind, error=error)
 
@@ -548,8 +552,9 @@ class Run:
             **end,
         )
         self.emit(
-            "iteration.ended",
-            {"iteration": self.state.iteration, "route": route, "toolCallCount": tool_call_count},
+            IterationEnded(
+                iteration=self.state.iteration, route=route, tool_call_count=tool_call_count
+            ),
             stage=False,
         )
         return turn
@@ -594,25 +599,35 @@ class Run:
             closes=True,
         )
 
-    def emit_turn_ended(self, turn: OpenTurn, status: str, **extra: Any) -> None:
+    def emit_turn_ended(
+        self,
+        turn: OpenTurn,
+        status: str,
+        *,
+        answer: str | None = None,
+        error_kind: str | None = None,
+        error: str | None = None,
+    ) -> None:
         """``turn.ended``: per turn (docs/host.md#event-catalogue), this run's figures plus those
         of the turn's earlier runs."""
-        ended: dict[str, Any] = {
-            "turn": self.state.conv.turn,
-            "messageId": self.message_id,
-            "status": status,
-            "runs": turn.runs,
-            "iterations": self.state.iteration,
-            "epochs": turn.epochs_before + self.state.epochs,
-            "usage": msgspec.to_builtins((turn.usage_before or Usage()) + self.state.run_usage),
-            "durationMs": max(self.now() - turn.started_at_ms, 0) if turn.started_at_ms else 0,
-            **extra,
-        }
-        if turn.spent is not None:
-            ended["cost"] = cost_wire(turn.spent)
-        if self.state.stopped_early is not None:
-            ended["stoppedEarly"] = self.state.stopped_early
-        self.emit("turn.ended", ended, stage=False)
+        ended = TurnEnded(
+            turn=self.state.conv.turn,
+            message_id=self.message_id,
+            status=status,
+            runs=turn.runs,
+            iterations=self.state.iteration,
+            epochs=turn.epochs_before + self.state.epochs,
+            usage=(turn.usage_before or Usage()) + self.state.run_usage,
+            duration_ms=max(self.now() - turn.started_at_ms, 0) if turn.started_at_ms else 0,
+            cost=CostFigures.of(turn.spent) if turn.spent is not None else msgspec.UNSET,
+            stopped_early=(
+                self.state.stopped_early if self.state.stopped_early is not None else msgspec.UNSET
+            ),
+            answer=answer if answer is not None else msgspec.UNSET,
+            error_kind=error_kind if error_kind is not None else msgspec.UNSET,
+            error=error if error_kind is not None else msgspec.UNSET,
+        )
+        self.emit(ended, stage=False)
 
     def emit_run_ended(
         self,
@@ -624,19 +639,19 @@ class Run:
     ) -> None:
         """``run.ended``: with the answer, or the reason there is none
         (docs/host.md#event-catalogue)."""
-        payload: dict[str, Any] = {
-            "runId": self.run_id,
-            "status": status,
-            "epochs": self.state.epochs,
-            "usage": msgspec.to_builtins(self.state.run_usage),
-        }
-        if answer is not None:
-            payload["answer"] = answer
-        else:
-            payload["reason"] = _RUN_REASONS.get(status, status)
-            if error_kind is not None:
-                payload["errorKind"], payload["error"] = error_kind, error
-        self.emit("run.ended", payload, stage=False)
+        unset = msgspec.UNSET
+        held = answer is None and error_kind is not None
+        ended = RunEnded(
+            run_id=self.run_id,
+            status=status,
+            epochs=self.state.epochs,
+            usage=self.state.run_usage,
+            answer=answer if answer is not None else unset,
+            reason=_RUN_REASONS.get(status, status) if answer is None else unset,
+            error_kind=error_kind if held and error_kind is not None else unset,
+            error=error if held else unset,
+        )
+        self.emit(ended, stage=False)
 
     def outcome(self, status: RunStatus, **extra: Any) -> RunOutcome:
         return RunOutcome(

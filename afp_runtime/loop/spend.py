@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from afp_runtime._logging import get_logger
-from afp_runtime.cost import Budget, CallCost, cost_wire, crossed, over, price_call, utc_day
+from afp_runtime.cost import Budget, CallCost, crossed, over, price_call, utc_day
 from afp_runtime.messages import Cost, Usage
-from afp_runtime.records import DaySpend
+from afp_runtime.records import BudgetExceeded, CostFigures, CostSpent, DayCostFigures, DaySpend
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
@@ -66,14 +66,21 @@ def account(run: Run, spend: CallSpend) -> tuple[dict[str, Any], dict[str, Any]]
     return conversation, {"spent": spend.turn_after}
 
 
-def report_call(run: Run, spend: CallSpend, head: dict[str, Any]) -> None:
+def report_call(run: Run, spend: CallSpend, head: CostSpent) -> None:
     """``cost.spent`` for the call (``head``, then its cost and the turn's and the day's), then
     a ``budget.exceeded`` event and a warning for each ``warn`` budget the call took past its
     limit."""
-    payload: dict[str, Any] = {**head, **msgspec.to_builtins(spend.call)}
-    payload["turn"] = cost_wire(spend.turn_after)
-    payload["day"] = {"day": spend.day, **cost_wire(spend.day_after)}
-    run.emit("cost.spent", payload)
+    call = spend.call
+    unset = msgspec.UNSET
+    payload = msgspec.structs.replace(
+        head,
+        model=call.model,
+        amount=call.amount if call.amount is not None else unset,
+        unknown=call.unknown if call.unknown is not None else unset,
+        turn=CostFigures.of(spend.turn_after),
+        day=DayCostFigures.of(spend.day, spend.day_after),
+    )
+    run.emit(payload)
     for budget in run.d.budgets:
         if budget.action != "warn":
             continue
@@ -109,11 +116,11 @@ def halt_reason(budget: Budget, spent: Cost) -> tuple[str, str]:
 
 
 def _exceeded(run: Run, budget: Budget, spent: Cost) -> None:
-    payload = {
-        **msgspec.to_builtins(budget),
-        "spent": cost_wire(spent),
-    }
-    run.emit("budget.exceeded", payload)
+    run.emit(
+        BudgetExceeded(
+            limit=budget.limit, per=budget.per, action=budget.action, spent=CostFigures.of(spent)
+        )
+    )
     log.warning(
         "budget exceeded",
         per=budget.per,

@@ -24,6 +24,7 @@ import msgspec
 from afp_runtime.errors import AfpError, ModelCallError, ScriptExhausted
 from afp_runtime.loop import Event, LoopHooks, SequentialIds
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
+from afp_runtime.records import IterationStarted, ReceiptMinted
 from afp_runtime.scenario.format import (
     STAGE_POINTS,
     CrashStep,
@@ -228,12 +229,14 @@ class World:
 
     def on_event(self, event: Event) -> None:
         """The loop's events: which receipt a send carries, which visit a summary serves."""
-        if event.type == "receipt.minted" and event.run_id is not None:
-            payload = event.payload
-            self._receipt = (event.run_id, payload["epoch"], payload["agentCall"])
+        if event.run_id is None:
+            return
+        payload = event.payload
+        if isinstance(payload, ReceiptMinted):
+            self._receipt = (event.run_id, payload.epoch, payload.agent_call)
             self._attempt = 0
-        elif event.type == "iteration.started" and event.run_id is not None:
-            self._visit = (event.run_id, event.payload["iteration"])
+        elif isinstance(payload, IterationStarted):
+            self._visit = (event.run_id, payload.iteration)
 
     # -- crashes -----------------------------------------------------------------------------
 

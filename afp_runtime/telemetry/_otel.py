@@ -36,6 +36,18 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from afp_runtime._logging import get_logger
 from afp_runtime.loop import Event
+from afp_runtime.records import (
+    CostSpent,
+    IterationEnded,
+    ModelEnded,
+    ModelFailed,
+    ModelStarted,
+    ReceiptMinted,
+    RunEnded,
+    RunStarted,
+    ToolEnded,
+    ToolStarted,
+)
 from afp_runtime.telemetry import Telemetry
 from afp_runtime.telemetry._prometheus import prometheus_text
 
@@ -94,7 +106,7 @@ class _Run:
         self.span = span
         self.chat: Span | None = None
         self.tools: dict[str, Span] = {}
-        self.receipt: dict[str, Any] = {}
+        self.receipt: ReceiptMinted | None = None
 
 
 class OtelSink:
@@ -182,20 +194,39 @@ class OtelSink:
     def __call__(self, event: Event) -> None:
         """Take one event; a failure here is logged, never the loop's."""
         try:
-            handler = _HANDLERS.get(event.type)
-            if handler is not None:
-                handler(self, event)
+            match event.payload:
+                case RunStarted() as payload:
+                    self._run_started(event, payload)
+                case RunEnded() as payload:
+                    self._run_ended(event, payload)
+                case ReceiptMinted() as payload:
+                    self._receipt_minted(event, payload)
+                case ModelStarted() as payload:
+                    self._model_started(event, payload)
+                case ModelEnded() as payload:
+                    self._model_ended(event, payload)
+                case ModelFailed() as payload:
+                    self._model_failed(event, payload)
+                case ToolStarted() as payload:
+                    self._tool_started(event, payload)
+                case ToolEnded() as payload:
+                    self._tool_ended(event, payload)
+                case IterationEnded() as payload:
+                    self._iterations.add(
+                        1, {"afp.agent.id": event.agent_id, "afp.route": payload.route}
+                    )
+                case CostSpent() as payload:
+                    self._cost_spent(event, payload)
         except Exception:
             log.exception("telemetry could not record an event", event_type=event.type)
 
-    def _run_started(self, event: Event) -> None:
-        payload = event.payload
-        run_id, turn = str(payload["runId"]), int(payload["turn"])
+    def _run_started(self, event: Event, payload: RunStarted) -> None:
+        run_id, turn = payload.run_id, payload.turn
         own = run_span_context(event.agent_id, turn, run_id)
         links = []
-        recovered = payload.get("recoveredFrom")
+        recovered = payload.recovered_from or None
         if recovered:
-            crashed = run_span_context(event.agent_id, turn, str(recovered))
+            crashed = run_span_context(event.agent_id, turn, recovered)
             links.append(Link(crashed, {"afp.link": "recovers"}))
         token = _NEXT_IDS.set((own.trace_id, own.span_id))
         try:
@@ -211,9 +242,9 @@ class OtelSink:
                     "gen_ai.conversation.id": event.agent_id,
                     "afp.agent.id": event.agent_id,
                     "afp.run.id": run_id,
-                    "afp.run.kind": str(payload.get("kind", "")),
+                    "afp.run.kind": payload.kind,
                     "afp.turn": turn,
-                    **({"afp.run.recovered_from": str(recovered)} if recovered else {}),
+                    **({"afp.run.recovered_from": recovered} if recovered else {}),
                 },
             )
         finally:
@@ -221,19 +252,19 @@ class OtelSink:
         assert isinstance(span, Span)
         self._runs_open[run_id] = _Run(span)
 
-    def _run_ended(self, event: Event) -> None:
-        payload = event.payload
-        run = self._runs_open.pop(str(payload.get("runId", event.run_id)), None)
+    def _run_ended(self, event: Event, payload: RunEnded) -> None:
+        run = self._runs_open.pop(payload.run_id, None)
         if run is None:
             return
-        status = str(payload.get("status", ""))
+        status = payload.status
         run.span.set_attribute("afp.run.status", status)
-        if self.options.capture_content and payload.get("answer") is not None:
-            run.span.set_attribute("gen_ai.output.messages", str(payload["answer"]))
-        error = payload.get("errorKind")
+        if self.options.capture_content and isinstance(payload.answer, str):
+            run.span.set_attribute("gen_ai.output.messages", payload.answer)
+        error = payload.error_kind or None
         if error:
-            run.span.set_attribute("error.type", str(error))
-            run.span.set_status(Status(StatusCode.ERROR, str(payload.get("error", error))))
+            run.span.set_attribute("error.type", error)
+            message = payload.error if isinstance(payload.error, str) else error
+            run.span.set_status(Status(StatusCode.ERROR, message))
         for open_span in [*run.tools.values(), *([run.chat] if run.chat else [])]:
             open_span.end(end_time=_ns(event.at_ms))
         run.span.end(end_time=_ns(event.at_ms))
@@ -258,69 +289,64 @@ class OtelSink:
         assert isinstance(span, Span)
         return span
 
-    def _receipt_minted(self, event: Event) -> None:
+    def _receipt_minted(self, event: Event, payload: ReceiptMinted) -> None:
         run = self._runs_open.get(event.run_id or "")
         if run is not None:
-            run.receipt = dict(event.payload)
+            run.receipt = payload
 
-    def _model_started(self, event: Event) -> None:
+    def _model_started(self, event: Event, payload: ModelStarted) -> None:
         run = self._runs_open.get(event.run_id or "")
-        payload = event.payload
-        model = str(payload.get("model", ""))
+        model = payload.model
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": str(payload.get("provider", "")),
+            "gen_ai.provider.name": payload.provider,
             "gen_ai.request.model": model,
-            "afp.epoch": int(payload.get("epoch", 0)),
+            "afp.epoch": payload.epoch,
         }
-        receipt = run.receipt if run is not None else {}
-        if receipt.get("epoch") == payload.get("epoch"):
-            call = receipt.get("agentCall")
-            if call is not None:
-                attributes["afp.agent_call"] = int(call)
-                attributes["afp.inspector.path"] = f"/agents/{event.agent_id}/calls/{call}"
-            if receipt.get("wireDigest"):
-                attributes["afp.receipt.wire_digest"] = str(receipt["wireDigest"])
+        receipt = run.receipt if run is not None else None
+        if receipt is not None and receipt.epoch == payload.epoch:
+            call = receipt.agent_call
+            attributes["afp.agent_call"] = call
+            attributes["afp.inspector.path"] = f"/agents/{event.agent_id}/calls/{call}"
+            if receipt.wire_digest:
+                attributes["afp.receipt.wire_digest"] = receipt.wire_digest
         span = self._child(event, f"chat {model}", attributes)
         if run is not None and span is not None:
             run.chat = span
 
-    def _model_ended(self, event: Event) -> None:
+    def _model_ended(self, event: Event, payload: ModelEnded) -> None:
         run = self._runs_open.get(event.run_id or "")
         if run is None or run.chat is None:
             return
         span, run.chat = run.chat, None
-        payload = event.payload
-        usage = payload.get("usage") or {}
-        span.set_attribute("gen_ai.response.finish_reasons", [str(payload.get("stopReason"))])
+        span.set_attribute("gen_ai.response.finish_reasons", [payload.stop_reason])
         started = dict(span.attributes or {})
         attributes = {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": str(started.get("gen_ai.request.model", "")),
             "gen_ai.provider.name": str(started.get("gen_ai.provider.name", "")),
         }
-        for key, kind in (("input", "input"), ("output", "output")):
-            tokens = usage.get(key)
-            if isinstance(tokens, int):
-                span.set_attribute(f"gen_ai.usage.{kind}_tokens", tokens)
-                self._tokens.record(tokens, {**attributes, "gen_ai.token.type": kind})
-        span.set_attribute("afp.attempts", int(payload.get("attempts", 1)))
+        for kind, tokens in (("input", payload.usage.input), ("output", payload.usage.output)):
+            if not tokens:
+                # As on the wire, where a count of 0 is left out: nothing is recorded.
+                continue
+            span.set_attribute(f"gen_ai.usage.{kind}_tokens", tokens)
+            self._tokens.record(tokens, {**attributes, "gen_ai.token.type": kind})
+        span.set_attribute("afp.attempts", payload.attempts)
         span.end(end_time=_ns(event.at_ms))
-        self._model_duration.record(int(payload.get("durationMs", 0)) / 1000, attributes)
+        self._model_duration.record(payload.duration_ms / 1000, attributes)
 
-    def _model_failed(self, event: Event) -> None:
+    def _model_failed(self, event: Event, payload: ModelFailed) -> None:
         run = self._runs_open.get(event.run_id or "")
         if run is None or run.chat is None:
             return
         span, run.chat = run.chat, None
-        kind = str(event.payload.get("errorKind", "model-error"))
-        span.set_attribute("error.type", kind)
-        span.set_status(Status(StatusCode.ERROR, str(event.payload.get("message", kind))))
+        span.set_attribute("error.type", payload.error_kind)
+        span.set_status(Status(StatusCode.ERROR, payload.message))
         span.end(end_time=_ns(event.at_ms))
 
-    def _tool_started(self, event: Event) -> None:
-        payload = event.payload
-        name, call_id = str(payload.get("toolName", "")), str(payload.get("toolCallId", ""))
+    def _tool_started(self, event: Event, payload: ToolStarted) -> None:
+        name, call_id = payload.tool_name, payload.tool_call_id
         span = self._child(
             event,
             f"execute_tool {name}",
@@ -334,12 +360,10 @@ class OtelSink:
         if run is not None and span is not None:
             run.tools[call_id] = span
 
-    def _tool_ended(self, event: Event) -> None:
+    def _tool_ended(self, event: Event, payload: ToolEnded) -> None:
         run = self._runs_open.get(event.run_id or "")
-        payload = event.payload
-        span = run.tools.pop(str(payload.get("toolCallId", "")), None) if run else None
-        status = str(payload.get("status", ""))
-        name = str(payload.get("toolName", ""))
+        span = run.tools.pop(payload.tool_call_id, None) if run else None
+        status, name = payload.status, payload.tool_name
         if span is not None:
             span.set_attribute("afp.tool.status", status)
             if status != "ok":
@@ -347,28 +371,17 @@ class OtelSink:
                 span.set_status(Status(StatusCode.ERROR, status))
             span.end(end_time=_ns(event.at_ms))
         self._tool_duration.record(
-            int(payload.get("durationMs", 0)) / 1000,
-            {"gen_ai.tool.name": name, "afp.tool.status": status},
+            payload.duration_ms / 1000, {"gen_ai.tool.name": name, "afp.tool.status": status}
         )
 
-    def _cost_spent(self, event: Event) -> None:
+    def _cost_spent(self, event: Event, payload: CostSpent) -> None:
         """docs/cost.md#figures: an agent with pricing; a summarizer call without one has no
         amount and no unknown either, so it is not counted."""
-        payload = event.payload
-        attributes = {
-            "afp.agent.id": event.agent_id,
-            "gen_ai.request.model": str(payload.get("model", "")),
-        }
-        amount = payload.get("amount")
-        if isinstance(amount, (int, float)):
-            self._cost.add(float(amount), attributes)
-        elif payload.get("unknown") is not None:
-            self._cost_unknown.add(1, {**attributes, "afp.cost.unknown": str(payload["unknown"])})
-
-    def _iteration_ended(self, event: Event) -> None:
-        self._iterations.add(
-            1, {"afp.agent.id": event.agent_id, "afp.route": str(event.payload.get("route", ""))}
-        )
+        attributes = {"afp.agent.id": event.agent_id, "gen_ai.request.model": payload.model}
+        if isinstance(payload.amount, float | int):
+            self._cost.add(float(payload.amount), attributes)
+        elif isinstance(payload.unknown, str):
+            self._cost_unknown.add(1, {**attributes, "afp.cost.unknown": payload.unknown})
 
     def committed(self, seconds: float, *, ok: bool) -> None:
         """One store transaction ended: counted, its latency recorded."""
@@ -389,17 +402,3 @@ class OtelSink:
         self._runs_open.clear()
         self.tracer_provider.shutdown()
         self.meter_provider.shutdown()
-
-
-_HANDLERS = {
-    "run.started": OtelSink._run_started,
-    "run.ended": OtelSink._run_ended,
-    "receipt.minted": OtelSink._receipt_minted,
-    "model.started": OtelSink._model_started,
-    "model.ended": OtelSink._model_ended,
-    "model.failed": OtelSink._model_failed,
-    "tool.started": OtelSink._tool_started,
-    "tool.ended": OtelSink._tool_ended,
-    "iteration.ended": OtelSink._iteration_ended,
-    "cost.spent": OtelSink._cost_spent,
-}

@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import msgspec
 
 from afp_runtime.agents import Agent
 from afp_runtime.errors import ModelCallError
 from afp_runtime.models import ScriptedModel
+from afp_runtime.records import RunEnded, TurnEnded
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 
@@ -59,9 +61,8 @@ async def _ended(api: Api, definition: Agent, count: int) -> list[Any]:
 async def test_events_carry_the_answer(api: Api) -> None:
     """run.ended and turn.ended of an answered turn carry the answer's text."""
     seen = await _ended(api, agent([answer("first answer")]), 2)
-    ended = {e.type: e.payload for e in seen}
-    assert ended["run.ended"]["answer"] == "first answer"
-    assert ended["turn.ended"]["answer"] == "first answer"
+    answers = {type(e.payload): getattr(e.payload, "answer", None) for e in seen}
+    assert answers == {RunEnded: "first answer", TurnEnded: "first answer"}
 
 
 async def test_a_paused_runs_end_says_why_there_is_no_answer(api: Api) -> None:
@@ -69,9 +70,10 @@ async def test_a_paused_runs_end_says_why_there_is_no_answer(api: Api) -> None:
     approval = Tool("approve_me", "Needs a yes.", {"type": "object"}, _done, check_in=True)
     definition = agent([tool_reply(call("c1", "approve_me"))], tools=[approval])
     [run_ended] = await _ended(api, definition, 1)
-    assert run_ended.payload["status"] == "paused"
-    assert "answer" not in run_ended.payload
-    assert "question" in run_ended.payload["reason"]
+    payload = run_ended.payload
+    assert isinstance(payload, RunEnded) and payload.status == "paused"
+    assert payload.answer is msgspec.UNSET and b'"answer"' not in msgspec.json.encode(payload)
+    assert isinstance(payload.reason, str) and "question" in payload.reason
 
 
 async def _done(args: Any, ctx: ToolContext) -> str:

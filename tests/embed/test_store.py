@@ -342,7 +342,7 @@ async def test_host_answers_posted_messages(tmp_path: Path) -> None:
                 ack = await host.post("support", "Where is order 1042?")
                 with anyio.fail_after(20):
                     event = await ended.__anext__()
-        assert isinstance(event, afp.Event) and event.payload["status"] == "answered"
+        assert isinstance(event, afp.Event) and event.payload.status == "answered"
         [run] = await store.runs(agent)
         assert (run.message_id, run.status) == (ack.message_id, "answered")
 

@@ -4,15 +4,45 @@ buffer (docs/host.md#the-event-envelope, docs/api.md#the-event-stream)."""
 from __future__ import annotations
 
 import anyio
+import msgspec
 import pytest
 
 from afp_runtime.host import EventBus, StreamGap
 from afp_runtime.loop import Event
+from afp_runtime.messages import Usage
+from afp_runtime.records import ModelEnded, ModelStarted, ToolStarted
+
+_PAYLOADS = {
+    "model.started": ModelStarted(
+        epoch=1,
+        provider="scripted",
+        model="m",
+        system_chars=0,
+        message_count=1,
+        request_only_count=0,
+        tool_count=0,
+    ),
+    "model.ended": ModelEnded(
+        epoch=1,
+        stop_reason="end",
+        tool_call_count=0,
+        content_chars=2,
+        duration_ms=0,
+        attempts=1,
+        usage=Usage(),
+    ),
+    "tool.started": ToolStarted(
+        tool_call_id="c1", tool_name="t", call_index=0, batch_size=1, concurrent=False
+    ),
+}
 
 
-def event(kind: str = "model.started", agent_id: str = "ops", **payload: object) -> Event:
+def event(kind: str = "model.started", agent_id: str = "ops", n: int = 0) -> Event:
     """An event as a driver's emitter makes it (its own id is replaced on publish)."""
-    return Event(id=99, type=kind, at_ms=0, agent_id=agent_id, payload=dict(payload))
+    payload = _PAYLOADS[kind]
+    if n:
+        payload = msgspec.structs.replace(payload, epoch=n)
+    return Event(id=99, at_ms=0, agent_id=agent_id, payload=payload)
 
 
 def drain(bus: EventBus, count: int) -> None:

@@ -31,6 +31,7 @@ from afp_runtime.host.leases import HostLease, default_host_id
 from afp_runtime.loop import SequentialIds
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
+from afp_runtime.records import LeaseLostEvent
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import FakeClock, answer
 from tests.api.conftest import agent, settle, until
@@ -168,11 +169,9 @@ async def test_case_31_a_host_that_stops_renewing_is_taken_over(tmp_path: Path, 
                 event = await lost.next()
             assert await row_counts(path) == before
             assert getattr(event, "type", None) == "lease.lost"
-            assert getattr(event, "payload", None) == {
-                "hostId": "host-a",
-                "hostLeaseEpoch": 1,
-                "agentId": "ops",
-            }
+            assert getattr(event, "payload", None) == LeaseLostEvent(
+                host_id="host-a", host_lease_epoch=1, agent_id="ops"
+            )
             assert a.status_override("ops") == "not-leased"
             assert await claim_of(path, "ops") == ("host-b", 1)
     lost_logs = [e for e in logs if e["event"] == "agent lease lost"]
@@ -287,7 +286,7 @@ async def test_a_restart_with_the_same_host_id_takes_over_at_once(tmp_path: Path
             with anyio.fail_after(10):
                 event = await lost.next()
             assert await row_counts(path) == before
-            assert getattr(event, "payload", {}).get("agentId") == "ops"
+            assert getattr(getattr(event, "payload", None), "agent_id", None) == "ops"
 
 
 async def test_a_different_host_id_waits_for_the_lease_to_expire(tmp_path: Path) -> None:
@@ -346,7 +345,7 @@ async def test_a_renewal_that_finds_its_epoch_raised_stops_every_agent(tmp_path:
         await period(host, clock)
         with anyio.fail_after(10):
             event = await lost.next()
-        assert getattr(event, "payload", None) == {"hostId": "h", "hostLeaseEpoch": 1}
+        assert getattr(event, "payload", None) == LeaseLostEvent(host_id="h", host_lease_epoch=1)
         await until(lambda: not host.working("ops"))  # the blocked model call was cancelled
         assert host.lease_epoch is None and host.status_override("ops") == "not-leased"
         await period(host, clock)  # 20 s: the other process's lease is still live

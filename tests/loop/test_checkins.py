@@ -16,6 +16,7 @@ from afp_runtime.agents import Agent, abandon_question, answer_question, validat
 from afp_runtime.errors import InvalidAnswer, QuestionClosed
 from afp_runtime.loop import AgentDriver, Emitter
 from afp_runtime.models import ScriptedModel
+from afp_runtime.records import ToolStarted, TurnEnded, TurnPaused
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 
@@ -61,8 +62,8 @@ async def test_case_20_pause_survives_a_restart_and_the_answer_completes_the_tur
     assert run.status == "paused"
     [row] = await harness.store.inbox("ops")
     assert row.status == "paused"
-    assert [e.payload for e in harness.recorder.of_type("turn.paused")] == [
-        {"questionIds": ["q-1"], "kinds": ["tool-ask"]}
+    assert harness.recorder.payloads(TurnPaused) == [
+        TurnPaused(question_ids=["q-1"], kinds=["tool-ask"])
     ]
 
     # Nothing waits in memory: a fresh process answers and finishes the turn.
@@ -175,7 +176,7 @@ async def test_case_22_approval_pauses_before_any_dispatch(harness: Harness, dec
     await driver.post("go")
     [outcome] = await harness.work(driver)
     assert outcome.status == "paused"
-    assert harness.recorder.of_type("tool.started") == []
+    assert harness.recorder.of_type(ToolStarted) == []
     assert harness.invocations == {}
     [question] = await harness.store.questions("ops")
     assert question.kind == "approval" and question.tool_call_ids == ("d1",)
@@ -412,10 +413,10 @@ async def test_turn_ended_reports_the_whole_turn_across_a_pause(harness: Harness
     harness.clock.advance(90)
     await answer_open(harness, "db-1")
     await harness.work(driver)
-    [ended] = harness.recorder.of_type("turn.ended")
-    assert ended.payload["epochs"] == 2
-    assert ended.payload["usage"] == {"input": 30, "output": 3}
-    assert ended.payload["durationMs"] >= 90_000
+    [ended] = harness.recorder.payloads(TurnEnded)
+    assert ended.epochs == 2
+    assert ended.usage == Usage(input=30, output=3)
+    assert ended.duration_ms >= 90_000
 
 
 async def test_results_after_the_asking_call_keep_call_order(harness: Harness) -> None:

@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 import afp_runtime as afp
 from afp_runtime.errors import AgentDefinitionError
+from afp_runtime.records import BudgetExceeded, CostFigures, CostSpent, TurnEnded
 from afp_runtime.testing import FakeClock, answer, call, capture_logs, tool_reply
 from afp_runtime.tools import halted_text
 
@@ -52,7 +54,7 @@ async def test_each_call_is_priced_from_its_usage(tmp_path: Path) -> None:
         (run,) = await store.runs(shopper)
     first = 600 * 2e-6 + 400 * 5e-7 + 100 * 1e-5
     second = 1200 * 2e-6 + 20 * 1e-5
-    spent = [e.payload for e in events if e.type == "cost.spent"]
+    spent = [msgspec.to_builtins(e.payload) for e in events if isinstance(e.payload, CostSpent)]
     assert [p["amount"] for p in spent] == pytest.approx([first, second])
     assert spent[-1]["turn"] == {
         "amount": pytest.approx(first + second),
@@ -62,8 +64,10 @@ async def test_each_call_is_priced_from_its_usage(tmp_path: Path) -> None:
     }
     assert result.cost is not None and result.cost.total == pytest.approx(first + second)
     assert run.cost == result.cost
-    (ended,) = [e.payload for e in events if e.type == "turn.ended"]
-    assert ended["cost"]["amount"] == pytest.approx(first + second)
+    (ended,) = [e.payload for e in events if isinstance(e.payload, TurnEnded)]
+    assert isinstance(ended.cost, CostFigures) and ended.cost.amount == pytest.approx(
+        first + second
+    )
 
 
 async def test_unreported_usage_is_unknown_never_zero(tmp_path: Path) -> None:
@@ -72,7 +76,7 @@ async def test_unreported_usage_is_unknown_never_zero(tmp_path: Path) -> None:
     shopper = agent([tool_reply(call("c1", "ship", order="7")), answer("done", usage=used(9, 1))])
     async with afp.open(tmp_path / "afp.db") as store, store.stream(shopper, "ship") as stream:
         events = [event async for event in stream]
-    spent = [e.payload for e in events if e.type == "cost.spent"]
+    spent = [msgspec.to_builtins(e.payload) for e in events if isinstance(e.payload, CostSpent)]
     assert spent[0] == {
         "epoch": 1,
         "provider": "scripted",
@@ -115,7 +119,7 @@ async def test_cache_reads_without_a_cache_price_are_unknown(tmp_path: Path) -> 
     )
     async with afp.open(tmp_path / "afp.db") as store, store.stream(shopper, "hello") as stream:
         events = [event async for event in stream]
-    (spent,) = [e.payload for e in events if e.type == "cost.spent"]
+    (spent,) = [msgspec.to_builtins(e.payload) for e in events if isinstance(e.payload, CostSpent)]
     assert spent["unknown"] == "no-cache-read-price"
 
 
@@ -133,7 +137,9 @@ async def test_a_warn_budget_warns_once_and_the_turn_goes_on(tmp_path: Path) -> 
     with capture_logs() as logs:
         async with afp.open(tmp_path / "afp.db") as store, store.stream(shopper, "x") as stream:
             events = [event async for event in stream]
-    exceeded = [e.payload for e in events if e.type == "budget.exceeded"]
+    exceeded = [
+        msgspec.to_builtins(e.payload) for e in events if isinstance(e.payload, BudgetExceeded)
+    ]
     assert len(exceeded) == 1 and exceeded[0]["action"] == "warn"
     assert exceeded[0]["spent"]["amount"] == pytest.approx(0.004)
     assert [entry["event"] for entry in logs].count("budget exceeded") == 1
@@ -246,7 +252,7 @@ async def test_summarizer_calls_are_priced_into_the_turn(tmp_path: Path) -> None
     )
     async with afp.open(tmp_path / "afp.db") as store, store.stream(shopper, "go") as stream:
         events = [event async for event in stream]
-    spent = [e.payload for e in events if e.type == "cost.spent"]
+    spent = [msgspec.to_builtins(e.payload) for e in events if isinstance(e.payload, CostSpent)]
     summarized = [p for p in spent if p["model"] == "cheap"]
     assert summarized and summarized[0]["amount"] == pytest.approx(550 * 1e-7)
     main = sum(p["amount"] for p in spent if p["model"] == "mock-main")

@@ -26,6 +26,7 @@ from afp_runtime.findings import (
 from afp_runtime.loop import AgentDriver, Emitter
 from afp_runtime.messages import Message, ModelRequest, canonical_json
 from afp_runtime.models import ScriptedModel, ScriptEntry
+from afp_runtime.records import FindingsDeclared, FindingsStanding, ToolStarted
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import WindowStrategy, sliding_window
@@ -252,8 +253,8 @@ async def test_case_3_peel_and_basis_row(harness: Harness) -> None:
     }
     assert await ledger(harness) == [row]
     assert await appended_rows(harness, outcome.run_id) == [row]
-    [event] = harness.recorder.of_type("findings.declared")
-    assert event.payload == {
+    [event] = harness.recorder.of_type(FindingsDeclared)
+    assert msgspec.json.decode(msgspec.json.encode(event))["payload"] == {
         "toolName": "probe",
         "toolCallId": "c1",
         "turn": 1,
@@ -369,9 +370,10 @@ async def test_case_5_standings_first_then_basis_rows_per_call(harness: Harness)
         },
     ]
     order = [
-        (e.type, e.payload.get("toolCallId"))
+        (e.type, e.payload.tool_call_id)
         for e in harness.recorder.events
-        if e.type in ("findings.standing", "findings.declared", "tool.started") and e.iteration == 2
+        if isinstance(e.payload, FindingsStanding | FindingsDeclared | ToolStarted)
+        and e.iteration == 2
     ]
     assert order == [
         ("findings.standing", "c1"),
@@ -432,9 +434,9 @@ async def test_case_7_conflict_row_follows_the_standing_that_causes_it(harness: 
     assert rows[12]["key"] == ["host", "n", "status"]
     assert [w["toolCallId"] for w in rows[12]["witnesses"]] == ["c6", "c7", "c8"]
     [conflicts] = [
-        e.payload["conflictKeys"]
-        for e in harness.recorder.of_type("findings.standing")
-        if e.payload["toolCallId"] == "c4" and "conflictKeys" in e.payload
+        p.conflict_keys
+        for p in harness.recorder.payloads(FindingsStanding)
+        if p.tool_call_id == "c4" and p.conflict_keys is not msgspec.UNSET
     ]
     assert conflicts == [["host", "db-1", "status"]]
     fold = fold_ledger(None, rows_from_wire(rows))
@@ -534,8 +536,8 @@ async def test_case_19_answer_declarations_are_peeled_and_filed(harness: Harness
     assert await ledger(harness) == [row]
     [(stage, _, appended)] = await writes_of(harness, outcome.run_id, "findingsLedger")
     assert stage == "final" and appended == [row]
-    [event] = harness.recorder.of_type("findings.standing")
-    assert event.payload["declaredOn"] == "answer"
+    [event] = harness.recorder.payloads(FindingsStanding)
+    assert event.declared_on == "answer"
 
 
 async def test_case_19_an_answer_that_is_not_a_json_object_is_untouched(harness: Harness) -> None:

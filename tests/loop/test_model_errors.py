@@ -10,6 +10,7 @@ import pytest
 
 from afp_runtime.errors import ModelCallError, RunNotResumable
 from afp_runtime.models import ScriptedModel
+from afp_runtime.records import ModelEnded, ModelRetry, ReceiptMinted, TurnHeld
 from afp_runtime.testing import answer
 
 from .conftest import Harness
@@ -33,19 +34,14 @@ async def test_retry_after_is_honoured_exactly(harness: Harness) -> None:
     start = harness.clock.now_ms()
     [outcome] = await harness.work(driver)
     assert outcome.status == "answered"
-    [retry] = harness.recorder.of_type("model.retry")
-    assert retry.payload == {
-        "epoch": 1,
-        "attempt": 1,
-        "errorKind": "rate-limited",
-        "status": 429,
-        "waitMs": 2000,
-    }
+    assert harness.recorder.payloads(ModelRetry) == [
+        ModelRetry(epoch=1, attempt=1, error_kind="rate-limited", status=429, wait_ms=2000)
+    ]
     assert harness.clock.now_ms() - start == 2000
     assert harness.model.bodies[0] == harness.model.bodies[1]
-    assert len(harness.recorder.of_type("receipt.minted")) == 1
-    [ended] = harness.recorder.of_type("model.ended")
-    assert ended.payload["attempts"] == 2
+    assert len(harness.recorder.of_type(ReceiptMinted)) == 1
+    [ended] = harness.recorder.payloads(ModelEnded)
+    assert ended.attempts == 2
 
 
 async def test_exhausted_retries_stall_then_a_retry_run_answers(harness: Harness) -> None:
@@ -73,8 +69,8 @@ async def test_auth_error_holds_the_turn_and_later_messages_wait(harness: Harnes
     assert (held.status, held.error_kind) == ("held", "auth")
     assert harness.model.calls == 1
     assert [r.status for r in await harness.store.inbox("ops")] == ["held", "queued"]
-    [event] = harness.recorder.of_type("turn.held")
-    assert event.payload["errorKind"] == "auth"
+    [event] = harness.recorder.payloads(TurnHeld)
+    assert event.error_kind == "auth"
     run = (await harness.store.runs("ops"))[0]
     assert run.status == "held"
 
@@ -168,7 +164,7 @@ async def test_an_adapter_out_of_a_resource_stalls_and_the_retry_answers(
     assert os.strerror(code) in (stalled.error or "")
     state = await harness.store.conversation_state("ops")
     assert state.open_turn.retry_at_ms == harness.clock.now_ms() + 60_000
-    assert len(harness.recorder.of_type("model.retry")) == 4
+    assert len(harness.recorder.of_type(ModelRetry)) == 4
     short = False
     harness.clock.advance(60)
     [retried] = await harness.work(driver)

@@ -8,6 +8,7 @@ import anyio
 import msgspec
 
 from afp_runtime.loop import LoopHooks
+from afp_runtime.records import TurnHeld
 from afp_runtime.testing import answer, call, tool_reply
 
 from .conftest import Crash, Harness, StopAfter
@@ -273,9 +274,9 @@ async def test_crash_loop_holds_the_turn(harness: Harness) -> None:
     # The run the last crash cut off is not left "running", and watchers learn of the hold.
     runs = await harness.store.runs("ops")
     assert "running" not in {run.status for run in runs}
-    [held] = harness.recorder.of_type("turn.held")
-    assert held.payload["errorKind"] == "crash-loop"
-    assert held.payload["runId"] == state.open_turn.last_run_id == held.run_id
+    [held] = harness.recorder.of_type(TurnHeld)
+    assert isinstance(held.payload, TurnHeld) and held.payload.error_kind == "crash-loop"
+    assert held.payload.run_id == state.open_turn.last_run_id == held.run_id
 
 
 async def test_a_recovery_cut_after_its_seed_still_settles(harness: Harness) -> None:

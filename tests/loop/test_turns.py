@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from afp_runtime.messages import Usage
+from afp_runtime.records import BudgetExhausted, ModelEnded, ToolEnded, ToolStarted, TurnEnded
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.window import WRAP_UP_TEXT
 
@@ -46,9 +47,9 @@ async def test_stage_order_and_ids(harness: Harness) -> None:
         ("assistant", "done"),
     ]
     assert history[1].tool_calls[0].id == "c1" and history[2].tool_call_id == "c1"
-    [ended] = harness.recorder.of_type("turn.ended")
-    assert ended.payload["status"] == "answered"
-    assert ended.payload["iterations"] == 2 and ended.payload["epochs"] == 2
+    [ended] = harness.recorder.of_type(TurnEnded)
+    assert isinstance(ended.payload, TurnEnded) and ended.payload.status == "answered"
+    assert ended.payload.iterations == 2 and ended.payload.epochs == 2
 
 
 async def test_window_stage_is_a_no_op(harness: Harness) -> None:
@@ -92,8 +93,9 @@ async def test_wrap_up_when_budget_runs_out(harness: Harness) -> None:
     history = (await harness.store.load_conversation("ops")).history
     assert all(m.content != WRAP_UP_TEXT for m in history)
     assert not any(c.id == "a1" for m in history for c in m.tool_calls)
-    [exhausted] = harness.recorder.of_type("budget.exhausted")
-    assert exhausted.payload["action"] == "wrap-up"
+    [exhausted] = harness.recorder.of_type(BudgetExhausted)
+    assert isinstance(exhausted.payload, BudgetExhausted)
+    assert exhausted.payload.action == "wrap-up"
     receipt = next(w["value"] for w in bundles[13].writes if w["key"] == "receipt")
     assert receipt["tools"]["withheld"] == "wrap-up"
 
@@ -111,8 +113,9 @@ async def test_wrap_up_disabled_cuts_short(harness: Harness) -> None:
     assert stage_ids(bundles)[-2:] == ["call-model#9", "final#10"]
     assert outcome.final_answer == "partial"
     assert harness.model.calls == 2
-    [exhausted] = harness.recorder.of_type("budget.exhausted")
-    assert exhausted.payload["action"] == "cut-short"
+    [exhausted] = harness.recorder.of_type(BudgetExhausted)
+    assert isinstance(exhausted.payload, BudgetExhausted)
+    assert exhausted.payload.action == "cut-short"
 
 
 async def test_tool_calls_on_the_wrap_up_call_are_ignored(harness: Harness) -> None:
@@ -129,7 +132,7 @@ async def test_tool_calls_on_the_wrap_up_call_are_ignored(harness: Harness) -> N
     writes = {w["key"]: w["value"] for w in final.writes}
     assert writes["ignoredToolCalls"] == [{"toolCallId": "a2", "toolName": "alpha_tool"}]
     assert "a2" not in harness.invocations
-    started = [e.payload["toolCallId"] for e in harness.recorder.of_type("tool.started")]
+    started = [p.tool_call_id for p in harness.recorder.payloads(ToolStarted)]
     assert started == ["a0"]
 
 
@@ -148,8 +151,8 @@ async def test_tool_error_becomes_an_observation(harness: Harness) -> None:
     tool_message = harness.model.requests[1].messages[-1]
     assert "beta_tool" in tool_message.content and "ValueError" in tool_message.content
     assert "no route" in tool_message.content and "Traceback" not in tool_message.content
-    [ended] = harness.recorder.of_type("tool.ended")
-    assert ended.payload["status"] == "error"
+    [ended] = harness.recorder.of_type(ToolEnded)
+    assert isinstance(ended.payload, ToolEnded) and ended.payload.status == "error"
 
 
 async def test_unknown_tool_and_bad_args_are_not_dispatched(harness: Harness) -> None:
@@ -179,8 +182,8 @@ async def test_usage_per_call_and_per_run(harness: Harness) -> None:
     )
     await driver.post("go")
     [outcome] = await harness.work(driver)
-    ended = harness.recorder.of_type("model.ended")
-    assert [e.payload["usage"] for e in ended] == [
+    ended = harness.recorder.payloads(ModelEnded)
+    assert [msgspec.to_builtins(p.usage) for p in ended] == [
         {"input": 100, "output": 7},
         {"input": 180, "output": 12},
     ]

@@ -15,6 +15,11 @@ from afp_runtime.messages import (
 )
 from afp_runtime.models import EncodedRequest, send_with_retries
 from afp_runtime.records import (
+    CostSpent,
+    ModelEnded,
+    ModelFailed,
+    ModelRetry,
+    ModelStarted,
     Txn,
     Write,
 )
@@ -34,29 +39,28 @@ async def call_model(
     run.begin("call-model")
     epoch = run.state.iteration
     run.emit(
-        "model.started",
-        {
-            "epoch": epoch,
-            "provider": run.d.model.provider,
-            "model": run.d.model.model,
-            "systemChars": len(request.system),
-            "messageCount": len(request.messages),
-            "requestOnlyCount": len(run.state.served["requestOnly"]),
-            "toolCount": len(request.tools),
-        },
+        ModelStarted(
+            epoch=epoch,
+            provider=run.d.model.provider,
+            model=run.d.model.model,
+            system_chars=len(request.system),
+            message_count=len(request.messages),
+            request_only_count=len(run.state.served["requestOnly"]),
+            tool_count=len(request.tools),
+        )
     )
     started = run.now()
 
     def on_retry(attempt: int, exc: ModelCallError, wait_s: float) -> None:
-        payload: dict[str, Any] = {
-            "epoch": epoch,
-            "attempt": attempt,
-            "errorKind": exc.error_kind,
-            "waitMs": round(wait_s * 1000),
-        }
-        if exc.status is not None:
-            payload["status"] = exc.status
-        run.emit("model.retry", payload)
+        run.emit(
+            ModelRetry(
+                epoch=epoch,
+                attempt=attempt,
+                error_kind=exc.error_kind,
+                wait_ms=round(wait_s * 1000),
+                status=exc.status if exc.status is not None else msgspec.UNSET,
+            )
+        )
 
     try:
         reply, failed = await send_with_retries(
@@ -102,21 +106,23 @@ async def call_model(
     bundle = run.bundle(writes)
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state))
     run.emit(
-        "model.ended",
-        {
-            "epoch": epoch,
-            "stopReason": reply.stop_reason,
-            "toolCallCount": len(reply.tool_calls),
-            "contentChars": len(reply.content),
-            "durationMs": run.now() - started,
-            "attempts": committed.attempts,
-            "usage": msgspec.to_builtins(usage),
-        },
+        ModelEnded(
+            epoch=epoch,
+            stop_reason=reply.stop_reason,
+            tool_call_count=len(reply.tool_calls),
+            content_chars=len(reply.content),
+            duration_ms=run.now() - started,
+            attempts=committed.attempts,
+            usage=usage,
+        )
     )
     if spend is not None:
-        head: dict[str, Any] = {"epoch": epoch, "provider": run.d.model.provider}
-        if reply.usage is not None:
-            head["usage"] = msgspec.to_builtins(reply.usage)
+        head = CostSpent(
+            epoch=epoch,
+            provider=run.d.model.provider,
+            model=spend.call.model,
+            usage=reply.usage if reply.usage is not None else msgspec.UNSET,
+        )
         report_call(run, spend, head)
     return committed
 
@@ -132,7 +138,16 @@ async def _call_failed(run: Run, exc: ModelCallError) -> RunOutcome:
     }
     if exc.status is not None:
         failure["status"] = exc.status
-    run.emit("model.failed", {"epoch": run.state.iteration, **failure, "retryable": exc.retryable})
+    run.emit(
+        ModelFailed(
+            epoch=run.state.iteration,
+            error_kind=exc.error_kind,
+            attempts=failure["attempts"],
+            message=exc.message,
+            status=exc.status if exc.status is not None else msgspec.UNSET,
+            retryable=exc.retryable,
+        )
+    )
     retry_at = None
     if exc.retryable:
         retry_at = now + min(STALL_CAP_MS, STALL_BASE_MS * 2**turn.stalls)

@@ -10,6 +10,7 @@ from afp_runtime.loop.output import OutputError
 from afp_runtime.loop.stages.output_retry import output_retry
 from afp_runtime.messages import Message
 from afp_runtime.records import (
+    OutputInvalid,
     Write,
 )
 
@@ -61,9 +62,7 @@ async def final(
             )
             typed["output_error"] = error
             writes.append(Write(key="outputError", verb="set", value=error))
-            run.emit(
-                "output.invalid", {"attempt": error.attempts, "problem": problem, "retrying": False}
-            )
+            run.emit(OutputInvalid(attempt=error.attempts, problem=problem, retrying=False))
     if wire_rows:
         writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
     if run.state.stopped_early is not None:

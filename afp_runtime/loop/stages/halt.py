@@ -74,5 +74,5 @@ async def halt(
     )
     log.warning("turn halted", error_kind=error_kind, error=error)
     run.emit_run_ended("halted", error_kind=error_kind, error=error)
-    run.emit_turn_ended(turn, "halted", errorKind=error_kind, error=error)
+    run.emit_turn_ended(turn, "halted", error_kind=error_kind, error=error)
     return run.outcome("halted", error_kind=error_kind, error=error)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from afp_runtime.loop.output import retry_text
 from afp_runtime.messages import Message
-from afp_runtime.records import Write
+from afp_runtime.records import IterationEnded, OutputInvalid, Write
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
@@ -40,9 +40,5 @@ async def output_retry(
         ledger=rows,
         output_retries=attempt,
     )
-    run.emit("output.invalid", {"attempt": attempt, "problem": problem, "retrying": True})
-    run.emit(
-        "iteration.ended",
-        {"iteration": closed, "route": "output-retry", "toolCallCount": 0},
-        stage=False,
-    )
+    run.emit(OutputInvalid(attempt=attempt, problem=problem, retrying=True))
+    run.emit(IterationEnded(iteration=closed, route="output-retry", tool_call_count=0), stage=False)

@@ -16,6 +16,7 @@ from afp_runtime.messages import (
 )
 from afp_runtime.models import EncodedRequest
 from afp_runtime.records import (
+    ReceiptMinted,
     Txn,
     Write,
     runtime_stage_id,
@@ -162,13 +163,12 @@ async def receipt(
     )
     run.state.epochs += 1
     run.emit(
-        "receipt.minted",
-        {
-            "epoch": run.state.iteration,
-            "agentCall": agent_call,
-            "callRuntimeStageId": call_stage_id,
-            "wire": encoded is not None,
-            **({"wireDigest": receipt.wire.hash} if receipt.wire is not None else {}),
-        },
+        ReceiptMinted(
+            epoch=run.state.iteration,
+            agent_call=agent_call,
+            call_runtime_stage_id=call_stage_id,
+            wire=encoded is not None,
+            wire_digest=receipt.wire.hash if receipt.wire is not None else msgspec.UNSET,
+        )
     )
     return encoded

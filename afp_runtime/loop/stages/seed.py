@@ -21,6 +21,8 @@ from afp_runtime.records import (
     Item,
     OpenTurn,
     RunStart,
+    RunStarted,
+    TurnStarted,
     Txn,
     Write,
 )
@@ -173,12 +175,16 @@ async def seed(run: Run) -> None:
         crashed_run=recovered_from if run.kind == "recovery" else None,
     )
     await run.committer.stage(txn, closes=True, durable=run.seed_alone)
-    payload: dict[str, Any] = {"runId": run.run_id, "turn": state.turn, "kind": run.kind}
-    if recovered_from is not None:
-        payload["recoveredFrom"] = recovered_from
-    run.emit("run.started", payload)
+    run.emit(
+        RunStarted(
+            run_id=run.run_id,
+            turn=state.turn,
+            kind=run.kind,
+            recovered_from=recovered_from if recovered_from is not None else msgspec.UNSET,
+        )
+    )
     if run.kind == "initial":
-        run.emit("turn.started", {"turn": state.turn, "messageId": run.message_id})
+        run.emit(TurnStarted(turn=state.turn, message_id=run.message_id))
 
 
 def _last_person_message(run: Run) -> str | None:

@@ -48,10 +48,15 @@ from afp_runtime.messages import (
     ToolCall,
 )
 from afp_runtime.records import (
+    IterationEnded,
     JournalRow,
     JournalState,
     PendingBatch,
     QuestionRow,
+    ToolEnded,
+    ToolProgress,
+    ToolStarted,
+    TurnPaused,
     Txn,
     Write,
 )
@@ -332,8 +337,7 @@ async def _close_batch(
         repeats=repeats,
     )
     run.emit(
-        "iteration.ended",
-        {"iteration": closed, "route": "tool-calls", "toolCallCount": batch_size},
+        IterationEnded(iteration=closed, route="tool-calls", tool_call_count=batch_size),
         stage=False,
     )
     log.info("iteration", route="tool-calls", tool_calls=batch_size, epochs=run.state.epochs)
@@ -415,11 +419,7 @@ async def _pause(
         questions=questions,
     )
     kinds = sorted({q.kind for q in questions})
-    run.emit(
-        "turn.paused",
-        {"questionIds": [q.question_id for q in questions], "kinds": kinds},
-        stage=False,
-    )
+    run.emit(TurnPaused(question_ids=[q.question_id for q in questions], kinds=kinds), stage=False)
     log.info("turn paused", questions=len(questions), kinds=kinds)
     run.emit_run_ended("paused")
     return run.outcome("paused")
@@ -490,14 +490,13 @@ async def _dispatch(
 
     def on_call_started(plan: PlannedCall, index: int, size: int, concurrent: bool) -> None:
         run.emit(
-            "tool.started",
-            {
-                "toolCallId": plan.call.id,
-                "toolName": plan.call.name,
-                "callIndex": index,
-                "batchSize": batch_size,
-                "concurrent": concurrent,
-            },
+            ToolStarted(
+                tool_call_id=plan.call.id,
+                tool_name=plan.call.name,
+                call_index=index,
+                batch_size=batch_size,
+                concurrent=concurrent,
+            )
         )
 
     async def on_call_finished(outcome: ToolOutcome, index: int) -> None:
@@ -510,21 +509,21 @@ async def _dispatch(
             # settled as possibly run (docs/loop.md#the-tool-journal).
             await run.committer.stage(Txn(agent_id=run.agent_id, journal=[row]))
         run.hooks.after_tool_finished(outcome.tool_call_id, run.state.iteration)
-        payload: dict[str, Any] = {
-            "toolCallId": outcome.tool_call_id,
-            "toolName": outcome.tool_name,
-            "callIndex": index,
-            "status": outcome.status,
-            "durationMs": outcome.duration_ms or 0,
-            "resultChars": outcome.result_chars,
-        }
-        if outcome.truncated:
-            payload["truncated"] = True
-        run.emit("tool.ended", payload)
+        run.emit(
+            ToolEnded(
+                tool_call_id=outcome.tool_call_id,
+                tool_name=outcome.tool_name,
+                call_index=index,
+                status=outcome.status,
+                duration_ms=outcome.duration_ms or 0,
+                result_chars=outcome.result_chars,
+                truncated=True if outcome.truncated else msgspec.UNSET,
+            )
+        )
 
     def progress_sink(call_id: str) -> Callable[[Any], None]:
         def sink(payload: Any) -> None:
-            run.emit("tool.progress", {"toolCallId": call_id, "payload": payload})
+            run.emit(ToolProgress(tool_call_id=call_id, payload=payload))
 
         return sink
 

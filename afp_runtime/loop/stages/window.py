@@ -22,11 +22,16 @@ from afp_runtime.loop.spend import CallSpend, account, report_call, spend_of_cal
 from afp_runtime.messages import Message
 from afp_runtime.records import (
     MAX_RANGES,
+    CostSpent,
     Item,
+    IterationStarted,
     ListRef,
     PriorVisitRef,
     StoredFoldedSpan,
     Txn,
+    WindowBudgetPressure,
+    WindowEvicted,
+    WindowRecorded,
     Write,
     runtime_stage_id,
 )
@@ -63,7 +68,7 @@ async def window(run: Run) -> RunOutcome | tuple[str, ...]:
     """Visit the window; returns the salted hashes of what the visit removed (for the receipt's
     ``omittedForAttention``), or an outcome when the visit holds the turn."""
     run.begin("window")
-    run.emit("iteration.started", {"iteration": run.state.iteration})
+    run.emit(IterationStarted(iteration=run.state.iteration))
     strategy = run.d.window
     if strategy is None:
         await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
@@ -256,48 +261,41 @@ def _emit_visit(
     strategy = run.d.window
     assert strategy is not None
     run.emit(
-        "window.recorded",
-        {
-            "strategy": strategy.name,
-            "removedMessageCount": record.removed_message_count,
-            "windowCharsBefore": record.window_chars_before,
-            "windowCharsAfter": record.window_chars_after,
-        },
+        WindowRecorded(
+            strategy=strategy.name,
+            removed_message_count=record.removed_message_count,
+            window_chars_before=record.window_chars_before,
+            window_chars_after=record.window_chars_after,
+        )
     )
     for eviction in outcome.evictions:
         run.emit(
-            "window.evicted",
-            {
-                "slot": "messages",
-                "fingerprint": before_fps[eviction.index],
-                "index": eviction.index,
-                "reason": "budget",
-                "survivalMs": eviction.survival_ms,
-            },
+            WindowEvicted(
+                slot="messages",
+                fingerprint=before_fps[eviction.index],
+                index=eviction.index,
+                reason="budget",
+                survival_ms=eviction.survival_ms,
+            )
         )
     pressure = outcome.budget_pressure
     if pressure is not None:
         run.emit(
-            "window.budget-pressure",
-            {
-                "slot": "messages",
-                "overflowBy": max(0, pressure.projected_tokens - pressure.cap_tokens),
-                "planAction": pressure.plan_action,
-                "unit": pressure.unit,
-                "cap": pressure.cap_tokens,
-                "projected": pressure.projected_tokens,
-            },
+            WindowBudgetPressure(
+                slot="messages",
+                overflow_by=max(0, pressure.projected_tokens - pressure.cap_tokens),
+                plan_action=pressure.plan_action,
+                unit=pressure.unit,
+                cap=pressure.cap_tokens,
+                projected=pressure.projected_tokens,
+            )
         )
     if outcome.spend is not None:
         billing = getattr(strategy, "billing", None)
         provider = getattr(getattr(billing, "provider", None), "provider", "unknown")
-        head = {
-            "provider": provider,
-            "model": outcome.spend.model,
-            "usage": msgspec.to_builtins(outcome.spend.usage),
-        }
+        head = CostSpent(provider=provider, model=outcome.spend.model, usage=outcome.spend.usage)
         if spend is None:
-            run.emit("cost.spent", head)
+            run.emit(head)
         else:
             report_call(run, spend, head)
     if outcome.warning:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from afp_runtime.loop.outcomes import CommittedReply
 from afp_runtime.records import (
+    IterationEnded,
     Txn,
     Write,
 )
@@ -39,7 +40,6 @@ async def wrap_up(run: Run, reply: CommittedReply, *, settling: bool) -> None:
         Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state), closes=True
     )
     run.emit(
-        "iteration.ended",
-        {"iteration": closed, "route": "wrap-up", "toolCallCount": len(reply.tool_calls)},
+        IterationEnded(iteration=closed, route="wrap-up", tool_call_count=len(reply.tool_calls)),
         stage=False,
     )
