@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from afp_runtime.host import StoreFault
 from afp_runtime.messages import Message, Usage
+from afp_runtime.records import StoreFault
 from afp_runtime.served import ServedView
 
 

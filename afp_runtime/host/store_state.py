@@ -5,11 +5,9 @@ failure (a full disk under load would otherwise log every refused request)."""
 
 from __future__ import annotations
 
-import msgspec
-
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import StoreUnavailable
-from afp_runtime.records import Clock
+from afp_runtime.records import Clock, StoreFault
 
 __all__ = ["CHECKPOINT_FAILURES_REPORTED", "StoreFault", "StoreState"]
 
@@ -18,22 +16,6 @@ log = get_logger()
 # Checkpoints in a row that did not finish before health reports it: one can fail while a
 # reader holds old pages for a moment.
 CHECKPOINT_FAILURES_REPORTED = 3
-
-
-class StoreFault(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """Why the store is degraded.
-
-    Attributes:
-        cause: ``disk-full``, ``read-only``, ``io-error``, ``cannot-open``, ``wal-limit``,
-            ``unreachable`` (``StoreUnavailable.cause``) or ``checkpoint`` (the WAL could not be
-            checkpointed several times in a row).
-        message: what the store said, in one line.
-        since_ms: when it began, on the host's clock (wire ``sinceMs``).
-    """
-
-    cause: str
-    message: str
-    since_ms: int
 
 
 class StoreState:

@@ -63,6 +63,7 @@ from afp_runtime.records.events import (
     decode_event,
 )
 from afp_runtime.records.ports import UNKNOWN, Anchor, Clock, MessageRef, RunLog, Unknown
+from afp_runtime.records.store_fault import StoreFault
 from afp_runtime.records.txn import (
     InboxStatus,
     InboxUpdate,
@@ -134,6 +135,7 @@ __all__ = [
     "RunStarted",
     "RunStatus",
     "STAGES",
+    "StoreFault",
     "StoredFoldedSpan",
     "ToolEnded",
     "ToolProgress",
