@@ -1,4 +1,4 @@
-"""docs/loop.md#how-this-is-tested case 34: 1,000 turns of "go" → "done" through the loop (no
+"""docs/loop.md#how-this-is-tested case 34: 600 turns of "go" → "done" through the loop (no
 strategy). The file grows by a bounded, steady number of bytes per turn; each turn's receipt lists
 per-entry hashes only for the messages new since the conversation's previous receipt; every epoch
 verifies."""
