@@ -41,7 +41,7 @@ from afp_runtime.errors import (
     ToolDefinitionError,
     WindowConfigError,
 )
-from afp_runtime.findings import FINDINGS_INSTRUCTION, LEDGER_HEADER
+from afp_runtime.findings.texts import FINDINGS_INSTRUCTION, LEDGER_HEADER
 from afp_runtime.scenario import (
     RESULT_FORMAT,
     Scenario,
@@ -65,7 +65,7 @@ from afp_runtime.tools import (
     repeated_call_note,
     timeout_text,
 )
-from afp_runtime.window import (
+from afp_runtime.window.texts import (
     DROP_NOTICE_PREFIX,
     NOTICE_KEPT_STATEMENT,
     SUMMARY_PREFIX,

@@ -19,6 +19,7 @@ import msgspec
 from afp_runtime.messages import (
     Message,
     ModelParams,
+    ModelRequest,
     ToolSchema,
     canonical_json,
     message_body,
@@ -232,4 +233,72 @@ def wire_digest(
         encoder=encoder,
         settings=salted(run_id, canonical_json(settings)),
         deterministic=deterministic,
+    )
+
+
+def mint_receipt(
+    run_id: str,
+    request: ModelRequest,
+    *,
+    epoch: int,
+    model: str,
+    provider: str,
+    agent_call: int,
+    call_runtime_stage_id: str,
+    digest: RunningDigest,
+    entries: tuple[NewEntry, ...],
+    request_only: Sequence[Mapping[str, Any]],
+    system_pieces: Sequence[Mapping[str, Any]],
+    schema_hashes: Mapping[str, str],
+    withheld: Literal["wrap-up"] | None,
+    omitted: tuple[str, ...],
+    wire: WireDigest | None,
+) -> Receipt:
+    """The receipt of ``request``, its agent's ``agent_call``-th model call
+    (docs/served.md#receipt-fields).
+
+    ``digest`` and ``entries`` are the running digest and the entries new since the base call
+    (``extend_digest``, ``new_entries``); ``request_only`` and ``system_pieces`` are the served
+    record's lines (``role``, ``text``, ``reason``) and pieces (``text``, ``slot``, ``source``;
+    empty pieces contribute nothing); ``omitted`` the hashes this iteration's window visit
+    removed. The digest structs are assembled here, so the loop names only this function.
+    """
+    return Receipt(
+        version=RECEIPT_VERSION,
+        basis=Basis(epoch=epoch, run_id=run_id, model=model, provider=provider),
+        agent_call=agent_call,
+        call_runtime_stage_id=call_runtime_stage_id,
+        system=SystemDigest(
+            hash=salted(run_id, request.system),
+            chars=len(request.system),
+            pieces=tuple(
+                PieceDigest(hash=salted(run_id, p["text"]), slot=p["slot"], source=p["source"])
+                for p in system_pieces
+                if p["text"]
+            ),
+        ),
+        messages=MessagesDigest(
+            count=len(request.messages),
+            digest=digest.digest,
+            new_entries=entries,
+            request_only=tuple(
+                RequestOnlyDigest(
+                    role=line["role"],
+                    hash=request_only_hash(run_id, line["text"], line["role"]),
+                    reason=line["reason"],
+                )
+                for line in request_only
+            ),
+        ),
+        tools=ToolsDigest(
+            names=tuple(t.name for t in request.tools),
+            schema_hashes={t.name: schema_hashes[t.name] for t in request.tools},
+            forced=None,
+            withheld=withheld,
+        ),
+        params=request.params,
+        omitted_for_attention=(
+            OmittedForAttention(count=len(omitted), hashes=omitted) if omitted else None
+        ),
+        wire=wire,
     )

@@ -40,8 +40,8 @@ from afp_runtime.window import (
     summarize_oldest,
     token_budget,
     visit_window,
-    window_chars,
 )
+from afp_runtime.window.turns import window_chars
 
 SIZES = (100, 1_000, 10_000, 100_000)
 TURNS_PER_REQUEST = 12

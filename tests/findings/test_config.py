@@ -12,10 +12,10 @@ from afp_runtime.errors import ConfigError, FindingsConfigError, WindowConfigErr
 from afp_runtime.findings import (
     DEFAULT_FACT_LIMIT,
     FindingsConfig,
-    findings_config_from_wire,
     resolve_fact_limit,
     validate_findings_config,
 )
+from afp_runtime.findings.config import findings_config_from_wire
 
 UNSET = msgspec.UNSET
 

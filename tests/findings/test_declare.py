@@ -13,19 +13,16 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from afp_runtime.findings import (
-    FINDINGS_ARG,
+from afp_runtime.findings import FINDINGS_ARG, StandingRow, rows_to_wire, validate_rows
+from afp_runtime.findings.declare import (
     MISSING,
-    TEXT_CAP,
     Declaration,
-    StandingRow,
     answer_rows,
     declaration_rows,
     peel,
     peel_answer,
-    rows_to_wire,
-    validate_rows,
 )
+from afp_runtime.findings.limits import TEXT_CAP
 from tests.findings._build import wire
 
 KNOWN = frozenset({"c1", "c2", "c3"})

@@ -22,18 +22,14 @@ from afp_runtime.findings import (
     StandingRow,
     Subject,
     WitnessRef,
-    declaration_rows,
-    dropped_standings,
-    file_batch,
-    file_standing,
     fold_ledger,
-    judged_name_of,
-    key_of,
-    known_ids,
-    turn_standing_of,
 )
+from afp_runtime.findings.declare import declaration_rows
+from afp_runtime.findings.filing import file_batch, judged_name_of, known_ids
+from afp_runtime.findings.fold import dropped_standings, file_standing, key_of, turn_standing_of
 from afp_runtime.messages import Message, ToolCall
-from afp_runtime.window import DroppedStanding, Standing, Turn, segment
+from afp_runtime.window import DroppedStanding, Standing, Turn
+from afp_runtime.window.turns import segment
 from tests.findings._build import claim, fold_of, standing, wire
 from tests.window._build import TASK, A, R, T, U
 

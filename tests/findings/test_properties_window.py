@@ -16,21 +16,20 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from afp_runtime.findings import LedgerFold, StandingRow, dropped_standings, fold_ledger
-from afp_runtime.findings import turn_standing_of as real_turn_standing_of
+from afp_runtime.findings import LedgerFold, StandingRow, fold_ledger
+from afp_runtime.findings.fold import dropped_standings
+from afp_runtime.findings.fold import turn_standing_of as real_turn_standing_of
 from afp_runtime.messages import Message
 from afp_runtime.window import (
     DroppedStanding,
     Standing,
     VisitOutcome,
     WindowStrategy,
-    current_request_index,
-    ledger_fact_pins,
-    segment,
     sliding_window,
     visit_window,
 )
-from afp_runtime.window.turns import Turn
+from afp_runtime.window.pins import ledger_fact_pins
+from afp_runtime.window.turns import Turn, current_request_index, segment
 from tests.findings._build import standing
 from tests.window._build import ITERATION, NOW_MS, RUN_ID, TASK, A, Dropper, T, U, origins
 from tests.window._gen import TOOL_NAMES, windows

@@ -11,8 +11,6 @@ import pytest
 
 from afp_runtime.errors import CheckpointInvalid
 from afp_runtime.findings import (
-    FINDINGS_KINDS,
-    ON_ANSWER,
     BasisRow,
     ConflictRow,
     DeclaredOn,
@@ -21,11 +19,11 @@ from afp_runtime.findings import (
     Subject,
     WitnessRef,
     register_row_kind,
-    registered_row_kinds,
     rows_from_wire,
     rows_to_wire,
     validate_rows,
 )
+from afp_runtime.findings.rows import FINDINGS_KINDS, ON_ANSWER, registered_row_kinds
 from tests.findings._build import claim, standing, wire
 
 

@@ -10,24 +10,22 @@ from typing import Any
 import msgspec
 import pytest
 
-from afp_runtime.findings import (
-    EMPTY_FOLD,
-    FINDINGS_ARG,
-    FINDINGS_INSTRUCTION,
-    FINDINGS_INSTRUCTION_VERSION,
-    FINDINGS_LIST_CAP,
-    LEDGER_HEADER,
-    BasisRow,
-    FindingsConfig,
+from afp_runtime.findings import EMPTY_FOLD, FINDINGS_ARG, BasisRow, FindingsConfig, fold_ledger
+from afp_runtime.findings.limits import FINDINGS_LIST_CAP
+from afp_runtime.findings.serve import (
     Offer,
     decorate_schema,
-    fold_ledger,
     ledger_piece,
     offer_ids,
     serve_findings,
 )
+from afp_runtime.findings.texts import (
+    FINDINGS_INSTRUCTION,
+    FINDINGS_INSTRUCTION_VERSION,
+    LEDGER_HEADER,
+)
 from afp_runtime.messages import Message, canonical_json
-from afp_runtime.window import window_chars
+from afp_runtime.window.turns import window_chars
 from tests.findings._build import PROBE_SCHEMA, fold_of, ids_of, standing
 from tests.window._build import TASK, A, R, T, U
 

@@ -10,18 +10,12 @@ from typing import Any
 
 import msgspec
 
-from afp_runtime.findings import dropped_standings, turn_standing_of
+from afp_runtime.findings.fold import dropped_standings, turn_standing_of
 from afp_runtime.messages import Message
-from afp_runtime.window import (
-    DroppedStanding,
-    LedgerFactPin,
-    PinnedTurn,
-    Standing,
-    VisitOutcome,
-    WindowObservations,
-    ledger_fact_pins,
-    segment,
-)
+from afp_runtime.window import DroppedStanding, Standing, VisitOutcome
+from afp_runtime.window.observations import LedgerFactPin, PinnedTurn, WindowObservations
+from afp_runtime.window.pins import ledger_fact_pins
+from afp_runtime.window.turns import segment
 from tests.findings._build import fold_of
 from tests.window._build import HOLDS, TASK, A, Dropper, R, T, U, cr, ikw, lf, ltr, run_stage
 

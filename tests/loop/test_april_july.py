@@ -30,13 +30,9 @@ from afp_runtime.models import ExtractiveSummarizer, ScriptedModel
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
-from afp_runtime.window import (
-    FoldedSpan,
-    folded_messages,
-    folded_span_for,
-    is_person_message,
-    summarize_oldest,
-)
+from afp_runtime.window import FoldedSpan, summarize_oldest
+from afp_runtime.window.folds import folded_messages, folded_span_for
+from afp_runtime.window.turns import is_person_message
 
 AGENT = "ledger"
 ROUNDS = 4  # tool rounds per person turn, then an answer

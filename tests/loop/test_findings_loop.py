@@ -15,14 +15,9 @@ import msgspec
 import pytest
 
 from afp_runtime.agents import Agent
-from afp_runtime.findings import (
-    FINDINGS_INSTRUCTION,
-    FindingsConfig,
-    ServeMode,
-    fold_ledger,
-    ledger_piece,
-    rows_from_wire,
-)
+from afp_runtime.findings import FindingsConfig, ServeMode, fold_ledger, rows_from_wire
+from afp_runtime.findings.serve import ledger_piece
+from afp_runtime.findings.texts import FINDINGS_INSTRUCTION
 from afp_runtime.loop import AgentDriver, Emitter
 from afp_runtime.messages import Message, ModelRequest, canonical_json
 from afp_runtime.models import ScriptedModel, ScriptEntry

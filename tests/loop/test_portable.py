@@ -11,7 +11,8 @@ from afp_runtime.agents import export_checkpoint, import_checkpoint, parse_check
 from afp_runtime.errors import CheckpointInvalid, ConversationMismatch, RunNotResumable
 from afp_runtime.loop import load_folded_conversation
 from afp_runtime.testing import answer, call, tool_reply
-from afp_runtime.window import folded_messages, folded_span_for, sliding_window
+from afp_runtime.window import sliding_window
+from afp_runtime.window.folds import folded_messages, folded_span_for
 
 from .conftest import Harness
 

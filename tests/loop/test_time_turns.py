@@ -19,7 +19,7 @@ from afp_runtime.time import Period, TimeConfig
 from afp_runtime.time._forms import Bound, BoundsForm, LookbackForm
 from afp_runtime.time._policy import TimePolicy
 from afp_runtime.tools import Tool, ToolContext
-from afp_runtime.window import TIME_LINE_PREFIX
+from afp_runtime.window.texts import TIME_LINE_PREFIX
 
 from .conftest import Harness
 

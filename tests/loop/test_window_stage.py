@@ -15,15 +15,9 @@ from afp_runtime.models import ScriptedModel
 from afp_runtime.served import check, epochs, receipt_at, served_at
 from afp_runtime.store.sqlite import SqliteRunLog
 from afp_runtime.testing import answer, call, tool_reply
-from afp_runtime.window import (
-    DROP_NOTICE_PREFIX,
-    SUMMARY_PREFIX,
-    folded_messages,
-    folded_span_for,
-    sliding_window,
-    summarize_oldest,
-    token_budget,
-)
+from afp_runtime.window import sliding_window, summarize_oldest, token_budget
+from afp_runtime.window.folds import folded_messages, folded_span_for
+from afp_runtime.window.texts import DROP_NOTICE_PREFIX, SUMMARY_PREFIX
 
 from .conftest import Harness
 

@@ -17,13 +17,11 @@ from afp_runtime.messages import (
     canonical_json,
 )
 from afp_runtime.models import ExtractiveSummarizer, Model
-from afp_runtime.window import (
-    summarize_oldest,
-    summarizer_request,
-    transcript,
-    window_chars,
-)
+from afp_runtime.window import summarize_oldest
+from afp_runtime.window.folds import transcript
 from afp_runtime.window.plan import Guards
+from afp_runtime.window.strategies import summarizer_request
+from afp_runtime.window.turns import window_chars
 from afp_runtime.window.visit import MessageOrigin, WindowVisit
 
 

@@ -36,22 +36,24 @@ from afp_runtime.messages import (
 )
 from afp_runtime.records import Anchor, CommitBundle, RunLog, Write
 from afp_runtime.served import (
-    RECEIPT_VERSION,
-    Basis,
-    MemoryRunLog,
-    MessagesDigest,
-    OmittedForAttention,
-    PieceDigest,
     Receipt,
-    RequestOnlyDigest,
-    SystemDigest,
-    ToolsDigest,
     extend_digest,
     new_entries,
-    request_only_hash,
     schema_hash,
     start_digest,
     wire_digest,
+)
+from afp_runtime.served.memory import MemoryRunLog
+from afp_runtime.served.receipt import (
+    RECEIPT_VERSION,
+    Basis,
+    MessagesDigest,
+    OmittedForAttention,
+    PieceDigest,
+    RequestOnlyDigest,
+    SystemDigest,
+    ToolsDigest,
+    request_only_hash,
 )
 
 WRAP_UP_LINE = "Your step budget is spent: answer now with what you have, without tools."

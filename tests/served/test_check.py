@@ -8,17 +8,16 @@ import msgspec
 from afp_runtime.messages import ModelParams, fingerprint, message_body, user
 from afp_runtime.models import ScriptedModel
 from afp_runtime.served import (
-    CLAUSES,
     ConformanceReport,
     Receipt,
     ServedView,
     check,
     encode_served,
-    rebuild_request,
     receipt_at,
     served_at,
     served_views,
 )
+from afp_runtime.served.check import CLAUSES, rebuild_request
 
 from ._log import RunSim, TestEncoder, answer, call, copy_log, tool, two_epoch_run
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from afp_runtime.messages import Message
-from afp_runtime.served import (
+from afp_runtime.served import ServedView, diff_views
+from afp_runtime.served.view import (
     ServedMessages,
     ServedPiece,
     ServedSystem,
     ServedTool,
     ServedTools,
-    ServedView,
-    diff_views,
 )
 
 

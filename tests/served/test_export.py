@@ -8,8 +8,6 @@ import pytest
 from afp_runtime.errors import InvalidValue
 from afp_runtime.messages import fingerprint
 from afp_runtime.served import (
-    EXPORT_FORMAT,
-    MemoryRunLog,
     check,
     epochs,
     export_run,
@@ -18,6 +16,8 @@ from afp_runtime.served import (
     served_at,
     served_views,
 )
+from afp_runtime.served.export import EXPORT_FORMAT
+from afp_runtime.served.memory import MemoryRunLog
 
 from ._log import RunSim, TestEncoder, answer, call, copy_log, tool, two_epoch_run
 

@@ -7,7 +7,8 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 import msgspec
 
-from afp_runtime.served import (
+from afp_runtime.served import Receipt, ServedView
+from afp_runtime.served.gaps import (
     GAP_EXCUSES,
     GAP_FIELDS,
     GAP_KINDS,
@@ -15,8 +16,6 @@ from afp_runtime.served import (
     RECEIPT_BOUNDARY,
     UNGAPPED_FIELDS,
     VIEW_FIELD_PATHS,
-    Receipt,
-    ServedView,
 )
 
 # Internal names a reader must never meet in a why text: committed keys, stages, modules.

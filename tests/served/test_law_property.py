@@ -9,16 +9,16 @@ from hypothesis import strategies as st
 
 from afp_runtime.messages import ModelParams, ToolSchema, user
 from afp_runtime.served import (
-    GAP_KINDS,
     check,
     epochs,
     export_run,
     load_export,
-    rebuild_request,
     receipt_at,
     served_at,
     served_views,
 )
+from afp_runtime.served.check import rebuild_request
+from afp_runtime.served.gaps import GAP_KINDS
 
 from ._log import Failure, RunSim, TestEncoder, answer, call, piece
 

@@ -10,16 +10,9 @@ import pytest
 
 from afp_runtime.messages import fingerprint
 from afp_runtime.records import Write
-from afp_runtime.served import (
-    EpochLocation,
-    MemoryRunLog,
-    check,
-    epoch_at,
-    epochs,
-    receipt_at,
-    served_at,
-    served_views,
-)
+from afp_runtime.served import check, epoch_at, epochs, receipt_at, served_at, served_views
+from afp_runtime.served.locate import EpochLocation
+from afp_runtime.served.memory import MemoryRunLog
 
 from ._log import Failure, Reply, RunSim, TestEncoder, answer, call, copy_log, tool, two_epoch_run
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from afp_runtime.messages import Message, fingerprint, message_body, user
 from afp_runtime.records import UNKNOWN, Anchor, MessageRef, RunLog, Verb, Write
-from afp_runtime.served import MemoryRunLog
+from afp_runtime.served.memory import MemoryRunLog
 
 KEYS = ("a", "b", "history")
 VERBS: tuple[Verb, ...] = ("set", "append", "delete")

@@ -18,8 +18,6 @@ from afp_runtime.messages import (
 )
 from afp_runtime.records import Write
 from afp_runtime.served import (
-    GAP_WHY,
-    MemoryRunLog,
     ServedView,
     check,
     encode_served,
@@ -27,9 +25,11 @@ from afp_runtime.served import (
     receipt_at,
     served_at,
     served_views,
-    thaw_message,
     view_of,
 )
+from afp_runtime.served.gaps import GAP_WHY
+from afp_runtime.served.memory import MemoryRunLog
+from afp_runtime.served.view import thaw_message
 
 from ._log import (
     WRAP_UP_LINE,

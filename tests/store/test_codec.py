@@ -31,7 +31,6 @@ from afp_runtime.served.receipt import (
 from afp_runtime.store import Store, codec, open_store
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing.store_conformance import T0, bundle, fresh, new_agent, plain, run_start
-from afp_runtime.window import REFUSAL_REASONS, Refusal
 from afp_runtime.window.observations import PinnedTurn, WindowObservations
 from afp_runtime.window.records import (
     CustomRecord,
@@ -40,6 +39,7 @@ from afp_runtime.window.records import (
     SummarizeOldestRecord,
     TokenBudgetRecord,
 )
+from afp_runtime.window.refusals import REFUSAL_REASONS, Refusal
 from afp_runtime.window.stage import record_to_wire
 from tests.store._postgres import FreshDatabase, admin
 from tests.store.test_sqlite import raw

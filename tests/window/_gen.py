@@ -12,7 +12,7 @@ import itertools
 from hypothesis import strategies as st
 
 from afp_runtime.messages import Message
-from afp_runtime.window import DROP_NOTICE_PREFIX, SUMMARY_PREFIX
+from afp_runtime.window.texts import DROP_NOTICE_PREFIX, SUMMARY_PREFIX
 from tests.window._build import TASK, A, S, T, U
 
 TOOL_NAMES = ("look", "move", "whats_here", "pan_view")

@@ -6,24 +6,17 @@ from __future__ import annotations
 import msgspec
 
 from afp_runtime.messages import Message
-from afp_runtime.window import (
+from afp_runtime.window import Standing, Turn, call_names, tool_name_of
+from afp_runtime.window.names import dropped_tool_names
+from afp_runtime.window.observations import (
     LedgerFactPin,
     PinnedTurn,
-    RemovalPlan,
-    Standing,
     ToolResultPin,
-    Turn,
     WindowObservations,
-    call_names,
-    current_request_index,
-    dropped_tool_names,
-    ledger_fact_pins,
-    plan_removal,
-    segment,
-    spend_ceiling,
-    tool_name_of,
-    tool_result_pins,
 )
+from afp_runtime.window.pins import ledger_fact_pins, spend_ceiling, tool_result_pins
+from afp_runtime.window.plan import RemovalPlan, plan_removal
+from afp_runtime.window.turns import current_request_index, segment
 from tests.window._build import (
     HOLDS,
     TASK,

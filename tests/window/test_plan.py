@@ -10,18 +10,11 @@ from hypothesis import strategies as st
 
 from afp_runtime.errors import WindowStrategyError
 from afp_runtime.messages import Message
-from afp_runtime.window import (
-    SUMMARY_PREFIX,
-    Guards,
-    Rebase,
-    RemovalPlan,
-    ToolResultPin,
-    Turn,
-    current_request_index,
-    plan_removal,
-    refusal_of,
-    segment,
-)
+from afp_runtime.window import Rebase, Turn
+from afp_runtime.window.observations import ToolResultPin
+from afp_runtime.window.plan import Guards, RemovalPlan, plan_removal, refusal_of
+from afp_runtime.window.texts import SUMMARY_PREFIX
+from afp_runtime.window.turns import current_request_index, segment
 from tests.window._build import (
     TASK,
     A,

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from afp_runtime.messages import Message, Usage
-from afp_runtime.window import is_drop_notice
 from afp_runtime.window.plan import RemovalPlan
 from afp_runtime.window.strategies import sliding_window, token_budget
+from afp_runtime.window.texts import is_drop_notice
 from afp_runtime.window.turns import Turn, segment
 from afp_runtime.window.visit import WindowResult, WindowStrategy, WindowVisit
 from tests.window._build import S, run_stage

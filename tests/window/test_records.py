@@ -9,18 +9,12 @@ import msgspec
 import pytest
 
 from afp_runtime.messages import Usage
-from afp_runtime.window import (
-    CustomRecord,
-    PinnedTurn,
-    SlidingWindowRecord,
-    SummarizeOldestRecord,
-    TokenBudgetRecord,
-    WindowObservations,
-    record_from_wire,
-    record_to_wire,
-    stand_down_block,
-    strategy_of,
-)
+from afp_runtime.window import CustomRecord, record_to_wire
+from afp_runtime.window.observations import PinnedTurn, WindowObservations
+from afp_runtime.window.records import SlidingWindowRecord, SummarizeOldestRecord, TokenBudgetRecord
+from afp_runtime.window.stage import record_from_wire
+from afp_runtime.window.standdown import stand_down_block
+from afp_runtime.window.validate import strategy_of
 from tests.window._build import cr, ikw
 
 SLIDING = SlidingWindowRecord(

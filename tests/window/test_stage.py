@@ -16,19 +16,17 @@ from afp_runtime.messages import Message
 from afp_runtime.window import (
     CustomRecord,
     MessageOrigin,
-    PinnedTurn,
     PriorVisit,
     Standing,
     Turn,
-    WindowObservations,
     WindowResult,
     WindowStrategy,
     WindowVisit,
-    current_request_index,
-    dropped_tool_names,
     record_to_wire,
-    window_chars,
 )
+from afp_runtime.window.names import dropped_tool_names
+from afp_runtime.window.observations import PinnedTurn, WindowObservations
+from afp_runtime.window.turns import current_request_index, window_chars
 from tests.window._build import (
     HOLDS,
     TASK,

@@ -8,17 +8,13 @@ from collections.abc import Sequence
 import msgspec
 
 from afp_runtime.messages import Message
-from afp_runtime.window import (
+from afp_runtime.window import CustomRecord, PriorVisit, Standing, Turn
+from afp_runtime.window.observations import PinnedTurn, WindowObservations
+from afp_runtime.window.records import WindowRecord
+from afp_runtime.window.refusals import Refusal
+from afp_runtime.window.standdown import (
     FACT_PIN_REASONS,
     RECENCY_PIN_REASONS,
-    CustomRecord,
-    PinnedTurn,
-    PriorVisit,
-    Refusal,
-    Standing,
-    Turn,
-    WindowObservations,
-    WindowRecord,
     last_two,
     pin_is_blocking,
     prior_of,

@@ -6,13 +6,8 @@ from __future__ import annotations
 import re
 
 from afp_runtime.messages import Message, ToolCall, fingerprint
-from afp_runtime.window import (
-    DROP_NOTICE_PREFIX,
-    SUMMARY_PREFIX,
-    current_request_index,
-    segment,
-    window_chars,
-)
+from afp_runtime.window.texts import DROP_NOTICE_PREFIX, SUMMARY_PREFIX
+from afp_runtime.window.turns import current_request_index, segment, window_chars
 from tests.window._build import TASK, A, T, U
 
 CASE_1 = [U("go"), A(["c1"]), T("c1"), A(["c2"]), T("c2"), A(["c3"]), T("c3")]

@@ -15,12 +15,12 @@ from afp_runtime.window import (
     Eviction,
     FoldedSpan,
     Rebase,
-    Refusal,
     Summarizer,
     WindowResult,
     WindowVisit,
-    validate_result,
 )
+from afp_runtime.window.refusals import Refusal
+from afp_runtime.window.validate import validate_result
 from tests.window._build import TASK, Dropper, R, U, run_stage, unset_free, visit
 
 HISTORY = [U(TASK), *R("c1"), *R("c2"), *R("c3")]

@@ -12,7 +12,6 @@ from afp_runtime.messages import (
     ModelRequest,
     ToolSchema,
     fingerprint,
-    salted,
 )
 from afp_runtime.models import EncodedRequest
 from afp_runtime.records import (
@@ -22,18 +21,9 @@ from afp_runtime.records import (
     runtime_stage_id,
 )
 from afp_runtime.served import (
-    RECEIPT_VERSION,
-    Basis,
-    MessagesDigest,
-    OmittedForAttention,
-    PieceDigest,
-    Receipt,
-    RequestOnlyDigest,
-    SystemDigest,
-    ToolsDigest,
     extend_digest,
+    mint_receipt,
     new_entries,
-    request_only_hash,
     schema_hash,
     start_digest,
     wire_digest,
@@ -95,48 +85,21 @@ async def receipt(
     run.state.base_is_prefix = not substitutions
     agent_call = run.state.conv.model_calls + 1
     call_stage_id = runtime_stage_id("call-model", run.seq + 1)
-    request_only = tuple(
-        RequestOnlyDigest(
-            role=line["role"],
-            hash=request_only_hash(run.run_id, line["text"], line["role"]),
-            reason=line["reason"],
-        )
-        for line in run.state.served["requestOnly"]
-    )
-    pieces = tuple(
-        PieceDigest(hash=salted(run.run_id, p["text"]), slot=p["slot"], source=p["source"])
-        for p in run.state.served["systemPieces"]
-        if p["text"]
-    )
-    receipt = Receipt(
-        version=RECEIPT_VERSION,
-        basis=Basis(
-            epoch=run.state.iteration,
-            run_id=run.run_id,
-            model=model.model,
-            provider=model.provider,
-        ),
+    receipt = mint_receipt(
+        run.run_id,
+        request,
+        epoch=run.state.iteration,
+        model=model.model,
+        provider=model.provider,
         agent_call=agent_call,
         call_runtime_stage_id=call_stage_id,
-        system=SystemDigest(
-            hash=salted(run.run_id, request.system), chars=len(request.system), pieces=pieces
-        ),
-        messages=MessagesDigest(
-            count=len(request.messages),
-            digest=run.state.digest.digest,
-            new_entries=entries,
-            request_only=request_only,
-        ),
-        tools=ToolsDigest(
-            names=tuple(t.name for t in request.tools),
-            schema_hashes={t.name: _schema_hash(run, t) for t in request.tools},
-            forced=None,
-            withheld="wrap-up" if run.state.wrap_up_asked else None,
-        ),
-        params=request.params,
-        omitted_for_attention=(
-            OmittedForAttention(count=len(omitted), hashes=omitted) if omitted else None
-        ),
+        digest=run.state.digest,
+        entries=entries,
+        request_only=run.state.served["requestOnly"],
+        system_pieces=run.state.served["systemPieces"],
+        schema_hashes={t.name: _schema_hash(run, t) for t in request.tools},
+        withheld="wrap-up" if run.state.wrap_up_asked else None,
+        omitted=omitted,
         wire=(
             wire_digest(
                 run.run_id,
