@@ -286,6 +286,7 @@ SURFACES: dict[str, list[str]] = {
         "RunStarted",
         "RunStatus",
         "STAGES",
+        "StoreFault",
         "StoredFoldedSpan",
         "ToolEnded",
         "ToolProgress",
