@@ -91,6 +91,7 @@ from afp_runtime.window.texts import (
     is_plain_identifier,
     printable_names,
 )
+from afp_runtime.window.traits import StrategyTraits, traits_of
 from afp_runtime.window.turns import (
     Turn,
     current_request_index,
@@ -156,6 +157,7 @@ __all__ = [
     "SlidingWindowRecord",
     "Spend",
     "Standing",
+    "StrategyTraits",
     "SummarizeOldest",
     "SummarizeOldestRecord",
     "Summarizer",
@@ -214,6 +216,7 @@ __all__ = [
     "token_budget",
     "tool_name_of",
     "tool_result_pins",
+    "traits_of",
     "transcript",
     "validate_keep_last_tool_results",
     "validate_result",
