@@ -4,7 +4,7 @@ docs/window.md#last-tool-result-pin).
 They run when an agent is defined, never mid-run. Refusing a second strategy is the agent
 definition's job (it knows which field set the first one); these checks look at one value.
 
-Resolved details (the spec leaves them open):
+Details settled here, beyond what docs/window.md#definition-time-validation states:
 
 * A class (even one with a ``name`` and an async ``plan``) is refused like an uncalled factory:
   the definition needs an instance.
