@@ -29,7 +29,10 @@ DOC_CITE = re.compile(r"(?<![\w/.-])(docs/[\w./-]+?\.md)(?:#([\w-]+))?")
 ANY_MD = re.compile(r"(?<![\w/.#-])([\w-]+\.md)\b(?!#?[\w-]*\))")
 # Markdown links inside docs: ``](target)``.
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-FOREIGN = re.compile(r"§|\bARCHITECTURE\b|\bSTYLE P\d|\bDEVELOPERS\b|\b[Rr]ulings? \d")
+# An outside specification is cited by name only: say which docs/ page settles it instead.
+FOREIGN = re.compile(
+    r"§|\bARCHITECTURE\b|\bSTYLE P\d|\bDEVELOPERS\b|\b[Rr]ulings? \d|\b[Tt]he spec\b"
+)
 # This file's own examples of what must fail are built from parts, so they are not cited here.
 SELF = Path(__file__).resolve()
 
@@ -97,7 +100,8 @@ def link_problems(path: Path) -> list[str]:
 
 
 def test_the_checks_find_what_they_look_for() -> None:
-    """A missing file, a missing heading, a section mark and an unknown .md are all caught."""
+    """A missing file, a missing heading, a section mark, an unknown .md and an outside spec are
+    all caught."""
     mark = "\u00a7"
     bad = "\n".join(
         [
@@ -106,6 +110,7 @@ def test_the_checks_find_what_they_look_for() -> None:
             f"# see host.md {mark}9.4",
             "# see window.md",
             "# per ARCHITECTURE " + "ruling 6",
+            "# where " + "the spec" + " is silent",
         ]
     )
     found = problems_in(bad, "x.py")
@@ -114,6 +119,7 @@ def test_the_checks_find_what_they_look_for() -> None:
     assert any(mark in p for p in found)
     assert any("window.md is not a file" in p for p in found)
     assert any("ARCHITECTURE" in p for p in found)
+    assert any("where " + "the spec" in p for p in found)
     assert problems_in("# see docs/loop.md#after-a-crash and README.md", "ok.py") == []
 
 

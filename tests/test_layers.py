@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -671,3 +672,36 @@ class TestCheckerSelf:
         _, one = check_source("afp_runtime/loop/a.py", "from afp_runtime.store import S\n")
         _, two = check_source("afp_runtime/store/b.py", "from afp_runtime.records import R\n")
         assert find_cycles(one + two) == []
+
+
+# --- docs/architecture.md says what this file holds ----------------------------------------
+
+ARCH_PAGE = Path(__file__).resolve().parent.parent / "docs/architecture.md"
+
+
+def _table_rows(heading: str) -> dict[str, str]:
+    """The first table under ``## heading``: first cell's backticked name -> the other cells."""
+    text = ARCH_PAGE.read_text(encoding="utf-8")
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, str] = {}
+    for line in section.splitlines():
+        cells = line.split(" | ", 1)
+        name = re.fullmatch(r"\| `(\w+)`", cells[0].strip())
+        if len(cells) == 2 and name:
+            rows[name[1]] = cells[1]
+    return rows
+
+
+def test_the_layer_table_names_every_layer() -> None:
+    """docs/architecture.md#layers has a row for each layer of ``ALLOWED``, and no other."""
+    assert set(_table_rows("Layers")) == LAYERS
+
+
+def test_the_allowed_imports_table_is_the_allowed_arrows() -> None:
+    """docs/architecture.md#allowed-imports lists, per layer, exactly the arrows of ``ALLOWED``
+    (the entry modules' row, several names in its first cell, says "anything")."""
+    rows = _table_rows("Allowed imports")
+    documented = {
+        layer: frozenset(re.findall(r"`([\w]+)`", cells)) for layer, cells in rows.items()
+    }
+    assert documented == ALLOWED

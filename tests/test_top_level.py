@@ -7,8 +7,11 @@ import importlib.metadata
 import importlib.resources
 import inspect
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -65,6 +68,24 @@ def test_the_surface_is_exactly_these_names() -> None:
     assert afp.__all__ == SURFACE
     # Two submodules (afp.cost, afp.permissions) joined in issue 19; the cap stays tight.
     assert 20 <= len(SURFACE) <= 41
+
+
+def test_the_architecture_page_counts_the_surface_right() -> None:
+    """docs/architecture.md#layers gives the number of public names and which are subpackages,
+    as the package has them (it once said 39 names, one of them a subpackage)."""
+    page = Path(__file__).resolve().parent.parent / "docs/architecture.md"
+    row = next(
+        line
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if "| `__init__.py` |" in line
+    )
+    found = re.search(r"(\d+) names \((\d+) of them subpackages: ([^)]*)\) and `__version__`", row)
+    assert found, row
+    names = [n for n in SURFACE if n != "__version__"]
+    subpackages = sorted(n for n in names if isinstance(getattr(afp, n), ModuleType))
+    assert int(found[1]) == len(names)
+    assert int(found[2]) == len(subpackages)
+    assert re.findall(r"`(\w+)`", found[3]) == subpackages
 
 
 @pytest.mark.parametrize("name", [n for n in SURFACE if not n.startswith("__")])

@@ -16,7 +16,6 @@ from afp_runtime.agents.config import (
     ToolConfig,
     WindowConfig,
     build_definition,
-    build_window,
     load_agents,
     load_config,
     read_config,
@@ -30,6 +29,7 @@ from afp_runtime.agents.portable import (
     parse_checkpoint,
     validate_ledger,
 )
+from afp_runtime.agents.registries import PROVIDERS, WINDOW_KINDS, build_model, build_window
 
 __all__ = [
     "AGENT_ID",
@@ -39,12 +39,15 @@ __all__ = [
     "ConfigFile",
     "HostConfig",
     "ModelConfig",
+    "PROVIDERS",
     "PortableCheckpoint",
     "ToolConfig",
+    "WINDOW_KINDS",
     "WindowConfig",
     "abandon_question",
     "answer_question",
     "build_definition",
+    "build_model",
     "build_window",
     "check_history",
     "export_checkpoint",

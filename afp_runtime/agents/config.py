@@ -16,9 +16,6 @@ from its type hints, as ``@tool`` builds it) or, with ``inputSchema``, an ``(arg
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import os
-import sys
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,20 +23,21 @@ from typing import Any, Literal
 
 import msgspec
 
-from afp_runtime import models
 from afp_runtime.agents.definition import Agent
+from afp_runtime.agents.refs import resolve_ref
+from afp_runtime.agents.registries import build_model, build_window, provider_builder
 from afp_runtime.cost import Budget, Price
 from afp_runtime.errors import AgentDefinitionError, ConfigError, error_context, shown
 from afp_runtime.findings import FindingsConfig
 from afp_runtime.loop import Durability
 from afp_runtime.mcp import McpServer
 from afp_runtime.messages import ModelParams
-from afp_runtime.models import ExtractiveSummarizer, Model, RetryPolicy, ScriptedModel
+from afp_runtime.models import Model, RetryPolicy
 from afp_runtime.permissions import Rule
 from afp_runtime.telemetry import TelemetryConfig
 from afp_runtime.time import Period, period_from_wire, time_config_from_wire
 from afp_runtime.tools import Tool, tool
-from afp_runtime.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
+from afp_runtime.window import WindowStrategy
 
 
 class _Config(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
@@ -50,8 +48,10 @@ class ModelConfig(_Config):
     """Which model endpoint an agent talks to.
 
     Attributes:
-        provider: ``scripted``, ``openai-compatible``, ``anthropic``, or ``extractive`` (the
-            built-in offline summarizer, model id ``extractive/1``).
+        provider: a name of the provider registry (``PROVIDERS``): ``anthropic``,
+            ``extractive`` (the built-in offline summarizer, model id ``extractive/1``),
+            ``openai-compatible`` or ``scripted``; another name is refused when the agent is
+            built, naming the known ones.
         model: the model id sent on the wire.
         base_url: the endpoint (wire ``baseUrl``), e.g. ``http://localhost:11434/v1``.
         api_key_env: the environment variable holding the API key (wire ``apiKeyEnv``); keys
@@ -61,7 +61,7 @@ class ModelConfig(_Config):
         script: ``module:attr`` of a scripted model's replies or reply function.
     """
 
-    provider: Literal["scripted", "openai-compatible", "anthropic", "extractive"]
+    provider: str
     model: str
     base_url: str | None = None
     api_key_env: str | None = None
@@ -102,7 +102,9 @@ class WindowConfig(_Config):
     "slidingWindow"``.
 
     Attributes:
-        kind: ``slidingWindow``, ``tokenBudget`` or ``summarizeOldest``.
+        kind: a name of the window kind registry (``WINDOW_KINDS``): ``slidingWindow``,
+            ``tokenBudget`` or ``summarizeOldest``; another name is refused when the agent is
+            built, naming the known ones.
         keep_recent_turns: turns never removed (wire ``keepRecentTurns``); required for
             ``slidingWindow``, default 6 otherwise.
         threshold_tokens: measured input tokens above which token strategies act (wire
@@ -112,7 +114,7 @@ class WindowConfig(_Config):
         summarizer: the summarizer's endpoint (summarizeOldest), e.g. ``provider = "extractive"``.
     """
 
-    kind: Literal["slidingWindow", "tokenBudget", "summarizeOldest"]
+    kind: str
     keep_recent_turns: int | None = None
     threshold_tokens: float | None = None
     model: str | None = None
@@ -231,89 +233,6 @@ def _check_periods(raw: dict[str, Any]) -> None:
                     period_from_wire(entry["period"])
 
 
-def resolve_ref(ref: str, *, field: str, base_dir: Path | None = None) -> Any:
-    """Import ``module:attr``, looking for the module beside the config file (``base_dir``),
-    then in the working directory, then on ``sys.path``.
-
-    Raises:
-        ConfigError: the reference is malformed, its module cannot be found or raises while
-            importing (any exception), or it has no such attribute; names the field.
-    """
-    module_name, sep, attr = ref.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigError(f"{field} must look like 'module:attr', not {shown(ref)}", field=field)
-    module = _import(module_name, ref=ref, field=field, base_dir=base_dir)
-    target: Any = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise ConfigError(f"{field}: {module_name!r} has no {attr!r}", field=field)
-        target = getattr(target, part)
-    return target
-
-
-def _import(module_name: str, *, ref: str, field: str, base_dir: Path | None) -> Any:
-    # The config's own directory and the working directory go first, for the import only.
-    searched = [str(path) for path in (base_dir, Path.cwd()) if path is not None]
-    saved = list(sys.path)
-    sys.path[:0] = [path for path in dict.fromkeys(searched) if path not in sys.path]
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not (module_name + ".").startswith(exc.name + "."):
-            raise ConfigError(
-                f"{field}: importing {module_name!r} for {ref!r} raised ModuleNotFoundError: {exc}",
-                field=field,
-            ) from exc
-        where = ", ".join([*searched, "sys.path"])
-        raise ConfigError(
-            f"{field}: cannot import {module_name!r} for {ref!r} (looked in {where}): {exc}",
-            field=field,
-        ) from exc
-    except (Exception, SystemExit) as exc:  # SyntaxError, NameError, sys.exit(): it is broken
-        raise ConfigError(
-            f"{field}: importing {module_name!r} for {ref!r} raised {type(exc).__name__}: {exc}",
-            field=field,
-        ) from exc
-    finally:
-        sys.path[:] = saved
-
-
-def build_model(config: ModelConfig, *, field: str, base_dir: Path | None = None) -> Model:
-    """The adapter a model config describes."""
-    if config.provider == "extractive":
-        return ExtractiveSummarizer()
-    if config.provider == "scripted":
-        if config.script is None:
-            raise ConfigError(f"{field}.script is required for a scripted model", field=field)
-        return ScriptedModel(
-            resolve_ref(config.script, field=f"{field}.script", base_dir=base_dir),
-            model=config.model,
-        )
-    if config.api_key_env is not None and config.api_key_env not in os.environ:
-        raise ConfigError(
-            f"{field}.apiKeyEnv names {config.api_key_env!r}, which is not set in the environment",
-            field=f"{field}.apiKeyEnv",
-        )
-    if config.provider == "openai-compatible":
-        if config.base_url is None:
-            raise ConfigError(f"{field}.baseUrl is required for openai-compatible", field=field)
-        # models.* loads the HTTP adapters at this first use (configs are read off the loop).
-        return models.OpenAICompatModel(
-            base_url=config.base_url,
-            model=config.model,
-            api_key_env=config.api_key_env,
-            max_tokens=config.max_tokens,
-            timeout_s=config.timeout_s,
-        )
-    return models.AnthropicModel(
-        model=config.model,
-        api_key_env=config.api_key_env or "ANTHROPIC_API_KEY",
-        base_url=config.base_url or "https://api.anthropic.com",
-        max_tokens=config.max_tokens or 4096,
-        timeout_s=config.timeout_s,
-    )
-
-
 def build_tool(config: ToolConfig, *, field: str, base_dir: Path | None = None) -> Tool:
     """The tool a tool config references, with the file's options applied.
 
@@ -340,46 +259,6 @@ def build_tool(config: ToolConfig, *, field: str, base_dir: Path | None = None) 
         if config.input_schema is None:
             return tool(target, **options)
         return tool(input_schema=config.input_schema, **options)(target)
-
-
-def build_window(
-    config: WindowConfig,
-    *,
-    field: str,
-    resources: list[Any] | None = None,
-    summarizer: Model | None = None,
-    base_dir: Path | None = None,
-) -> WindowStrategy:
-    """The window strategy a window config describes; option errors name the key path.
-
-    ``summarizer`` stands in for ``config.summarizer`` (a scenario's scripted one). A
-    summarizer built here is appended to ``resources``: its owner must close it.
-    """
-    options: dict[str, Any] = {}
-    if config.keep_recent_turns is not None:
-        options["keep_recent_turns"] = config.keep_recent_turns
-    with error_context(path=field):
-        if config.kind == "slidingWindow":
-            return sliding_window(**options)
-        if config.threshold_tokens is None:
-            raise ConfigError(f"{field}.thresholdTokens is required for {config.kind}", path=field)
-        if config.kind == "tokenBudget":
-            return token_budget(threshold_tokens=config.threshold_tokens, **options)
-        if summarizer is None:
-            if config.summarizer is None:
-                raise ConfigError(f"{field}.summarizer is required for summarizeOldest", path=field)
-            summarizer = build_model(
-                config.summarizer, field=f"{field}.summarizer", base_dir=base_dir
-            )
-            if resources is not None:
-                resources.append(summarizer)
-        return summarize_oldest(
-            threshold_tokens=config.threshold_tokens,
-            summarizer=summarizer,
-            model=config.model or summarizer.model,
-            retain=config.retain,
-            **options,
-        )
 
 
 def build_definition(
@@ -468,9 +347,14 @@ def _agent(
         else server
         for server in config.mcp
     ]
+    if model is None:
+        model = build_model(config.model, field=f"{field}.model", base_dir=base_dir)
+    else:
+        # A stand-in model (a scenario's) still leaves no unknown provider name unreported.
+        provider_builder(config.model, field=f"{field}.model")
     return Agent(
         config.id,
-        model or build_model(config.model, field=f"{field}.model", base_dir=base_dir),
+        model,
         tools=tools,
         window=window,
         durability=config.durability or durability,

@@ -15,7 +15,7 @@ import msgspec
 from afp_runtime.errors import AgentDefinitionError, shown
 from afp_runtime.messages import canonical_json
 from afp_runtime.tools import check_schema, validate_args
-from afp_runtime.window import OUTPUT_RETRY_PREFIX
+from afp_runtime.window import texts
 
 PROBLEM_LIMIT = 2_000
 """Code points of a decoding problem kept in the retry message and the outcome."""
@@ -103,8 +103,8 @@ class OutputSpec:
 def retry_text(problem: str, attempt: int, retries: int) -> str:
     """The runtime's message asking for the answer again, saying precisely what was wrong."""
     return (
-        f"{OUTPUT_RETRY_PREFIX} Written by the runtime, not the person. Your answer could not be "
-        f"read as the required output: {problem}. Reply again with only the JSON value that "
+        f"{texts.OUTPUT_RETRY_PREFIX} Written by the runtime, not the person. Your answer could "
+        f"not be read as the required output: {problem}. Reply again with only the JSON value that "
         f"matches the schema (retry {attempt} of {retries})."
     )
 

@@ -8,7 +8,8 @@ Classification follows docs/loop.md#model-call-errors-and-retry. A status outsid
 - 401, 403: ``auth``; any other 4xx (408 included): ``bad-request``; neither retryable;
 - 429: ``rate-limited``; 5xx (529 included): ``server``; both retryable;
 - 1xx and 3xx, which a non-redirecting client can still see: ``bad-request``, not retryable.
-  The spec is silent here; a redirect means the base URL is wrong, so a retry cannot help.
+  Our choice (docs/loop.md#error-classification): a redirect means the base URL is wrong, so a
+  retry cannot help.
 
 Every httpx exception becomes a ``ModelCallError`` with the cause chained. Transport failures
 (timeouts, resets, refused connections, TLS errors, a body cut short) are ``network`` and

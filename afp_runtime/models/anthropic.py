@@ -3,7 +3,7 @@
 The encoder ``anthropic-messages/1`` writes the body as canonical JSON (keys sorted at every
 depth), so the same request and settings always give the same bytes.
 
-Decisions where the spec is silent:
+Choices of this adapter, beyond the Model port (docs/loop.md#the-model-port):
 
 - ``system`` messages inside the history have no place in Anthropic's message list; their text
   is appended, in order, to the top-level ``system`` after the request's system text, separated

@@ -4,7 +4,7 @@ It serves OpenAI itself and the servers that speak its dialect (Ollama, vLLM, ll
 e.g. ``http://localhost:11434/v1``). The encoder ``openai-chat/1`` writes the body as canonical
 JSON (keys sorted at every depth), so the same request and settings always give the same bytes.
 
-Decisions where the spec is silent:
+Choices of this adapter, beyond the Model port (docs/loop.md#the-model-port):
 
 - In-history ``system`` messages stay where they are, as ``system`` messages.
 - An assistant message with calls and no text sends ``content: null``, as OpenAI itself does.

@@ -89,7 +89,7 @@ from afp_runtime.scenario.format import (
 )
 from afp_runtime.scenario.result import RESULT_FORMAT, RunSummary, ScenarioResult, StepResult
 from afp_runtime.served import check, epochs, receipt_at, served_at
-from afp_runtime.store import Store, open_store, shown_location, sqlite_path
+from afp_runtime.store import Store, backend_name, open_store, shown_location, sqlite_path
 from afp_runtime.time import TIME_ROW_KINDS
 
 
@@ -543,7 +543,7 @@ async def run_scenario(scenario: Scenario | bytes | str, *, db_path: str | Path)
     scenario = decode_scenario(scenario)
     location: str | Path = db_path
     text = os.fspath(db_path)
-    if isinstance(db_path, str) and text.partition("://")[0] in POSTGRES_SCHEMES:
+    if backend_name(db_path) == "postgres":
         await _require_fresh_database(text)
     else:
         location = sqlite_path(db_path)
@@ -554,9 +554,6 @@ async def run_scenario(scenario: Scenario | bytes | str, *, db_path: str | Path)
                 field="db_path",
             )
     return await _Runner(scenario, location).run()
-
-
-POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 
 async def _require_fresh_database(url: str) -> None:

@@ -7,7 +7,14 @@ The embedded SQLite backend lives in ``afp_runtime.store.sqlite``; nothing here 
 from afp_runtime.store.base import CheckpointStore, HealthStore, LeaseStore, MovingStore, Store
 from afp_runtime.store.copying import agents_to_copy, copy_agents
 from afp_runtime.store.dump import AgentDump, CopyCounts
-from afp_runtime.store.opening import open_store, shown_location, sqlite_path
+from afp_runtime.store.opening import (
+    BACKENDS,
+    Backend,
+    backend_name,
+    open_store,
+    shown_location,
+    sqlite_path,
+)
 from afp_runtime.store.rows import check_owner
 from afp_runtime.store.values import (
     Ack,
@@ -26,6 +33,8 @@ __all__ = [
     "AgentClaim",
     "AgentDump",
     "AgentRow",
+    "BACKENDS",
+    "Backend",
     "CheckpointStore",
     "CopyCounts",
     "HealthStore",
@@ -39,6 +48,7 @@ __all__ = [
     "Store",
     "StoredBundle",
     "agents_to_copy",
+    "backend_name",
     "check_owner",
     "copy_agents",
     "open_store",

@@ -1,4 +1,5 @@
-"""One way in for every door: ``open_store`` picks the backend from the location."""
+"""One way in for every door: ``open_store`` picks the backend from the location, by its URL
+scheme, from one registry (``BACKENDS``; docs/storage.md#store-locations)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,16 @@ import importlib
 import os
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Protocol
 
 import anyio
+import msgspec
 
 from afp_runtime.errors import ConfigError
 from afp_runtime.store.base import Store
-
-POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 
 def sqlite_path(target: str | os.PathLike[str]) -> Path:
@@ -25,25 +27,55 @@ def sqlite_path(target: str | os.PathLike[str]) -> Path:
         ConfigError: a URL of another scheme (names it).
     """
     text = os.fspath(target)
-    scheme, sep, rest = text.partition("://")
-    if not sep or "/" in scheme or "\\" in scheme:
+    scheme = store_scheme(text)
+    if scheme is None:
         return Path(text)
-    if scheme == "sqlite":
-        if not rest.startswith("/") or rest == "/":
-            raise ConfigError(
-                f"a SQLite URL looks like sqlite:///relative.db or sqlite:////abs/path.db, "
-                f"not {text!r}",
-                field="store",
-            )
-        return Path(rest[1:])
-    if scheme in POSTGRES_SCHEMES:
+    if BACKENDS[scheme].name != "sqlite":
         raise ConfigError(
-            "a Postgres URL names a database, not a SQLite file: open it with open_store",
+            f"a {BACKENDS[scheme].name.capitalize()} URL names a database, not a SQLite file: "
+            "open it with open_store",
             field="store",
         )
-    raise ConfigError(
-        f"unknown store URL scheme {scheme!r} in {shown_location(text)!r}", field="store"
-    )
+    rest = text.partition("://")[2]
+    if not rest.startswith("/") or rest == "/":
+        raise ConfigError(
+            f"a SQLite URL looks like sqlite:///relative.db or sqlite:////abs/path.db, "
+            f"not {text!r}",
+            field="store",
+        )
+    return Path(rest[1:])
+
+
+def store_scheme(target: str | os.PathLike[str]) -> str | None:
+    """The URL scheme of a store location, a key of ``BACKENDS``; None for a file path.
+
+    Raises:
+        ConfigError: a URL of a scheme no backend opens (names it, the location with its
+            password masked, and the known schemes).
+    """
+    text = os.fspath(target)
+    scheme, sep, _ = text.partition("://")
+    if not sep or "/" in scheme or "\\" in scheme:
+        return None
+    if scheme not in BACKENDS:
+        known = ", ".join(f"{name}://" for name in sorted(BACKENDS))
+        raise ConfigError(
+            f"unknown store URL scheme {scheme!r} in {shown_location(text)!r} (known: {known}, "
+            "or a file path)",
+            field="store",
+        )
+    return scheme
+
+
+def backend_name(target: str | os.PathLike[str]) -> str:
+    """The backend that opens a location: ``sqlite`` for a file path or ``sqlite:`` URL,
+    ``postgres`` for a ``postgresql:``/``postgres:`` URL.
+
+    Raises:
+        ConfigError: an unknown URL scheme (see ``store_scheme``).
+    """
+    scheme = store_scheme(target)
+    return "sqlite" if scheme is None else BACKENDS[scheme].name
 
 
 def shown_location(target: str | os.PathLike[str]) -> str:
@@ -63,11 +95,53 @@ _USERINFO_PASSWORD = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*)
 _QUERY_PASSWORD = re.compile(r"(?P<key>[?&]password=)[^&#]*", re.IGNORECASE)
 
 
-def _backend_name(target: str | os.PathLike[str]) -> str:
-    text = os.fspath(target)
-    if isinstance(target, str) and text.partition("://")[0] in POSTGRES_SCHEMES:
-        return "afp_runtime.store.postgres"
-    return "afp_runtime.store.sqlite"
+class _Opener(Protocol):
+    async def __call__(
+        self, target: str | os.PathLike[str], *, read_only: bool, create: bool, now_ms: int
+    ) -> Store: ...
+
+
+async def _module(name: str) -> Any:
+    # A backend loads when a store is first opened, in a worker thread (an import reads
+    # files); the port itself imports no backend.
+    return sys.modules.get(name) or await anyio.to_thread.run_sync(importlib.import_module, name)
+
+
+async def _open_sqlite(
+    target: str | os.PathLike[str], *, read_only: bool, create: bool, now_ms: int
+) -> Store:
+    backend = await _module("afp_runtime.store.sqlite")
+    path = target if isinstance(target, str) and "://" not in target else sqlite_path(target)
+    store: Store = await backend.SqliteStore.open(
+        path, read_only=read_only, create=create, now_ms=now_ms
+    )
+    return store
+
+
+async def _open_postgres(
+    target: str | os.PathLike[str], *, read_only: bool, create: bool, now_ms: int
+) -> Store:
+    backend = await _module("afp_runtime.store.postgres")
+    store: Store = await backend.PostgresStore.open(
+        os.fspath(target), read_only=read_only, create=create, now_ms=now_ms
+    )
+    return store
+
+
+class Backend(msgspec.Struct, frozen=True):
+    """A store backend: its name and how it opens a location."""
+
+    name: str
+    open: _Opener
+
+
+_SQLITE = Backend("sqlite", _open_sqlite)
+_POSTGRES = Backend("postgres", _open_postgres)
+
+# URL scheme -> the backend that opens it; a location without a scheme is a SQLite file path.
+BACKENDS: Mapping[str, Backend] = MappingProxyType(
+    {"sqlite": _SQLITE, "postgresql": _POSTGRES, "postgres": _POSTGRES}
+)
 
 
 async def open_store(
@@ -84,23 +158,12 @@ async def open_store(
     Messages name a Postgres URL with its password masked.
 
     Raises:
-        ConfigError: a URL of a scheme this build has no backend for (named).
+        ConfigError: a URL of a scheme this build has no backend for (named, with the known
+            ones).
         StoreUnavailable: the store cannot be opened, or is missing and may not be created.
         StoreDamaged: the storage is not an afp_runtime store; it is left untouched.
         SchemaTooNew: a newer afp_runtime wrote it; it is left untouched.
     """
-    # The backend loads when a store is first opened, in a worker thread (an import reads
-    # files); the port itself imports no backend.
-    name = _backend_name(target)
-    backend: Any = sys.modules.get(name) or await anyio.to_thread.run_sync(
-        importlib.import_module, name
-    )
-    store: Store
-    if name.endswith(".postgres"):
-        store = await backend.PostgresStore.open(
-            os.fspath(target), read_only=read_only, create=create, now_ms=now_ms
-        )
-        return store
-    path = target if isinstance(target, str) and "://" not in target else sqlite_path(target)
-    store = await backend.SqliteStore.open(path, read_only=read_only, create=create, now_ms=now_ms)
-    return store
+    scheme = store_scheme(target)
+    backend = _SQLITE if scheme is None else BACKENDS[scheme]
+    return await backend.open(target, read_only=read_only, create=create, now_ms=now_ms)

@@ -13,7 +13,7 @@
 Everything that may load a zone file runs in a worker thread, through the run's ``offload``
 (zones load lazily, and a file read must not block the event loop).
 
-Readings settled here (the spec is silent):
+Readings settled here, beyond what docs/time.md#deciding-each-call states:
 
 * The conversation's answered zone (docs/time.md#unknown-zone) is the zone of the latest
   ``time-answer`` row filed

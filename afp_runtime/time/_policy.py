@@ -30,7 +30,7 @@ Wire shapes (JSON keys camelCase; absent keys omitted):
   appended, and ``{by: open, remaining: [], open: [zone]}`` (a zone is needed before anything
   can be offered) stays as it is.
 
-Readings settled here (the spec is silent):
+Readings settled here, beyond what docs/time.md#policy-and-confirmation states:
 
 * Candidates drawing the same window (same instants, zone and window kind) count as one:
   ``remaining`` keeps the lowest index of each, and a question is open only when the windows

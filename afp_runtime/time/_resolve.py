@@ -9,7 +9,7 @@ The candidates' wire shapes are in ``candidates.py``; the readings of dates
 (``_day_readings.py``), local shapes (``_shapes.py``), their instants (``_bound_instants.py``)
 and zone tokens (``_zone_tokens.py``) are drawn by their own modules.
 
-Readings settled here (the spec is silent):
+Readings settled here, beyond what docs/time.md#the-resolver states:
 
 * Tags for two-field numeric dates are ``MD`` and ``DM`` (three fields: ``MDY``, ``DMY``,
   ``YMD``); ``policy.py`` says which policy keeps which.

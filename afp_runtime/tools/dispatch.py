@@ -8,7 +8,7 @@ Three steps, each usable on its own by the loop:
 2. ``dispatch_groups`` splits the runnable calls into groups: a maximal run of consecutive
    ``parallel_safe`` calls is one concurrent group, any other call a group of its own (a
    barrier). Calls with a pre-decided outcome never run, so they neither join nor split a group
-   (a decision where the spec is silent: they have no effect to order).
+   (decided here: they have no effect to order).
 3. ``run_batch`` runs the groups in order and returns one outcome per call, in call order.
 
 Not here: renaming repeated call ids, peeling reserved arguments, period decisions and approval

@@ -1,6 +1,8 @@
 """Window: the pure window family — turns, refusals, removal plans, pins, stand-down, notices,
 strategies, records and folded spans (docs/window.md)."""
 
+# The texts the runtime writes into a conversation, as one namespace (``texts.WRAP_UP_TEXT``).
+from afp_runtime.window import texts
 from afp_runtime.window.config import validate_keep_last_tool_results, validate_strategy
 from afp_runtime.window.drop import drop_oldest_span
 from afp_runtime.window.folds import FoldedSpan
@@ -10,7 +12,7 @@ from afp_runtime.window.refusals import Standing
 from afp_runtime.window.stage import VisitOutcome, record_to_wire, visit_window
 from afp_runtime.window.standdown import PriorVisit
 from afp_runtime.window.strategies import sliding_window, summarize_oldest, token_budget
-from afp_runtime.window.texts import OUTPUT_RETRY_PREFIX, WRAP_UP_TEXT
+from afp_runtime.window.traits import traits_of
 from afp_runtime.window.turns import Turn
 from afp_runtime.window.visit import (
     Billing,
@@ -34,7 +36,6 @@ __all__ = [
     "Eviction",
     "FoldedSpan",
     "MessageOrigin",
-    "OUTPUT_RETRY_PREFIX",
     "PriorVisit",
     "Rebase",
     "Spend",
@@ -43,7 +44,6 @@ __all__ = [
     "Turn",
     "TurnStanding",
     "VisitOutcome",
-    "WRAP_UP_TEXT",
     "WindowResult",
     "WindowStrategy",
     "WindowVisit",
@@ -52,8 +52,10 @@ __all__ = [
     "record_to_wire",
     "sliding_window",
     "summarize_oldest",
+    "texts",
     "token_budget",
     "tool_name_of",
+    "traits_of",
     "validate_keep_last_tool_results",
     "validate_strategy",
     "visit_window",

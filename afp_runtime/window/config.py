@@ -4,7 +4,7 @@ docs/window.md#last-tool-result-pin).
 They run when an agent is defined, never mid-run. Refusing a second strategy is the agent
 definition's job (it knows which field set the first one); these checks look at one value.
 
-Resolved details (the spec leaves them open):
+Details settled here, beyond what docs/window.md#definition-time-validation states:
 
 * A class (even one with a ``name`` and an async ``plan``) is refused like an uncalled factory:
   the definition needs an instance.
@@ -18,7 +18,10 @@ from __future__ import annotations
 import inspect
 from typing import Literal
 
+import msgspec
+
 from afp_runtime.errors import WindowConfigError, shown
+from afp_runtime.window.traits import traits_of
 from afp_runtime.window.visit import Billing
 
 
@@ -64,8 +67,8 @@ def validate_strategy(
         raise _refuse(option, obj, "a strategy needs a non-empty str attribute 'name'")
     if not inspect.iscoroutinefunction(plan):
         raise _refuse(option, obj, "a strategy needs an async method plan(visit)")
-    billing = getattr(obj, "billing", None)
-    if billing is None:
+    billing = traits_of(obj).billing
+    if billing is None or billing is msgspec.UNSET:
         return
     if not isinstance(billing, Billing):
         raise _refuse(option, obj, f"its billing must be a Billing or None, not {billing!r}")

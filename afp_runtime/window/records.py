@@ -3,7 +3,7 @@
 
 A tagged union on ``strategy``. Fields that must always appear have no default; optional
 stage keys default to UNSET and are then omitted on the wire (never ``null``). Each class lists
-its fields in the spec's order.
+its fields in the order docs/window.md#record-schemas gives them.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import pytest
 import afp_runtime as afp
 from afp_runtime.errors import AgentDefinitionError
 from afp_runtime.testing import answer
-from afp_runtime.window import OUTPUT_RETRY_PREFIX
+from afp_runtime.window.texts import OUTPUT_RETRY_PREFIX
 
 
 class Order(msgspec.Struct, frozen=True):

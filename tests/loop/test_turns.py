@@ -7,7 +7,7 @@ import msgspec
 from afp_runtime.messages import Usage
 from afp_runtime.records import BudgetExhausted, ModelEnded, ToolEnded, ToolStarted, TurnEnded
 from afp_runtime.testing import answer, call, tool_reply
-from afp_runtime.window import WRAP_UP_TEXT
+from afp_runtime.window.texts import WRAP_UP_TEXT
 
 from .conftest import Harness
 

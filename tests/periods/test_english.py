@@ -489,7 +489,7 @@ UNREADABLE: list[tuple[str, str]] = [
     ("errors from 8 to 9:30", "from 8 to 9:30"),
     ("errors 8 to 9:30", "8 to 9:30"),
     ("errors 8 AM to 9", "8 AM to 9"),
-    # beyond the spec's examples (module docstring)
+    # beyond the examples of docs/time.md#what-the-english-reader-understands
     ("errors last night", "last night"),
     ("errors this morning", "this morning"),
     ("errors 8 AM this morning", "8 AM this morning"),

@@ -82,9 +82,9 @@ def test_round_trip_is_lossless(record: Any) -> None:
     assert msgspec.json.decode(msgspec.json.encode(wire)) == wire
 
 
-def test_sliding_wire_keys_in_spec_order() -> None:
-    """docs/window.md#sliding-window: the sliding record's keys are camelCase, in the spec's order,
-    stage keys last."""
+def test_sliding_wire_keys_in_documented_order() -> None:
+    """docs/window.md#sliding-window: the sliding record's keys are camelCase, in the documented
+    order, stage keys last."""
     assert list(record_to_wire(SLIDING)) == [
         "strategy",
         "iteration",

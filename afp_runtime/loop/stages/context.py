@@ -13,7 +13,7 @@ from afp_runtime.records import (
     Txn,
     Write,
 )
-from afp_runtime.window import WRAP_UP_TEXT
+from afp_runtime.window import texts
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
@@ -50,7 +50,7 @@ async def context(run: Run) -> tuple[ModelRequest, tuple[Message, ...]]:
     system_pieces, sent = _system_pieces(run)
     tools = _served_tools(run)
     request_only = (
-        [{"role": "user", "reason": "wrap-up", "text": WRAP_UP_TEXT}]
+        [{"role": "user", "reason": "wrap-up", "text": texts.WRAP_UP_TEXT}]
         if run.state.wrap_up_asked
         else []
     )

@@ -17,7 +17,7 @@ appends the assistant turn (when not committed yet) and the results already prod
 ``pendingBatch``, and inserts the questions — all in one ``synchronous=FULL`` transaction with
 the turn ``paused``. The iteration stays open; the answer run's ``settle`` closes it.
 
-Readings where the spec is silent (written down here):
+Readings settled here, beyond what docs/loop.md#tool-dispatch states:
 
 * A tool-ask pause commits the results produced so far in call order, leaving out the asking
   call(s) and the calls never started; those are appended by the answer run's ``settle``, in

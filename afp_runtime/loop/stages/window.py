@@ -41,6 +41,7 @@ from afp_runtime.window import (
     PriorVisit,
     VisitOutcome,
     record_to_wire,
+    traits_of,
     visit_window,
 )
 
@@ -51,8 +52,6 @@ if TYPE_CHECKING:
 
 log = get_logger()
 T = TypeVar("T")
-# A strategy that declares no ``billing`` may make calls of its own.
-_UNDECLARED = object()
 
 
 def _warn_once(run: Run, key: str, message: str, **context: Any) -> None:
@@ -73,20 +72,17 @@ async def window(run: Run) -> RunOutcome | tuple[str, ...]:
     if strategy is None:
         await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
         return ()
+    traits = traits_of(strategy)
     # A strategy that declares ``reads_usage = False`` (sliding-window) does not need usage;
     # any other one, custom ones included, may.
-    if (
-        run.state.last_usage is None
-        and run.state.usage_missing
-        and getattr(strategy, "reads_usage", True)
-    ):
+    if run.state.last_usage is None and run.state.usage_missing and traits.reads_usage:
         _warn_once(
             run,
             "stale-usage",
             "the provider stopped reporting token usage; token strategies stand down",
             iteration=run.state.iteration,
         )
-    if getattr(strategy, "billing", _UNDECLARED) is not None:
+    if traits.may_call_model:
         # The visit may call a model (a summarizer): what is pending must not wait on it.
         await run.committer.before_effect()
     now = run.now()
@@ -291,9 +287,11 @@ def _emit_visit(
             )
         )
     if outcome.spend is not None:
-        billing = getattr(strategy, "billing", None)
-        provider = getattr(getattr(billing, "provider", None), "provider", "unknown")
-        head = CostSpent(provider=provider, model=outcome.spend.model, usage=outcome.spend.usage)
+        head = CostSpent(
+            provider=traits_of(strategy).billed_provider,
+            model=outcome.spend.model,
+            usage=outcome.spend.usage,
+        )
         if spend is None:
             run.emit(head)
         else:

@@ -6,7 +6,7 @@ The summarizer is anything satisfying the window's own ``Summarizer`` Protocol (
 ``provider`` and an async ``send``), so this layer never imports ``models``. It is called at
 most once per engaged visit: no retry, no fallback, no cache.
 
-Resolved details (the spec leaves them open):
+Details settled here, beyond what docs/window.md#summarize-oldest states:
 
 * A reply that cannot stand as a summary — its ``content`` is not a ``str``, or its text is
   refused by ``Message`` (a surrogate code point) — counts as a failed call:
