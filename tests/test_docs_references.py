@@ -19,6 +19,7 @@ SOURCES = [
     *sorted((REPO / "examples").rglob("*.py")),
     *sorted((REPO / "configs").glob("*.toml")),
     *[REPO / "scripts" / name for name in ("demo", "test", "_venv")],
+    REPO / "pyproject.toml",
     REPO / ".ci" / "run",
 ]
 DOCS = sorted((REPO / "docs").rglob("*.md"))

@@ -121,7 +121,17 @@ async def _open_sqlite(
 async def _open_postgres(
     target: str | os.PathLike[str], *, read_only: bool, create: bool, now_ms: int
 ) -> Store:
-    backend = await _module("afp_runtime.store.postgres")
+    try:
+        backend = await _module("afp_runtime.store.postgres")
+    except ModuleNotFoundError as missing:
+        # asyncpg comes with the extra only (docs/storage.md#the-postgres-backend).
+        if missing.name != "asyncpg":
+            raise
+        raise ConfigError(
+            f"{shown_location(target)} is a Postgres store and the Postgres driver (asyncpg) is "
+            "not installed: pip install 'afp-runtime[postgres]'",
+            field="store",
+        ) from None
     store: Store = await backend.PostgresStore.open(
         os.fspath(target), read_only=read_only, create=create, now_ms=now_ms
     )
@@ -159,7 +169,7 @@ async def open_store(
 
     Raises:
         ConfigError: a URL of a scheme this build has no backend for (named, with the known
-            ones).
+            ones), or a Postgres URL without the ``postgres`` extra installed (names it).
         StoreUnavailable: the store cannot be opened, or is missing and may not be created.
         StoreDamaged: the storage is not an afp_runtime store; it is left untouched.
         SchemaTooNew: a newer afp_runtime wrote it; it is left untouched.

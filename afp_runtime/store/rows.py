@@ -371,16 +371,10 @@ def question_row(row: Sequence[Any]) -> QuestionRow:
         ) from exc
 
 
-RUN_COLUMNS = (
-    "r.run_id, a.agent_id, r.turn, r.kind, r.message_id, r.status,"
-    " r.started_at_ms, r.recovered_from, r.ended_at_ms, r.usage,"
-    " (SELECT COUNT(*) FROM bundles b WHERE b.run=r.run), r.answer, r.error_kind, r.error,"
-    " r.cost"
-)
-
-
 def run_row(r: Sequence[Any]) -> RunRow:
-    """A run from a row of ``RUN_COLUMNS``.
+    """A run from a row of ``(run_id, agent_id, turn, kind, message_id, status,
+    started_at_ms, recovered_from, ended_at_ms, usage, bundles, answer, error_kind, error,
+    cost)`` (each backend's ``RUN_COLUMNS``).
 
     Raises:
         StoreDamaged: its usage or cost cell does not decode (naming the run).
@@ -483,14 +477,10 @@ def ledger_rows(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[dict[str, 
 
 # -- what backends write: the values of one row, in the order of the table's columns ----------
 
-QUESTION_INSERT = (
-    "INSERT INTO questions (question_id, agent, message_id, run_id, turn,"
-    " kind, prompt, tool_call_ids, asked_at_ms, status, repeat, detail)"
-)
-
 
 def question_values(agent: int, q: QuestionRow) -> tuple[Any, ...]:
-    """The values of ``QUESTION_INSERT`` for a question asked of ``agent``."""
+    """A ``questions`` row asked of ``agent``: ``(question_id, agent, message_id, run_id, turn,
+    kind, prompt, tool_call_ids, asked_at_ms, status, repeat, detail)``."""
     return (
         q.question_id,
         agent,

@@ -172,7 +172,9 @@ async def _update_runs(conn: asyncpg.Connection, agent: int, txn: Txn) -> None:
 async def _insert_questions(conn: asyncpg.Connection, agent: int, txn: Txn) -> None:
     rows = [common.question_values(agent, q) for q in txn.questions]
     await conn.executemany(
-        common.QUESTION_INSERT + " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        "INSERT INTO questions (question_id, agent, message_id, run_id, turn, kind, prompt,"
+        " tool_call_ids, asked_at_ms, status, repeat, detail)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         [(*row[:6], text_cell(row[6]), *row[7:]) for row in rows],
     )
 

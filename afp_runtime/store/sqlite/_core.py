@@ -49,6 +49,15 @@ async def rows_of(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = 
     return list(await db.execute_fetchall(sql, params))
 
 
+async def on_thread(db: aiosqlite.Connection, work: Callable[..., T], *args: Any) -> T:
+    """``work(conn, *args)`` on ``db``'s own thread with its ``sqlite3.Connection``, queued in
+    order with its other requests: one hop for many statements. aiosqlite has no public call
+    for this, so its private ``_execute`` and ``_conn`` are used here only, with the driver's
+    version bounded (docs/storage.md#the-sqlite-driver)."""
+    result: T = await db._execute(work, db._conn, *args)
+    return result
+
+
 class SqliteCore:
     """One connection to one SQLite file (see ``store.SqliteStore``)."""
 
@@ -232,7 +241,7 @@ class SqliteCore:
             raise StoreError("this store was opened read-only")
         async with self._lock:
             try:
-                await self._conn._execute(self._bound_wal, self._conn._conn)
+                await on_thread(self._conn, self._bound_wal)
                 await self._set_synchronous("FULL" if full else "NORMAL")
                 await self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
@@ -301,7 +310,7 @@ class SqliteCore:
         try:
             # aiosqlite runs queued functions on its connection thread, in order: reads on this
             # connection run before or after the group, never inside it.
-            await self._conn._execute(run, self._conn._conn)
+            await on_thread(self._conn, run)
         except BaseException as exc:
             # Rowids cached inside the rolled-back transaction may name rows that never were.
             self._ids.clear()

@@ -12,7 +12,7 @@ import anyio
 
 from afp_runtime.errors import StoreError
 from afp_runtime.store.sqlite import faults
-from afp_runtime.store.sqlite._core import SqliteCore
+from afp_runtime.store.sqlite._core import SqliteCore, on_thread
 
 
 class Health(SqliteCore):
@@ -43,9 +43,7 @@ class Health(SqliteCore):
         if self._read_only:
             return None
         async with self._lock:
-            why: str | None = await self._conn._execute(
-                faults.checkpoint, self._conn._conn, self._wal
-            )
+            why: str | None = await on_thread(self._conn, faults.checkpoint, self._wal)
         return why
 
     async def quick_check(self) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Any
 import aiosqlite
 
 from afp_runtime.store import rows as common
-from afp_runtime.store.sqlite._core import SqliteCore, encoder, rows_of
+from afp_runtime.store.sqlite._core import SqliteCore, encoder, on_thread, rows_of
 from afp_runtime.store.values import Ack, InboxRow, JournalEntry
 
 
@@ -63,7 +63,7 @@ class Inbox(SqliteCore):
         common.check_sender(sender)
         common.check_idempotency_key(idempotency_key)
         async with self._transaction(full=True) as db:
-            agent: int = await db._execute(self._ids.rowid, db._conn, "agent", agent_id)
+            agent: int = await on_thread(db, self._ids.rowid, "agent", agent_id)
             await check_owner(db, agent, agent_id, sender, shared=shared, claim=True)
             if idempotency_key is not None:
                 found = await rows_of(

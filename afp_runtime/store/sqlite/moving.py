@@ -13,7 +13,7 @@ from collections.abc import AsyncIterable, Sequence
 from afp_runtime.errors import NotFound, StoreError
 from afp_runtime.store import dump_tables as sql
 from afp_runtime.store.dump import AgentDump, CopyCounts, tallied
-from afp_runtime.store.sqlite._core import SqliteCore, chunks
+from afp_runtime.store.sqlite._core import SqliteCore, chunks, on_thread
 
 
 class Moving(SqliteCore):
@@ -44,7 +44,7 @@ class Moving(SqliteCore):
 
         async with self._lock:  # on the connection's own thread
             try:
-                dump: AgentDump = await self._conn._execute(work, self._conn._conn)
+                dump: AgentDump = await on_thread(self._conn, work)
             except sqlite3.Error as exc:
                 raise StoreError(f"a store read failed: {exc}") from exc
         return dump
@@ -61,7 +61,7 @@ class Moving(SqliteCore):
         seen: set[bytes] = set()
         async with self._transaction(full=True) as db:
             async for dump in dumps:
-                new_bodies = await db._execute(_write_dump, db._conn, dump)
+                new_bodies = await on_thread(db, _write_dump, dump)
                 fresh = {b.fp for b in dump.bodies} - seen
                 seen |= fresh
                 counts = tallied(counts, dump, bodies=len(fresh), new_bodies=new_bodies)

@@ -18,6 +18,15 @@ from afp_runtime.store.values import AgentRow, RunRow, StoredBundle
 T = TypeVar("T")
 
 
+# The columns ``rows.run_row`` reads, in its order.
+RUN_COLUMNS = (
+    "r.run_id, a.agent_id, r.turn, r.kind, r.message_id, r.status,"
+    " r.started_at_ms, r.recovered_from, r.ended_at_ms, r.usage,"
+    " (SELECT COUNT(*) FROM bundles b WHERE b.run = r.run), r.answer, r.error_kind, r.error,"
+    " r.cost"
+)
+
+
 class Runs(SqliteCore):
     """What the API and CLI list, and the served reads of one run."""
 
@@ -31,7 +40,7 @@ class Runs(SqliteCore):
 
     async def runs(self, agent_id: str | None = None, *, run_id: str | None = None) -> list[RunRow]:
         """Runs in start order: all, one agent's, or one by id."""
-        sql = f"SELECT {common.RUN_COLUMNS} FROM runs r JOIN agents a ON a.agent=r.agent"
+        sql = f"SELECT {RUN_COLUMNS} FROM runs r JOIN agents a ON a.agent=r.agent"
         params: tuple[Any, ...] = ()
         if agent_id is not None:
             sql += " WHERE a.agent_id=?"

@@ -159,7 +159,9 @@ def write_txn(
         _insert_ledger(conn, agent, txn.ledger)
     if txn.questions:
         conn.executemany(
-            common.QUESTION_INSERT + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO questions (question_id, agent, message_id, run_id, turn, kind, prompt,"
+            " tool_call_ids, asked_at_ms, status, repeat, detail)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [common.question_values(agent, q) for q in txn.questions],
         )
     for span in txn.folded:
