@@ -43,6 +43,10 @@ log = get_logger()
 _WATCH_KEY = "afp_connection_watch"
 # Descriptors left to the store, tools, model clients and logs whatever the connection limit.
 _FD_HEADROOM_MIN = 128
+# The range a timeout may be set in, and the most connections one may ask for (docs/api.md).
+_MIN_TIMEOUT_S = 0.05
+_MAX_TIMEOUT_S = 3600.0
+_MAX_CONNECTIONS = 1_000_000
 
 
 class ConnectionLimits(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -65,18 +69,33 @@ class ConnectionLimits(msgspec.Struct, frozen=True, kw_only=True, rename="camel"
     def __post_init__(self) -> None:
         for name in ("header_timeout_s", "body_timeout_s", "keep_alive_s"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not (math.isfinite(value) and value > 0):
+            # A bound of 1e308 s is no bound, and one of 1e-9 s closes every connection.
+            if isinstance(value, bool) or not (
+                math.isfinite(value) and _MIN_TIMEOUT_S <= value <= _MAX_TIMEOUT_S
+            ):
                 raise ConfigError(
-                    f"api.{_camel(name)} must be a positive number of seconds, not {value!r}",
+                    f"api.{_camel(name)} must be a number of seconds from {_MIN_TIMEOUT_S} to "
+                    f"{_MAX_TIMEOUT_S}, not {value!r}",
                     field=f"api.{_camel(name)}",
                 )
         for name in ("max_connections", "max_connections_per_client"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 1 <= value <= _MAX_CONNECTIONS
+            ):
                 raise ConfigError(
-                    f"api.{_camel(name)} must be a whole number of at least 1, not {value!r}",
+                    f"api.{_camel(name)} must be a whole number from 1 to {_MAX_CONNECTIONS}, "
+                    f"not {value!r}",
                     field=f"api.{_camel(name)}",
                 )
+        if self.max_connections_per_client > self.max_connections:
+            raise ConfigError(
+                f"api.maxConnectionsPerClient ({self.max_connections_per_client}) may not exceed "
+                f"api.maxConnections ({self.max_connections})",
+                field="api.maxConnectionsPerClient",
+            )
 
 
 def _camel(name: str) -> str:

@@ -43,6 +43,9 @@ from afp_runtime.api.inspector.pages import page_methods, public_page
 from afp_runtime.api.principals import Principal, Principals
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+# The headers the rules below decide by: each may come once.
+_SINGLE_HEADERS = frozenset({"host", "origin", "authorization", "content-type", "content-length"})
+MAX_HEADER_BYTES = 16 * 1024
 # On every inspector response (docs/inspector.md#server-rules): no inline script, no asset from
 # elsewhere, no framing, nothing sniffed or cached.
 PAGE_HEADERS = [
@@ -117,7 +120,8 @@ class Guard:
         try:
             receive = await self._check(scope, receive)
         except ApiError as error:
-            html = page and wants_html(scope["path"], _headers(scope).get("accept"))
+            accept = next((v for k, v in scope.get("headers", []) if k.lower() == b"accept"), b"")
+            html = page and wants_html(scope["path"], accept.decode("latin-1") or None)
             await _send_error(send_with_id, error, html=html)
             return
         except _Answered as answer:
@@ -147,7 +151,7 @@ class Guard:
             raise ApiError(404, "route-not-found", f"no endpoint answers {path[:200]}")
         _check_method(path, method, allowed)
         if method == "POST":
-            _check_origin(headers, "the API takes no request sent by another site's page")
+            _check_origin(headers, scope, "the API takes no request sent by another site's page")
         return await self._body(receive, headers, method, "application/json", strict=True)
 
     async def _check_page(
@@ -173,7 +177,7 @@ class Guard:
         if method == "POST":
             # A form posted from another site's page (SameSite=Strict already keeps the cookie
             # off it; this refuses it without a token too).
-            _check_origin(headers, "a form may only be posted from this inspector")
+            _check_origin(headers, scope, "a form may only be posted from this inspector")
         return await self._body(receive, headers, method, "application/x-www-form-urlencoded")
 
     async def _body(
@@ -275,17 +279,19 @@ def _enter(scope: Scope, principal: Principal) -> None:
     raw_scope[PRINCIPAL_KEY] = principal
 
 
-def _check_origin(headers: dict[str, str], message: str) -> None:
+def _check_origin(headers: dict[str, str], scope: Scope, message: str) -> None:
     """403 ``cross-origin`` for a request a page of another site sent (``Origin: null`` of a
     sandboxed or local page included)."""
     origin = headers.get("origin")
-    if origin is not None and _foreign(origin, headers.get("host")):
+    if origin is not None and _foreign(origin, scope.get("scheme", "http"), headers.get("host")):
         raise ApiError(403, "cross-origin", message, field="Origin", value=origin)
 
 
-def _foreign(origin: str, host: str | None) -> bool:
-    """Whether an ``Origin`` names another site than the ``Host`` the request was sent to."""
-    return origin.split("://", 1)[-1] != host
+def _foreign(origin: str, scheme: str, host: str | None) -> bool:
+    """Whether an ``Origin`` names another site than the one the request was sent to: another
+    scheme (``https://`` to a plain-HTTP server is another origin) or another ``Host``."""
+    given_scheme, sep, given_host = origin.partition("://")
+    return not sep or given_scheme.lower() != scheme.lower() or given_host != host
 
 
 def _check_method(path: str, method: str, allowed: Collection[str]) -> None:
@@ -303,11 +309,26 @@ def _check_method(path: str, method: str, allowed: Collection[str]) -> None:
 
 
 def _headers(scope: Scope) -> dict[str, str]:
-    """Request headers by lower-case name (the last one wins), decoded as latin-1."""
-    return {
-        name.decode("latin-1").lower(): value.decode("latin-1")
-        for name, value in scope.get("headers", [])
-    }
+    """Request headers by lower-case name, decoded as latin-1. Headers past ``MAX_HEADER_BYTES``
+    in all are 431 ``headers-too-large`` (h11 bounds only headers that arrive in pieces); a
+    header the rules decide by, sent twice, is 400 ``duplicate-header``, since which of the two
+    counts would differ between a proxy, a browser and this server."""
+    raw = scope.get("headers", [])
+    if sum(len(name) + len(value) for name, value in raw) > MAX_HEADER_BYTES:
+        raise ApiError(
+            431,
+            "headers-too-large",
+            f"the request's headers may hold at most {MAX_HEADER_BYTES} bytes",
+        )
+    headers: dict[str, str] = {}
+    for name_bytes, value_bytes in raw:
+        name = name_bytes.decode("latin-1").lower()
+        if name in headers and name in _SINGLE_HEADERS:
+            raise ApiError(
+                400, "duplicate-header", f"the {name} header may be sent once", field=name
+            )
+        headers[name] = value_bytes.decode("latin-1")
+    return headers
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

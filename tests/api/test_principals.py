@@ -175,7 +175,9 @@ async def test_the_single_token_is_the_admin_beside_a_token_file(api: Api, peopl
     assert posted.status_code == 202 and owner == "alice"
 
 
-@pytest.mark.parametrize("origin", ["http://evil.example", "null"])
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", "null", "https://127.0.0.1:8765", "127.0.0.1:8765"]
+)
 async def test_a_post_from_another_sites_page_is_refused_with_or_without_a_body(
     api: Api, origin: str
 ) -> None:

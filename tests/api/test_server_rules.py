@@ -215,3 +215,33 @@ async def test_openapi_document_lists_the_endpoints(api: Api) -> None:
     assert "/v1/agents/{agentId}/inbox" in paths
     assert "/v1/runs/{runId}/epochs/{epoch}/served" in paths
     assert "/v1/openapi.json" not in paths
+
+
+async def test_a_deciding_header_sent_twice_and_oversized_headers_are_refused(api: Api) -> None:
+    """Host, Origin, Authorization, Content-Type and Content-Length may come once (400
+    ``duplicate-header``: a foreign Origin followed by our own must not pass as ours), and
+    headers holding more than 16 KiB in all are 431 ``headers-too-large``, however they arrive
+    (docs/api.md#connection-limits)."""
+    async with api.running(agent([answer("hi")])) as (host, client):
+        own = "http://127.0.0.1:8765"
+        twice = [
+            await client.post(
+                "/v1/agents/ops/inbox",
+                json={"text": "hi"},
+                headers=[(name, first), (name, second)],
+            )
+            for name, first, second in (
+                ("Origin", "http://evil.example", own),
+                ("Content-Type", "text/plain", "application/json"),
+                ("Authorization", "Bearer junk", "Bearer junk2"),
+            )
+        ]
+        big = await client.get("/v1/agents", headers={"X-Big": "a" * 20_000})
+        fine = await client.get("/v1/agents", headers={"X-Big": "a" * 8_000})
+        posted = await host.reader.inbox("ops")
+    assert [r.status_code for r in twice] == [400, 400, 400]
+    assert [error_of(r)["code"] for r in twice] == ["duplicate-header"] * 3
+    assert [error_of(r)["field"] for r in twice] == ["origin", "content-type", "authorization"]
+    assert posted == []
+    assert big.status_code == 431 and error_of(big)["code"] == "headers-too-large"
+    assert fine.status_code == 200

@@ -173,6 +173,12 @@ def test_the_total_limit_stays_below_the_descriptor_limit() -> None:
         ({"keep_alive_s": -1}, "api.keepAliveS"),
         ({"max_connections": 0}, "api.maxConnections"),
         ({"max_connections_per_client": True}, "api.maxConnectionsPerClient"),
+        # No bound at all, or one that closes every connection, is no setting either.
+        ({"header_timeout_s": 1e308}, "api.headerTimeoutS"),
+        ({"keep_alive_s": 1e-9}, "api.keepAliveS"),
+        ({"body_timeout_s": 1e-300}, "api.bodyTimeoutS"),
+        ({"max_connections": 10**17}, "api.maxConnections"),
+        ({"max_connections": 8, "max_connections_per_client": 9}, "api.maxConnectionsPerClient"),
     ],
 )
 def test_bad_limits_are_refused_naming_them(options: dict[str, object], field: str) -> None:
