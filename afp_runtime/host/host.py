@@ -681,6 +681,9 @@ class Host:
                 memory, so only the holder can carry it out; a dismiss is refused alike).
             RunNotResumable: the turn is not held or stalled, or ``run_id`` is not its latest
                 run.
+            StoreUnavailable: the host's store is in a write fault now: the operator run could
+                not be written, so the request is refused like any other write
+                (docs/host.md#hosts-and-a-failing-store).
         """
         agent = self._admit(agent_id)
         await self._check_operator(agent, principal)
@@ -703,6 +706,16 @@ class Host:
                 f"run {run_id!r} is not the latest run of the held turn ({turn.last_run_id!r})",
                 agent_id=agent_id,
                 run_id=run_id,
+            )
+        # The request is carried out by the worker after this returns: accepted during a write
+        # fault, it would be acknowledged and not happen (until the store is back).
+        fault = self.store_state.write
+        if fault is not None:
+            raise StoreUnavailable(
+                f"the store cannot be written now ({fault.message}); the resume was not "
+                "accepted, ask again once it is back",
+                cause=fault.cause,
+                agent_id=agent_id,
             )
         agent.resume_requested = True
         self.wake(agent_id)
@@ -947,6 +960,13 @@ class Host:
                     await agent.driver.resume()
                 except RunNotResumable as exc:
                     log.warning("operator resume skipped", reason=str(exc))
+                except Exception as exc:
+                    # An accepted resume the store's fault cut off is asked again at the next
+                    # pass (retried as any pass is), not dropped: the turn it left held is
+                    # resumed once the store is back (docs/host.md#hosts-and-a-failing-store).
+                    if store_unavailable(exc) is not None:
+                        agent.resume_requested = True
+                    raise
                 return
             # A stopping host finishes the run in progress but starts no new one
             # (docs/host.md#graceful-shutdown). A first pass may begin before ``__aenter__``

@@ -3,6 +3,7 @@ a fresh Postgres database for the tests of real hosts on Postgres."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import anyio
 import pytest
 
 from tests.api.conftest import Api
+from tests.host.full_disk import Disk, mount
 from tests.store._postgres import FreshDatabase
 
 
@@ -26,3 +28,25 @@ def fixture_database() -> Iterator[FreshDatabase]:
     anyio.run(database.create)
     yield database
     anyio.run(database.drop)
+
+
+@pytest.fixture(name="disk")
+def fixture_disk(tmp_path: Path) -> Iterator[Disk]:
+    """A 2 MB tmpfs (or, where none may be mounted, a folder whose file ``max_page_count``
+    fills), tests/host/full_disk.py."""
+    point = tmp_path / "disk"
+    point.mkdir()
+    real = mount(point)
+    try:
+        yield Disk(point, real=real)
+    finally:
+        if real:
+            subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+@pytest.fixture(name="real_disk")
+def fixture_real_disk(disk: Disk) -> Disk:
+    """The ``disk``, when it is a real tmpfs; else the test is skipped saying why."""
+    if not disk.real:
+        pytest.skip("afp processes need a real full disk: no tmpfs may be mounted here")
+    return disk

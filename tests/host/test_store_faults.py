@@ -11,13 +11,10 @@ tests, which need a real disk, are then skipped saying why.
 
 from __future__ import annotations
 
-import errno
 import signal
 import sqlite3
 import subprocess
 import sys
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,76 +28,8 @@ from afp_runtime.host.store_state import CHECKPOINT_FAILURES_REPORTED
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer
 from tests.api.conftest import Api, agent, error_of, until
+from tests.host.full_disk import Disk
 from tests.host.processes import REPO, Served, serve_env
-
-DISK_BYTES = 2 * 1024 * 1024
-
-
-class Disk:
-    """A small disk holding ``path``: ``fill`` takes all its free space, ``free`` gives it back.
-
-    On a tmpfs a filler file takes the space; without one, ``max_page_count`` on the store's
-    writer connection stands in (``real`` is False then)."""
-
-    def __init__(self, folder: Path, *, real: bool) -> None:
-        self.folder = folder
-        self.real = real
-        self.path = folder / "afp.db"
-        self._filler = folder / "filler"
-
-    async def fill(self, store: Any) -> None:
-        if self.real:
-            await anyio.to_thread.run_sync(self._fill)
-        else:
-            pages = await store._conn.execute_fetchall("PRAGMA page_count")
-            await store._conn.execute(f"PRAGMA max_page_count={pages[0][0]}")
-
-    def _fill(self) -> None:
-        with self._filler.open("wb", buffering=0) as out:
-            chunk = b"\0" * 4096
-            try:
-                while True:
-                    out.write(chunk)
-            except OSError as exc:
-                assert exc.errno == errno.ENOSPC, exc
-
-    async def free(self, store: Any) -> None:
-        if self.real:
-            await anyio.Path(self._filler).unlink()
-        else:
-            await store._conn.execute("PRAGMA max_page_count=1073741823")
-
-
-def _mount(point: Path) -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={DISK_BYTES}", "tmpfs", str(point)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        warnings.warn(
-            f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}); the full "
-            "disk is PRAGMA max_page_count instead",
-            stacklevel=1,
-        )
-    return done.returncode == 0
-
-
-@pytest.fixture(name="disk")
-def fixture_disk(tmp_path: Path) -> Iterator[Disk]:
-    """A 2 MB tmpfs (or, where none may be mounted, a folder whose file ``max_page_count``
-    fills)."""
-    point = tmp_path / "disk"
-    point.mkdir()
-    real = _mount(point)
-    try:
-        yield Disk(point, real=real)
-    finally:
-        if real:
-            subprocess.run(["umount", "-l", str(point)], check=False)
 
 
 class Pin:
@@ -268,13 +197,6 @@ provider = "scripted"
 model = "demo-scripted"
 script = "afp_runtime.demo:demo_script"
 """
-
-
-@pytest.fixture(name="real_disk")
-def fixture_real_disk(disk: Disk) -> Disk:
-    if not disk.real:
-        pytest.skip("afp serve needs a real full disk: no tmpfs may be mounted here")
-    return disk
 
 
 def _afp_env(tmp_path: Path) -> dict[str, str]:

@@ -104,7 +104,8 @@ class SqliteCore:
         """
         given = str(path)
         path = Path(path)
-        if (read_only or not create) and not await anyio.Path(path).exists():
+        existed = await anyio.Path(path).exists()
+        if (read_only or not create) and not existed:
             raise StoreUnavailable(f"no database at {given}", path=given)
         try:
             if read_only:
@@ -122,6 +123,10 @@ class SqliteCore:
             await store._prepare(now_ms)
         except BaseException:
             await conn.close()
+            if not existed:
+                # A file this open made but could not initialise (a full disk, say) is not left
+                # behind for the next open to find (docs/storage.md#store-faults).
+                await _remove_new(path)
             raise
         return store
 
@@ -136,6 +141,9 @@ class SqliteCore:
                 )
             }
         except sqlite3.OperationalError as exc:
+            unavailable = faults.store_error(exc, f"opening {self.path}")
+            if "unable to open" not in str(exc) and isinstance(unavailable, StoreUnavailable):
+                raise unavailable from exc  # the disk's fault (full, unwritable, I/O), not damage
             if "unable to open" not in str(exc):
                 raise StoreDamaged(
                     f"{self.path} is not a readable SQLite database ({exc}); it was not changed",
@@ -177,11 +185,16 @@ class SqliteCore:
             if version == 0:
                 raise StoreUnavailable(f"{self.path} holds no afp_runtime data yet")
             return
-        await self._conn.execute("PRAGMA journal_mode=WAL")
-        await self._conn.execute(f"PRAGMA journal_size_limit={faults.JOURNAL_SIZE_LIMIT}")
-        await self._set_synchronous("NORMAL")
-        if version < SCHEMA_VERSION:
-            await self._migrate(version, now_ms)
+        try:
+            await self._conn.execute("PRAGMA journal_mode=WAL")
+            await self._conn.execute(f"PRAGMA journal_size_limit={faults.JOURNAL_SIZE_LIMIT}")
+            await self._set_synchronous("NORMAL")
+            if version < SCHEMA_VERSION:
+                await self._migrate(version, now_ms)
+        except sqlite3.Error as exc:
+            # Sorted as a write's failure is: a full disk at open is StoreUnavailable, not a
+            # crash (docs/storage.md#store-faults).
+            raise faults.store_error(exc, f"preparing the database {self.path}") from exc
 
     async def _migrate(self, version: int, now_ms: int) -> None:
         async with self._transaction(full=True) as db:
@@ -336,6 +349,13 @@ class SqliteCore:
         or replaced, or the WAL stays past ``wal_limit_bytes`` (docs/storage.md#store-faults)."""
         faults.check_file(str(self.path), self._identity)
         faults.bound_wal(conn, self._wal, self.wal_limit_bytes)
+
+
+async def _remove_new(path: Path) -> None:
+    """Remove the file an open made, with the ``-wal`` and ``-shm`` beside it."""
+    for name in (str(path), f"{path}-wal", f"{path}-shm"):
+        with contextlib.suppress(OSError):
+            await anyio.Path(name).unlink()
 
 
 def _not_started(exc: sqlite3.Error) -> StoreUnavailable:
