@@ -40,6 +40,7 @@ from afp_runtime.api._operations import allowed_methods
 from afp_runtime.api._problems import REQUEST_ID_HEADER, REQUEST_ID_KEY, ApiError
 from afp_runtime.api.inspector._render import wants_html
 from afp_runtime.api.inspector.pages import page_methods, public_page
+from afp_runtime.api.inspector.session import Sessions
 from afp_runtime.api.principals import Principal, Principals
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -81,6 +82,7 @@ class Guard:
         app: the wrapped ASGI handler.
         principals: the principals whose tokens are accepted, or None when serving without
             tokens.
+        sessions: the inspector's sessions of those principals (None without tokens).
         max_body_bytes: the request body limit.
         port: the port the ``Host`` header must name (default: the socket's).
     """
@@ -90,11 +92,13 @@ class Guard:
         app: ASGIApp,
         *,
         principals: Principals | None,
+        sessions: Sessions | None,
         max_body_bytes: int,
         port: int | None,
     ) -> None:
         self.app = app
         self._principals = principals
+        self._sessions = sessions
         self.max_body_bytes = max_body_bytes
         self.port = port
 
@@ -216,8 +220,8 @@ class Guard:
         return _replay(body, receive)
 
     def _page_signed_in(self, headers: dict[str, str]) -> Principal | None:
-        assert self._principals is not None
-        found = self._principals.signed_in(headers.get("cookie"))
+        assert self._principals is not None and self._sessions is not None
+        found = self._sessions.signed_in(headers.get("cookie"))
         return found or self._principals.bearer(headers.get("authorization"))
 
     def _too_large(self) -> ApiError:

@@ -30,6 +30,7 @@ from afp_runtime.api.constants import (
     MAX_BODY_CEILING,
 )
 from afp_runtime.api.inspector import pages
+from afp_runtime.api.inspector.session import Sessions
 from afp_runtime.api.principals import Principals
 from afp_runtime.api.server import check_token
 from afp_runtime.errors import ConfigError
@@ -95,6 +96,9 @@ def create_app(
             field="api.maxBodyBytes",
         )
     known = _principals(token, principals)
+    # Sessions are signed with a secret made here and held only in memory, on the host's
+    # clock: nothing on disk makes one, and a restart ends them all (docs/inspector.md).
+    sessions = Sessions(known, now_ms=host.clock.now_ms) if known is not None else None
     context = ApiContext(host, keepalive_s=keepalive_s, max_streams=max_streams)
 
     app = Litestar(
@@ -109,7 +113,9 @@ def create_app(
             *pages.HANDLERS,
             openapi_document,
         ],
-        state=State({STATE_KEY: context, pages.PAGES_KEY: pages.Pages(principals=known)}),
+        state=State(
+            {STATE_KEY: context, pages.PAGES_KEY: pages.Pages(principals=known, sessions=sessions)}
+        ),
         template_config=pages.template_config(),
         exception_handlers=dict(EXCEPTION_HANDLERS),
         openapi_config=None,
@@ -120,6 +126,10 @@ def create_app(
     )
     # The server rules run before routing, for every request (unknown routes included).
     app.asgi_handler = Guard(
-        app.asgi_handler, principals=known, max_body_bytes=max_body_bytes, port=port
+        app.asgi_handler,
+        principals=known,
+        sessions=sessions,
+        max_body_bytes=max_body_bytes,
+        port=port,
     )
     return app

@@ -25,7 +25,6 @@ from pathlib import Path
 import msgspec
 
 from afp_runtime.api.constants import MIN_TOKEN_CHARS
-from afp_runtime.api.inspector import session
 from afp_runtime.errors import ConfigError
 
 __all__ = [
@@ -67,12 +66,6 @@ class Principals:
 
     def __init__(self, entries: Sequence[tuple[Principal, bytes]]) -> None:
         self._entries = tuple(entries)
-        # The inspector's cookie of each principal: an HMAC keyed by the token's hash, so the
-        # cookie is no token and stays valid across restarts (docs/inspector.md#signing-in).
-        self._sessions = tuple(
-            (principal, session.session_of(digest).encode("ascii"))
-            for principal, digest in self._entries
-        )
 
     @classmethod
     def of_token(cls, token: str) -> Principals:
@@ -105,19 +98,10 @@ class Principals:
             return None
         return self.authenticate(given.strip().encode("utf-8"))
 
-    def session_cookie(self, principal: Principal) -> str:
-        """The ``Set-Cookie`` value that signs a browser in as ``principal``."""
-        value = next(value for known, value in self._sessions if known == principal)
-        return session.cookie_setting(value.decode("ascii"))
-
-    def signed_in(self, cookie_header: str | None) -> Principal | None:
-        """The principal whose session a ``Cookie`` header carries, or None."""
-        found: Principal | None = None
-        for value in session.cookie_values(cookie_header):
-            for principal, expected in self._sessions:
-                if hmac.compare_digest(value, expected) and found is None:
-                    found = principal
-        return found
+    def entries(self) -> tuple[tuple[Principal, bytes], ...]:
+        """Each principal with its token's SHA-256 digest (what an inspector session is bound
+        to, ``afp_runtime/api/inspector/session.py``)."""
+        return self._entries
 
 
 def parse_tokens(text: str, *, source: str) -> Principals:

@@ -67,9 +67,11 @@ _ROUTES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
 
 @dataclass(frozen=True)
 class Pages:
-    """What the pages know beyond the API's context: the principals, if any."""
+    """What the pages know beyond the API's context: the principals and their sessions, if
+    any (both or neither)."""
 
     principals: Principals | None
+    sessions: session.Sessions | None = None
 
 
 def page_methods(path: str) -> frozenset[str] | None:
@@ -260,8 +262,8 @@ async def login_form(state: State) -> Response[Any]:
 async def login(state: State, request: Request[Any, Any, Any]) -> Response[Any]:
     """Check the token from the form; a known principal's signs the browser in as that
     principal, else the form again."""
-    principals = _pages(state).principals
-    if principals is None:
+    principals, sessions = _pages(state).principals, _pages(state).sessions
+    if principals is None or sessions is None:
         return Redirect("/", status_code=303)
     fields = urllib.parse.parse_qs((await request.body()).decode("utf-8", "replace"))
     given = (fields.get("token") or [""])[0].strip().encode("utf-8")
@@ -273,13 +275,17 @@ async def login(state: State, request: Request[Any, Any, Any]) -> Response[Any]:
             status_code=401,
             media_type=_HTML,
         )
-    cookie = principals.session_cookie(principal)
+    cookie = sessions.cookie(principal)  # a new session on every sign-in
     return Redirect("/", status_code=303, headers={"Set-Cookie": cookie})
 
 
 @post("/logout", include_in_schema=False, status_code=303)
-async def logout() -> Response[Any]:
-    """Sign the browser out."""
+async def logout(state: State, request: Request[Any, Any, Any]) -> Response[Any]:
+    """Sign the browser out: its session is revoked here, not only cleared in the browser, so
+    a copy of the cookie no longer opens anything."""
+    sessions = _pages(state).sessions
+    if sessions is not None:
+        sessions.revoke(request.headers.get("cookie"))
     return Redirect("/login", status_code=303, headers={"Set-Cookie": session.clearing_cookie()})
 
 
