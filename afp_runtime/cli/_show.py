@@ -4,8 +4,8 @@ Every text that comes from a conversation, a tool, a config or an error goes thr
 ``visible``: control characters become visible pictures (``␛`` for ESC, so an ANSI sequence
 cannot colour or move the terminal), bidirectional overrides are named (``⟨U+202E⟩``), and
 nothing is read as Rich markup or emoji. JSON output (``write_json``) is the encoder's bytes,
-exactly; on a terminal the characters the tables show as pictures are written as ``\\uXXXX``
-escapes instead, still JSON that decodes to the same value. docs/api.md#the-afp-command.
+exactly; on a terminal the characters the tables show as pictures are written as escapes
+(``\\u202e``) instead, still JSON that decodes to the same value. docs/api.md#the-afp-command.
 """
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ _TERMINAL_ESCAPES = {
 
 def json_for_terminal(text: str) -> str:
     """JSON text with the C0 and C1 controls, DEL, the bidi marks and the line separators escaped
-    as ``\\uXXXX`` (inside a JSON string, the only place they can be): the same value, but
-    nothing a terminal would act on or reorder."""
+    (``\\u202e``; inside a JSON string, the only place they can be): the same value, but nothing
+    a terminal would act on or reorder."""
     return text.translate(_TERMINAL_ESCAPES)
 
 
