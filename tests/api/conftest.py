@@ -152,11 +152,13 @@ async def serving(app: Litestar, **server: Any) -> AsyncIterator[str]:
     listener: socket.socket = await open_listener("127.0.0.1", 0)
     port = listener.getsockname()[1]
     server = ApiServer(app, graceful_s=1, **server)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, [listener])
-        await until(lambda: server.started)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            server.should_exit = True
-    listener.close()
+    # Closed however the block ends: a listener left to the garbage collector after a failed
+    # test raises its ResourceWarning inside whichever test runs next.
+    with listener:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, [listener])
+            await until(lambda: server.started)
+            try:
+                yield f"http://127.0.0.1:{port}"
+            finally:
+                server.should_exit = True

@@ -299,6 +299,27 @@ async def test_the_timeline_updates_live_over_the_event_stream(api: Api, page: P
         await page.goto("about:blank")  # closes the stream before the server stops
 
 
+async def test_a_live_update_keeps_the_keyboards_place(api: Api, page: Page) -> None:
+    """A call link focused from the keyboard is focused again after a live update replaced the
+    turns (docs/inspector.md#timeline), so Enter still opens it."""
+    definition = agent([answer("first"), answer("second")])
+    async with api.running(definition) as (host, _), serving(api.app(host)) as base:
+        await host.post("ops", "one")
+        await settle(host)
+        await page.goto(base + "/agents/ops")
+        await expect(page.locator("#live-state")).to_have_text("Updated live.")
+        link = page.locator('article[data-turn="1"] a[href$="/calls/1"]')
+        await link.focus()
+        await host.post("ops", "two")
+        await settle(host)
+        await expect(page.locator('article[data-turn="2"]')).to_have_count(1)
+        focused = await page.evaluate("document.activeElement.getAttribute('href')")
+        assert focused is not None and focused.endswith("/calls/1")
+        await page.keyboard.press("Enter")
+        await expect(page).to_have_url(re.compile(r"/agents/ops/calls/1$"))
+        await page.goto("about:blank")
+
+
 async def test_a_live_turn_that_pushes_one_onto_an_older_page_brings_its_link(
     api: Api, page: Page
 ) -> None:

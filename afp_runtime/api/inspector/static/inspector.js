@@ -26,13 +26,35 @@ function paused(error) {
     : "Live updates paused: the host did not answer.");
 }
 
+// Where the keyboard is inside ``container``: a selector for the focused link, summary or
+// control and its place among the matches, so a live swap can give focus back to its fresh copy
+// (else a person tabbing through the page loses their place on every update).
+function focusedPlace(container) {
+  const active = document.activeElement;
+  if (!active || active === container || !container.contains(active)) return null;
+  let selector = active.tagName.toLowerCase();
+  const href = active.getAttribute("href");
+  if (active.id) selector = "#" + CSS.escape(active.id);
+  else if (href !== null) selector += '[href="' + CSS.escape(href) + '"]';
+  const matches = Array.from(container.querySelectorAll(selector));
+  return { selector, index: matches.indexOf(active) };
+}
+
+function replaceKeepingFocus(container, nodes) {
+  const place = focusedPlace(container);
+  container.replaceChildren(...nodes);
+  if (place === null || place.index < 0) return;
+  const again = container.querySelectorAll(place.selector)[place.index];
+  if (again) again.focus({ preventScroll: true });
+}
+
 // The agents page: its rows, fetched every second.
 function refreshRows(element) {
   fetchPage(element.dataset.live)
     .then((html) => {
       const parsed = new DOMParser().parseFromString(
         "<table><tbody>" + html + "</tbody></table>", "text/html");
-      element.replaceChildren(...parsed.querySelector("tbody").childNodes);
+      replaceKeepingFocus(element, parsed.querySelector("tbody").childNodes);
       liveNote("Updated live.");
     })
     .catch(paused);
@@ -54,7 +76,7 @@ function swapTimeline(fresh) {
     // A run someone folded stays folded.
     const closed = new Set(Array.from(
       turns.querySelectorAll("details[data-run]:not([open])"), (d) => d.dataset.run));
-    turns.replaceChildren(...newTurns.childNodes);
+    replaceKeepingFocus(turns, newTurns.childNodes);
     for (const run of turns.querySelectorAll("details[data-run]")) {
       if (closed.has(run.dataset.run)) run.open = false;
     }
@@ -67,7 +89,7 @@ function swapTimeline(fresh) {
   // A turn that arrived live can push the oldest one onto an older page: its link comes too.
   const pages = document.getElementById("live-pages");
   const newPages = fresh.getElementById("live-pages");
-  if (pages && newPages) pages.replaceChildren(...newPages.childNodes);
+  if (pages && newPages) replaceKeepingFocus(pages, newPages.childNodes);
 }
 
 // The timeline: refetched when the agent's event stream says something happened, at most
