@@ -137,8 +137,6 @@ SURFACES: dict[str, list[str]] = {
         "HostStopping",
         "StoreCheck",
         "StoreCheckFailed",
-        "StoreFault",
-        "StoreState",
         "StreamGap",
         "Subscription",
     ],

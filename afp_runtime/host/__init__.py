@@ -18,7 +18,6 @@ from afp_runtime.host.host import (
     StoreCheck,
     StoreCheckFailed,
 )
-from afp_runtime.host.store_state import StoreFault, StoreState
 
 __all__ = [
     "AgentNotHosted",
@@ -33,8 +32,6 @@ __all__ = [
     "HostStopping",
     "StoreCheck",
     "StoreCheckFailed",
-    "StoreFault",
-    "StoreState",
     "StreamGap",
     "Subscription",
 ]

@@ -71,7 +71,7 @@ from afp_runtime.errors import (
 from afp_runtime.host._timed import TimedCommits
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
 from afp_runtime.host.leases import HostLease, store_unavailable
-from afp_runtime.host.store_state import StoreFault, StoreState
+from afp_runtime.host.store_state import StoreState
 from afp_runtime.loop import AgentDriver, Emitter, Event, IdFactory, KeptResults, LoopHooks
 from afp_runtime.models import Model
 from afp_runtime.records import (
@@ -81,6 +81,7 @@ from afp_runtime.records import (
     HostStoppingEvent,
     InboxAccepted,
     QuestionRow,
+    StoreFault,
 )
 from afp_runtime.store import Ack, Store, check_owner
 from afp_runtime.telemetry import Telemetry, TelemetrySink

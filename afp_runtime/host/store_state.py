@@ -9,7 +9,7 @@ from afp_runtime._logging import get_logger
 from afp_runtime.errors import StoreUnavailable
 from afp_runtime.records import Clock, StoreFault
 
-__all__ = ["CHECKPOINT_FAILURES_REPORTED", "StoreFault", "StoreState"]
+__all__ = ["CHECKPOINT_FAILURES_REPORTED", "StoreState"]
 
 log = get_logger()
 
