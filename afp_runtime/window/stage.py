@@ -17,8 +17,8 @@ import msgspec
 from afp_runtime.errors import WindowConfigError, WindowStrategyError
 from afp_runtime.messages import Message, Usage
 from afp_runtime.window.folds import FoldedSpan
-from afp_runtime.window.names import call_names, dropped_tool_names
-from afp_runtime.window.observations import LedgerFactPin, WindowObservations
+from afp_runtime.window.names import CallNames, call_names, dropped_tool_names
+from afp_runtime.window.observations import LedgerFactPin, ToolResultPin, WindowObservations
 from afp_runtime.window.pins import ledger_fact_pins, tool_result_pins
 from afp_runtime.window.plan import Guards
 from afp_runtime.window.records import CUSTOM_FIELDS, BuiltinRecord, CustomRecord, WindowRecord
@@ -30,7 +30,7 @@ from afp_runtime.window.standdown import (
     remember,
     stand_down_block,
 )
-from afp_runtime.window.turns import current_request_index, segment
+from afp_runtime.window.turns import Turn, current_request_index, segment
 from afp_runtime.window.validate import validate_result
 from afp_runtime.window.visit import (
     BudgetPressure,
@@ -39,6 +39,7 @@ from afp_runtime.window.visit import (
     Rebase,
     Spend,
     TurnStanding,
+    WindowResult,
     WindowStrategy,
     WindowVisit,
 )
@@ -134,29 +135,8 @@ async def visit_window(
     turns = segment(window_before)
     names = call_names(window_before)
     anchor = current_request_index(window_before, said)
-
-    limit = _recency_limit(keep_last_tool_results)
-    stood_down = limit > 0 and pin_is_blocking(prior, RECENCY_PIN_REASONS)
-    recency = () if limit == 0 or stood_down else tool_result_pins(turns, names, anchor)
-
-    armed = fact_limit > 0 and turn_standing is not None
-    facts_stood_down = armed and pin_is_blocking(prior, FACT_PIN_REASONS)
-    facts: tuple[LedgerFactPin, ...] = ()
-    if armed and not facts_stood_down and turn_standing is not None:
-        facts = ledger_fact_pins(turns, names, turn_standing, anchor)
-
-    guards = Guards(
-        answered_call_ids=frozenset(
-            m.tool_call_id for m in window_before if m.role == "tool" and m.tool_call_id
-        ),
-        current_request_index=anchor,
-        paused_tool_call_id=paused_tool_call_id,
-        paused_check_in=paused_check_in,
-        recency_pins=recency,
-        recency_limit=limit if recency else 0,
-        fact_pins=facts,
-        fact_limit=fact_limit if facts else 0,
-    )
+    pins = _pins(turns, names, anchor, prior, keep_last_tool_results, fact_limit, turn_standing)
+    guards = pins.guards(window_before, anchor, paused_tool_call_id, paused_check_in, fact_limit)
     visit = WindowVisit(
         history=window_before,
         measured=measured,
@@ -171,43 +151,118 @@ async def visit_window(
         turns=turns,
         names=names,
     )
+    result = await _plan(strategy, visit)
+    if result is None:
+        return None
+    validate_result(strategy.name, visit, result)
+    evicted = tuple(window_before[e.index] for e in result.evictions)
+    record = _stamped(result.record, visit, pins, dropped_tool_names(evicted, names), fact_limit)
+    # Every field of the result, with the record as stamped.
+    return VisitOutcome(
+        **{**msgspec.structs.asdict(result), "record": record},
+        evicted=evicted,
+        stood_down=pins.stood_down,
+        facts_stood_down=pins.facts_stood_down,
+        prior=remember(prior, record),
+    )
+
+
+class _Pins(msgspec.Struct, frozen=True, kw_only=True):
+    """The pins of one visit (docs/window.md#pins) and whether each stood down."""
+
+    limit: int
+    stood_down: bool
+    recency: tuple[ToolResultPin, ...]
+    armed: bool
+    facts_stood_down: bool
+    facts: tuple[LedgerFactPin, ...]
+
+    def guards(
+        self,
+        window: Sequence[Message],
+        anchor: int | None,
+        paused_tool_call_id: str | None,
+        paused_check_in: bool,
+        fact_limit: int,
+    ) -> Guards:
+        """The guards of a visit of ``window`` with these pins."""
+        return Guards(
+            answered_call_ids=frozenset(
+                m.tool_call_id for m in window if m.role == "tool" and m.tool_call_id
+            ),
+            current_request_index=anchor,
+            paused_tool_call_id=paused_tool_call_id,
+            paused_check_in=paused_check_in,
+            recency_pins=self.recency,
+            recency_limit=self.limit if self.recency else 0,
+            fact_pins=self.facts,
+            fact_limit=fact_limit if self.facts else 0,
+        )
+
+
+def _pins(
+    turns: Sequence[Turn],
+    names: CallNames,
+    anchor: int | None,
+    prior: Sequence[WindowRecord | PriorVisit],
+    keep_last_tool_results: int | bool,
+    fact_limit: int,
+    turn_standing: TurnStanding | None,
+) -> _Pins:
+    """The recency pin unless off or stood down, and the ledger-fact pin when armed
+    (docs/window.md#stand-down over ``prior``)."""
+    limit = _recency_limit(keep_last_tool_results)
+    stood_down = limit > 0 and pin_is_blocking(prior, RECENCY_PIN_REASONS)
+    recency = () if limit == 0 or stood_down else tool_result_pins(turns, names, anchor)
+    armed = fact_limit > 0 and turn_standing is not None
+    facts_stood_down = armed and pin_is_blocking(prior, FACT_PIN_REASONS)
+    facts: tuple[LedgerFactPin, ...] = ()
+    if armed and not facts_stood_down and turn_standing is not None:
+        facts = ledger_fact_pins(turns, names, turn_standing, anchor)
+    return _Pins(
+        limit=limit,
+        stood_down=stood_down,
+        recency=recency,
+        armed=armed,
+        facts_stood_down=facts_stood_down,
+        facts=facts,
+    )
+
+
+async def _plan(strategy: WindowStrategy, visit: WindowVisit) -> WindowResult | None:
+    """The strategy's plan; an error from ``plan_removal`` gets the strategy's name filled in."""
     try:
-        result = await strategy.plan(visit)
+        return await strategy.plan(visit)
     except WindowStrategyError as exc:
         if not exc.strategy:
             exc.strategy = strategy.name
             exc.context["strategy"] = strategy.name
         raise
-    if result is None:
-        return None
-    validate_result(strategy.name, visit, result)
 
-    evicted = tuple(window_before[e.index] for e in result.evictions)
+
+def _stamped(
+    record: WindowRecord,
+    visit: WindowVisit,
+    pins: _Pins,
+    dropped: Sequence[str],
+    fact_limit: int,
+) -> WindowRecord:
+    """The record with the stage keys stamped, each only when present / non-empty."""
     stamps: dict[str, Any] = {}
-    dropped = dropped_tool_names(evicted, names)
     if dropped:
         stamps["dropped_observations"] = dropped
     observations: WindowObservations | msgspec.UnsetType = (
-        stand_down_block(limit) if stood_down else visit.captured_observations
+        stand_down_block(pins.limit) if pins.stood_down else visit.captured_observations
     )
     if observations is not msgspec.UNSET:
         stamps["observations"] = observations
-    if armed:
+    if pins.armed:
         ledger: WindowObservations | msgspec.UnsetType = (
-            stand_down_block(fact_limit) if facts_stood_down else visit.captured_ledger_facts
+            stand_down_block(fact_limit) if pins.facts_stood_down else visit.captured_ledger_facts
         )
         if ledger is not msgspec.UNSET:
             stamps["ledger_facts"] = ledger
-    record = msgspec.structs.replace(result.record, **stamps) if stamps else result.record
-
-    # Every field of the result, with the record as stamped.
-    return VisitOutcome(
-        **{**msgspec.structs.asdict(result), "record": record},
-        evicted=evicted,
-        stood_down=stood_down,
-        facts_stood_down=facts_stood_down,
-        prior=remember(prior, record),
-    )
+    return msgspec.structs.replace(record, **stamps) if stamps else record
 
 
 # --- wire form of records ----------------------------------------------------------------------

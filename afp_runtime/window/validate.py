@@ -19,7 +19,7 @@ from afp_runtime.messages import Message, fingerprint
 from afp_runtime.window.records import CUSTOM_FIELDS, CustomRecord, WindowRecord
 from afp_runtime.window.refusals import REFUSAL_REASONS
 from afp_runtime.window.turns import window_chars
-from afp_runtime.window.visit import WindowResult, WindowVisit
+from afp_runtime.window.visit import Rebase, WindowResult, WindowVisit
 
 _RECORD_TYPES: tuple[type, ...] = get_args(WindowRecord)
 
@@ -81,6 +81,26 @@ def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> N
         WindowStrategyError: on the first violation.
     """
     check = _Checker(strategy_name)
+    result = _check_result(check, result)
+    record = result.record
+    _check_names(check, visit, record)
+    removed: range = range(0)
+    inserted: Message | None = None
+    window = result.window
+    rebase = _check_rebase_given(check, result)
+    if not isinstance(window, msgspec.UnsetType) and rebase is not None:
+        removed, inserted = _check_splice(check, visit, window, rebase)
+        _check_whole_turns(check, visit, removed)
+    _check_counts(check, visit, record, removed, inserted)
+    _check_evictions(check, result, removed)
+    _check_folded(check, visit, result, removed, inserted)
+    _check_refusals(check, visit, record)
+    _check_first_talker(check, visit, window)
+
+
+def _check_result(check: _Checker, result: object) -> WindowResult:
+    """Before the nine checks: a ``WindowResult`` with a window record whose custom ``extra``
+    keys do not reuse a common field's wire name."""
     if not isinstance(result, WindowResult):
         check.fail("result", "a strategy must return a WindowResult or None", result)
     record = result.record
@@ -90,95 +110,114 @@ def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> N
         clashes = sorted(key for key in record.extra if key in CUSTOM_FIELDS)
         if clashes:
             check.fail("record.extra", "extra keys may not reuse a common field's name", clashes)
-    history = visit.history
-    size = len(history)
+    return result
 
-    # 1. The record names this strategy and this visit.
+
+def _check_names(check: _Checker, visit: WindowVisit, record: WindowRecord) -> None:
+    """1. The record names this strategy and this visit."""
     filed_under = strategy_of(record)
-    if filed_under != strategy_name:
+    if filed_under != check.strategy:
         check.fail(
-            "record.strategy", f"expected the strategy's name {strategy_name!r}", filed_under
+            "record.strategy", f"expected the strategy's name {check.strategy!r}", filed_under
         )
     if record.iteration != visit.iteration:
         check.fail(
             "record.iteration", f"expected the visit iteration {visit.iteration}", record.iteration
         )
 
-    # 2. A new window always comes with its rebase, and only with it.
+
+def _check_rebase_given(check: _Checker, result: WindowResult) -> Rebase | None:
+    """2. A new window always comes with its rebase, and only with it; the rebase, if any."""
     window = result.window
     rebase = result.rebase
     if window is not msgspec.UNSET and rebase is msgspec.UNSET:
         check.fail("rebase", "a new window needs a rebase", rebase)
     if window is msgspec.UNSET and rebase is not msgspec.UNSET:
         check.fail("window", "a rebase was given without a new window", window)
+    return None if isinstance(rebase, msgspec.UnsetType) else rebase
 
-    removed: range = range(0)
+
+def _check_splice(
+    check: _Checker, visit: WindowVisit, window: Sequence[Message], rebase: Rebase
+) -> tuple[range, Message | None]:
+    """3. The new window is head + (one inserted message)? + tail of the old one; the removed
+    range and the inserted message."""
+    history = visit.history
+    size = len(history)
+    head, tail = rebase.head_count, rebase.kept_tail_count
+    if not _is_count(head):
+        check.fail("rebase.headCount", "must be an int >= 0", head)
+    if not _is_count(tail):
+        check.fail("rebase.keptTailCount", "must be an int >= 0", tail)
+    if head + tail > size - 1:
+        check.fail(
+            "rebase", f"head + tail must leave at least one of {size} messages out", head + tail
+        )
+    extra = len(window) - head - tail
+    wants_insert = rebase.inserted_at_ms is not msgspec.UNSET
+    if extra != (1 if wants_insert else 0):
+        check.fail(
+            "window",
+            f"expected {head} head + {int(wants_insert)} inserted + "
+            f"{tail} tail messages (insertedAtMs decides the middle)",
+            len(window),
+        )
+    for position in range(head):
+        if not _same(window[position], history[position]):
+            check.fail(
+                "window",
+                f"head message {position} differs from the old window",
+                window[position].content,
+            )
+    for back in range(1, tail + 1):
+        if not _same(window[-back], history[-back]):
+            check.fail(
+                "window",
+                f"tail message {len(window) - back} differs from the old "
+                f"window's message {size - back}",
+                window[-back].content,
+            )
     inserted: Message | None = None
-    if not isinstance(window, msgspec.UnsetType) and not isinstance(rebase, msgspec.UnsetType):
-        # 3. The new window is head + (one inserted message)? + tail of the old one.
-        head, tail = rebase.head_count, rebase.kept_tail_count
-        if not _is_count(head):
-            check.fail("rebase.headCount", "must be an int >= 0", head)
-        if not _is_count(tail):
-            check.fail("rebase.keptTailCount", "must be an int >= 0", tail)
-        if head + tail > size - 1:
-            check.fail(
-                "rebase", f"head + tail must leave at least one of {size} messages out", head + tail
-            )
-        extra = len(window) - head - tail
-        wants_insert = rebase.inserted_at_ms is not msgspec.UNSET
-        if extra != (1 if wants_insert else 0):
-            check.fail(
-                "window",
-                f"expected {head} head + {int(wants_insert)} inserted + "
-                f"{tail} tail messages (insertedAtMs decides the middle)",
-                len(window),
-            )
-        for position in range(head):
-            if not _same(window[position], history[position]):
-                check.fail(
-                    "window",
-                    f"head message {position} differs from the old window",
-                    window[position].content,
-                )
-        for back in range(1, tail + 1):
-            if not _same(window[-back], history[-back]):
-                check.fail(
-                    "window",
-                    f"tail message {len(window) - back} differs from the old "
-                    f"window's message {size - back}",
-                    window[-back].content,
-                )
-        if extra == 1:
-            inserted = window[head]
-            if inserted.role != "user":
-                check.fail("window", "an inserted message must have role user", inserted.role)
-        removed = range(head, size - tail)
-        bounds = [removed.start, removed.stop]
+    if extra == 1:
+        inserted = window[head]
+        if inserted.role != "user":
+            check.fail("window", "an inserted message must have role user", inserted.role)
+    return range(head, size - tail), inserted
 
-        # 4. The removed range is whole turns inside the latest plan's span.
-        starts = {turn.start for turn in visit.turns}
-        if removed.start not in starts or (removed.stop != size and removed.stop not in starts):
-            check.fail("window", "the removed range must consist of whole turns", bounds)
-        plan = visit.latest_plan
-        if plan is None or plan.span is None:
-            check.fail(
-                "window",
-                "no removal plan with a span was obtained this visit, so nothing may be removed",
-                bounds,
-            )
-        else:
-            first, last = plan.span
-            low = visit.turns[first].start
-            high = visit.turns[last].start + visit.turns[last].length
-            if removed.start < low or removed.stop > high:
-                check.fail(
-                    "window",
-                    f"the removed range lies outside the plan span [{low}, {high})",
-                    bounds,
-                )
 
-    # 5. The record's counts and chars are exact.
+def _check_whole_turns(check: _Checker, visit: WindowVisit, removed: range) -> None:
+    """4. The removed range is whole turns inside the latest plan's span."""
+    size = len(visit.history)
+    bounds = [removed.start, removed.stop]
+    starts = {turn.start for turn in visit.turns}
+    if removed.start not in starts or (removed.stop != size and removed.stop not in starts):
+        check.fail("window", "the removed range must consist of whole turns", bounds)
+    plan = visit.latest_plan
+    if plan is None or plan.span is None:
+        check.fail(
+            "window",
+            "no removal plan with a span was obtained this visit, so nothing may be removed",
+            bounds,
+        )
+    first, last = plan.span
+    low = visit.turns[first].start
+    high = visit.turns[last].start + visit.turns[last].length
+    if removed.start < low or removed.stop > high:
+        check.fail(
+            "window",
+            f"the removed range lies outside the plan span [{low}, {high})",
+            bounds,
+        )
+
+
+def _check_counts(
+    check: _Checker,
+    visit: WindowVisit,
+    record: WindowRecord,
+    removed: range,
+    inserted: Message | None,
+) -> None:
+    """5. The record's counts and chars are exact."""
     if record.removed_message_count != len(removed):
         check.fail(
             "record.removedMessageCount",
@@ -194,7 +233,7 @@ def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> N
         )
     # Check 3 held the head and tail to the old window's messages, so only the removed range
     # and the inserted message change the count (linear in what changed, not in the window).
-    after = before - window_chars(history[removed.start : removed.stop])
+    after = before - window_chars(visit.history[removed.start : removed.stop])
     if inserted is not None:
         after += len(inserted.content)
     if record.window_chars_after != after:
@@ -211,37 +250,47 @@ def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> N
             list(record.removed_stage_ids),
         )
 
-    # 6. One eviction per removed index, ascending.
+
+def _check_evictions(check: _Checker, result: WindowResult, removed: range) -> None:
+    """6. One eviction per removed index, ascending."""
     indexes = [eviction.index for eviction in result.evictions]
     if indexes != list(removed):
         check.fail("evictions", f"expected indexes {list(removed)}", indexes)
 
-    # 7. Folded spans only beside an inserted message that stands for the removed range.
-    if result.folded:
-        if inserted is None:
-            check.fail("folded", "folded spans need an inserted message", len(result.folded))
-        else:
-            stands_for = fingerprint(inserted)
-            gone = history[removed.start : removed.stop]
-            for span in result.folded:
-                if span.summary_fingerprint != stands_for:
-                    check.fail(
-                        "folded.summaryFingerprint",
-                        "must be the inserted message's fingerprint",
-                        span.summary_fingerprint,
-                    )
-                if span.message_count != len(removed):
-                    check.fail(
-                        "folded.messageCount", f"{len(removed)} messages left", span.message_count
-                    )
-                if span.messages is not msgspec.UNSET and tuple(span.messages) != gone:
-                    check.fail(
-                        "folded.messages",
-                        "must be the removed messages in order",
-                        len(span.messages),
-                    )
 
-    # 8. Refusals use the closed set of reasons and point at real turns.
+def _check_folded(
+    check: _Checker,
+    visit: WindowVisit,
+    result: WindowResult,
+    removed: range,
+    inserted: Message | None,
+) -> None:
+    """7. Folded spans only beside an inserted message that stands for the removed range."""
+    if not result.folded:
+        return
+    if inserted is None:
+        check.fail("folded", "folded spans need an inserted message", len(result.folded))
+    stands_for = fingerprint(inserted)
+    gone = visit.history[removed.start : removed.stop]
+    for span in result.folded:
+        if span.summary_fingerprint != stands_for:
+            check.fail(
+                "folded.summaryFingerprint",
+                "must be the inserted message's fingerprint",
+                span.summary_fingerprint,
+            )
+        if span.message_count != len(removed):
+            check.fail("folded.messageCount", f"{len(removed)} messages left", span.message_count)
+        if span.messages is not msgspec.UNSET and tuple(span.messages) != gone:
+            check.fail(
+                "folded.messages",
+                "must be the removed messages in order",
+                len(span.messages),
+            )
+
+
+def _check_refusals(check: _Checker, visit: WindowVisit, record: WindowRecord) -> None:
+    """8. Refusals use the closed set of reasons and point at real turns."""
     turns = visit.turns
     for refusal in record.refusals:
         if refusal.reason not in REFUSAL_REASONS:
@@ -256,10 +305,14 @@ def validate_result(strategy_name: str, visit: WindowVisit, result: object) -> N
                 refusal.message_index,
             )
 
-    # 9. A window that opened with a user message still does.
+
+def _check_first_talker(
+    check: _Checker, visit: WindowVisit, window: Sequence[Message] | msgspec.UnsetType
+) -> None:
+    """9. A window that opened with a user message still does."""
     if (
         not isinstance(window, msgspec.UnsetType)
-        and _first_talker(history) == "user"
+        and _first_talker(visit.history) == "user"
         and _first_talker(window) != "user"
     ):
         check.fail(

@@ -127,83 +127,109 @@ class SummarizeOldest:
         measured = over_budget(visit, NAME, self.threshold_tokens)
         if measured is None:
             return None
-        history = visit.history
-        chars_before = window_chars(history)
-
-        def unchanged(
-            refusals: tuple[Refusal, ...],
-            *,
-            summary_chars: int = 0,
-            tokens: Usage | None = None,
-            skipped: bool = False,
-            spend: Spend | None = None,
-            warning: str | None = None,
-        ) -> WindowResult:
-            record = SummarizeOldestRecord(
-                iteration=visit.iteration,
-                measured_tokens=measured.input,
-                threshold_tokens=self.threshold_tokens,
-                over_budget=True,
-                window_chars_before=chars_before,
-                removed_stage_ids=(),
-                removed_message_count=0,
-                window_chars_after=chars_before,
-                summary_chars=summary_chars,
-                summarizer_tokens=msgspec.UNSET if tokens is None else tokens,
-                summarizer_skipped=True if skipped else msgspec.UNSET,
-                refusals=refusals,
-            )
-            return WindowResult(
-                record=record,
-                budget_pressure=self._pressure(measured.input, "none"),
-                spend=spend,
-                warning=warning,
-            )
-
         plan = visit.plan_removal(self.keep_recent_turns, is_existing_summary)
         if plan.span is None:
-            return unchanged(plan.refusals)
+            return self._unchanged(visit, measured.input, plan.refusals)
         first, last = plan.span
         turns = visit.turns
         span_start = turns[first].start
         span_end = turns[last].start + turns[last].length
-        head, span, tail = history[:span_start], history[span_start:span_end], history[span_end:]
+        span = visit.history[span_start:span_end]
         key = span_key(span)
         not_smaller = Refusal(
             reason="replacement-not-smaller", turn_index=first, message_index=span_start
         )
         if key in self.refused_spans:
-            return unchanged((not_smaller, *plan.refusals), skipped=True)
-
-        request = summarizer_request(span, history, self.model)
-        try:
-            reply = await self.summarizer.send(request)
-            text = reply.content
-            if not isinstance(text, str):
-                raise TypeError(f"the reply's content is {type(text).__name__}, not str")
-            usage = reply.usage
-            tokens = None if usage is None else Usage(input=usage.input, output=usage.output)
-            summary = build_summary_message(
-                text, len(span), visit.iteration, self.model, self.retain
+            return self._unchanged(
+                visit, measured.input, (not_smaller, *plan.refusals), skipped=True
             )
+        try:
+            summary, tokens = await self._summarize(visit, span)
         except Exception as exc:  # cancellation is a BaseException and passes through
             failed = Refusal(reason="summarizer-failed", turn_index=first, message_index=span_start)
             warning = summarizer_failed_warning(NAME, measured.input, self.threshold_tokens, exc)
-            return unchanged((failed, *plan.refusals), warning=warning)
+            return self._unchanged(visit, measured.input, (failed, *plan.refusals), warning=warning)
 
         spend = None if tokens is None else Spend(model=self.model, usage=tokens)
         summary_chars = len(summary.content)
         if summary_chars >= window_chars(span):
             self.refused_spans.add(key)
-            return unchanged(
+            return self._unchanged(
+                visit,
+                measured.input,
                 (not_smaller, *plan.refusals),
                 summary_chars=summary_chars,
                 tokens=tokens,
                 spend=spend,
             )
+        removed = range(span_start, span_end)
+        return self._fold(visit, measured.input, removed, summary, tokens, spend, plan.refusals)
 
+    async def _summarize(
+        self, visit: WindowVisit, span: Sequence[Message]
+    ) -> tuple[Message, Usage | None]:
+        """The one summarizer call of a visit: the summary message and the reply's tokens (None
+        when the provider reported none). Raises whatever makes the reply unusable."""
+        reply = await self.summarizer.send(summarizer_request(span, visit.history, self.model))
+        text = reply.content
+        if not isinstance(text, str):
+            raise TypeError(f"the reply's content is {type(text).__name__}, not str")
+        usage = reply.usage
+        tokens = None if usage is None else Usage(input=usage.input, output=usage.output)
+        summary = build_summary_message(text, len(span), visit.iteration, self.model, self.retain)
+        return summary, tokens
+
+    def _unchanged(
+        self,
+        visit: WindowVisit,
+        measured: int,
+        refusals: tuple[Refusal, ...],
+        *,
+        summary_chars: int = 0,
+        tokens: Usage | None = None,
+        skipped: bool = False,
+        spend: Spend | None = None,
+        warning: str | None = None,
+    ) -> WindowResult:
+        """An engaged visit that folds nothing: its record, pressure, spend and warning."""
+        chars_before = window_chars(visit.history)
+        record = SummarizeOldestRecord(
+            iteration=visit.iteration,
+            measured_tokens=measured,
+            threshold_tokens=self.threshold_tokens,
+            over_budget=True,
+            window_chars_before=chars_before,
+            removed_stage_ids=(),
+            removed_message_count=0,
+            window_chars_after=chars_before,
+            summary_chars=summary_chars,
+            summarizer_tokens=msgspec.UNSET if tokens is None else tokens,
+            summarizer_skipped=True if skipped else msgspec.UNSET,
+            refusals=refusals,
+        )
+        return WindowResult(
+            record=record,
+            budget_pressure=self._pressure(measured, "none"),
+            spend=spend,
+            warning=warning,
+        )
+
+    def _fold(
+        self,
+        visit: WindowVisit,
+        measured: int,
+        removed: range,
+        summary: Message,
+        tokens: Usage | None,
+        spend: Spend | None,
+        refusals: tuple[Refusal, ...],
+    ) -> WindowResult:
+        """The new window with ``summary`` standing for the ``removed`` range of the history."""
+        history = visit.history
+        head, span = history[: removed.start], history[removed.start : removed.stop]
+        tail = history[removed.stop :]
         t = visit.now()
-        facts = visit.removal_facts(range(span_start, span_end), t)
+        facts = visit.removal_facts(removed, t)
         window = (*head, summary, *tail)
         folded = FoldedSpan(
             summary_fingerprint=fingerprint(summary),
@@ -218,15 +244,15 @@ class SummarizeOldest:
         )
         record = SummarizeOldestRecord(
             iteration=visit.iteration,
-            measured_tokens=measured.input,
+            measured_tokens=measured,
             threshold_tokens=self.threshold_tokens,
             over_budget=True,
-            window_chars_before=chars_before,
+            window_chars_before=window_chars(history),
             removed_stage_ids=facts.removed_stage_ids,
             removed_message_count=len(span),
             window_chars_after=window_chars(window),
-            summary_chars=summary_chars,
-            refusals=plan.refusals,
+            summary_chars=len(summary.content),
+            refusals=refusals,
             summarizer_tokens=msgspec.UNSET if tokens is None else tokens,
         )
         return WindowResult(
@@ -235,7 +261,7 @@ class SummarizeOldest:
             window=window,
             rebase=Rebase(head_count=len(head), kept_tail_count=len(tail), inserted_at_ms=t),
             folded=(folded,),
-            budget_pressure=self._pressure(measured.input, "summarize"),
+            budget_pressure=self._pressure(measured, "summarize"),
             spend=spend,
         )
 
