@@ -36,8 +36,6 @@ _IN_FLIGHT: dict[str, str] = {
     "agents/definition.py::Agent.__init__": "options declared once (issue 35, item 4)",
     "store/rows.py": "typed rows read by name (issue 35, item 1)",
     # SIZES-WIP
-    "tools/dispatch.py::run_batch": "wip",
-    "store/sqlite/writes.py::write_txn": "wip",
     "api/_operations.py": "wip",
     "scenario/format.py": "wip",
     "models/_http.py": "wip",

@@ -257,6 +257,37 @@ async def run_batch(
         Exception: whatever a hook raises, which ends the batch (a lone exception from a
             concurrent group is taken out of its exception group). Cancellation propagates.
     """
+    _check_max_concurrent(max_concurrent)
+    groups = _group_positions(planned)
+    # The limiter and the finish lock only matter where calls run alongside each other: a
+    # lone call (the common case) runs without them, saving their checkpoints.
+    concurrent_groups = any(len(group) > 1 for group in groups)
+    batch = _Batch(
+        planned=planned,
+        outcomes=[item.outcome for item in planned],
+        context_for=context_for,
+        clock=clock,
+        on_call_started=on_call_started,
+        on_call_finished=on_call_finished,
+        prepare=prepare,
+        limiter=anyio.CapacityLimiter(max_concurrent) if concurrent_groups else None,
+        finish_lock=anyio.Lock() if concurrent_groups else None,
+    )
+    asked = False
+    for group in groups:
+        if asked:
+            batch.not_dispatched(group)
+            continue
+        if on_group_start is not None:
+            await on_group_start([planned[p] for p in group])
+        await batch.run_group(group)
+        asked = any(getattr(batch.outcomes[p], "status", None) == "asked" for p in group)
+    done = [outcome for outcome in batch.outcomes if outcome is not None]
+    assert len(done) == len(planned), "every call of the batch has an outcome"
+    return tuple(done)
+
+
+def _check_max_concurrent(max_concurrent: object) -> None:
     if (
         isinstance(max_concurrent, bool)
         or not isinstance(max_concurrent, int)
@@ -267,62 +298,68 @@ async def run_batch(
             field="max_concurrent",
             value=shown(max_concurrent),
         )
-    outcomes: list[ToolOutcome | None] = [item.outcome for item in planned]
-    groups = _group_positions(planned)
-    # The limiter and the finish lock only matter where calls run alongside each other: a
-    # lone call (the common case) runs without them, saving their checkpoints.
-    concurrent_groups = any(len(group) > 1 for group in groups)
-    limiter = anyio.CapacityLimiter(max_concurrent) if concurrent_groups else None
-    finish_lock = anyio.Lock() if concurrent_groups else None
 
-    async def start_and_run(item: PlannedCall, position: int, concurrent: bool) -> ToolOutcome:
-        if prepare is not None:
-            item = prepare(item)
-        context = context_for(item)
-        if on_call_started is not None:
-            on_call_started(item, position, len(planned), concurrent)
-        return await _run_call(item, context, clock)
 
-    async def run_one(position: int, concurrent: bool) -> None:
-        item = planned[position]
-        if not concurrent:
-            outcomes[position] = outcome = await start_and_run(item, position, False)
-            if on_call_finished is not None:
-                await on_call_finished(outcome, position)
-            return
-        assert limiter is not None and finish_lock is not None
-        async with limiter:
-            outcome = await start_and_run(item, position, True)
-        outcomes[position] = outcome
-        if on_call_finished is not None:
-            async with finish_lock:
-                await on_call_finished(outcome, position)
+@dataclass(slots=True, kw_only=True)
+class _Batch:
+    """One batch in flight: its plan, the outcomes so far (by position) and its hooks."""
 
-    asked = False
-    for group in groups:
-        if asked:
-            for position in group:
-                call = planned[position].call
-                content = texts.not_dispatched_text(call.name)
-                outcomes[position] = unrun_outcome(call, "not-dispatched", content)
-            continue
-        if on_group_start is not None:
-            await on_group_start([planned[p] for p in group])
+    planned: Sequence[PlannedCall]
+    outcomes: list[ToolOutcome | None]
+    context_for: ContextFactory
+    clock: ToolClock
+    on_call_started: CallStartedHook | None
+    on_call_finished: CallFinishedHook | None
+    prepare: Callable[[PlannedCall], PlannedCall] | None
+    limiter: anyio.CapacityLimiter | None
+    finish_lock: anyio.Lock | None
+
+    def not_dispatched(self, group: Sequence[int]) -> None:
+        """A group after a call asked the person never starts."""
+        for position in group:
+            call = self.planned[position].call
+            content = texts.not_dispatched_text(call.name)
+            self.outcomes[position] = unrun_outcome(call, "not-dispatched", content)
+
+    async def run_group(self, group: Sequence[int]) -> None:
+        """A lone call runs as it is; a concurrent group in a task group, whose lone exception
+        is taken out of its exception group."""
         if len(group) == 1:
-            await run_one(group[0], False)
-        else:
-            try:
-                async with anyio.create_task_group() as task_group:
-                    for position in group:
-                        task_group.start_soon(run_one, position, True)
-            except BaseExceptionGroup as group_error:
-                if len(group_error.exceptions) == 1:
-                    raise group_error.exceptions[0] from None
-                raise
-        asked = any(getattr(outcomes[p], "status", None) == "asked" for p in group)
-    done = [outcome for outcome in outcomes if outcome is not None]
-    assert len(done) == len(planned), "every call of the batch has an outcome"
-    return tuple(done)
+            await self._run_one(group[0], False)
+            return
+        try:
+            async with anyio.create_task_group() as task_group:
+                for position in group:
+                    task_group.start_soon(self._run_one, position, True)
+        except BaseExceptionGroup as group_error:
+            if len(group_error.exceptions) == 1:
+                raise group_error.exceptions[0] from None
+            raise
+
+    async def _start_and_run(
+        self, item: PlannedCall, position: int, concurrent: bool
+    ) -> ToolOutcome:
+        if self.prepare is not None:
+            item = self.prepare(item)
+        context = self.context_for(item)
+        if self.on_call_started is not None:
+            self.on_call_started(item, position, len(self.planned), concurrent)
+        return await _run_call(item, context, self.clock)
+
+    async def _run_one(self, position: int, concurrent: bool) -> None:
+        item = self.planned[position]
+        if not concurrent:
+            self.outcomes[position] = outcome = await self._start_and_run(item, position, False)
+            if self.on_call_finished is not None:
+                await self.on_call_finished(outcome, position)
+            return
+        assert self.limiter is not None and self.finish_lock is not None
+        async with self.limiter:
+            outcome = await self._start_and_run(item, position, True)
+        self.outcomes[position] = outcome
+        if self.on_call_finished is not None:
+            async with self.finish_lock:
+                await self.on_call_finished(outcome, position)
 
 
 async def _invoke(tool: Tool, args: Any, context: ToolContext) -> Any:

@@ -18,7 +18,15 @@ import msgspec
 
 from afp_runtime.errors import StoreError
 from afp_runtime.messages import message_body
-from afp_runtime.records import Item, JournalRow, Txn, crashed_at_ms
+from afp_runtime.records import (
+    CommitBundle,
+    InboxUpdate,
+    Item,
+    JournalRow,
+    RunStart,
+    Txn,
+    crashed_at_ms,
+)
 from afp_runtime.store import rows as common
 from afp_runtime.store.rows import NOT_DISPATCHED, TURN_CLOSED, fp_key
 
@@ -81,78 +89,21 @@ def write_txn(
         check_fence(conn, txn.agent_id, *fence)
     agent = ids.rowid(conn, "agent", txn.agent_id)
     if txn.run_start is not None:
-        start = txn.run_start
-        cursor = conn.execute(
-            "INSERT INTO runs (run_id, agent, turn, kind, message_id, recovered_from,"
-            " status, started_at_ms) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
-            (
-                start.run_id,
-                agent,
-                start.turn,
-                start.kind,
-                start.message_id,
-                start.recovered_from,
-                start.started_at_ms,
-            ),
-        )
-        ids.runs[start.run_id] = cursor.lastrowid or 0
+        _insert_run(conn, agent, txn.run_start, ids)
     if txn.replace_conversation:
         _archive_conversation(conn, agent, txn)
     if txn.items:
         _insert_items(conn, agent, txn.items)
     if txn.bundles:
-        rows = [
-            (
-                ids.rowid(conn, "run", bundle.run_id),
-                bundle.seq,
-                bundle.stage,
-                bundle.iteration,
-                bundle.committed_at_ms,
-                common.bundle_writes(bundle),
-            )
-            for bundle in txn.bundles
-        ]
-        conn.executemany("INSERT INTO bundles VALUES (?, ?, ?, ?, ?, ?)", rows)
-        conn.executemany(
-            "INSERT INTO key_index VALUES (?, ?, ?, ?)",
-            [
-                (row[0], write.key, bundle.seq, write.verb)
-                for row, bundle in zip(rows, txn.bundles, strict=True)
-                for write in bundle.writes
-            ],
-        )
+        _insert_bundles(conn, txn.bundles, ids)
     if txn.conversation is not None:
         conn.execute(
             "UPDATE conversations SET state=? WHERE agent=?",
             (_encoder.encode(txn.conversation), agent),
         )
-    crashed_at = crashed_at_ms(txn)
-    if txn.crashed_run is not None and crashed_at is not None:
-        # Only a run nothing ended (a shutdown ends its runs ``cancelled`` itself).
-        conn.execute(
-            "UPDATE runs SET status='crashed', ended_at_ms=? WHERE run_id=? AND status='running'",
-            (crashed_at, txn.crashed_run),
-        )
-    if txn.run_end is not None:
-        conn.execute(
-            "UPDATE runs SET status=?, ended_at_ms=?, usage=?, answer=?, error_kind=?, error=?,"
-            " cost=? WHERE run_id=?",
-            common.run_end_values(txn.run_end),
-        )
+    _end_runs(conn, txn)
     for update in txn.inbox:
-        conn.execute(
-            "UPDATE inbox SET status=?, turn=COALESCE(?, turn) WHERE message_id=?",
-            (update.status, update.turn, update.message_id),
-        )
-        if update.status in TURN_CLOSED:
-            # The journal only settles calls of an unfinished turn
-            # (docs/loop.md#tool-calls-in-flight-at-a-crash); once the turn is closed its
-            # settlements live in the commit log, so the rows (each holding a result body) are
-            # dropped rather than kept for ever.
-            conn.execute(
-                "DELETE FROM tool_journal WHERE agent=? AND message_id=?",
-                (agent, update.message_id),
-            )
+        _update_inbox(conn, agent, update)
     if txn.journal:
         _insert_journal(conn, agent, txn.journal)
     if txn.ledger:
@@ -169,6 +120,79 @@ def write_txn(
             "INSERT INTO folded_spans SELECT ?, COALESCE(MAX(idx) + 1, 0), ?, ?"
             " FROM folded_spans WHERE agent=?",
             (agent, fp_key(span.summary_fingerprint), _encoder.encode(span), agent),
+        )
+
+
+def _insert_run(conn: sqlite3.Connection, agent: int, start: RunStart, ids: RowIds) -> None:
+    cursor = conn.execute(
+        "INSERT INTO runs (run_id, agent, turn, kind, message_id, recovered_from,"
+        " status, started_at_ms) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
+        (
+            start.run_id,
+            agent,
+            start.turn,
+            start.kind,
+            start.message_id,
+            start.recovered_from,
+            start.started_at_ms,
+        ),
+    )
+    ids.runs[start.run_id] = cursor.lastrowid or 0
+
+
+def _insert_bundles(conn: sqlite3.Connection, bundles: Sequence[CommitBundle], ids: RowIds) -> None:
+    rows = [
+        (
+            ids.rowid(conn, "run", bundle.run_id),
+            bundle.seq,
+            bundle.stage,
+            bundle.iteration,
+            bundle.committed_at_ms,
+            common.bundle_writes(bundle),
+        )
+        for bundle in bundles
+    ]
+    conn.executemany("INSERT INTO bundles VALUES (?, ?, ?, ?, ?, ?)", rows)
+    conn.executemany(
+        "INSERT INTO key_index VALUES (?, ?, ?, ?)",
+        [
+            (row[0], write.key, bundle.seq, write.verb)
+            for row, bundle in zip(rows, bundles, strict=True)
+            for write in bundle.writes
+        ],
+    )
+
+
+def _end_runs(conn: sqlite3.Connection, txn: Txn) -> None:
+    """The run a crash left running, and the run ``txn`` ends."""
+    crashed_at = crashed_at_ms(txn)
+    if txn.crashed_run is not None and crashed_at is not None:
+        # Only a run nothing ended (a shutdown ends its runs ``cancelled`` itself).
+        conn.execute(
+            "UPDATE runs SET status='crashed', ended_at_ms=? WHERE run_id=? AND status='running'",
+            (crashed_at, txn.crashed_run),
+        )
+    if txn.run_end is not None:
+        conn.execute(
+            "UPDATE runs SET status=?, ended_at_ms=?, usage=?, answer=?, error_kind=?, error=?,"
+            " cost=? WHERE run_id=?",
+            common.run_end_values(txn.run_end),
+        )
+
+
+def _update_inbox(conn: sqlite3.Connection, agent: int, update: InboxUpdate) -> None:
+    conn.execute(
+        "UPDATE inbox SET status=?, turn=COALESCE(?, turn) WHERE message_id=?",
+        (update.status, update.turn, update.message_id),
+    )
+    if update.status in TURN_CLOSED:
+        # The journal only settles calls of an unfinished turn
+        # (docs/loop.md#tool-calls-in-flight-at-a-crash); once the turn is closed its
+        # settlements live in the commit log, so the rows (each holding a result body) are
+        # dropped rather than kept for ever.
+        conn.execute(
+            "DELETE FROM tool_journal WHERE agent=? AND message_id=?",
+            (agent, update.message_id),
         )
 
 
