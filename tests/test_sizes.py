@@ -35,13 +35,6 @@ _IN_FLIGHT: dict[str, str] = {
     "loop/stages/call_model.py::call_model": "a run that passes values (issue 35, item 3)",
     "agents/definition.py::Agent.__init__": "options declared once (issue 35, item 4)",
     "store/rows.py": "typed rows read by name (issue 35, item 1)",
-    # SIZES-WIP
-    "api/_operations.py": "wip",
-    "scenario/format.py": "wip",
-    "models/_http.py": "wip",
-    "served/view.py": "wip",
-    "tools/schema.py": "wip",
-    "time/_loop.py": "wip",
 }
 
 

@@ -15,13 +15,13 @@ from typing import Any
 import msgspec
 
 from afp_runtime.api._bodies import body_schemas
-from afp_runtime.api._operations import (
+from afp_runtime.api._operation_parts import (
     ALWAYS,
-    OPERATIONS,
     SERVER_SENT_EVENT,
     STATUS_TEXT,
     Operation,
 )
+from afp_runtime.api._operations import OPERATIONS
 from afp_runtime.api._problems import ErrorBody
 
 _EXAMPLES = "openapi_examples.json"

@@ -9,24 +9,29 @@ the guard answers 405 and ``OPTIONS`` from it, so the two cannot drift apart;
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Final
 
-import msgspec
-
 from afp_runtime.api._bodies import AbandonBody, AnswerBody, InboxPostBody, NoBody
-from afp_runtime.api._params import (
-    AGENT_ID,
-    CURSOR,
-    EVENT_PREFIX,
-    FINGERPRINT,
-    MAX_LIMIT,
-    MESSAGE_ID,
-    ROW_KIND,
-    RUN_ID,
-    TOOL_CALL_ID,
-    Page,
+from afp_runtime.api._operation_parts import (
+    AGENT,
+    CALL,
+    EPOCH,
+    FLAG,
+    FOLD,
+    FOLLOW,
+    LAST_EVENT_ID,
+    MESSAGE,
+    NUMBER,
+    QUESTION,
+    RUN,
+    TURN,
+    TYPES,
+    Operation,
+    paging,
+    query,
+    text_pattern,
 )
+from afp_runtime.api._params import AGENT_ID, ROW_KIND, RUN_ID, TOOL_CALL_ID, Page
 from afp_runtime.api.constants import INBOX_STATUSES, MAX_SERVED_PAGE, QUESTION_STATUSES
 from afp_runtime.api.shapes import (
     AgentView,
@@ -43,139 +48,6 @@ from afp_runtime.api.shapes import (
 )
 from afp_runtime.served import ConformanceReport, EpochEntry, Receipt, ServedView
 from afp_runtime.store import RunRow, StoredBundle
-
-# -- parameters -------------------------------------------------------------------------------
-
-
-def _path(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "schema": schema,
-        "description": description,
-    }
-
-
-def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {**_path(name, schema, description), "in": "query", "required": False}
-
-
-def _pattern(regex: re.Pattern[str]) -> dict[str, Any]:
-    return {"type": "string", "pattern": regex.pattern}
-
-
-_NUMBER = {"type": "integer", "minimum": 1, "maximum": 9_999_999_999}
-_FLAG = {"type": "boolean"}
-
-AGENT = _path("agentId", _pattern(AGENT_ID), "the agent")
-RUN = _path("runId", _pattern(RUN_ID), "the run")
-MESSAGE = _path("messageId", _pattern(MESSAGE_ID), "the inbox message")
-QUESTION = _path("questionId", _pattern(RUN_ID), "the question")
-FOLD = _path("summaryFingerprint", _pattern(FINGERPRINT), "the summary message's fingerprint")
-EPOCH = _path("epoch", _NUMBER, "the model call's number within the run, from 1")
-CALL = _path("n", _NUMBER, "the model call's number over the agent's life, from 1")
-
-
-def _paging(maximum: int = MAX_LIMIT) -> list[dict[str, Any]]:
-    return [
-        _query(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": maximum, "default": min(50, maximum)},
-            "items per page",
-        ),
-        _query("cursor", _pattern(CURSOR), "the `next` of the previous page"),
-    ]
-
-
-TURN = _query("turn", _NUMBER, "one turn")
-TYPES = _query(
-    "types",
-    {
-        "type": "string",
-        "pattern": rf"^{EVENT_PREFIX.pattern[1:-1]}(,{EVENT_PREFIX.pattern[1:-1]})*$",
-    },
-    "a comma list of event type prefixes",
-)
-FOLLOW = _query(
-    "follow",
-    {"type": "boolean", "default": True},
-    "false: send the history the host still holds (after Last-Event-ID), then close",
-)
-LAST_EVENT_ID = {
-    "name": "Last-Event-ID",
-    "in": "header",
-    "required": False,
-    "schema": {"type": "string", "maxLength": 200},
-    "description": "resume after this event id (`<bootId>-<seq>`)",
-}
-
-
-SERVER_SENT_EVENT: Final = {
-    "type": "object",
-    "description": "One frame of the stream: an event (with its id) or a stream.gap marker",
-    "required": ["event", "data"],
-    "properties": {
-        "event": {"type": "string", "description": "the event type, or stream.gap"},
-        "data": {
-            "type": "string",
-            "contentMediaType": "application/json",
-            "description": "the event envelope (or the gap's reason) as JSON",
-        },
-        "id": {"type": "string", "pattern": r"^.+-[0-9]+$"},
-        "retry": {"type": "integer"},
-    },
-}
-
-# -- operations -------------------------------------------------------------------------------
-
-ALWAYS = (400, 401, 404, 413, 503)
-"""Statuses every operation may answer: a bad parameter or Host header, a missing token, an
-unknown route or thing, a body past the limit, a store that cannot be read (or a stopping host)."""
-
-STATUS_TEXT = {
-    200: "OK",
-    202: "Accepted",
-    400: "a parameter, header or body is not what this operation takes",
-    401: "the token is missing or wrong (when the API has one)",
-    403: "not the conversation's owner, a from naming another principal than the token's, or "
-    "a request from another site's page",
-    404: "no such route, agent, run, epoch, message, question or span",
-    409: "the state refuses it (see the error code)",
-    413: "the body is larger than the API takes",
-    415: "a body or a content type that is not application/json",
-    422: "a field of the body is refused (see field and reason)",
-    429: "too many event streams are open",
-    503: "the host is shutting down, or the store cannot be read",
-}
-
-
-@dataclass(frozen=True)
-class Operation:
-    """One operation of the API, as the document shows it."""
-
-    method: str
-    path: str
-    summary: str
-    tag: str
-    response: Any
-    params: tuple[dict[str, Any], ...] = ()
-    status: int = 200
-    body: type[msgspec.Struct] | None = None
-    body_required: bool = True
-    errors: tuple[int, ...] = ()
-    example: Any = None
-    stream: bool = False
-    text: str | None = None
-    """The media type of a plain-text answer (the metrics), when it is not JSON."""
-    also: dict[int, str] = field(default_factory=dict)
-    links: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    @property
-    def operation_id(self) -> str:
-        words = re.findall(r"[A-Za-z]+", f"{self.method} {self.path.replace('/v1/', ' ')}")
-        return words[0].lower() + "".join(w[:1].upper() + w[1:] for w in words[1:])
-
 
 Window = dict[str, Any]
 Row = dict[str, Any]
@@ -234,7 +106,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "List agents",
         "agents",
         Page[AgentView],
-        params=tuple(_paging()),
+        params=tuple(paging()),
     ),
     Operation(
         "GET",
@@ -280,12 +152,12 @@ OPERATIONS: tuple[Operation, ...] = (
         Page[InboxMessage],
         params=(
             AGENT,
-            _query(
+            query(
                 "status",
                 {"type": "string", "enum": list(INBOX_STATUSES)},
                 "only messages in this status",
             ),
-            *_paging(),
+            *paging(),
         ),
     ),
     Operation(
@@ -302,7 +174,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "An agent's runs, newest first",
         "runs",
         Page[RunRow],
-        params=(AGENT, *_paging()),
+        params=(AGENT, *paging()),
         links={
             "run": {
                 "operationId": "getRunsRunId",
@@ -324,7 +196,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Window records of the agent",
         "window",
         Page[Window],
-        params=(AGENT, _query("runId", _pattern(RUN_ID), "one run's records"), TURN, *_paging()),
+        params=(AGENT, query("runId", text_pattern(RUN_ID), "one run's records"), TURN, *paging()),
     ),
     Operation(
         "GET",
@@ -332,7 +204,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Folded spans",
         "window",
         Page[FoldedSpanView],
-        params=(AGENT, *_paging()),
+        params=(AGENT, *paging()),
     ),
     Operation(
         "GET",
@@ -348,7 +220,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "A folded span's original messages",
         "window",
         FoldedMessages,
-        params=(AGENT, FOLD, _query("fromLog", _FLAG, "read them from the commit log"), *_paging()),
+        params=(AGENT, FOLD, query("fromLog", FLAG, "read them from the commit log"), *paging()),
     ),
     Operation(
         "GET",
@@ -358,10 +230,10 @@ OPERATIONS: tuple[Operation, ...] = (
         Page[Row],
         params=(
             AGENT,
-            _query("kind", _pattern(ROW_KIND), "one row kind"),
+            query("kind", text_pattern(ROW_KIND), "one row kind"),
             TURN,
-            _query("toolCallId", _pattern(TOOL_CALL_ID), "one tool call's rows"),
-            *_paging(),
+            query("toolCallId", text_pattern(TOOL_CALL_ID), "one tool call's rows"),
+            *paging(),
         ),
         example=_page({"kind": "basis", "toolCallId": "c1", "basis": "direct"}),
     ),
@@ -373,12 +245,12 @@ OPERATIONS: tuple[Operation, ...] = (
         Page[QuestionView],
         params=(
             AGENT,
-            _query(
+            query(
                 "status",
                 {"type": "string", "enum": list(QUESTION_STATUSES)},
                 "which questions (default open)",
             ),
-            *_paging(),
+            *paging(),
         ),
         example=_page(_QUESTION_EXAMPLE),
     ),
@@ -472,9 +344,9 @@ OPERATIONS: tuple[Operation, ...] = (
         Page[StoredBundle],
         params=(
             RUN,
-            _query("fromSeq", {**_NUMBER, "minimum": 0}, "from this bundle"),
-            _query("expand", _FLAG, "resolve message lists into messages"),
-            *_paging(),
+            query("fromSeq", {**NUMBER, "minimum": 0}, "from this bundle"),
+            query("expand", FLAG, "resolve message lists into messages"),
+            *paging(),
         ),
     ),
     Operation(
@@ -483,7 +355,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "A run's model calls",
         "served",
         Page[EpochEntry],
-        params=(RUN, *_paging()),
+        params=(RUN, *paging()),
         links={
             "served": {
                 "operationId": "getRunsRunIdEpochsEpochServed",
@@ -527,7 +399,7 @@ OPERATIONS: tuple[Operation, ...] = (
         params=(
             RUN,
             EPOCH,
-            _query("wire", {**_FLAG, "default": True}, "re-encode and check the request bytes"),
+            query("wire", {**FLAG, "default": True}, "re-encode and check the request bytes"),
         ),
     ),
     Operation(
@@ -538,8 +410,8 @@ OPERATIONS: tuple[Operation, ...] = (
         Page[ServedView],
         params=(
             RUN,
-            _query("fromEpoch", _NUMBER, "the first epoch"),
-            *_paging(MAX_SERVED_PAGE),
+            query("fromEpoch", NUMBER, "the first epoch"),
+            *paging(MAX_SERVED_PAGE),
         ),
     ),
     Operation(
@@ -548,7 +420,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "A run's window records",
         "window",
         Page[Window],
-        params=(RUN, *_paging()),
+        params=(RUN, *paging()),
         example=_page({"strategy": "sliding-window", "iteration": 2}),
     ),
     Operation(
@@ -575,7 +447,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "required": False,
                 "style": "form",
                 "explode": True,
-                "schema": {"type": "array", "items": _pattern(AGENT_ID)},
+                "schema": {"type": "array", "items": text_pattern(AGENT_ID)},
                 "description": "only these agents (repeatable)",
             },
             TYPES,

@@ -43,15 +43,14 @@ from afp_runtime.messages import (
 from afp_runtime.models._http import (
     HttpModel,
     ReplyShapeError,
-    VendorError,
     check_max_tokens,
     pair_tool_results,
     resolve_api_key,
     sampling,
-    scrub,
     token_count,
     tool_fields,
 )
+from afp_runtime.models._http_reading import VendorError, scrub
 from afp_runtime.models.base import EncodedRequest
 
 _PROVIDER = "anthropic"

@@ -42,16 +42,14 @@ from afp_runtime.messages import (
 from afp_runtime.models._http import (
     HttpModel,
     ReplyShapeError,
-    VendorError,
     check_max_tokens,
-    load_json,
     pair_tool_results,
     resolve_api_key,
     sampling,
-    scrub,
     token_count,
     tool_fields,
 )
+from afp_runtime.models._http_reading import VendorError, load_json, scrub
 from afp_runtime.models.base import EncodedRequest
 
 _PROVIDER = "openai-compatible"

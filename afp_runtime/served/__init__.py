@@ -4,6 +4,7 @@ from afp_runtime.served.check import BodyEncoder, ConformanceReport, check
 from afp_runtime.served.diff import ViewDiff, diff_views
 from afp_runtime.served.export import export_run, load_export
 from afp_runtime.served.locate import epoch_at, epochs
+from afp_runtime.served.payloads import encode_served
 from afp_runtime.served.reads import (
     EpochEntry,
     epoch_entries,
@@ -24,7 +25,6 @@ from afp_runtime.served.receipt import (
 )
 from afp_runtime.served.view import (
     ServedView,
-    encode_served,
     receipt_at,
     served_at,
     served_views,

@@ -45,8 +45,10 @@ from afp_runtime.messages import (
     sha256_hex,
 )
 from afp_runtime.records import MessageRef, RunLog
+from afp_runtime.served.bodies import as_sent_slots
 from afp_runtime.served.gaps import excused_fields
 from afp_runtime.served.locate import find
+from afp_runtime.served.payloads import thaw_message
 from afp_runtime.served.receipt import (
     Basis,
     Receipt,
@@ -55,7 +57,7 @@ from afp_runtime.served.receipt import (
     schema_hash,
     start_digest,
 )
-from afp_runtime.served.view import ServedBasis, ServedView, as_sent_slots, thaw_message
+from afp_runtime.served.view import ServedBasis, ServedView
 
 ClauseStatus = Literal["pass", "fail", "excused", "not-checkable"]
 Verdict = Literal["verified", "reconstructed", "damaged"]

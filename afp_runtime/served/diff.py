@@ -13,7 +13,8 @@ from __future__ import annotations
 import msgspec
 
 from afp_runtime.messages import Message, canonical_json, fingerprint
-from afp_runtime.served.view import ServedPiece, ServedView, thaw_message
+from afp_runtime.served.payloads import thaw_message
+from afp_runtime.served.view import ServedPiece, ServedView
 
 
 class MessageChange(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

@@ -29,8 +29,9 @@ import msgspec
 
 from afp_runtime.errors import InvalidValue, shown
 from afp_runtime.records import MESSAGE_LIST_KEYS, CommitBundle, RunLog
+from afp_runtime.served.bodies import as_ref
 from afp_runtime.served.memory import MemoryRunLog
-from afp_runtime.served.view import as_ref, served_enc_hook
+from afp_runtime.served.payloads import served_enc_hook
 
 EXPORT_FORMAT: Final = "afp-run-export/1"
 

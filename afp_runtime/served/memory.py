@@ -37,7 +37,9 @@ from afp_runtime.records import (
     Write,
     runtime_stage_id,
 )
-from afp_runtime.served.view import apply_write, as_ref, served_enc_hook, thaw_message
+from afp_runtime.served.bodies import as_ref
+from afp_runtime.served.payloads import served_enc_hook, thaw_message
+from afp_runtime.served.view import apply_write
 
 _encoder = msgspec.json.Encoder(enc_hook=served_enc_hook)
 _refs_decoder = msgspec.json.Decoder(tuple[MessageRef, ...])

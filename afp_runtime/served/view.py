@@ -38,14 +38,14 @@ Readings settled here (docs/served.md leaves them open or does not cover them):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from types import MappingProxyType
+from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 
-from afp_runtime.messages import Message, ToolSchema, message_from_body
+from afp_runtime.messages import Message, ToolSchema
 from afp_runtime.records import UNKNOWN, Anchor, CommitBundle, MessageRef, RunLog
+from afp_runtime.served.bodies import Bodies, as_sent_slots
 from afp_runtime.served.gaps import (
     ReceiptCause,
     ServedGap,
@@ -61,6 +61,7 @@ from afp_runtime.served.locate import (
     number_of,
     readable_int,
 )
+from afp_runtime.served.payloads import freeze, freeze_message, thaw
 from afp_runtime.served.receipt import RECEIPT_VERSION, Receipt
 
 _T = TypeVar("_T")
@@ -76,57 +77,6 @@ VIEW_KEYS: Final = (
     "forcedTool",
 )
 _FOLD_KEYS: Final = frozenset({*VIEW_KEYS, "iteration"})
-
-
-# --- immutable payloads ---------------------------------------------------------------------
-
-
-def freeze(value: Any) -> Any:
-    """A read-only copy of a JSON-like value: mappings as MappingProxyType, arrays as tuples."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({key: freeze(item) for key, item in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(freeze(item) for item in value)
-    return value
-
-
-def thaw(value: Any) -> Any:
-    """A plain, mutable copy of a frozen JSON-like value: dicts and lists."""
-    if isinstance(value, Mapping):
-        return {key: thaw(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [thaw(item) for item in value]
-    return value
-
-
-def served_enc_hook(obj: Any) -> Any:
-    """msgspec ``enc_hook`` for served values: read-only mappings encode as objects."""
-    if isinstance(obj, MappingProxyType):
-        return dict(obj)
-    raise TypeError(f"a served value cannot hold {type(obj).__name__}")
-
-
-_json_encoder = msgspec.json.Encoder(enc_hook=served_enc_hook)
-
-
-def encode_served(value: Any) -> bytes:
-    """JSON bytes of any served value (view, location, report, receipt)."""
-    return _json_encoder.encode(value)
-
-
-def _with_args(message: Message, convert: Callable[[Any], Any]) -> Message:
-    """The message with each tool call's ``args`` passed through ``convert``."""
-    if not message.tool_calls:
-        return message
-    calls = tuple(
-        msgspec.structs.replace(call, args=convert(call.args)) for call in message.tool_calls
-    )
-    return msgspec.structs.replace(message, tool_calls=calls)
-
-
-def thaw_message(message: Message) -> Message:
-    """The message with plain ``args`` dicts, ready for ``canonical_json`` and encoders."""
-    return _with_args(message, thaw)
 
 
 # --- the view -------------------------------------------------------------------------------
@@ -247,89 +197,6 @@ def accept_receipt(value: Any) -> tuple[Receipt | None, ReceiptCause | None]:
         return None, "receipt-shape-rejected"
 
 
-# --- resolving message bodies ---------------------------------------------------------------
-
-
-class _Damaged:
-    """A stored body that is present but cannot be read as a message."""
-
-
-_DAMAGED: Final = _Damaged()
-
-
-class Bodies:
-    """Resolves message references through one log, each body read and decoded at most once."""
-
-    def __init__(self, log: RunLog) -> None:
-        self._log = log
-        self._plain: dict[str, Message | _Damaged | None] = {}
-        self._marked: dict[tuple[str, bool, str | None], Message | _Damaged | None] = {}
-
-    def _base(self, fp: str) -> Message | _Damaged | None:
-        if fp not in self._plain:
-            body = self._log.body(fp)
-            found: Message | _Damaged | None = None
-            if body is not None:
-                try:
-                    found = message_from_body(body)
-                except (msgspec.MsgspecError, ValueError):
-                    found = _DAMAGED
-            self._plain[fp] = found
-        return self._plain[fp]
-
-    def resolve(self, ref: MessageRef) -> Message | _Damaged | None:
-        """The referenced message with the reference's markers (None: body missing)."""
-        key = (ref.fingerprint, ref.not_dispatched, ref.injected_by)
-        if key not in self._marked:
-            base = self._base(ref.fingerprint)
-            if isinstance(base, Message):
-                if ref.not_dispatched or ref.injected_by is not None:
-                    base = msgspec.structs.replace(
-                        base, not_dispatched=ref.not_dispatched, injected_by=ref.injected_by
-                    )
-                base = _with_args(base, freeze)
-            self._marked[key] = base
-        return self._marked[key]
-
-
-def as_ref(item: Any) -> MessageRef | None:
-    """A message reference from a stored list element, or None when it is not one."""
-    if isinstance(item, MessageRef):
-        return item
-    if isinstance(item, Mapping) and isinstance(item.get("fingerprint"), str):
-        try:
-            return msgspec.convert(item, MessageRef)
-        except msgspec.ValidationError:
-            return None
-    return None
-
-
-def _substitute(message: Any) -> MessageRef | Message | None:
-    if not isinstance(message, Mapping):
-        return None
-    if "role" not in message:
-        return as_ref(message)
-    try:
-        return msgspec.convert(message, Message)
-    except (msgspec.ValidationError, ValueError):
-        return None
-
-
-def as_sent_slots(history: Sequence[Any], substitutions: Any) -> list[MessageRef | Message | None]:
-    """The as-sent list before resolving: references, substituted messages, damaged (None)."""
-    slots: list[MessageRef | Message | None] = [as_ref(item) for item in history]
-    if not isinstance(substitutions, list | tuple):
-        return slots
-    for sub in substitutions:
-        if not isinstance(sub, Mapping):
-            continue
-        index = readable_int(sub.get("index"))
-        if index is None or not 0 <= index < len(slots):
-            continue
-        slots[index] = _substitute(sub.get("message"))
-    return slots
-
-
 # --- composing a view -----------------------------------------------------------------------
 
 
@@ -379,7 +246,7 @@ def _as_sent(history: Any, substitutions: Any, bodies: Bodies, lost: _Lost) -> t
     sent: list[Message] = []
     for slot in as_sent_slots(history, substitutions):
         if isinstance(slot, Message):
-            sent.append(_with_args(slot, freeze))
+            sent.append(freeze_message(slot))
         elif isinstance(slot, MessageRef):
             found = bodies.resolve(slot)
             if found is None:

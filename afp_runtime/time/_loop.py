@@ -59,140 +59,34 @@ from afp_runtime.time._config import TimeConfig, time_config_to_wire
 from afp_runtime.time._convert import PeriodContext
 from afp_runtime.time._decide import (
     TIME_QUOTE,
-    TIME_QUOTE_DESCRIPTION,
     CallDecision,
     CallToBind,
     decide_call,
     refusal_of_all,
     without_time_quote,
 )
-from afp_runtime.time._declare import Period, facts_of, forms_of
-from afp_runtime.time._dispatch import dispatch_call, tool_time
-from afp_runtime.time._facts import (
-    form_facts,
-    tool_facts,
-)
-from afp_runtime.time._instants import Instant
+from afp_runtime.time._declare import facts_of, forms_of
+from afp_runtime.time._dispatching import Dispatching
+from afp_runtime.time._facts import form_facts, tool_facts
 from afp_runtime.time._parts import TimeParts
 from afp_runtime.time._question import TimeQuestion, time_answer_row, time_question
 from afp_runtime.time._reading_rows import read_message
 from afp_runtime.time._resolve import resolve
 from afp_runtime.time._rows import TIME_ROW_KINDS, CallWindowRow, call_window_of_call
-from afp_runtime.time._texts import (
-    abandoned_observation,
-    filled_note,
-    refusal_observation,
-    time_line,
-    unsettled_observation,
+from afp_runtime.time._texts import refusal_observation, time_line
+from afp_runtime.time._turn import (
+    TimeTurn,
+    answered_zone,
+    call_to_bind,
+    filled_outcome,
+    has_forms,
+    period_of,
+    unanswered_time,
+    with_time_quote,
 )
-from afp_runtime.time._windows import OpenMention, OpenReading, TurnWindows, turn_windows_of
+from afp_runtime.time._windows import OpenMention, OpenReading
 from afp_runtime.time._zones import is_zone_name, preload_zones
 from afp_runtime.tools import PlannedCall, Tool, ToolOutcome, plan_call, unrun_outcome
-
-
-class TimeTurn:
-    """The turn's clock and time rows, kept on the run (rebuilt from the ledger at seed)."""
-
-    def __init__(self, clock: TimeClock, rows: list[dict[str, Any]], turn: int) -> None:
-        self.clock = clock
-        self.rows = rows
-        self.turn = turn
-        self.windows: TurnWindows = turn_windows_of(rows, turn)
-        # Per call of this run: its latest decision (for the ``call`` row and drift).
-        self.decisions: dict[str, CallDecision] = {}
-        # Rows filed since the last bundle that carried rows (the next closing or pause
-        # bundle appends them to the ledger).
-        self.pending: list[dict[str, Any]] = []
-
-    def add(self, rows: Sequence[Any]) -> None:
-        """File ``rows`` on the turn (the next bundle commits them)."""
-        added = [msgspec.to_builtins(row) for row in rows]
-        self.rows.extend(added)
-        self.pending.extend(added)
-        self.windows = turn_windows_of(self.rows, self.turn)
-
-    @property
-    def zone(self) -> str | None:
-        """The person's zone, None while it is unknown (docs/time.md#unknown-zone)."""
-        return self.clock.zone if self.clock.zone_source != "unknown" else None
-
-    def context(
-        self, tool: Tool | None, *, zone: str | None = None, agent_zone: str | None
-    ) -> PeriodContext:
-        """What a conversion for ``tool`` needs: the turn's now, the zone, the tool's step."""
-        return PeriodContext(
-            now=self.clock.now_instant,
-            zone=zone if zone is not None else self.zone,
-            agent_zone=agent_zone,
-            granularity_ms=facts_of(period_of(tool)).granularity_ms,
-        )
-
-
-def has_forms(tool: Tool | None) -> bool:
-    """Whether calls to ``tool`` are decided by the time layer (a period with forms)."""
-    return tool is not None and isinstance(tool.period, Period) and bool(forms_of(tool.period))
-
-
-def period_of(tool: Tool | None) -> Period:
-    """The period of a tool the time layer decides calls to."""
-    assert tool is not None and isinstance(tool.period, Period)
-    return tool.period
-
-
-# -- seed ---------------------------------------------------------------------------------------
-
-
-def answered_zone(
-    questions: Sequence[QuestionRow], ledger: Sequence[Mapping[str, Any]]
-) -> str | None:
-    """The zone the person gave in an earlier turn whose clock zone was unknown
-    (docs/time.md#unknown-zone): the latest answered ``zone`` question of such a turn (a zone answer
-    files no row of its own; the question keeps it)."""
-    unknown_turns = {
-        row.get("turn")
-        for row in ledger
-        if row.get("kind") == "clock" and row.get("zoneSource") == "unknown"
-    }
-    zone = None
-    for question in questions:
-        asked = (question.detail or {}).get("question") or {}
-        if (
-            question.kind == "time"
-            and question.status == "answered"
-            and asked.get("format") == "zone"
-            and question.turn in unknown_turns
-            and isinstance(question.answer, str)
-        ):
-            zone = question.answer
-    return zone
-
-
-def with_time_quote(schema: ToolSchema) -> ToolSchema:
-    """The served schema with the optional ``_timeQuote`` property (docs/time.md#sent-window-path
-    step 4)."""
-    input_schema = dict(schema.input_schema)
-    properties = dict(input_schema.get("properties") or {})
-    properties[TIME_QUOTE] = {"type": "string", "description": TIME_QUOTE_DESCRIPTION}
-    input_schema["properties"] = properties
-    return msgspec.structs.replace(schema, input_schema=input_schema)
-
-
-def filled_outcome(outcome: ToolOutcome, decision: CallDecision | None) -> ToolOutcome:
-    """A filled call's observation says where its period came from (docs/time.md#fill-path)."""
-    note = filled_note(decision.row) if decision is not None else None
-    if note is None or outcome.status != "ok":
-        return outcome
-    content = f"{outcome.content}\n\n{note}"
-    return msgspec.structs.replace(
-        outcome, content=content, result_chars=outcome.result_chars + len(note) + 2
-    )
-
-
-def unanswered_time(call: ToolCall, question: QuestionRow) -> ToolOutcome:
-    """The observation of a call whose time question closed without a usable answer."""
-    if question.status == "unsettled":
-        return unrun_outcome(call, "not-dispatched", unsettled_observation(call.name))
-    return unrun_outcome(call, "not-dispatched", abandoned_observation(call.name))
 
 
 class TimeExtension:
@@ -334,21 +228,6 @@ class TimeRun(RunExtension):
             clean.append(call)
         return tuple(clean), Filed()
 
-    def _bind(self, plan: PlannedCall, quote: str | None, at: At) -> CallToBind:
-        tool = plan.tool
-        period = period_of(tool)
-        return CallToBind(
-            tool_call_id=plan.call.id,
-            tool_name=plan.call.name,
-            turn=at.turn,
-            iteration=at.iteration,
-            args=dict(plan.call.args),
-            forms=forms_of(period),
-            facts=facts_of(period),
-            missing=period.missing,
-            quote=quote,
-        )
-
     async def decide(
         self, planned: Sequence[PlannedCall], at: At
     ) -> tuple[list[PlannedCall], list[Ask]]:
@@ -360,7 +239,7 @@ class TimeRun(RunExtension):
             return list(planned), []
         agent_zone = self.config.zone
         binds = [
-            (index, self._bind(item, self.quotes.get(item.call.id), at), item)
+            (index, call_to_bind(item, self.quotes.get(item.call.id), at), item)
             for index, item in enumerate(planned)
             if item.runnable and has_forms(item.tool)
         ]
@@ -602,46 +481,3 @@ class TimeRun(RunExtension):
             return []
         rows, self.state.pending = self.state.pending, []
         return rows
-
-
-class Dispatching:
-    """Per batch: the ``call`` rows filed and each call's ``ctx.time``."""
-
-    def __init__(self, run: TimeRun) -> None:
-        self.run = run
-        self.times: dict[str, Any] = {}
-
-    def prepare(self, plan: PlannedCall) -> PlannedCall:
-        """Read the clock once as the call is handed over: ``call`` row, drift, ``ctx.time``."""
-        state = self.run.state
-        if state is None:
-            return plan
-        decision = state.decisions.get(plan.call.id)
-        if decision is None or plan.tool is None or not isinstance(plan.tool.period, Period):
-            return plan
-        zone = decision.window.zone if decision.window is not None else state.zone
-        ctx = state.context(plan.tool, zone=zone, agent_zone=self.run.config.zone)
-        at = Instant(ns=self.run.clock.now_ms() * 1_000_000)
-        done = dispatch_call(
-            decision.row,
-            plan.args if isinstance(plan.args, dict) else decision.arguments,
-            forms_of(period_of(plan.tool)),
-            ctx,
-            at,
-        )
-        state.add([done.row])
-        self.times[plan.call.id] = tool_time(
-            decision.row,
-            zone=state.clock.zone,
-            now=state.clock.now,
-            dispatched_at=done.row.dispatched_at,
-            zone_unknown=state.clock.zone_source == "unknown",
-        )
-        if done.arguments == plan.args:
-            return plan
-        return plan_call(
-            msgspec.structs.replace(plan.call, args=done.arguments), self.run.tools_by_name
-        )
-
-    def context(self, tool_call_id: str) -> Mapping[str, Any]:
-        return {"time": self.times.get(tool_call_id)}

@@ -5,6 +5,7 @@ it needs is its own structural Protocol, ``ToolClock``.
 """
 
 from afp_runtime.tools._repeats import observe_batch, repeat_key
+from afp_runtime.tools._schema_check import check_schema
 from afp_runtime.tools.context import (
     QUESTION_LIMIT,
     AskedSpan,
@@ -31,7 +32,7 @@ from afp_runtime.tools.dispatch import (
     unrun_outcome,
 )
 from afp_runtime.tools.functions import SUPPORTED, parse_docstring, tool
-from afp_runtime.tools.schema import JSON_TYPES, check_schema, format_path, validate_args
+from afp_runtime.tools.schema import JSON_TYPES, format_path, validate_args
 from afp_runtime.tools.texts import (
     ARGS_NOT_JSON,
     ARGS_NOT_OBJECT,

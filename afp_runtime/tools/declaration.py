@@ -19,9 +19,9 @@ import msgspec
 
 from afp_runtime.errors import ToolDefinitionError, error_context, shown
 from afp_runtime.messages import ToolSchema
+from afp_runtime.tools._schema_check import check_schema
 from afp_runtime.tools._unions import crashing_text, crashing_union
 from afp_runtime.tools.context import ToolContext
-from afp_runtime.tools.schema import check_schema
 
 RESERVED_ARGUMENTS = ("_findings", "_timeQuote")
 """Argument names the runtime peels off every call; no tool may declare them

@@ -76,7 +76,7 @@ def format_path(path: Sequence[str | int], root: str = ROOT) -> str:
         elif _PLAIN_KEY.fullmatch(part):
             out += f".{part}" if out else part
         else:
-            out += f"[{_json(part)}]"
+            out += f"[{json_text(part)}]"
     return out or root
 
 
@@ -115,46 +115,32 @@ def validate_args(schema: Mapping[str, Any] | bool, args: Any) -> tuple[str, ...
     return tuple(problems)
 
 
-def check_schema(schema: Any) -> tuple[str, ...]:
-    """Check that the keywords of the subset are well-formed in ``schema``.
-
-    Keywords outside the subset, and schemas nested inside them, are not looked at.
-
-    Returns:
-        One text per problem, naming the keyword's path in the schema (``(schema)`` for the root);
-        empty when the schema is usable.
-    """
-    problems: list[str] = []
-    _SchemaChecker(schema, problems).walk(schema, ())
-    return tuple(problems)
-
-
-def _json(value: Any) -> str:
+def json_text(value: Any) -> str:
     try:
         return msgspec.json.encode(value).decode()
     except (TypeError, ValueError, OverflowError):
         return repr(value)
 
 
-def _is_number(value: Any) -> TypeGuard[float]:
+def is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
     """A short description of a value for a problem text: its JSON type and, if small, value."""
     kind = json_type(value)
     if kind in ("object", "array", "null") or kind not in JSON_TYPES:
         return kind
     if isinstance(value, str) and len(value) > _SHOWN_STRING:
-        return f'{kind} {_json(value[:_SHOWN_STRING])[:-1]}…" ({len(value)} characters)'
-    return f"{kind} {_json(value)}"
+        return f'{kind} {json_text(value[:_SHOWN_STRING])[:-1]}…" ({len(value)} characters)'
+    return f"{kind} {json_text(value)}"
 
 
 def _json_equal(a: Any, b: Any) -> bool:
     """Equality of JSON values: numbers by value, booleans never equal to numbers."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if _is_number(a) and _is_number(b):
+    if is_number(a) and is_number(b):
         return bool(a == b)
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
@@ -172,13 +158,13 @@ def _type_matches(name: Any, value: Any) -> bool:
                 return math.isfinite(value) and value.is_integer()
             return isinstance(value, int) and not isinstance(value, bool)
         case "number":
-            return _is_number(value)
+            return is_number(value)
         case _:
             return bool(json_type(value) == name)
 
 
 def _choices(options: Sequence[Any]) -> str:
-    shown = ", ".join(_json(option) for option in options[:_SHOWN_CHOICES])
+    shown = ", ".join(json_text(option) for option in options[:_SHOWN_CHOICES])
     more = len(options) - _SHOWN_CHOICES
     return f"{shown}, and {more} more" if more > 0 else shown
 
@@ -187,7 +173,7 @@ def _plural(count: float, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def _resolve(root: Any, ref: str) -> Any:
+def resolve_ref(root: Any, ref: str) -> Any:
     """Follow a local JSON pointer (``#`` or ``#/a/b``) from the root schema; None if absent."""
     if ref == "#":
         return root
@@ -205,7 +191,7 @@ def _resolve(root: Any, ref: str) -> Any:
     return node
 
 
-class _Pass:
+class SchemaPass:
     """One pass over a schema: the root schema (for ``$ref``) and the problems found so far,
     each led by its path (``root_name`` names the root)."""
 
@@ -219,7 +205,7 @@ class _Pass:
         self.problems.append(f"{format_path(path, self.root_name)}: {why}")
 
 
-class _Validator(_Pass):
+class _Validator(SchemaPass):
     """One validation pass of a value."""
 
     def check(self, schema: Any, value: Any, path: Path, refs_here: frozenset[int]) -> None:
@@ -233,14 +219,14 @@ class _Validator(_Pass):
             return  # a malformed schema; check_schema reports it when the tool is declared
         ref = schema.get("$ref")
         if isinstance(ref, str):
-            target = _resolve(self.root, ref)
+            target = resolve_ref(self.root, ref)
             if target is not None and id(target) not in refs_here:
                 self.check(target, value, path, refs_here | {id(target)})
         if "type" in schema and not self._check_type(schema["type"], value, path):
             return
         self._check_values(schema, value, path)
         self._check_combinations(schema, value, path, refs_here)
-        if _is_number(value):
+        if is_number(value):
             self._check_number(schema, value, path)
         elif isinstance(value, str):
             self._check_string(schema, value, path)
@@ -253,15 +239,15 @@ class _Validator(_Pass):
         names = [expected] if isinstance(expected, str) else expected
         if not isinstance(names, list) or any(_type_matches(name, value) for name in names):
             return True
-        self.add(path, f"expected {' or '.join(map(str, names))}, got {_describe(value)}")
+        self.add(path, f"expected {' or '.join(map(str, names))}, got {describe(value)}")
         return False
 
     def _check_values(self, schema: Mapping[str, Any], value: Any, path: Path) -> None:
         options = schema.get("enum")
         if isinstance(options, list) and not any(_json_equal(value, o) for o in options):
-            self.add(path, f"must be one of {_choices(options)}; got {_describe(value)}")
+            self.add(path, f"must be one of {_choices(options)}; got {describe(value)}")
         if "const" in schema and not _json_equal(value, schema["const"]):
-            self.add(path, f"must be {_json(schema['const'])}, got {_describe(value)}")
+            self.add(path, f"must be {json_text(schema['const'])}, got {describe(value)}")
 
     def _alternatives(
         self, schemas: list[Any], value: Any, path: Path, refs_here: frozenset[int]
@@ -299,24 +285,24 @@ class _Validator(_Pass):
                 self.check(part, value, path, refs_here)
 
     def _check_number(self, schema: Mapping[str, Any], value: float, path: Path) -> None:
-        shown = _json(value)
+        shown = json_text(value)
         step = schema.get("multipleOf")
-        if _is_number(step) and step > 0 and not _is_multiple(value, step):
-            self.add(path, f"must be a multiple of {_json(step)}, got {shown}")
+        if is_number(step) and step > 0 and not _is_multiple(value, step):
+            self.add(path, f"must be a multiple of {json_text(step)}, got {shown}")
         for keyword, (fails, words) in _BOUNDS.items():
             limit = schema.get(keyword)
-            if _is_number(limit) and fails(value, limit):
-                self.add(path, f"must be {words} {_json(limit)}, got {shown}")
+            if is_number(limit) and fails(value, limit):
+                self.add(path, f"must be {words} {json_text(limit)}, got {shown}")
 
     def _check_count(
         self, schema: Mapping[str, Any], count: int, path: Path, what: str, noun: str
     ) -> None:
         """``min<what>`` and ``max<what>`` (``Length``, ``Items``, ``Properties``)."""
         least = schema.get(f"min{what}")
-        if _is_number(least) and count < least:
+        if is_number(least) and count < least:
             self.add(path, f"must have at least {_plural(least, noun)}, got {count}")
         most = schema.get(f"max{what}")
-        if _is_number(most) and count > most:
+        if is_number(most) and count > most:
             self.add(path, f"must have at most {_plural(most, noun)}, got {count}")
 
     def _check_string(self, schema: Mapping[str, Any], value: str, path: Path) -> None:
@@ -325,7 +311,9 @@ class _Validator(_Pass):
         if isinstance(pattern, str):
             compiled = _compiled(pattern)
             if compiled is not None and compiled.search(value) is None:
-                self.add(path, f"must match the pattern {_json(pattern)}, got {_describe(value)}")
+                self.add(
+                    path, f"must match the pattern {json_text(pattern)}, got {describe(value)}"
+                )
 
     def _check_array(self, schema: Mapping[str, Any], value: Sequence[Any], path: Path) -> None:
         count = len(value)
@@ -382,152 +370,3 @@ def _compiled(pattern: str) -> re.Pattern[str] | None:
         return re.compile(pattern)
     except re.error:
         return None  # check_schema reports it when the tool is declared
-
-
-_SCHEMA_ROOT = "(schema)"
-_COUNT_KEYWORDS = (
-    "minLength",
-    "maxLength",
-    "minItems",
-    "maxItems",
-    "minProperties",
-    "maxProperties",
-)
-
-
-# Far beyond any real tool's schema, well within Python's recursion limit.
-_DEEPEST_SCHEMA_PATH = 200
-
-
-def _loops_on_one_value(root: Any, start: Mapping[str, Any]) -> bool:
-    """Whether ``start`` reaches itself again through ``$ref``, ``anyOf``, ``oneOf`` and
-    ``allOf`` alone: the edges along which a validator checks the same value again."""
-    seen: set[int] = set()
-    stack: list[Any] = [_resolve(root, start["$ref"])]
-    while stack:
-        node = stack.pop()
-        if node is start:
-            return True
-        if not isinstance(node, Mapping) or id(node) in seen:
-            continue
-        seen.add(id(node))
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            stack.append(_resolve(root, ref))
-        for keyword in ("anyOf", "oneOf", "allOf"):
-            parts = node.get(keyword)
-            if isinstance(parts, list):
-                stack.extend(parts)
-    return False
-
-
-class _SchemaChecker(_Pass):
-    """Walks the subset's keywords of a schema and reports malformed ones."""
-
-    root_name = _SCHEMA_ROOT
-
-    def walk(self, node: Any, path: Path) -> None:
-        if isinstance(node, bool):
-            return
-        if len(path) > _DEEPEST_SCHEMA_PATH:
-            self.add(path, f"a schema nests deeper than {_DEEPEST_SCHEMA_PATH} keys")
-            return
-        if not isinstance(node, Mapping):
-            self.add(path, f"a schema must be an object or a boolean, not {json_type(node)}")
-            return
-        self._check_type(node, path)
-        if "enum" in node and not isinstance(node["enum"], list):
-            self.add((*path, "enum"), "must be an array of allowed values")
-        for keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            if keyword in node and not (_is_number(node[keyword]) and math.isfinite(node[keyword])):
-                self.add((*path, keyword), f"must be a number, not {_describe(node[keyword])}")
-        for keyword in _COUNT_KEYWORDS:
-            count = node.get(keyword, 0)
-            if not (isinstance(count, int) and not isinstance(count, bool) and count >= 0):
-                self.add((*path, keyword), f"must be an integer >= 0, not {_describe(count)}")
-        step = node.get("multipleOf", 1)
-        if not (_is_number(step) and math.isfinite(step) and step > 0):
-            self.add((*path, "multipleOf"), f"must be a number > 0, not {_describe(step)}")
-        if "pattern" in node:
-            pattern = node["pattern"]
-            if not isinstance(pattern, str):
-                self.add((*path, "pattern"), f"must be a string, not {_describe(pattern)}")
-            else:
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    self.add((*path, "pattern"), f"is not a regular expression: {exc}")
-        for keyword in ("anyOf", "oneOf", "allOf"):
-            if keyword not in node:
-                continue
-            parts = node[keyword]
-            if not isinstance(parts, list) or not parts:
-                self.add((*path, keyword), "must be a non-empty array of schemas")
-                continue
-            for index, sub in enumerate(parts):
-                self.walk(sub, (*path, keyword, index))
-        self._check_object_keywords(node, path)
-        self._check_array_keywords(node, path)
-        self._check_refs(node, path)
-
-    def _check_type(self, node: Mapping[str, Any], path: Path) -> None:
-        if "type" not in node:
-            return
-        names = node["type"]
-        names = [names] if isinstance(names, str) else names
-        if not isinstance(names, list) or not names:
-            self.add((*path, "type"), "must be a type name or a non-empty array of them")
-            return
-        for name in names:
-            if name not in JSON_TYPES:
-                known = ", ".join(JSON_TYPES)
-                self.add((*path, "type"), f"unknown type {_json(name)} (known: {known})")
-
-    def _check_object_keywords(self, node: Mapping[str, Any], path: Path) -> None:
-        properties = node.get("properties", {})
-        if isinstance(properties, Mapping):
-            for key, sub in properties.items():
-                self.walk(sub, (*path, "properties", key))
-        else:
-            self.add((*path, "properties"), "must be an object mapping names to schemas")
-        required = node.get("required", [])
-        if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
-            self.add((*path, "required"), "must be an array of property names")
-        if "additionalProperties" in node:
-            self.walk(node["additionalProperties"], (*path, "additionalProperties"))
-
-    def _check_array_keywords(self, node: Mapping[str, Any], path: Path) -> None:
-        if "items" in node:
-            if isinstance(node["items"], list):
-                self.add((*path, "items"), "the array form is not supported; use prefixItems")
-            else:
-                self.walk(node["items"], (*path, "items"))
-        prefix = node.get("prefixItems", [])
-        if isinstance(prefix, list):
-            for index, sub in enumerate(prefix):
-                self.walk(sub, (*path, "prefixItems", index))
-        else:
-            self.add((*path, "prefixItems"), "must be an array of schemas")
-
-    def _check_refs(self, node: Mapping[str, Any], path: Path) -> None:
-        if "$ref" in node:
-            ref = node["$ref"]
-            if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
-                self.add((*path, "$ref"), f"only local references (#/...) work, not {_json(ref)}")
-            elif _resolve(self.root, ref) is None:
-                self.add((*path, "$ref"), f"{_json(ref)} points at nothing in this schema")
-            elif _loops_on_one_value(self.root, node):
-                self.add(
-                    (*path, "$ref"),
-                    f"{_json(ref)} leads back here through $ref, anyOf, oneOf or allOf alone, "
-                    "without descending into the value: checking any value would never end",
-                )
-        for keyword in ("$defs", "definitions"):
-            if keyword not in node:
-                continue
-            defs = node[keyword]
-            if not isinstance(defs, Mapping):
-                self.add((*path, keyword), "must be an object mapping names to schemas")
-                continue
-            for key, sub in defs.items():
-                self.walk(sub, (*path, keyword, key))

@@ -15,7 +15,8 @@ import pytest
 from afp_runtime.agents import checkins
 from afp_runtime.api import create_app
 from afp_runtime.api._openapi import captured_examples, example_of
-from afp_runtime.api._operations import ALWAYS, OPERATIONS
+from afp_runtime.api._operation_parts import ALWAYS
+from afp_runtime.api._operations import OPERATIONS
 from afp_runtime.api.constants import ANSWER_LIMIT, NOTE_LIMIT
 from afp_runtime.testing import answer
 

@@ -24,7 +24,8 @@ from afp_runtime.models import (
     backoff_s,
     send_with_retries,
 )
-from afp_runtime.models._http import HttpModel, parse_retry_after
+from afp_runtime.models._http import HttpModel
+from afp_runtime.models._http_reading import parse_retry_after
 
 UNIT = 0.5
 

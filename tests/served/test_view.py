@@ -29,7 +29,7 @@ from afp_runtime.served import (
 )
 from afp_runtime.served.gaps import GAP_WHY
 from afp_runtime.served.memory import MemoryRunLog
-from afp_runtime.served.view import thaw_message
+from afp_runtime.served.payloads import thaw_message
 
 from ._log import (
     WRAP_UP_LINE,
