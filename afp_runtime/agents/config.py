@@ -19,142 +19,29 @@ import dataclasses
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
 from afp_runtime.agents.definition import Agent
+from afp_runtime.agents.options import AgentConfig as AgentConfig
+from afp_runtime.agents.options import declared
 from afp_runtime.agents.refs import resolve_ref
 from afp_runtime.agents.registries import build_model, build_window, provider_builder
-from afp_runtime.cost import Budget, Price
+from afp_runtime.agents.tables import ConfigStruct, ToolConfig
+from afp_runtime.agents.tables import ModelConfig as ModelConfig
+from afp_runtime.agents.tables import WindowConfig as WindowConfig
+from afp_runtime.cost import Price
 from afp_runtime.errors import AgentDefinitionError, ConfigError, error_context, shown
-from afp_runtime.findings import FindingsConfig
 from afp_runtime.loop import Durability
-from afp_runtime.mcp import McpServer
-from afp_runtime.messages import ModelParams
-from afp_runtime.models import Model, RetryPolicy
-from afp_runtime.permissions import Rule
+from afp_runtime.models import Model
 from afp_runtime.telemetry import TelemetryConfig
-from afp_runtime.time import Period, period_from_wire, time_config_from_wire
+from afp_runtime.time import period_from_wire, time_config_from_wire
 from afp_runtime.tools import Tool, tool
 from afp_runtime.window import WindowStrategy
 
 
-class _Config(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
-    """Base of config structs: a typo in a file fails with its path."""
-
-
-class ModelConfig(_Config):
-    """Which model endpoint an agent talks to.
-
-    Attributes:
-        provider: a name of the provider registry (``PROVIDERS``): ``anthropic``,
-            ``extractive`` (the built-in offline summarizer, model id ``extractive/1``),
-            ``openai-compatible`` or ``scripted``; another name is refused when the agent is
-            built, naming the known ones.
-        model: the model id sent on the wire.
-        base_url: the endpoint (wire ``baseUrl``), e.g. ``http://localhost:11434/v1``.
-        api_key_env: the environment variable holding the API key (wire ``apiKeyEnv``); keys
-            never live in config files.
-        max_tokens: default completion limit (wire ``maxTokens``).
-        timeout_s: real network timeout per request (wire ``timeoutS``).
-        script: ``module:attr`` of a scripted model's replies or reply function.
-    """
-
-    provider: str
-    model: str
-    base_url: str | None = None
-    api_key_env: str | None = None
-    max_tokens: int | None = None
-    timeout_s: float = 120.0
-    script: str | None = None
-
-
-class ToolConfig(_Config):
-    """A tool of an agent: a reference to code plus the options the file sets.
-
-    Options left out keep the referenced ``Tool``'s own values (or the defaults, for a
-    function); ``inputSchema`` makes a function an ``(args, ctx)`` tool.
-    """
-
-    ref: str
-    name: str | msgspec.UnsetType = msgspec.UNSET
-    description: str | msgspec.UnsetType = msgspec.UNSET
-    input_schema: dict[str, Any] | None = None
-    idempotent: bool | msgspec.UnsetType = msgspec.UNSET
-    parallel_safe: bool | msgspec.UnsetType = msgspec.UNSET
-    check_in: bool | msgspec.UnsetType = msgspec.UNSET
-    timeout_s: float | msgspec.UnsetType = msgspec.UNSET
-    max_result_chars: int | msgspec.UnsetType = msgspec.UNSET
-    period: Period | None = None
-
-    def options(self) -> dict[str, Any]:
-        """The declaration options the file sets, as ``Tool`` keyword arguments."""
-        names = ("name", "description", "idempotent", "parallel_safe", "check_in", "timeout_s")
-        chosen = {key: getattr(self, key) for key in (*names, "max_result_chars")}
-        if self.period is not None:
-            chosen["period"] = self.period
-        return {key: value for key, value in chosen.items() if value is not msgspec.UNSET}
-
-
-class WindowConfig(_Config):
-    """The agent's window strategy (docs/window.md#built-in-strategies), e.g. ``kind =
-    "slidingWindow"``.
-
-    Attributes:
-        kind: a name of the window kind registry (``WINDOW_KINDS``): ``slidingWindow``,
-            ``tokenBudget`` or ``summarizeOldest``; another name is refused when the agent is
-            built, naming the known ones.
-        keep_recent_turns: turns never removed (wire ``keepRecentTurns``); required for
-            ``slidingWindow``, default 6 otherwise.
-        threshold_tokens: measured input tokens above which token strategies act (wire
-            ``thresholdTokens``).
-        model: the summarizer's model id (summarizeOldest).
-        retain: ``conversation`` (folded originals kept) or ``discard``.
-        summarizer: the summarizer's endpoint (summarizeOldest), e.g. ``provider = "extractive"``.
-    """
-
-    kind: str
-    keep_recent_turns: int | None = None
-    threshold_tokens: float | None = None
-    model: str | None = None
-    retain: Literal["conversation", "discard"] = "conversation"
-    summarizer: ModelConfig | None = None
-
-
-class AgentConfig(_Config):
-    """One standing agent as a config file declares it."""
-
-    id: str
-    model: ModelConfig
-    system_prompt: str = ""
-    tools: list[ToolConfig] = []
-    max_iterations: int = 10
-    wrap_up: bool = True
-    durability: Durability | None = None
-    max_concurrent_tools: int = 4
-    max_recoveries: int = 3
-    params: ModelParams = msgspec.field(default_factory=ModelParams)
-    retry: RetryPolicy = msgspec.field(default_factory=RetryPolicy)
-    window: WindowConfig | None = None
-    keep_last_tool_results: int | bool = 2
-    findings: FindingsConfig | None = None
-    keep_ledger_facts: int | bool | msgspec.UnsetType = msgspec.UNSET
-    shared: bool = False
-    on_turn_failure: Literal["hold", "skip"] = "hold"
-    max_stall_s: float = 86_400.0
-    pause_timeout_s: float | None = None
-    time: dict[str, Any] | None = None
-    mcp: list[McpServer] = []
-    repeated_call_note: bool = True
-    pricing: dict[str, Price] | None = None
-    budgets: list[Budget] = []
-    permissions: list[Rule] | None = None
-    output: dict[str, Any] | None = None
-    output_retries: int = 2
-
-
-class HostConfig(_Config):
+class HostConfig(ConfigStruct):
     """The ``[host]`` table of an agents file (docs/host.md#running-a-host): settings of the
     standing host.
 
@@ -170,7 +57,7 @@ class HostConfig(_Config):
     telemetry: TelemetryConfig | None = None
 
 
-class ApiConfig(_Config):
+class ApiConfig(ConfigStruct):
     """The ``[api]`` table of an agents file (docs/api.md#connection-limits): how long a client
     of ``afp serve`` may take and how many may connect. A key left out keeps the server's
     default; the server checks the values (``ConfigError`` naming ``api.<key>``)."""
@@ -190,7 +77,7 @@ class ApiConfig(_Config):
         }
 
 
-class ConfigFile(_Config):
+class ConfigFile(ConfigStruct):
     """A config file: its agents, optionally the host's and the API server's settings, and the
     prices of the models its agents use (the default of every agent that sets no ``pricing`` of
     its own)."""
@@ -198,7 +85,7 @@ class ConfigFile(_Config):
     agents: list[AgentConfig]
     host: HostConfig = msgspec.field(default_factory=HostConfig)
     api: ApiConfig = msgspec.field(default_factory=ApiConfig)
-    pricing: dict[str, Price] = {}
+    pricing: dict[str, Price] = msgspec.field(default_factory=dict)
 
 
 def load_config(path: str | Path, text: str) -> ConfigFile:
@@ -335,10 +222,12 @@ def _agent(
     tools: Sequence[Tool],
     window: WindowStrategy | None,
 ) -> Agent:
-    # Every other field of the config is the Agent option of the same name.
+    # Every other option of the declaration is given to Agent as the file holds it.
     built = ("id", "model", "tools", "window", "durability", "time", "mcp")
     options = {
-        name: getattr(config, name) for name in config.__struct_fields__ if name not in built
+        option.keyword: getattr(config, option.name)
+        for option in declared()
+        if option.name not in built
     }
     # A stdio server of a file runs in the file's directory (or its cwd, read from there).
     mcp = [

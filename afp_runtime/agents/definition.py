@@ -2,66 +2,33 @@
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from afp_runtime._logging import get_logger
-from afp_runtime.cost import Budget, Price, check_budgets, check_pricing
-from afp_runtime.errors import AgentDefinitionError, TimeNotEnabled, shown
+
+# AGENT_ID is the declaration's (the id option's check), named here too where it always was.
+from afp_runtime.agents.options import AGENT_ID as AGENT_ID
+from afp_runtime.agents.options import check_options
+from afp_runtime.cost import Budget, Price
+from afp_runtime.errors import TimeNotEnabled
 from afp_runtime.extensions import Extension
-from afp_runtime.findings import (
-    FindingsConfig,
-    FindingsExtension,
-    resolve_fact_limit,
-    validate_findings_config,
-)
-from afp_runtime.loop import Durability, OutputSpec, TurnFailure
-from afp_runtime.mcp import McpServer, McpTools, checked_servers
+from afp_runtime.findings import FindingsConfig
+from afp_runtime.loop import Definition, Durability, TurnFailure
+from afp_runtime.mcp import McpServer, McpTools
 from afp_runtime.messages import ModelParams, canonical_json, sha256_hex
 from afp_runtime.models import Model, RetryPolicy
-from afp_runtime.permissions import GateFn, Permissions, PermissionsExtension, Rule
-from afp_runtime.time import TimeConfig, TimeExtension, message_time_from_wire
+from afp_runtime.permissions import GateFn, Rule
+from afp_runtime.time import TimeConfig, message_time_from_wire
 from afp_runtime.tools import Tool
-from afp_runtime.window import (
-    WindowStrategy,
-    validate_keep_last_tool_results,
-    validate_strategy,
-)
+from afp_runtime.window import WindowStrategy
 
 log = get_logger()
 
-AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
-
-def _positive_int(field: str, value: Any, *, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise AgentDefinitionError(
-            f"{field} must be an int >= {minimum}, not {shown(value)}", field=field
-        )
-
-
-def _bool(field: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise AgentDefinitionError(f"{field} must be a bool, not {shown(value)}", field=field)
-
-
-def _positive_seconds(field: str, value: Any) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise AgentDefinitionError(
-            f"{field} must be a finite number of seconds > 0, not {shown(value)}", field=field
-        )
-
-
-class Agent:
+class Agent(Definition):
     """One standing agent: what it sends, what it may call, and its limits.
 
     Args:
@@ -159,106 +126,19 @@ class Agent:
         output: type | dict[str, Any] | None = None,
         output_retries: int = 2,
     ) -> None:
-        if not isinstance(agent_id, str) or not AGENT_ID.match(agent_id):
-            raise AgentDefinitionError(
-                f"agent id must match {AGENT_ID.pattern}, not {shown(agent_id)}", field="id"
-            )
-        _positive_int("maxIterations", max_iterations)
-        _positive_int("maxConcurrentTools", max_concurrent_tools)
-        _positive_int("maxRecoveries", max_recoveries, minimum=0)
-        if durability not in ("sync", "iteration", "turn"):
-            raise AgentDefinitionError(
-                f"durability must be sync, iteration or turn, not {shown(durability)}",
-                field="durability",
-            )
-        _bool("wrapUp", wrap_up)
-        _bool("shared", shared)
-        _bool("repeatedCallNote", repeated_call_note)
-        checked_pricing = check_pricing(pricing if pricing is not None else {})
-        checked_budgets = check_budgets(budgets)
-        gate = Permissions(permissions) if permissions is not None else None
-        self.output = OutputSpec(output, output_retries) if output is not None else None
-        if checked_budgets and not checked_pricing:
-            raise AgentDefinitionError(
-                "budgets need pricing: without prices every call's cost is unknown, so no "
-                "budget could ever be reached",
-                field="budgets",
-            )
-        if on_turn_failure not in ("hold", "skip"):
-            raise AgentDefinitionError(
-                f"onTurnFailure must be hold or skip, not {shown(on_turn_failure)}",
-                field="onTurnFailure",
-            )
-        _positive_seconds("maxStallS", max_stall_s)
-        if pause_timeout_s is not None:
-            _positive_seconds("pauseTimeoutS", pause_timeout_s)
-        if time is not None and not isinstance(time, TimeConfig):
-            raise AgentDefinitionError(
-                f"time must be a TimeConfig, not {shown(time)}", field="time"
-            )
-        if window is not None and compaction is not None:
-            raise AgentDefinitionError(
-                f"a window strategy is already set by window= ({window.name!r}); "
-                "compaction= would set a second one",
-                field="compaction",
-            )
-        strategy = window if window is not None else compaction
-        if strategy is not None:
-            validate_strategy(strategy, agent_model_port=model, agent_model=model.model)
-        validate_keep_last_tool_results(keep_last_tool_results)
-        if findings is not None:
-            validate_findings_config(findings)
-        fact_limit = resolve_fact_limit(
-            findings.keep_ledger_facts if findings is not None else msgspec.UNSET,
-            keep_ledger_facts,
-        )
-        names: set[str] = set()
-        for tool in tools:
-            if tool.name in names:
-                raise AgentDefinitionError(
-                    f"two tools are named {tool.name!r}; tool names must be unique",
-                    field="tools",
-                    agent_id=agent_id,
-                )
-            names.add(tool.name)
-        self.agent_id = agent_id
-        self.model = model
-        self._own_tools: tuple[Tool, ...] = tuple(tools)
-        self._own_by_name = {tool.name: tool for tool in self._own_tools}
-        servers = checked_servers(mcp)
+        # The keywords are the declaration's (tests/loop/test_config_options.py holds them to it);
+        # each is checked by it, and what it keeps becomes an attribute typed by Definition.
+        kept = check_options({name: value for name, value in locals().items() if name != "self"})
+        own_tools: tuple[Tool, ...] = tuple(kept.pop("tools"))
+        servers: tuple[McpServer, ...] = kept.pop("mcp")
+        self.findings: FindingsConfig | None = kept.pop("findings")
+        self.time: TimeConfig | None = kept.pop("time")
+        for name, value in kept.items():
+            setattr(self, name, value)
+        self._own_tools = self._all_tools = own_tools
+        self._own_by_name = self._all_by_name = {tool.name: tool for tool in own_tools}
         self.mcp: McpTools | None = McpTools(servers, agent_id=agent_id) if servers else None
         self._mcp_version: tuple[int, ...] = ()
-        self._all_tools = self._own_tools
-        self._all_by_name = self._own_by_name
-        self.system_prompt = system_prompt
-        self.max_iterations = max_iterations
-        self.wrap_up = wrap_up
-        self.durability: Durability = durability
-        self.max_concurrent_tools = max_concurrent_tools
-        self.params = params or ModelParams()
-        self.retry = retry or RetryPolicy()
-        self.max_recoveries = max_recoveries
-        self.shared = shared
-        self.on_turn_failure: TurnFailure = on_turn_failure
-        self.max_stall_s = float(max_stall_s)
-        self.pause_timeout_s = None if pause_timeout_s is None else float(pause_timeout_s)
-        self.time = time
-        self.window: WindowStrategy | None = strategy
-        self.keep_last_tool_results = keep_last_tool_results
-        self.repeated_call_note = repeated_call_note
-        self.pricing: Mapping[str, Price] = checked_pricing
-        self.budgets = checked_budgets
-        self.findings = findings
-        # The fact pin applies only to an armed agent with a window strategy
-        # (docs/findings.md#the-keep-ledger-facts-dial).
-        self.fact_limit = fact_limit if findings is not None and strategy is not None else 0
-        # The agent's extensions, in the order their hooks are called (docs/loop.md#extensions).
-        self.extensions: tuple[Extension, ...] = (
-            *([TimeExtension(time)] if time is not None else []),
-            *([FindingsExtension(findings)] if findings is not None else []),
-            *([PermissionsExtension(gate)] if gate is not None else []),
-            *extensions,
-        )
         # Warnings of the window family are logged at most once per agent definition.
         self.warned: set[str] = set()
         # Adapters this definition owns besides its model (a configured summarizer).

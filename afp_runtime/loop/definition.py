@@ -1,10 +1,12 @@
 """What the loop reads of an agent definition (the definitions themselves, with their options and
-extensions, are built in ``afp_runtime.agents``)."""
+extensions, are built in ``afp_runtime.agents``; the options are declared once in
+``afp_runtime.agents.options``, docs/config.md#one-declaration)."""
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from afp_runtime.cost import Budget, Price
 from afp_runtime.extensions import Extension
@@ -18,21 +20,24 @@ Durability = Literal["sync", "iteration", "turn"]
 TurnFailure = Literal["hold", "skip"]
 
 
-class Definition(Protocol):
-    """One standing agent's definition, as the loop and the host drive it."""
+class Definition(abc.ABC):
+    """One standing agent's definition, as the loop and the host drive it: the types of the
+    values ``afp.Agent`` keeps of its options, which it inherits. Each attribute below is an
+    option of the declaration by the same name, or a value derived from several (``output``,
+    ``fact_limit``, ``extensions``); tests/loop/test_config_options.py holds the two together."""
 
     agent_id: str
     model: Model
 
     @property
+    @abc.abstractmethod
     def tools(self) -> tuple[Tool, ...]:
         """The tools offered now (an MCP server's list may change between iterations)."""
-        ...
 
     @property
+    @abc.abstractmethod
     def tools_by_name(self) -> dict[str, Tool]:
         """``tools`` by name."""
-        ...
 
     system_prompt: str
     max_iterations: int
@@ -49,13 +54,13 @@ class Definition(Protocol):
     window: WindowStrategy | None
     keep_last_tool_results: int | bool
     repeated_call_note: bool
+    """Whether a result repeated within a turn carries the note (docs/loop.md#repeated-calls)."""
     pricing: Mapping[str, Price]
     """Prices per token by model id (docs/cost.md#prices)."""
     budgets: tuple[Budget, ...]
     """Spending limits (docs/cost.md#budgets)."""
     output: OutputSpec | None
     """The typed final answer's schema (docs/loop.md#typed-answers), or None."""
-    """Whether a result repeated within a turn carries the note (docs/loop.md#repeated-calls)."""
     fact_limit: int
     """The ledger-fact pin ceiling of the window (0: off)."""
     extensions: tuple[Extension, ...]
@@ -64,10 +69,10 @@ class Definition(Protocol):
     """Warnings of the window family already logged for this definition."""
     resources: list[Any]
 
+    @abc.abstractmethod
     def summary(self) -> dict[str, Any]:
         """The run constant ``definition``: fingerprint and tool names."""
-        ...
 
+    @abc.abstractmethod
     def check_message_time(self, time: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """An inbox message's ``time``, checked strictly, as it is stored."""
-        ...
