@@ -135,6 +135,7 @@ SURFACES: dict[str, list[str]] = {
         "Host",
         "HostState",
         "HostStopping",
+        "HostWatch",
         "StoreCheck",
         "StoreCheckFailed",
         "StreamGap",

@@ -18,6 +18,7 @@ from afp_runtime.host.host import (
     StoreCheck,
     StoreCheckFailed,
 )
+from afp_runtime.host.watch import HostWatch
 
 __all__ = [
     "AgentNotHosted",
@@ -30,6 +31,7 @@ __all__ = [
     "Host",
     "HostState",
     "HostStopping",
+    "HostWatch",
     "StoreCheck",
     "StoreCheckFailed",
     "StreamGap",

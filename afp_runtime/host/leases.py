@@ -92,6 +92,7 @@ class HostLease:
         events: where ``lease.lost`` is published.
         wake: asks an agent's worker to look for work now (after a claim).
         store_state: told of each period's outcome (a period always writes its renewal).
+        on_period: called at the end of every period, however it went (a test's watch).
 
     Raises:
         AgentDefinitionError: a bad ``host_id`` (field ``hostId``) or ``ttl_s``
@@ -109,6 +110,7 @@ class HostLease:
         events: EventBus,
         wake: Callable[[str], None],
         store_state: StoreState | None = None,
+        on_period: Callable[[], None] | None = None,
     ) -> None:
         self.ttl_s = _checked_ttl(ttl_s)
         self.host_id = default_host_id() if host_id is None else _checked_host_id(host_id)
@@ -128,7 +130,8 @@ class HostLease:
         self.share = len(self.agent_ids)
         # Held agents this host gives up as soon as no pass runs on them.
         self.leaving: set[str] = set()
-        self.periods = 0
+        # Told at the end of every period (docs/host.md#watching-a-host-in-tests).
+        self._on_period = on_period
         self._passes: dict[str, anyio.CancelScope] = {}
         # Held while this host reads claims and changes them (a period, a worker's claim, a
         # give-up): a period comparing a read of the claims with ``held`` must not see a claim
@@ -218,7 +221,8 @@ class HostLease:
             else:
                 if self.store_state is not None:
                     self.store_state.succeeded()
-            self.periods += 1
+            if self._on_period is not None:
+                self._on_period()
 
     async def period(self) -> None:
         """Renew (or take the row back once expired), drop claims other hosts took, and claim

@@ -32,7 +32,6 @@ class StoreState:
         self.write: StoreFault | None = None
         self.checkpoint: StoreFault | None = None
         self._checkpoint_failures = 0
-        self.checkpoints = 0  # periodic checkpoints reported (tests wait on it)
 
     @property
     def fault(self) -> StoreFault | None:
@@ -68,7 +67,6 @@ class StoreState:
 
     def checkpointed(self, why: str | None) -> None:
         """The outcome of a periodic checkpoint: None when it finished, else why not."""
-        self.checkpoints += 1
         if why is None:
             self._checkpoint_failures = 0
             if self.checkpoint is not None:

@@ -7,6 +7,8 @@ Requests go through ``httpx.ASGITransport`` (no socket); the few tests that need
 from __future__ import annotations
 
 import socket
+import weakref
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,9 +21,10 @@ from litestar import Litestar
 
 from afp_runtime.agents import Agent
 from afp_runtime.api import ApiServer, create_app, open_listener
-from afp_runtime.host import Host
+from afp_runtime.host import Host, HostWatch
 from afp_runtime.loop import SequentialIds
 from afp_runtime.models import ScriptedModel, ScriptEntry
+from afp_runtime.store import Store
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import FakeClock
 from afp_runtime.tools import Tool, ToolContext
@@ -53,6 +56,56 @@ def agent(
     return Agent(agent_id, model, **options)
 
 
+class Watch(HostWatch):
+    """What a host's workers, lease keeper and checkpointer did that no row or event shows
+    (docs/host.md#watching-a-host-in-tests)."""
+
+    def __init__(self) -> None:
+        self._in_pass: Counter[str] = Counter()
+        self._passes: Counter[str] = Counter()
+        self.lease_periods = 0
+        self.checkpoints = 0
+
+    def pass_started(self, agent_id: str) -> None:
+        self._in_pass[agent_id] += 1
+
+    def pass_finished(self, agent_id: str) -> None:
+        self._in_pass[agent_id] -= 1
+        self._passes[agent_id] += 1
+
+    def lease_period(self) -> None:
+        self.lease_periods += 1
+
+    def checkpointed(self) -> None:
+        self.checkpoints += 1
+
+    def working(self, agent_id: str) -> bool:
+        """Whether the agent's worker is inside a pass now."""
+        return self._in_pass[agent_id] > 0
+
+    def passes(self, agent_id: str) -> int:
+        """How many passes the agent's worker finished."""
+        return self._passes[agent_id]
+
+
+# The watch of each host made by ``watched_host``.
+_WATCHES: weakref.WeakKeyDictionary[Host, Watch] = weakref.WeakKeyDictionary()
+
+
+def watched_host(store: Store, definitions: Sequence[Agent], **options: Any) -> Host:
+    """``Host(store, definitions, **options)`` with a ``Watch`` (unless ``watch`` is given),
+    which ``watch_of`` finds."""
+    watch = options.setdefault("watch", Watch())
+    host = Host(store, definitions, **options)
+    _WATCHES[host] = watch
+    return host
+
+
+def watch_of(host: Host) -> Watch:
+    """The watch of a host made by ``watched_host`` (as ``Api.host`` does)."""
+    return _WATCHES[host]
+
+
 class Api:
     """One database file; ``running`` starts a host and the app on it like a fresh process."""
 
@@ -66,7 +119,8 @@ class Api:
         """A running host on the file (the same id factory across restarts)."""
         store = await SqliteStore.open(self.path, now_ms=self.clock.now_ms())
         try:
-            async with Host(store, definitions, clock=self.clock, ids=self.ids, **options) as host:
+            host = watched_host(store, definitions, clock=self.clock, ids=self.ids, **options)
+            async with host:
                 yield host
         finally:
             await store.aclose()
@@ -108,7 +162,7 @@ async def settle(host: Host, agent_id: str = "ops", *, within_s: float = 20.0) -
     with anyio.fail_after(within_s):
         while True:
             rows = await host.reader.inbox(agent_id)
-            if not any(r.status in BUSY for r in rows) and not host.working(agent_id):
+            if not any(r.status in BUSY for r in rows) and not watch_of(host).working(agent_id):
                 return
             await anyio.sleep(0.01)
 

@@ -23,7 +23,7 @@ from afp_runtime.loop import TimeOrderedIds
 from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer, call, tool_reply
 
-from .conftest import TOKEN, Api, agent, error_of, settle, until
+from .conftest import TOKEN, Api, agent, error_of, settle, until, watch_of
 from .test_questions import asking_tool, paused
 
 
@@ -56,7 +56,7 @@ async def _as(
 
 async def _held(host: Host, agent_id: str = "ops") -> bool:
     rows = await host.reader.inbox(agent_id)
-    return bool(rows) and rows[0].status == "held" and not host.working(agent_id)
+    return bool(rows) and rows[0].status == "held" and not watch_of(host).working(agent_id)
 
 
 async def test_a_user_token_posts_as_its_principal_and_names_no_one_else(

@@ -12,7 +12,7 @@ from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 
-from .conftest import Api, agent, error_of, post, settle, until
+from .conftest import Api, agent, error_of, post, settle, until, watch_of
 
 
 async def _ask(args: Mapping[str, Any], ctx: ToolContext) -> Any:
@@ -30,7 +30,7 @@ def asking_tool(counter: list[int] | None = None) -> Tool:
 
 async def paused(host: Any) -> bool:
     rows = await host.reader.inbox("ops")
-    return bool(rows) and rows[-1].status == "paused" and not host.working("ops")
+    return bool(rows) and rows[-1].status == "paused" and not watch_of(host).working("ops")
 
 
 async def test_acceptance_a_restart_while_a_question_is_pending_then_the_answer(api: Api) -> None:
@@ -80,7 +80,7 @@ async def test_acceptance_a_restart_while_a_question_is_pending_then_the_answer(
 
 async def _held(host: Any) -> bool:
     rows = await host.reader.inbox("ops")
-    return rows[0].status == "held" and not host.working("ops")
+    return rows[0].status == "held" and not watch_of(host).working("ops")
 
 
 async def _answered(host: Any) -> bool:
@@ -249,7 +249,7 @@ async def test_an_agent_held_by_another_host_is_not_leased(api: Api) -> None:
     model = ScriptedModel([answer("not here")], model="mock")
     async with api.running(agent(model)) as (host, client):
         await post(client)
-        await until(lambda: host.passes("ops") >= 1)
+        await until(lambda: watch_of(host).passes("ops") >= 1)
         summary = (await client.get("/v1/agents/ops")).json()
         inbox = (await client.get("/v1/agents/ops/inbox")).json()["items"]
     assert summary["status"] == "not-leased"

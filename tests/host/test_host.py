@@ -21,7 +21,7 @@ from afp_runtime.models import ScriptedModel
 from afp_runtime.records import Txn
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
-from tests.api.conftest import Api, agent, settle, until
+from tests.api.conftest import Api, agent, settle, until, watch_of
 
 
 async def test_post_is_durable_then_wakes_the_worker(api: Api) -> None:
@@ -58,11 +58,11 @@ async def test_an_idle_agent_costs_no_pass_until_something_changes(api: Api) -> 
     model = ScriptedModel([answer("seen")], model="mock")
     async with api.host(agent(model), poll_interval_s=1.0) as host:
         await settle(host)
-        before = host.passes("ops")
+        before = watch_of(host).passes("ops")
         for _ in range(20):
             api.clock.advance(1.0)
             await anyio.wait_all_tasks_blocked()
-        idle_passes = host.passes("ops") - before
+        idle_passes = watch_of(host).passes("ops") - before
         elsewhere = await SqliteStore.open(api.path, now_ms=0)
         try:
             await elsewhere.post("ops", "from another process", message_id="msg-y", now_ms=0)
@@ -220,7 +220,7 @@ async def test_a_pass_that_cannot_reach_the_store_is_tried_again_soon(api: Api, 
 
         host.store.commit = flaky  # type: ignore[method-assign]
         ack = await host.post("ops", "hi")
-        await until(lambda: not outage and not host.working("ops"))
+        await until(lambda: not outage and not watch_of(host).working("ops"))
         await anyio.wait_all_tasks_blocked()
         queued = await host.reader.inbox_message(ack.message_id)
         api.clock.advance(0.25)

@@ -34,7 +34,7 @@ from afp_runtime.models import ScriptedModel
 from afp_runtime.records import LeaseLostEvent
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import FakeClock, answer
-from tests.api.conftest import agent, settle, until
+from tests.api.conftest import agent, settle, until, watch_of, watched_host
 
 TTL_S = 30.0
 PERIOD_S = TTL_S / 3
@@ -52,7 +52,8 @@ async def running(
     """A host process on ``path``: its own writer connection, clock and lease."""
     store = await SqliteStore.open(path, now_ms=clock.now_ms())
     try:
-        async with Host(store, definitions, clock=clock, ids=ids, **options) as host:
+        host = watched_host(store, definitions, clock=clock, ids=ids, **options)
+        async with host:
             yield host
     finally:
         await store.aclose()
@@ -96,9 +97,9 @@ async def row_counts(path: Path) -> dict[str, int]:
 
 async def period(host: Host, clock: FakeClock) -> None:
     """Advance ``clock`` by one lease period and wait until the host's keeper finished it."""
-    done = host.lease_periods + 1
+    done = watch_of(host).lease_periods + 1
     clock.advance(PERIOD_S)
-    await until(lambda: host.lease_periods >= done)
+    await until(lambda: watch_of(host).lease_periods >= done)
 
 
 class Gated:
@@ -147,7 +148,7 @@ async def test_case_31_a_host_that_stops_renewing_is_taken_over(tmp_path: Path, 
             assert await lease_of(path, "host-a") == (1, clock_a.now_ms() + 30_000)
             assert await claim_of(path, "ops") == ("host-a", 1)
             assert b.status_override("ops") == "not-leased" and model_b.calls == 0
-            assert b.passes("ops") > 1  # B's worker looked, and left ops alone each time
+            assert watch_of(b).passes("ops") > 1  # B's worker looked, and left ops alone each time
 
             # A stops renewing: only B's clock moves. Within the TTL nothing changes.
             await period(b, clock_b)
@@ -247,7 +248,9 @@ async def test_one_renewal_transaction_per_period_for_a_thousand_agents(tmp_path
     async with running(
         path, definitions, clock=clock, ids=SequentialIds(), poll_interval_s=3600.0
     ) as host:
-        await until(lambda: all(host.passes(d.agent_id) >= 1 for d in definitions), within_s=60)
+        await until(
+            lambda: all(watch_of(host).passes(d.agent_id) >= 1 for d in definitions), within_s=60
+        )
         claimed = await raw(
             path,
             "SELECT COUNT(*) FROM agents WHERE claim_host=? AND claim_epoch=1",
@@ -346,7 +349,9 @@ async def test_a_renewal_that_finds_its_epoch_raised_stops_every_agent(tmp_path:
         with anyio.fail_after(10):
             event = await lost.next()
         assert getattr(event, "payload", None) == LeaseLostEvent(host_id="h", host_lease_epoch=1)
-        await until(lambda: not host.working("ops"))  # the blocked model call was cancelled
+        await until(
+            lambda: not watch_of(host).working("ops")
+        )  # the blocked model call was cancelled
         assert host.lease_epoch is None and host.status_override("ops") == "not-leased"
         await period(host, clock)  # 20 s: the other process's lease is still live
         assert host.lease_epoch is None and await lease_of(path, "h") == (2, 1_750_000_030_000)
@@ -411,9 +416,11 @@ async def test_agents_spread_over_the_live_hosts(tmp_path: Path) -> None:
         return [agent([], agent_id=agent_id) for agent_id in agent_ids]
 
     async def period_of(hosts: Sequence[Host]) -> None:
-        done = [host.lease_periods + 1 for host in hosts]
+        done = [watch_of(host).lease_periods + 1 for host in hosts]
         clock.advance(PERIOD_S)
-        await until(lambda: all(h.lease_periods >= d for h, d in zip(hosts, done, strict=True)))
+        await until(
+            lambda: all(watch_of(h).lease_periods >= d for h, d in zip(hosts, done, strict=True))
+        )
 
     async def spread(hosts: Sequence[Host], cap: int) -> dict[str, int]:
         """Periods until every agent has one holder among ``hosts``, none above ``cap``."""

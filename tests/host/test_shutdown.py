@@ -24,7 +24,7 @@ from afp_runtime.models import ScriptedModel
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
-from tests.api.conftest import Api, agent, error_of, settle, until
+from tests.api.conftest import Api, agent, error_of, settle, until, watch_of
 from tests.host.crash_tools import agents_toml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,7 +69,7 @@ async def test_a_stage_that_finishes_within_the_grace_commits_normally(api: Api)
     async with api.host(agent(model, tools=[slow.tool()]), shutdown_grace_s=30.0) as host:
         await _stop_while_the_tool_runs(api, host, slow, 30.0)
         api.clock.advance(10.0)
-        await until(lambda: not host.working("ops"))
+        await until(lambda: not watch_of(host).working("ops"))
     runs = await _runs(api)
     assert host.state == "stopped" and model.closed == 1
     assert slow.finished == 1 and model.calls == 2
@@ -267,6 +267,6 @@ async def test_no_new_turn_starts_during_the_grace(api: Api) -> None:
         host.stop()
         await anyio.wait_all_tasks_blocked()
         api.clock.advance(10.0)
-        await until(lambda: not host.working("ops"))
+        await until(lambda: not watch_of(host).working("ops"))
     assert await _inbox_statuses(api) == ["answered", "queued"]
     assert model.calls == 2

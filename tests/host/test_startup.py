@@ -24,7 +24,7 @@ from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import sliding_window
-from tests.api.conftest import Api, agent, settle, until
+from tests.api.conftest import Api, agent, settle, until, watch_of, watched_host
 
 
 class Died(BaseException):
@@ -88,7 +88,7 @@ async def test_case_27_start_up_resumes_everything(api: Api) -> None:
     async with api.host(*definitions) as host:
         for name in ("r1", "r2", "r3", "stalled"):
             await until(lambda name=name: _answered(host, name))
-        await until(lambda: not any(host.working(d.agent_id) for d in definitions))
+        await until(lambda: not any(watch_of(host).working(d.agent_id) for d in definitions))
         kinds = {
             d.agent_id: [(r.kind, r.status) for r in await host.reader.runs(d.agent_id)]
             for d in definitions
@@ -169,7 +169,7 @@ async def _held(host: Any) -> bool:
         state is not None
         and state.open_turn is not None
         and state.open_turn.status == "held"
-        and not host.working("ops")
+        and not watch_of(host).working("ops")
     )
 
 
@@ -295,7 +295,7 @@ async def test_after_an_unclean_stop_the_host_serves_while_the_check_runs(api: A
     try:
         definition = agent([answer("served before the check")])
         async with (
-            Host(store, [definition], clock=api.clock, ids=api.ids) as host,
+            watched_host(store, [definition], clock=api.clock, ids=api.ids) as host,
             api.client(host) as client,
         ):
             health = await client.get("/v1/health")
@@ -347,8 +347,8 @@ async def test_a_damaged_file_found_behind_the_serving_host_stops_its_turns(
         await until(lambda: host.store_check != "checking")
         assert host.store_check == "damaged"
         assert host.store_problems and host.store_problems != ("ok",)
-        await until(lambda: not any(host.working(a) for a in host.agent_ids))
-        passes = host.passes("ops")
+        await until(lambda: not any(watch_of(host).working(a) for a in host.agent_ids))
+        passes = watch_of(host).passes("ops")
         with pytest.raises(StoreCheckFailed, match="quick_check"):
             await host.post("ops", "go")
         response = await client.post("/v1/agents/ops/inbox", json={"text": "go"})
@@ -357,5 +357,5 @@ async def test_a_damaged_file_found_behind_the_serving_host_stops_its_turns(
         assert (health["status"], health["storeCheck"]) == ("damaged", "damaged")
         host.wake("ops")
         await anyio.lowlevel.checkpoint()
-        assert host.passes("ops") == passes
+        assert watch_of(host).passes("ops") == passes
     assert not await _marker(api.path)

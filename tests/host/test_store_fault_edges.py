@@ -81,7 +81,7 @@ async def test_a_resume_the_store_fault_cut_off_is_carried_out_once_it_is_back(
         await settle(host)
         await disk.fill(host.store)
         await host.resume("ops")  # accepted: nothing has failed yet
-        await until(lambda: host.store_state.write is not None)
+        await until(lambda: host.store_fault is not None)
         during = await _status(host)
         await disk.free(host.store)
         host.wake("ops")

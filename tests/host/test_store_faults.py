@@ -23,11 +23,11 @@ import pytest
 
 from afp_runtime.errors import StoreUnavailable
 from afp_runtime.host import Host
-from afp_runtime.host.host import CHECKPOINT_EVERY_S
 from afp_runtime.host.store_state import CHECKPOINT_FAILURES_REPORTED
+from afp_runtime.host.workers import CHECKPOINT_EVERY_S
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer
-from tests.api.conftest import Api, agent, error_of, until
+from tests.api.conftest import Api, agent, error_of, until, watch_of
 from tests.host.full_disk import Disk
 from tests.host.processes import REPO, Served, serve_env
 
@@ -182,7 +182,7 @@ async def test_a_checkpoint_that_keeps_failing_is_degraded_health(api: Api) -> N
 async def _next_checkpoint(api: Api, host: Host, count: int) -> None:
     await anyio.wait_all_tasks_blocked()
     api.clock.advance(CHECKPOINT_EVERY_S)
-    await until(lambda: host.store_state.checkpoints >= count)
+    await until(lambda: watch_of(host).checkpoints >= count)
 
 
 # -- afp serve --------------------------------------------------------------------------------

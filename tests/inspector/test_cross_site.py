@@ -13,9 +13,10 @@ from blockbuster import BlockBuster
 from playwright.async_api import Page, Route
 
 from afp_runtime.errors import ModelCallError
+from afp_runtime.host import Host
 from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer, call, tool_reply
-from tests.api.conftest import Api, agent, serving, until
+from tests.api.conftest import Api, agent, serving, until, watch_of
 from tests.api.test_questions import asking_tool, paused
 
 ELSEWHERE = "http://elsewhere.test/"
@@ -36,9 +37,9 @@ def _attack(action: str, enctype: str) -> str:
     )
 
 
-async def _held(host: object, agent_id: str) -> bool:
-    rows = await host.reader.inbox(agent_id)  # type: ignore[attr-defined]
-    return bool(rows) and rows[0].status == "held" and not host.working(agent_id)  # type: ignore[attr-defined]
+async def _held(host: Host, agent_id: str) -> bool:
+    rows = await host.reader.inbox(agent_id)
+    return bool(rows) and rows[0].status == "held" and not watch_of(host).working(agent_id)
 
 
 def _serving_page(body: str) -> Callable[[Route], Awaitable[None]]:

@@ -14,7 +14,6 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import afp_runtime as afp
-from afp_runtime.host import Host
 from afp_runtime.loop import SequentialIds
 from afp_runtime.messages import ModelReply, ModelRequest, Usage
 from afp_runtime.models import ScriptedModel
@@ -22,7 +21,7 @@ from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.telemetry import Telemetry
 from afp_runtime.telemetry._otel import run_span_context
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
-from tests.api.conftest import agent, settle
+from tests.api.conftest import agent, settle, watched_host
 
 
 def _telemetry(exporter: InMemorySpanExporter, **options: Any) -> Telemetry:
@@ -31,7 +30,7 @@ def _telemetry(exporter: InMemorySpanExporter, **options: Any) -> Telemetry:
 
 async def _host(path: Path, clock: FakeClock, definition: afp.Agent, **options: Any) -> Any:
     store = await SqliteStore.open(path, now_ms=clock.now_ms())
-    return store, Host(store, [definition], clock=clock, ids=SequentialIds(), **options)
+    return store, watched_host(store, [definition], clock=clock, ids=SequentialIds(), **options)
 
 
 def _by_name(spans: tuple[ReadableSpan, ...]) -> dict[str, list[ReadableSpan]]:
