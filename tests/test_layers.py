@@ -39,7 +39,7 @@ PURE = frozenset({"messages", "records", "window", "findings", "time", "served",
 
 # docs/storage.md#the-store-port: these reach durable state through the port package
 # ``afp_runtime.store`` only, never through a backend inside it.
-PORT_USERS = frozenset({"host", "api", "scenario", "cli", "_embed"})
+PORT_USERS = frozenset({"host", "api", "app", "scenario", "cli", "_embed"})
 BACKENDS = (f"{PACKAGE}.store.sqlite", f"{PACKAGE}.store.postgres")
 
 # docs/architecture.md#decision-6-imports-between-layers-follow-fixed-arrows: layer -> the layers it
@@ -68,6 +68,8 @@ ALLOWED: dict[str, frozenset[str]] = {
         {"messages", "loop", "agents", "store", "models", "tools", "records", "telemetry"}
     ),
     "api": frozenset({"messages", "host", "served", "store", "records", "cost"}),
+    # The application layer (docs/architecture.md#layers): use cases over the store port.
+    "app": frozenset({"messages", "records", "store", "loop", "agents", "mcp"}),
 }
 LAYERS = frozenset(ALLOWED)
 KNOWN = LAYERS | ENTRY_MODULES | SHARED

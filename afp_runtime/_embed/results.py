@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from afp_runtime.loop import OutputError, RunOutcome
+from afp_runtime.app import OutputError, RunOutcome
 from afp_runtime.messages import Cost, Usage
 from afp_runtime.records import QuestionRow
 

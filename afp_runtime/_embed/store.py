@@ -25,7 +25,6 @@ import os
 import random
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
@@ -36,20 +35,19 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from afp_runtime import models
 from afp_runtime._embed.results import TurnResult, TurnStatus
-from afp_runtime.agents import Agent, abandon_question, answer_question
-from afp_runtime.errors import InvalidValue, NotFound, StateError, StoreUnavailable
-from afp_runtime.host import Host
-from afp_runtime.loop import (
-    AgentDriver,
-    Emitter,
+from afp_runtime.agents import Agent
+from afp_runtime.app import (
     Event,
     EventSink,
     IdFactory,
+    LocalAgent,
     RunOutcome,
     SystemClock,
     TimeOrderedIds,
-    load_folded_spans,
 )
+from afp_runtime.errors import InvalidValue, NotFound, StateError, StoreUnavailable
+from afp_runtime.host import Host
+from afp_runtime.loop import load_folded_spans
 from afp_runtime.messages import Cost, Message, Usage
 from afp_runtime.records import Clock, QuestionRow, QuestionStatus, RunLog
 from afp_runtime.served import (
@@ -170,19 +168,14 @@ class Store:
 
     # -- running turns ------------------------------------------------------------------------
 
-    def _driver(self, agent: Agent, sinks: Sequence[EventSink] = ()) -> AgentDriver:
+    def _local(self, agent: Agent, sinks: Sequence[EventSink] = ()) -> LocalAgent:
         if not isinstance(agent, Agent):
             raise TypeError(f"expected an afp.Agent, not {type(agent).__name__}")
         self._agents[agent.agent_id] = agent
         if all(used is not agent for used in self._used):
             self._used.append(agent)
-        return AgentDriver(
-            self._store,
-            agent,
-            clock=self._clock,
-            ids=self._ids,
-            emitter=Emitter(list(sinks)),
-            rng=self._rng,
+        return LocalAgent(
+            self._store, agent, clock=self._clock, ids=self._ids, sinks=sinks, rng=self._rng
         )
 
     async def _open_sessions(self, agent: Agent) -> None:
@@ -242,11 +235,11 @@ class Store:
         idempotency_key: str | None,
         time: Mapping[str, Any] | None,
     ) -> TurnResult:
-        driver = self._driver(agent, sinks)
+        local = self._local(agent, sinks)
         await self._open_sessions(agent)
         async with self._lock(agent.agent_id):
-            ack = await driver.post(text, idempotency_key=idempotency_key, sender=sender, time=time)
-            outcomes = await driver.work()
+            ack = await local.post(text, idempotency_key=idempotency_key, sender=sender, time=time)
+            outcomes = await local.work()
         return await self._result(agent.agent_id, ack.message_id, outcomes)
 
     @asynccontextmanager
@@ -298,10 +291,10 @@ class Store:
     async def work(self, agent: Agent) -> list[TurnResult]:
         """Finish what the agent left unfinished (a turn cut by a crash, a due retry, an
         answered question) and answer its queued messages; one result per turn touched."""
-        driver = self._driver(agent)
+        local = self._local(agent)
         await self._open_sessions(agent)
         async with self._lock(agent.agent_id):
-            outcomes = await driver.work()
+            outcomes = await local.work()
         message_ids = list(dict.fromkeys(outcome.message_id for outcome in outcomes))
         return [await self._result(agent.agent_id, mid, outcomes) for mid in message_ids]
 
@@ -333,25 +326,14 @@ class Store:
     async def _close(
         self, agent: Agent, question_id: str, value: Any, *, sender: str | None, abandon: bool
     ) -> TurnResult:
-        driver = self._driver(agent)
+        local = self._local(agent)
         await self._open_sessions(agent)
         async with self._lock(agent.agent_id):
-            close = abandon_question if abandon else partial(answer_question, value=value)
-            row = await close(
-                self._store,
-                agent.agent_id,
-                question_id,
-                now_ms=self._clock.now_ms(),
-                by=sender,
-                shared=agent.shared,
-            )
-            if row is None:
-                raise NotFound(
-                    f"agent {agent.agent_id!r} has no question {question_id!r}",
-                    what="question",
-                    value=question_id,
-                )
-            outcomes = await driver.work()
+            if abandon:
+                row = await local.abandon(question_id, sender=sender)
+            else:
+                row = await local.answer(question_id, value, sender=sender)
+            outcomes = await local.work()
         return await self._result(agent.agent_id, row.message_id, outcomes)
 
     async def _result(

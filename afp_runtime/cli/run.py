@@ -15,22 +15,14 @@ import anyio.to_thread
 import msgspec
 
 from afp_runtime.agents import Agent, read_config
+from afp_runtime.app import EventRecorder, RunOutcome, SystemClock, TimeOrderedIds, drive
 from afp_runtime.cli._exits import EXIT_OK, TURN_EXITS
 from afp_runtime.cli._show import add_row, out, print_json, say, table
 from afp_runtime.cli.reads import opened, reader, window_records
 from afp_runtime.demo import QUESTIONS
 from afp_runtime.errors import ConfigError
-from afp_runtime.loop import (
-    AgentDriver,
-    Emitter,
-    EventRecorder,
-    RunOutcome,
-    SystemClock,
-    TimeOrderedIds,
-)
-from afp_runtime.mcp import sessions_open
 from afp_runtime.records import IterationEnded, OpenTurn, ReceiptMinted, ToolEnded
-from afp_runtime.store import open_store, shown_location
+from afp_runtime.store import shown_location
 
 
 async def definition_from(path: str, agent: str | None) -> Agent:
@@ -51,26 +43,15 @@ async def _drive(
     definition = await definition_from(args.config, args.agent)
     clock = SystemClock()
     recorder = EventRecorder()
-    store = await open_store(args.db, now_ms=clock.now_ms())
-    try:
-        driver = AgentDriver(
-            store,
-            definition,
-            clock=clock,
-            ids=TimeOrderedIds(clock.now_ms),
-            emitter=Emitter([recorder]),
-        )
-        async with sessions_open(definition.mcp, clock):
-            # Finish what an earlier process left unfinished before taking anything new.
-            outcomes = await driver.work()
-            for text in messages:
-                await driver.post(text)
-            outcomes += await driver.work()
-            state = await store.conversation_state(definition.agent_id)
-    finally:
-        await definition.aclose()
-        await store.aclose()
-    return definition, outcomes, recorder, state.open_turn if state is not None else None
+    driven = await drive(
+        args.db,
+        definition,
+        messages,
+        clock=clock,
+        ids=TimeOrderedIds(clock.now_ms),
+        sinks=[recorder],
+    )
+    return definition, list(driven.outcomes), recorder, driven.open_turn
 
 
 def outcome_row(outcome: RunOutcome) -> dict[str, Any]:

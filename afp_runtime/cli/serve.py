@@ -11,12 +11,12 @@ import anyio.to_thread
 
 from afp_runtime.agents import read_config
 from afp_runtime.api import ConnectionLimits, check_binding, open_listener, serve_until_stopped
+from afp_runtime.app import SystemClock, TimeOrderedIds
 from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._show import warn
 from afp_runtime.cli.tokens import load_principals
 from afp_runtime.errors import ConfigError
 from afp_runtime.host import Host
-from afp_runtime.loop import SystemClock, TimeOrderedIds
 from afp_runtime.store import open_store, shown_location
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -29,6 +29,9 @@ from afp_runtime.cli._show import add_row, brief, print_json, say, show_table, t
 from afp_runtime.cli.reads import opened, reader
 from afp_runtime.errors import NotFound
 from afp_runtime.store import Store
+
+if TYPE_CHECKING:
+    from afp_runtime.app import AnswerStatus
 
 DEFAULT_WAIT_S = 300.0
 _SETTLED = ("answered", "halted", "paused", "held", "dismissed")
@@ -72,12 +75,14 @@ async def cmd_send(args: Any) -> int:
                     f"no host holds agent {args.agent!r} now, so nothing would answer: start "
                     "`afp serve`, or give --timeout to wait for one"
                 )
-        ids = (await load("afp_runtime.loop")).TimeOrderedIds(_now_ms)
-        ack = await store.post(
+        app = await load("afp_runtime.app")
+        clock = app.SystemClock()
+        ack = await app.post(
+            store,
             args.agent,
             args.text,
-            message_id=ids.message_id(),
-            now_ms=_now_ms(),
+            clock=clock,
+            ids=app.TimeOrderedIds(clock.now_ms),
             idempotency_key=args.idempotency_key,
             sender=args.sender,
             time=message_time,
@@ -192,28 +197,22 @@ def _answer_value(text: str) -> Any:
 async def cmd_answer(args: Any) -> int:
     """Answer (or abandon) a question durably; a running host starts the answer run within
     its poll interval (the same code path as the API's answer endpoint)."""
-    agents = await load("afp_runtime.agents")
+    app = await load("afp_runtime.app")
     async with _writer(args.db) as store:
         await _ids.known_agent(store, args.agent)
         question_id = await _ids.question_id(store, args.agent, args.question)
         if args.abandon:
-            row = await agents.abandon_question(
-                store, args.agent, question_id, now_ms=_now_ms(), by=args.sender
+            row = await app.abandon(
+                store, args.agent, question_id, clock=app.SystemClock(), sender=args.sender
             )
         else:
             asked = await store.questions(args.agent, question_ids=[question_id])
             value = _answer_value(args.value) if asked[0].kind == "approval" else args.value
-            row = await agents.answer_question(
-                store, args.agent, question_id, value, now_ms=_now_ms(), by=args.sender
+            row = await app.answer(
+                store, args.agent, question_id, value, clock=app.SystemClock(), sender=args.sender
             )
-    if row is None:
-        raise NotFound(f"agent {args.agent!r} has no question {question_id!r}", what="question")
     if args.json:
-        status: Any = (
-            "abandoned"
-            if args.abandon
-            else {"open": "re-asked", "unsettled": "unsettled"}.get(row.status, "accepted")
-        )
+        status: AnswerStatus = "abandoned" if args.abandon else app.answer_status(row)
         print_json(AnswerAccepted(status=status, question=question_view(row)))
     else:
         say(f"{row.question_id} {row.status}")
@@ -222,13 +221,11 @@ async def cmd_answer(args: Any) -> int:
 
 async def cmd_dismiss(args: Any) -> int:
     """Close a held turn ``dismissed`` (by one of its runs) so the agent's queue moves on."""
-    loop = await load("afp_runtime.loop")
+    app = await load("afp_runtime.app")
     async with _writer(args.db) as store:
         run_id = await _ids.run_id(store, args.run)
         agent_id = (await store.runs(run_id=run_id))[0].agent_id
-        message_id = await loop.dismiss_turn(
-            store, agent_id, run_id=run_id, clock=loop.SystemClock()
-        )
+        message_id = await app.dismiss(store, agent_id, run_id=run_id, clock=app.SystemClock())
     if args.json:
         print_json(
             DismissAccepted(

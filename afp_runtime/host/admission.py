@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from afp_runtime.agents import abandon_question, answer_question
-from afp_runtime.errors import LeaseLost, RunNotResumable, StoreUnavailable
+from afp_runtime.errors import LeaseLost, StoreUnavailable
 from afp_runtime.host.leases import HostLease
 from afp_runtime.host.lifecycle import Lifecycle
 from afp_runtime.host.states import AgentNotHosted, HostStopping, StoreCheckFailed
 from afp_runtime.host.store_state import StoreState
 from afp_runtime.host.workers import HostedAgent
-from afp_runtime.loop import IdFactory
-from afp_runtime.records import Clock, InboxAccepted, QuestionRow
+from afp_runtime.loop import IdFactory, post_message, resumable_turn
+from afp_runtime.records import Clock, QuestionRow
 from afp_runtime.store import Ack, Store, check_owner
 
 __all__ = ["Admission"]
@@ -103,25 +103,18 @@ class Admission:
         """``Host.post``."""
         agent = self._admit(agent_id)
         checked = agent.definition.check_message_time(time)
-        now = self.clock.now_ms()
         with self._writing():
-            ack = await self.store.post(
+            ack = await post_message(
+                self.store,
                 agent_id,
                 text,
                 message_id=self.ids.message_id(),
-                now_ms=now,
+                now_ms=self.clock.now_ms(),
                 idempotency_key=idempotency_key,
                 sender=sender,
                 shared=agent.definition.shared,
                 time=checked,
-            )
-        if not ack.duplicate:
-            agent.driver.emitter.emit(
-                InboxAccepted(
-                    message_id=ack.message_id, position=ack.position, text_chars=len(text)
-                ),
-                at_ms=now,
-                agent_id=agent_id,
+                emitter=agent.driver.emitter,
             )
         self.wake(agent_id)
         return ack
@@ -138,20 +131,7 @@ class Admission:
                 "the host that does",
                 agent_id=agent_id,
             )
-        state = await self.reader.conversation_state(agent_id)
-        turn = state.open_turn if state is not None else None
-        if turn is None or turn.status not in ("held", "stalled"):
-            status = turn.status if turn is not None else "idle"
-            raise RunNotResumable(
-                f"agent {agent_id!r} has no held or stalled turn to resume (it is {status})",
-                agent_id=agent_id,
-            )
-        if run_id is not None and run_id != turn.last_run_id:
-            raise RunNotResumable(
-                f"run {run_id!r} is not the latest run of the held turn ({turn.last_run_id!r})",
-                agent_id=agent_id,
-                run_id=run_id,
-            )
+        resumable_turn(await self.reader.conversation_state(agent_id), agent_id, run_id)
         # The request is carried out by the worker after this returns: accepted during a write
         # fault, it would be acknowledged and not happen (until the store is back).
         fault = self.store_state.write

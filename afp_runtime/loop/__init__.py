@@ -1,6 +1,6 @@
 """Loop: stages, runs and iterations of a standing agent's turns, and the events they emit."""
 
-from afp_runtime.loop.agent import AgentDriver, dismiss_turn
+from afp_runtime.loop.agent import AgentDriver, dismiss_turn, post_message, resumable_turn
 from afp_runtime.loop.clock import SystemClock
 from afp_runtime.loop.definition import Definition, Durability, TurnFailure
 from afp_runtime.loop.events import Emitter, Event, EventRecorder, EventSink
@@ -44,7 +44,9 @@ __all__ = [
     "dismiss_turn",
     "load_folded_conversation",
     "load_folded_spans",
+    "post_message",
     "resolve_span",
+    "resumable_turn",
     "stored_span",
     "unique_call_ids",
 ]

@@ -24,6 +24,7 @@ from afp_runtime.loop.run import Run
 from afp_runtime.messages import Usage
 from afp_runtime.records import (
     Clock,
+    ConversationState,
     InboxAccepted,
     InboxUpdate,
     OpenTurn,
@@ -89,7 +90,8 @@ class AgentDriver:
         sender: str | None = None,
         time: Mapping[str, Any] | None = None,
     ) -> Ack:
-        """Accept a person's message durably; returns only after it is on disk.
+        """Accept a person's message durably; returns only after it is on disk
+        (``post_message``: an idempotent repeat emits no second ``inbox.accepted``).
 
         Raises:
             TimeNotEnabled: ``time`` for an agent without the time layer.
@@ -97,7 +99,8 @@ class AgentDriver:
         """
         checked = self.definition.check_message_time(time)
         await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
-        ack = await self.store.post(
+        return await post_message(
+            self.store,
             self.agent_id,
             text,
             message_id=self.ids.message_id(),
@@ -106,13 +109,8 @@ class AgentDriver:
             sender=sender,
             shared=self.definition.shared,
             time=checked,
+            emitter=self.emitter,
         )
-        self.emitter.emit(
-            InboxAccepted(message_id=ack.message_id, position=ack.position, text_chars=len(text)),
-            at_ms=self.clock.now_ms(),
-            agent_id=self.agent_id,
-        )
-        return ack
 
     async def work(self, *, admit: Callable[[], bool] | None = None) -> list[RunOutcome]:
         """Continue the unfinished turn if it may run now, then answer queued messages.
@@ -244,16 +242,9 @@ class AgentDriver:
         queue moves on (docs/host.md#stalled-and-held-turns).
 
         Raises:
-            RunNotResumable: the agent has no held or stalled turn.
+            RunNotResumable: the agent has no held or stalled turn (``resumable_turn``).
         """
-        state = await self.store.conversation_state(self.agent_id)
-        turn = state.open_turn if state is not None else None
-        if turn is None or turn.status not in ("held", "stalled"):
-            status = turn.status if turn is not None else "idle"
-            raise RunNotResumable(
-                f"agent {self.agent_id!r} has no held or stalled turn to resume ({status})",
-                agent_id=self.agent_id,
-            )
+        turn = resumable_turn(await self.store.conversation_state(self.agent_id), self.agent_id)
         settle = await self._reply_to_settle(turn.last_run_id)
         outcome = await self._run(
             "operator", turn.message_id, settle=settle, answers=turn.pending_batch
@@ -404,3 +395,70 @@ async def dismiss_turn(
             turn=turn.turn,
         )
     return turn.message_id
+
+
+async def post_message(
+    store: CheckpointStore,
+    agent_id: str,
+    text: str,
+    *,
+    message_id: str,
+    now_ms: int,
+    idempotency_key: str | None = None,
+    sender: str | None = None,
+    shared: bool = False,
+    time: dict[str, Any] | None = None,
+    emitter: Emitter | None = None,
+) -> Ack:
+    """Accept a person's message durably (``time`` already checked), then tell ``emitter``.
+
+    The one posting path of a host and of a driver (docs/host.md#a-message-reaches-its-host):
+    a fresh message emits ``inbox.accepted``; an idempotent repeat returns the first message's
+    ack and emits nothing, since no new message arrived.
+
+    Raises:
+        InvalidValue / IdempotencyConflict / NotOwner: as the store's ``post`` (nothing stored).
+    """
+    ack = await store.post(
+        agent_id,
+        text,
+        message_id=message_id,
+        now_ms=now_ms,
+        idempotency_key=idempotency_key,
+        sender=sender,
+        shared=shared,
+        time=time,
+    )
+    if emitter is not None and not ack.duplicate:
+        emitter.emit(
+            InboxAccepted(message_id=ack.message_id, position=ack.position, text_chars=len(text)),
+            at_ms=now_ms,
+            agent_id=agent_id,
+        )
+    return ack
+
+
+def resumable_turn(
+    state: ConversationState | None, agent_id: str, run_id: str | None = None
+) -> OpenTurn:
+    """The open turn an operator resume may run: held or stalled, and (``run_id`` given) with
+    that run as its latest (docs/host.md#stalled-and-held-turns). The one check of a host's
+    ``resume`` and a driver's.
+
+    Raises:
+        RunNotResumable: the turn is not held or stalled, or ``run_id`` is not its latest run.
+    """
+    turn = state.open_turn if state is not None else None
+    if turn is None or turn.status not in ("held", "stalled"):
+        status = turn.status if turn is not None else "idle"
+        raise RunNotResumable(
+            f"agent {agent_id!r} has no held or stalled turn to resume (it is {status})",
+            agent_id=agent_id,
+        )
+    if run_id is not None and run_id != turn.last_run_id:
+        raise RunNotResumable(
+            f"run {run_id!r} is not the latest run of the held turn ({turn.last_run_id!r})",
+            agent_id=agent_id,
+            run_id=run_id,
+        )
+    return turn

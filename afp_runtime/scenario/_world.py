@@ -21,8 +21,8 @@ from typing import Any
 
 import msgspec
 
+from afp_runtime.app import Event, LoopHooks, SequentialIds
 from afp_runtime.errors import AfpError, ModelCallError, ScriptExhausted
-from afp_runtime.loop import Event, LoopHooks, SequentialIds
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
 from afp_runtime.records import IterationStarted, ReceiptMinted
 from afp_runtime.scenario.format import (

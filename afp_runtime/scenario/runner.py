@@ -9,8 +9,8 @@ the jitter source, the scripts and what was recorded.
 Each ``message`` or ``continueFrom`` step drives the agent until its turn is answered, paused or
 held: a stall is retried within the step (the clock moves to ``retryAtMs``), and an armed crash
 drops the host and opens a fresh one whose ``work()`` recovers the turn. A ``resume`` step
-answers or abandons one open question of the paused turn (``answer_question`` /
-``abandon_question``, as the API does) and drives the agent the same way: once the batch's last
+answers or abandons one open question of the paused turn (``app.answer`` /
+``app.abandon``, as the API does) and drives the agent the same way: once the batch's last
 question is closed, ``work()`` runs the ``answer`` run. The step's runs, answer and window
 records are read back from the store afterwards.
 
@@ -50,11 +50,10 @@ from afp_runtime.agents import (
     AgentConfig,
     ModelConfig,
     WindowConfig,
-    abandon_question,
-    answer_question,
     build_definition,
     import_checkpoint,
 )
+from afp_runtime.app import LocalAgent, answer_status
 from afp_runtime.cost import cost_wire
 from afp_runtime.errors import (
     AfpError,
@@ -63,7 +62,7 @@ from afp_runtime.errors import (
     InvalidValue,
     WindowConfigError,
 )
-from afp_runtime.loop import AgentDriver, Emitter, load_folded_spans
+from afp_runtime.loop import load_folded_spans
 from afp_runtime.messages import Cost
 from afp_runtime.models import ScriptedModel
 from afp_runtime.permissions import ROW_KIND as PERMISSION_ROW
@@ -135,7 +134,7 @@ class _Host:
         self.location = location
         self.store: Store | None = None
         self.definition: Agent | None = None
-        self.driver: AgentDriver | None = None
+        self.driver: LocalAgent | None = None
 
     async def open(self) -> None:
         """Start a fresh host on the store (start-up, docs/host.md#start-up)."""
@@ -143,12 +142,12 @@ class _Host:
         # The definition first: one the scenario's values refuse leaves no store behind.
         self.definition = self._definition()
         self.store = await open_store(self.location, now_ms=world.clock.now_ms())
-        self.driver = AgentDriver(
+        self.driver = LocalAgent(
             self.store,
             self.definition,
             clock=world.clock,
             ids=world.ids,
-            emitter=Emitter([world.on_event]),
+            sinks=[world.on_event],
             rng=world.rng,
             hooks=world.hooks(),
         )
@@ -209,7 +208,7 @@ class _Host:
         except AfpError as exc:
             raise at_path("$.agent", exc) from None
 
-    def live(self) -> tuple[Store, AgentDriver]:
+    def live(self) -> tuple[Store, LocalAgent]:
         assert self.store is not None and self.driver is not None, "the host is open"
         return self.store, self.driver
 
@@ -378,14 +377,12 @@ class _Runner:
             )
         question = waiting[position]
         ledger_from = len(await store.ledger(AGENT_ID, turn=question.turn))
-        now_ms = self.world.clock.now_ms()
+        _, driver = self.host.live()
         if step.abandon:
-            await abandon_question(store, AGENT_ID, question.question_id, now_ms=now_ms)
+            await driver.abandon(question.question_id)
             return question.message_id, ledger_from, "accepted"
         try:
-            row = await answer_question(
-                store, AGENT_ID, question.question_id, step.value(), now_ms=now_ms
-            )
+            row = await driver.answer(question.question_id, step.value())
         except InvalidAnswer as exc:
             where = f"{path}.answer"
             raise InvalidAnswer(
@@ -394,9 +391,7 @@ class _Runner:
                 reason=exc.reason,
                 field=where,
             ) from None
-        assert row is not None, "the question was open a moment ago"
-        status = {"open": "re-asked", "unsettled": "unsettled"}.get(row.status, "accepted")
-        return question.message_id, ledger_from, status
+        return question.message_id, ledger_from, answer_status(row)
 
     async def _drive(self) -> list[tuple[str, str]]:
         """Work the agent until the turn is answered, paused or held; the runs it ran, each
