@@ -65,8 +65,6 @@ class Definition(abc.ABC):
     """The ledger-fact pin ceiling of the window (0: off)."""
     extensions: tuple[Extension, ...]
     """The agent's extensions, in the order their hooks are called (docs/loop.md#extensions)."""
-    warned: set[str]
-    """Warnings of the window family already logged for this definition."""
     resources: list[Any]
 
     @abc.abstractmethod

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import msgspec
 import structlog
 
 from afp_runtime._logging import get_logger
-from afp_runtime._secrets import redact
 from afp_runtime.errors import AfpError
 from afp_runtime.extensions import At, Filed, RunExtension, RunStart
 from afp_runtime.loop.committer import Committer
 from afp_runtime.loop.definition import Definition
+from afp_runtime.loop.ending import emit_run_ended, stop_turn
 from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory, SequentialIds
@@ -42,55 +42,28 @@ from afp_runtime.loop.stages import (
     window,
     wrap_up,
 )
-from afp_runtime.loop.state import RunState
-from afp_runtime.messages import (
-    Message,
-    Usage,
-    message_body,
-    salted,
-    sha256_hex,
-)
+from afp_runtime.loop.state import start_state
+from afp_runtime.messages import Message, message_body, salted, sha256_hex
 from afp_runtime.records import (
-    BudgetExhausted,
     Clock,
     CommitBundle,
     ConversationState,
-    CostFigures,
     EventPayload,
-    InboxUpdate,
     Item,
-    IterationEnded,
     ListRef,
     OpenTurn,
     PendingBatch,
-    QuestionRow,
     RouteDecided,
     RunEnd,
-    RunEnded,
     RunKind,
-    RunStatus,
-    TurnEnded,
-    TurnHeld,
-    TurnStalled,
     Txn,
     Write,
     runtime_stage_id,
-)
-from afp_runtime.served import (
-    start_digest,
 )
 from afp_runtime.store import CheckpointStore, LoadedConversation
 from afp_runtime.window import MessageOrigin
 
 log = get_logger()
-
-# Why a run that did not answer has no answer, in words (run.ended's ``reason``).
-_RUN_REASONS = {
-    "paused": "the turn waits on a question to the person",
-    "stalled": "the model call failed for now; a retry is scheduled",
-    "held": "the turn is held for an operator",
-    "cancelled": "the run was cut off by a shutdown; the next start recovers the turn",
-}
 
 
 class Run:
@@ -141,7 +114,6 @@ class Run:
         self.emitter = emitter
         self.rng = rng
         self.message_id = message_id
-        self.text = text
         self.agent_id = definition.agent_id
         self.hooks = hooks or LoopHooks()
         self.ids: IdFactory = ids or SequentialIds()
@@ -162,14 +134,7 @@ class Run:
             extension.start(start) for extension in definition.extensions
         )
         self.committer = Committer(store, definition.durability, self.hooks, kept)
-        history = list(loaded.history)
-        self.state = RunState(
-            conv=loaded.state,
-            history=history,
-            fps=list(loaded.fingerprints),
-            used_call_ids={c.id for m in history for c in m.tool_calls},
-            digest=start_digest(run_id),
-        )
+        self.state = start_state(loaded, run_id=run_id, kind=kind, text=text)
         # Bundle numbering and the id events carry (owner: ``begin`` and ``bundle``).
         self.seq = 0
         self.event_stage_id = ""
@@ -254,31 +219,29 @@ class Run:
             self.state.history.append(message)
             self.state.fps.append(fp)
         end = start + len(messages)
-        self.state.conv = msgspec.structs.replace(
-            self.state.conv, history=self.state.conv.history.extended(start, end), next_pos=end
+        conv = self.state.conv
+        self.checkpoint(
+            msgspec.structs.replace(conv, history=conv.history.extended(start, end), next_pos=end)
         )
         return items, ListRef(ranges=((start, end),) if end > start else ())
 
-    def checkpoint(self, **changes: Any) -> ConversationState:
-        self.state.conv = msgspec.structs.replace(
-            self.state.conv, checkpointed_at_ms=self.now(), **changes
-        )
+    def checkpoint(self, conv: ConversationState) -> ConversationState:
+        """Take ``conv`` (the conversation a stage's commit carries) as the run's, stamped now;
+        the one place the run's conversation changes."""
+        self.state.conv = msgspec.structs.replace(conv, checkpointed_at_ms=self.now())
         return self.state.conv
 
-    def open_turn_with(self, **changes: Any) -> OpenTurn:
-        assert self.state.conv.open_turn is not None
-        return msgspec.structs.replace(self.state.conv.open_turn, **changes)
-
-    def run_ends_early(self) -> dict[str, Any]:
-        """Open-turn changes of a run that ends without the turn (a pause, a stall, a hold):
-        its epochs and usage join the turn's (``turn.ended`` reports the whole turn)."""
+    def turn(self) -> OpenTurn:
+        """The open turn (every stage after the seed has one)."""
         turn = self.state.conv.open_turn
         assert turn is not None
-        before = turn.usage_before or Usage()
-        return {
-            "epochs_before": turn.epochs_before + self.state.epochs,
-            "usage_before": before + self.state.run_usage,
-        }
+        return turn
+
+    def advance(self) -> int:
+        """Move to the next iteration; returns the one closed (the one place it changes)."""
+        closed = self.state.iteration
+        self.state.iteration = closed + 1
+        return closed
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -334,15 +297,15 @@ class Run:
                 log.warning("could not mark the cancelled run", exc_info=True)
                 return
         log.info("run cancelled")
-        self.emit_run_ended("cancelled")
+        emit_run_ended(self, "cancelled")
 
     async def _execute(
         self, settle: CommittedReply | None, answers: PendingBatch | None
     ) -> RunOutcome:
-        await seed(self)
-        if self.state.seed_hold is not None:
-            error_kind, error = self.state.seed_hold
-            return await self.stop_turn(error_kind=error_kind, error=error)
+        hold = await seed(self)
+        if hold is not None:
+            error_kind, error = hold
+            return await stop_turn(self, error_kind=error_kind, error=error)
         if answers is not None:
             outcome = await settle_answers(self, answers)
             if outcome is not None:
@@ -412,257 +375,4 @@ class Run:
             settling=settling,
             # docs/loop.md#typed-answers: only a plain answer is asked for again.
             retry_output=reason == "no-tool-calls",
-        )
-
-    # -- closing stages -----------------------------------------------------------------------
-
-    def exhaust_budget(
-        self, reply: CommittedReply, *, action: Literal["wrap-up", "cut-short"]
-    ) -> None:
-        """The step budget ran out with calls pending: set ``stoppedEarly`` and emit
-        ``budget.exhausted`` (``wrap-up``: one more call with tools withheld)."""
-        self.state.stopped_early = {
-            "reason": "max-iterations",
-            "iteration": self.state.iteration,
-            "pendingToolCalls": len(reply.tool_calls),
-            "answerWasEmpty": not reply.content,
-            "wrappedUp": action == "wrap-up",
-        }
-        if action == "cut-short":
-            self.state.stopped_early["action"] = action
-        self.emit(
-            BudgetExhausted(
-                iteration=self.state.iteration,
-                max_iterations=self.d.max_iterations,
-                pending_tool_calls=len(reply.tool_calls),
-                action=action,
-            )
-        )
-
-    async def stop_turn(
-        self,
-        *,
-        error_kind: str,
-        error: str,
-        retry_at_ms: int | None = None,
-        bundles: Sequence[CommitBundle] = (),
-    ) -> RunOutcome:
-        """End the run with the turn stalled (``retry_at_ms`` given) or held, in one commit.
-
-        A held turn is never retried automatically; a stalled one gets a retry run when due.
-        """
-        turn = self.state.conv.open_turn
-        assert turn is not None
-        # Every stopped turn's error is stored, listed and shown: no credential in it
-        # (docs/host.md#secrets-in-errors-and-logs).
-        error = redact(error)
-        since = turn.stalled_since_ms if turn.stalled_since_ms is not None else self.now()
-        if retry_at_ms is not None and retry_at_ms - since > self.d.max_stall_s * 1000:
-            # docs/host.md#stalled-and-held-turns: past max_stall_s a stalled turn is held for an
-            # operator.
-            error = (
-                f"the turn stayed stalled longer than {self.d.max_stall_s:g} s "
-                f"(last failure {error_kind}: {error})"
-            )
-            error_kind = "stall-limit"
-            retry_at_ms = None
-        status: Literal["stalled", "held"] = "held" if retry_at_ms is None else "stalled"
-        stall = (
-            {}
-            if retry_at_ms is None
-            else {"stalls": turn.stalls + 1, "retry_at_ms": retry_at_ms, "stalled_since_ms": since}
-        )
-        open_turn = self.open_turn_with(
-            **self.run_ends_early(), status=status, error_kind=error_kind, error=error, **stall
-        )
-        state = self.checkpoint(open_turn=open_turn)
-        await self.end_run(
-            status, bundles=bundles, conversation=state, error_kind=error_kind, error=error
-        )
-        log.warning("turn stopped", status=status, error_kind=error_kind, error=error)
-        event: TurnStalled | TurnHeld = (
-            TurnStalled(error_kind=error_kind, retry_at_ms=retry_at_ms, stalls=open_turn.stalls)
-            if status == "stalled"
-            else TurnHeld(error_kind=error_kind, message=error, run_id=self.run_id)
-        )
-        self.emit(event, stage=False)
-        self.emit_run_ended(status, error_kind=error_kind, error=error)
-        return self.outcome(status, error_kind=error_kind, error=error)
-
-    async def next_iteration(
-        self,
-        writes: Sequence[Write],
-        *,
-        items: Sequence[Item],
-        ledger: Sequence[Any],
-        **open_turn: Any,
-    ) -> int:
-        """The closing commit of an iteration the turn goes on from (tool calls, an output
-        retry): ``writes``, then the ledger rows and the next iteration, with the checkpoint;
-        returns the iteration it closed."""
-        closed = self.state.iteration
-        self.state.iteration += 1
-        state = self.checkpoint(
-            open_turn=self.open_turn_with(next_iteration=self.state.iteration, **open_turn),
-            ledger_count=self.state.conv.ledger_count + len(ledger),
-        )
-        writes = list(writes)
-        if ledger:
-            writes.append(Write(key="findingsLedger", verb="append", value=list(ledger)))
-        writes.append(Write(key="iteration", verb="set", value=self.state.iteration))
-        await self.committer.stage(
-            Txn(
-                agent_id=self.agent_id,
-                bundles=[self.bundle(writes, iteration=closed)],
-                items=list(items),
-                conversation=state,
-                ledger=list(ledger),
-            ),
-            closes=True,
-        )
-        return closed
-
-    async def close_turn(
-        self,
-        status: Literal["answered", "halted"],
-        *,
-        writes: Sequence[Write],
-        items: Sequence[Item],
-        ledger: Sequence[Any],
-        route: str,
-        tool_call_count: int = 0,
-        **end: Any,
-    ) -> OpenTurn:
-        """The closing commit of a turn that ends here (answered or halted): the stage's
-        bundle, the checkpoint without an open turn, the run's end, then ``iteration.ended``;
-        returns the turn as it was open, for ``turn.ended``."""
-        turn = self.state.conv.open_turn
-        assert turn is not None
-        state = self.checkpoint(
-            open_turn=None,
-            last_run_id=self.run_id,
-            ledger_count=self.state.conv.ledger_count + len(ledger),
-        )
-        await self.end_run(
-            status,
-            bundles=[self.bundle(writes)],
-            conversation=state,
-            items=items,
-            ledger=ledger,
-            **end,
-        )
-        self.emit(
-            IterationEnded(
-                iteration=self.state.iteration, route=route, tool_call_count=tool_call_count
-            ),
-            stage=False,
-        )
-        return turn
-
-    async def end_run(
-        self,
-        status: Literal["answered", "halted", "paused", "stalled", "held"],
-        *,
-        bundles: Sequence[CommitBundle],
-        conversation: ConversationState,
-        items: Sequence[Item] = (),
-        ledger: Sequence[Any] = (),
-        questions: Sequence[QuestionRow] = (),
-        answer: str | None = None,
-        error_kind: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        """The run's closing commit, for every way a run ends with its turn settled for now
-        (answered, paused, stalled, held): its last bundles, the checkpoint, the run's end and
-        the inbox status, in one ``synchronous=FULL`` transaction in every durability mode."""
-        await self.committer.stage(
-            Txn(
-                agent_id=self.agent_id,
-                bundles=list(bundles),
-                items=list(items),
-                conversation=conversation,
-                ledger=list(ledger),
-                questions=list(questions),
-                run_end=RunEnd(
-                    run_id=self.run_id,
-                    status=status,
-                    ended_at_ms=self.now(),
-                    usage=self.state.run_usage,
-                    answer=answer,
-                    error_kind=error_kind,
-                    error=error,
-                    cost=self.state.run_cost if self.d.pricing else None,
-                ),
-                inbox=[InboxUpdate(message_id=self.message_id, status=status)],
-                full=True,
-            ),
-            closes=True,
-        )
-
-    def emit_turn_ended(
-        self,
-        turn: OpenTurn,
-        status: str,
-        *,
-        answer: str | None = None,
-        error_kind: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        """``turn.ended``: per turn (docs/host.md#event-catalogue), this run's figures plus those
-        of the turn's earlier runs."""
-        ended = TurnEnded(
-            turn=self.state.conv.turn,
-            message_id=self.message_id,
-            status=status,
-            runs=turn.runs,
-            iterations=self.state.iteration,
-            epochs=turn.epochs_before + self.state.epochs,
-            usage=(turn.usage_before or Usage()) + self.state.run_usage,
-            duration_ms=max(self.now() - turn.started_at_ms, 0) if turn.started_at_ms else 0,
-            cost=CostFigures.of(turn.spent) if turn.spent is not None else msgspec.UNSET,
-            stopped_early=(
-                self.state.stopped_early if self.state.stopped_early is not None else msgspec.UNSET
-            ),
-            answer=answer if answer is not None else msgspec.UNSET,
-            error_kind=error_kind if error_kind is not None else msgspec.UNSET,
-            error=error if error_kind is not None else msgspec.UNSET,
-        )
-        self.emit(ended, stage=False)
-
-    def emit_run_ended(
-        self,
-        status: str,
-        *,
-        answer: str | None = None,
-        error_kind: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        """``run.ended``: with the answer, or the reason there is none
-        (docs/host.md#event-catalogue)."""
-        unset = msgspec.UNSET
-        held = answer is None and error_kind is not None
-        ended = RunEnded(
-            run_id=self.run_id,
-            status=status,
-            epochs=self.state.epochs,
-            usage=self.state.run_usage,
-            answer=answer if answer is not None else unset,
-            reason=_RUN_REASONS.get(status, status) if answer is None else unset,
-            error_kind=error_kind if held and error_kind is not None else unset,
-            error=error if held else unset,
-        )
-        self.emit(ended, stage=False)
-
-    def outcome(self, status: RunStatus, **extra: Any) -> RunOutcome:
-        return RunOutcome(
-            run_id=self.run_id,
-            message_id=self.message_id,
-            kind=self.kind,
-            turn=self.state.conv.turn,
-            status=status,
-            epochs=self.state.epochs,
-            usage=self.state.run_usage,
-            iteration=self.state.iteration,
-            cost=self.state.run_cost if self.d.pricing else None,
-            **extra,
         )

@@ -8,14 +8,21 @@ instant; the call-model stage commits what it returns.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from afp_runtime._logging import get_logger
 from afp_runtime.cost import Budget, CallCost, crossed, over, price_call, utc_day
 from afp_runtime.messages import Cost, Usage
-from afp_runtime.records import BudgetExceeded, CostFigures, CostSpent, DayCostFigures, DaySpend
+from afp_runtime.records import (
+    BudgetExceeded,
+    ConversationState,
+    CostFigures,
+    CostSpent,
+    DayCostFigures,
+    DaySpend,
+)
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
@@ -54,16 +61,19 @@ def spend_of_call(run: Run, usage: Usage | None, model: str) -> CallSpend | None
     )
 
 
-def account(run: Run, spend: CallSpend) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Add the call to the run's cost; the conversation fields and the open turn's fields it
-    changes, for the checkpoint the caller commits with the call."""
+def account(run: Run, spend: CallSpend, conv: ConversationState) -> ConversationState:
+    """Add the call to the run's cost; returns ``conv`` (the conversation the caller commits
+    with the call) with the call added to its totals, the day's spend and the open turn's."""
     run.state.run_cost = run.state.run_cost + spend.call.as_cost()
-    totals = run.state.conv.cost_totals or Cost()
-    conversation = {
-        "cost_totals": totals + spend.call.as_cost(),
-        "day_spend": DaySpend(day=spend.day, cost=spend.day_after),
-    }
-    return conversation, {"spent": spend.turn_after}
+    totals = conv.cost_totals or Cost()
+    turn = conv.open_turn
+    assert turn is not None
+    return msgspec.structs.replace(
+        conv,
+        cost_totals=totals + spend.call.as_cost(),
+        day_spend=DaySpend(day=spend.day, cost=spend.day_after),
+        open_turn=msgspec.structs.replace(turn, spent=spend.turn_after),
+    )
 
 
 def report_call(run: Run, spend: CallSpend, head: CostSpent) -> None:

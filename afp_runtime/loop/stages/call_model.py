@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from afp_runtime.errors import ModelCallError
+from afp_runtime.loop.ending import stop_turn
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.spend import account, report_call, spend_of_call
 from afp_runtime.messages import (
@@ -36,6 +37,8 @@ STALL_CAP_MS = 3_600_000
 async def call_model(
     run: Run, request: ModelRequest, encoded: EncodedRequest | None
 ) -> CommittedReply | RunOutcome:
+    """Send the request, retrying in the stage; returns the committed reply, or the run's
+    outcome when the call failed (the turn stalls or is held)."""
     run.begin("call-model")
     epoch = run.state.iteration
     run.emit(
@@ -80,37 +83,43 @@ async def call_model(
         stop_reason=reply.stop_reason,
         attempts=len(failed) + 1,
     )
-    usage = reply.usage or Usage()
+    await _commit_reply(run, committed, started)
+    return committed
+
+
+async def _commit_reply(run: Run, committed: CommittedReply, started: int) -> None:
+    """Commit the reply with the run's usage and the call's cost, then report it."""
+    epoch = run.state.iteration
+    usage = committed.usage or Usage()
     run.state.run_usage = run.state.run_usage + usage
     # What the next window visit measures (docs/window.md#measurement): this call's usage, or None.
-    run.state.last_usage = reply.usage
-    run.state.usage_missing = reply.usage is None
+    run.state.last_usage = committed.usage
+    run.state.usage_missing = committed.usage is None
     writes = [
         Write(key="reply", verb="set", value=committed),
         Write(key="runUsage", verb="set", value=run.state.run_usage),
     ]
     # Priced on the receipt's basis: the model the request named (docs/cost.md#figures).
-    spend = spend_of_call(run, reply.usage, run.d.model.model)
-    changes: dict[str, Any] = {}
-    turn_changes: dict[str, Any] = {}
-    if spend is not None:
-        changes, turn_changes = account(run, spend)
-        writes.append(Write(key="callCost", verb="set", value=spend.call))
-    state = run.checkpoint(
+    spend = spend_of_call(run, committed.usage, run.d.model.model)
+    conv = msgspec.structs.replace(
+        run.state.conv,
         usage_totals=run.state.conv.usage_totals + usage,
-        open_turn=run.open_turn_with(
-            last_usage=reply.usage, usage_missing=run.state.usage_missing, **turn_changes
+        open_turn=msgspec.structs.replace(
+            run.turn(), last_usage=committed.usage, usage_missing=run.state.usage_missing
         ),
-        **changes,
     )
+    if spend is not None:
+        conv = account(run, spend, conv)
+        writes.append(Write(key="callCost", verb="set", value=spend.call))
+    state = run.checkpoint(conv)
     bundle = run.bundle(writes)
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state))
     run.emit(
         ModelEnded(
             epoch=epoch,
-            stop_reason=reply.stop_reason,
-            tool_call_count=len(reply.tool_calls),
-            content_chars=len(reply.content),
+            stop_reason=committed.stop_reason,
+            tool_call_count=len(committed.tool_calls),
+            content_chars=len(committed.content),
             duration_ms=run.now() - started,
             attempts=committed.attempts,
             usage=usage,
@@ -121,10 +130,9 @@ async def call_model(
             epoch=epoch,
             provider=run.d.model.provider,
             model=spend.call.model,
-            usage=reply.usage if reply.usage is not None else msgspec.UNSET,
+            usage=committed.usage if committed.usage is not None else msgspec.UNSET,
         )
         report_call(run, spend, head)
-    return committed
 
 
 async def _call_failed(run: Run, exc: ModelCallError) -> RunOutcome:
@@ -159,6 +167,6 @@ async def _call_failed(run: Run, exc: ModelCallError) -> RunOutcome:
             Write(key="runUsage", verb="set", value=run.state.run_usage),
         ]
     )
-    return await run.stop_turn(
-        error_kind=exc.error_kind, error=exc.message, retry_at_ms=retry_at, bundles=[bundle]
+    return await stop_turn(
+        run, error_kind=exc.error_kind, error=exc.message, retry_at_ms=retry_at, bundles=[bundle]
     )

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from afp_runtime._logging import get_logger
+from afp_runtime.loop.ending import (
+    close_turn,
+    emit_run_ended,
+    emit_turn_ended,
+    exhaust_budget,
+    run_outcome,
+)
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.output import OutputError
 from afp_runtime.loop.stages.output_retry import output_retry
@@ -29,7 +38,7 @@ async def final(
     run.begin("settle" if settling else "final")
     writes = []
     if cut_short:
-        run.exhaust_budget(reply, action="cut-short")
+        exhaust_budget(run, reply, action="cut-short")
     # An extension may file rows from the answer and peel what it declared from what is
     # delivered (the call-model bundle keeps the raw reply).
     delivered = reply.content
@@ -48,11 +57,12 @@ async def final(
     items, appended = run.append_history([Message(role="assistant", content=delivered)])
     writes.append(Write(key="history", verb="append", value=appended))
     writes.append(Write(key="finalAnswer", verb="set", value=delivered))
-    typed: dict[str, Any] = {}
+    final_value: Any = msgspec.UNSET
+    output_error: OutputError | None = None
     if decoded is not None:
         value, problem = decoded
         if problem is None:
-            typed["final_value"] = value
+            final_value = value
             writes.append(Write(key="finalValue", verb="set", value=value))
         else:
             turn_now = run.state.conv.open_turn
@@ -60,7 +70,7 @@ async def final(
             error = OutputError(
                 kind="output-invalid", problem=problem, attempts=turn_now.output_retries + 1
             )
-            typed["output_error"] = error
+            output_error = error
             writes.append(Write(key="outputError", verb="set", value=error))
             run.emit(OutputInvalid(attempt=error.attempts, problem=problem, retrying=False))
     if wire_rows:
@@ -71,10 +81,22 @@ async def final(
         # Calls on the wrap-up call are recorded, never dispatched.
         ignored = [{"toolCallId": c.id, "toolName": c.name} for c in reply.tool_calls]
         writes.append(Write(key="ignoredToolCalls", verb="set", value=ignored))
-    turn = await run.close_turn(
-        "answered", writes=writes, items=items, ledger=wire_rows, route="final", answer=delivered
+    turn = await close_turn(
+        run,
+        "answered",
+        writes=writes,
+        items=items,
+        ledger=wire_rows,
+        route="final",
+        answer=delivered,
     )
-    run.emit_run_ended("answered", answer=delivered)
-    run.emit_turn_ended(turn, "answered", answer=delivered)
+    emit_run_ended(run, "answered", answer=delivered)
+    emit_turn_ended(run, turn, "answered", answer=delivered)
     log.info("iteration", route="final", epochs=run.state.epochs)
-    return run.outcome("answered", final_answer=delivered, **typed)
+    return run_outcome(
+        run,
+        "answered",
+        final_answer=delivered,
+        final_value=final_value,
+        output_error=output_error,
+    )

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from afp_runtime._logging import get_logger
+from afp_runtime.loop.ending import close_turn, emit_run_ended, emit_turn_ended, run_outcome
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import unique_call_ids
 from afp_runtime.messages import Message
@@ -62,7 +63,8 @@ async def halt(
     if wire_rows:
         writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
     writes.append(Write(key="halted", verb="set", value={"errorKind": error_kind, "error": error}))
-    turn = await run.close_turn(
+    turn = await close_turn(
+        run,
         "halted",
         writes=writes,
         items=items,
@@ -73,6 +75,6 @@ async def halt(
         error=error,
     )
     log.warning("turn halted", error_kind=error_kind, error=error)
-    run.emit_run_ended("halted", error_kind=error_kind, error=error)
-    run.emit_turn_ended(turn, "halted", error_kind=error_kind, error=error)
-    return run.outcome("halted", error_kind=error_kind, error=error)
+    emit_run_ended(run, "halted", error_kind=error_kind, error=error)
+    emit_turn_ended(run, turn, "halted", error_kind=error_kind, error=error)
+    return run_outcome(run, "halted", error_kind=error_kind, error=error)

@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
+from afp_runtime.loop.ending import next_iteration
 from afp_runtime.loop.output import retry_text
 from afp_runtime.messages import Message
 from afp_runtime.records import IterationEnded, OutputInvalid, Write
@@ -21,8 +24,8 @@ async def output_retry(
     """Commit the refused answer (as delivered: what extensions peeled is gone, ``rows`` they
     filed from it are kept) and the retry request; the loop goes on."""
     run.begin("settle" if settling else "output-retry")
-    turn = run.state.conv.open_turn
-    assert turn is not None and run.d.output is not None
+    turn = run.turn()
+    assert run.d.output is not None
     attempt = turn.output_retries + 1
     text = retry_text(problem, attempt, run.d.output.retries)
     items, appended = run.append_history(
@@ -31,14 +34,15 @@ async def output_retry(
             Message(role="user", content=text),
         ]
     )
-    closed = await run.next_iteration(
+    closed = await next_iteration(
+        run,
         [
             Write(key="history", verb="append", value=appended),
             Write(key="outputRetry", verb="set", value={"attempt": attempt, "problem": problem}),
         ],
         items=items,
         ledger=rows,
-        output_retries=attempt,
+        turn=msgspec.structs.replace(turn, output_retries=attempt),
     )
     run.emit(OutputInvalid(attempt=attempt, problem=problem, retrying=True))
     run.emit(IterationEnded(iteration=closed, route="output-retry", tool_call_count=0), stage=False)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -21,6 +21,7 @@ from afp_runtime.records import (
     runtime_stage_id,
 )
 from afp_runtime.served import (
+    Receipt,
     extend_digest,
     mint_receipt,
     new_entries,
@@ -85,7 +86,47 @@ async def receipt(
     run.state.base_is_prefix = not substitutions
     agent_call = run.state.conv.model_calls + 1
     call_stage_id = runtime_stage_id("call-model", run.seq + 1)
-    receipt = mint_receipt(
+    receipt = _mint(run, request, encoded, entries, omitted, agent_call, call_stage_id)
+    # The next run's first receipt takes this call as its base (docs/served.md#receipt-fields).
+    state = run.checkpoint(
+        msgspec.structs.replace(
+            run.state.conv,
+            model_calls=agent_call,
+            last_sent=run.state.conv.history,
+            last_sent_subs=tuple((sub["index"], sent_fps[sub["index"]]) for sub in substitutions),
+        )
+    )
+    bundle = run.bundle([Write(key="receipt", verb="set", value=receipt)])
+    # The receipt is durable before the request leaves; the window and context bundles (and the
+    # previous iteration's close) share its transaction (docs/loop.md#durability-modes).
+    await run.committer.stage(
+        Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state), durable=True
+    )
+    run.state.epochs += 1
+    run.emit(
+        ReceiptMinted(
+            epoch=run.state.iteration,
+            agent_call=agent_call,
+            call_runtime_stage_id=call_stage_id,
+            wire=encoded is not None,
+            wire_digest=receipt.wire.hash if receipt.wire is not None else msgspec.UNSET,
+        )
+    )
+    return encoded
+
+
+def _mint(
+    run: Run,
+    request: ModelRequest,
+    encoded: EncodedRequest | None,
+    entries: Any,
+    omitted: tuple[str, ...],
+    agent_call: int,
+    call_stage_id: str,
+) -> Receipt:
+    """The receipt of the request about to be sent (docs/served.md#receipt-fields)."""
+    model = run.d.model
+    return mint_receipt(
         run.run_id,
         request,
         epoch=run.state.iteration,
@@ -112,26 +153,3 @@ async def receipt(
             else None
         ),
     )
-    # The next run's first receipt takes this call as its base (docs/served.md#receipt-fields).
-    state = run.checkpoint(
-        model_calls=agent_call,
-        last_sent=run.state.conv.history,
-        last_sent_subs=tuple((sub["index"], sent_fps[sub["index"]]) for sub in substitutions),
-    )
-    bundle = run.bundle([Write(key="receipt", verb="set", value=receipt)])
-    # The receipt is durable before the request leaves; the window and context bundles (and the
-    # previous iteration's close) share its transaction (docs/loop.md#durability-modes).
-    await run.committer.stage(
-        Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state), durable=True
-    )
-    run.state.epochs += 1
-    run.emit(
-        ReceiptMinted(
-            epoch=run.state.iteration,
-            agent_call=agent_call,
-            call_runtime_stage_id=call_stage_id,
-            wire=encoded is not None,
-            wire_digest=receipt.wire.hash if receipt.wire is not None else msgspec.UNSET,
-        )
-    )
-    return encoded

@@ -17,6 +17,7 @@ from afp_runtime.messages import (
     Usage,
 )
 from afp_runtime.records import (
+    ConversationState,
     InboxUpdate,
     Item,
     OpenTurn,
@@ -34,131 +35,26 @@ if TYPE_CHECKING:
 log = get_logger()
 
 
-async def seed(run: Run) -> None:
+async def seed(run: Run) -> tuple[str, str] | None:
+    """Restore the checkpoint and start the run in one commit; returns why an extension holds
+    the turn, ``(error kind, error)``, or None."""
     run.begin("seed")
     now = run.now()
-    items: list[Item] = []
-    open_turn = run.state.conv.open_turn
-    if run.kind == "initial":
-        assert run.text is not None
-        run.state.conv = msgspec.structs.replace(run.state.conv, turn=run.state.conv.turn + 1)
-        items, _ = run.append_history([Message(role="user", content=run.text)])
-        open_turn = OpenTurn(
-            turn=run.state.conv.turn,
-            message_id=run.message_id,
-            status="running",
-            last_run_id=run.run_id,
-            next_iteration=1,
-            started_at_ms=now,
-        )
-        recovered_from = None
-    else:
-        assert open_turn is not None
-        # docs/loop.md#kinds-of-run: recovery, retry and operator runs continue from the turn's last
-        # run; an answer run starts because the person answered, not from a run cut off.
-        recovered_from = open_turn.last_run_id if run.kind != "answer" else None
-        open_turn = msgspec.structs.replace(
-            open_turn,
-            status="running",
-            last_run_id=run.run_id,
-            runs=open_turn.runs + 1,
-            recoveries=open_turn.recoveries + (run.kind == "recovery"),
-            error_kind=None,
-            error=None,
-            retry_at_ms=None,
-        )
-        run.state.iteration = open_turn.next_iteration
-        run.state.wrap_up_asked = open_turn.wrap_up_asked
-        run.state.stopped_early = open_turn.stopped_early
-        run.state.last_usage = open_turn.last_usage
-        run.state.usage_missing = open_turn.usage_missing
-        run.state.prior = open_turn.prior_visits
-        run.text = run.text or _last_person_message(run)
-    last_sent = run.state.conv.last_sent
-    if last_sent is not None:
-        # The base of this run's first receipt: the conversation's last receipt (O(window)).
-        # Its items are usually all in the loaded window (items never change): then no read.
-        positions = run.state.conv.history.positions()
-        aligned = len(positions) == len(run.state.fps)
-        loaded = dict(zip(positions, run.state.fps, strict=True)) if aligned else {}
-        base = [loaded.get(pos, "") for pos in last_sent.positions()]
-        if "" in base:
-            base = list(await run.store.fingerprints(run.agent_id, last_sent))
-        for index, fp in run.state.conv.last_sent_subs:
-            if index < len(base):
-                base[index] = fp
-        run.state.base_counts = dict(Counter(base))
+    items, open_turn, recovered_from = _turn(run, now)
+    await _base_counts(run)
     # Restored messages are re-stamped to this run's seed (docs/window.md#what-a-visit-offers).
     run.state.origins = [MessageOrigin(stage_id="seed#0", born_at_ms=now)] * len(run.state.history)
-    state = run.checkpoint(open_turn=open_turn)
-    filed: list[Any] = []
-    if run.extensions:
-        # Every extension reads the conversation's ledger once, as the store holds it.
-        ledger = await run.store.ledger(run.agent_id)
-        seeding = SeedInput(
-            turn=state.turn,
-            text=run.text,
-            ledger=ledger,
-            message_time=run.message_time,
-            accepted_at_ms=run.accepted_at_ms,
-            answered_questions=partial(run.store.questions, run.agent_id, status="answered"),
-        )
-        for extension, definition in zip(run.extensions, run.d.extensions, strict=True):
-            try:
-                seeded = await extension.seed(seeding)
-            except StoreError:
-                raise  # the store's own failure: the run ends as a crash would
-            except Exception as exc:
-                # Before anything of the turn is committed: retrying would fail the same way on
-                # every pass, and the message would never leave the queue. Held, naming it.
-                log.exception("an extension failed to seed the turn", extension=definition.name)
-                if run.state.seed_hold is None:
-                    run.state.seed_hold = (
-                        "extension",
-                        f"the {definition.name} extension failed to seed the turn: "
-                        f"{type(exc).__name__}: {exc}",
-                    )
-                continue
-            filed += seeded.rows
-            if seeded.hold is not None and run.state.seed_hold is None:
-                run.state.seed_hold = seeded.hold
+    state = run.checkpoint(msgspec.structs.replace(run.state.conv, open_turn=open_turn))
+    filed, hold = await _seed_extensions(run, state.turn)
     if filed:
         # What the extensions filed (the turn's clock and readings) joins the ledger in the
         # seed's own transaction.
-        state = run.checkpoint(ledger_count=state.ledger_count + len(filed))
-    writes = [
-        Write(key="runId", verb="set", value=run.run_id),
-        Write(key="agentId", verb="set", value=run.agent_id),
-        Write(key="turn", verb="set", value=state.turn),
-        Write(key="runKind", verb="set", value=run.kind),
-    ]
-    if recovered_from is not None:
-        writes.append(Write(key="recoveredFrom", verb="set", value=recovered_from))
-    writes += [
-        Write(key="userMessage", verb="set", value=run.text or ""),
-        Write(key="history", verb="set", value=state.history),
-        Write(key="iteration", verb="set", value=run.state.iteration),
-        Write(key="maxIterations", verb="set", value=run.d.max_iterations),
-        Write(key="model", verb="set", value=run.d.model.model),
-        Write(key="provider", verb="set", value=run.d.model.provider),
-        Write(key="definition", verb="set", value=run.d.summary()),
-        Write(key="runUsage", verb="set", value=Usage()),
-    ]
-    if state.folded_count:
-        # By reference: the spans (and their originals) stay in the store until asked for.
-        spans = {"spans": [0, state.folded_count]}
-        writes.append(Write(key="foldedSpans", verb="set", value=spans))
-    if state.ledger_count:
-        # By reference: armed or not, the ledger belongs to the conversation.
-        rows = {"rows": [0, state.ledger_count]}
-        writes.append(Write(key="findingsLedger", verb="set", value=rows))
-    if run.state.wrap_up_asked:
-        writes.append(Write(key="wrapUpAsked", verb="set", value=True))
-    if run.state.stopped_early is not None:
-        writes.append(Write(key="stoppedEarly", verb="set", value=run.state.stopped_early))
+        state = run.checkpoint(
+            msgspec.structs.replace(state, ledger_count=state.ledger_count + len(filed))
+        )
     txn = Txn(
         agent_id=run.agent_id,
-        bundles=[run.bundle(writes)],
+        bundles=[run.bundle(_writes(run, state, recovered_from))],
         items=items,
         conversation=state,
         run_start=RunStart(
@@ -185,10 +81,131 @@ async def seed(run: Run) -> None:
     )
     if run.kind == "initial":
         run.emit(TurnStarted(turn=state.turn, message_id=run.message_id))
+    return hold
 
 
-def _last_person_message(run: Run) -> str | None:
-    for message in reversed(run.state.history):
-        if message.role == "user" and message.injected_by is None:
-            return message.content
-    return None
+def _turn(run: Run, now: int) -> tuple[list[Item], OpenTurn, str | None]:
+    """The turn this run works on: a new one with the person's message (an initial run), or
+    the open one taken over; returns the items appended, the open turn and the run it
+    continues from."""
+    if run.kind == "initial":
+        assert run.state.said is not None
+        conv = run.state.conv
+        run.checkpoint(msgspec.structs.replace(conv, turn=conv.turn + 1))
+        items, _ = run.append_history([Message(role="user", content=run.state.said)])
+        open_turn = OpenTurn(
+            turn=run.state.conv.turn,
+            message_id=run.message_id,
+            status="running",
+            last_run_id=run.run_id,
+            next_iteration=1,
+            started_at_ms=now,
+        )
+        return items, open_turn, None
+    open_turn = run.turn()
+    # docs/loop.md#kinds-of-run: recovery, retry and operator runs continue from the turn's last
+    # run; an answer run starts because the person answered, not from a run cut off.
+    recovered_from = open_turn.last_run_id if run.kind != "answer" else None
+    open_turn = msgspec.structs.replace(
+        open_turn,
+        status="running",
+        last_run_id=run.run_id,
+        runs=open_turn.runs + 1,
+        recoveries=open_turn.recoveries + (run.kind == "recovery"),
+        error_kind=None,
+        error=None,
+        retry_at_ms=None,
+    )
+    return [], open_turn, recovered_from
+
+
+async def _base_counts(run: Run) -> None:
+    """The base of this run's first receipt: the conversation's last receipt (O(window))."""
+    last_sent = run.state.conv.last_sent
+    if last_sent is None:
+        return
+    # Its items are usually all in the loaded window (items never change): then no read.
+    positions = run.state.conv.history.positions()
+    aligned = len(positions) == len(run.state.fps)
+    loaded = dict(zip(positions, run.state.fps, strict=True)) if aligned else {}
+    base = [loaded.get(pos, "") for pos in last_sent.positions()]
+    if "" in base:
+        base = list(await run.store.fingerprints(run.agent_id, last_sent))
+    for index, fp in run.state.conv.last_sent_subs:
+        if index < len(base):
+            base[index] = fp
+    run.state.base_counts = dict(Counter(base))
+
+
+async def _seed_extensions(run: Run, turn: int) -> tuple[list[Any], tuple[str, str] | None]:
+    """Each extension's seed: the rows they file in the seed's transaction, and why the first
+    one that holds the turn holds it."""
+    filed: list[Any] = []
+    hold: tuple[str, str] | None = None
+    if not run.extensions:
+        return filed, hold
+    # Every extension reads the conversation's ledger once, as the store holds it.
+    ledger = await run.store.ledger(run.agent_id)
+    seeding = SeedInput(
+        turn=turn,
+        text=run.state.said,
+        ledger=ledger,
+        message_time=run.message_time,
+        accepted_at_ms=run.accepted_at_ms,
+        answered_questions=partial(run.store.questions, run.agent_id, status="answered"),
+    )
+    for extension, definition in zip(run.extensions, run.d.extensions, strict=True):
+        try:
+            seeded = await extension.seed(seeding)
+        except StoreError:
+            raise  # the store's own failure: the run ends as a crash would
+        except Exception as exc:
+            # Before anything of the turn is committed: retrying would fail the same way on
+            # every pass, and the message would never leave the queue. Held, naming it.
+            log.exception("an extension failed to seed the turn", extension=definition.name)
+            if hold is None:
+                hold = (
+                    "extension",
+                    f"the {definition.name} extension failed to seed the turn: "
+                    f"{type(exc).__name__}: {exc}",
+                )
+            continue
+        filed += seeded.rows
+        if seeded.hold is not None and hold is None:
+            hold = seeded.hold
+    return filed, hold
+
+
+def _writes(run: Run, state: ConversationState, recovered_from: str | None) -> list[Write]:
+    """The seed's bundle: the run's constants and the conversation by reference."""
+    writes = [
+        Write(key="runId", verb="set", value=run.run_id),
+        Write(key="agentId", verb="set", value=run.agent_id),
+        Write(key="turn", verb="set", value=state.turn),
+        Write(key="runKind", verb="set", value=run.kind),
+    ]
+    if recovered_from is not None:
+        writes.append(Write(key="recoveredFrom", verb="set", value=recovered_from))
+    writes += [
+        Write(key="userMessage", verb="set", value=run.state.said or ""),
+        Write(key="history", verb="set", value=state.history),
+        Write(key="iteration", verb="set", value=run.state.iteration),
+        Write(key="maxIterations", verb="set", value=run.d.max_iterations),
+        Write(key="model", verb="set", value=run.d.model.model),
+        Write(key="provider", verb="set", value=run.d.model.provider),
+        Write(key="definition", verb="set", value=run.d.summary()),
+        Write(key="runUsage", verb="set", value=Usage()),
+    ]
+    if state.folded_count:
+        # By reference: the spans (and their originals) stay in the store until asked for.
+        spans = {"spans": [0, state.folded_count]}
+        writes.append(Write(key="foldedSpans", verb="set", value=spans))
+    if state.ledger_count:
+        # By reference: armed or not, the ledger belongs to the conversation.
+        rows = {"rows": [0, state.ledger_count]}
+        writes.append(Write(key="findingsLedger", verb="set", value=rows))
+    if run.state.wrap_up_asked:
+        writes.append(Write(key="wrapUpAsked", verb="set", value=True))
+    if run.state.stopped_early is not None:
+        writes.append(Write(key="stoppedEarly", verb="set", value=run.state.stopped_early))
+    return writes

@@ -31,7 +31,7 @@ Readings settled here, beyond what docs/loop.md#tool-dispatch states:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -39,42 +39,34 @@ import msgspec
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import CheckpointInvalid
 from afp_runtime.extensions import Ask
+from afp_runtime.loop.ending import next_iteration, stop_turn
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import unique_call_ids
 from afp_runtime.loop.stages.call_model import STALL_BASE_MS, STALL_CAP_MS
+from afp_runtime.loop.stages.dispatch import read_journal, run_planned
 from afp_runtime.loop.stages.halt import halt
+from afp_runtime.loop.stages.pause import pause
 from afp_runtime.messages import (
     Message,
     ToolCall,
 )
 from afp_runtime.records import (
     IterationEnded,
-    JournalRow,
-    JournalState,
     PendingBatch,
     QuestionRow,
-    ToolEnded,
-    ToolProgress,
-    ToolStarted,
-    TurnPaused,
-    Txn,
     Write,
 )
-from afp_runtime.store import JournalEntry
 from afp_runtime.tools import (
     PlannedCall,
-    ToolContext,
     ToolOutcome,
     approval_prompt,
     declined_text,
-    interrupted_text,
     no_reply_text,
     not_dispatched_text,
     observe_batch,
     person_reply_text,
     plan_batch,
     plan_call,
-    run_batch,
     unrun_outcome,
 )
 
@@ -121,7 +113,7 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunO
     if asks:
         # docs/loop.md#planning-a-batch step 7, docs/time.md#when-the-batch-asks: the whole batch
         # waits, nothing runs first.
-        return await _pause(
+        return await pause(
             run,
             kind="approval",
             messages=[assistant],
@@ -129,8 +121,8 @@ async def tool_calls(run: Run, reply: CommittedReply, *, settling: bool) -> RunO
             asks=asks,
             ledger=ledger,
         )
-    journal = await _journal(run) if settling else None
-    outcomes, settled = await _run_planned(run, planned, journal, mark_predecided=True)
+    journal = await read_journal(run) if settling else None
+    outcomes, settled = await run_planned(run, planned, journal, mark_predecided=True)
     short = [outcomes[p.call.id] for p in planned if outcomes[p.call.id].status == "resource"]
     if short:
         return await _stall_short(run, short)
@@ -155,7 +147,7 @@ async def settle_answers(run: Run, batch: PendingBatch) -> RunOutcome | None:
         decided = await extension.settle(calls, questions, run.at())
         if decided.asks:
             # The extension asks again (a zone answer read once more, asked as a range).
-            return await _pause(
+            return await pause(
                 run,
                 kind="approval",
                 waiting=list(batch.tool_call_ids),
@@ -180,96 +172,14 @@ async def settle_answers(run: Run, batch: PendingBatch) -> RunOutcome | None:
         else:
             # A call after the asking one that never started (docs/host.md#answering-a-question).
             planned.append(PlannedCall(call=call, outcome=_not_dispatched(call)))
-    journal = await _journal(run)
-    outcomes, settled = await _run_planned(run, planned, journal, mark_predecided=False)
+    journal = await read_journal(run)
+    outcomes, settled = await run_planned(run, planned, journal, mark_predecided=False)
     return await _close_batch(
         run, planned, outcomes, settled, assistant=None, ledger=[], batch_size=len(calls)
     )
 
 
 # -- the batch core -------------------------------------------------------------------------
-
-
-async def _journal(run: Run) -> dict[str, JournalEntry] | None:
-    if not run.committer.journals:
-        return None
-    return await run.store.journal(run.agent_id, run.message_id)
-
-
-async def _run_planned(
-    run: Run,
-    planned: Sequence[PlannedCall],
-    journal: Mapping[str, JournalEntry] | None,
-    *,
-    mark_predecided: bool,
-) -> tuple[dict[str, ToolOutcome], dict[str, str]]:
-    """Outcomes of every planned call: from the journal when settling
-    (docs/loop.md#tool-calls-in-flight-at-a-crash), else by running them. ``settled`` records how
-    each call was settled (settling only)."""
-    reused: dict[str, ToolOutcome] = {}
-    settled: dict[str, str] = {}
-    to_run = []
-    # A call the journal shows started only may have a result kept from before the store went
-    # away (docs/loop.md#results-kept-through-a-store-outage): it answers the call.
-    kept: dict[str, JournalRow] = {}
-    if journal is not None and run.kept is not None:
-        kept = run.kept.for_turn(run.agent_id, run.message_id)
-    recovered: list[JournalRow] = []
-    for plan in planned:
-        call_id = plan.call.id
-        # In an answer run a pre-decided outcome (an answer, a decline) wins over the journal:
-        # the asking call's "started" row must not turn the person's reply into an
-        # interruption. Settling a fresh batch (``mark_predecided``), the journal wins: a call
-        # that started before the crash did so on the decision of that time, whatever a gate
-        # decides now (docs/permissions.md#in-the-loop).
-        consult = journal is not None and (plan.outcome is None or mark_predecided)
-        entry = journal.get(call_id) if consult and journal is not None else None
-        finished = (
-            _outcome_decoder.decode(entry.finished)
-            if entry is not None and entry.finished is not None
-            else None
-        )
-        if finished is not None and finished.status == "resource":
-            # It failed for want of a resource and stalled the turn: it runs again.
-            to_run.append(plan)
-            settled[call_id] = "rerun"
-        elif finished is not None:
-            reused[call_id] = finished
-            settled[call_id] = "journal"
-        elif entry is not None and entry.started and call_id in kept:
-            row = kept[call_id]
-            assert row.outcome is not None
-            reused[call_id] = _outcome_decoder.decode(row.outcome)
-            settled[call_id] = "kept"
-            recovered.append(row)
-        elif entry is not None and entry.started:
-            if plan.tool is not None and plan.tool.idempotent and plan.runnable:
-                to_run.append(plan)
-                settled[call_id] = "rerun"
-            else:
-                reused[call_id] = interrupted_outcome(plan.call)
-                settled[call_id] = "note"
-        else:
-            to_run.append(plan)
-            if journal is not None and (mark_predecided or plan.runnable):
-                settled[call_id] = "dispatched"
-    if run.kept is not None and journal:
-        # The journal settled these already (a commit whose outcome was unknown did land).
-        run.kept.committed(
-            run.agent_id, run.message_id, (c for c, e in journal.items() if e.finished is not None)
-        )
-    if recovered:
-        # On disk before anything else runs, under this run's fenced commit: a crash from here
-        # on finds them ``finished``.
-        await run.committer.stage(Txn(agent_id=run.agent_id, journal=recovered, full=True))
-        assert run.kept is not None
-        run.kept.committed(run.agent_id, run.message_id, (r.tool_call_id for r in recovered))
-        log.info("kept tool results committed", tool_call_ids=[r.tool_call_id for r in recovered])
-    outcomes = {o.tool_call_id: o for o in await _dispatch(run, to_run, batch_size=len(planned))}
-    outcomes.update(reused)
-    for extension in run.extensions:
-        outcomes = {call_id: extension.observed(o) for call_id, o in outcomes.items()}
-    return outcomes, settled
 
 
 async def _stall_short(run: Run, short: Sequence[ToolOutcome]) -> RunOutcome:
@@ -279,8 +189,8 @@ async def _stall_short(run: Run, short: Sequence[ToolOutcome]) -> RunOutcome:
     assert turn is not None
     retry_at = run.now() + min(STALL_CAP_MS, STALL_BASE_MS * 2**turn.stalls)
     first = short[0]
-    return await run.stop_turn(
-        error_kind="resource", error=first.content[:2_000], retry_at_ms=retry_at
+    return await stop_turn(
+        run, error_kind="resource", error=first.content[:2_000], retry_at_ms=retry_at
     )
 
 
@@ -311,7 +221,7 @@ async def _close_batch(
         }
         asks: list[Ask] = [("tool-ask", o.content, (o.tool_call_id,), None) for o in asked]
         observed, repeats = _observe(run, planned[:first], produced)
-        return await _pause(
+        return await pause(
             run,
             kind="tool-ask",
             messages=[*([assistant] if assistant else []), *observed],
@@ -326,15 +236,15 @@ async def _close_batch(
     observed, repeats = _observe(run, planned, ordered)
     messages = [*([assistant] if assistant else []), *observed]
     items, appended = run.append_history(messages)
-    closed = await run.next_iteration(
+    closed = await next_iteration(
+        run,
         [
             Write(key="history", verb="append", value=appended),
             Write(key="toolResults", verb="set", value=results),
         ],
         items=items,
         ledger=[*ledger, *run.take_rows()],
-        pending_batch=None,
-        repeats=repeats,
+        turn=msgspec.structs.replace(run.turn(), pending_batch=None, repeats=repeats),
     )
     run.emit(
         IterationEnded(iteration=closed, route="tool-calls", tool_call_count=batch_size),
@@ -342,87 +252,6 @@ async def _close_batch(
     )
     log.info("iteration", route="tool-calls", tool_calls=batch_size, epochs=run.state.epochs)
     return None
-
-
-async def _pause(
-    run: Run,
-    *,
-    kind: str,
-    waiting: Sequence[str],
-    asks: Sequence[Ask],
-    messages: Sequence[Message] = (),
-    results: Sequence[dict[str, Any]] = (),
-    ledger: Sequence[Any] = (),
-    keep_questions: tuple[str, ...] = (),
-    outcomes: dict[str, Any] | None = None,
-    repeats: dict[str, int] | None = None,
-) -> RunOutcome:
-    """Commit the pause (docs/host.md#pausing-a-turn): one bundle, the questions, the turn
-    ``paused``, the run ended — one ``synchronous=FULL`` transaction in every durability mode."""
-    now = run.now()
-    questions = [
-        QuestionRow(
-            question_id=run.ids.question_id(),
-            agent_id=run.agent_id,
-            message_id=run.message_id,
-            run_id=run.run_id,
-            turn=run.state.conv.turn,
-            kind=ask_kind,  # type: ignore[arg-type]
-            prompt=prompt,
-            tool_call_ids=call_ids,
-            asked_at_ms=now,
-            detail=detail,
-        )
-        for ask_kind, prompt, call_ids, detail in asks
-    ]
-    # Questions of the batch already closed (approvals answered before a zone answer made
-    # the batch ask again) stay in it, so their answers still count at the next settle.
-    question_ids = (*keep_questions, *(q.question_id for q in questions))
-    batch = PendingBatch(
-        question_ids=question_ids,
-        tool_call_ids=tuple(waiting),
-        kind=kind,
-        outcomes=dict(outcomes or {}),
-    )
-    items, appended = run.append_history(messages)
-    wire_rows = [*ledger, *run.take_rows()]
-    state = run.checkpoint(
-        open_turn=run.open_turn_with(
-            status="paused",
-            next_iteration=run.state.iteration,
-            pending_batch=batch,
-            **({"repeats": repeats} if repeats is not None else {}),
-            **run.run_ends_early(),
-        ),
-        ledger_count=run.state.conv.ledger_count + len(wire_rows),
-    )
-    writes = []
-    if messages:
-        writes.append(Write(key="history", verb="append", value=appended))
-    if results:
-        writes.append(Write(key="toolResults", verb="set", value=results))
-    if wire_rows:
-        writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
-    writes.append(
-        Write(
-            key="pendingBatch",
-            verb="set",
-            value={"questionIds": list(question_ids), "toolCallIds": list(waiting)},
-        )
-    )
-    await run.end_run(
-        "paused",
-        bundles=[run.bundle(writes)],
-        conversation=state,
-        items=items,
-        ledger=wire_rows,
-        questions=questions,
-    )
-    kinds = sorted({q.kind for q in questions})
-    run.emit(TurnPaused(question_ids=[q.question_id for q in questions], kinds=kinds), stage=False)
-    log.info("turn paused", questions=len(questions), kinds=kinds)
-    run.emit_run_ended("paused")
-    return run.outcome("paused")
 
 
 def _observe(
@@ -453,106 +282,6 @@ def _result(outcome: ToolOutcome, settled: Mapping[str, str]) -> dict[str, Any]:
     if outcome.tool_call_id in settled:
         result["settled"] = settled[outcome.tool_call_id]
     return result
-
-
-async def _dispatch(
-    run: Run, planned: Sequence[PlannedCall], *, batch_size: int
-) -> tuple[ToolOutcome, ...]:
-    if not planned:
-        return ()
-    turn = run.state.conv.turn
-    journals = run.committer.journals
-    parts = [d for d in (e.dispatching() for e in run.extensions) if d is not None]
-
-    def journal_row(call_id: str, state: JournalState, outcome: bytes | None = None) -> JournalRow:
-        return JournalRow(
-            agent_id=run.agent_id,
-            message_id=run.message_id,
-            tool_call_id=call_id,
-            state=state,
-            run_id=run.run_id,
-            outcome=outcome,
-        )
-
-    def prepare(plan: PlannedCall) -> PlannedCall:
-        for part in parts:
-            plan = part.prepare(plan)
-        return plan
-
-    async def on_group_start(group: Sequence[PlannedCall]) -> None:
-        if not journals:
-            return
-        rows = [journal_row(p.call.id, "started") for p in group if p.runnable]
-        if rows:
-            # "started" means "may have run": it must be on disk before any tool runs. The FULL
-            # commit carries what is pending: the reply, or an earlier group's finished rows.
-            await run.committer.stage(Txn(agent_id=run.agent_id, journal=rows, full=True))
-
-    def on_call_started(plan: PlannedCall, index: int, size: int, concurrent: bool) -> None:
-        run.emit(
-            ToolStarted(
-                tool_call_id=plan.call.id,
-                tool_name=plan.call.name,
-                call_index=index,
-                batch_size=batch_size,
-                concurrent=concurrent,
-            )
-        )
-
-    async def on_call_finished(outcome: ToolOutcome, index: int) -> None:
-        if outcome.status == "asked":
-            # Not a result: the person's answer will be (the call stays "started" only).
-            return
-        if journals:
-            row = journal_row(outcome.tool_call_id, "finished", _outcome_encoder.encode(outcome))
-            # Pending until the next commit: a crash before it leaves the call "started" only,
-            # settled as possibly run (docs/loop.md#the-tool-journal).
-            await run.committer.stage(Txn(agent_id=run.agent_id, journal=[row]))
-        run.hooks.after_tool_finished(outcome.tool_call_id, run.state.iteration)
-        run.emit(
-            ToolEnded(
-                tool_call_id=outcome.tool_call_id,
-                tool_name=outcome.tool_name,
-                call_index=index,
-                status=outcome.status,
-                duration_ms=outcome.duration_ms or 0,
-                result_chars=outcome.result_chars,
-                truncated=True if outcome.truncated else msgspec.UNSET,
-            )
-        )
-
-    def progress_sink(call_id: str) -> Callable[[Any], None]:
-        def sink(payload: Any) -> None:
-            run.emit(ToolProgress(tool_call_id=call_id, payload=payload))
-
-        return sink
-
-    def context_for(plan: PlannedCall) -> ToolContext:
-        filled: dict[str, Any] = {}
-        for part in parts:
-            filled.update(part.context(plan.call.id))
-        return ToolContext(
-            tool_call_id=plan.call.id,
-            tool_name=plan.call.name,
-            agent_id=run.agent_id,
-            run_id=run.run_id,
-            turn=turn,
-            iteration=run.state.iteration,
-            clock=run.clock,
-            on_progress=progress_sink(plan.call.id),
-            **filled,
-        )
-
-    return await run_batch(
-        planned,
-        context_for=context_for,
-        clock=run.clock,
-        max_concurrent=run.d.max_concurrent_tools,
-        on_group_start=on_group_start,
-        on_call_started=on_call_started,
-        on_call_finished=on_call_finished,
-        prepare=prepare if parts else None,
-    )
 
 
 # -- answers --------------------------------------------------------------------------------
@@ -608,8 +337,3 @@ def _args_json(call: ToolCall) -> str:
     if call.args_text is not None:
         return call.args_text
     return msgspec.json.encode(call.args).decode()
-
-
-def interrupted_outcome(call: ToolCall) -> ToolOutcome:
-    """The outcome of a non-idempotent call cut off by a crash: never run again."""
-    return unrun_outcome(call, "interrupted", interrupted_text(call.name))

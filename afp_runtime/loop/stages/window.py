@@ -17,6 +17,7 @@ import msgspec
 
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import CompactionUnmeasurableError, WindowStrategyError
+from afp_runtime.loop.ending import stop_turn
 from afp_runtime.loop.folded import stored_span
 from afp_runtime.loop.spend import CallSpend, account, report_call, spend_of_call
 from afp_runtime.messages import Message
@@ -55,10 +56,11 @@ T = TypeVar("T")
 
 
 def _warn_once(run: Run, key: str, message: str, **context: Any) -> None:
-    """Window warnings are logged at most once per agent definition (docs/window.md#warnings)."""
-    if key in run.d.warned:
+    """Window warnings are logged at most once per run (docs/window.md#warnings); the run keeps
+    which, the definition is never written."""
+    if key in run.state.warned:
         return
-    run.d.warned.add(key)
+    run.state.warned.add(key)
     strategy = run.d.window.name if run.d.window is not None else None
     log.warning(message, strategy=strategy, **context)
 
@@ -92,7 +94,7 @@ async def window(run: Run) -> RunOutcome | tuple[str, ...]:
         outcome = await visit_window(
             strategy,
             history=tuple(run.state.history),
-            said=run.text,
+            said=run.state.said,
             measured=run.state.last_usage,
             iteration=run.state.iteration,
             run_id=run.run_id,
@@ -115,7 +117,7 @@ async def window(run: Run) -> RunOutcome | tuple[str, ...]:
         # retried automatically
         # (docs/architecture.md#decision-8-failures-that-are-not-model-errors-hold-the-turn);
         # nothing of this visit is committed.
-        return await run.stop_turn(error_kind=exc.error_kind, error=str(exc))
+        return await stop_turn(run, error_kind=exc.error_kind, error=str(exc))
     if outcome is None:
         await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle([])]))
         return ()
@@ -176,8 +178,10 @@ def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item],
     run.state.digest = start_digest(run.run_id)
     run.state.base_is_prefix = False
     run.state.origins = head_origins + inserted_origins + tail(run.state.origins)
-    run.state.conv = msgspec.structs.replace(
-        run.state.conv, history=ref, next_pos=next_pos, inserted_count=inserted_count
+    run.checkpoint(
+        msgspec.structs.replace(
+            run.state.conv, history=ref, next_pos=next_pos, inserted_count=inserted_count
+        )
     )
     return items, ref
 
@@ -227,16 +231,15 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
         if outcome.spend is not None
         else None
     )
-    changes: dict[str, Any] = {}
-    turn_changes: dict[str, Any] = {}
-    if spend is not None:
-        changes, turn_changes = account(run, spend)
-        writes.append(Write(key="summarizerCost", verb="set", value=spend.call))
-    state = run.checkpoint(
+    conv = msgspec.structs.replace(
+        run.state.conv,
         folded_count=run.state.conv.folded_count + len(folded),
-        open_turn=run.open_turn_with(prior_visits=run.state.prior, **turn_changes),
-        **changes,
+        open_turn=msgspec.structs.replace(run.turn(), prior_visits=run.state.prior),
     )
+    if spend is not None:
+        conv = account(run, spend, conv)
+        writes.append(Write(key="summarizerCost", verb="set", value=spend.call))
+    state = run.checkpoint(conv)
     await run.committer.stage(
         Txn(
             agent_id=run.agent_id,

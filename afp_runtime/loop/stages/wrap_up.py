@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
+from afp_runtime.loop.ending import exhaust_budget
 from afp_runtime.loop.outcomes import CommittedReply
 from afp_runtime.records import (
     IterationEnded,
@@ -16,18 +19,18 @@ if TYPE_CHECKING:
 
 
 async def wrap_up(run: Run, reply: CommittedReply, *, settling: bool) -> None:
+    """Record the cut and close the iteration: the next call is made without tools."""
     run.begin("settle" if settling else "wrap-up")
-    run.exhaust_budget(reply, action="wrap-up")
+    exhaust_budget(run, reply, action="wrap-up")
     run.state.wrap_up_asked = True
-    closed = run.state.iteration
-    run.state.iteration += 1
-    state = run.checkpoint(
-        open_turn=run.open_turn_with(
-            next_iteration=run.state.iteration,
-            wrap_up_asked=True,
-            stopped_early=run.state.stopped_early,
-        )
+    closed = run.advance()
+    open_turn = msgspec.structs.replace(
+        run.turn(),
+        next_iteration=run.state.iteration,
+        wrap_up_asked=True,
+        stopped_early=run.state.stopped_early,
     )
+    state = run.checkpoint(msgspec.structs.replace(run.state.conv, open_turn=open_turn))
     bundle = run.bundle(
         [
             Write(key="wrapUpAsked", verb="set", value=True),
