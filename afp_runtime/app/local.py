@@ -1,5 +1,6 @@
-"""An agent driven in this process, without a host (docs/python.md, docs/api.md#the-afp-command): the
-Python ``Store``, ``afp run`` / ``afp demo`` and the scenario runner.
+"""An agent driven in this process, without a host (docs/python.md,
+docs/api.md#the-afp-command): the Python ``Store``, ``afp run`` / ``afp demo`` and the scenario
+runner.
 
 ``LocalAgent`` is the one place these doors post, close questions, work, resume and dismiss;
 the loop's ``AgentDriver`` runs the turns. ``drive`` is ``afp run``'s whole use case: open the
