@@ -67,10 +67,37 @@ ALLOWED: dict[str, frozenset[str]] = {
     "host": frozenset(
         {"messages", "loop", "agents", "store", "models", "tools", "records", "telemetry"}
     ),
-    "api": frozenset({"messages", "host", "served", "store", "records", "cost"}),
+    "app": frozenset({"messages", "records", "window", "findings", "served", "store", "loop"})
+    | {"models", "agents", "cost"},
+    "api": frozenset({"messages", "host", "store", "records", "cost", "app"}),
 }
 LAYERS = frozenset(ALLOWED)
 KNOWN = LAYERS | ENTRY_MODULES | SHARED
+
+# docs/architecture.md#the-application-layer: the doors call the use cases of ``app`` and only
+# render; they never reach these layers, nor a module below the store port package.
+DOORS = frozenset({"_embed", "cli", "api", "scenario", "demo"})
+DOOR_FORBIDDEN = frozenset({"loop", "served", "window"})
+STORE_PORT = f"{PACKAGE}.store"
+# Door modules still importing a forbidden layer for a WRITE path (running a turn, posting,
+# answering, resuming), by file: the write use cases of ``app`` take these over, and each entry
+# goes when its module stops needing it. No read path is excepted.
+DOOR_EXCEPTIONS: dict[str, frozenset[str]] = {
+    # TurnResult carries the runs' RunOutcome and OutputError values.
+    "afp_runtime/_embed/results.py": frozenset({"loop"}),
+    # run/stream/work/answer drive AgentDriver with an Emitter, clock and ids of the loop.
+    "afp_runtime/_embed/store.py": frozenset({"loop"}),
+    # afp run drives the agent (AgentDriver, the event sinks, the system clock).
+    "afp_runtime/cli/run.py": frozenset({"loop"}),
+    # afp serve's clock and ids.
+    "afp_runtime/cli/serve.py": frozenset({"loop"}),
+    # afp send's ids and afp dismiss's dismiss_turn.
+    "afp_runtime/cli/writes.py": frozenset({"loop"}),
+    # the scenario's host drives AgentDriver; its world records the loop's events and hooks.
+    "afp_runtime/scenario/_host.py": frozenset({"loop"}),
+    "afp_runtime/scenario/_world.py": frozenset({"loop"}),
+}
+LAZY_LOADERS = frozenset({"import_module", "__import__", "load"})
 
 IO_LIBRARIES = frozenset(
     {
@@ -201,10 +228,11 @@ def imports_of(path: str, tree: ast.Module) -> Iterator[Import]:
             else:
                 yield Import(node.lineno, target, text, tuple(a.name for a in node.names))
         elif isinstance(node, ast.Call):
-            # importlib.import_module("afp_runtime.x") / __import__("afp_runtime.x")
+            # importlib.import_module("afp_runtime.x") / __import__("afp_runtime.x") / the CLI's
+            # load("afp_runtime.x")
             name = _dotted(node.func) or ""
             if (
-                name.split(".")[-1] in {"import_module", "__import__"}
+                name.split(".")[-1] in LAZY_LOADERS
                 and node.args
                 and isinstance(node.args[0], ast.Constant)
                 and isinstance(node.args[0].value, str)
@@ -225,6 +253,26 @@ def names_a_backend(item: Import) -> bool:
     """Whether an import reaches a store backend (``store.sqlite``) rather than the port."""
     modules = [item.module, *(f"{item.module}.{name}" for name in item.names)]
     return any(m == b or m.startswith(f"{b}.") for m in modules for b in BACKENDS)
+
+
+def door_reach(path: str, item: Import) -> str | None:
+    """What a door's import reaches that docs/architecture.md#the-application-layer keeps from
+    doors (a forbidden layer, or a module below the store port), else None."""
+    modules = [item.module, *(f"{item.module}.{name}" for name in item.names)]
+    below = [m for m in modules if m.startswith(f"{STORE_PORT}.") and _is_module(m)]
+    if below:
+        return f"{below[0]}, a module below the store port {STORE_PORT}"
+    target = node_of_module(item.module)
+    if target in DOOR_FORBIDDEN and target not in DOOR_EXCEPTIONS.get(path, frozenset()):
+        return f"the layer {target}"
+    return None
+
+
+def _is_module(dotted: str) -> bool:
+    """Whether ``dotted`` names a module or package of ours (not a name inside one)."""
+    relative = Path(*dotted.split(".")[1:])
+    root = SOURCE_ROOT / relative
+    return root.with_suffix(".py").exists() or (root / "__init__.py").exists()
 
 
 def may_import(source: str, target: str) -> bool:
@@ -289,6 +337,14 @@ def check_source(path: str, source: str) -> tuple[list[Violation], list[Edge]]:
         if here in PORT_USERS and names_a_backend(item):
             what = f"`{item.text}`: {here} reaches the store through the port afp_runtime.store"
             violations.append(Violation("backend", path, item.line, what))
+        if here in DOORS:
+            reached = door_reach(path, item)
+            if reached is not None:
+                what = (
+                    f"`{item.text}`: the door {here} reaches {reached}; call a use case of "
+                    f"{PACKAGE}.app (docs/architecture.md#the-application-layer)"
+                )
+                violations.append(Violation("door", path, item.line, what))
         target = node_of_module(item.module)
         if target is None:
             continue
@@ -422,6 +478,26 @@ def test_doors_reach_the_store_only_through_its_port(scan: Scan) -> None:
     """host, api, scenario, cli and _embed import the port package, never store.sqlite."""
     found = scan.report("backend")
     assert not found, "\n".join(found)
+
+
+def test_doors_reach_use_cases_not_layer_internals(scan: Scan) -> None:
+    """_embed, cli, api, scenario and demo import no loop, served, window or module below the
+    store port, but for the write paths ``DOOR_EXCEPTIONS`` names."""
+    found = scan.report("door")
+    assert not found, "\n".join(found)
+
+
+def test_door_exceptions_are_still_needed(scan: Scan) -> None:
+    """Each excepted (file, layer) is still imported there: an exception that is no longer
+    needed is dropped, so the list only shrinks."""
+    used = {(edge.path, edge.target) for edge in scan.edges}
+    stale = [
+        f"{path}: {layer}"
+        for path, layers in DOOR_EXCEPTIONS.items()
+        for layer in layers
+        if (path, layer) not in used
+    ]
+    assert not stale, "\n".join(stale)
 
 
 def test_every_module_belongs_to_a_known_layer(scan: Scan) -> None:
@@ -591,6 +667,46 @@ class TestCheckerSelf:
                 id="embed-imports-a-backend-module",
             ),
             pytest.param(
+                "afp_runtime/api/runs.py",
+                "from afp_runtime.served import served_at\n",
+                "door",
+                1,
+                "the door api reaches the layer served",
+                id="api-imports-served",
+            ),
+            pytest.param(
+                "afp_runtime/cli/reads.py",
+                "async def f():\n    loop = await load('afp_runtime.loop')\n",
+                "door",
+                2,
+                "the door cli reaches the layer loop",
+                id="cli-loads-the-loop-lazily",
+            ),
+            pytest.param(
+                "afp_runtime/_embed/store.py",
+                "from afp_runtime.window import FoldedSpan\n",
+                "door",
+                1,
+                "the door _embed reaches the layer window",
+                id="embed-imports-window",
+            ),
+            pytest.param(
+                "afp_runtime/scenario/runner.py",
+                "from afp_runtime.store import rows\n",
+                "door",
+                1,
+                "afp_runtime.store.rows, a module below the store port",
+                id="scenario-imports-a-store-module",
+            ),
+            pytest.param(
+                "afp_runtime/demo.py",
+                "from afp_runtime.store.values import RunRow\n",
+                "door",
+                1,
+                "below the store port",
+                id="demo-imports-below-the-port",
+            ),
+            pytest.param(
                 "afp_runtime/gateway/app.py",
                 "from afp_runtime.messages import Message\n",
                 "unknown",
@@ -640,9 +756,20 @@ class TestCheckerSelf:
                 id="api-imports-the-port",
             ),
             pytest.param(
+                "afp_runtime/api/runs.py",
+                "from afp_runtime.app import ServedView, conform\n"
+                "from afp_runtime.records import RunLog\n",
+                id="api-imports-the-application-layer",
+            ),
+            pytest.param(
+                "afp_runtime/cli/run.py",
+                "from afp_runtime.loop import AgentDriver\n",
+                id="an-excepted-write-path",
+            ),
+            pytest.param(
                 "afp_runtime/scenario/runner.py",
-                "from afp_runtime.loop import AgentDriver\nfrom afp_runtime.store import S\n"
-                "from afp_runtime.testing import FakeClock\nfrom afp_runtime.window import w\n"
+                "from afp_runtime.host import Host\nfrom afp_runtime.store import S\n"
+                "from afp_runtime.testing import FakeClock\nfrom afp_runtime.app import w\n"
                 "from afp_runtime.scenario._world import World\n",
                 id="scenario-imports-anything",
             ),
