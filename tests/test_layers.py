@@ -67,12 +67,21 @@ ALLOWED: dict[str, frozenset[str]] = {
     "host": frozenset(
         {"messages", "loop", "agents", "store", "models", "tools", "records", "telemetry"}
     ),
-    "api": frozenset({"messages", "host", "served", "store", "records", "cost"}),
-    # The application layer (docs/architecture.md#layers): use cases over the store port.
-    "app": frozenset({"messages", "records", "store", "loop", "agents", "mcp"}),
+    # The application layer (docs/architecture.md#the-application-layer): use cases over the
+    # store port, for the doors to call.
+    "app": frozenset({"messages", "records", "window", "findings", "served", "store", "loop"})
+    | {"models", "agents", "cost", "mcp"},
+    "api": frozenset({"messages", "host", "store", "records", "cost", "app"}),
 }
 LAYERS = frozenset(ALLOWED)
 KNOWN = LAYERS | ENTRY_MODULES | SHARED
+
+# docs/architecture.md#the-application-layer: the doors call the use cases of ``app`` and only
+# render; they never reach these layers, nor a module below the store port package.
+DOORS = frozenset({"_embed", "cli", "api", "scenario", "demo"})
+DOOR_FORBIDDEN = frozenset({"loop", "served", "window"})
+STORE_PORT = f"{PACKAGE}.store"
+LAZY_LOADERS = frozenset({"import_module", "__import__", "load"})
 
 IO_LIBRARIES = frozenset(
     {
@@ -203,10 +212,11 @@ def imports_of(path: str, tree: ast.Module) -> Iterator[Import]:
             else:
                 yield Import(node.lineno, target, text, tuple(a.name for a in node.names))
         elif isinstance(node, ast.Call):
-            # importlib.import_module("afp_runtime.x") / __import__("afp_runtime.x")
+            # importlib.import_module("afp_runtime.x") / __import__("afp_runtime.x") / the CLI's
+            # load("afp_runtime.x")
             name = _dotted(node.func) or ""
             if (
-                name.split(".")[-1] in {"import_module", "__import__"}
+                name.split(".")[-1] in LAZY_LOADERS
                 and node.args
                 and isinstance(node.args[0], ast.Constant)
                 and isinstance(node.args[0].value, str)
@@ -227,6 +237,26 @@ def names_a_backend(item: Import) -> bool:
     """Whether an import reaches a store backend (``store.sqlite``) rather than the port."""
     modules = [item.module, *(f"{item.module}.{name}" for name in item.names)]
     return any(m == b or m.startswith(f"{b}.") for m in modules for b in BACKENDS)
+
+
+def door_reach(path: str, item: Import) -> str | None:
+    """What a door's import reaches that docs/architecture.md#the-application-layer keeps from
+    doors (a forbidden layer, or a module below the store port), else None."""
+    modules = [item.module, *(f"{item.module}.{name}" for name in item.names)]
+    below = [m for m in modules if m.startswith(f"{STORE_PORT}.") and _is_module(m)]
+    if below:
+        return f"{below[0]}, a module below the store port {STORE_PORT}"
+    target = node_of_module(item.module)
+    if target in DOOR_FORBIDDEN:
+        return f"the layer {target}"
+    return None
+
+
+def _is_module(dotted: str) -> bool:
+    """Whether ``dotted`` names a module or package of ours (not a name inside one)."""
+    relative = Path(*dotted.split(".")[1:])
+    root = SOURCE_ROOT / relative
+    return root.with_suffix(".py").exists() or (root / "__init__.py").exists()
 
 
 def may_import(source: str, target: str) -> bool:
@@ -291,6 +321,14 @@ def check_source(path: str, source: str) -> tuple[list[Violation], list[Edge]]:
         if here in PORT_USERS and names_a_backend(item):
             what = f"`{item.text}`: {here} reaches the store through the port afp_runtime.store"
             violations.append(Violation("backend", path, item.line, what))
+        if here in DOORS:
+            reached = door_reach(path, item)
+            if reached is not None:
+                what = (
+                    f"`{item.text}`: the door {here} reaches {reached}; call a use case of "
+                    f"{PACKAGE}.app (docs/architecture.md#the-application-layer)"
+                )
+                violations.append(Violation("door", path, item.line, what))
         target = node_of_module(item.module)
         if target is None:
             continue
@@ -423,6 +461,13 @@ def test_layers_import_each_other_only_through_the_package(scan: Scan) -> None:
 def test_doors_reach_the_store_only_through_its_port(scan: Scan) -> None:
     """host, api, scenario, cli and _embed import the port package, never store.sqlite."""
     found = scan.report("backend")
+    assert not found, "\n".join(found)
+
+
+def test_doors_reach_use_cases_not_layer_internals(scan: Scan) -> None:
+    """_embed, cli, api, scenario and demo import no loop, served, window or module below the
+    store port."""
+    found = scan.report("door")
     assert not found, "\n".join(found)
 
 
@@ -593,6 +638,46 @@ class TestCheckerSelf:
                 id="embed-imports-a-backend-module",
             ),
             pytest.param(
+                "afp_runtime/api/runs.py",
+                "from afp_runtime.served import served_at\n",
+                "door",
+                1,
+                "the door api reaches the layer served",
+                id="api-imports-served",
+            ),
+            pytest.param(
+                "afp_runtime/cli/reads.py",
+                "async def f():\n    loop = await load('afp_runtime.loop')\n",
+                "door",
+                2,
+                "the door cli reaches the layer loop",
+                id="cli-loads-the-loop-lazily",
+            ),
+            pytest.param(
+                "afp_runtime/_embed/store.py",
+                "from afp_runtime.window import FoldedSpan\n",
+                "door",
+                1,
+                "the door _embed reaches the layer window",
+                id="embed-imports-window",
+            ),
+            pytest.param(
+                "afp_runtime/scenario/runner.py",
+                "from afp_runtime.store import rows\n",
+                "door",
+                1,
+                "afp_runtime.store.rows, a module below the store port",
+                id="scenario-imports-a-store-module",
+            ),
+            pytest.param(
+                "afp_runtime/demo.py",
+                "from afp_runtime.store.values import RunRow\n",
+                "door",
+                1,
+                "below the store port",
+                id="demo-imports-below-the-port",
+            ),
+            pytest.param(
                 "afp_runtime/gateway/app.py",
                 "from afp_runtime.messages import Message\n",
                 "unknown",
@@ -642,9 +727,20 @@ class TestCheckerSelf:
                 id="api-imports-the-port",
             ),
             pytest.param(
+                "afp_runtime/api/runs.py",
+                "from afp_runtime.app import ServedView, conform\n"
+                "from afp_runtime.records import RunLog\n",
+                id="api-imports-the-application-layer",
+            ),
+            pytest.param(
+                "afp_runtime/cli/run.py",
+                "from afp_runtime.loop import AgentDriver\n",
+                id="an-excepted-write-path",
+            ),
+            pytest.param(
                 "afp_runtime/scenario/runner.py",
-                "from afp_runtime.loop import AgentDriver\nfrom afp_runtime.store import S\n"
-                "from afp_runtime.testing import FakeClock\nfrom afp_runtime.window import w\n"
+                "from afp_runtime.host import Host\nfrom afp_runtime.store import S\n"
+                "from afp_runtime.testing import FakeClock\nfrom afp_runtime.app import w\n"
                 "from afp_runtime.scenario._world import World\n",
                 id="scenario-imports-anything",
             ),

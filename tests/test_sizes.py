@@ -23,17 +23,7 @@ EXCEPTIONS: dict[str, str] = {}
 # Being shrunk on other branches of issue 35 right now; the merge of those branches empties this
 # table. Nothing may be added to it.
 _IN_FLIGHT: dict[str, str] = {
-    "_embed/store.py": "the application layer (issue 35, item 2) moves its use cases out",
-    "scenario/runner.py": "the application layer (issue 35, item 2) moves its use cases out",
-    "host/host.py": "Host splits by concern (issue 35, item 6)",
     "host/host.py::Host.__init__": "Host splits by concern (issue 35, item 6)",
-    "loop/run.py": "a run that passes values (issue 35, item 3)",
-    "loop/stages/tool_calls.py": "a run that passes values (issue 35, item 3)",
-    "loop/stages/tool_calls.py::_dispatch": "a run that passes values (issue 35, item 3)",
-    "loop/stages/seed.py::seed": "a run that passes values (issue 35, item 3)",
-    "loop/stages/receipt.py::receipt": "a run that passes values (issue 35, item 3)",
-    "loop/stages/call_model.py::call_model": "a run that passes values (issue 35, item 3)",
-    "agents/definition.py::Agent.__init__": "options declared once (issue 35, item 4)",
     "store/rows.py": "typed rows read by name (issue 35, item 1)",
 }
 

@@ -1,12 +1,15 @@
-"""What one call of ``afp.Store`` tells about a person's turn."""
+"""What one call of ``afp.Store`` tells about a person's turn: its result, and its events as
+they happen."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream
 
-from afp_runtime.app import OutputError, RunOutcome
+from afp_runtime.app import Event, OutputError, RunOutcome
 from afp_runtime.messages import Cost, Usage
 from afp_runtime.records import QuestionRow
 
@@ -68,3 +71,34 @@ class TurnResult(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit
     error_kind: str | None = None
     error: str | None = None
     questions: tuple[QuestionRow, ...] = ()
+
+
+class TurnEvents:
+    """The events of one turn as they happen: ``async for event in events``.
+
+    Iteration ends when the turn has stopped (answered, paused, held...); ``result`` then holds
+    its ``TurnResult``.
+    """
+
+    def __init__(self, receive: MemoryObjectReceiveStream[Event]) -> None:
+        self._receive = receive
+        self._result: TurnResult | None = None
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[Event]:
+        async with self._receive:
+            async for event in self._receive:
+                yield event
+
+    @property
+    def result(self) -> TurnResult:
+        """The turn's result, once the events have ended.
+
+        Raises:
+            RuntimeError: the turn has not stopped yet.
+        """
+        if self._result is None:
+            raise RuntimeError("the turn has not stopped yet; iterate the events first")
+        return self._result

@@ -31,10 +31,9 @@ from typing import Any, TypeVar, get_args
 import anyio
 import anyio.to_thread
 import msgspec
-from anyio.streams.memory import MemoryObjectReceiveStream
 
-from afp_runtime import models
-from afp_runtime._embed.results import TurnResult, TurnStatus
+from afp_runtime._embed.reading import StoreReads
+from afp_runtime._embed.results import TurnEvents, TurnResult, TurnStatus
 from afp_runtime.agents import Agent
 from afp_runtime.app import (
     Event,
@@ -44,83 +43,19 @@ from afp_runtime.app import (
     RunOutcome,
     SystemClock,
     TimeOrderedIds,
+    message_outcome,
 )
-from afp_runtime.errors import InvalidValue, NotFound, StateError, StoreUnavailable
+from afp_runtime.errors import StateError, StoreUnavailable
 from afp_runtime.host import Host
-from afp_runtime.loop import load_folded_spans
-from afp_runtime.messages import Cost, Message, Usage
-from afp_runtime.records import Clock, QuestionRow, QuestionStatus, RunLog
-from afp_runtime.served import (
-    ConformanceReport,
-    EpochEntry,
-    ServedView,
-    ViewDiff,
-    check,
-    diff_views,
-    epoch_entries,
-    epochs,
-    find_agent_call,
-    folded_from_log,
-    receipt_at,
-    served_at,
-)
-from afp_runtime.store import AgentRow, RunRow, open_store
+from afp_runtime.messages import Cost, Usage
+from afp_runtime.records import Clock
 from afp_runtime.store import Store as StorePort
-from afp_runtime.window import FoldedSpan
+from afp_runtime.store import open_store
 
 T = TypeVar("T")
 
-AgentRef = Agent | str
-"""An ``Agent``, or an agent id for reads."""
 
-
-def _agent_id(agent: AgentRef) -> str:
-    return agent.agent_id if isinstance(agent, Agent) else agent
-
-
-class TurnEvents:
-    """The events of one turn as they happen: ``async for event in events``.
-
-    Iteration ends when the turn has stopped (answered, paused, held...); ``result`` then holds
-    its ``TurnResult``.
-    """
-
-    def __init__(self, receive: MemoryObjectReceiveStream[Event]) -> None:
-        self._receive = receive
-        self._result: TurnResult | None = None
-
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self._events()
-
-    async def _events(self) -> AsyncIterator[Event]:
-        async with self._receive:
-            async for event in self._receive:
-                yield event
-
-    @property
-    def result(self) -> TurnResult:
-        """The turn's result, once the events have ended.
-
-        Raises:
-            RuntimeError: the turn has not stopped yet.
-        """
-        if self._result is None:
-            raise RuntimeError("the turn has not stopped yet; iterate the events first")
-        return self._result
-
-
-def _count(value: object, name: str) -> int:
-    """``value`` as a call or epoch number: an int (not a bool), else ``InvalidValue`` naming the
-    argument, as every other bad argument of this surface is named."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidValue(
-            f"{name} must be a whole number, not {type(value).__name__} {value!r}",
-            field=name,
-        )
-    return value
-
-
-class Store:
+class Store(StoreReads):
     """An open afp database: run agents on it and read what they did (see ``afp.open``).
 
     Args:
@@ -141,15 +76,13 @@ class Store:
         rng: random.Random | None = None,
         sessions: anyio.abc.TaskGroup | None = None,
     ) -> None:
-        self._store = store
+        super().__init__(store)
         self._sessions = sessions
         self._clock = clock
         self._ids = ids
         self._rng = rng or random.Random()
         self._locks: dict[str, anyio.Lock] = {}
-        # The latest definition of each agent id (its adapter re-encodes for ``conform``) and
-        # every definition used, whose adapters ``aclose`` closes.
-        self._agents: dict[str, Agent] = {}
+        # Every definition used, whose adapters ``aclose`` closes.
         self._used: list[Agent] = []
 
     @property
@@ -360,19 +293,12 @@ class Store:
         else:
             # Nothing ran for it now: queued behind another turn, or settled before (a retried
             # send with the same idempotency key).
-            row = await self._store.inbox_message(message_id)
-            assert row is not None, "the message was committed"
-            runs = [r for r in await self._store.runs(agent_id) if r.message_id == message_id]
-            status, answer, turn = row.status, None, row.turn or 0
-            run_id = runs[-1].run_id if runs else None
-            if run_id is not None and row.status == "answered":
-                answer = await self._answer_of(run_id)
-            state = await self._store.conversation_state(agent_id)
-            open_turn = state.open_turn if state is not None else None
-            error_kind = error = None
+            found = await message_outcome(self._store, message_id)
+            assert found is not None, "the message was committed"
+            status, answer, turn = found.row.status, found.answer, found.row.turn or 0
+            run_id = found.run_id
+            error_kind, error = found.error_kind, found.error
             typed = {}
-            if open_turn is not None and open_turn.message_id == message_id:
-                error_kind, error = open_turn.error_kind, open_turn.error
         return TurnResult(
             agent_id=agent_id,
             message_id=message_id,
@@ -397,172 +323,6 @@ class Store:
         if outcome.final_value is msgspec.UNSET or agent is None or agent.output is None:
             return {}
         return {"value": agent.output.typed(outcome.final_value)}
-
-    async def _answer_of(self, run_id: str) -> str | None:
-        last = await self._store.last_bundle(run_id)
-        for write in last.writes if last is not None else []:
-            if write.get("key") == "finalAnswer" and isinstance(write.get("value"), str):
-                return str(write["value"])
-        return None
-
-    # -- reading ------------------------------------------------------------------------------
-
-    async def agents(self) -> list[AgentRow]:
-        """Every agent of the database with a summary of its conversation."""
-        return await self._store.agents()
-
-    async def _known(self, agent: AgentRef) -> str:
-        agent_id = _agent_id(agent)
-        if await self._store.conversation_state(agent_id) is None:
-            raise NotFound(f"there is no agent {agent_id!r}", what="agent", value=agent_id)
-        return agent_id
-
-    async def runs(self, agent: AgentRef | None = None) -> list[RunRow]:
-        """Runs in start order: every agent's, or one agent's.
-
-        Raises:
-            NotFound: there is no such agent.
-        """
-        if agent is None:
-            return await self._store.runs()
-        return await self._store.runs(await self._known(agent))
-
-    async def questions(self, agent: AgentRef, *, status: str | None = "open") -> list[QuestionRow]:
-        """The agent's check-in questions (``status=None``: every status), asking order.
-
-        Raises:
-            InvalidValue: ``status`` is not a question status.
-        """
-        if status is not None and status not in get_args(QuestionStatus):
-            known = ", ".join(get_args(QuestionStatus))
-            raise InvalidValue(
-                f"status must be one of {known} (or None for all), not {status!r}",
-                field="status",
-            )
-        return await self._store.questions(await self._known(agent), status=status)
-
-    async def epochs(self, run_id: str) -> list[EpochEntry]:
-        """The run's model calls: outcome, attempts, agent-wide number, tool calls, usage."""
-
-        def read(log: RunLog) -> list[EpochEntry]:
-            entries, _ = epoch_entries(log, start=0, limit=len(epochs(log)))
-            return entries
-
-        return await self._store.read_run(run_id, read)
-
-    async def served(self, run_id: str, epoch: int) -> ServedView:
-        """Exactly what the model was sent at one call of a run, rebuilt from the log.
-
-        Raises:
-            NotFound: no such run, or the run has no such epoch.
-        """
-        epoch = _count(epoch, "epoch")
-        view = await self._store.read_run(run_id, lambda log: served_at(log, epoch))
-        if view is None:
-            raise NotFound(f"run {run_id!r} has no epoch {epoch}", what="epoch", value=epoch)
-        return view
-
-    async def diff(self, run_id: str, before: int, after: int) -> ViewDiff:
-        """What changed in what the model was sent from one epoch of a run to another:
-        messages that left (folded, dropped) and came, system text, tools.
-
-        Raises:
-            NotFound: no such run or epoch.
-        """
-        before, after = _count(before, "before"), _count(after, "after")
-        return diff_views(await self.served(run_id, before), await self.served(run_id, after))
-
-    async def call(self, agent: AgentRef, n: int) -> tuple[str, int, ServedView]:
-        """The agent's ``n``-th model call over its whole life: its run, epoch and view.
-
-        Raises:
-            NotFound: no such agent or call.
-        """
-        n = _count(n, "n")
-        agent_id = await self._known(agent)
-        runs = [run.run_id for run in await self._store.runs(agent_id)]
-        found = await find_agent_call(runs, n, self._store.read_run)
-        if found is not None:
-            return runs[found[0]], found[1], found[2]
-        raise NotFound(f"agent {agent_id!r} has made no model call {n}", what="call", value=n)
-
-    async def conform(self, run_id: str, epoch: int | None = None) -> list[ConformanceReport]:
-        """Check one epoch (or every epoch) of a run against its receipt: each view's digests,
-        and the request's bytes re-encoded by the agent's adapter (the one this store ran, or
-        the built-in adapter of the receipt's encoder).
-
-        Raises:
-            NotFound: no such run or epoch.
-        """
-        if epoch is not None:
-            epoch = _count(epoch, "epoch")
-        runs = await self._store.runs(run_id=run_id)
-        agent = self._agents.get(runs[0].agent_id) if runs else None
-
-        def read(log: RunLog) -> list[ConformanceReport]:
-            numbers = [epoch] if epoch is not None else [e.epoch for e in epochs(log)]
-            reports: list[ConformanceReport] = []
-            for number in numbers:
-                view = served_at(log, number)
-                if view is None:
-                    raise NotFound(
-                        f"run {run_id!r} has no epoch {number}", what="epoch", value=number
-                    )
-                receipt = receipt_at(log, number)
-                encoder: Any = None
-                if receipt is not None and receipt.wire is not None:
-                    encoder = (
-                        agent.model
-                        if agent is not None
-                        else models.encoder_for(receipt.wire.encoder, receipt.basis.model)
-                    )
-                reports.append(check(view, receipt, encoder=encoder, log=log))
-            return reports
-
-        return await self._store.read_run(run_id, read)
-
-    async def folded(self, agent: AgentRef) -> list[FoldedSpan]:
-        """The agent's folded spans, oldest first, each with its retained originals
-        (``messages``; unset for a span folded with ``retain="discard"``)."""
-        return list(await load_folded_spans(self._store, await self._known(agent)))
-
-    async def originals(self, agent: AgentRef, summary_fingerprint: str) -> list[Message]:
-        """The original messages one fold replaced, byte-identical: kept with the conversation,
-        or (``retain="discard"``) read back from the commit log of the run that folded them.
-
-        Raises:
-            NotFound: no such span, or its originals can be found nowhere.
-        """
-        agent_id = await self._known(agent)
-        stored = await self._store.folded_spans(agent_id, summary_fingerprint=summary_fingerprint)
-        if not stored:
-            raise NotFound(
-                f"agent {agent_id!r} has no folded span {summary_fingerprint!r}",
-                what="span",
-                value=summary_fingerprint,
-            )
-        span = stored[-1]  # the newest of folds that wrote the same summary (docs/window.md)
-        if span.messages is not None:
-            messages, _ = await self._store.resolve(agent_id, span.messages)
-            return list(messages)
-        resolved = await self._store.read_run(span.run_id, lambda log: folded_from_log(log, span))
-        if resolved is None:
-            raise NotFound(
-                f"the originals of {summary_fingerprint!r} were not kept and cannot be "
-                "resolved from the commit log",
-                what="span",
-                value=summary_fingerprint,
-            )
-        return resolved
-
-    async def findings(
-        self, agent: AgentRef, *, kind: str | None = None, turn: int | None = None
-    ) -> list[dict[str, Any]]:
-        """The agent's findings ledger rows in wire form, oldest first (``kind``: ``basis``,
-        ``standing``, ``conflict``, or a time row kind)."""
-        if turn is not None:
-            turn = _count(turn, "turn")
-        return await self._store.ledger(await self._known(agent), kind=kind, turn=turn)
 
     # -- hosting ------------------------------------------------------------------------------
 

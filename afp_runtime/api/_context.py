@@ -13,6 +13,7 @@ from litestar.datastructures import State
 
 from afp_runtime.api._params import AGENT_ID, RUN_ID, path_param
 from afp_runtime.api._problems import ApiError, not_found
+from afp_runtime.app import RunSource
 from afp_runtime.errors import NotFound
 from afp_runtime.host import Host
 from afp_runtime.records import RunLog
@@ -65,8 +66,30 @@ class ApiContext:
         """Run ``read`` over the run's log off the event loop (404 when the run is unknown)."""
         try:
             return await self.reader.read_run(run_id, read)
-        except NotFound:
+        except NotFound as exc:
+            if exc.context.get("what") != "run":
+                raise  # ``read`` found no epoch (or the like): the caller words it
             raise _run_not_found(run_id) from None
+
+    def log_of(self, run_id: str) -> RunSource:
+        """The run's log as the use cases of ``afp_runtime.app`` read it (404 when the run is
+        unknown)."""
+        return _HostRun(self, run_id)
+
+
+class _HostRun:
+    """A run of the host's reader store, read through ``ApiContext.with_log``."""
+
+    def __init__(self, ctx: ApiContext, run_id: str) -> None:
+        self._ctx = ctx
+        self._run_id = run_id
+
+    @property
+    def run_id(self) -> str:
+        return self._run_id
+
+    async def read(self, work: Callable[[RunLog], T]) -> T:
+        return await self._ctx.with_log(self._run_id, work)
 
 
 STATE_KEY = "afp"

@@ -46,7 +46,7 @@ from afp_runtime.api.shapes import (
     QuestionView,
     ResumeAccepted,
 )
-from afp_runtime.served import ConformanceReport, EpochEntry, Receipt, ServedView
+from afp_runtime.app import ConformanceReport, EpochEntry, Receipt, ServedView
 from afp_runtime.store import RunRow, StoredBundle
 
 Window = dict[str, Any]

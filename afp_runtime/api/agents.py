@@ -33,7 +33,7 @@ from afp_runtime.api.shapes import (
     Health,
 )
 from afp_runtime.api.views import agent_view
-from afp_runtime.served import find_agent_call
+from afp_runtime.app import agent_call as find_call
 from afp_runtime.store import AgentRow, RunRow
 
 
@@ -130,11 +130,11 @@ async def agent_call(state: State, agent_id: PathText, n: PathText) -> CallView:
     ctx = context_of(state)
     await ctx.agent(agent_id)
     number = number_param("n", n)
-    runs = [run.run_id for run in await ctx.reader.runs(agent_id)]
-    found = await find_agent_call(runs, number, ctx.with_log)
+    found = await find_call(ctx.reader, agent_id, number)
     if found is not None:
-        index, epoch, view = found
-        return CallView(agent_call=number, run_id=runs[index], epoch=epoch, view=view)
+        return CallView(
+            agent_call=number, run_id=found.run.run_id, epoch=found.epoch, view=found.view
+        )
     raise not_found(
         "call-not-found",
         f"agent {agent_id!r} has made no model call numbered {number}",

@@ -25,6 +25,7 @@ from afp_runtime.api._params import (
     query_int,
     query_text,
 )
+from afp_runtime.app import findings as ledger_rows
 
 
 @get("/v1/agents/{agent_id:str}/findings")
@@ -44,9 +45,9 @@ async def findings(
     turn_number = query_int("turn", turn, minimum=1)
     query_text("toolCallId", tool_call_id, TOOL_CALL_ID)
     size = limit_of(limit)
-    rows = await ctx.reader.ledger(agent_id, kind=kind, turn=turn_number)
-    if tool_call_id is not None:
-        rows = [row for row in rows if row.get("toolCallId") == tool_call_id]
+    rows = await ledger_rows(
+        ctx.reader, agent_id, kind=kind, turn=turn_number, tool_call_id=tool_call_id
+    )
     return page_of(rows, limit=size, cursor=cursor)
 
 

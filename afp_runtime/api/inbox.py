@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-import msgspec
 from litestar import Request, Response, get, post
 from litestar.datastructures import State
 
@@ -52,7 +51,8 @@ from afp_runtime.api.shapes import (
     InboxPosted,
     iso_instant,
 )
-from afp_runtime.api.views import inbox_messages
+from afp_runtime.api.views import inbox_message
+from afp_runtime.app import message_outcome, message_outcomes
 from afp_runtime.errors import IdempotencyConflict, InvalidValue, TimeNotEnabled
 from afp_runtime.host import AgentNotHosted
 
@@ -135,11 +135,8 @@ async def list_inbox(
     await ctx.agent(agent_id)
     query_choice("status", status, INBOX_STATUSES)
     size = limit_of(limit)
-    rows = await ctx.reader.inbox(agent_id, status=status)
-    conversation = await ctx.reader.conversation_state(agent_id)
-    open_turn = conversation.open_turn if conversation is not None else None
-    messages = inbox_messages(rows, await ctx.reader.runs(agent_id), open_turn)
-    return page_of(messages, limit=size, cursor=cursor)
+    outcomes = await message_outcomes(ctx.reader, agent_id, status=status)
+    return page_of([inbox_message(found) for found in outcomes], limit=size, cursor=cursor)
 
 
 @get("/v1/agents/{agent_id:str}/inbox/{message_id:str}")
@@ -148,30 +145,15 @@ async def one_message(state: State, agent_id: PathText, message_id: PathText) ->
     ctx = context_of(state)
     await ctx.agent(agent_id)
     path_param("messageId", message_id, MESSAGE_ID)
-    row = await ctx.reader.inbox_message(message_id)
-    if row is None or row.agent_id != agent_id:
+    found = await message_outcome(ctx.reader, message_id)
+    if found is None or found.row.agent_id != agent_id:
         raise not_found(
             "message-not-found",
             f"agent {agent_id!r} has no inbox message {message_id!r}",
             field="messageId",
             value=message_id,
         )
-    runs = [run for run in await ctx.reader.runs(agent_id) if run.message_id == message_id]
-    conversation = await ctx.reader.conversation_state(agent_id)
-    [shown] = inbox_messages([row], runs, conversation.open_turn if conversation else None)
-    if row.status == "answered" and shown.answer is None and runs:
-        # A run that ended before schema version 11 keeps its answer in its commit log only.
-        last = await ctx.reader.last_bundle(runs[-1].run_id)
-        found = next(
-            (
-                w.get("value")
-                for w in (last.writes if last else [])
-                if w.get("key") == "finalAnswer"
-            ),
-            None,
-        )
-        shown = msgspec.structs.replace(shown, answer=found if isinstance(found, str) else None)
-    return shown
+    return inbox_message(found)
 
 
 HANDLERS = [

@@ -24,6 +24,7 @@ loop) and calls the pure ``served`` functions there. Readings settled here:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
 import msgspec
@@ -51,24 +52,21 @@ from afp_runtime.api._problems import ApiError, not_found, not_hosted
 from afp_runtime.api.constants import MAX_SERVED_PAGE
 from afp_runtime.api.shapes import DismissAccepted, ResumeAccepted
 from afp_runtime.api.window import window_records
-from afp_runtime.errors import RunNotHeld, RunNotResumable
-from afp_runtime.host import AgentNotHosted
-from afp_runtime.records import MESSAGE_LIST_KEYS, ListRef, RunLog
-from afp_runtime.served import (
-    BodyEncoder,
+from afp_runtime.app import (
     ConformanceReport,
     EpochEntry,
     Receipt,
     ServedView,
-    check,
-    epoch_at,
-    epoch_entries,
-    epoch_entry,
-    epochs,
-    receipt_at,
-    served_at,
-    view_of,
+    conform,
+    epoch_list,
+    epoch_listing,
+    epoch_receipt,
+    served_page,
 )
+from afp_runtime.app import served_view as view_at
+from afp_runtime.errors import NotFound, RunNotHeld, RunNotResumable
+from afp_runtime.host import AgentNotHosted
+from afp_runtime.records import MESSAGE_LIST_KEYS, ListRef
 from afp_runtime.store import RunRow, StoredBundle
 
 
@@ -167,9 +165,7 @@ async def list_epochs(
     await ctx.run(run_id)
     size = limit_of(limit)
     start = offset_of(cursor)
-    entries, total = await ctx.with_log(
-        run_id, lambda log: epoch_entries(log, start=start, limit=size)
-    )
+    entries, total = await epoch_list(ctx.log_of(run_id), start=start, limit=size)
     return Page(items=entries, next=encode_cursor(start + size) if start + size < total else None)
 
 
@@ -179,12 +175,7 @@ async def one_epoch(state: State, run_id: PathText, epoch: PathText) -> EpochEnt
     ctx = context_of(state)
     await ctx.run(run_id)
     number = number_param("epoch", epoch)
-
-    def read(log: RunLog) -> EpochEntry | None:
-        location = epoch_at(log, number)
-        return None if location is None else epoch_entry(log, location, view_of(location, log))
-
-    entry = await ctx.with_log(run_id, read)
+    entry = await epoch_listing(ctx.log_of(run_id), number)
     if entry is None:
         raise _epoch_not_found(run_id, epoch)
     return entry
@@ -196,7 +187,7 @@ async def served_view(state: State, run_id: PathText, epoch: PathText) -> Served
     ctx = context_of(state)
     await ctx.run(run_id)
     number = number_param("epoch", epoch)
-    view = await ctx.with_log(run_id, lambda log: served_at(log, number))
+    view = await view_at(ctx.log_of(run_id), number)
     if view is None:
         raise _epoch_not_found(run_id, epoch)
     return view
@@ -208,11 +199,7 @@ async def receipt(state: State, run_id: PathText, epoch: PathText) -> Receipt:
     ctx = context_of(state)
     await ctx.run(run_id)
     number = number_param("epoch", epoch)
-
-    def read(log: RunLog) -> tuple[bool, Receipt | None]:
-        return epoch_at(log, number) is not None, receipt_at(log, number)
-
-    exists, found = await ctx.with_log(run_id, read)
+    exists, found = await epoch_receipt(ctx.log_of(run_id), number)
     if not exists:
         raise _epoch_not_found(run_id, epoch)
     if found is None:
@@ -238,21 +225,13 @@ async def conformance(
     run = await ctx.run(run_id)
     number = number_param("epoch", epoch)
     with_wire = wire is None or query_flag("wire", wire)
-    host = ctx.host
-
-    def read(log: RunLog) -> ConformanceReport | None:
-        view = served_at(log, number)
-        if view is None:
-            return None
-        receipt = receipt_at(log, number)
-        encoder: BodyEncoder | None = None
-        if with_wire and receipt is not None and receipt.wire is not None:
-            encoder = host.wire_encoder(run.agent_id, receipt.wire.encoder, receipt.basis.model)
-        return check(view, receipt, encoder=encoder, log=log)
-
-    report = await ctx.with_log(run_id, read)
-    if report is None:
-        raise _epoch_not_found(run_id, epoch)
+    encoders = partial(ctx.host.wire_encoder, run.agent_id) if with_wire else None
+    try:
+        [report] = await conform(ctx.log_of(run_id), number, encoders=encoders)
+    except NotFound as exc:
+        if exc.context.get("what") != "epoch":
+            raise
+        raise _epoch_not_found(run_id, epoch) from None
     return report
 
 
@@ -270,12 +249,7 @@ async def served_list(
     first = query_int("fromEpoch", from_epoch, minimum=1) or 1
     size = limit_of(limit, maximum=MAX_SERVED_PAGE)
     start = offset_of(cursor)
-
-    def read(log: RunLog) -> tuple[list[ServedView], int]:
-        located = [loc for loc in epochs(log) if loc.epoch >= first]
-        return [view_of(loc, log) for loc in located[start : start + size]], len(located)
-
-    views, total = await ctx.with_log(run_id, read)
+    views, total = await served_page(ctx.log_of(run_id), from_epoch=first, start=start, limit=size)
     return Page(items=views, next=encode_cursor(start + size) if start + size < total else None)
 
 

@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 import msgspec
 
+from afp_runtime.app import ServedView
 from afp_runtime.messages import Message, Usage
 from afp_runtime.records import StoreFault
-from afp_runtime.served import ServedView
 
 
 def iso_instant(ms: int) -> str:

@@ -5,14 +5,14 @@ Litestar-free, so ``afp`` prints the very same bodies without loading the HTTP s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from afp_runtime.api.shapes import AgentView, InboxMessage, QuestionView, iso_instant
-from afp_runtime.records import OpenTurn, QuestionRow
-from afp_runtime.store import AgentRow, InboxRow, RunRow, Store
+from afp_runtime.app import MessageOutcome
+from afp_runtime.records import QuestionRow
+from afp_runtime.store import AgentRow, Store
 
 if TYPE_CHECKING:
     from afp_runtime.host import AgentProfile
@@ -47,42 +47,16 @@ async def agent_view(
     )
 
 
-def inbox_message(row: InboxRow, **extra: Any) -> InboxMessage:
-    """One stored inbox row as the API shows it (``extra``: run id, answer, error); the shape
-    starts with the row's own fields, by the same names."""
-    return InboxMessage(**msgspec.structs.asdict(row), **extra)
-
-
-def inbox_messages(
-    rows: Sequence[InboxRow], runs: Sequence[RunRow], open_turn: OpenTurn | None
-) -> list[InboxMessage]:
-    """Inbox rows as the API lists them, each with its turn's latest run and, from that run,
-    the answer (answered) or why there is none (held, stalled, halted); ``afp inbox`` prints the
-    same. A turn held with no run saying why (a crash loop: its last run crashed) takes the
-    reason from the open turn."""
-    latest = {run.message_id: run for run in runs}
-    shown: list[InboxMessage] = []
-    for row in rows:
-        run = latest.get(row.message_id)
-        answered = run is not None and row.status == "answered"
-        stopped = row.status in ("held", "stalled", "halted")
-        error_kind = run.error_kind if stopped and run is not None else None
-        error = run.error if stopped and run is not None else None
-        turn = (
-            open_turn if open_turn is not None and open_turn.message_id == row.message_id else None
-        )
-        if stopped and error_kind is None and turn is not None:
-            error_kind, error = turn.error_kind, turn.error
-        shown.append(
-            inbox_message(
-                row,
-                run_id=run.run_id if run is not None else None,
-                answer=run.answer if answered and run is not None else None,
-                error_kind=error_kind,
-                error=error,
-            )
-        )
-    return shown
+def inbox_message(found: MessageOutcome) -> InboxMessage:
+    """A message's outcome as the API shows it (``afp inbox`` prints the same): the inbox row's
+    own fields, by the same names, then its latest run and the answer or why there is none."""
+    return InboxMessage(
+        **msgspec.structs.asdict(found.row),
+        run_id=found.run_id,
+        answer=found.answer,
+        error_kind=found.error_kind,
+        error=found.error,
+    )
 
 
 def question_view(row: QuestionRow) -> QuestionView:

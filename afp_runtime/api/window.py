@@ -30,8 +30,8 @@ from afp_runtime.api.shapes import (
     FoldedMessages,
     FoldedSpanView,
 )
+from afp_runtime.app import fold, originals, stored_folds
 from afp_runtime.records import StoredFoldedSpan
-from afp_runtime.served import folded_from_log
 from afp_runtime.store import RunRow
 
 
@@ -86,22 +86,22 @@ async def list_folded(
     ctx = context_of(state)
     await ctx.agent(agent_id)
     size = limit_of(limit)
-    spans = await ctx.reader.folded_spans(agent_id)
+    spans = await stored_folds(ctx.reader, agent_id)
     return page_of([_span_view(span) for span in spans], limit=size, cursor=cursor)
 
 
 async def _span(ctx: ApiContext, agent_id: str, fingerprint: str) -> StoredFoldedSpan:
     await ctx.agent(agent_id)
     path_param("summaryFingerprint", fingerprint, FINGERPRINT)
-    spans = await ctx.reader.folded_spans(agent_id, summary_fingerprint=fingerprint)
-    if not spans:
+    span = await fold(ctx.reader, agent_id, fingerprint)
+    if span is None:
         raise not_found(
             "fold-not-found",
             f"agent {agent_id!r} has no folded span with this summary fingerprint",
             field="summaryFingerprint",
             value=fingerprint,
         )
-    return spans[-1]  # the newest of folds that wrote the same summary (docs/window.md)
+    return span
 
 
 @get("/v1/agents/{agent_id:str}/folded/{fingerprint:str}")
@@ -125,14 +125,8 @@ async def folded_messages(
     span = await _span(ctx, agent_id, fingerprint)
     use_log = query_flag("fromLog", from_log)
     size = limit_of(limit)
-    if span.messages is not None:
-        messages, _ = await ctx.reader.resolve(agent_id, span.messages)
-        page = page_of(list(messages), limit=size, cursor=cursor)
-        return FoldedMessages(items=page.items, next=page.next, source="span")
-    resolved = None
-    if use_log and await ctx.reader.runs(run_id=span.run_id):
-        resolved = await ctx.with_log(span.run_id, lambda log: folded_from_log(log, span))
-    if resolved is None:
+    found = await originals(ctx.reader, agent_id, span, from_log=use_log)
+    if found is None:
         hint = "" if use_log else "; ask with fromLog=true to read them from the commit log"
         raise not_found(
             "messages-not-retained",
@@ -140,8 +134,8 @@ async def folded_messages(
             field="summaryFingerprint",
             value=fingerprint,
         )
-    page = page_of(resolved, limit=size, cursor=cursor)
-    return FoldedMessages(items=page.items, next=page.next, source="log")
+    page = page_of(list(found.messages), limit=size, cursor=cursor)
+    return FoldedMessages(items=page.items, next=page.next, source=found.source)
 
 
 HANDLERS = [

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from afp_runtime.app import findings, folded, ledger_fold, message_outcomes
 from afp_runtime.cli import _ids
 from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._lazy import load
@@ -161,14 +162,11 @@ async def cmd_inbox(args: Any) -> int:
     views = await load("afp_runtime.api.views")
     async with reader(args.db) as store:
         await _ids.known_agent(store, args.agent)
-        rows = await store.inbox(args.agent, status=args.status)
-        runs = await store.runs(args.agent)
-        conversation = await store.conversation_state(args.agent)
-    open_turn = conversation.open_turn if conversation is not None else None
-    messages = views.inbox_messages(rows, runs, open_turn)
+        outcomes = await message_outcomes(store, args.agent, status=args.status)
     if args.json:
         # Exactly the API's body (GET …/inbox): one page holding every message.
-        return print_json({"items": messages, "next": None})
+        return print_json({"items": [views.inbox_message(o) for o in outcomes], "next": None})
+    rows = [found.row for found in outcomes]
     short = _ids.shortest(row.message_id for row in rows)
     grid = table("message", "position", "status", "turn", "accepted", "text")
     for r in rows:
@@ -254,7 +252,6 @@ async def cmd_window(args: Any) -> int:
 
 async def cmd_folded(args: Any) -> int:
     """List an agent's folded spans, or one span (and its retained originals)."""
-    loop = await load("afp_runtime.loop")
     async with reader(args.db) as store:
         await _ids.known_agent(store, args.agent)
         fingerprint = (
@@ -262,7 +259,7 @@ async def cmd_folded(args: Any) -> int:
             if args.fingerprint is not None
             else None
         )
-        spans = await loop.load_folded_spans(store, args.agent, summary_fingerprint=fingerprint)
+        spans = await folded(store, args.agent, summary_fingerprint=fingerprint)
     if args.messages:
         if fingerprint is None:
             raise UsageError("--messages needs a FINGERPRINT")
@@ -302,14 +299,12 @@ async def cmd_folded(args: Any) -> int:
 
 async def cmd_findings(args: Any) -> int:
     """List an agent's ledger rows, its current standing per tool call, and its conflicts."""
-    findings = await load("afp_runtime.findings")
     async with reader(args.db) as store:
         await _ids.known_agent(store, args.agent)
-        rows = await store.ledger(args.agent, kind=args.kind, turn=args.turn)
-        every = await store.ledger(args.agent)
+        rows = await findings(store, args.agent, kind=args.kind, turn=args.turn)
+        fold = await ledger_fold(store, args.agent)
     if args.json:
         return print_json(rows)
-    fold = findings.fold_ledger(None, findings.rows_from_wire(every))
     grid = table("#", "kind", "turn", "iteration", "tool call", "tool", "detail")
     for i, row in enumerate(rows):
         add_row(

@@ -15,6 +15,7 @@ import msgspec
 
 from afp_runtime.api.shapes import AnswerAccepted, DismissAccepted
 from afp_runtime.api.views import question_view
+from afp_runtime.app import message_outcome
 from afp_runtime.cli import _ids
 from afp_runtime.cli._exits import (
     EXIT_OK,
@@ -101,27 +102,15 @@ async def cmd_send(args: Any) -> int:
 
 async def _turn_result(store: Store, message_id: str) -> dict[str, Any] | None:
     """The message's status with its answer, or why there is none."""
-    row = await store.inbox_message(message_id)
-    if row is None:
+    found = await message_outcome(store, message_id)
+    if found is None:
         return None
-    answer: str | None = None
-    error_kind = error = None
-    if row.status == "answered":
-        runs = [r for r in await store.runs(row.agent_id) if r.message_id == message_id]
-        last = await store.last_bundle(runs[-1].run_id) if runs else None
-        found = [w["value"] for w in (last.writes if last else []) if w["key"] == "finalAnswer"]
-        answer = found[0] if found else None
-    else:
-        state = await store.conversation_state(row.agent_id)
-        turn = state.open_turn if state is not None else None
-        if turn is not None and turn.message_id == message_id:
-            error_kind, error = turn.error_kind, turn.error
     return {
         "messageId": message_id,
-        "status": row.status,
-        "answer": answer,
-        "errorKind": error_kind,
-        "error": error,
+        "status": found.row.status,
+        "answer": found.answer,
+        "errorKind": found.error_kind,
+        "error": found.error,
     }
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import msgspec
 
+from afp_runtime.app import FoldedSpan
 from afp_runtime.messages import Message, ModelRequest, ToolCall, ToolSchema, Usage
-from afp_runtime.window import FoldedSpan
 
 RESULT_FORMAT = "afp-scenario-result/1"
 

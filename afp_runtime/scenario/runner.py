@@ -45,28 +45,18 @@ from typing import Any
 import anyio
 import msgspec
 
-from afp_runtime.agents import (
-    Agent,
-    AgentConfig,
-    ModelConfig,
-    WindowConfig,
-    build_definition,
-    import_checkpoint,
-)
-from afp_runtime.app import LocalAgent, answer_status
+from afp_runtime.agents import import_checkpoint
+from afp_runtime.app import StoredRun, answer_status, conform, final_answer
+from afp_runtime.app import folded as folded_spans
 from afp_runtime.cost import cost_wire
 from afp_runtime.errors import (
-    AfpError,
-    AgentDefinitionError,
     InvalidAnswer,
     InvalidValue,
-    WindowConfigError,
 )
-from afp_runtime.loop import load_folded_spans
 from afp_runtime.messages import Cost
 from afp_runtime.models import ScriptedModel
 from afp_runtime.permissions import ROW_KIND as PERMISSION_ROW
-from afp_runtime.records import RunLog
+from afp_runtime.scenario._host import Host
 from afp_runtime.scenario._world import Abort, Arm, Crash, World
 from afp_runtime.scenario.format import (
     AGENT_ID,
@@ -76,42 +66,13 @@ from afp_runtime.scenario.format import (
     RestartStep,
     ResumeStep,
     Scenario,
-    SlidingWindowSpec,
-    StrategySpec,
-    SummarizeOldestSpec,
-    TokenBudgetSpec,
-    at_path,
-    build_tool,
     checkpoint_of,
     decode_scenario,
     message_time_of,
 )
 from afp_runtime.scenario.result import RESULT_FORMAT, RunSummary, ScenarioResult, StepResult
-from afp_runtime.served import check, epochs, receipt_at, served_at
-from afp_runtime.store import Store, backend_name, open_store, shown_location, sqlite_path
+from afp_runtime.store import backend_name, open_store, shown_location, sqlite_path
 from afp_runtime.time import TIME_ROW_KINDS
-
-
-def _window_config(spec: StrategySpec | None) -> WindowConfig | None:
-    """A scenario's strategy (``{kind, options}``) as the config files' window table."""
-    if spec is None:
-        return None
-    if isinstance(spec, SlidingWindowSpec):
-        return WindowConfig(kind="slidingWindow", keep_recent_turns=spec.options.keep_recent_turns)
-    if isinstance(spec, TokenBudgetSpec):
-        return WindowConfig(
-            kind="tokenBudget",
-            threshold_tokens=spec.options.threshold_tokens,
-            keep_recent_turns=spec.options.keep_recent_turns,
-        )
-    options = spec.options
-    return WindowConfig(
-        kind="summarizeOldest",
-        threshold_tokens=options.threshold_tokens,
-        keep_recent_turns=options.keep_recent_turns,
-        model=options.model,
-        retain=options.retain,
-    )
 
 
 def _caught(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
@@ -126,100 +87,13 @@ def _caught(exc: BaseException, kind: type[BaseException]) -> BaseException | No
     return None
 
 
-class _Host:
-    """The in-memory side of a scenario: the store, the agent definition and its driver."""
-
-    def __init__(self, world: World, location: str | Path) -> None:
-        self.world = world
-        self.location = location
-        self.store: Store | None = None
-        self.definition: Agent | None = None
-        self.driver: LocalAgent | None = None
-
-    async def open(self) -> None:
-        """Start a fresh host on the store (start-up, docs/host.md#start-up)."""
-        world = self.world
-        # The definition first: one the scenario's values refuse leaves no store behind.
-        self.definition = self._definition()
-        self.store = await open_store(self.location, now_ms=world.clock.now_ms())
-        self.driver = LocalAgent(
-            self.store,
-            self.definition,
-            clock=world.clock,
-            ids=world.ids,
-            sinks=[world.on_event],
-            rng=world.rng,
-            hooks=world.hooks(),
-        )
-
-    async def close(self) -> None:
-        """Drop every in-memory object; the store file stays."""
-        definition, store = self.definition, self.store
-        self.driver = self.definition = self.store = None
-        try:
-            if definition is not None:
-                await definition.aclose()
-        finally:
-            if store is not None:
-                await store.aclose()
-
-    def _definition(self) -> Agent:
-        """The scenario's agent, built by the config files' builder (``build_definition``):
-        the scenario keeps its own file shape, the scripted model, summarizer and tools."""
-        scenario = self.world.scenario
-        agent = scenario.agent
-        tools = [
-            build_tool(spec, f"$.tools[{index}]", self.world.tool_fn(index))
-            for index, spec in enumerate(scenario.tools)
-        ]
-        config = AgentConfig(
-            id=AGENT_ID,
-            model=ModelConfig(provider="scripted", model=agent.model),
-            system_prompt=agent.system_prompt or "",
-            max_iterations=agent.max_iterations,
-            wrap_up=agent.wrap_up,
-            repeated_call_note=agent.repeated_call_note,
-            pricing=agent.pricing,
-            budgets=agent.budgets,
-            permissions=agent.permissions,
-            durability=agent.durability,
-            window=_window_config(scenario.strategy),
-            keep_last_tool_results=agent.keep_last_tool_results,
-            findings=agent.findings,
-            time=agent.time,
-        )
-        summarizer = (
-            ScriptedModel(self.world.summarize, model=scenario.strategy.options.model)
-            if isinstance(scenario.strategy, SummarizeOldestSpec)
-            else None
-        )
-        try:
-            return build_definition(
-                config,
-                field="$.agent",
-                model=ScriptedModel(self.world.main_send, model=agent.model),
-                summarizer=summarizer,
-                tools=tools,
-            )
-        except WindowConfigError as exc:
-            raise at_path("$.strategy.options", exc) from None
-        except AgentDefinitionError:
-            raise  # the builder names its whole path already ($.agent.maxIterations)
-        except AfpError as exc:
-            raise at_path("$.agent", exc) from None
-
-    def live(self) -> tuple[Store, LocalAgent]:
-        assert self.store is not None and self.driver is not None, "the host is open"
-        return self.store, self.driver
-
-
 class _Runner:
     """Runs the steps of one scenario in order."""
 
     def __init__(self, scenario: Scenario, location: str | Path) -> None:
         self.scenario = scenario
         self.world = World(scenario)
-        self.host = _Host(self.world, location)
+        self.host = Host(self.world, location)
         self.pending: list[Arm] = []
 
     async def run(self) -> ScenarioResult:
@@ -231,7 +105,7 @@ class _Runner:
                 await self._step(index, step) for index, step in enumerate(self.scenario.turns)
             ]
             store, _ = self.host.live()
-            folded = await load_folded_spans(store, AGENT_ID)
+            folded = await folded_spans(store, AGENT_ID)
             run_ids = [r.run_id for r in await store.runs(AGENT_ID)]
         finally:
             await self.host.close()
@@ -258,27 +132,23 @@ class _Runner:
             for run in step.runs
         }
         encoder = ScriptedModel([], model=self.scenario.agent.model)
-
-        def check_run(log: RunLog) -> list[dict[str, Any]]:
-            found = []
-            for location in epochs(log):
-                view = served_at(log, location.epoch)
-                assert view is not None
-                report = check(view, receipt_at(log, location.epoch), encoder=encoder, log=log)
-                found.append(
-                    {
-                        "turn": step_of.get(log.run_id),
-                        "runId": log.run_id,
-                        "epoch": location.epoch,
-                        "conforms": report.verdict == "verified",
-                        "gaps": [g.gap for g in view.gaps],
-                    }
-                )
-            return found
-
         store = await open_store(self.host.location, read_only=True)
         try:
-            return [row for run_id in run_ids for row in await store.read_run(run_id, check_run)]
+            found = []
+            for run_id in run_ids:
+                run = StoredRun(store, run_id)
+                reports = await conform(run, encoders=lambda _name, _model: encoder)
+                found += [
+                    {
+                        "turn": step_of.get(run_id),
+                        "runId": run_id,
+                        "epoch": report.epoch,
+                        "conforms": report.verdict == "verified",
+                        "gaps": list(report.gaps),
+                    }
+                    for report in reports
+                ]
+            return found
         finally:
             await store.aclose()
 
@@ -480,8 +350,9 @@ class _Runner:
                 for write in bundle.writes:
                     if write.get("key") == "compactions":
                         compactions.extend(write["value"])
-                    elif write.get("key") == "finalAnswer" and outcome == "answered":
-                        answer = write["value"]
+                said = final_answer(bundle)
+                if said is not None and outcome == "answered":
+                    answer = said
         ledger = (
             await store.ledger(AGENT_ID, turn=message.turn)
             if message is not None and message.turn is not None

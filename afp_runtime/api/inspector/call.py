@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -12,16 +13,8 @@ import msgspec
 from afp_runtime.api._context import ApiContext
 from afp_runtime.api._problems import not_found
 from afp_runtime.api.window import window_records
+from afp_runtime.app import AgentCall, ConformanceReport, ServedView, call_among, conform
 from afp_runtime.messages import Message
-from afp_runtime.records import RunLog
-from afp_runtime.served import (
-    BodyEncoder,
-    ConformanceReport,
-    ServedView,
-    check,
-    find_agent_call,
-    receipt_at,
-)
 from afp_runtime.store import RunRow
 
 __all__ = ["PAGE", "call_page", "message_view"]
@@ -32,43 +25,16 @@ _FOLD_CHARS = 600
 PAGE = 200
 
 
-class _Found:
-    """Where call ``n`` of an agent sits, what it was sent and its check."""
-
-    def __init__(
-        self, run: RunRow, epoch: int, view: ServedView, report: ConformanceReport
-    ) -> None:
-        self.run = run
-        self.epoch = epoch
-        self.view = view
-        self.report = report
-
-
-async def _find(ctx: ApiContext, runs: list[RunRow], number: int) -> _Found | None:
-    """Call ``number`` with its receipt checked, or None when the agent made no such call."""
-    ids = [run.run_id for run in runs]
-    located = await find_agent_call(ids, number, ctx.with_log)
-    if located is None:
-        return None
-    index, epoch, view = located
-    run = runs[index]
-    host = ctx.host
-
-    def verify(log: RunLog) -> ConformanceReport:
-        receipt = receipt_at(log, epoch)
-        encoder: BodyEncoder | None = None
-        if receipt is not None and receipt.wire is not None:
-            encoder = host.wire_encoder(run.agent_id, receipt.wire.encoder, receipt.basis.model)
-        return check(view, receipt, encoder=encoder, log=log)
-
-    return _Found(run, epoch, view, await ctx.with_log(run.run_id, verify))
+async def _verify(ctx: ApiContext, found: AgentCall) -> ConformanceReport:
+    """The call's view checked against its receipt, bytes re-encoded as the API does."""
+    encoders = partial(ctx.host.wire_encoder, found.run.agent_id)
+    [report] = await conform(ctx.log_of(found.run.run_id), found.epoch, encoders=encoders)
+    return report
 
 
 async def _view_of(ctx: ApiContext, runs: list[RunRow], number: int) -> ServedView | None:
-    if number < 1:
-        return None
-    located = await find_agent_call([run.run_id for run in runs], number, ctx.with_log)
-    return located[2] if located is not None else None
+    located = await call_among(ctx.reader, runs, number)
+    return located.view if located is not None else None
 
 
 def _key(message: Message) -> bytes:
@@ -193,7 +159,7 @@ async def call_page(
     """What the call page shows for the agent's call ``number``: its messages as sent from
     index ``first`` (the last page when None)."""
     runs = await ctx.reader.runs(agent_id)
-    found = await _find(ctx, runs, number)
+    found = await call_among(ctx.reader, runs, number)
     if found is None:
         raise not_found(
             "call-not-found",
@@ -209,7 +175,7 @@ async def call_page(
         for record in await window_records(ctx, [found.run])
         if record.get("iteration") == found.epoch
     ]
-    report = found.report
+    report = await _verify(ctx, found)
     view = found.view
     return {
         "number": number,

@@ -13,9 +13,9 @@ from typing import Any
 
 from afp_runtime.api._context import ApiContext
 from afp_runtime.api.window import window_records
+from afp_runtime.app import epoch_list
 from afp_runtime.cost import cost_text
 from afp_runtime.records import StoredFoldedSpan
-from afp_runtime.served import epoch_entries
 from afp_runtime.store import RunRow
 
 __all__ = ["TURNS_PER_PAGE", "timeline"]
@@ -151,9 +151,7 @@ def _call_window(row: dict[str, Any]) -> dict[str, Any]:
 async def _run_view(
     ctx: ApiContext, run: RunRow, visits: list[dict[str, Any]], folds: list[StoredFoldedSpan]
 ) -> dict[str, Any]:
-    entries, total = await ctx.with_log(
-        run.run_id, lambda log: epoch_entries(log, start=0, limit=_CALLS_PER_RUN)
-    )
+    entries, total = await epoch_list(ctx.log_of(run.run_id), limit=_CALLS_PER_RUN)
     return {
         "run_id": run.run_id,
         "kind": run.kind,
