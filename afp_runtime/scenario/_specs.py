@@ -7,7 +7,7 @@ decisions taken where docs/scenarios.md is silent are written there.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 
@@ -32,22 +32,14 @@ PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 PositiveNumber = Annotated[int, msgspec.Meta(gt=0)] | Annotated[float, msgspec.Meta(gt=0)]
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
 PersonText = Annotated[str, msgspec.Meta(min_length=1, max_length=32_000)]
-CrashPoint = Literal[
-    "seed",
-    "settle",
-    "window",
-    "context",
-    "receipt",
-    "call-model",
-    "tool-calls",
-    "wrap-up",
-    "final",
-    "halt",
-    "output-retry",
-    "send",
-    "tool-start",
-    "tool-end",
-]
+# A crash step's ``after``: a stage (the one list of stages, records' STAGES), the model send,
+# or a tool point. The Literal is built from those tuples so the list is written once; the type
+# checker sees a plain str.
+CRASH_POINTS = (*STAGES, "send", *TOOL_POINTS)
+if TYPE_CHECKING:
+    CrashPoint = str
+else:
+    CrashPoint = Literal[CRASH_POINTS]
 
 
 class _Input(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
