@@ -48,13 +48,12 @@ class Agent(Definition):
             no-op and requests are byte-identical to a runtime without the window family).
         compaction: shorthand for ``window=summarize_oldest(...)``; setting both is refused.
         keep_last_tool_results: the last-tool-result pin's ceiling (int >= 0, or False = off).
-        findings: arms the agent (docs/findings.md#arming-an-agent): the model may declare standings
-        through a
-            reserved ``_findings`` argument; None leaves the agent byte-identical to a runtime
-            without the findings family.
+        findings: arms the agent (docs/findings.md#arming-an-agent): the model may declare
+            standings through a reserved ``_findings`` argument; None leaves the agent
+            byte-identical to a runtime without the findings family.
         shared: skip the owner check: any principal may post and answer
-        (docs/host.md#ownership-and-leases). on_turn_failure: ``hold`` (default: a held turn waits
-        for an operator and later
+            (docs/host.md#ownership-and-leases).
+        on_turn_failure: ``hold`` (default: a held turn waits for an operator and later
             messages wait behind it) or ``skip`` (a held turn is dismissed at once and the
             queue moves on), docs/host.md#stalled-and-held-turns.
         max_stall_s: how long a turn may stay stalled, counted from its first stall, before it
@@ -88,6 +87,10 @@ class Agent(Definition):
             docs/cost.md#budgets), each warning or halting the turn.
         mcp: MCP servers the agent takes tools from (``afp.mcp.stdio``, ``afp.mcp.http``;
             docs/mcp.md); their tools join ``tools`` once the host has listed them.
+
+    The keywords are the options declared once in ``afp_runtime.agents.options``
+    (docs/config.md#one-declaration), plus ``compaction`` and ``extensions``; each is checked
+    there.
 
     Raises:
         AgentDefinitionError: a field is invalid; the message names it.
