@@ -259,7 +259,8 @@ class Agent:
             *([PermissionsExtension(gate)] if gate is not None else []),
             *extensions,
         )
-        # Warnings of the window family are logged at most once per agent definition.
+        # MCP tool-name clashes already warned about (the loop's own warnings are kept per run,
+        # docs/loop.md#what-a-run-carries).
         self.warned: set[str] = set()
         # Adapters this definition owns besides its model (a configured summarizer).
         self.resources: list[Any] = []
