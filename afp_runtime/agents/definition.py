@@ -142,7 +142,8 @@ class Agent(Definition):
         self._own_by_name = self._all_by_name = {tool.name: tool for tool in own_tools}
         self.mcp: McpTools | None = McpTools(servers, agent_id=agent_id) if servers else None
         self._mcp_version: tuple[int, ...] = ()
-        # Warnings of the window family are logged at most once per agent definition.
+        # MCP tool-name clashes already warned about (the loop's own warnings are kept per run,
+        # docs/loop.md#what-a-run-carries).
         self.warned: set[str] = set()
         # Adapters this definition owns besides its model (a configured summarizer).
         self.resources: list[Any] = []

@@ -9,7 +9,7 @@ not built, so a sink added later sees the ids it would have seen from the start.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from afp_runtime._logging import get_logger
 from afp_runtime.records import Event, EventPayload, Payload
@@ -60,10 +60,30 @@ class Emitter:
         """Number an event nobody receives, so ids stay the same as if it had been built."""
         self._next_id += 1
 
-    def emit(self, payload: EventPayload, *, at_ms: int, agent_id: str, **ctx: Any) -> None:
-        """Emit one event (its type is its payload's) to every sink."""
+    def emit(
+        self,
+        payload: EventPayload,
+        *,
+        at_ms: int,
+        agent_id: str,
+        run_id: str | None = None,
+        turn: int | None = None,
+        iteration: int | None = None,
+        runtime_stage_id: str | None = None,
+    ) -> None:
+        """Emit one event (its type is its payload's) to every sink, with the envelope's
+        context (docs/host.md#the-event-envelope)."""
         self._next_id += 1
-        event = Event(id=self._next_id, at_ms=at_ms, agent_id=agent_id, payload=payload, **ctx)
+        event = Event(
+            id=self._next_id,
+            at_ms=at_ms,
+            agent_id=agent_id,
+            payload=payload,
+            run_id=run_id,
+            turn=turn,
+            iteration=iteration,
+            runtime_stage_id=runtime_stage_id,
+        )
         for sink in self._sinks:
             try:
                 sink(event)

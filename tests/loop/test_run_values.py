@@ -2,8 +2,10 @@
 run, and each field of the run's one state is written only by the owner ``OWNERS`` names.
 
 The owner rule is held as data: every write to ``RunState`` in ``afp_runtime/loop`` (an
-assignment, an augmented assignment, an item assignment or a mutating method call on
-``<…>.state.<field>``) is found with ``ast`` and checked against ``OWNERS``.
+assignment, an augmented or item assignment, a ``del``, a mutating method call on
+``<…>.state.<field>`` or on a local bound to it, or the field handed to one of ``FILLERS``) is
+found with ``ast`` and checked against ``OWNERS``, both ways: no write by another, no owner
+that writes nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from afp_runtime.window import token_budget
 from .conftest import Harness
 
 LOOP = Path(__file__).resolve().parents[2] / "afp_runtime" / "loop"
+
+# Functions of other layers that fill a container they are handed (a cache, a set of used ids).
+FILLERS = frozenset({"unique_call_ids", "new_entries", "body_hash"})
 
 # Where the state is made (restored from the open turn): every field may be set there.
 MAKER = "state.start_state"
@@ -66,10 +71,13 @@ def _owner(module: str, scope: list[str]) -> set[str]:
     return names
 
 
-def _state_field(node: ast.expr) -> str | None:
-    """``x.state.<field>`` (or ``state.<field>`` on a local bound to the run's state) → field."""
+def _state_field(node: ast.expr, aliases: dict[str, str]) -> str | None:
+    """``x.state.<field>`` (or ``state.<field>`` on a local bound to the run's state, or a local
+    bound to a field) → field."""
     if isinstance(node, ast.Subscript):
-        return _state_field(node.value)
+        return _state_field(node.value, aliases)
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id)
     if not isinstance(node, ast.Attribute):
         return None
     owner = node.value
@@ -80,36 +88,54 @@ def _state_field(node: ast.expr) -> str | None:
     return None
 
 
-def _writes(tree: ast.AST, scope: list[str]) -> Iterator[tuple[str, list[str], int]]:
+def _targets(node: ast.AST) -> list[ast.expr]:
+    """What ``node`` writes: assignment targets, the object of a mutating method call, and the
+    arguments of a function that fills one."""
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        return list(node.targets)
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return [node.target]
+    if not isinstance(node, ast.Call):
+        return []
+    if isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+        return [node.func.value]
+    if isinstance(node.func, ast.Name) and node.func.id in FILLERS:
+        return [*node.args, *(k.value for k in node.keywords)]
+    return []
+
+
+def _writes(
+    tree: ast.AST, scope: list[str], aliases: dict[str, str]
+) -> Iterator[tuple[str, list[str], int]]:
     """(field, scope, line) of every write to the run's state under ``tree``."""
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield from _writes(node, [*scope, node.name])
+            yield from _writes(node, [*scope, node.name], {})
             continue
-        targets: list[ast.expr] = []
-        if isinstance(node, (ast.Assign, ast.Delete)):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        elif (
-            isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Attribute)
-            and node.value.func.attr in MUTATORS
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
         ):
-            targets = [node.value.func.value]
-        for target in targets:
-            field = _state_field(target)
+            # ``hashes = run.state.body_hashes``: what is done to ``hashes`` is done to the field.
+            field = _state_field(node.value, {})
+            if field is not None:
+                aliases[node.targets[0].id] = field
+                yield from _writes(node, scope, aliases)
+                continue
+        for target in _targets(node):
+            field = _state_field(target, aliases)
             if field is not None:
                 yield field, scope, node.lineno
-        yield from _writes(node, scope)
+        yield from _writes(node, scope, aliases)
 
 
 def _all_writes() -> list[tuple[str, str, list[str], int]]:
     found = []
     for path in sorted(LOOP.rglob("*.py")):
         module = ".".join(path.relative_to(LOOP).with_suffix("").parts)
-        for field, scope, line in _writes(ast.parse(path.read_text(encoding="utf-8")), []):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for field, scope, line in _writes(tree, [], {}):
             found.append((field, module, scope, line))
     return found
 
@@ -128,6 +154,17 @@ def test_each_state_field_is_written_by_its_owner_only() -> None:
         if not _owner(module, scope) & {*OWNERS[field], MAKER}
     ]
     assert strays == []
+
+
+def test_every_owner_named_writes_its_field() -> None:
+    """No stale owner: each (field, owner) of ``OWNERS`` is a write the scan finds."""
+    seen = {
+        (field, owner)
+        for field, module, scope, _ in _all_writes()
+        for owner in _owner(module, scope) & set(OWNERS[field])
+    }
+    unseen = [(f, o) for f, owners in OWNERS.items() for o in owners if (f, o) not in seen]
+    assert unseen == []
 
 
 def _definition_writes(tree: ast.AST) -> Iterator[int]:

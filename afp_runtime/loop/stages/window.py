@@ -11,7 +11,7 @@ rules holds the turn and commits nothing of the visit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
@@ -55,14 +55,14 @@ log = get_logger()
 T = TypeVar("T")
 
 
-def _warn_once(run: Run, key: str, message: str, **context: Any) -> None:
+def _warn_once(run: Run, key: str, message: str) -> None:
     """Window warnings are logged at most once per run (docs/window.md#warnings); the run keeps
     which, the definition is never written."""
     if key in run.state.warned:
         return
     run.state.warned.add(key)
     strategy = run.d.window.name if run.d.window is not None else None
-    log.warning(message, strategy=strategy, **context)
+    log.warning(message, strategy=strategy, iteration=run.state.iteration)
 
 
 async def window(run: Run) -> RunOutcome | tuple[str, ...]:
@@ -82,7 +82,6 @@ async def window(run: Run) -> RunOutcome | tuple[str, ...]:
             run,
             "stale-usage",
             "the provider stopped reporting token usage; token strategies stand down",
-            iteration=run.state.iteration,
         )
     if traits.may_call_model:
         # The visit may call a model (a summarizer): what is pending must not wait on it.
@@ -300,4 +299,4 @@ def _emit_visit(
         else:
             report_call(run, spend, head)
     if outcome.warning:
-        _warn_once(run, outcome.warning, outcome.warning, iteration=run.state.iteration)
+        _warn_once(run, outcome.warning, outcome.warning)
