@@ -191,11 +191,6 @@ class EventBus:
         """The id of the last published event (0 before the first)."""
         return self._last_id
 
-    @property
-    def subscribers(self) -> int:
-        """Open subscriptions."""
-        return len(self._subscribers)
-
     def wire_id(self, seq: int) -> str:
         """The wire form ``<bootId>-<seq>`` of an event id."""
         return f"{self.boot_id}-{seq}"

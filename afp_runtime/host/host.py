@@ -207,27 +207,34 @@ class Host:
             admits=lambda: self.state in ("starting", "running"),
             watch=watch,
         )
-        self._life = Lifecycle(
-            store,
+        self._life, self._admission = self._compose(telemetry, timed)
+
+    def _compose(
+        self, telemetry: Telemetry | None, timed: TimedCommits | None
+    ) -> tuple[Lifecycle, Admission]:
+        """The host's life and its doors, over the agents, lease and workers built already."""
+        life = Lifecycle(
+            self.store,
             self._agents,
-            clock=clock,
+            clock=self.clock,
             events=self.events,
             lease=self._lease,
             workers=self._workers,
-            store_state=store_state,
+            store_state=self.store_state,
             telemetry=telemetry,
             timed=timed,
         )
-        self._admission = Admission(
-            store,
+        admission = Admission(
+            self.store,
             self._agents,
-            clock=clock,
-            ids=ids,
-            life=self._life,
+            clock=self.clock,
+            ids=self.ids,
+            life=life,
             lease=self._lease,
-            store_state=store_state,
+            store_state=self.store_state,
             wake=self.wake,
         )
+        return life, admission
 
     def _hosted(
         self,

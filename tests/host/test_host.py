@@ -15,7 +15,8 @@ from afp_runtime.errors import (
     RunNotResumable,
     StoreUnavailable,
 )
-from afp_runtime.host import AgentNotHosted, Host, HostStopping, StreamGap
+from afp_runtime.host import AgentNotHosted, Host, HostStopping, HostWatch, StreamGap
+from afp_runtime.host.workers import CHECKPOINT_EVERY_S
 from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
 from afp_runtime.records import Txn
@@ -35,6 +36,45 @@ async def test_post_is_durable_then_wakes_the_worker(api: Api) -> None:
     assert stored is not None and stored.sender == "alice"
     assert answered is not None and answered.status == "answered"
     assert model.calls == 1 and not ack.duplicate
+
+
+class _Told(HostWatch):
+    """Each watch point in the order the host called it, with the model's calls so far."""
+
+    def __init__(self, model: ScriptedModel) -> None:
+        self.model = model
+        self.told: list[tuple[str, str, int]] = []
+
+    def pass_started(self, agent_id: str) -> None:
+        self.told.append(("pass_started", agent_id, self.model.calls))
+
+    def pass_finished(self, agent_id: str) -> None:
+        self.told.append(("pass_finished", agent_id, self.model.calls))
+
+    def lease_period(self) -> None:
+        self.told.append(("lease_period", "", self.model.calls))
+
+    def checkpointed(self) -> None:
+        self.told.append(("checkpointed", "", self.model.calls))
+
+
+async def test_a_watch_given_at_construction_is_told_what_no_row_shows(api: Api) -> None:
+    """``Host(watch=…)`` (docs/host.md#watching-a-host-in-tests) hears every pass begin and
+    end around the work it did, each lease period and each periodic checkpoint."""
+    model = ScriptedModel([answer("hello")], model="mock")
+    watch = _Told(model)
+    async with api.host(agent(model), watch=watch) as host:
+        await host.post("ops", "hi")
+        await until(lambda: ("pass_finished", "ops", 1) in watch.told)
+        api.clock.advance(CHECKPOINT_EVERY_S)
+        await until(lambda: {"checkpointed", "lease_period"} <= {k for k, _, _ in watch.told})
+    passes = [(kind, calls) for kind, agent_id, calls in watch.told if agent_id == "ops"]
+    # Passes never overlap, and the one that called the model is bracketed by the watch.
+    assert passes[0::2] == [("pass_started", c) for _, c in passes[0::2]]
+    assert passes[1::2] == [("pass_finished", c) for _, c in passes[1::2]]
+    assert [("pass_started", 0), ("pass_finished", 1)] in [
+        passes[i : i + 2] for i in range(0, len(passes), 2)
+    ]
 
 
 async def test_rows_written_elsewhere_are_noticed_within_the_poll_interval(api: Api) -> None:

@@ -451,9 +451,11 @@ async def test_a_commit_fenced_after_the_whole_lease_went_is_logged(
     """A pass whose commit is fenced off after the renewal had already dropped every claim (a
     host frozen past its TTL wakes up in that order) logs the refused commit with its reason,
     rather than passing over it because the agent is no longer held."""
-    store = await SqliteStore.open(tmp_path / "afp.db", now_ms=0)
+    path = tmp_path / "afp.db"
+    store = await SqliteStore.open(path, now_ms=0)
     clock = FakeClock()
     try:
+        await store.ensure_agent("ops", now_ms=0)
         lease = HostLease(
             store,
             clock=clock,
@@ -463,15 +465,23 @@ async def test_a_commit_fenced_after_the_whole_lease_went_is_logged(
             events=EventBus(),
             wake=lambda agent_id: None,
         )
-        lease.epoch, lease.held = 1, {"ops"}
-        lease._renewed_at_ms = clock.now_ms()  # a lease just renewed: the pass may start
+        await lease.acquire()  # a lease just taken: the pass may start
+        assert lease.epoch == 1 and lease.status_override("ops") is None
         refused = "host 'h' (lease epoch 1) no longer holds agent 'ops': nothing was written"
 
         async def work() -> None:
-            lease._lose_everything()  # the renewal that found the epoch raised ran first
+            # Another process of host 'h' took the lease back (epoch 2); this host's period
+            # that finds the epoch raised runs before the pass's commit, which is fenced off.
+            elsewhere = await SqliteStore.open(path, now_ms=clock.now_ms())
+            try:
+                await elsewhere.acquire_lease("h", now_ms=clock.now_ms(), ttl_ms=lease.ttl_ms)
+            finally:
+                await elsewhere.aclose()
+            await lease.period()
             raise LeaseLost(refused)
 
         await lease.run_pass("ops", work)
+        assert lease.epoch is None and lease.status_override("ops") == "not-leased"
     finally:
         await store.aclose()
     fenced = [e for e in logs if e["event"] == "a commit was fenced off; nothing of it was written"]

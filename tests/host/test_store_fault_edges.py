@@ -1,7 +1,7 @@
-"""Two edges of a store fault (docs/host.md#hosts-and-a-failing-store,
+"""Edges of a store fault (docs/host.md#hosts-and-a-failing-store,
 docs/storage.md#store-faults): an operator resume, which the worker carries out after the
-request returns, and opening a new database file on a full disk (``afp serve``, ``afp
-migrate``). The full disk is tests/host/full_disk.py's."""
+request returns, a fault only an API read meets, and opening a new database file on a full
+disk (``afp serve``, ``afp migrate``). The full disk is tests/host/full_disk.py's."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from afp_runtime.errors import ModelCallError
+from afp_runtime.errors import ModelCallError, StoreUnavailable
 from afp_runtime.host import Host
 from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer
@@ -101,6 +101,30 @@ provider = "scripted"
 model = "demo-scripted"
 script = "afp_runtime.demo:demo_script"
 """
+
+
+async def test_a_fault_only_a_request_met_is_degraded_health(api: Api) -> None:
+    """A fault the host's own writes and passes never meet (here: the reader's inbox query
+    fails) is answered 503 and still reported by health, through the host's store state, until
+    a write succeeds again."""
+    async with api.running(agent([answer("ok")])) as (host, client):
+        await client.post("/v1/agents/ops/inbox", json={"text": "go"})
+        await settle(host)
+        before = (await client.get("/v1/health")).json()
+
+        async def unreadable(*args: Any, **kwargs: Any) -> Any:
+            raise StoreUnavailable("the disk returned an I/O error", cause="io-error")
+
+        host.reader.inbox = unreadable  # type: ignore[method-assign]
+        refused = await client.get("/v1/agents/ops/inbox")
+        health = (await client.get("/v1/health")).json()
+        del host.reader.inbox  # the reader's own method again
+        await client.post("/v1/agents/ops/inbox", json={"text": "again"})
+        healed = (await client.get("/v1/health")).json()
+    assert before["status"] == "ok"
+    assert refused.status_code == 503 and error_of(refused)["reason"] == "io-error"
+    assert health["status"] == "degraded" and health["storeFault"]["cause"] == "io-error"
+    assert healed["status"] == "ok" and healed["storeFault"] is None
 
 
 @pytest.mark.parametrize("command", ["serve", "migrate"])
