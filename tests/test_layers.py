@@ -733,11 +733,6 @@ class TestCheckerSelf:
                 id="api-imports-the-application-layer",
             ),
             pytest.param(
-                "afp_runtime/cli/run.py",
-                "from afp_runtime.loop import AgentDriver\n",
-                id="an-excepted-write-path",
-            ),
-            pytest.param(
                 "afp_runtime/scenario/runner.py",
                 "from afp_runtime.host import Host\nfrom afp_runtime.store import S\n"
                 "from afp_runtime.testing import FakeClock\nfrom afp_runtime.app import w\n"
