@@ -51,7 +51,7 @@ from afp_runtime.loop import (
     load_folded_spans,
 )
 from afp_runtime.messages import Cost, Message, Usage
-from afp_runtime.records import Clock, QuestionRow, QuestionStatus, RunLog
+from afp_runtime.records import Clock, FinalAnswerWrite, QuestionRow, QuestionStatus, RunLog
 from afp_runtime.served import (
     ConformanceReport,
     EpochEntry,
@@ -419,8 +419,8 @@ class Store:
     async def _answer_of(self, run_id: str) -> str | None:
         last = await self._store.last_bundle(run_id)
         for write in last.writes if last is not None else []:
-            if write.get("key") == "finalAnswer" and isinstance(write.get("value"), str):
-                return str(write["value"])
+            if isinstance(write, FinalAnswerWrite):
+                return write.value
         return None
 
     # -- reading ------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ from afp_runtime.api.shapes import (
 from afp_runtime.api.views import inbox_messages
 from afp_runtime.errors import IdempotencyConflict, InvalidValue, TimeNotEnabled
 from afp_runtime.host import AgentNotHosted
+from afp_runtime.records import FinalAnswerWrite
 
 _BODY_FIELDS = frozenset({"text", "idempotencyKey", "from", "time"})
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -163,11 +164,7 @@ async def one_message(state: State, agent_id: PathText, message_id: PathText) ->
         # A run that ended before schema version 11 keeps its answer in its commit log only.
         last = await ctx.reader.last_bundle(runs[-1].run_id)
         found = next(
-            (
-                w.get("value")
-                for w in (last.writes if last else [])
-                if w.get("key") == "finalAnswer"
-            ),
+            (w.value for w in (last.writes if last else []) if isinstance(w, FinalAnswerWrite)),
             None,
         )
         shown = msgspec.structs.replace(shown, answer=found if isinstance(found, str) else None)

@@ -30,7 +30,7 @@ from afp_runtime.api.shapes import (
     FoldedMessages,
     FoldedSpanView,
 )
-from afp_runtime.records import StoredFoldedSpan
+from afp_runtime.records import CompactionsWrite, StoredFoldedSpan
 from afp_runtime.served import folded_from_log
 from afp_runtime.store import RunRow
 
@@ -42,8 +42,8 @@ async def window_records(ctx: ApiContext, runs: list[RunRow]) -> list[dict[str, 
         for run in runs
         for bundle in await ctx.reader.bundles(run.run_id)
         for write in bundle.writes
-        if write.get("key") == "compactions"
-        for record in write.get("value") or []
+        if isinstance(write, CompactionsWrite)
+        for record in write.value
     ]
 
 

@@ -28,6 +28,7 @@ from afp_runtime.cli._lazy import load
 from afp_runtime.cli._show import add_row, brief, print_json, say, show_table, table, when
 from afp_runtime.cli.reads import opened, reader
 from afp_runtime.errors import NotFound
+from afp_runtime.records import FinalAnswerWrite
 from afp_runtime.store import Store
 
 DEFAULT_WAIT_S = 300.0
@@ -104,7 +105,7 @@ async def _turn_result(store: Store, message_id: str) -> dict[str, Any] | None:
     if row.status == "answered":
         runs = [r for r in await store.runs(row.agent_id) if r.message_id == message_id]
         last = await store.last_bundle(runs[-1].run_id) if runs else None
-        found = [w["value"] for w in (last.writes if last else []) if w["key"] == "finalAnswer"]
+        found = [w.value for w in (last.writes if last else []) if isinstance(w, FinalAnswerWrite)]
         answer = found[0] if found else None
     else:
         state = await store.conversation_state(row.agent_id)

@@ -51,15 +51,18 @@ from afp_runtime.messages import (
     sha256_hex,
 )
 from afp_runtime.records import (
+    AnyWrite,
     BudgetExhausted,
     Clock,
     CommitBundle,
     ConversationState,
     CostFigures,
     EventPayload,
+    FindingsLedgerWrite,
     InboxUpdate,
     Item,
     IterationEnded,
+    IterationWrite,
     ListRef,
     OpenTurn,
     PendingBatch,
@@ -73,7 +76,6 @@ from afp_runtime.records import (
     TurnHeld,
     TurnStalled,
     Txn,
-    Write,
     runtime_stage_id,
 )
 from afp_runtime.served import (
@@ -203,7 +205,7 @@ class Run:
         # and after it is built, that bundle's (docs/host.md#the-event-envelope).
         self.event_stage_id = runtime_stage_id(stage, self.seq)
 
-    def bundle(self, writes: Sequence[Write], *, iteration: int | None = None) -> CommitBundle:
+    def bundle(self, writes: Sequence[AnyWrite], *, iteration: int | None = None) -> CommitBundle:
         """The current stage's bundle with the next ``seq`` (the iteration it closes, if given)."""
         bundle = CommitBundle(
             run_id=self.run_id,
@@ -491,7 +493,7 @@ class Run:
 
     async def next_iteration(
         self,
-        writes: Sequence[Write],
+        writes: Sequence[AnyWrite],
         *,
         items: Sequence[Item],
         ledger: Sequence[Any],
@@ -508,8 +510,8 @@ class Run:
         )
         writes = list(writes)
         if ledger:
-            writes.append(Write(key="findingsLedger", verb="append", value=list(ledger)))
-        writes.append(Write(key="iteration", verb="set", value=self.state.iteration))
+            writes.append(FindingsLedgerWrite(verb="append", value=list(ledger)))
+        writes.append(IterationWrite(value=self.state.iteration))
         await self.committer.stage(
             Txn(
                 agent_id=self.agent_id,
@@ -526,7 +528,7 @@ class Run:
         self,
         status: Literal["answered", "halted"],
         *,
-        writes: Sequence[Write],
+        writes: Sequence[AnyWrite],
         items: Sequence[Item],
         ledger: Sequence[Any],
         route: str,

@@ -67,7 +67,7 @@ from afp_runtime.loop import AgentDriver, Emitter, load_folded_spans
 from afp_runtime.messages import Cost
 from afp_runtime.models import ScriptedModel
 from afp_runtime.permissions import ROW_KIND as PERMISSION_ROW
-from afp_runtime.records import RunLog
+from afp_runtime.records import CompactionsWrite, FinalAnswerWrite, RunLog
 from afp_runtime.scenario._world import Abort, Arm, Crash, World
 from afp_runtime.scenario.format import (
     AGENT_ID,
@@ -483,10 +483,10 @@ class _Runner:
         for run_id in turn_runs:
             for bundle in await store.bundles(run_id):
                 for write in bundle.writes:
-                    if write.get("key") == "compactions":
-                        compactions.extend(write["value"])
-                    elif write.get("key") == "finalAnswer" and outcome == "answered":
-                        answer = write["value"]
+                    if isinstance(write, CompactionsWrite):
+                        compactions.extend(write.value)
+                    elif isinstance(write, FinalAnswerWrite) and outcome == "answered":
+                        answer = write.value
         ledger = (
             await store.ledger(AGENT_ID, turn=message.turn)
             if message is not None and message.turn is not None

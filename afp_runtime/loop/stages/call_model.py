@@ -15,13 +15,17 @@ from afp_runtime.messages import (
 )
 from afp_runtime.models import EncodedRequest, send_with_retries
 from afp_runtime.records import (
+    AnyWrite,
+    CallCostWrite,
+    CallFailureWrite,
     CostSpent,
     ModelEnded,
     ModelFailed,
     ModelRetry,
     ModelStarted,
+    ReplyWrite,
+    RunUsageWrite,
     Txn,
-    Write,
 )
 
 if TYPE_CHECKING:
@@ -85,9 +89,9 @@ async def call_model(
     # What the next window visit measures (docs/window.md#measurement): this call's usage, or None.
     run.state.last_usage = reply.usage
     run.state.usage_missing = reply.usage is None
-    writes = [
-        Write(key="reply", verb="set", value=committed),
-        Write(key="runUsage", verb="set", value=run.state.run_usage),
+    writes: list[AnyWrite] = [
+        ReplyWrite(value=msgspec.to_builtins(committed)),
+        RunUsageWrite(value=run.state.run_usage),
     ]
     # Priced on the receipt's basis: the model the request named (docs/cost.md#figures).
     spend = spend_of_call(run, reply.usage, run.d.model.model)
@@ -95,7 +99,7 @@ async def call_model(
     turn_changes: dict[str, Any] = {}
     if spend is not None:
         changes, turn_changes = account(run, spend)
-        writes.append(Write(key="callCost", verb="set", value=spend.call))
+        writes.append(CallCostWrite(value=msgspec.to_builtins(spend.call)))
     state = run.checkpoint(
         usage_totals=run.state.conv.usage_totals + usage,
         open_turn=run.open_turn_with(
@@ -155,8 +159,8 @@ async def _call_failed(run: Run, exc: ModelCallError) -> RunOutcome:
             retry_at = now + round(exc.retry_after_s * 1000)
     bundle = run.bundle(
         [
-            Write(key="callFailure", verb="set", value=failure),
-            Write(key="runUsage", verb="set", value=run.state.run_usage),
+            CallFailureWrite(value=failure),
+            RunUsageWrite(value=run.state.run_usage),
         ]
     )
     return await run.stop_turn(

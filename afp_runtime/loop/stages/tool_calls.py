@@ -48,17 +48,21 @@ from afp_runtime.messages import (
     ToolCall,
 )
 from afp_runtime.records import (
+    AnyWrite,
+    FindingsLedgerWrite,
+    HistoryWrite,
     IterationEnded,
     JournalRow,
     JournalState,
     PendingBatch,
+    PendingBatchWrite,
     QuestionRow,
     ToolEnded,
     ToolProgress,
+    ToolResultsWrite,
     ToolStarted,
     TurnPaused,
     Txn,
-    Write,
 )
 from afp_runtime.store import JournalEntry
 from afp_runtime.tools import (
@@ -328,8 +332,8 @@ async def _close_batch(
     items, appended = run.append_history(messages)
     closed = await run.next_iteration(
         [
-            Write(key="history", verb="append", value=appended),
-            Write(key="toolResults", verb="set", value=results),
+            HistoryWrite(verb="append", value=appended),
+            ToolResultsWrite(value=list(results)),
         ],
         items=items,
         ledger=[*ledger, *run.take_rows()],
@@ -396,17 +400,15 @@ async def _pause(
         ),
         ledger_count=run.state.conv.ledger_count + len(wire_rows),
     )
-    writes = []
+    writes: list[AnyWrite] = []
     if messages:
-        writes.append(Write(key="history", verb="append", value=appended))
+        writes.append(HistoryWrite(verb="append", value=appended))
     if results:
-        writes.append(Write(key="toolResults", verb="set", value=results))
+        writes.append(ToolResultsWrite(value=list(results)))
     if wire_rows:
-        writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
+        writes.append(FindingsLedgerWrite(verb="append", value=wire_rows))
     writes.append(
-        Write(
-            key="pendingBatch",
-            verb="set",
+        PendingBatchWrite(
             value={"questionIds": list(question_ids), "toolCallIds": list(waiting)},
         )
     )

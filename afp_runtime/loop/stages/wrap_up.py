@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING
 from afp_runtime.loop.outcomes import CommittedReply
 from afp_runtime.records import (
     IterationEnded,
+    IterationWrite,
+    StoppedEarlyWrite,
     Txn,
-    Write,
+    WrapUpAskedWrite,
 )
 
 if TYPE_CHECKING:
@@ -30,9 +32,9 @@ async def wrap_up(run: Run, reply: CommittedReply, *, settling: bool) -> None:
     )
     bundle = run.bundle(
         [
-            Write(key="wrapUpAsked", verb="set", value=True),
-            Write(key="stoppedEarly", verb="set", value=run.state.stopped_early),
-            Write(key="iteration", verb="set", value=run.state.iteration),
+            WrapUpAskedWrite(value=True),
+            StoppedEarlyWrite(value=run.state.stopped_early),
+            IterationWrite(value=run.state.iteration),
         ],
         iteration=closed,
     )
