@@ -23,8 +23,9 @@ from afp_runtime.records import (
     ReceiptWrite,
     RunIdWrite,
 )
+from afp_runtime.scenario import run_scenario
 from afp_runtime.store import open_store
-from tests.store._old_store import CASES, summary
+from tests.store._old_store import CASES, SCENARIOS, summary
 
 DATA = Path(__file__).parent / "data" / "main-94e2ff2"
 SHOWN: dict[str, Any] = json.loads((DATA / "shown.json").read_text())
@@ -68,6 +69,39 @@ async def test_a_store_of_the_untyped_version_shows_what_it_showed(
         for epoch in run["epochs"].values()
     ]
     assert verdicts and set(verdicts) == {"verified"}
+
+
+def _log_rows(path: Path) -> list[Any]:
+    """Every bundle row (the stored writes' bytes too) and key-index row of ``path``."""
+    db = sqlite3.connect(path)
+    try:
+        return [
+            db.execute(
+                "SELECT r.run_id, b.seq, b.stage, b.iteration, b.committed_at_ms, b.writes"
+                " FROM bundles b JOIN runs r ON r.run = b.run ORDER BY r.run_id, b.seq"
+            ).fetchall(),
+            db.execute(
+                "SELECT r.run_id, k.key, k.seq, k.verb FROM key_index k JOIN runs r"
+                " ON r.run = k.run ORDER BY r.run_id, k.key, k.seq"
+            ).fetchall(),
+        ]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_typed_writes_are_stored_as_the_untyped_ones_were(case: str, tmp_path: Path) -> None:
+    """The same scenario run by today's code commits byte for byte the bundle rows and key
+    index the untyped version committed: the tag is the key, nothing else moved."""
+    name, turns = CASES[case]
+    raw = json.loads(await anyio.Path(SCENARIOS / f"{name}.json").read_text())
+    if turns is not None:
+        raw["turns"] = raw["turns"][:turns]
+    fresh = tmp_path / "fresh.sqlite"
+    await run_scenario(json.dumps(raw), db_path=fresh)
+    old = await _unpacked(case, tmp_path)
+    now = await anyio.to_thread.run_sync(_log_rows, fresh)
+    assert now[0] and now == await anyio.to_thread.run_sync(_log_rows, old)
 
 
 def test_the_old_stores_hold_what_the_typed_writes_cover() -> None:
