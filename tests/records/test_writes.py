@@ -24,7 +24,7 @@ from afp_runtime.records import (
     writes_from_wire,
 )
 
-LOOP_DOC = Path(__file__).resolve().parents[2] / "docs" / "loop.md"
+LOOP_DOC = Path(__file__).resolve().parents[2] / "docs/loop.md"
 
 
 def test_every_class_is_registered_under_its_key() -> None:
