@@ -66,7 +66,11 @@ from afp_runtime.app import (
 from afp_runtime.app import served_view as view_at
 from afp_runtime.errors import NotFound, RunNotHeld, RunNotResumable
 from afp_runtime.host import AgentNotHosted
-from afp_runtime.records import MESSAGE_LIST_KEYS, ListRef
+from afp_runtime.records import (
+    AnyWrite,
+    HistoryWrite,
+    ListRef,
+)
 from afp_runtime.store import RunRow, StoredBundle
 
 
@@ -145,12 +149,12 @@ async def commits(
         return page
     items = []
     for bundle in page.items:
-        writes: list[dict[str, Any]] = []
+        writes: list[AnyWrite] = []
         for write in bundle.writes:
-            if write.get("key") in MESSAGE_LIST_KEYS and isinstance(write.get("value"), dict):
-                ref = msgspec.convert(write["value"], ListRef)
-                messages, _ = await ctx.reader.resolve(run.agent_id, ref)
-                write = {**write, "value": list(messages)}
+            if isinstance(write, HistoryWrite) and isinstance(write.value, ListRef):
+                messages, _ = await ctx.reader.resolve(run.agent_id, write.value)
+                # Shown, not stored: the value is the messages the reference names.
+                write = msgspec.structs.replace(write, value=list(messages))
             writes.append(write)
         items.append(msgspec.structs.replace(bundle, writes=writes))
     return Page(items=items, next=page.next)

@@ -31,7 +31,10 @@ from afp_runtime.api.shapes import (
     FoldedSpanView,
 )
 from afp_runtime.app import fold, originals, stored_folds
-from afp_runtime.records import StoredFoldedSpan
+from afp_runtime.records import (
+    CompactionsWrite,
+    StoredFoldedSpan,
+)
 from afp_runtime.store import RunRow
 
 
@@ -42,8 +45,8 @@ async def window_records(ctx: ApiContext, runs: list[RunRow]) -> list[dict[str, 
         for run in runs
         for bundle in await ctx.reader.bundles(run.run_id)
         for write in bundle.writes
-        if write.get("key") == "compactions"
-        for record in write.get("value") or []
+        if isinstance(write, CompactionsWrite)
+        for record in write.value
     ]
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from afp_runtime.records import OpenTurn
+from afp_runtime.records import FinalAnswerWrite, OpenTurn
 from afp_runtime.store import InboxRow, RunRow, Store, StoredBundle
 
 _STOPPED = frozenset({"held", "stalled", "halted"})
@@ -47,11 +47,11 @@ class MessageOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def final_answer(bundle: StoredBundle | None) -> str | None:
-    """The final answer a bundle wrote, if it wrote one: the one place that reads it back from
-    the commit log (the writes' key is ``finalAnswer``)."""
+    """The final answer a bundle wrote, if it wrote one (its ``FinalAnswerWrite``): the one
+    place that reads it back from the commit log."""
     for write in bundle.writes if bundle is not None else ():
-        if write.get("key") == "finalAnswer" and isinstance(write.get("value"), str):
-            return str(write["value"])
+        if isinstance(write, FinalAnswerWrite):
+            return write.value
     return None
 
 

@@ -24,7 +24,7 @@ from afp_runtime.cli._show import (
     when,
 )
 from afp_runtime.cost import cost_text
-from afp_runtime.records import ListRef
+from afp_runtime.records import AnyWrite, CompactionsWrite, HistoryWrite, ListRef
 from afp_runtime.store import Store, open_store
 
 
@@ -135,12 +135,12 @@ async def cmd_commits(args: Any) -> int:
             agent_id = (await store.runs(run_id=run_id))[0].agent_id
             expanded = []
             for bundle in bundles:
-                writes = []
+                writes: list[AnyWrite] = []
                 for write in bundle.writes:
-                    if write["key"] == "history":
-                        ref = msgspec.convert(write["value"], ListRef)
-                        messages, _ = await store.resolve(agent_id, ref)
-                        write = {**write, "value": msgspec.to_builtins(messages)}
+                    if isinstance(write, HistoryWrite) and isinstance(write.value, ListRef):
+                        messages, _ = await store.resolve(agent_id, write.value)
+                        # Shown, not stored: the value is the messages the reference names.
+                        write = msgspec.structs.replace(write, value=tuple(messages))
                     writes.append(write)
                 expanded.append(msgspec.structs.replace(bundle, writes=writes))
             bundles = expanded
@@ -150,7 +150,7 @@ async def cmd_commits(args: Any) -> int:
     limit = 200 if args.expand else 60
     for b in bundles:
         shown = "\n".join(
-            f"{w['verb']} {w['key']} = {brief(w.get('value'), limit)}" for w in b.writes
+            f"{w.verb} {w.key} = {brief(msgspec.to_builtins(w.value), limit)}" for w in b.writes
         )
         add_row(grid, [b.runtime_stage_id, b.iteration, when(b.committed_at_ms), shown or "-"])
     show_table(grid, empty=f"run {run_id} has no bundles from seq {args.from_seq}")
@@ -192,8 +192,8 @@ async def window_records(store: Store, run_ids: Sequence[str]) -> list[dict[str,
     for run_id in run_ids:
         for bundle in await store.bundles(run_id):
             for write in bundle.writes:
-                if write["key"] == "compactions":
-                    for record in write["value"]:
+                if isinstance(write, CompactionsWrite):
+                    for record in write.value:
                         records.append({"runId": run_id, **record})
     return records
 

@@ -29,6 +29,7 @@ from afp_runtime.records import (
     InboxUpdate,
     OpenTurn,
     PendingBatch,
+    ReplyWrite,
     RunKind,
     TurnEnded,
     TurnHeld,
@@ -232,8 +233,8 @@ class AgentDriver:
                 continue
             if last.stage == "call-model":
                 for write in last.writes:
-                    if write.get("key") == "reply":
-                        return msgspec.convert(write["value"], CommittedReply)
+                    if isinstance(write, ReplyWrite):
+                        return msgspec.convert(write.value, CommittedReply)
             return None
         return None
 

@@ -19,13 +19,16 @@ from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.output import OutputError
 from afp_runtime.messages import Usage
 from afp_runtime.records import (
+    AnyWrite,
     BudgetExhausted,
     CommitBundle,
     ConversationState,
     CostFigures,
+    FindingsLedgerWrite,
     InboxUpdate,
     Item,
     IterationEnded,
+    IterationWrite,
     OpenTurn,
     QuestionRow,
     RunEnd,
@@ -35,7 +38,6 @@ from afp_runtime.records import (
     TurnHeld,
     TurnStalled,
     Txn,
-    Write,
 )
 
 if TYPE_CHECKING:
@@ -139,7 +141,7 @@ async def stop_turn(
 
 async def next_iteration(
     run: Run,
-    writes: Sequence[Write],
+    writes: Sequence[AnyWrite],
     *,
     items: Sequence[Item],
     ledger: Sequence[Any],
@@ -159,8 +161,8 @@ async def next_iteration(
     )
     writes = list(writes)
     if ledger:
-        writes.append(Write(key="findingsLedger", verb="append", value=list(ledger)))
-    writes.append(Write(key="iteration", verb="set", value=run.state.iteration))
+        writes.append(FindingsLedgerWrite(verb="append", value=list(ledger)))
+    writes.append(IterationWrite(value=run.state.iteration))
     await run.committer.stage(
         Txn(
             agent_id=run.agent_id,
@@ -178,7 +180,7 @@ async def close_turn(
     run: Run,
     status: Literal["answered", "halted"],
     *,
-    writes: Sequence[Write],
+    writes: Sequence[AnyWrite],
     items: Sequence[Item],
     ledger: Sequence[Any],
     route: str,

@@ -45,6 +45,7 @@ from afp_runtime.loop.stages import (
 from afp_runtime.loop.state import start_state
 from afp_runtime.messages import Message, message_body, salted, sha256_hex
 from afp_runtime.records import (
+    AnyWrite,
     Clock,
     CommitBundle,
     ConversationState,
@@ -57,7 +58,6 @@ from afp_runtime.records import (
     RunEnd,
     RunKind,
     Txn,
-    Write,
     runtime_stage_id,
 )
 from afp_runtime.store import CheckpointStore, LoadedConversation
@@ -168,7 +168,7 @@ class Run:
         # and after it is built, that bundle's (docs/host.md#the-event-envelope).
         self.event_stage_id = runtime_stage_id(stage, self.seq)
 
-    def bundle(self, writes: Sequence[Write], *, iteration: int | None = None) -> CommitBundle:
+    def bundle(self, writes: Sequence[AnyWrite], *, iteration: int | None = None) -> CommitBundle:
         """The current stage's bundle with the next ``seq`` (the iteration it closes, if given)."""
         bundle = CommitBundle(
             run_id=self.run_id,

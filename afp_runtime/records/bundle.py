@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 import msgspec
 
-Verb = Literal["set", "append", "delete"]
+from afp_runtime.records.writes import AnyWrite
 
 STAGES: tuple[str, ...] = (
     "seed",
@@ -26,14 +24,6 @@ STAGES: tuple[str, ...] = (
 MESSAGE_LIST_KEYS: frozenset[str] = frozenset({"history"})
 
 
-class Write(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """One write of a bundle: ``set`` (whole value), ``append`` (new list elements), ``delete``."""
-
-    key: str
-    verb: Verb
-    value: Any = None
-
-
 class CommitBundle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """The writes of one stage execution (docs/loop.md#commit-bundles).
 
@@ -43,7 +33,7 @@ class CommitBundle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         stage: the stage name.
         runtime_stage_id: ``<stage>#<seq>`` (wire ``runtimeStageId``).
         iteration: the iteration the stage belongs to.
-        writes: the writes, in order.
+        writes: the writes, in order (typed: ``records/writes.py``).
         committed_at_ms: injected clock at commit, epoch milliseconds.
     """
 
@@ -52,7 +42,7 @@ class CommitBundle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     stage: str
     runtime_stage_id: str
     iteration: int
-    writes: tuple[Write, ...]
+    writes: tuple[AnyWrite, ...]
     committed_at_ms: int
 
 

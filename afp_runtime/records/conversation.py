@@ -18,6 +18,14 @@ from afp_runtime.messages import Cost, Usage
 MAX_RANGES = 16
 
 
+class MessageRef(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """A message in a committed list: its body's fingerprint plus the marker flags."""
+
+    fingerprint: str
+    not_dispatched: bool = False
+    injected_by: str | None = None
+
+
 class ListRef(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """A message list by reference: ``ranges`` of item positions, in list order."""
 

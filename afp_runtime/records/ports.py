@@ -52,14 +52,6 @@ class Unknown:
 UNKNOWN = Unknown()
 
 
-class MessageRef(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """A message in a committed list: its body's fingerprint plus the marker flags."""
-
-    fingerprint: str
-    not_dispatched: bool = False
-    injected_by: str | None = None
-
-
 class Anchor(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """A bundle that anchors an epoch: a ``receipt`` (or, in a legacy log, a ``call-model``)."""
 

@@ -56,6 +56,7 @@ from afp_runtime.errors import (
 from afp_runtime.messages import Cost
 from afp_runtime.models import ScriptedModel
 from afp_runtime.permissions import ROW_KIND as PERMISSION_ROW
+from afp_runtime.records import CompactionsWrite
 from afp_runtime.scenario._host import Host
 from afp_runtime.scenario._world import Abort, Arm, Crash, World
 from afp_runtime.scenario.format import (
@@ -348,8 +349,8 @@ class _Runner:
         for run_id in turn_runs:
             for bundle in await store.bundles(run_id):
                 for write in bundle.writes:
-                    if write.get("key") == "compactions":
-                        compactions.extend(write["value"])
+                    if isinstance(write, CompactionsWrite):
+                        compactions.extend(write.value)
                 said = final_answer(bundle)
                 if said is not None and outcome == "answered":
                     answer = said

@@ -28,7 +28,12 @@ from typing import Any, Final
 import msgspec
 
 from afp_runtime.errors import InvalidValue, shown
-from afp_runtime.records import MESSAGE_LIST_KEYS, CommitBundle, RunLog
+from afp_runtime.records import (
+    CommitBundle,
+    HistoryWrite,
+    RunLog,
+    SubstitutionsWrite,
+)
 from afp_runtime.served.bodies import as_ref
 from afp_runtime.served.memory import MemoryRunLog
 from afp_runtime.served.payloads import served_enc_hook
@@ -53,9 +58,9 @@ def _referenced(bundles: Iterable[CommitBundle]) -> list[str]:
     for bundle in bundles:
         for write in bundle.writes:
             values = write.value if isinstance(write.value, list | tuple) else ()
-            if write.key in MESSAGE_LIST_KEYS:
+            if isinstance(write, HistoryWrite):
                 refs = [as_ref(item) for item in values]
-            elif write.key == "substitutions":
+            elif isinstance(write, SubstitutionsWrite):
                 refs = [
                     as_ref(sub.get("message"))
                     for sub in values

@@ -32,7 +32,15 @@ from typing import Any, Literal, NamedTuple
 
 import msgspec
 
-from afp_runtime.records import Anchor, CommitBundle, RunLog, runtime_stage_id
+from afp_runtime.records import (
+    Anchor,
+    CallFailureWrite,
+    CommitBundle,
+    ReplyWrite,
+    RunLog,
+    Write,
+    runtime_stage_id,
+)
 
 Outcome = Literal["replied", "failed", "in-flight", "abandoned"]
 
@@ -153,11 +161,11 @@ def find(log: RunLog, k: int) -> tuple[Located, int] | None:
     return None
 
 
-def last_set(bundle: CommitBundle, key: str, default: Any = None) -> Any:
-    """The value of the last ``set`` of ``key`` in one bundle, or ``default``."""
+def last_set(bundle: CommitBundle, kind: type[Write], default: Any = None) -> Any:
+    """The value of the last ``set`` write of class ``kind`` in one bundle, or ``default``."""
     value = default
     for write in bundle.writes:
-        if write.key == key and write.verb == "set":
+        if isinstance(write, kind) and write.verb == "set":
             value = write.value
     return value
 
@@ -176,10 +184,10 @@ def outcome_of(log: RunLog, found: Located) -> tuple[Outcome, int]:
     bundle = log.bundle(found.call_seq)
     if bundle is None or bundle.stage != "call-model" or bundle.iteration != found.anchor.iteration:
         return ("in-flight" if log.live else "abandoned"), 0
-    reply = last_set(bundle, "reply")
+    reply = last_set(bundle, ReplyWrite)
     if reply is not None:
         return "replied", _attempts(reply)
-    return "failed", _attempts(last_set(bundle, "callFailure"))
+    return "failed", _attempts(last_set(bundle, CallFailureWrite))
 
 
 def location(log: RunLog, found: Located, number: int) -> EpochLocation:

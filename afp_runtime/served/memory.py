@@ -32,10 +32,12 @@ from afp_runtime.records import (
     MESSAGE_LIST_KEYS,
     UNKNOWN,
     Anchor,
+    AnyWrite,
     CommitBundle,
+    HistoryWrite,
     MessageRef,
-    Write,
     runtime_stage_id,
+    write_of,
 )
 from afp_runtime.served.bodies import as_ref
 from afp_runtime.served.payloads import served_enc_hook, thaw_message
@@ -130,7 +132,7 @@ class MemoryRunLog:
         for order, write in enumerate(bundle.writes):
             data: bytes | None = None
             if write.verb != "delete":
-                if write.key in MESSAGE_LIST_KEYS:
+                if isinstance(write, HistoryWrite):
                     data = self._refs(write.key, write.value)
                 else:
                     data = _encoder.encode(write.value)
@@ -149,7 +151,7 @@ class MemoryRunLog:
     def append(
         self,
         stage: str,
-        writes: Iterable[Write],
+        writes: Iterable[AnyWrite],
         *,
         iteration: int,
         committed_at_ms: int = 0,
@@ -199,7 +201,7 @@ class MemoryRunLog:
         if meta is None:
             return None
         writes = tuple(
-            Write(key=key, verb=verb, value=self._decode(key, data))  # type: ignore[arg-type]
+            write_of(key, verb, self._decode(key, data))  # type: ignore[arg-type]
             for key, verb, data in meta.writes
         )
         return msgspec.structs.replace(meta.head, writes=writes)

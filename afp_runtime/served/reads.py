@@ -28,7 +28,7 @@ import msgspec
 
 from afp_runtime.errors import StoreDamaged
 from afp_runtime.messages import Message, message_from_body
-from afp_runtime.records import MessageRef, RunLog, StoredFoldedSpan
+from afp_runtime.records import FoldedSpansWrite, MessageRef, ReplyWrite, RunLog, StoredFoldedSpan
 from afp_runtime.served.locate import EpochLocation, epochs, last_set
 from afp_runtime.served.view import ServedView, receipt_at, receipt_write, view_of
 
@@ -67,7 +67,7 @@ def _reply_of(log: RunLog, location: EpochLocation) -> Mapping[str, Any] | None:
         call = log.bundle(location.anchor_seq + 1)
         if call is None or call.stage != "call-model":
             return None
-    reply = last_set(call, "reply")
+    reply = last_set(call, ReplyWrite)
     return reply if isinstance(reply, Mapping) else None
 
 
@@ -162,7 +162,7 @@ def folded_from_log(log: RunLog, span: StoredFoldedSpan) -> list[Message] | None
             for bundle in log.bundles(0)
             if bundle.stage == "window"
             and bundle.iteration == span.iteration
-            and any(write.key == "foldedSpans" for write in bundle.writes)
+            and any(isinstance(write, FoldedSpansWrite) for write in bundle.writes)
         ),
         None,
     )

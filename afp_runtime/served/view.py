@@ -44,7 +44,22 @@ from typing import Any, Final, Literal, TypeVar
 import msgspec
 
 from afp_runtime.messages import Message, ToolSchema
-from afp_runtime.records import UNKNOWN, Anchor, CommitBundle, MessageRef, RunLog
+from afp_runtime.records import (
+    UNKNOWN,
+    Anchor,
+    CommitBundle,
+    ForcedToolWrite,
+    HistoryWrite,
+    IterationWrite,
+    MessageRef,
+    ReceiptWrite,
+    RequestOnlyWrite,
+    RunLog,
+    ServedToolsWrite,
+    SubstitutionsWrite,
+    SystemPiecesWrite,
+    WrapUpAskedWrite,
+)
 from afp_runtime.served.bodies import Bodies, as_sent_slots
 from afp_runtime.served.gaps import (
     ReceiptCause,
@@ -76,7 +91,17 @@ VIEW_KEYS: Final = (
     "wrapUpAsked",
     "forcedTool",
 )
-_FOLD_KEYS: Final = frozenset({*VIEW_KEYS, "iteration"})
+# The writes a pass over the log folds: those of ``VIEW_KEYS`` and the iteration.
+_FOLD_TYPES: Final = (
+    HistoryWrite,
+    SubstitutionsWrite,
+    SystemPiecesWrite,
+    RequestOnlyWrite,
+    ServedToolsWrite,
+    WrapUpAskedWrite,
+    ForcedToolWrite,
+    IterationWrite,
+)
 
 
 # --- the view -------------------------------------------------------------------------------
@@ -176,7 +201,7 @@ def receipt_write(bundle: CommitBundle | None) -> Any:
     """The value of the anchor bundle's ``receipt`` write, or ``UNKNOWN`` without one."""
     if bundle is None or bundle.stage != "receipt":
         return UNKNOWN
-    return last_set(bundle, "receipt", UNKNOWN)
+    return last_set(bundle, ReceiptWrite, UNKNOWN)
 
 
 def accept_receipt(value: Any) -> tuple[Receipt | None, ReceiptCause | None]:
@@ -390,13 +415,13 @@ def served_views(log: RunLog) -> tuple[ServedView, ...]:
     Each bundle is read once and each body resolved at most once; equal element-wise to
     ``served_at`` over ``epochs`` when epoch numbers are unique.
     """
-    fold: dict[str, Any] = dict.fromkeys(_FOLD_KEYS, UNKNOWN)
+    fold: dict[str, Any] = dict.fromkeys((*VIEW_KEYS, "iteration"), UNKNOWN)
     locator = Locator()
     bodies = Bodies(log)
     views: list[ServedView] = []
     for bundle in log.bundles(0):
         for write in bundle.writes:
-            if write.key in _FOLD_KEYS:
+            if isinstance(write, _FOLD_TYPES):
                 apply_write(fold, write.key, write.verb, write.value)
         if bundle.stage not in ("receipt", "call-model"):
             continue

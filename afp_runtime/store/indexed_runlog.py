@@ -22,9 +22,9 @@ from afp_runtime.records import (
     UNKNOWN,
     Anchor,
     CommitBundle,
+    HistoryWrite,
     ListRef,
     MessageRef,
-    Write,
     runtime_stage_id,
 )
 from afp_runtime.store.rows import NOT_DISPATCHED, decode_writes
@@ -87,11 +87,9 @@ class IndexedRunLog(abc.ABC):
 
     def _decode(self, seq: int, stage: str, iteration: int, at: int, blob: bytes) -> CommitBundle:
         writes = tuple(
-            Write(
-                key=w["key"],
-                verb=w["verb"],
-                value=self._refs(w["value"]) if w["key"] in MESSAGE_LIST_KEYS else w.get("value"),
-            )
+            msgspec.structs.replace(w, value=self._refs(w.value))
+            if isinstance(w, HistoryWrite) and isinstance(w.value, ListRef)
+            else w
             for w in decode_writes(blob, seq, self.run_id)
         )
         return CommitBundle(
@@ -121,9 +119,8 @@ class IndexedRunLog(abc.ABC):
 
     # -- values -----------------------------------------------------------------------------
 
-    def _refs(self, value: Any) -> tuple[MessageRef, ...]:
-        """The item references a stored list value (a ListRef) names."""
-        ref = msgspec.convert(value, ListRef)
+    def _refs(self, ref: ListRef) -> tuple[MessageRef, ...]:
+        """The item references a stored list value names."""
         refs: list[MessageRef] = []
         for start, end in ref.ranges:
             found = self._rows(

@@ -17,6 +17,7 @@ import msgspec
 from afp_runtime.errors import IdempotencyConflict, InvalidValue, LeaseLost, NotOwner, StoreDamaged
 from afp_runtime.messages import Cost, Message, Usage, message_from_body
 from afp_runtime.records import (
+    AnyWrite,
     CommitBundle,
     ConversationState,
     Item,
@@ -24,6 +25,7 @@ from afp_runtime.records import (
     RunEnd,
     StoredFoldedSpan,
     runtime_stage_id,
+    writes_from_wire,
 )
 from afp_runtime.store import codec
 from afp_runtime.store.values import Ack, AgentRow, InboxRow, JournalEntry, RunRow, StoredBundle
@@ -39,7 +41,6 @@ map_decoder = msgspec.msgpack.Decoder(dict[str, Any])
 _state_decoder = msgspec.msgpack.Decoder(ConversationState)
 _usage_decoder = msgspec.msgpack.Decoder(Usage)
 _cost_decoder = msgspec.msgpack.Decoder(Cost)
-_writes_decoder = msgspec.msgpack.Decoder(list[dict[str, Any]])
 _span_decoder = msgspec.msgpack.Decoder(StoredFoldedSpan)
 _ids_decoder = msgspec.msgpack.Decoder(tuple[str, ...])
 _any_decoder = msgspec.msgpack.Decoder()
@@ -433,26 +434,25 @@ def stored_bundles(run_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredBun
     ]
 
 
-def decode_writes(blob: bytes, seq: int, run_id: str) -> list[dict[str, Any]]:
-    """The writes of bundle ``seq`` of a run, in wire form, from either stored form
-    (docs/storage.md#compact-bundle-writes).
+def decode_writes(blob: bytes, seq: int, run_id: str) -> list[AnyWrite]:
+    """The typed writes of bundle ``seq`` of a run, from either stored form
+    (docs/storage.md#compact-bundle-writes, docs/storage.md#typed-bundle-writes).
 
     Raises:
-        StoreDamaged: they do not decode.
+        StoreDamaged: they do not decode, or a write is not one of ``WRITE_TYPES`` (an unknown
+            key, a value not its key's type: the message names it).
     """
     what = f"bundle {seq} of run {run_id!r}"
     if not isinstance(blob, bytes | bytearray | memoryview):
         raise StoreDamaged(f"{what} is stored as {type(blob).__name__}, not bytes", run_id=run_id)
-    if bytes(blob[:2]) != codec.MARKER:
-        writes: list[dict[str, Any]] = decoded(_writes_decoder, blob, what, run_id=run_id)
-        return writes
     try:
-        found = codec.decode(blob)
+        found = codec.decode(bytes(blob))
     except msgspec.DecodeError as exc:
         raise StoreDamaged(f"{what} does not decode: {exc}", run_id=run_id) from exc
-    if type(found) is not list or any(type(w) is not dict for w in found):
-        raise StoreDamaged(f"{what} does not decode: not a list of writes", run_id=run_id)
-    return found
+    try:
+        return list(writes_from_wire(found))
+    except InvalidValue as exc:
+        raise StoreDamaged(f"{what} does not decode: {exc.message}", run_id=run_id) from exc
 
 
 def folded_spans(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredFoldedSpan]:

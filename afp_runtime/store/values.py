@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from afp_runtime.messages import Cost, Message, Usage
-from afp_runtime.records import ConversationState
+from afp_runtime.records import AnyWrite, ConversationState
 
 
 class AgentRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
@@ -68,7 +68,8 @@ class InboxRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
 
 
 class StoredBundle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """A committed bundle as read back: message-list values are still references."""
+    """A committed bundle as read back: typed writes (``records/writes.py``), the ``history``
+    value still the ``ListRef`` it was committed as."""
 
     run_id: str
     seq: int
@@ -76,7 +77,7 @@ class StoredBundle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     runtime_stage_id: str
     iteration: int
     committed_at_ms: int
-    writes: list[dict[str, Any]]
+    writes: list[AnyWrite]
 
 
 class LoadedConversation(msgspec.Struct, frozen=True, kw_only=True):

@@ -29,14 +29,20 @@ import msgspec
 from afp_runtime.errors import StoreDamaged, StoreError
 from afp_runtime.messages import Message, ToolCall, assistant, fingerprint, tool_result, user
 from afp_runtime.records import (
+    AnyWrite,
     CommitBundle,
     ConversationState,
+    FinalAnswerWrite,
+    FinalValueWrite,
+    HistoryWrite,
     Item,
+    IterationWrite,
     JournalRow,
     ListRef,
+    PendingBatchWrite,
     RunStart,
+    TurnWrite,
     Txn,
-    Write,
     runtime_stage_id,
 )
 from afp_runtime.store import Store
@@ -156,7 +162,9 @@ def run_start(agent_id: str, run_id: str, *, turn: int = 1, at: int = T0) -> Run
     )
 
 
-def bundle(run_id: str, seq: int, stage: str, *writes: Write, iteration: int = 0) -> CommitBundle:
+def bundle(
+    run_id: str, seq: int, stage: str, *writes: AnyWrite, iteration: int = 0
+) -> CommitBundle:
     """A bundle of ``writes`` at ``seq``, committed at a time derived from ``seq``."""
     return CommitBundle(
         run_id=run_id,
@@ -188,11 +196,6 @@ def state(
     )
 
 
-def plain(writes: Sequence[Write]) -> list[dict[str, Any]]:
-    """Writes as plain builtins (lists, dicts), the form ``StoredBundle.writes`` carries."""
-    return msgspec.json.decode(msgspec.json.encode(writes), type=list[dict[str, Any]])
-
-
 def unique_exchange(tag: str) -> list[Message]:
     """Four messages of one turn, each with content nobody else stores."""
     call = ToolCall(id=fresh("call"), name="lookup", args={"q": tag, "n": 2})
@@ -213,7 +216,7 @@ def turn_txn(agent_id: str, run_id: str, *, pos: int = 0) -> Txn:
     return Txn(
         agent_id=agent_id,
         run_start=run_start(agent_id, run_id),
-        bundles=[bundle(run_id, 0, "seed", Write(key="scratch", verb="set", value=1))],
+        bundles=[bundle(run_id, 0, "seed", TurnWrite(value=1))],
         items=items_at(pos, [user(f"hello from {run_id}")]),
         conversation=state(agent_id, turn=1, ranges=((0, pos + 1),), next_pos=pos + 1),
         journal=[
@@ -267,15 +270,16 @@ async def test_committed_txn_survives_reopen(store: Store, backend: Backend) -> 
     messages = unique_exchange(run_id)
     history = ListRef(ranges=((0, len(messages)),))
     bundles = [
-        bundle(run_id, 0, "seed", Write(key="history", verb="set", value=ListRef())),
+        bundle(run_id, 0, "seed", HistoryWrite(verb="set", value=ListRef())),
         bundle(run_id, 1, "settle"),
         bundle(
             run_id,
             2,
             "final",
-            Write(key="history", verb="append", value=history),
-            Write(key="answer", verb="set", value={"text": f"answer {run_id}", "n": [1, 2]}),
-            Write(key="scratch", verb="delete"),
+            HistoryWrite(verb="append", value=history),
+            FinalAnswerWrite(value=f"answer {run_id}"),
+            FinalValueWrite(value={"text": f"answer {run_id}", "n": [1, 2]}),
+            PendingBatchWrite(verb="delete"),
             iteration=1,
         ),
     ]
@@ -309,7 +313,7 @@ async def test_committed_txn_survives_reopen(store: Store, backend: Backend) -> 
         (b.stage, b.runtime_stage_id, b.iteration) for b in bundles
     ]
     assert [b.committed_at_ms for b in stored] == [b.committed_at_ms for b in bundles]
-    assert [b.writes for b in stored] == [plain(b.writes) for b in bundles]
+    assert [b.writes for b in stored] == [list(b.writes) for b in bundles]
     assert [b.seq for b in await store.bundles(run_id, from_seq=1)] == [1, 2]
 
 
@@ -319,7 +323,7 @@ async def test_duplicate_bundle_fails_and_writes_nothing(store: Store) -> None:
     run_id = fresh("run")
     first = [user(f"hello {run_id}"), assistant(f"hi {run_id}")]
     checkpoint = state(agent_id, turn=1, ranges=((0, 2),), next_pos=2)
-    original = bundle(run_id, 0, "seed", Write(key="history", verb="set", value=ListRef()))
+    original = bundle(run_id, 0, "seed", HistoryWrite(verb="set", value=ListRef()))
     await store.commit(
         Txn(
             agent_id=agent_id,
@@ -336,7 +340,7 @@ async def test_duplicate_bundle_fails_and_writes_nothing(store: Store) -> None:
         items=items_at(2, [later]),
         bundles=[
             bundle(run_id, 1, "settle"),
-            bundle(run_id, 0, "window", Write(key="x", verb="set", value=1)),
+            bundle(run_id, 0, "window", IterationWrite(value=1)),
         ],
         conversation=state(agent_id, turn=2, ranges=((0, 3),), next_pos=3),
         journal=[
@@ -357,7 +361,7 @@ async def test_duplicate_bundle_fails_and_writes_nothing(store: Store) -> None:
     assert loaded.history == tuple(first)
     stored = await store.bundles(run_id)
     assert [(b.seq, b.stage) for b in stored] == [(0, "seed")]
-    assert stored[0].writes == plain(original.writes)
+    assert stored[0].writes == list(original.writes)
     assert await store.journal(agent_id, "m-2") == {}
     # Position 2 is still free: the failed txn's item was rolled back with the rest.
     await store.commit(Txn(agent_id=agent_id, items=items_at(2, [later])))

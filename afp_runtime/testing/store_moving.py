@@ -97,7 +97,7 @@ async def test_an_agent_exports_every_row_it_committed(store: Store) -> None:
     assert all(hashlib.sha256(b.body).digest() == b.fp for b in dump.bodies)
     assert [(r.run_id, r.status) for r in dump.runs] == [(run.run_id, "running")]
     assert [(b.run_id, b.seq, b.stage) for b in dump.bundles] == [(run.run_id, 0, "seed")]
-    assert [(k.key, k.verb) for k in dump.key_index] == [("scratch", "set")]
+    assert [(k.key, k.verb) for k in dump.key_index] == [("turn", "set")]
     assert [m.text for m in dump.inbox] == ["are you there?"]
     assert [(j.message_id, j.state) for j in dump.tool_journal] == [(f"m-{run.run_id}", "started")]
     assert [r.kind for r in dump.ledger_rows] == ["note"]

@@ -11,7 +11,16 @@ import anyio.lowlevel
 
 from afp_runtime.errors import NotFound, StoreError
 from afp_runtime.messages import Usage, assistant, fingerprint, user
-from afp_runtime.records import UNKNOWN, ListRef, OpenTurn, RunEnd, RunLog, Txn, Write
+from afp_runtime.records import (
+    UNKNOWN,
+    FinalAnswerWrite,
+    HistoryWrite,
+    ListRef,
+    OpenTurn,
+    RunEnd,
+    RunLog,
+    Txn,
+)
 from afp_runtime.store import Store
 from afp_runtime.testing.store_conformance import (
     T0,
@@ -220,14 +229,14 @@ async def test_a_runs_log_is_read_through_the_store(store: Store) -> None:
             run_start=run_start(agent_id, run_id),
             items=items_at(0, messages),
             bundles=[
-                bundle(run_id, 0, "seed", Write(key="history", verb="set", value=ListRef())),
-                bundle(run_id, 1, "settle", Write(key="answer", verb="set", value="draft")),
+                bundle(run_id, 0, "seed", HistoryWrite(verb="set", value=ListRef())),
+                bundle(run_id, 1, "settle", FinalAnswerWrite(value="draft")),
                 bundle(
                     run_id,
                     2,
                     "final",
-                    Write(key="history", verb="append", value=ListRef(ranges=((0, 2),))),
-                    Write(key="answer", verb="set", value=f"answer {run_id}"),
+                    HistoryWrite(verb="append", value=ListRef(ranges=((0, 2),))),
+                    FinalAnswerWrite(value=f"answer {run_id}"),
                 ),
             ],
         )
@@ -238,7 +247,7 @@ async def test_a_runs_log_is_read_through_the_store(store: Store) -> None:
         return (
             (log.run_id, log.has_base, log.live),
             [b.seq for b in log.bundles()],
-            [log.value_at("answer", seq) for seq in (0, 1, 2)],
+            [log.value_at("finalAnswer", seq) for seq in (0, 1, 2)],
             [ref.fingerprint for ref in history],
             log.body(fingerprint(messages[0])) is not None,
         )

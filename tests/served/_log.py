@@ -34,7 +34,34 @@ from afp_runtime.messages import (
     tool_result,
     user,
 )
-from afp_runtime.records import Anchor, CommitBundle, RunLog, Write
+from afp_runtime.records import (
+    AgentIdWrite,
+    Anchor,
+    CallFailureWrite,
+    CommitBundle,
+    CompactionsWrite,
+    DefinitionWrite,
+    FinalAnswerWrite,
+    ForcedToolWrite,
+    HistoryWrite,
+    IterationWrite,
+    MaxIterationsWrite,
+    ModelWrite,
+    ProviderWrite,
+    ReceiptWrite,
+    ReplyWrite,
+    RunIdWrite,
+    RunKindWrite,
+    RunLog,
+    RunUsageWrite,
+    StoppedEarlyWrite,
+    ToolResultsWrite,
+    TurnWrite,
+    UserMessageWrite,
+    WrapUpAskedWrite,
+    Write,
+    write_of,
+)
 from afp_runtime.served import (
     Receipt,
     extend_digest,
@@ -220,21 +247,21 @@ class RunSim:
     def seed(self) -> RunSim:
         """Commit the run's ``seed`` bundle."""
         writes = [
-            Write(key="runId", verb="set", value=self.run_id),
-            Write(key="agentId", verb="set", value="ops"),
-            Write(key="turn", verb="set", value=1),
-            Write(key="runKind", verb="set", value="initial"),
-            Write(key="userMessage", verb="set", value="go"),
-            Write(key="history", verb="set", value=list(self.history)),
-            Write(key="iteration", verb="set", value=self.iteration),
-            Write(key="maxIterations", verb="set", value=self.max_iterations),
-            Write(key="model", verb="set", value=self.model),
-            Write(key="provider", verb="set", value=self.provider),
-            Write(key="definition", verb="set", value={"agentId": "ops"}),
-            Write(key="runUsage", verb="set", value={}),
+            RunIdWrite(verb="set", value=self.run_id),
+            AgentIdWrite(verb="set", value="ops"),
+            TurnWrite(verb="set", value=1),
+            RunKindWrite(verb="set", value="initial"),
+            UserMessageWrite(verb="set", value="go"),
+            HistoryWrite(verb="set", value=list(self.history)),
+            IterationWrite(verb="set", value=self.iteration),
+            MaxIterationsWrite(verb="set", value=self.max_iterations),
+            ModelWrite(verb="set", value=self.model),
+            ProviderWrite(verb="set", value=self.provider),
+            DefinitionWrite(verb="set", value={"agentId": "ops"}),
+            RunUsageWrite(verb="set", value={}),
         ]
         if self.forced is not None:
-            writes.append(Write(key="forcedTool", verb="set", value=self.forced.name))
+            writes.append(ForcedToolWrite(verb="set", value=self.forced.name))
         self._commit("seed", writes)
         self._seeded = True
         return self
@@ -260,8 +287,8 @@ class RunSim:
         self._commit(
             "window",
             [
-                Write(key="history", verb="set", value=list(self.history)),
-                Write(key="compactions", verb="append", value=[{"removed": drop}]),
+                HistoryWrite(verb="set", value=list(self.history)),
+                CompactionsWrite(verb="append", value=[{"removed": drop}]),
             ],
         )
 
@@ -293,7 +320,7 @@ class RunSim:
         for key, value in values.items():
             before = self.served.get(key, [] if key == "substitutions" else None)
             if self.context_writes == "always" or before != value:
-                writes.append(Write(key=key, verb="set", value=value))
+                writes.append(write_of(key, "set", value))
             self.served[key] = value
         self._commit("context", writes)
         sent = list(self.history)
@@ -383,7 +410,7 @@ class RunSim:
         self.receipts.append(receipt)
         self.requests.append(request)
         self.sent.append(tuple(sent))
-        self._commit("receipt", [Write(key="receipt", verb="set", value=receipt)])
+        self._commit("receipt", [ReceiptWrite(verb="set", value=receipt)])
 
     def _call_model(self, outcome: Reply | Failure) -> None:
         if isinstance(outcome, Failure):
@@ -397,8 +424,8 @@ class RunSim:
             self._commit(
                 "call-model",
                 [
-                    Write(key="callFailure", verb="set", value=failure),
-                    Write(key="runUsage", verb="set", value={}),
+                    CallFailureWrite(verb="set", value=failure),
+                    RunUsageWrite(verb="set", value={}),
                 ],
             )
             return
@@ -413,8 +440,8 @@ class RunSim:
         self._commit(
             "call-model",
             [
-                Write(key="reply", verb="set", value=reply),
-                Write(key="runUsage", verb="set", value={"input": 1, "output": 1}),
+                ReplyWrite(verb="set", value=reply),
+                RunUsageWrite(verb="set", value={"input": 1, "output": 1}),
             ],
         )
 
@@ -426,9 +453,9 @@ class RunSim:
             self._commit(
                 "wrap-up",
                 [
-                    Write(key="wrapUpAsked", verb="set", value=True),
-                    Write(key="stoppedEarly", verb="set", value={"reason": "max-iterations"}),
-                    Write(key="iteration", verb="set", value=self.iteration),
+                    WrapUpAskedWrite(verb="set", value=True),
+                    StoppedEarlyWrite(verb="set", value={"reason": "max-iterations"}),
+                    IterationWrite(verb="set", value=self.iteration),
                 ],
                 iteration=closed,
             )
@@ -445,9 +472,9 @@ class RunSim:
             self._commit(
                 "tool-calls",
                 [
-                    Write(key="history", verb="append", value=[assistant, *results]),
-                    Write(key="toolResults", verb="set", value=[]),
-                    Write(key="iteration", verb="set", value=self.iteration),
+                    HistoryWrite(verb="append", value=[assistant, *results]),
+                    ToolResultsWrite(verb="set", value=[]),
+                    IterationWrite(verb="set", value=self.iteration),
                 ],
                 iteration=closed,
             )
@@ -457,8 +484,8 @@ class RunSim:
         self._commit(
             "final",
             [
-                Write(key="history", verb="append", value=[final]),
-                Write(key="finalAnswer", verb="set", value=reply.content),
+                HistoryWrite(verb="append", value=[final]),
+                FinalAnswerWrite(verb="set", value=reply.content),
             ],
         )
         self.ended = True
@@ -515,7 +542,7 @@ def copy_log(
         for write in bundle.writes:
             key = (bundle.seq, write.key)
             if key in replace:
-                writes.append(Write(key=write.key, verb="set", value=replace.pop(key)))
+                writes.append(write_of(write.key, "set", replace.pop(key)))
             else:
                 writes.append(write)
         writes.extend((add or {}).get(bundle.seq, ()))

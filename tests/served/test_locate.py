@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from afp_runtime.messages import fingerprint
-from afp_runtime.records import Write
+from afp_runtime.records import IterationWrite, ReceiptWrite, ReplyWrite
 from afp_runtime.served import check, epoch_at, epochs, receipt_at, served_at, served_views
 from afp_runtime.served.locate import EpochLocation
 from afp_runtime.served.memory import MemoryRunLog
@@ -47,7 +47,7 @@ def test_epoch_must_be_an_int(k: Any) -> None:
 def test_a_run_without_a_receipt_has_no_epochs() -> None:
     """Case 9: a run that failed before any receipt lists no epochs and no views."""
     log = MemoryRunLog("run-1")
-    log.append("seed", [Write(key="iteration", verb="set", value=1)], iteration=1)
+    log.append("seed", [IterationWrite(verb="set", value=1)], iteration=1)
     log.append("window", [], iteration=1)
     assert epochs(log) == ()
     assert served_views(log) == ()
@@ -139,10 +139,10 @@ def test_earliest_of_two_equal_numbers_wins() -> None:
     """docs/served.md#where-epochs-are-found: in a damaged log with two epochs numbered 1, epoch_at
     returns the earliest."""
     log = MemoryRunLog("run-1")
-    log.append("seed", [Write(key="iteration", verb="set", value=1)], iteration=1)
-    log.append("receipt", [Write(key="receipt", verb="set", value={})], iteration=1)
-    log.append("call-model", [Write(key="reply", verb="set", value={"attempts": 1})], iteration=1)
-    log.append("receipt", [Write(key="receipt", verb="set", value={})], iteration=1)
+    log.append("seed", [IterationWrite(verb="set", value=1)], iteration=1)
+    log.append("receipt", [ReceiptWrite(verb="set", value={})], iteration=1)
+    log.append("call-model", [ReplyWrite(verb="set", value={"attempts": 1})], iteration=1)
+    log.append("receipt", [ReceiptWrite(verb="set", value={})], iteration=1)
     assert [e.epoch for e in epochs(log)] == [1, 1]
     found = epoch_at(log, 1)
     assert found is not None and found.anchor_seq == 1

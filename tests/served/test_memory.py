@@ -8,10 +8,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from afp_runtime.messages import Message, fingerprint, message_body, user
-from afp_runtime.records import UNKNOWN, Anchor, MessageRef, RunLog, Verb, Write
+from afp_runtime.records import (
+    UNKNOWN,
+    Anchor,
+    HistoryWrite,
+    MessageRef,
+    RunLog,
+    SystemPiecesWrite,
+    Verb,
+    Write,
+    write_of,
+)
 from afp_runtime.served.memory import MemoryRunLog
 
-KEYS = ("a", "b", "history")
+KEYS = ("finalValue", "definition", "history")
 VERBS: tuple[Verb, ...] = ("set", "append", "delete")
 
 _values = st.one_of(
@@ -27,9 +37,9 @@ def _writes(draw: st.DrawFn) -> Write:
     key = draw(st.sampled_from(KEYS))
     verb = draw(st.sampled_from(VERBS))
     if verb == "delete":
-        return Write(key=key, verb="delete")
+        return write_of(key, "delete")
     value = draw(_refs) if key == "history" else draw(_values)
-    return Write(key=key, verb=verb, value=value)
+    return write_of(key, verb, value)
 
 
 def _replay(bundles: list[list[Write]], key: str, seq: int) -> Any:
@@ -68,7 +78,7 @@ def test_value_at_equals_a_full_replay(bundles: list[list[Write]]) -> None:
 def test_values_are_fresh_copies() -> None:
     """docs/served.md#a-view-is-a-value: changing what a read returned never changes the log."""
     log = MemoryRunLog("run-1")
-    log.append("seed", [Write(key="systemPieces", verb="set", value=[{"text": "t"}])], iteration=1)
+    log.append("seed", [SystemPiecesWrite(verb="set", value=[{"text": "t"}])], iteration=1)
     first = log.value_at("systemPieces", 0)
     first[0]["text"] = "changed"
     first.append("more")
@@ -84,7 +94,7 @@ def test_messages_become_references() -> None:
     the body store."""
     marked = Message(role="user", content="note", injected_by="window")
     log = MemoryRunLog("run-1")
-    log.append("seed", [Write(key="history", verb="set", value=[user("go"), marked])], iteration=1)
+    log.append("seed", [HistoryWrite(verb="set", value=[user("go"), marked])], iteration=1)
     refs = log.value_at("history", 0)
     assert refs == (
         MessageRef(fingerprint=fingerprint(user("go"))),

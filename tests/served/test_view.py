@@ -16,7 +16,7 @@ from afp_runtime.messages import (
     tool_result,
     user,
 )
-from afp_runtime.records import Write
+from afp_runtime.records import ForcedToolWrite
 from afp_runtime.served import (
     ServedView,
     check,
@@ -166,7 +166,7 @@ def test_forced_answer_tool() -> None:
 def test_forced_tool_not_served_is_not_forced() -> None:
     """docs/served.md#rebuild-order step 5: a run constant naming a tool that is not served leaves
     forced absent."""
-    extra = Write(key="forcedTool", verb="set", value="answer")
+    extra = ForcedToolWrite(verb="set", value="answer")
     log = copy_log(two_epoch_run().log, add={0: [extra]})
     assert _view(log, 2).tools.forced is None
 

@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 
 from afp_runtime.errors import InvalidValue, StoreDamaged
 from afp_runtime.messages import ModelParams, Usage
-from afp_runtime.records import CommitBundle, RunLog, Txn, Write
+from afp_runtime.records import (
+    CommitBundle,
+    CompactionsWrite,
+    HistoryWrite,
+    ReceiptWrite,
+    RunLog,
+    Txn,
+)
 from afp_runtime.served.receipt import (
     Basis,
     MessagesDigest,
@@ -30,7 +37,7 @@ from afp_runtime.served.receipt import (
 )
 from afp_runtime.store import Store, codec, open_store
 from afp_runtime.store.sqlite import SqliteStore
-from afp_runtime.testing.store_conformance import T0, bundle, fresh, new_agent, plain, run_start
+from afp_runtime.testing.store_conformance import T0, bundle, fresh, new_agent, run_start
 from afp_runtime.window.observations import PinnedTurn, WindowObservations
 from afp_runtime.window.records import (
     CustomRecord,
@@ -243,8 +250,8 @@ records = st.one_of(
 def test_window_records_expand_to_their_plain_form(found: list[Any]) -> None:
     """A window bundle's writes, records with refusals of every reason, read back exactly."""
     writes = (
-        Write(key="history", verb="set", value={"ranges": [[40, 41], [3, 40]]}),
-        Write(key="compactions", verb="append", value=[record_to_wire(r) for r in found]),
+        HistoryWrite(verb="set", value={"ranges": [[40, 41], [3, 40]]}),
+        CompactionsWrite(verb="append", value=[record_to_wire(r) for r in found]),
     )
     assert same_as_plain(writes)
 
@@ -321,7 +328,7 @@ receipts = st.builds(
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 def test_receipts_expand_to_their_plain_form(receipt: Receipt) -> None:
     """A receipt with any of its optional parts reads back exactly, digests as hex again."""
-    assert same_as_plain((Write(key="receipt", verb="set", value=receipt),))
+    assert same_as_plain((ReceiptWrite(verb="set", value=receipt),))
 
 
 def test_receipts_keep_digests_as_bytes() -> None:
@@ -337,7 +344,7 @@ def test_receipts_keep_digests_as_bytes() -> None:
         tools=ToolsDigest(names=(), schema_hashes={}, forced=None, withheld=None),
         params=ModelParams(),
     )
-    blob = codec.encode((Write(key="receipt", verb="set", value=found),))
+    blob = codec.encode((ReceiptWrite(verb="set", value=found),))
     assert blob.startswith(codec.MARKER)
     assert blob.count(digest) == 2
     assert digest.hex().encode() not in blob
@@ -360,7 +367,7 @@ def test_kept_turns_cost_a_few_bytes_each() -> None:
             for i in range(1, 101)
         ),
     )
-    writes = (Write(key="compactions", verb="append", value=[record_to_wire(record)]),)
+    writes = (CompactionsWrite(verb="append", value=[record_to_wire(record)]),)
     blob = codec.encode(writes)
     assert len(blob) < min(300, len(_plain(writes)) / 10)
     assert same_as_plain(writes)
@@ -374,8 +381,7 @@ def test_a_tree_with_a_number_key_is_stored_plain() -> None:
 
 # -- through the stores --------------------------------------------------------------------------
 
-_WINDOW = Write(
-    key="compactions",
+_WINDOW = CompactionsWrite(
     verb="append",
     value=[
         record_to_wire(
@@ -396,7 +402,7 @@ _WINDOW = Write(
         )
     ],
 )
-_RECEIPT = Write(key="scratch", verb="set", value={"hash": "ab" * 32, "runId": "run-x"})
+_RECEIPT = ReceiptWrite(value={"hash": "ab" * 32, "runId": "run-x"})
 
 
 async def _one_run(store: Store) -> tuple[str, str, list[CommitBundle]]:
@@ -442,7 +448,7 @@ async def test_plain_sqlite_rows_read_as_before(sqlite_store: SqliteStore, tmp_p
             (_plain(b.writes), b.seq, run_id),
         )
     assert await _reads(sqlite_store, run_id) == compact
-    assert compact[0] == [plain(b.writes) for b in bundles]
+    assert compact[0] == [list(b.writes) for b in bundles]
 
 
 async def test_a_damaged_compact_row_is_named(sqlite_store: SqliteStore, tmp_path: Path) -> None:
@@ -477,6 +483,6 @@ async def test_plain_postgres_rows_read_as_before() -> None:
             finally:
                 await conn.close()
             assert await _reads(store, run_id) == compact
-            assert compact[0] == [plain(b.writes) for b in bundles]
+            assert compact[0] == [list(b.writes) for b in bundles]
         finally:
             await store.aclose()

@@ -18,7 +18,7 @@ import pytest
 
 from afp_runtime.errors import LeaseLost
 from afp_runtime.messages import user
-from afp_runtime.records import Txn, Write
+from afp_runtime.records import TurnWrite, Txn
 from afp_runtime.store.sqlite import SCHEMA_VERSION, SqliteStore
 from afp_runtime.testing.store_conformance import T0, bundle, items_at, run_start
 
@@ -85,7 +85,7 @@ def a_turn_seed(agent_id: str, run_id: str, *, pos: int = 0) -> Txn:
     return Txn(
         agent_id=agent_id,
         run_start=run_start(agent_id, run_id),
-        bundles=[bundle(run_id, 0, "seed", Write(key="scratch", verb="set", value=1))],
+        bundles=[bundle(run_id, 0, "seed", TurnWrite(value=1))],
         items=items_at(pos, [user(f"hello from {run_id}")]),
     )
 

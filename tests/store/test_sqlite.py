@@ -18,13 +18,14 @@ import pytest
 from afp_runtime.errors import SchemaTooNew, StoreDamaged, StoreError, StoreUnavailable
 from afp_runtime.messages import Usage, assistant, fingerprint, user
 from afp_runtime.records import (
+    HistoryWrite,
     InboxUpdate,
     JournalRow,
     ListRef,
     OpenTurn,
+    ReceiptWrite,
     RunEnd,
     Txn,
-    Write,
 )
 from afp_runtime.store.sqlite import SCHEMA_VERSION, SqliteStore
 from afp_runtime.testing.store_conformance import (
@@ -259,12 +260,11 @@ async def _commit_turns(path: Path, agent_id: str, turns: range) -> None:
                             run_id,
                             0,
                             "final",
-                            Write(
-                                key="history",
+                            HistoryWrite(
                                 verb="append",
                                 value=ListRef(ranges=((pos, pos + 2),)),
                             ),
-                            Write(key="receipt", verb="set", value={"new": receipt}),
+                            ReceiptWrite(verb="set", value={"new": receipt}),
                         )
                     ],
                     conversation=state(
@@ -331,12 +331,12 @@ async def build_fixture_database(path: Path) -> dict[str, Any]:
                 run_start=run_start(agent_id, run_id),
                 items=items_at(0, messages),
                 bundles=[
-                    bundle(run_id, 0, "seed", Write(key="history", verb="set", value=ListRef())),
+                    bundle(run_id, 0, "seed", HistoryWrite(verb="set", value=ListRef())),
                     bundle(
                         run_id,
                         1,
                         "final",
-                        Write(key="history", verb="append", value=ListRef(ranges=((0, 2),))),
+                        HistoryWrite(verb="append", value=ListRef(ranges=((0, 2),))),
                     ),
                 ],
                 conversation=state(
@@ -388,7 +388,7 @@ async def test_fixture_database_is_readable(tmp_path: Path) -> None:
             bundles = await store.bundles(expected["run_id"])
             assert [b.runtime_stage_id for b in bundles] == ["seed#0", "final#1"]
             assert bundles[1].writes == [
-                {"key": "history", "verb": "append", "value": {"ranges": [[0, 2]]}}
+                HistoryWrite(verb="append", value=ListRef(ranges=((0, 2),)))
             ]
             (run,) = await store.runs(expected["agent_id"])
             assert (run.status, run.usage, run.bundles) == ("paused", Usage(input=3), 2)

@@ -16,13 +16,17 @@ from afp_runtime.messages import (
 )
 from afp_runtime.models import EncodedRequest, send_with_retries
 from afp_runtime.records import (
+    AnyWrite,
+    CallCostWrite,
+    CallFailureWrite,
     CostSpent,
     ModelEnded,
     ModelFailed,
     ModelRetry,
     ModelStarted,
+    ReplyWrite,
+    RunUsageWrite,
     Txn,
-    Write,
 )
 
 if TYPE_CHECKING:
@@ -95,9 +99,9 @@ async def _commit_reply(run: Run, committed: CommittedReply, started: int) -> No
     # What the next window visit measures (docs/window.md#measurement): this call's usage, or None.
     run.state.last_usage = committed.usage
     run.state.usage_missing = committed.usage is None
-    writes = [
-        Write(key="reply", verb="set", value=committed),
-        Write(key="runUsage", verb="set", value=run.state.run_usage),
+    writes: list[AnyWrite] = [
+        ReplyWrite(value=msgspec.to_builtins(committed)),
+        RunUsageWrite(value=run.state.run_usage),
     ]
     # Priced on the receipt's basis: the model the request named (docs/cost.md#figures).
     spend = spend_of_call(run, committed.usage, run.d.model.model)
@@ -110,7 +114,7 @@ async def _commit_reply(run: Run, committed: CommittedReply, started: int) -> No
     )
     if spend is not None:
         conv = account(run, spend, conv)
-        writes.append(Write(key="callCost", verb="set", value=spend.call))
+        writes.append(CallCostWrite(value=msgspec.to_builtins(spend.call)))
     state = run.checkpoint(conv)
     bundle = run.bundle(writes)
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state))
@@ -163,8 +167,8 @@ async def _call_failed(run: Run, exc: ModelCallError) -> RunOutcome:
             retry_at = now + round(exc.retry_after_s * 1000)
     bundle = run.bundle(
         [
-            Write(key="callFailure", verb="set", value=failure),
-            Write(key="runUsage", verb="set", value=run.state.run_usage),
+            CallFailureWrite(value=failure),
+            RunUsageWrite(value=run.state.run_usage),
         ]
     )
     return await stop_turn(

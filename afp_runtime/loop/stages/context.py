@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from afp_runtime.messages import (
     Message,
     ModelRequest,
     ToolSchema,
 )
 from afp_runtime.records import (
+    AnyWrite,
+    RequestOnlyWrite,
+    ServedToolsWrite,
+    SubstitutionsWrite,
+    SystemPiecesWrite,
     Txn,
-    Write,
 )
 from afp_runtime.window import texts
 
@@ -63,15 +69,16 @@ async def context(run: Run) -> tuple[ModelRequest, tuple[Message, ...]]:
         if served is not kept
     ]
     # Keys keep their value until set again, so only what changed is written.
-    writes = []
-    for key, value in (
-        ("systemPieces", system_pieces),
-        ("servedTools", list(tools)),
-        ("requestOnly", request_only),
-        ("substitutions", substitutions),
+    writes: list[AnyWrite] = []
+    for write in (
+        SystemPiecesWrite(value=system_pieces),
+        ServedToolsWrite(value=[msgspec.to_builtins(tool) for tool in tools]),
+        RequestOnlyWrite(value=request_only),
+        SubstitutionsWrite(value=substitutions),
     ):
+        key, value = write.key, write.value
         if run.state.served.get(key, [] if key == "substitutions" else None) != value:
-            writes.append(Write(key=key, verb="set", value=value))
+            writes.append(write)
         run.state.served[key] = value
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[run.bundle(writes)]))
     extra = tuple(Message(role="user", content=line["text"]) for line in request_only)

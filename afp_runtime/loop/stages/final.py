@@ -19,8 +19,15 @@ from afp_runtime.loop.output import OutputError
 from afp_runtime.loop.stages.output_retry import output_retry
 from afp_runtime.messages import Message
 from afp_runtime.records import (
+    AnyWrite,
+    FinalAnswerWrite,
+    FinalValueWrite,
+    FindingsLedgerWrite,
+    HistoryWrite,
+    IgnoredToolCallsWrite,
+    OutputErrorWrite,
     OutputInvalid,
-    Write,
+    StoppedEarlyWrite,
 )
 
 if TYPE_CHECKING:
@@ -36,7 +43,7 @@ async def final(
     """Close the turn with the reply's text; None when an answer the output schema refuses is
     asked for again instead (``retry_output`` and a retry left; docs/loop.md#typed-answers)."""
     run.begin("settle" if settling else "final")
-    writes = []
+    writes: list[AnyWrite] = []
     if cut_short:
         exhaust_budget(run, reply, action="cut-short")
     # An extension may file rows from the answer and peel what it declared from what is
@@ -55,15 +62,15 @@ async def final(
             await output_retry(run, delivered, decoded[1], rows=wire_rows, settling=settling)
             return None
     items, appended = run.append_history([Message(role="assistant", content=delivered)])
-    writes.append(Write(key="history", verb="append", value=appended))
-    writes.append(Write(key="finalAnswer", verb="set", value=delivered))
+    writes.append(HistoryWrite(verb="append", value=appended))
+    writes.append(FinalAnswerWrite(value=delivered))
     final_value: Any = msgspec.UNSET
     output_error: OutputError | None = None
     if decoded is not None:
         value, problem = decoded
         if problem is None:
             final_value = value
-            writes.append(Write(key="finalValue", verb="set", value=value))
+            writes.append(FinalValueWrite(value=value))
         else:
             turn_now = run.state.conv.open_turn
             assert turn_now is not None
@@ -71,16 +78,16 @@ async def final(
                 kind="output-invalid", problem=problem, attempts=turn_now.output_retries + 1
             )
             output_error = error
-            writes.append(Write(key="outputError", verb="set", value=error))
+            writes.append(OutputErrorWrite(value=msgspec.to_builtins(error)))
             run.emit(OutputInvalid(attempt=error.attempts, problem=problem, retrying=False))
     if wire_rows:
-        writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
+        writes.append(FindingsLedgerWrite(verb="append", value=wire_rows))
     if run.state.stopped_early is not None:
-        writes.append(Write(key="stoppedEarly", verb="set", value=run.state.stopped_early))
+        writes.append(StoppedEarlyWrite(value=run.state.stopped_early))
     if reply.tool_calls and not cut_short:
         # Calls on the wrap-up call are recorded, never dispatched.
         ignored = [{"toolCallId": c.id, "toolName": c.name} for c in reply.tool_calls]
-        writes.append(Write(key="ignoredToolCalls", verb="set", value=ignored))
+        writes.append(IgnoredToolCallsWrite(value=ignored))
     turn = await close_turn(
         run,
         "answered",

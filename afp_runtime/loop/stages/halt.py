@@ -16,7 +16,13 @@ from afp_runtime.loop.ending import close_turn, emit_run_ended, emit_turn_ended,
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.route import unique_call_ids
 from afp_runtime.messages import Message
-from afp_runtime.records import Write
+from afp_runtime.records import (
+    AnyWrite,
+    FindingsLedgerWrite,
+    HaltedWrite,
+    HistoryWrite,
+    ToolResultsWrite,
+)
 from afp_runtime.tools import halted_text, unrun_outcome
 
 if TYPE_CHECKING:
@@ -53,16 +59,16 @@ async def halt(
                     "resultChars": outcome.result_chars,
                 }
             )
-    writes = []
+    writes: list[AnyWrite] = []
     items, appended = run.append_history(messages)
     if messages:
-        writes.append(Write(key="history", verb="append", value=appended))
+        writes.append(HistoryWrite(verb="append", value=appended))
     if results:
-        writes.append(Write(key="toolResults", verb="set", value=results))
+        writes.append(ToolResultsWrite(value=results))
     wire_rows = [*rows, *run.take_rows()]
     if wire_rows:
-        writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
-    writes.append(Write(key="halted", verb="set", value={"errorKind": error_kind, "error": error}))
+        writes.append(FindingsLedgerWrite(verb="append", value=wire_rows))
+    writes.append(HaltedWrite(value={"errorKind": error_kind, "error": error}))
     turn = await close_turn(
         run,
         "halted",

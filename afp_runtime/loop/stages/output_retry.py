@@ -12,7 +12,12 @@ import msgspec
 from afp_runtime.loop.ending import next_iteration
 from afp_runtime.loop.output import retry_text
 from afp_runtime.messages import Message
-from afp_runtime.records import IterationEnded, OutputInvalid, Write
+from afp_runtime.records import (
+    HistoryWrite,
+    IterationEnded,
+    OutputInvalid,
+    OutputRetryWrite,
+)
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
@@ -37,8 +42,8 @@ async def output_retry(
     closed = await next_iteration(
         run,
         [
-            Write(key="history", verb="append", value=appended),
-            Write(key="outputRetry", verb="set", value={"attempt": attempt, "problem": problem}),
+            HistoryWrite(verb="append", value=appended),
+            OutputRetryWrite(value={"attempt": attempt, "problem": problem}),
         ],
         items=items,
         ledger=rows,

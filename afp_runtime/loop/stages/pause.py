@@ -14,7 +14,16 @@ from afp_runtime.extensions import Ask
 from afp_runtime.loop.ending import emit_run_ended, end_run, ended_early, run_outcome
 from afp_runtime.loop.outcomes import RunOutcome
 from afp_runtime.messages import Message
-from afp_runtime.records import PendingBatch, QuestionRow, TurnPaused, Write
+from afp_runtime.records import (
+    AnyWrite,
+    FindingsLedgerWrite,
+    HistoryWrite,
+    PendingBatch,
+    PendingBatchWrite,
+    QuestionRow,
+    ToolResultsWrite,
+    TurnPaused,
+)
 
 if TYPE_CHECKING:
     from afp_runtime.loop.run import Run
@@ -65,17 +74,15 @@ async def pause(
             ledger_count=run.state.conv.ledger_count + len(wire_rows),
         )
     )
-    writes = []
+    writes: list[AnyWrite] = []
     if messages:
-        writes.append(Write(key="history", verb="append", value=appended))
+        writes.append(HistoryWrite(verb="append", value=appended))
     if results:
-        writes.append(Write(key="toolResults", verb="set", value=results))
+        writes.append(ToolResultsWrite(value=list(results)))
     if wire_rows:
-        writes.append(Write(key="findingsLedger", verb="append", value=wire_rows))
+        writes.append(FindingsLedgerWrite(verb="append", value=wire_rows))
     writes.append(
-        Write(
-            key="pendingBatch",
-            verb="set",
+        PendingBatchWrite(
             value={"questionIds": list(question_ids), "toolCallIds": list(waiting)},
         )
     )

@@ -16,8 +16,8 @@ from afp_runtime.messages import (
 from afp_runtime.models import EncodedRequest
 from afp_runtime.records import (
     ReceiptMinted,
+    ReceiptWrite,
     Txn,
-    Write,
     runtime_stage_id,
 )
 from afp_runtime.served import (
@@ -96,7 +96,7 @@ async def receipt(
             last_sent_subs=tuple((sub["index"], sent_fps[sub["index"]]) for sub in substitutions),
         )
     )
-    bundle = run.bundle([Write(key="receipt", verb="set", value=receipt)])
+    bundle = run.bundle([ReceiptWrite(value=msgspec.to_builtins(receipt))])
     # The receipt is durable before the request leaves; the window and context bundles (and the
     # previous iteration's close) share its transaction (docs/loop.md#durability-modes).
     await run.committer.stage(

@@ -17,15 +17,32 @@ from afp_runtime.messages import (
     Usage,
 )
 from afp_runtime.records import (
+    AgentIdWrite,
+    AnyWrite,
     ConversationState,
+    DefinitionWrite,
+    FindingsLedgerWrite,
+    FoldedSpansWrite,
+    HistoryWrite,
     InboxUpdate,
     Item,
+    IterationWrite,
+    MaxIterationsWrite,
+    ModelWrite,
     OpenTurn,
+    ProviderWrite,
+    RecoveredFromWrite,
+    RunIdWrite,
+    RunKindWrite,
     RunStart,
     RunStarted,
+    RunUsageWrite,
+    StoppedEarlyWrite,
     TurnStarted,
+    TurnWrite,
     Txn,
-    Write,
+    UserMessageWrite,
+    WrapUpAskedWrite,
 )
 from afp_runtime.window import MessageOrigin
 
@@ -176,36 +193,36 @@ async def _seed_extensions(run: Run, turn: int) -> tuple[list[Any], tuple[str, s
     return filed, hold
 
 
-def _writes(run: Run, state: ConversationState, recovered_from: str | None) -> list[Write]:
+def _writes(run: Run, state: ConversationState, recovered_from: str | None) -> list[AnyWrite]:
     """The seed's bundle: the run's constants and the conversation by reference."""
-    writes = [
-        Write(key="runId", verb="set", value=run.run_id),
-        Write(key="agentId", verb="set", value=run.agent_id),
-        Write(key="turn", verb="set", value=state.turn),
-        Write(key="runKind", verb="set", value=run.kind),
+    writes: list[AnyWrite] = [
+        RunIdWrite(value=run.run_id),
+        AgentIdWrite(value=run.agent_id),
+        TurnWrite(value=state.turn),
+        RunKindWrite(value=run.kind),
     ]
     if recovered_from is not None:
-        writes.append(Write(key="recoveredFrom", verb="set", value=recovered_from))
+        writes.append(RecoveredFromWrite(value=recovered_from))
     writes += [
-        Write(key="userMessage", verb="set", value=run.state.said or ""),
-        Write(key="history", verb="set", value=state.history),
-        Write(key="iteration", verb="set", value=run.state.iteration),
-        Write(key="maxIterations", verb="set", value=run.d.max_iterations),
-        Write(key="model", verb="set", value=run.d.model.model),
-        Write(key="provider", verb="set", value=run.d.model.provider),
-        Write(key="definition", verb="set", value=run.d.summary()),
-        Write(key="runUsage", verb="set", value=Usage()),
+        UserMessageWrite(value=run.state.said or ""),
+        HistoryWrite(verb="set", value=state.history),
+        IterationWrite(value=run.state.iteration),
+        MaxIterationsWrite(value=run.d.max_iterations),
+        ModelWrite(value=run.d.model.model),
+        ProviderWrite(value=run.d.model.provider),
+        DefinitionWrite(value=run.d.summary()),
+        RunUsageWrite(value=Usage()),
     ]
     if state.folded_count:
         # By reference: the spans (and their originals) stay in the store until asked for.
         spans = {"spans": [0, state.folded_count]}
-        writes.append(Write(key="foldedSpans", verb="set", value=spans))
+        writes.append(FoldedSpansWrite(verb="set", value=spans))
     if state.ledger_count:
         # By reference: armed or not, the ledger belongs to the conversation.
         rows = {"rows": [0, state.ledger_count]}
-        writes.append(Write(key="findingsLedger", verb="set", value=rows))
+        writes.append(FindingsLedgerWrite(verb="set", value=rows))
     if run.state.wrap_up_asked:
-        writes.append(Write(key="wrapUpAsked", verb="set", value=True))
+        writes.append(WrapUpAskedWrite(value=True))
     if run.state.stopped_early is not None:
-        writes.append(Write(key="stoppedEarly", verb="set", value=run.state.stopped_early))
+        writes.append(StoppedEarlyWrite(value=run.state.stopped_early))
     return writes

@@ -51,10 +51,11 @@ from afp_runtime.messages import (
     ToolCall,
 )
 from afp_runtime.records import (
+    HistoryWrite,
     IterationEnded,
     PendingBatch,
     QuestionRow,
-    Write,
+    ToolResultsWrite,
 )
 from afp_runtime.tools import (
     PlannedCall,
@@ -239,8 +240,8 @@ async def _close_batch(
     closed = await next_iteration(
         run,
         [
-            Write(key="history", verb="append", value=appended),
-            Write(key="toolResults", verb="set", value=results),
+            HistoryWrite(verb="append", value=appended),
+            ToolResultsWrite(value=list(results)),
         ],
         items=items,
         ledger=[*ledger, *run.take_rows()],

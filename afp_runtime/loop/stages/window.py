@@ -23,17 +23,21 @@ from afp_runtime.loop.spend import CallSpend, account, report_call, spend_of_cal
 from afp_runtime.messages import Message
 from afp_runtime.records import (
     MAX_RANGES,
+    AnyWrite,
+    CompactionsWrite,
     CostSpent,
+    FoldedSpansWrite,
+    HistoryWrite,
     Item,
     IterationStarted,
     ListRef,
     PriorVisitRef,
     StoredFoldedSpan,
+    SummarizerCostWrite,
     Txn,
     WindowBudgetPressure,
     WindowEvicted,
     WindowRecorded,
-    Write,
     runtime_stage_id,
 )
 from afp_runtime.served import body_hash, start_digest
@@ -190,7 +194,7 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
     record = outcome.record
     before = list(run.state.history)
     before_fps = run.state.fps
-    writes: list[Write] = []
+    writes: list[AnyWrite] = []
     items: list[Item] = []
     folded: list[StoredFoldedSpan] = []
     omitted: tuple[str, ...] = ()
@@ -208,16 +212,16 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
             rebase.head_count, len(before) - rebase.kept_tail_count
         )
         items, ref = _new_history(run, outcome, now)
-        writes.append(Write(key="history", verb="set", value=ref))
+        writes.append(HistoryWrite(verb="set", value=ref))
         folded = [
             stored_span(span, removed if span.retained == "conversation" else None)
             for span in outcome.folded
         ]
-    writes.append(Write(key="compactions", verb="append", value=[record_to_wire(record)]))
+    writes.append(CompactionsWrite(value=[record_to_wire(record)]))
     if folded:
         count = run.state.conv.folded_count
         writes.append(
-            Write(key="foldedSpans", verb="append", value={"spans": [count, count + len(folded)]})
+            FoldedSpansWrite(verb="append", value={"spans": [count, count + len(folded)]})
         )
     reasons = tuple(sorted({r.reason for r in record.refusals}))
     run.state.prior = (
@@ -237,7 +241,7 @@ async def _commit_visit(run: Run, outcome: VisitOutcome, now: int) -> tuple[str,
     )
     if spend is not None:
         conv = account(run, spend, conv)
-        writes.append(Write(key="summarizerCost", verb="set", value=spend.call))
+        writes.append(SummarizerCostWrite(value=msgspec.to_builtins(spend.call)))
     state = run.checkpoint(conv)
     await run.committer.stage(
         Txn(

@@ -10,8 +10,10 @@ from afp_runtime.loop.ending import exhaust_budget
 from afp_runtime.loop.outcomes import CommittedReply
 from afp_runtime.records import (
     IterationEnded,
+    IterationWrite,
+    StoppedEarlyWrite,
     Txn,
-    Write,
+    WrapUpAskedWrite,
 )
 
 if TYPE_CHECKING:
@@ -33,9 +35,9 @@ async def wrap_up(run: Run, reply: CommittedReply, *, settling: bool) -> None:
     state = run.checkpoint(msgspec.structs.replace(run.state.conv, open_turn=open_turn))
     bundle = run.bundle(
         [
-            Write(key="wrapUpAsked", verb="set", value=True),
-            Write(key="stoppedEarly", verb="set", value=run.state.stopped_early),
-            Write(key="iteration", verb="set", value=run.state.iteration),
+            WrapUpAskedWrite(value=True),
+            StoppedEarlyWrite(value=run.state.stopped_early),
+            IterationWrite(value=run.state.iteration),
         ],
         iteration=closed,
     )

@@ -1,0 +1,164 @@
+"""Stores written before commit writes were typed read and verify with today's code
+(docs/storage.md#typed-bundle-writes); a damaged bundle is still named."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import msgspec
+import pytest
+
+from afp_runtime.errors import StoreDamaged
+from afp_runtime.records import (
+    FinalAnswerWrite,
+    HistoryWrite,
+    ListRef,
+    PendingBatchWrite,
+    ReceiptWrite,
+    RunIdWrite,
+)
+from afp_runtime.scenario import run_scenario
+from afp_runtime.store import open_store
+from tests.store._old_store import CASES, SCENARIOS, summary
+
+DATA = Path(__file__).parent / "data" / "main-94e2ff2"
+SHOWN: dict[str, Any] = json.loads((DATA / "shown.json").read_text())
+
+
+async def _unpacked(case: str, into: Path) -> Path:
+    """A writable copy of the case's store."""
+    path = into / f"{case}.sqlite"
+    packed = await anyio.Path(DATA / f"{case}.sqlite.gz").read_bytes()
+    await anyio.Path(path).write_bytes(gzip.decompress(packed))
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_a_store_of_the_untyped_version_shows_what_it_showed(
+    case: str, tmp_path: Path
+) -> None:
+    """Every run, bundle, ledger row, question and served view of the old store reads back as
+    the old code showed it, and every epoch still conforms."""
+    store = await open_store(await _unpacked(case, tmp_path), now_ms=0)
+    try:
+        found = await summary(store)
+        # Typed: each write is its key's class, with its value's type.
+        for agent_id in found:
+            for run in await store.runs(agent_id):
+                writes = [w for b in await store.bundles(run.run_id) for w in b.writes]
+                assert [w.value for w in writes if isinstance(w, RunIdWrite)] == [run.run_id]
+                assert all(
+                    isinstance(w.value, ListRef) for w in writes if isinstance(w, HistoryWrite)
+                )
+                assert all(
+                    isinstance(w.value, str) for w in writes if isinstance(w, FinalAnswerWrite)
+                )
+    finally:
+        await store.aclose()
+    assert found == SHOWN[case]
+    verdicts = [
+        epoch["verdict"]
+        for agent in found.values()
+        for run in agent["served"].values()
+        for epoch in run["epochs"].values()
+    ]
+    assert verdicts and set(verdicts) == {"verified"}
+
+
+def _log_rows(path: Path) -> list[Any]:
+    """Every bundle row (the stored writes' bytes too) and key-index row of ``path``."""
+    db = sqlite3.connect(path)
+    try:
+        return [
+            db.execute(
+                "SELECT r.run_id, b.seq, b.stage, b.iteration, b.committed_at_ms, b.writes"
+                " FROM bundles b JOIN runs r ON r.run = b.run ORDER BY r.run_id, b.seq"
+            ).fetchall(),
+            db.execute(
+                "SELECT r.run_id, k.key, k.seq, k.verb FROM key_index k JOIN runs r"
+                " ON r.run = k.run ORDER BY r.run_id, k.key, k.seq"
+            ).fetchall(),
+        ]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_typed_writes_are_stored_as_the_untyped_ones_were(case: str, tmp_path: Path) -> None:
+    """The same scenario run by today's code commits byte for byte the bundle rows and key
+    index the untyped version committed: the tag is the key, nothing else moved."""
+    name, turns = CASES[case]
+    raw = json.loads(await anyio.Path(SCENARIOS / f"{name}.json").read_text())
+    if turns is not None:
+        raw["turns"] = raw["turns"][:turns]
+    fresh = tmp_path / "fresh.sqlite"
+    await run_scenario(json.dumps(raw), db_path=fresh)
+    old = await _unpacked(case, tmp_path)
+    now = await anyio.to_thread.run_sync(_log_rows, fresh)
+    assert now[0] and now == await anyio.to_thread.run_sync(_log_rows, old)
+
+
+def test_the_old_stores_hold_what_the_typed_writes_cover() -> None:
+    """The cases between them hold folds, findings, time rows, a pause and its answer, receipts
+    and answers: the keys and ledger kinds the typed decoding is tested on."""
+    agents = [agent for case in SHOWN.values() for agent in case.values()]
+    keys = {key for agent in agents for key in agent["keys"]}
+    kinds = {kind for agent in agents for kind in agent["ledgerKinds"]}
+    assert {"foldedSpans", "findingsLedger", "pendingBatch", "receipt", "finalAnswer"} <= keys
+    assert {"halted", "stoppedEarly", "wrapUpAsked", "compactions", "callCost"} <= keys
+    assert {"basis", "standing", "call-window", "clock", "time-reading"} <= kinds
+
+
+def _rewrite_bundle(path: Path, writes: Any) -> tuple[str, int]:
+    """Store ``writes`` as the plain MessagePack of the first ``final`` bundle of ``path``."""
+    db = sqlite3.connect(path)
+    try:
+        run, run_id, seq = db.execute(
+            "SELECT b.run, r.run_id, b.seq FROM bundles b JOIN runs r ON r.run = b.run"
+            " WHERE b.stage = 'final' ORDER BY b.run, b.seq LIMIT 1"
+        ).fetchone()
+        db.execute(
+            "UPDATE bundles SET writes = ? WHERE run = ? AND seq = ?",
+            (msgspec.msgpack.encode(writes), run, seq),
+        )
+        db.commit()
+    finally:
+        db.close()
+    return str(run_id), int(seq)
+
+
+@pytest.mark.parametrize(
+    ("writes", "named"),
+    [
+        ([{"key": "finalAnswer", "verb": "set", "value": 5}], "Expected `str`, got `int`"),
+        ([{"key": "scratch", "verb": "set", "value": 1}], "Invalid value 'scratch'"),
+        ([{"key": "compactions", "verb": "set", "value": []}], "Invalid enum value 'set'"),
+        ({"key": "finalAnswer"}, "Expected `array`, got `object`"),
+    ],
+    ids=["wrong-value-type", "unknown-key", "wrong-verb", "not-a-list"],
+)
+async def test_a_damaged_bundle_of_an_old_store_is_named(
+    writes: Any, named: str, tmp_path: Path
+) -> None:
+    """A bundle whose writes are not typed writes is StoreDamaged naming the bundle, its run
+    and what was wrong; the other runs still read."""
+    path = await _unpacked("pause-answer", tmp_path)
+    run_id, seq = await anyio.to_thread.run_sync(_rewrite_bundle, path, writes)
+    store = await open_store(path, now_ms=0)
+    try:
+        with pytest.raises(StoreDamaged) as caught:
+            await store.bundles(run_id)
+        assert f"bundle {seq} of run {run_id!r}" in str(caught.value)
+        assert named in str(caught.value)
+        others = [r.run_id for r in await store.runs("scenario") if r.run_id != run_id]
+        kept = [w for other in others for b in await store.bundles(other) for w in b.writes]
+        assert any(isinstance(w, PendingBatchWrite) for w in kept)
+        assert any(isinstance(w, ReceiptWrite) for w in kept)
+    finally:
+        await store.aclose()
