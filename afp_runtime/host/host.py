@@ -304,11 +304,6 @@ class Host:
         return self._life.store_check
 
     @property
-    def store_problems(self) -> tuple[str, ...]:
-        """What ``quick_check`` reported when the store check found damage, else empty."""
-        return self._life.store_problems
-
-    @property
     def telemetry(self) -> TelemetrySink | None:
         """The spans and metrics sink while the host runs with telemetry (docs/telemetry.md)."""
         return self._life.telemetry
