@@ -358,11 +358,6 @@ class Host:
         return self._lease.host_id
 
     @property
-    def lease_epoch(self) -> int | None:
-        """The epoch of the lease this host holds, None before start-up or once lost."""
-        return self._lease.epoch
-
-    @property
     def store_fault(self) -> StoreFault | None:
         """Why the store is degraded now, None while it is healthy
         (docs/host.md#hosts-and-a-failing-store)."""
