@@ -304,11 +304,6 @@ class Host:
         return self._life.store_check
 
     @property
-    def store_problems(self) -> tuple[str, ...]:
-        """What ``quick_check`` reported when the store check found damage, else empty."""
-        return self._life.store_problems
-
-    @property
     def telemetry(self) -> TelemetrySink | None:
         """The spans and metrics sink while the host runs with telemetry (docs/telemetry.md)."""
         return self._life.telemetry
@@ -361,11 +356,6 @@ class Host:
     def host_id(self) -> str:
         """This host's lease id."""
         return self._lease.host_id
-
-    @property
-    def lease_epoch(self) -> int | None:
-        """The epoch of the lease this host holds, None before start-up or once lost."""
-        return self._lease.epoch
 
     @property
     def store_fault(self) -> StoreFault | None:
