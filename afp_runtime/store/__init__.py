@@ -5,6 +5,7 @@ The embedded SQLite backend lives in ``afp_runtime.store.sqlite``; nothing here 
 """
 
 from afp_runtime.store.base import CheckpointStore, HealthStore, LeaseStore, MovingStore, Store
+from afp_runtime.store.checks import check_owner
 from afp_runtime.store.copying import agents_to_copy, copy_agents
 from afp_runtime.store.dump import AgentDump, CopyCounts
 from afp_runtime.store.opening import (
@@ -15,7 +16,6 @@ from afp_runtime.store.opening import (
     shown_location,
     sqlite_path,
 )
-from afp_runtime.store.rows import check_owner
 from afp_runtime.store.values import (
     Ack,
     AgentClaim,

@@ -1,20 +1,20 @@
 """What every backend does the same with the rows it reads: decoding stored values into the
-port's value types, and the checks whose answer depends only on rows already read (the owner
-check, the fence check, idempotency).
+port's value types. The checks whose answer depends only on rows already read are in
+``store/checks.py``.
 
-A backend selects columns in the order each function names and hands the rows over; the SQL
-stays the backend's own (docs/storage.md#the-store-port).
+A backend selects the columns each ``…_FIELDS`` tuple names, in that order, and hands the rows
+over; the readers take each cell by its name, and the SQL stays the backend's own
+(docs/storage.md#the-store-port).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
 
-from afp_runtime.errors import IdempotencyConflict, InvalidValue, LeaseLost, NotOwner, StoreDamaged
+from afp_runtime.errors import InvalidValue, StoreDamaged
 from afp_runtime.messages import Cost, Message, Usage, message_from_body
 from afp_runtime.records import (
     AnyWrite,
@@ -28,7 +28,7 @@ from afp_runtime.records import (
     writes_from_wire,
 )
 from afp_runtime.store import codec
-from afp_runtime.store.values import Ack, AgentRow, InboxRow, JournalEntry, RunRow, StoredBundle
+from afp_runtime.store.values import AgentRow, InboxRow, JournalEntry, RunRow, StoredBundle
 
 NOT_DISPATCHED = 1
 """The ``flags`` bit of an item whose tool call was not dispatched."""
@@ -64,115 +64,6 @@ def fp_key(fingerprint: str) -> bytes:
         return bytes.fromhex(fingerprint) if len(fingerprint) == 64 else fingerprint.encode()
     except ValueError:
         return fingerprint.encode()
-
-
-def check_text(text: object) -> None:
-    """Raise ``InvalidValue`` unless an inbox message is text of 1 to 32,000 code points that
-    UTF-8 can hold (no lone surrogate)."""
-    if not isinstance(text, str):
-        raise InvalidValue(f"a message must be text, not {type(text).__name__}", field="text")
-    if not 1 <= len(text) <= 32_000:
-        raise InvalidValue(
-            f"a message must hold 1 to 32,000 code points, not {len(text)}", field="text"
-        )
-    if "\x00" in text:
-        raise InvalidValue(
-            f"a message holds U+0000 (NUL) at {text.index(chr(0))}, which a message may not hold",
-            field="text",
-        )
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidValue(
-                f"a message holds a surrogate code point at {exc.start}, which UTF-8 cannot hold",
-                field="text",
-            ) from None
-
-
-_IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-
-
-def check_sender(sender: str | None) -> None:
-    """Raise ``InvalidValue`` unless a sending principal is None or 1 to 128 code points: an
-    empty or overlong one could own a conversation that no API client can then name."""
-    if sender is not None and not (
-        isinstance(sender, str) and 1 <= len(sender) <= 128 and "\x00" not in sender
-    ):
-        raise InvalidValue(
-            "from (the sending principal) must be 1 to 128 code points, none of them U+0000",
-            field="from",
-        )
-
-
-def check_idempotency_key(key: str | None) -> None:
-    """Raise ``InvalidValue`` unless an idempotency key is None or 1 to 128 characters of
-    ``[A-Za-z0-9._:-]`` (docs/api.md#request-bodies-and-field-limits)."""
-    if key is not None and not (isinstance(key, str) and _IDEMPOTENCY_KEY.fullmatch(key)):
-        raise InvalidValue(
-            "an idempotency key must be 1 to 128 characters of [A-Za-z0-9._:-]",
-            field="idempotencyKey",
-        )
-
-
-def check_owner(owner: str | None, agent_id: str, sender: str | None) -> None:
-    """docs/host.md#the-owner-check: once a conversation has an ``owner``, every message and
-    answer must name that owner; one that names nobody is refused like another's."""
-    if owner is None:
-        return
-    if sender is None:
-        raise NotOwner(
-            f"agent {agent_id!r} belongs to a principal; name it (from) to write to it",
-            agent_id=agent_id,
-            principal=None,
-        )
-    if owner != sender:
-        raise NotOwner(
-            f"agent {agent_id!r} belongs to another principal; {sender!r} may not write to it",
-            agent_id=agent_id,
-            principal=sender,
-        )
-
-
-def duplicate_ack(row: Sequence[Any], text: str, key: str) -> Ack:
-    """The original ack of a message posted again under ``key``, from its ``(message_id, text,
-    accepted_at_ms, position)`` row.
-
-    Raises:
-        IdempotencyConflict: the key was used for another text.
-    """
-    found_id, found_text, accepted, position = row
-    if found_text != text:
-        raise IdempotencyConflict(
-            f"idempotency key {key!r} was used for another text", message_id=found_id
-        )
-    return Ack(message_id=found_id, accepted_at_ms=accepted, position=position, duplicate=True)
-
-
-def check_fence(row: Sequence[Any] | None, agent_id: str, host_id: str, epoch: int) -> None:
-    """Raise ``LeaseLost`` unless the ``(claim_host, claim_epoch, lease_epoch)`` row read in the
-    commit's transaction says the agent is claimed by ``(host_id, epoch)`` and the host's lease
-    row still carries ``epoch``. Expiry is not checked: a lease nobody took over is still this
-    host's to renew."""
-    if row is not None and row[0] == host_id and row[1] == epoch and row[2] == epoch:
-        return
-    raise LeaseLost(
-        f"host {host_id!r} (lease epoch {epoch}) no longer holds agent {agent_id!r}: "
-        f"{_fence_problem(row, epoch)}; nothing was written",
-        agent_id=agent_id,
-        host_id=host_id,
-        lease_epoch=epoch,
-    )
-
-
-def _fence_problem(row: Sequence[Any] | None, epoch: int) -> str:
-    if row is None:
-        return "the agent is not in the store"
-    if row[0] is None:
-        return "the agent is not claimed"
-    if row[2] != epoch:
-        return f"the host's lease epoch is now {row[2]}"
-    return f"the agent is claimed by {row[0]!r} under lease epoch {row[1]}"
 
 
 def decode_state(blob: bytes, agent_id: str) -> ConversationState:
@@ -298,25 +189,31 @@ def agent_row(agent_id: str, created_at_ms: int, blob: bytes) -> AgentRow:
     )
 
 
-INBOX_COLUMNS = (
-    "i.message_id, i.position, i.text, i.status, i.accepted_at_ms, i.turn,"
-    " i.idempotency_key, i.sender, i.time"
+def named(fields: tuple[str, ...], row: Sequence[Any]) -> dict[str, Any]:
+    """A row's cells by the names of the columns it was selected with."""
+    return dict(zip(fields, row, strict=True))
+
+
+INBOX_FIELDS = (
+    "message_id",
+    "position",
+    "text",
+    "status",
+    "accepted_at_ms",
+    "turn",
+    "idempotency_key",
+    "sender",
+    "time",
 )
+"""The inbox columns ``inbox_row`` reads, in the order a backend selects them."""
 
 
 def inbox_row(agent_id: str, r: Sequence[Any]) -> InboxRow:
-    """An inbox message from a row of ``INBOX_COLUMNS``."""
+    """An inbox message from a row of ``INBOX_FIELDS``."""
+    cells = named(INBOX_FIELDS, r)
+    time = cells.pop("time")
     return InboxRow(
-        message_id=r[0],
-        agent_id=agent_id,
-        position=r[1],
-        text=r[2],
-        status=r[3],
-        accepted_at_ms=r[4],
-        turn=r[5],
-        idempotency_key=r[6],
-        sender=r[7],
-        time=map_decoder.decode(r[8]) if r[8] is not None else None,
+        agent_id=agent_id, time=map_decoder.decode(time) if time is not None else None, **cells
     )
 
 
@@ -335,74 +232,84 @@ def journal_entries(rows: Iterable[Sequence[Any]]) -> dict[str, JournalEntry]:
     }
 
 
-QUESTION_COLUMNS = (
-    "q.question_id, a.agent_id, q.message_id, q.run_id, q.turn, q.kind, q.prompt,"
-    " q.tool_call_ids, q.asked_at_ms, q.status, q.repeat, q.answer, q.answered_at_ms,"
-    " q.answered_by, q.detail"
+QUESTION_FIELDS = (
+    "question_id",
+    "agent_id",
+    "message_id",
+    "run_id",
+    "turn",
+    "kind",
+    "prompt",
+    "tool_call_ids",
+    "asked_at_ms",
+    "status",
+    "repeat",
+    "answer",
+    "answered_at_ms",
+    "answered_by",
+    "detail",
 )
+"""The question columns ``question_row`` reads (``agent_id`` from the agents table)."""
 
 
 def question_row(row: Sequence[Any]) -> QuestionRow:
-    """A question from a row of ``QUESTION_COLUMNS``.
+    """A question from a row of ``QUESTION_FIELDS``.
 
     Raises:
         StoreDamaged: a stored value does not decode.
     """
+    cells = named(QUESTION_FIELDS, row)
+    answer, detail = cells.pop("answer"), cells.pop("detail")
     try:
         return QuestionRow(
-            question_id=row[0],
-            agent_id=row[1],
-            message_id=row[2],
-            run_id=row[3],
-            turn=row[4],
-            kind=row[5],
-            prompt=row[6],
-            tool_call_ids=_ids_decoder.decode(row[7]),
-            asked_at_ms=row[8],
-            status=row[9],
-            repeat=row[10],
-            answer=_any_decoder.decode(row[11]) if row[11] is not None else None,
-            answered_at_ms=row[12],
-            answered_by=row[13],
-            detail=map_decoder.decode(row[14]) if row[14] is not None else None,
+            **cells | {"tool_call_ids": _ids_decoder.decode(cells["tool_call_ids"])},
+            answer=_any_decoder.decode(answer) if answer is not None else None,
+            detail=map_decoder.decode(detail) if detail is not None else None,
         )
     except msgspec.DecodeError as exc:
+        question_id = cells["question_id"]
         raise StoreDamaged(
-            f"question {row[0]!r} does not decode: {exc}", question_id=row[0]
+            f"question {question_id!r} does not decode: {exc}", question_id=question_id
         ) from exc
 
 
+RUN_FIELDS = (
+    "run_id",
+    "agent_id",
+    "turn",
+    "kind",
+    "message_id",
+    "status",
+    "started_at_ms",
+    "recovered_from",
+    "ended_at_ms",
+    "usage",
+    "bundles",
+    "answer",
+    "error_kind",
+    "error",
+    "cost",
+)
+"""The run columns ``run_row`` reads (``agent_id`` from the agents table, ``bundles`` a count)."""
+
+
 def run_row(r: Sequence[Any]) -> RunRow:
-    """A run from a row of ``(run_id, agent_id, turn, kind, message_id, status,
-    started_at_ms, recovered_from, ended_at_ms, usage, bundles, answer, error_kind, error,
-    cost)`` (each backend's ``RUN_COLUMNS``).
+    """A run from a row of ``RUN_FIELDS``.
 
     Raises:
         StoreDamaged: its usage or cost cell does not decode (naming the run).
     """
-    where = {"run_id": r[0]}
-    usage = (
-        None if r[9] is None else _cell(_usage_decoder, r[9], f"the usage of run {r[0]!r}", where)
-    )
-    cost = (
-        None if r[14] is None else _cell(_cost_decoder, r[14], f"the cost of run {r[0]!r}", where)
-    )
+    cells = named(RUN_FIELDS, r)
+    run_id, usage, cost = cells["run_id"], cells.pop("usage"), cells.pop("cost")
+    where = {"run_id": run_id}
     return RunRow(
-        run_id=r[0],
-        agent_id=r[1],
-        turn=r[2],
-        kind=r[3],
-        message_id=r[4],
-        status=r[5],
-        started_at_ms=r[6],
-        recovered_from=r[7],
-        ended_at_ms=r[8],
-        usage=usage,
-        bundles=r[10],
-        answer=r[11],
-        error_kind=r[12],
-        error=r[13],
-        cost=cost,
+        **cells,
+        usage=None
+        if usage is None
+        else _cell(_usage_decoder, usage, f"the usage of run {run_id!r}", where),
+        cost=None
+        if cost is None
+        else _cell(_cost_decoder, cost, f"the cost of run {run_id!r}", where),
     )
 
 

@@ -6,10 +6,13 @@ from typing import Any
 
 import asyncpg
 
+from afp_runtime.store import checks
 from afp_runtime.store import rows as common
 from afp_runtime.store.postgres._core import POSTS_CHANNEL, PostgresCore
 from afp_runtime.store.rows import encoder
 from afp_runtime.store.values import Ack, InboxRow, JournalEntry
+
+_INBOX_COLUMNS = ", ".join(f"i.{name}" for name in common.INBOX_FIELDS)
 
 
 async def owner_check(
@@ -20,7 +23,7 @@ async def owner_check(
     owner = await conn.fetchval("SELECT owner FROM agents WHERE agent = $1 FOR UPDATE", agent)
     if owner is None and claim and sender is not None:
         await conn.execute("UPDATE agents SET owner = $1 WHERE agent = $2", sender, agent)
-    common.check_owner(owner, agent_id, sender)
+    checks.check_owner(owner, agent_id, sender)
 
 
 class Inbox(PostgresCore):
@@ -47,9 +50,9 @@ class Inbox(PostgresCore):
             IdempotencyConflict: the key was used before with other text.
             NotOwner: ``sender`` is not the owner; nothing is stored.
         """
-        common.check_text(text)
-        common.check_sender(sender)
-        common.check_idempotency_key(idempotency_key)
+        checks.check_text(text)
+        checks.check_sender(sender)
+        checks.check_idempotency_key(idempotency_key)
 
         async def work(conn: asyncpg.Connection) -> Ack:
             # The agent's row stays locked to COMMIT: positions of one agent never race.
@@ -64,7 +67,7 @@ class Inbox(PostgresCore):
                     idempotency_key,
                 )
                 if found is not None:
-                    return common.duplicate_ack(tuple(found), text, idempotency_key)
+                    return checks.duplicate_ack(tuple(found), text, idempotency_key)
             position = await conn.fetchval(
                 "INSERT INTO inbox (message_id, agent, position, text, status, accepted_at_ms,"
                 " idempotency_key, sender, time) SELECT $1, $2, COALESCE(MAX(position), 0) + 1,"
@@ -91,7 +94,7 @@ class Inbox(PostgresCore):
     async def inbox(self, agent_id: str, *, status: str | None = None) -> list[InboxRow]:
         """An agent's inbox messages in position order, optionally of one status."""
         found = await self._fetch(
-            f"SELECT {common.INBOX_COLUMNS} FROM inbox i JOIN agents a ON a.agent = i.agent"
+            f"SELECT {_INBOX_COLUMNS} FROM inbox i JOIN agents a ON a.agent = i.agent"
             " WHERE a.agent_id = $1 AND ($2::text IS NULL OR i.status = $2) ORDER BY i.position",
             agent_id,
             status,
@@ -101,7 +104,7 @@ class Inbox(PostgresCore):
     async def inbox_message(self, message_id: str) -> InboxRow | None:
         """One inbox message by id."""
         found = await self._fetch(
-            f"SELECT a.agent_id, {common.INBOX_COLUMNS} FROM inbox i"
+            f"SELECT a.agent_id, {_INBOX_COLUMNS} FROM inbox i"
             " JOIN agents a ON a.agent = i.agent WHERE i.message_id = $1",
             message_id,
         )

@@ -9,12 +9,17 @@ import asyncpg
 
 from afp_runtime.errors import QuestionClosed
 from afp_runtime.records import QuestionRow
+from afp_runtime.store import checks
 from afp_runtime.store import rows as common
 from afp_runtime.store.postgres._core import POSTS_CHANNEL, PostgresCore
 from afp_runtime.store.postgres.inbox import owner_check
 from afp_runtime.store.rows import encoder
 
-_FROM = f"SELECT {common.QUESTION_COLUMNS} FROM questions q JOIN agents a ON a.agent = q.agent"
+_QUESTION_COLUMNS = ", ".join(
+    ("a." if name == "agent_id" else "q.") + name for name in common.QUESTION_FIELDS
+)
+
+_FROM = f"SELECT {_QUESTION_COLUMNS} FROM questions q JOIN agents a ON a.agent = q.agent"
 
 
 class Questions(PostgresCore):
@@ -97,7 +102,7 @@ class Questions(PostgresCore):
             QuestionClosed: the question is no longer open; nothing changes.
             NotOwner: ``by`` is not the conversation's owner; nothing changes.
         """
-        common.check_sender(by)
+        checks.check_sender(by)
 
         async def change(conn: asyncpg.Connection) -> None:
             await conn.execute(

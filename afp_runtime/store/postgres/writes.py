@@ -1,7 +1,7 @@
 """The write side of a ``Txn`` on an open Postgres transaction.
 
 The first statement locks the agent's row (``FOR UPDATE``); a fenced store then reads its
-host's lease row ``FOR SHARE`` and checks the claim (``rows.check_fence``) before writing
+host's lease row ``FOR SHARE`` and checks the claim (``checks.check_fence``) before writing
 anything. Both locks are held until COMMIT, so an epoch raised or a claim moved by another
 host waits for this transaction, or this one sees it and writes nothing.
 """
@@ -15,6 +15,7 @@ import asyncpg
 from afp_runtime.errors import StoreError
 from afp_runtime.messages import message_body
 from afp_runtime.records import Txn, crashed_at_ms
+from afp_runtime.store import checks
 from afp_runtime.store import rows as common
 from afp_runtime.store.rows import TURN_CLOSED, encoder, fp_key
 
@@ -36,7 +37,7 @@ async def write_txn(conn: asyncpg.Connection, txn: Txn, fence: tuple[str, int] |
             "SELECT lease_epoch FROM host_leases WHERE host_id = $1 FOR SHARE", host_id
         )
         claim = None if row is None else (row["claim_host"], row["claim_epoch"], lease)
-        common.check_fence(claim, txn.agent_id, host_id, epoch)
+        checks.check_fence(claim, txn.agent_id, host_id, epoch)
     if row is None:
         raise StoreError(f"no agent {txn.agent_id!r} in the store", agent_id=txn.agent_id)
     agent = int(row["agent"])

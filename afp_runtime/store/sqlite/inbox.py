@@ -6,9 +6,12 @@ from typing import Any
 
 import aiosqlite
 
+from afp_runtime.store import checks
 from afp_runtime.store import rows as common
 from afp_runtime.store.sqlite._core import SqliteCore, encoder, on_thread, rows_of
 from afp_runtime.store.values import Ack, InboxRow, JournalEntry
+
+_INBOX_COLUMNS = ", ".join(f"i.{name}" for name in common.INBOX_FIELDS)
 
 
 async def check_owner(
@@ -27,7 +30,7 @@ async def check_owner(
     owner = found[0][0] if found else None
     if owner is None and claim and sender is not None:
         await db.execute("UPDATE agents SET owner=? WHERE agent=?", (sender, agent))
-    common.check_owner(owner, agent_id, sender)
+    checks.check_owner(owner, agent_id, sender)
 
 
 class Inbox(SqliteCore):
@@ -59,9 +62,9 @@ class Inbox(SqliteCore):
             IdempotencyConflict: the key was used before with other text.
             NotOwner: ``sender`` is not the owner; nothing is stored.
         """
-        common.check_text(text)
-        common.check_sender(sender)
-        common.check_idempotency_key(idempotency_key)
+        checks.check_text(text)
+        checks.check_sender(sender)
+        checks.check_idempotency_key(idempotency_key)
         async with self._transaction(full=True) as db:
             agent: int = await on_thread(db, self._ids.rowid, "agent", agent_id)
             await check_owner(db, agent, agent_id, sender, shared=shared, claim=True)
@@ -73,7 +76,7 @@ class Inbox(SqliteCore):
                     (agent, idempotency_key),
                 )
                 if found:
-                    return common.duplicate_ack(found[0], text, idempotency_key)
+                    return checks.duplicate_ack(found[0], text, idempotency_key)
             found = await rows_of(
                 db, "SELECT COALESCE(MAX(position), 0) + 1 FROM inbox WHERE agent=?", (agent,)
             )
@@ -103,7 +106,7 @@ class Inbox(SqliteCore):
     async def inbox(self, agent_id: str, *, status: str | None = None) -> list[InboxRow]:
         """An agent's inbox messages in position order, optionally of one status."""
         sql = (
-            f"SELECT {common.INBOX_COLUMNS} FROM inbox i JOIN agents a ON a.agent=i.agent"
+            f"SELECT {_INBOX_COLUMNS} FROM inbox i JOIN agents a ON a.agent=i.agent"
             " WHERE a.agent_id=?"
         )
         params: tuple[Any, ...] = (agent_id,)
@@ -116,7 +119,7 @@ class Inbox(SqliteCore):
     async def inbox_message(self, message_id: str) -> InboxRow | None:
         """One inbox message by id."""
         found = await self._fetch(
-            f"SELECT a.agent_id, {common.INBOX_COLUMNS} FROM inbox i"
+            f"SELECT a.agent_id, {_INBOX_COLUMNS} FROM inbox i"
             " JOIN agents a ON a.agent=i.agent WHERE i.message_id=?",
             (message_id,),
         )

@@ -9,9 +9,14 @@ import aiosqlite
 
 from afp_runtime.errors import QuestionClosed
 from afp_runtime.records import QuestionRow
+from afp_runtime.store import checks
 from afp_runtime.store import rows as common
 from afp_runtime.store.sqlite._core import SqliteCore, encoder, rows_of
 from afp_runtime.store.sqlite.inbox import check_owner
+
+_QUESTION_COLUMNS = ", ".join(
+    ("a." if name == "agent_id" else "q.") + name for name in common.QUESTION_FIELDS
+)
 
 
 class Questions(SqliteCore):
@@ -26,7 +31,7 @@ class Questions(SqliteCore):
     ) -> list[QuestionRow]:
         """An agent's questions in asking order (optionally one status, or these ids)."""
         sql = (
-            f"SELECT {common.QUESTION_COLUMNS} FROM questions q JOIN agents a ON a.agent=q.agent"
+            f"SELECT {_QUESTION_COLUMNS} FROM questions q JOIN agents a ON a.agent=q.agent"
             " WHERE a.agent_id=?"
         )
         params: tuple[Any, ...] = (agent_id,)
@@ -42,7 +47,7 @@ class Questions(SqliteCore):
     async def question(self, question_id: str) -> QuestionRow | None:
         """One question by id, or None."""
         rows = await self._fetch(
-            f"SELECT {common.QUESTION_COLUMNS} FROM questions q JOIN agents a ON a.agent=q.agent"
+            f"SELECT {_QUESTION_COLUMNS} FROM questions q JOIN agents a ON a.agent=q.agent"
             " WHERE q.question_id=?",
             (question_id,),
         )
@@ -72,7 +77,7 @@ class Questions(SqliteCore):
             QuestionClosed: the question is no longer open; nothing changes.
             NotOwner: ``by`` is not the conversation's owner; nothing changes.
         """
-        common.check_sender(by)
+        checks.check_sender(by)
         async with self._transaction(full=True) as db:
             if not await self._writable_question(db, question_id, by, shared=shared):
                 return None

@@ -27,6 +27,7 @@ from afp_runtime.records import (
     Txn,
     crashed_at_ms,
 )
+from afp_runtime.store import checks
 from afp_runtime.store import rows as common
 from afp_runtime.store.rows import NOT_DISPATCHED, TURN_CLOSED, fp_key
 
@@ -78,7 +79,7 @@ def check_fence(conn: sqlite3.Connection, agent_id: str, host_id: str, epoch: in
         " LEFT JOIN host_leases l ON l.host_id = ? WHERE a.agent_id = ?",
         (host_id, agent_id),
     ).fetchone()
-    common.check_fence(row, agent_id, host_id, epoch)
+    checks.check_fence(row, agent_id, host_id, epoch)
 
 
 def write_txn(
