@@ -24,7 +24,6 @@ from afp_runtime.app.outcome import (
     message_outcome,
     message_outcomes,
 )
-from afp_runtime.app.posting import post
 from afp_runtime.app.questions import AnswerStatus, abandon, answer, answer_status
 from afp_runtime.app.runs import (
     ExportedRun,
@@ -55,6 +54,10 @@ from afp_runtime.loop import (
     SystemClock,
     TimeOrderedIds,
 )
+
+# A door's post (``afp send``) is the host's and a driver's: one posting path, whatever holds the
+# agent (docs/host.md#a-message-reaches-its-host).
+from afp_runtime.loop import post_message as post
 from afp_runtime.served import (
     BodyEncoder,
     ConformanceReport,

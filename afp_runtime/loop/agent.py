@@ -104,8 +104,8 @@ class AgentDriver:
             self.store,
             self.agent_id,
             text,
-            message_id=self.ids.message_id(),
-            now_ms=self.clock.now_ms(),
+            clock=self.clock,
+            ids=self.ids,
             idempotency_key=idempotency_key,
             sender=sender,
             shared=self.definition.shared,
@@ -403,8 +403,8 @@ async def post_message(
     agent_id: str,
     text: str,
     *,
-    message_id: str,
-    now_ms: int,
+    clock: Clock,
+    ids: IdFactory,
     idempotency_key: str | None = None,
     sender: str | None = None,
     shared: bool = False,
@@ -413,17 +413,21 @@ async def post_message(
 ) -> Ack:
     """Accept a person's message durably (``time`` already checked), then tell ``emitter``.
 
-    The one posting path of a host and of a driver (docs/host.md#a-message-reaches-its-host):
+    The one posting path of a host, of a driver and of a door that holds neither (``app.post``:
+    ``afp send`` writes the row and a host notices it; docs/host.md#a-message-reaches-its-host):
     a fresh message emits ``inbox.accepted``; an idempotent repeat returns the first message's
-    ack and emits nothing, since no new message arrived.
+    ack and emits nothing, since no new message arrived. ``time`` is stored as given: a
+    definition checks it with ``check_message_time``, a door without one with the time layer's
+    wire check.
 
     Raises:
         InvalidValue / IdempotencyConflict / NotOwner: as the store's ``post`` (nothing stored).
     """
+    now_ms = clock.now_ms()
     ack = await store.post(
         agent_id,
         text,
-        message_id=message_id,
+        message_id=ids.message_id(),
         now_ms=now_ms,
         idempotency_key=idempotency_key,
         sender=sender,
