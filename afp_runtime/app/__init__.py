@@ -12,62 +12,133 @@ The doors reach the values they render through this package (or ``records``), ne
 ``loop``, ``served``, ``window`` or a module below ``store``.
 """
 
-from afp_runtime.app.calls import AgentCall, agent_call, call_among
-from afp_runtime.app.conform import Encoders, builtin_encoder, conform
-from afp_runtime.app.findings import findings, ledger_fold
-from afp_runtime.app.folds import Originals, fold, fold_summary, folded, originals, stored_folds
-from afp_runtime.app.local import Driven, LocalAgent, drive
-from afp_runtime.app.outcome import (
-    MessageOutcome,
-    answer_of,
-    final_answer,
-    message_outcome,
-    message_outcomes,
-)
-from afp_runtime.app.questions import AnswerStatus, abandon, answer, answer_status
-from afp_runtime.app.runs import (
-    ExportedRun,
-    RunSource,
-    StoredRun,
-    all_served_views,
-    epoch_list,
-    epoch_listing,
-    epoch_receipt,
-    export,
-    exported_run,
-    no_epoch,
-    served_page,
-    served_view,
-    view_diff,
-)
-from afp_runtime.app.turns import dismiss
-from afp_runtime.findings import LedgerFold
-from afp_runtime.loop import (
-    Event,
-    EventRecorder,
-    EventSink,
-    IdFactory,
-    LoopHooks,
-    OutputError,
-    RunOutcome,
-    SequentialIds,
-    SystemClock,
-    TimeOrderedIds,
-)
+from __future__ import annotations
 
-# A door's post (``afp send``) is the host's and a driver's: one posting path, whatever holds the
-# agent (docs/host.md#a-message-reaches-its-host).
-from afp_runtime.loop import post_message as post
-from afp_runtime.served import (
-    BodyEncoder,
-    ConformanceReport,
-    EpochEntry,
-    Receipt,
-    ServedView,
-    ViewDiff,
-    encode_served,
-)
-from afp_runtime.window import FoldedSpan
+import typing as _typing
+
+from afp_runtime._lazy import lazy_names as _lazy_names
+
+# Each use case loads at first use (docs/python.md#import-cost): a read command of ``afp`` loads
+# the reads it calls, never the loop.
+if _typing.TYPE_CHECKING:
+    from afp_runtime.app.calls import AgentCall, agent_call, call_among
+    from afp_runtime.app.conform import Encoders, builtin_encoder, conform
+    from afp_runtime.app.findings import findings, ledger_fold
+    from afp_runtime.app.folds import Originals, fold, fold_summary, folded, originals, stored_folds
+    from afp_runtime.app.local import Driven, LocalAgent, drive
+    from afp_runtime.app.outcome import (
+        MessageOutcome,
+        answer_of,
+        final_answer,
+        message_outcome,
+        message_outcomes,
+    )
+    from afp_runtime.app.posting import post
+    from afp_runtime.app.questions import AnswerStatus, abandon, answer, answer_status
+    from afp_runtime.app.runs import (
+        ExportedRun,
+        RunSource,
+        StoredRun,
+        all_served_views,
+        epoch_list,
+        epoch_listing,
+        epoch_receipt,
+        export,
+        exported_run,
+        no_epoch,
+        served_page,
+        served_view,
+        view_diff,
+    )
+    from afp_runtime.app.turns import dismiss
+    from afp_runtime.findings import LedgerFold
+    from afp_runtime.loop import (
+        Event,
+        EventRecorder,
+        EventSink,
+        IdFactory,
+        LoopHooks,
+        OutputError,
+        RunOutcome,
+        SequentialIds,
+        SystemClock,
+        TimeOrderedIds,
+    )
+    from afp_runtime.served import (
+        BodyEncoder,
+        ConformanceReport,
+        EpochEntry,
+        Receipt,
+        ServedView,
+        ViewDiff,
+        encode_served,
+    )
+    from afp_runtime.window import FoldedSpan
+
+_LAZY = {
+    "AgentCall": "afp_runtime.app.calls",
+    "AnswerStatus": "afp_runtime.app.questions",
+    "BodyEncoder": "afp_runtime.served",
+    "ConformanceReport": "afp_runtime.served",
+    "Driven": "afp_runtime.app.local",
+    "Encoders": "afp_runtime.app.conform",
+    "EpochEntry": "afp_runtime.served",
+    "Event": "afp_runtime.loop",
+    "EventRecorder": "afp_runtime.loop",
+    "EventSink": "afp_runtime.loop",
+    "ExportedRun": "afp_runtime.app.runs",
+    "FoldedSpan": "afp_runtime.window",
+    "IdFactory": "afp_runtime.loop",
+    "LedgerFold": "afp_runtime.findings",
+    "LocalAgent": "afp_runtime.app.local",
+    "LoopHooks": "afp_runtime.loop",
+    "MessageOutcome": "afp_runtime.app.outcome",
+    "Originals": "afp_runtime.app.folds",
+    "OutputError": "afp_runtime.loop",
+    "Receipt": "afp_runtime.served",
+    "RunOutcome": "afp_runtime.loop",
+    "RunSource": "afp_runtime.app.runs",
+    "SequentialIds": "afp_runtime.loop",
+    "ServedView": "afp_runtime.served",
+    "StoredRun": "afp_runtime.app.runs",
+    "SystemClock": "afp_runtime.loop",
+    "TimeOrderedIds": "afp_runtime.loop",
+    "ViewDiff": "afp_runtime.served",
+    "abandon": "afp_runtime.app.questions",
+    "agent_call": "afp_runtime.app.calls",
+    "all_served_views": "afp_runtime.app.runs",
+    "answer": "afp_runtime.app.questions",
+    "answer_of": "afp_runtime.app.outcome",
+    "answer_status": "afp_runtime.app.questions",
+    "builtin_encoder": "afp_runtime.app.conform",
+    "call_among": "afp_runtime.app.calls",
+    "conform": "afp_runtime.app.conform",
+    "dismiss": "afp_runtime.app.turns",
+    "drive": "afp_runtime.app.local",
+    "encode_served": "afp_runtime.served",
+    "epoch_list": "afp_runtime.app.runs",
+    "epoch_listing": "afp_runtime.app.runs",
+    "epoch_receipt": "afp_runtime.app.runs",
+    "export": "afp_runtime.app.runs",
+    "exported_run": "afp_runtime.app.runs",
+    "final_answer": "afp_runtime.app.outcome",
+    "findings": "afp_runtime.app.findings",
+    "fold": "afp_runtime.app.folds",
+    "fold_summary": "afp_runtime.app.folds",
+    "folded": "afp_runtime.app.folds",
+    "ledger_fold": "afp_runtime.app.findings",
+    "message_outcome": "afp_runtime.app.outcome",
+    "message_outcomes": "afp_runtime.app.outcome",
+    "no_epoch": "afp_runtime.app.runs",
+    "originals": "afp_runtime.app.folds",
+    "post": "afp_runtime.app.posting",
+    "served_page": "afp_runtime.app.runs",
+    "served_view": "afp_runtime.app.runs",
+    "stored_folds": "afp_runtime.app.folds",
+    "view_diff": "afp_runtime.app.runs",
+}
+
+__getattr__ = _lazy_names("afp_runtime.app", _LAZY, globals())
 
 __all__ = [
     "AgentCall",
