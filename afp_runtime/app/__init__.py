@@ -22,9 +22,9 @@ from afp_runtime._lazy import lazy_names as _lazy_names
 # the reads it calls, never the loop.
 if _typing.TYPE_CHECKING:
     from afp_runtime.app.calls import AgentCall, agent_call, call_among
-    from afp_runtime.app.conform import Encoders, builtin_encoder, conform
-    from afp_runtime.app.findings import findings, ledger_fold
+    from afp_runtime.app.conformance import Encoders, builtin_encoder, conform
     from afp_runtime.app.folds import Originals, fold, fold_summary, folded, originals, stored_folds
+    from afp_runtime.app.ledger import findings, ledger_fold
     from afp_runtime.app.local import Driven, LocalAgent, drive
     from afp_runtime.app.outcome import (
         MessageOutcome,
@@ -81,7 +81,7 @@ _LAZY = {
     "BodyEncoder": "afp_runtime.served",
     "ConformanceReport": "afp_runtime.served",
     "Driven": "afp_runtime.app.local",
-    "Encoders": "afp_runtime.app.conform",
+    "Encoders": "afp_runtime.app.conformance",
     "EpochEntry": "afp_runtime.served",
     "Event": "afp_runtime.loop",
     "EventRecorder": "afp_runtime.loop",
@@ -110,9 +110,9 @@ _LAZY = {
     "answer": "afp_runtime.app.questions",
     "answer_of": "afp_runtime.app.outcome",
     "answer_status": "afp_runtime.app.questions",
-    "builtin_encoder": "afp_runtime.app.conform",
+    "builtin_encoder": "afp_runtime.app.conformance",
     "call_among": "afp_runtime.app.calls",
-    "conform": "afp_runtime.app.conform",
+    "conform": "afp_runtime.app.conformance",
     "dismiss": "afp_runtime.app.turns",
     "drive": "afp_runtime.app.local",
     "encode_served": "afp_runtime.served",
@@ -122,11 +122,11 @@ _LAZY = {
     "export": "afp_runtime.app.runs",
     "exported_run": "afp_runtime.app.runs",
     "final_answer": "afp_runtime.app.outcome",
-    "findings": "afp_runtime.app.findings",
+    "findings": "afp_runtime.app.ledger",
     "fold": "afp_runtime.app.folds",
     "fold_summary": "afp_runtime.app.folds",
     "folded": "afp_runtime.app.folds",
-    "ledger_fold": "afp_runtime.app.findings",
+    "ledger_fold": "afp_runtime.app.ledger",
     "message_outcome": "afp_runtime.app.outcome",
     "message_outcomes": "afp_runtime.app.outcome",
     "no_epoch": "afp_runtime.app.runs",
