@@ -35,6 +35,7 @@ from typing import Any, Final, Literal, get_args
 import msgspec
 
 from afp_runtime.errors import CheckpointInvalid, InvalidValue, decoded_path, shown
+from afp_runtime.records import register_ledger_row
 from afp_runtime.time._clock import ClockRow, check_counts
 from afp_runtime.time._durations import FACT_UNITS, is_duration
 from afp_runtime.time._facts import TIME_REFUSALS, TimeRefusal
@@ -318,6 +319,10 @@ class CallRow(_TimeRow, frozen=True, kw_only=True, tag="call"):
 
 TimeRow = CallWindowRow | TimeAnswerRow | CallRow
 """A row kind this module types (``clock`` and ``time-reading`` rows are the reading side's)."""
+
+# Every time row class in the ledger's one registry (docs/storage.md#typed-ledger-rows).
+for _row_type in (ClockRow, TimeReadingRow, CallWindowRow, TimeAnswerRow, CallRow):
+    register_ledger_row(_row_type)
 
 
 def _bad_int(value: object) -> bool:
