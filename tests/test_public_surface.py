@@ -517,6 +517,7 @@ SURFACES: dict[str, list[str]] = {
         "ObjectKeys",
         "Period",
         "TIME_ROW_KINDS",
+        "TIME_ROW_TYPES",
         "TimeConfig",
         "TimeExtension",
         "TimePolicy",

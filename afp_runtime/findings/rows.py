@@ -3,13 +3,16 @@ docs/findings.md#where-the-ledger-lives).
 
 The ledger (run-state key ``findingsLedger``) is shared with other families that file rows
 (the time layer's ``clock``, ``time-reading``, ``time-answer``, ``call-window``, ``call``). The
-findings family owns three kinds — ``basis``, ``standing``, ``conflict`` — and carries every
-other kind as a ``ForeignRow``, key for key, so a ledger read and written back is unchanged.
+findings family owns three kinds — ``basis``, ``standing``, ``conflict`` — and registers their
+classes in the ledger's one registry (docs/storage.md#typed-ledger-rows); a row of a kind no
+class is registered for is a ``ForeignRow`` (the ledger's ``UnknownRow``), key for key, so a
+ledger read and written back is unchanged.
 
 Two decoders:
 
-* ``rows_from_wire`` is the ordinary load: typed decoding of the findings kinds, every other
-  kind kept as a ``ForeignRow`` (docs/architecture.md#decision-4-strict-validation-at-the-borders).
+* ``rows_from_wire`` is the ordinary load: the ledger's one decoder, each registered kind to
+  its class, every other kind kept as a ``ForeignRow``
+  (docs/architecture.md#decision-4-strict-validation-at-the-borders).
 * ``validate_rows`` is the strict check of import, migration and ``afp doctor``: every row's
   kind must be a findings kind or registered with ``register_row_kind``; registered kinds are
   checked by decoding into their own struct; findings rows are checked for unknown keys, types,
