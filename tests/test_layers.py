@@ -52,7 +52,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "served": frozenset({"messages", "records"}),
     "models": frozenset({"messages"}),
     "cost": frozenset({"messages"}),
-    "permissions": frozenset({"messages", "tools", "extensions"}),
+    "permissions": frozenset({"messages", "records", "tools", "extensions"}),
     "tools": frozenset({"messages"}),
     "extensions": frozenset({"messages", "records", "window", "tools"}),
     "time": frozenset({"messages", "records", "tools", "extensions"}),

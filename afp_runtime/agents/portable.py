@@ -34,6 +34,7 @@ from afp_runtime.records import (
     Item,
     ListRef,
     Txn,
+    ledger_row_to_wire,
 )
 from afp_runtime.store import CheckpointStore
 from afp_runtime.time import TIME_ROW_KINDS, validate_time_row
@@ -204,7 +205,9 @@ async def export_checkpoint(store: CheckpointStore, agent_id: str) -> PortableCh
         turn=state.turn,
         history=loaded.history,
         folded=spans if spans else msgspec.UNSET,
-        findings_ledger=tuple(ledger) if ledger else msgspec.UNSET,
+        findings_ledger=tuple(ledger_row_to_wire(row) for row in ledger)
+        if ledger
+        else msgspec.UNSET,
         model_calls=state.model_calls,
         usage_totals=state.usage_totals,
         last_run_id=state.last_run_id,

@@ -15,6 +15,7 @@ from afp_runtime.cli._lazy import load
 from afp_runtime.cli._show import print_json, say
 from afp_runtime.cli.reads import opened, reader
 from afp_runtime.errors import AfpError, NotFound
+from afp_runtime.records import ledger_row_to_wire
 
 
 async def cmd_doctor(args: Any) -> int:
@@ -33,7 +34,8 @@ async def cmd_doctor(args: Any) -> int:
             rows, unreadable = [], [f"agents: {exc}"]
         for agent in rows:
             try:
-                agents.validate_ledger(await store.ledger(agent.agent_id))
+                ledger = await store.ledger(agent.agent_id)
+                agents.validate_ledger([ledger_row_to_wire(row) for row in ledger])
             except AfpError as exc:
                 problems.append(f"{agent.agent_id}: {exc}")
             unreadable.extend(await _unreadable(store, agent.agent_id))

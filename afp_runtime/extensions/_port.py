@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from afp_runtime.messages import Message, ToolCall, ToolSchema
-from afp_runtime.records import Clock, EventPayload, QuestionRow, RunKind
+from afp_runtime.records import Clock, EventPayload, LedgerRow, QuestionRow, RunKind
 from afp_runtime.tools import PlannedCall, Tool, ToolOutcome
 from afp_runtime.window import TurnStanding, VisitOutcome
 
@@ -59,7 +59,7 @@ class SeedInput:
 
     turn: int
     text: str | None
-    ledger: Sequence[Mapping[str, Any]]
+    ledger: Sequence[LedgerRow]  # typed (docs/storage.md#typed-ledger-rows)
     message_time: Mapping[str, Any] | None
     accepted_at_ms: int
     answered_questions: Callable[[], Awaitable[Sequence[QuestionRow]]]

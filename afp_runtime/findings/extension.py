@@ -49,7 +49,6 @@ from afp_runtime.findings.rows import (
     ConflictRow,
     LedgerRow,
     StandingRow,
-    rows_from_wire,
     rows_to_wire,
 )
 from afp_runtime.findings.serve import decorate_schema, offer_ids, serve_findings
@@ -88,7 +87,7 @@ class FindingsRun(RunExtension):
 
     async def seed(self, seed: SeedInput) -> Seeded:
         # The one full fold of the run; every later row passes through it once.
-        self.fold = fold_ledger(None, rows_from_wire(seed.ledger))
+        self.fold = fold_ledger(None, seed.ledger)
         return Seeded()
 
     def serve(

@@ -3,13 +3,16 @@ docs/findings.md#where-the-ledger-lives).
 
 The ledger (run-state key ``findingsLedger``) is shared with other families that file rows
 (the time layer's ``clock``, ``time-reading``, ``time-answer``, ``call-window``, ``call``). The
-findings family owns three kinds — ``basis``, ``standing``, ``conflict`` — and carries every
-other kind as a ``ForeignRow``, key for key, so a ledger read and written back is unchanged.
+findings family owns three kinds — ``basis``, ``standing``, ``conflict`` — and registers their
+classes in the ledger's one registry (docs/storage.md#typed-ledger-rows); a row of a kind no
+class is registered for is a ``ForeignRow`` (the ledger's ``UnknownRow``), key for key, so a
+ledger read and written back is unchanged.
 
 Two decoders:
 
-* ``rows_from_wire`` is the ordinary load: typed decoding of the findings kinds, every other
-  kind kept as a ``ForeignRow`` (docs/architecture.md#decision-4-strict-validation-at-the-borders).
+* ``rows_from_wire`` is the ordinary load: the ledger's one decoder, each registered kind to
+  its class, every other kind kept as a ``ForeignRow``
+  (docs/architecture.md#decision-4-strict-validation-at-the-borders).
 * ``validate_rows`` is the strict check of import, migration and ``afp doctor``: every row's
   kind must be a findings kind or registered with ``register_row_kind``; registered kinds are
   checked by decoding into their own struct; findings rows are checked for unknown keys, types,
@@ -39,6 +42,15 @@ import msgspec
 
 from afp_runtime.errors import CheckpointInvalid, decoded_path, shown
 from afp_runtime.findings.limits import TEXT_CAP
+from afp_runtime.records import LedgerRow as LedgerRowBase
+from afp_runtime.records import (
+    UnknownRow,
+    ledger_row_from_wire,
+    ledger_row_to_wire,
+    ledger_row_types,
+    ledger_rows_from_wire,
+    register_ledger_row,
+)
 from afp_runtime.window import Standing
 
 Basis = Literal["direct", "exploratory"]
@@ -209,113 +221,80 @@ class ConflictRow(_Row, frozen=True, kw_only=True, tag="conflict"):
     iteration: int
 
 
-class ForeignRow(msgspec.Struct, frozen=True, kw_only=True):
-    """A row of a kind another family owns, carried key for key and ignored by the fold.
-
-    Attributes:
-        kind: the row's ``kind``.
-        fields: every other key of the row, as decoded JSON values, in their order. Never
-            mutated.
-    """
-
-    kind: str
-    fields: Mapping[str, Any]
+ForeignRow = UnknownRow
+"""A row of a kind another family owns (or of no registered kind), carried key for key and
+ignored by the fold: the ledger's ``UnknownRow`` (docs/storage.md#typed-ledger-rows)."""
 
 
 FindingsRow = BasisRow | StandingRow | ConflictRow
-LedgerRow = BasisRow | StandingRow | ConflictRow | ForeignRow
+LedgerRow = LedgerRowBase
+"""A decoded ledger row: a findings row, another layer's registered row or a ``ForeignRow``."""
 
 _OWN_KINDS: dict[str, type[msgspec.Struct]] = {
     str(row_type.__struct_config__.tag): row_type for row_type in get_args(FindingsRow)
 }
 FINDINGS_KINDS: frozenset[str] = frozenset(_OWN_KINDS)
 
-_registry: dict[str, type[msgspec.Struct]] = dict(_OWN_KINDS)
+for _row_type in _OWN_KINDS.values():
+    register_ledger_row(_row_type)
 
 
 def register_row_kind(kind: str, struct_type: type[msgspec.Struct]) -> None:
-    """Register a row kind another family files in the ledger, for strict validation.
-
-    ``struct_type`` must be a ``msgspec.Struct`` tagged on ``kind`` with tag ``kind``;
-    ``validate_rows`` checks rows of that kind by decoding them into it (its own
-    ``forbid_unknown_fields`` and ``__post_init__`` decide how strict that is). Registering the
-    same pair again is a no-op.
+    """Register a row kind another family files in the ledger: in the ledger's one registry
+    (docs/storage.md#typed-ledger-rows), so ordinary loads type it and ``validate_rows`` checks
+    rows of that kind by decoding them into it. Registering the same pair again is a no-op.
 
     Raises:
         ValueError: ``kind`` is a findings kind, or already registered to another type.
-        TypeError: ``struct_type`` is not a Struct tagged on ``kind`` with that tag.
+        TypeError: ``struct_type`` is not a Struct tagged on ``kind`` with that tag, or
+            ``kind`` is not a declared ledger kind.
     """
     config = getattr(struct_type, "__struct_config__", None)
-    if (
-        not isinstance(struct_type, type)
-        or not issubclass(struct_type, msgspec.Struct)
-        or config is None
-        or config.tag_field != "kind"
-        or config.tag != kind
-    ):
+    if config is None or config.tag != kind:
         raise TypeError(
             f"row kind {kind!r} needs a msgspec.Struct tagged on 'kind' with tag {kind!r}, "
             f"not {struct_type!r}"
         )
-    if kind in _OWN_KINDS:
+    if kind in _OWN_KINDS and _OWN_KINDS[kind] is not struct_type:
         raise ValueError(f"row kind {kind!r} belongs to the findings family")
-    known = _registry.get(kind)
-    if known is not None and known is not struct_type:
-        raise ValueError(f"row kind {kind!r} is already registered to {known.__name__}")
-    _registry[kind] = struct_type
+    register_ledger_row(struct_type)
 
 
 def registered_row_kinds() -> frozenset[str]:
     """Every kind strict validation accepts: the findings kinds and the registered ones."""
-    return frozenset(_registry)
+    return frozenset(ledger_row_types())
 
 
 # --- wire form ----------------------------------------------------------------------------------
 
-_encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder().decode
 
-
-def row_to_wire(row: LedgerRow | msgspec.Struct) -> dict[str, Any]:
+def row_to_wire(row: LedgerRow) -> dict[str, Any]:
     """One row as its committed JSON object (camelCase keys, absent keys omitted)."""
-    if isinstance(row, ForeignRow):
-        return {"kind": row.kind, **row.fields}
-    # Through JSON, so arrays come back as lists: exactly what the committed bytes decode to.
-    return _decode(_encode(row))
+    return ledger_row_to_wire(row)
 
 
-def rows_to_wire(rows: Iterable[LedgerRow | msgspec.Struct]) -> list[dict[str, Any]]:
+def rows_to_wire(rows: Iterable[LedgerRow]) -> list[dict[str, Any]]:
     """The ledger as its committed JSON list, oldest first."""
-    return [row_to_wire(row) for row in rows]
+    return [ledger_row_to_wire(row) for row in rows]
 
 
 def _kind_of(raw: object) -> object:
     return raw.get("kind") if isinstance(raw, Mapping) else None
 
 
-def _foreign(kind: str, raw: Mapping[str, Any]) -> ForeignRow:
-    return ForeignRow(kind=kind, fields={k: v for k, v in raw.items() if k != "kind"})
-
-
 def row_from_wire(raw: Mapping[str, Any]) -> LedgerRow:
-    """Decode one committed row: a findings kind to its struct, any other kind to a
-    ``ForeignRow`` keeping every key.
+    """Decode one committed row with the ledger's one decoder: a registered kind to its
+    class, any other kind to a ``ForeignRow`` keeping every key.
 
     Raises:
-        msgspec.ValidationError: a findings row is mistyped, or the row has no string kind.
+        InvalidValue: a row of a registered kind is mistyped, or the row has no string kind.
     """
-    kind = _kind_of(raw)
-    own = _OWN_KINDS.get(kind) if isinstance(kind, str) else None
-    if own is not None:
-        return msgspec.convert(raw, type=own)  # type: ignore[return-value]
-    if not isinstance(kind, str):
-        raise msgspec.ValidationError(f"a ledger row needs a string 'kind', not {shown(kind)}")
-    return _foreign(kind, raw)
+    return ledger_row_from_wire(raw)
 
 
 def rows_from_wire(raw: Iterable[Mapping[str, Any]]) -> tuple[LedgerRow, ...]:
     """Decode the committed ledger (ordinary load; see the module docstring)."""
-    return tuple(row_from_wire(item) for item in raw)
+    return ledger_rows_from_wire(raw)
 
 
 # --- strict validation --------------------------------------------------------------------------
@@ -429,9 +408,9 @@ def validate_rows(
         if not isinstance(kind, str):
             raise _invalid(index, kind, "kind", "a row needs a string kind")
         if checked_elsewhere is not None and checked_elsewhere(index, item):
-            rows.append(_foreign(kind, item))
+            rows.append(ledger_row_from_wire(item))
             continue
-        struct_type = _registry.get(kind)
+        struct_type = ledger_row_types().get(kind)
         if struct_type is None:
             raise _invalid(index, kind, "kind", "no family registered this kind")
         try:
@@ -443,7 +422,5 @@ def validate_rows(
             problem = _row_problem(typed)
             if problem:
                 raise _invalid(index, kind, *problem)
-            rows.append(typed)
-        else:
-            rows.append(_foreign(kind, item))
+        rows.append(typed)
     return tuple(rows)

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
 from afp_runtime.errors import CheckpointInvalid
 from afp_runtime.extensions import Ask, At, RunExtension, RunStart
-from afp_runtime.permissions._rules import Decision, Permissions, Verdict
+from afp_runtime.permissions._rules import Permissions, Verdict
+from afp_runtime.records import PermissionRow, ledger_row_to_wire
 from afp_runtime.tools import (
     PlannedCall,
     permission_ask_text,
@@ -20,21 +21,6 @@ from afp_runtime.tools import (
 
 ROW_KIND = "permission"
 """The ledger row kind of a decision (docs/permissions.md#decision-rows)."""
-
-
-class PermissionRow(
-    msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True
-):
-    """A decision row as it is stored: validated strictly on import and by ``afp doctor``."""
-
-    kind: Literal["permission"]
-    turn: int
-    iteration: int
-    tool_call_id: str
-    tool_name: str
-    decision: Decision
-    rule: str
-    reason: str | None = None
 
 
 def validate_permission_row(row: Mapping[str, Any], index: int) -> None:
@@ -112,15 +98,13 @@ class PermissionsRun(RunExtension):
 
 
 def _row(at: At, plan: PlannedCall, verdict: Verdict) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "kind": ROW_KIND,
-        "turn": at.turn,
-        "iteration": at.iteration,
-        "toolCallId": plan.call.id,
-        "toolName": plan.call.name,
-        "decision": verdict.decision,
-        "rule": verdict.rule,
-    }
-    if verdict.reason:
-        row["reason"] = verdict.reason
-    return row
+    row = PermissionRow(
+        turn=at.turn,
+        iteration=at.iteration,
+        tool_call_id=plan.call.id,
+        tool_name=plan.call.name,
+        decision=verdict.decision,
+        rule=verdict.rule,
+        reason=verdict.reason or None,
+    )
+    return ledger_row_to_wire(row)

@@ -8,14 +8,15 @@ from __future__ import annotations
 import fnmatch
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
 from afp_runtime.errors import AgentDefinitionError, shown
 from afp_runtime.messages import ToolCall
+from afp_runtime.records import PermissionDecision
 
-Decision = Literal["allow", "deny", "ask", "halt"]
+Decision = PermissionDecision
 DECISIONS: tuple[Decision, ...] = ("allow", "deny", "ask", "halt")
 
 _json = msgspec.json.Encoder(order="sorted")

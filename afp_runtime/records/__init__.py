@@ -1,5 +1,5 @@
-"""Records: commit bundles, events and their registry, and the shared ports (clock, run log)
-as Protocols."""
+"""Records: commit bundles, events and their registry, ledger rows and theirs, and the shared
+ports (clock, run log) as Protocols."""
 
 from afp_runtime.records.bundle import (
     MESSAGE_LIST_KEYS,
@@ -60,6 +60,20 @@ from afp_runtime.records.events import (
     WindowEvicted,
     WindowRecorded,
     decode_event,
+)
+from afp_runtime.records.ledger import (
+    LEDGER_KINDS,
+    LedgerRow,
+    PermissionDecision,
+    PermissionRow,
+    UnknownRow,
+    encode_ledger_row,
+    ledger_row_from_wire,
+    ledger_row_kind,
+    ledger_row_to_wire,
+    ledger_row_types,
+    ledger_rows_from_wire,
+    register_ledger_row,
 )
 from afp_runtime.records.ports import UNKNOWN, Anchor, Clock, RunLog, Unknown
 from afp_runtime.records.store_fault import StoreFault
@@ -166,7 +180,9 @@ __all__ = [
     "IterationWrite",
     "JournalRow",
     "JournalState",
+    "LEDGER_KINDS",
     "LeaseLostEvent",
+    "LedgerRow",
     "ListRef",
     "MAX_RANGES",
     "MESSAGE_LIST_KEYS",
@@ -184,6 +200,8 @@ __all__ = [
     "Payload",
     "PendingBatch",
     "PendingBatchWrite",
+    "PermissionDecision",
+    "PermissionRow",
     "PriorVisitRef",
     "ProviderWrite",
     "QuestionKind",
@@ -227,6 +245,7 @@ __all__ = [
     "Txn",
     "UNKNOWN",
     "Unknown",
+    "UnknownRow",
     "UserMessageWrite",
     "Verb",
     "WRITE_TYPES",
@@ -237,7 +256,14 @@ __all__ = [
     "Write",
     "crashed_at_ms",
     "decode_event",
+    "encode_ledger_row",
+    "ledger_row_from_wire",
+    "ledger_row_kind",
+    "ledger_row_to_wire",
+    "ledger_row_types",
+    "ledger_rows_from_wire",
     "parse_runtime_stage_id",
+    "register_ledger_row",
     "runtime_stage_id",
     "write_of",
     "writes_from_wire",

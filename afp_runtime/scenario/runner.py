@@ -39,6 +39,7 @@ Decisions where docs/scenarios.md is silent:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,10 @@ from afp_runtime.errors import (
     InvalidAnswer,
     InvalidValue,
 )
+from afp_runtime.findings import BasisRow, ConflictRow, StandingRow
 from afp_runtime.messages import Cost
 from afp_runtime.models import ScriptedModel
-from afp_runtime.permissions import ROW_KIND as PERMISSION_ROW
-from afp_runtime.records import CompactionsWrite
+from afp_runtime.records import CompactionsWrite, LedgerRow, PermissionRow, ledger_row_to_wire
 from afp_runtime.scenario._host import Host
 from afp_runtime.scenario._world import Abort, Arm, Crash, World
 from afp_runtime.scenario.format import (
@@ -73,7 +74,7 @@ from afp_runtime.scenario.format import (
 )
 from afp_runtime.scenario.result import RESULT_FORMAT, RunSummary, ScenarioResult, StepResult
 from afp_runtime.store import backend_name, open_store, shown_location, sqlite_path
-from afp_runtime.time import TIME_ROW_KINDS
+from afp_runtime.time import TIME_ROW_TYPES
 
 
 def _caught(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
@@ -371,16 +372,19 @@ class _Runner:
             cost=cost,
             halted=halted,
             compactions=tuple(compactions),
-            findings_ledger=tuple(r for r in ledger if r.get("kind") in FINDINGS_KINDS),
+            findings_ledger=_wire(r for r in ledger if isinstance(r, FINDINGS_ROW_TYPES)),
             # Only when the agent has a gate, so other results keep their bytes.
-            permissions=tuple(r for r in ledger if r.get("kind") == PERMISSION_ROW)
-            or msgspec.UNSET,
-            time_rows=tuple(r for r in ledger if r.get("kind") in TIME_KINDS),
+            permissions=_wire(r for r in ledger if isinstance(r, PermissionRow)) or msgspec.UNSET,
+            time_rows=_wire(r for r in ledger if isinstance(r, TIME_ROW_TYPES)),
         )
 
 
-FINDINGS_KINDS = frozenset({"basis", "standing", "conflict"})
-TIME_KINDS = frozenset(TIME_ROW_KINDS)
+FINDINGS_ROW_TYPES = (BasisRow, StandingRow, ConflictRow)
+
+
+def _wire(rows: Iterable[LedgerRow]) -> tuple[dict[str, Any], ...]:
+    """Typed ledger rows rendered to the wire maps a result shows."""
+    return tuple(ledger_row_to_wire(row) for row in rows)
 
 
 async def run_scenario(scenario: Scenario | bytes | str, *, db_path: str | Path) -> ScenarioResult:

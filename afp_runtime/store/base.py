@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 from afp_runtime.messages import Message
 from afp_runtime.records import (
     ConversationState,
+    LedgerRow,
     ListRef,
     QuestionRow,
     RunLog,
@@ -126,8 +127,9 @@ class CheckpointStore(Protocol):
 
     async def ledger(
         self, agent_id: str, *, kind: str | None = None, turn: int | None = None
-    ) -> list[dict[str, Any]]:
-        """The conversation's ledger rows in wire form, oldest first."""
+    ) -> list[LedgerRow]:
+        """The conversation's ledger rows, typed, oldest first
+        (docs/storage.md#typed-ledger-rows)."""
 
     async def folded_spans(
         self, agent_id: str, *, summary_fingerprint: str | None = None

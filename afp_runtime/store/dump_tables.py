@@ -265,7 +265,7 @@ def check_dump(dump: AgentDump) -> None:
             ),
         )
     common.folded_spans(agent_id, ((f.span,) for f in dump.folded_spans))
-    common.ledger_rows(agent_id, ((r.row,) for r in dump.ledger_rows))
+    common.ledger_rows(agent_id, ((r.idx, r.row) for r in dump.ledger_rows))
     for q in dump.questions:
         common.question_row((q.question_id, agent_id, *msgspec.structs.astuple(q)[1:]))
     for archive in dump.archived_conversations:

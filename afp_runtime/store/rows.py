@@ -14,16 +14,18 @@ from typing import Any
 
 import msgspec
 
-from afp_runtime.errors import InvalidValue, StoreDamaged
+from afp_runtime.errors import InvalidValue, StoreDamaged, shown
 from afp_runtime.messages import Cost, Message, Usage, message_from_body
 from afp_runtime.records import (
     AnyWrite,
     CommitBundle,
     ConversationState,
     Item,
+    LedgerRow,
     QuestionRow,
     RunEnd,
     StoredFoldedSpan,
+    ledger_row_from_wire,
     runtime_stage_id,
     writes_from_wire,
 )
@@ -372,14 +374,26 @@ def folded_spans(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredFol
     return [decoded(_span_decoder, row[0], what, agent_id=agent_id) for row in rows]
 
 
-def ledger_rows(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
-    """Ledger rows in wire form from ``(row,)`` rows.
+def ledger_rows(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[LedgerRow]:
+    """Typed ledger rows from ``(idx, row)`` rows (docs/storage.md#typed-ledger-rows).
 
     Raises:
-        StoreDamaged: a row does not decode.
+        StoreDamaged: a row does not decode, or does not decode into its kind's class (names
+            the agent, the row's position and kind, and the field).
     """
-    what = f"a ledger row of {agent_id!r}"
-    return [decoded(map_decoder, row[0], what, agent_id=agent_id) for row in rows]
+    found: list[LedgerRow] = []
+    for idx, blob in rows:
+        what = f"ledger row {idx} of {agent_id!r}"
+        raw = decoded(map_decoder, blob, what, agent_id=agent_id)
+        try:
+            found.append(ledger_row_from_wire(raw))
+        except InvalidValue as exc:
+            raise StoreDamaged(
+                f"{what} (kind {shown(raw.get('kind'))}) does not decode: {exc.message}",
+                agent_id=agent_id,
+                field=exc.context.get("field"),
+            ) from exc
+    return found
 
 
 # -- what backends write: the values of one row, in the order of the table's columns ----------

@@ -20,7 +20,7 @@ from afp_runtime.time._loop import TimeExtension
 from afp_runtime.time._policy import TimePolicy
 from afp_runtime.time._question import AnswerProblem, judge_answer
 from afp_runtime.time._reader import TimeReader
-from afp_runtime.time._rows import TIME_ROW_KINDS, validate_time_row
+from afp_runtime.time._rows import TIME_ROW_KINDS, TIME_ROW_TYPES, validate_time_row
 
 __all__ = [
     "AnswerProblem",
@@ -35,6 +35,7 @@ __all__ = [
     "ObjectKeys",
     "Period",
     "TIME_ROW_KINDS",
+    "TIME_ROW_TYPES",
     "TimeConfig",
     "TimeExtension",
     "TimePolicy",

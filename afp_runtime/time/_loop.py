@@ -27,7 +27,7 @@ Readings settled here, beyond what docs/time.md#deciding-each-call states:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -46,11 +46,11 @@ from afp_runtime.extensions import (
     Settled,
 )
 from afp_runtime.messages import Message, ToolCall, ToolSchema
-from afp_runtime.records import Clock, QuestionRow
+from afp_runtime.records import Clock, LedgerRow, QuestionRow
 from afp_runtime.time._clock import (
+    ClockRow,
     MessageTime,
     TimeClock,
-    clock_from_wire,
     clock_row,
     message_time_from_wire,
     turn_clock,
@@ -68,11 +68,10 @@ from afp_runtime.time._decide import (
 from afp_runtime.time._declare import facts_of, forms_of
 from afp_runtime.time._dispatching import Dispatching
 from afp_runtime.time._facts import form_facts, tool_facts
-from afp_runtime.time._parts import TimeParts
 from afp_runtime.time._question import TimeQuestion, time_answer_row, time_question
-from afp_runtime.time._reading_rows import read_message
+from afp_runtime.time._reading_rows import TimeReadingRow, read_message
 from afp_runtime.time._resolve import resolve
-from afp_runtime.time._rows import TIME_ROW_KINDS, CallWindowRow, call_window_of_call
+from afp_runtime.time._rows import TIME_ROW_TYPES, CallWindowRow, call_window_of_call
 from afp_runtime.time._texts import refusal_observation, time_line
 from afp_runtime.time._turn import (
     TimeTurn,
@@ -136,7 +135,7 @@ class TimeRun(RunExtension):
         except TimeReaderError as exc:
             # docs/time.md#readers: a reader whose output is unusable holds the turn.
             return Seeded(hold=("time-reader", exc.message))
-        return Seeded(rows=list(self.state.rows))
+        return Seeded(rows=[msgspec.to_builtins(row) for row in self.state.rows])
 
     async def _first_run(self, seed: SeedInput) -> TimeTurn:
         """The clock and reading rows of a turn's first run (read once, docs/time.md#readers).
@@ -167,18 +166,16 @@ class TimeRun(RunExtension):
 
         clock, rows = await self.offload(work)
         await self._preload(clock, config.zone)
-        return TimeTurn(clock, [msgspec.to_builtins(row) for row in rows], seed.turn)
+        return TimeTurn(clock, list(rows), seed.turn)
 
-    async def _continuation(
-        self, ledger: Sequence[Mapping[str, Any]], turn: int
-    ) -> TimeTurn | None:
-        """The turn's time rows as filed by its earlier runs; None when it filed no clock."""
-        kept = (row for row in ledger if row.get("turn") == turn)
-        rows = [dict(row) for row in kept if row.get("kind") in TIME_ROW_KINDS]
-        clock_wire = next((row for row in rows if row.get("kind") == "clock"), None)
-        if clock_wire is None:
+    async def _continuation(self, ledger: Sequence[LedgerRow], turn: int) -> TimeTurn | None:
+        """The turn's time rows as filed by its earlier runs, typed as the store read them;
+        None when it filed no clock."""
+        rows = [row for row in ledger if isinstance(row, TIME_ROW_TYPES) and row.turn == turn]
+        clock_row = next((row for row in rows if isinstance(row, ClockRow)), None)
+        if clock_row is None:
             return None
-        clock = clock_from_wire(clock_wire)
+        clock = clock_row.clock
         await self._preload(clock, self.config.zone)
         return TimeTurn(clock, rows, turn)
 
@@ -462,9 +459,9 @@ class TimeRun(RunExtension):
         reading = next(
             row
             for row in state.rows
-            if row.get("kind") == "time-reading" and row.get("mention") == mention_index
+            if isinstance(row, TimeReadingRow) and row.mention == mention_index
         )
-        parses = [msgspec.convert(p, TimeParts) for p in reading.get("parses") or []]
+        parses = list(reading.parses or ())
         policy = self.config.policy
         work = partial(resolve, parses, clock=state.clock, policy=policy, zone_answer=zone)
         resolution = await self.offload(work)
@@ -472,9 +469,7 @@ class TimeRun(RunExtension):
             OpenReading(range=c.range, zone=c.zone, lookback=c.lookback, candidate=i)
             for i, c in enumerate(resolution.candidates)
         )
-        return OpenMention(
-            mention=mention_index, quote=str(reading.get("quote", "")), readings=readings
-        )
+        return OpenMention(mention=mention_index, quote=reading.quote or "", readings=readings)
 
     def take_rows(self) -> list[dict[str, Any]]:
         if self.state is None:

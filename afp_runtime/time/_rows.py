@@ -35,6 +35,7 @@ from typing import Any, Final, Literal, get_args
 import msgspec
 
 from afp_runtime.errors import CheckpointInvalid, InvalidValue, decoded_path, shown
+from afp_runtime.records import register_ledger_row
 from afp_runtime.time._clock import ClockRow, check_counts
 from afp_runtime.time._durations import FACT_UNITS, is_duration
 from afp_runtime.time._facts import TIME_REFUSALS, TimeRefusal
@@ -42,7 +43,7 @@ from afp_runtime.time._instants import NS_PER_MS, Instant, parse_instant, spell_
 from afp_runtime.time._ranges import PersonWindow, TimeRange
 from afp_runtime.time._reading_rows import TimeReadingRow
 from afp_runtime.time._values import SAFE_INTEGER
-from afp_runtime.time._windows import AnswerHow, rows_of_turn
+from afp_runtime.time._windows import AnswerHow
 from afp_runtime.time._wire import Wire
 from afp_runtime.time._zones import is_zone_name
 
@@ -319,6 +320,13 @@ class CallRow(_TimeRow, frozen=True, kw_only=True, tag="call"):
 TimeRow = CallWindowRow | TimeAnswerRow | CallRow
 """A row kind this module types (``clock`` and ``time-reading`` rows are the reading side's)."""
 
+TIME_ROW_TYPES: Final = (ClockRow, TimeReadingRow, TimeAnswerRow, CallWindowRow, CallRow)
+"""The class of every ledger row kind the time layer files, in ``TIME_ROW_KINDS`` order."""
+
+# Every time row class in the ledger's one registry (docs/storage.md#typed-ledger-rows).
+for _row_type in TIME_ROW_TYPES:
+    register_ledger_row(_row_type)
+
 
 def _bad_int(value: object) -> bool:
     return isinstance(value, bool) or not isinstance(value, int)
@@ -351,15 +359,15 @@ def call_window_of_call(
     """The most recent ``call-window`` row of a call in a turn (docs/time.md#callwindowrow-fields),
     or None.
 
-    ``ctx.time``, drift and observations rely on it. Rows may be wire mappings, structs or
-    carried rows (see ``windows.wire_row``).
+    ``ctx.time``, drift and observations rely on it. Rows are typed ledger rows (a wire map
+    or a row of another class is not a ``call-window`` row here).
     """
     found = [
         row
-        for row in rows_of_turn(ledger, turn)
-        if row.get("kind") == "call-window" and row.get("toolCallId") == tool_call_id
+        for row in ledger
+        if isinstance(row, CallWindowRow) and row.turn == turn and row.tool_call_id == tool_call_id
     ]
-    return msgspec.convert(found[-1], type=CallWindowRow) if found else None
+    return found[-1] if found else None
 
 
 # --- strict validation ------------------------------------------------------------------------

@@ -4,15 +4,15 @@ to a call or a schema (docs/time.md#deciding-each-call).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
 from afp_runtime.extensions import At
 from afp_runtime.messages import ToolCall, ToolSchema
-from afp_runtime.records import QuestionRow
-from afp_runtime.time._clock import TimeClock
+from afp_runtime.records import LedgerRow, QuestionRow
+from afp_runtime.time._clock import ClockRow, TimeClock
 from afp_runtime.time._convert import PeriodContext
 from afp_runtime.time._decide import TIME_QUOTE, TIME_QUOTE_DESCRIPTION, CallDecision, CallToBind
 from afp_runtime.time._declare import Period, facts_of, forms_of
@@ -24,9 +24,10 @@ from afp_runtime.tools import PlannedCall, Tool, ToolOutcome, unrun_outcome
 class TimeTurn:
     """The turn's clock and time rows, kept on the run (rebuilt from the ledger at seed)."""
 
-    def __init__(self, clock: TimeClock, rows: list[dict[str, Any]], turn: int) -> None:
+    def __init__(self, clock: TimeClock, rows: Sequence[LedgerRow], turn: int) -> None:
         self.clock = clock
-        self.rows = rows
+        # Typed, as filed or as the store read them (docs/storage.md#typed-ledger-rows).
+        self.rows: list[LedgerRow] = list(rows)
         self.turn = turn
         self.windows: TurnWindows = turn_windows_of(rows, turn)
         # Per call of this run: its latest decision (for the ``call`` row and drift).
@@ -35,11 +36,10 @@ class TimeTurn:
         # bundle appends them to the ledger).
         self.pending: list[dict[str, Any]] = []
 
-    def add(self, rows: Sequence[Any]) -> None:
+    def add(self, rows: Sequence[LedgerRow]) -> None:
         """File ``rows`` on the turn (the next bundle commits them)."""
-        added = [msgspec.to_builtins(row) for row in rows]
-        self.rows.extend(added)
-        self.pending.extend(added)
+        self.rows.extend(rows)
+        self.pending.extend(msgspec.to_builtins(row) for row in rows)
         self.windows = turn_windows_of(self.rows, self.turn)
 
     @property
@@ -73,16 +73,12 @@ def period_of(tool: Tool | None) -> Period:
 # -- seed ---------------------------------------------------------------------------------------
 
 
-def answered_zone(
-    questions: Sequence[QuestionRow], ledger: Sequence[Mapping[str, Any]]
-) -> str | None:
+def answered_zone(questions: Sequence[QuestionRow], ledger: Sequence[LedgerRow]) -> str | None:
     """The zone the person gave in an earlier turn whose clock zone was unknown
     (docs/time.md#unknown-zone): the latest answered ``zone`` question of such a turn (a zone answer
     files no row of its own; the question keeps it)."""
     unknown_turns = {
-        row.get("turn")
-        for row in ledger
-        if row.get("kind") == "clock" and row.get("zoneSource") == "unknown"
+        row.turn for row in ledger if isinstance(row, ClockRow) and row.zone_source == "unknown"
     }
     zone = None
     for question in questions:

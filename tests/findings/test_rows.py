@@ -4,12 +4,12 @@ docs/findings.md#where-the-ledger-lives)."""
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 import pytest
 
-from afp_runtime.errors import CheckpointInvalid
+from afp_runtime.errors import CheckpointInvalid, InvalidValue
 from afp_runtime.findings import (
     BasisRow,
     ConflictRow,
@@ -24,39 +24,22 @@ from afp_runtime.findings import (
     validate_rows,
 )
 from afp_runtime.findings.rows import FINDINGS_KINDS, ON_ANSWER, registered_row_kinds
+from afp_runtime.time._rows import TimeAnswerRow
 from tests.findings._build import claim, standing, wire
-
-
-class TimeAnswerRow(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    forbid_unknown_fields=True,
-    tag_field="kind",
-    tag="time-answer",
-):
-    """A stand-in for the time layer's ``time-answer`` row (docs/time.md#row-kinds)."""
-
-    turn: int
-    iteration: int
-    mention: int
-    zone: str
-    how: Literal["confirmed", "edited"]
-
-
-register_row_kind("time-answer", TimeAnswerRow)
 
 TIME_ANSWER: dict[str, Any] = {
     "kind": "time-answer",
     "turn": 1,
     "iteration": 2,
     "mention": 0,
+    "from": "2026-01-01T00:00:00+01:00",
+    "to": "2026-01-02T00:00:00+01:00",
     "zone": "Europe/Paris",
     "how": "confirmed",
 }
-CALL_WINDOW: dict[str, Any] = {
-    "kind": "call-window",
+# A kind no layer registers (a later build's): carried as a ForeignRow.
+LATER_ROW: dict[str, Any] = {
+    "kind": "later-kind",
     "turn": 1,
     "iteration": 1,
     "toolCallId": "c1",
@@ -182,17 +165,17 @@ class TestRoundTrip:
 
     def test_mixed_ledger_round_trips(self) -> None:
         """rows_to_wire(rows_from_wire(x)) == x for findings, registered and foreign rows."""
-        ledger = [BASIS, CALL_WINDOW, STANDING, TIME_ANSWER]
+        ledger = [BASIS, LATER_ROW, STANDING, TIME_ANSWER]
         rows = rows_from_wire(copy.deepcopy(ledger))
-        assert [type(r) for r in rows] == [BasisRow, ForeignRow, StandingRow, ForeignRow]
+        assert [type(r) for r in rows] == [BasisRow, ForeignRow, StandingRow, TimeAnswerRow]
         assert rows_to_wire(rows) == ledger
 
     def test_foreign_row_keeps_kind_and_fields(self) -> None:
         """A foreign row keeps its kind and every other key, nested values included."""
-        (row,) = rows_from_wire([CALL_WINDOW])
+        (row,) = rows_from_wire([LATER_ROW])
         assert isinstance(row, ForeignRow)
-        assert row.kind == "call-window"
-        assert row.fields["asked"] == CALL_WINDOW["asked"]
+        assert row.kind == "later-kind"
+        assert row.fields["asked"] == LATER_ROW["asked"]
 
     def test_declared_on_decodes_both_shapes(self) -> None:
         """declaredOn decodes to DeclaredOn for a call and to "answer" for the answer."""
@@ -204,7 +187,7 @@ class TestRoundTrip:
 
     def test_row_without_kind_is_refused(self) -> None:
         """A row with no string kind cannot be loaded."""
-        with pytest.raises(msgspec.ValidationError):
+        with pytest.raises(InvalidValue):
             rows_from_wire([{"turn": 1}])
 
 
@@ -284,8 +267,8 @@ class TestValidateRows:
 
     def test_unregistered_kind_is_refused(self) -> None:
         """A kind no family registered is refused at kind."""
-        error = _invalid([CALL_WINDOW])
-        assert error.context == {"index": 0, "kind": "call-window", "field": "kind"}
+        error = _invalid([LATER_ROW])
+        assert error.context == {"index": 0, "kind": "later-kind", "field": "kind"}
 
     def test_registered_kind_is_checked_by_its_struct(self) -> None:
         """A registered kind's rows are decoded by their own struct; an extra key is refused."""

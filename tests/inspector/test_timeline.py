@@ -133,7 +133,7 @@ async def test_a_turn_shows_the_time_window_decided_for_each_call(api: Api) -> N
         await settle(host)
         page = (await client.get("/agents/ops")).text
         rows = await host.reader.ledger("ops", kind="call-window")
-    assert [row["how"] for row in rows] == ["filled"]
+    assert [row.how for row in rows] == ["filled"]
     table = _table(page, "call-windows")
     assert re.findall(r'<tr data-call-window="([^"]+)">', table) == ["c1"]
     assert '<td class="how">filled</td>' in table

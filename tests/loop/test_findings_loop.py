@@ -21,7 +21,7 @@ from afp_runtime.findings.texts import FINDINGS_INSTRUCTION
 from afp_runtime.loop import AgentDriver, Emitter
 from afp_runtime.messages import Message, ModelRequest, canonical_json
 from afp_runtime.models import ScriptedModel, ScriptEntry
-from afp_runtime.records import FindingsDeclared, FindingsStanding, ToolStarted
+from afp_runtime.records import FindingsDeclared, FindingsStanding, ToolStarted, ledger_row_to_wire
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import WindowStrategy, sliding_window
@@ -141,7 +141,7 @@ async def records_of(harness: Harness, run_id: str) -> list[dict[str, Any]]:
 
 async def ledger(harness: Harness, **filters: Any) -> list[dict[str, Any]]:
     assert harness.store is not None
-    return await harness.store.ledger("ops", **filters)
+    return [ledger_row_to_wire(r) for r in await harness.store.ledger("ops", **filters)]
 
 
 async def ledger_count(harness: Harness) -> int:

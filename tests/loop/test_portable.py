@@ -9,7 +9,9 @@ import pytest
 
 from afp_runtime.agents import export_checkpoint, import_checkpoint, parse_checkpoint
 from afp_runtime.errors import CheckpointInvalid, ConversationMismatch, RunNotResumable
+from afp_runtime.findings import StandingRow
 from afp_runtime.loop import load_folded_conversation
+from afp_runtime.records import ledger_row_to_wire
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.window import sliding_window
 from afp_runtime.window.folds import folded_messages, folded_span_for
@@ -204,7 +206,8 @@ async def test_the_ledger_travels_with_the_checkpoint(harness: Harness) -> None:
     checkpoint = parse_checkpoint(doc(findingsLedger=[good]), agent_id="ops")
     state = await import_checkpoint(harness.store, "ops", checkpoint, now_ms=5)
     assert state.ledger_count == 1
-    assert await harness.store.ledger("ops") == [good]
+    assert [ledger_row_to_wire(r) for r in await harness.store.ledger("ops")] == [good]
+    assert [type(r) for r in await harness.store.ledger("ops")] == [StandingRow]
     exported = await export_checkpoint(harness.store, "ops")
     assert exported.findings_ledger == (good,)
 

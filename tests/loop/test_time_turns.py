@@ -14,6 +14,7 @@ from afp_runtime.agents import Agent, abandon_question, answer_question
 from afp_runtime.errors import TimeNotEnabled
 from afp_runtime.loop import AgentDriver, Emitter
 from afp_runtime.models import ScriptedModel
+from afp_runtime.records import ledger_row_to_wire
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
 from afp_runtime.time import Period, TimeConfig
 from afp_runtime.time._forms import Bound, BoundsForm, LookbackForm
@@ -73,7 +74,7 @@ async def fixture_harness(tmp_path: Any) -> Any:
 
 async def ledger(harness: Harness, kind: str) -> list[dict[str, Any]]:
     assert harness.store is not None
-    return await harness.store.ledger("ops", kind=kind)
+    return [ledger_row_to_wire(r) for r in await harness.store.ledger("ops", kind=kind)]
 
 
 async def test_case_38_a_control_window_fills_the_call(harness: Harness) -> None:

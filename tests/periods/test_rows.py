@@ -9,6 +9,7 @@ import msgspec
 import pytest
 
 from afp_runtime.errors import CheckpointInvalid, InvalidValue
+from afp_runtime.records import ledger_rows_from_wire
 from afp_runtime.time import validate_time_row
 from afp_runtime.time._ranges import PersonWindow
 from afp_runtime.time._rows import (
@@ -298,13 +299,14 @@ class TestLatestRow:
         first = {**BASE, "how": "not-filled", "why": "open-reading"}
         other_call = {**BASE, "toolCallId": "c2", "how": "unread"}
         other_turn = {**BASE, "turn": 2, "how": "unread"}
-        ledger: list[Any] = [first, FILLED, other_call, other_turn]
+        ledger = ledger_rows_from_wire([first, FILLED, other_call, other_turn])
         found = call_window_of_call(ledger, "c1", 1)
         assert found is not None
         assert found.how == "filled"
         assert call_window_of_call(ledger, "c3", 1) is None
 
     def test_typed_rows_are_read(self) -> None:
-        """Typed rows in the ledger are read too."""
+        """The ledger's typed rows are read by their class; a wire map is not a row here."""
         typed = msgspec.convert(FILLED, type=CallWindowRow)
         assert call_window_of_call([typed], "c1", 1) == typed
+        assert call_window_of_call([FILLED], "c1", 1) is None

@@ -23,7 +23,7 @@ from afp_runtime.agents import read_config
 from afp_runtime.demo import QUESTIONS
 from afp_runtime.errors import AfpError
 from afp_runtime.loop import AgentDriver, Emitter, SystemClock, TimeOrderedIds, load_folded_spans
-from afp_runtime.records import RunLog
+from afp_runtime.records import RunLog, ledger_row_to_wire
 from afp_runtime.scenario import run_scenario
 from afp_runtime.served import check, encode_served, epochs, receipt_at, served_at, served_views
 from afp_runtime.store import Store, open_store
@@ -107,7 +107,7 @@ async def shown(store: Store) -> dict[str, Any]:
                 for m in inbox
             },
             "questions": msgspec.to_builtins(await store.questions(agent_id)),
-            "ledger": await store.ledger(agent_id),
+            "ledger": [ledger_row_to_wire(r) for r in await store.ledger(agent_id)],
             "folded": msgspec.to_builtins(await load_folded_spans(store, agent_id)),
             "checkpoint": msgspec.to_builtins(
                 await agents_layer.export_checkpoint(store, agent_id)
@@ -135,7 +135,7 @@ def verdicts(found: dict[str, Any]) -> list[str]:
 
 async def _ledger_problem(store: Store, agent_id: str) -> str | None:
     try:
-        agents_layer.validate_ledger(await store.ledger(agent_id))
+        agents_layer.validate_ledger([ledger_row_to_wire(r) for r in await store.ledger(agent_id)])
     except AfpError as exc:
         return f"{agent_id}: {exc}"
     return None

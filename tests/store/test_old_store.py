@@ -15,6 +15,7 @@ import msgspec
 import pytest
 
 from afp_runtime.errors import StoreDamaged
+from afp_runtime.findings import BasisRow, StandingRow
 from afp_runtime.records import (
     FinalAnswerWrite,
     HistoryWrite,
@@ -22,6 +23,9 @@ from afp_runtime.records import (
     PendingBatchWrite,
     ReceiptWrite,
     RunIdWrite,
+    UnknownRow,
+    ledger_row_to_wire,
+    ledger_row_types,
 )
 from afp_runtime.scenario import run_scenario
 from afp_runtime.store import open_store
@@ -162,3 +166,80 @@ async def test_a_damaged_bundle_of_an_old_store_is_named(
         assert any(isinstance(w, ReceiptWrite) for w in kept)
     finally:
         await store.aclose()
+
+
+def _ledger_of(path: Path) -> list[tuple[int, bytes]]:
+    db = sqlite3.connect(path)
+    try:
+        return [(int(i), bytes(r)) for i, r in db.execute("SELECT idx, row FROM ledger_rows")]
+    finally:
+        db.close()
+
+
+def _rewrite_ledger_row(path: Path, idx: int, row: Any) -> None:
+    db = sqlite3.connect(path)
+    try:
+        db.execute(
+            "UPDATE ledger_rows SET row = ? WHERE idx = ?", (msgspec.msgpack.encode(row), idx)
+        )
+        db.commit()
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("case", ["findings", "time-rows"])
+async def test_the_ledger_of_an_old_store_reads_typed(case: str, tmp_path: Path) -> None:
+    """Every ledger row the untyped code stored reads as its kind's class (none unknown) and
+    renders back to the stored map (docs/storage.md#typed-ledger-rows)."""
+    path = await _unpacked(case, tmp_path)
+    stored = await anyio.to_thread.run_sync(_ledger_of, path)
+    store = await open_store(path, now_ms=0)
+    try:
+        rows = await store.ledger("scenario")
+    finally:
+        await store.aclose()
+    assert rows and len(rows) == len(stored)
+    types = ledger_row_types()
+    for row, (_, blob) in zip(rows, stored, strict=True):
+        wire = msgspec.msgpack.decode(blob)
+        assert type(row) is types[wire["kind"]]
+        assert ledger_row_to_wire(row) == wire
+
+
+async def test_an_unknown_kind_in_an_old_store_reads_as_an_unknown_row(tmp_path: Path) -> None:
+    """A row of a kind no class is registered for reads as an UnknownRow carrying its map."""
+    path = await _unpacked("findings", tmp_path)
+    later = {"kind": "later-kind", "turn": 1, "note": {"a": [1]}}
+    await anyio.to_thread.run_sync(_rewrite_ledger_row, path, 0, later)
+    store = await open_store(path, now_ms=0)
+    try:
+        rows = await store.ledger("scenario")
+    finally:
+        await store.aclose()
+    assert rows[0] == UnknownRow(kind="later-kind", fields={"turn": 1, "note": {"a": [1]}})
+    assert ledger_row_to_wire(rows[0]) == later
+    assert isinstance(rows[1], BasisRow | StandingRow)
+
+
+@pytest.mark.parametrize(
+    ("row", "field"),
+    [
+        ({"kind": "basis", "toolCallId": "s1", "turn": 1, "iteration": 1}, "toolName"),
+        ({"kind": "standing", "toolCallId": "s1", "standing": "maybe"}, "standing"),
+        ({"turn": 1}, "kind"),
+    ],
+    ids=["missing-field", "bad-enum", "no-kind"],
+)
+async def test_a_damaged_ledger_row_is_named(row: Any, field: str, tmp_path: Path) -> None:
+    """A stored row that does not decode into its kind's class is StoreDamaged naming the
+    agent, the row's position and the field."""
+    path = await _unpacked("findings", tmp_path)
+    await anyio.to_thread.run_sync(_rewrite_ledger_row, path, 1, row)
+    store = await open_store(path, now_ms=0)
+    try:
+        with pytest.raises(StoreDamaged) as caught:
+            await store.ledger("scenario")
+    finally:
+        await store.aclose()
+    assert "ledger row 1 of 'scenario'" in str(caught.value)
+    assert field in str(caught.value)

@@ -15,7 +15,7 @@ from afp_runtime.api._context import ApiContext
 from afp_runtime.api.window import window_records
 from afp_runtime.app import epoch_list
 from afp_runtime.cost import cost_text
-from afp_runtime.records import StoredFoldedSpan
+from afp_runtime.records import StoredFoldedSpan, ledger_row_to_wire
 from afp_runtime.store import RunRow
 
 __all__ = ["TURNS_PER_PAGE", "timeline"]
@@ -196,7 +196,8 @@ async def timeline(ctx: ApiContext, agent_id: str, *, before: int | None) -> dic
     for span in await ctx.reader.folded_spans(agent_id):
         folds[span.run_id].append(span)
     rows: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for row in await ctx.reader.ledger(agent_id):
+    for typed in await ctx.reader.ledger(agent_id):
+        row = ledger_row_to_wire(typed)
         if row.get("turn") in shown:
             rows[row["turn"]].append(row)
     messages = {row.turn: row for row in await ctx.reader.inbox(agent_id) if row.turn is not None}

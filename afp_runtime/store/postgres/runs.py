@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import anyio
 
 from afp_runtime.errors import NotFound
-from afp_runtime.records import RunLog, StoredFoldedSpan
+from afp_runtime.records import LedgerRow, RunLog, StoredFoldedSpan
 from afp_runtime.store import rows as common
 from afp_runtime.store.postgres._core import PostgresCore
 from afp_runtime.store.postgres.runlog import PostgresRunLog
@@ -82,10 +82,11 @@ class Runs(PostgresCore):
 
     async def ledger(
         self, agent_id: str, *, kind: str | None = None, turn: int | None = None
-    ) -> list[dict[str, Any]]:
-        """The conversation's ledger rows in wire form, oldest first (optionally filtered)."""
+    ) -> list[LedgerRow]:
+        """The conversation's ledger rows, typed, oldest first, optionally filtered
+        (docs/storage.md#typed-ledger-rows)."""
         found = await self._fetch(
-            'SELECT l."row" FROM ledger_rows l JOIN agents a ON a.agent = l.agent'
+            'SELECT l.idx, l."row" FROM ledger_rows l JOIN agents a ON a.agent = l.agent'
             " WHERE a.agent_id = $1 AND ($2::text IS NULL OR l.kind = $2)"
             " AND ($3::bigint IS NULL OR l.turn = $3) ORDER BY l.idx",
             agent_id,

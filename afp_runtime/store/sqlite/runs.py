@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import anyio
 
 from afp_runtime.errors import NotFound
-from afp_runtime.records import RunLog, StoredFoldedSpan
+from afp_runtime.records import LedgerRow, RunLog, StoredFoldedSpan
 from afp_runtime.store import rows as common
 from afp_runtime.store.sqlite import writes
 from afp_runtime.store.sqlite._core import SqliteCore
@@ -90,9 +90,13 @@ class Runs(SqliteCore):
 
     async def ledger(
         self, agent_id: str, *, kind: str | None = None, turn: int | None = None
-    ) -> list[dict[str, Any]]:
-        """The conversation's ledger rows in wire form, oldest first (optionally filtered)."""
-        sql = "SELECT l.row FROM ledger_rows l JOIN agents a ON a.agent=l.agent WHERE a.agent_id=?"
+    ) -> list[LedgerRow]:
+        """The conversation's ledger rows, typed, oldest first, optionally filtered
+        (docs/storage.md#typed-ledger-rows)."""
+        sql = (
+            "SELECT l.idx, l.row FROM ledger_rows l JOIN agents a ON a.agent=l.agent"
+            " WHERE a.agent_id=?"
+        )
         params: tuple[Any, ...] = (agent_id,)
         if kind is not None:
             sql += " AND l.kind=?"
