@@ -343,6 +343,7 @@ SURFACES: dict[str, list[str]] = {
         "LEDGER_KINDS",
         "LeaseLostEvent",
         "LedgerRow",
+        "LedgerRowBase",
         "ListRef",
         "MAX_RANGES",
         "MESSAGE_LIST_KEYS",

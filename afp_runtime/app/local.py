@@ -10,7 +10,7 @@ store, finish what an earlier process left, post the messages, answer them.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -20,11 +20,13 @@ from afp_runtime.app.questions import abandon, answer
 from afp_runtime.loop import AgentDriver, Emitter, EventSink, IdFactory, LoopHooks, RunOutcome
 from afp_runtime.mcp import sessions_open
 from afp_runtime.records import Clock, OpenTurn, QuestionRow
-from afp_runtime.store import Ack, Store, open_store
+from afp_runtime.store import Store, open_store
 
 
-class LocalAgent:
-    """One agent's turns run on ``store`` in this process, one at a time (the caller serialises).
+class LocalAgent(AgentDriver):
+    """One agent's turns run on ``store`` in this process, one at a time (the caller serialises):
+    the loop's driver (``post``, ``work``, ``resume``, ``dismiss``) with the question writes and
+    the open turn a door needs besides.
 
     Args:
         store: the open (writer) store.
@@ -47,11 +49,7 @@ class LocalAgent:
         rng: random.Random | None = None,
         hooks: LoopHooks | None = None,
     ) -> None:
-        self.store = store
-        self.definition = definition
-        self.clock = clock
-        self.agent_id = definition.agent_id
-        self._driver = AgentDriver(
+        super().__init__(
             store,
             definition,
             clock=clock,
@@ -60,37 +58,14 @@ class LocalAgent:
             rng=rng,
             hooks=hooks,
         )
-
-    async def post(
-        self,
-        text: str,
-        *,
-        idempotency_key: str | None = None,
-        sender: str | None = None,
-        time: Mapping[str, Any] | None = None,
-    ) -> Ack:
-        """Accept a person's message durably; a fresh one (not an idempotent repeat) emits
-        ``inbox.accepted``.
-
-        Raises:
-            InvalidValue / IdempotencyConflict / NotOwner: as ``app.post``.
-            TimeNotEnabled: ``time`` for an agent without the time layer.
-        """
-        return await self._driver.post(
-            text, idempotency_key=idempotency_key, sender=sender, time=time
-        )
-
-    async def work(self) -> list[RunOutcome]:
-        """Finish the unfinished turn if it may run now, then answer the queued messages; every
-        run's outcome in order."""
-        return await self._driver.work()
+        self.writer = store
 
     async def answer(
         self, question_id: str, value: Any, *, sender: str | None = None
     ) -> QuestionRow:
         """Answer a question of the paused turn durably (``app.answer``); ``work`` runs on."""
         return await answer(
-            self.store,
+            self.writer,
             self.agent_id,
             question_id,
             value,
@@ -102,7 +77,7 @@ class LocalAgent:
     async def abandon(self, question_id: str, *, sender: str | None = None) -> QuestionRow:
         """Close a question unanswered (``app.abandon``); ``work`` runs on."""
         return await abandon(
-            self.store,
+            self.writer,
             self.agent_id,
             question_id,
             clock=self.clock,
@@ -110,25 +85,9 @@ class LocalAgent:
             shared=self.definition.shared,
         )
 
-    async def resume(self) -> list[RunOutcome]:
-        """An operator resume of the held or stalled turn, then the queue moves on.
-
-        Raises:
-            RunNotResumable: the turn is not held or stalled.
-        """
-        return await self._driver.resume()
-
-    async def dismiss(self, run_id: str | None = None) -> str:
-        """Close the held turn ``dismissed``; returns its message id.
-
-        Raises:
-            RunNotHeld: the turn is not held, or ``run_id`` is not one of its runs.
-        """
-        return await self._driver.dismiss(run_id)
-
     async def open_turn(self) -> OpenTurn | None:
         """The agent's open turn, None when it has none."""
-        state = await self.store.conversation_state(self.agent_id)
+        state = await self.writer.conversation_state(self.agent_id)
         return state.open_turn if state is not None else None
 
 

@@ -42,8 +42,9 @@ import msgspec
 
 from afp_runtime.errors import CheckpointInvalid, decoded_path, shown
 from afp_runtime.findings.limits import TEXT_CAP
-from afp_runtime.records import LedgerRow as LedgerRowBase
+from afp_runtime.records import LedgerRow as AnyLedgerRow
 from afp_runtime.records import (
+    LedgerRowBase,
     UnknownRow,
     ledger_row_from_wire,
     ledger_row_to_wire,
@@ -128,15 +129,7 @@ class WitnessRef(_Part, frozen=True, kw_only=True):
     predicate: str
 
 
-class _Row(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-    tag_field="kind",
-):
+class _Row(LedgerRowBase, frozen=True, kw_only=True):
     """Base of the findings rows: tagged on ``kind``; absent keys omitted, never ``null``."""
 
 
@@ -227,7 +220,7 @@ ignored by the fold: the ledger's ``UnknownRow`` (docs/storage.md#typed-ledger-r
 
 
 FindingsRow = BasisRow | StandingRow | ConflictRow
-LedgerRow = LedgerRowBase
+LedgerRow = AnyLedgerRow
 """A decoded ledger row: a findings row, another layer's registered row or a ``ForeignRow``."""
 
 _OWN_KINDS: dict[str, type[msgspec.Struct]] = {

@@ -64,6 +64,7 @@ from afp_runtime.records.events import (
 from afp_runtime.records.ledger import (
     LEDGER_KINDS,
     LedgerRow,
+    LedgerRowBase,
     PermissionDecision,
     PermissionRow,
     UnknownRow,
@@ -183,6 +184,7 @@ __all__ = [
     "LEDGER_KINDS",
     "LeaseLostEvent",
     "LedgerRow",
+    "LedgerRowBase",
     "ListRef",
     "MAX_RANGES",
     "MESSAGE_LIST_KEYS",

@@ -55,10 +55,7 @@ class UnknownRow(msgspec.Struct, frozen=True, kw_only=True):
     fields: Mapping[str, Any]
 
 
-PermissionDecision = Literal["allow", "deny", "ask", "halt"]
-
-
-class PermissionRow(
+class LedgerRowBase(
     msgspec.Struct,
     frozen=True,
     kw_only=True,
@@ -66,8 +63,16 @@ class PermissionRow(
     omit_defaults=True,
     forbid_unknown_fields=True,
     tag_field="kind",
-    tag="permission",
 ):
+    """Base of every registered ledger row class: tagged on ``kind``, camelCase keys, absent keys
+    omitted (never ``null``), unknown keys refused. A subclass says ``frozen=True, kw_only=True``
+    again and names its ``tag``."""
+
+
+PermissionDecision = Literal["allow", "deny", "ask", "halt"]
+
+
+class PermissionRow(LedgerRowBase, frozen=True, kw_only=True, tag="permission"):
     """A permission decision on one call (docs/permissions.md#decision-rows).
 
     Attributes:
