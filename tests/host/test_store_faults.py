@@ -290,7 +290,10 @@ async def test_a_store_check_that_cannot_reach_the_store_is_tried_again_not_dama
     store.away = ["the server is restarting"]
     try:
         async with Host(store, [agent([])], clock=api.clock, ids=api.ids) as host:
-            await until(lambda: not store.away)
+            # The fault is recorded just before the check sleeps on the clock; waiting for the
+            # reader to be used up is not enough: closing it runs in a thread, and the clock
+            # moved while the check was still there would make its back-off start later.
+            await until(lambda: host.store_fault is not None)
             await anyio.wait_all_tasks_blocked()
             checking, fault = host.store_check, host.store_fault
             api.clock.advance(0.25)
