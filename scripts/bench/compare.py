@@ -49,6 +49,7 @@ profiler slows everything down, so those runs' other figures are not comparable)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -140,35 +141,37 @@ async def afp(n: int, folder: Path, window: bool, *, postgres: bool = False) -> 
         before = await _pg.database_bytes(url)
     else:
         store = await SqliteStore.open(db)
-    commits = CommitTimer(store)
-    marks = IterationMarks()
-    strategy = sliding_window(keep_recent_turns=KEEP_RECENT_TURNS) if window else None
-    driver = AgentDriver(
-        store,
-        bench_agent(window=strategy),
-        clock=clock,
-        ids=TimeOrderedIds(clock.now_ms),
-        hooks=marks,
-    )
-    baseline = rss_mb()
-    # Opening (migrations) is not the loop's: counted from here on.
-    opened = transaction_counts(store)
-    server_cpu = await _pg.server_cpu_seconds(url) if postgres else None
-    cpu = time.process_time()
-    start = time.perf_counter()
-    for turn in range(n // ITERATIONS_PER_TURN):
-        await driver.post(f"turn {turn}")
-        await driver.work()
-    wall = time.perf_counter() - start
-    cpu = time.process_time() - cpu
-    if server_cpu is not None:
-        server_cpu = await _pg.server_cpu_seconds(url) - server_cpu  # type: ignore[operator]
-    counts = {
-        **{k: v - opened[k] for k, v in transaction_counts(store).items()},
-        "posts": n // ITERATIONS_PER_TURN,
-        **commits.figures(wall, cpu, server_cpu),
-    }
-    await store.aclose()
+    # Closed however the run ends: a child left with an open store never exits (the SQLite
+    # connection's thread is not a daemon), and the parent would wait for it forever.
+    async with contextlib.aclosing(store):
+        commits = CommitTimer(store)
+        marks = IterationMarks()
+        strategy = sliding_window(keep_recent_turns=KEEP_RECENT_TURNS) if window else None
+        driver = AgentDriver(
+            store,
+            bench_agent(window=strategy),
+            clock=clock,
+            ids=TimeOrderedIds(clock.now_ms),
+            hooks=marks,
+        )
+        baseline = rss_mb()
+        # Opening (migrations) is not the loop's: counted from here on.
+        opened = transaction_counts(store)
+        server_cpu = await _pg.server_cpu_seconds(url) if postgres else None
+        cpu = time.process_time()
+        start = time.perf_counter()
+        for turn in range(n // ITERATIONS_PER_TURN):
+            await driver.post(f"turn {turn}")
+            await driver.work()
+        wall = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+        if server_cpu is not None:
+            server_cpu = await _pg.server_cpu_seconds(url) - server_cpu  # type: ignore[operator]
+        counts = {
+            **{k: v - opened[k] for k, v in transaction_counts(store).items()},
+            "posts": n // ITERATIONS_PER_TURN,
+            **commits.figures(wall, cpu, server_cpu),
+        }
     if postgres:
         size = _pg.bytes_figures(before, await _pg.database_bytes(url), n)
     else:
