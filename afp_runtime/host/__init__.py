@@ -9,10 +9,9 @@ from afp_runtime.host.events import (
     StreamGap,
     Subscription,
 )
-from afp_runtime.host.host import (
+from afp_runtime.host.host import AgentProfile, Host
+from afp_runtime.host.states import (
     AgentNotHosted,
-    AgentProfile,
-    Host,
     HostState,
     HostStopping,
     StoreCheck,

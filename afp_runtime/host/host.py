@@ -33,11 +33,8 @@ from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER
 from afp_runtime.host.leases import HostLease
 from afp_runtime.host.lifecycle import Lifecycle
 from afp_runtime.host.states import (
-    AgentNotHosted,
     HostState,
-    HostStopping,
     StoreCheck,
-    StoreCheckFailed,
 )
 from afp_runtime.host.store_state import StoreState
 from afp_runtime.host.watch import HostWatch
@@ -48,15 +45,7 @@ from afp_runtime.records import Clock, QuestionRow, StoreFault
 from afp_runtime.store import Ack, Store
 from afp_runtime.telemetry import Telemetry, TelemetrySink
 
-__all__ = [
-    "AgentNotHosted",
-    "AgentProfile",
-    "Host",
-    "HostState",
-    "HostStopping",
-    "StoreCheck",
-    "StoreCheckFailed",
-]
+__all__ = ["AgentProfile", "Host"]
 
 
 class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
