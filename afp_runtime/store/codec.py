@@ -1,114 +1,135 @@
-"""The compact stored form of a bundle's writes (docs/storage.md#compact-bundle-writes), used by
-both backends.
+"""The stored form of a bundle's writes (docs/storage.md#the-writes-codec), one module for both
+backends.
 
-A bundle's writes are MessagePack of their wire form. Stored that way, a receipt spends most of
-its bytes on 64-character hex digests and camelCase map keys, and a window record on one
-``{reason, turnIndex, messageIndex}`` map per kept turn. The compact form is the same value tree
-with:
+A blob written today is a format marker, then the MessagePack of the writes' wire form, either
+as it is or compressed by zstd with a dictionary trained on the runtime's own rows and shipped
+in the package (``dictionaries/``). Which of the two is chosen per row, by size: the smaller,
+and only rows of at least ``COMPRESS_FROM`` bytes are tried. The markers start with ``0xC1``,
+the one byte MessagePack never uses, followed by a format byte no earlier version wrote, so
+every row any version wrote reads back:
 
-* map keys and strings of the runtime's fixed vocabulary (``WORDS``) as one-byte codes;
-* 64-character lowercase hex strings (digests) as their 32 bytes;
-* ints beyond 64 bits (which MessagePack cannot hold; a model may send one as an argument) as
-  their decimal digits;
-* ``<prefix><uuid>`` strings (run ids) as the prefix and the uuid's 16 bytes;
-* a list of two or more maps with the same keys in the same order as one table, a column whose
-  values are all one value once, a column of ints rising by steps under 256 as its first value
-  and the steps.
+* no marker: plain MessagePack (the first versions);
+* ``0xC1 0x01``: the compact form of version 1 (``codec_compact``, read only);
+* ``0xC1 0x02`` (``PLAIN``): MessagePack;
+* ``0xC1 0x03`` (``ZSTD_1``): a zstd frame of the MessagePack, compressed with dictionary
+  ``writes-1.zdict`` (magicless: no magic number, dictionary id or checksum; the marker names
+  the dictionary, and the frame its content size).
 
-It expands on read to exactly the tree ``msgspec`` decodes from the plain form, so what a reader
-gets back does not depend on which form a row holds. A compact blob starts with ``MARKER``: a
-byte no MessagePack value starts with, so plain rows (older databases, and trees the compact
-form cannot hold) read as before.
+A dictionary, once shipped, is never changed or removed: stored rows name it by their format
+byte. A retrained one (``scripts/codec_dictionary.py``) is added beside it under the next
+format byte, and new rows are written with it.
 """
 
 from __future__ import annotations
 
-import itertools
-import operator
-from typing import Any
+import importlib.resources
+import threading
+from typing import Any, TypeVar, cast
 
 import msgspec
+import zstandard
 
 from afp_runtime.errors import InvalidValue
+from afp_runtime.store import codec_compact
 
-MARKER = b"\xc1\x01"
-"""Starts a compact blob: 0xC1 is never used by MessagePack, then the form's version."""
+T = TypeVar("T")
 
-# The vocabulary, by code: append only, never reorder or remove (stored rows name codes). At
-# most 128 words, so every code is a one-byte MessagePack int.
-WORDS: tuple[str, ...] = (
-    # a write, its verbs and the keys stages write
-    "key", "verb", "value", "set", "append", "delete",
-    "runId", "agentId", "turn", "runKind", "recoveredFrom", "userMessage", "history",
-    "iteration", "maxIterations", "model", "provider", "definition", "runUsage", "foldedSpans",
-    "findingsLedger", "wrapUpAsked", "stoppedEarly", "reply", "callFailure", "systemPieces",
-    "servedTools", "requestOnly", "finalAnswer", "ignoredToolCalls", "toolResults",
-    "compactions", "receipt", "ranges", "spans",
-    # receipts (docs/served.md#receipt-fields)
-    "version", "basis", "epoch", "agentCall", "callRuntimeStageId", "system", "hash", "chars",
-    "pieces", "slot", "source", "messages", "count", "digest", "newEntries", "index", "role",
-    "reason", "tools", "names", "schemaHashes", "forced", "withheld", "params",
-    "omittedForAttention", "hashes", "wire", "bytes", "encoder", "settings", "deterministic",
-    # window records (docs/window.md#record-schemas)
-    "strategy", "keepRecentTurns", "removedStageIds", "removedMessageCount",
-    "windowCharsBefore", "windowCharsAfter", "turnsBefore", "turnsAfter", "refusals",
-    "turnIndex", "messageIndex", "droppedObservations", "observations", "ledgerFacts",
-    "droppedStandings", "pinned", "yielded", "limit", "standDown", "toolName", "toolCallId",
-    "standing", "measuredTokens", "thresholdTokens", "overBudget", "summaryChars",
-    "summarizerTokens", "summarizerSkipped", "sliding-window", "token-budget",
-    "summarize-oldest", "current-request", "system-envelope", "paused-tool",
-    "pending-check-in", "unresolved-tool-call", "last-tool-result", "ledger-fact",
-    "inside-keep-window", "only-existing-summary", "summarizer-failed",
-    "replacement-not-smaller",
-    # replies, tool results, usage, roles
-    "content", "toolCalls", "id", "name", "args", "usage", "input", "output", "status",
-    "resultChars", "durationMs", "ok", "user", "assistant", "tool",
-)  # fmt: skip
+PLAIN = b"\xc1\x02"
+"""Starts a blob holding the MessagePack as it is."""
 
-_CODES: dict[str, int] = {word: code for code, word in enumerate(WORDS)}
+ZSTD_1 = b"\xc1\x03"
+"""Starts a blob holding a zstd frame of the MessagePack, made with dictionary 1."""
 
-_NAMES: dict[int, str] = dict(enumerate(WORDS))
+DICTIONARIES: dict[bytes, str] = {ZSTD_1: "writes-1.zdict"}
+"""Each compressed format's marker and the shipped dictionary it names: append only."""
 
-# ext types
-_WORD, _DIGEST, _UUID, _TABLE, _SAME, _STEPS, _STRIDE, _NIBBLES, _BIG_INT = range(1, 10)
-_WORD_EXTS = {word: msgspec.msgpack.Ext(_WORD, bytes((code,))) for word, code in _CODES.items()}
-_SCALARS = (str, int, bool, type(None))  # the types a same-value column may hold
-_DICTS, _TEXTS = {dict}, {str}
-# Stored as they are (an ext only ever holds an int beyond 64 bits, ``_big_ints``).
-_KEPT = frozenset({int, float, bool, type(None), bytes, msgspec.msgpack.Ext})
-_KEPT_TEXT = _KEPT | {str}  # what expansion leaves as it is
+WRITE_WITH = ZSTD_1
+"""The compressed format new rows are written in (the newest dictionary)."""
 
+COMPRESS_FROM = 16
+"""Rows whose MessagePack is shorter are stored as they are: a frame's own header and block
+header cost about five bytes, more than a dictionary saves on a row this small."""
+
+MAX_SIZE = 256 * 1024 * 1024
+"""The largest MessagePack a blob is compressed from, and so the largest a frame may say it
+holds: a damaged frame claiming more is refused instead of allocated."""
+
+_LEVEL = 3
+_FORMAT = zstandard.FORMAT_ZSTD1_MAGICLESS
+_PARAMS = zstandard.ZstdCompressionParameters.from_level(
+    _LEVEL, format=_FORMAT, write_checksum=0, write_dict_id=0, write_content_size=1
+)
+_BIG_INT = 1
+"""The ext type of an int beyond MessagePack's 64 bits, held as its decimal digits."""
+_INT_LOW, _INT_HIGH = -(2**63), 2**64 - 1
+
+
+def _load(name: str) -> zstandard.ZstdCompressionDict:
+    data = importlib.resources.files(__package__).joinpath("dictionaries", name).read_bytes()
+    return zstandard.ZstdCompressionDict(data)
+
+
+# Loaded once, at import (a few KB each): never a file read on the event loop.
+_DICTS = {marker: _load(name) for marker, name in DICTIONARIES.items()}
+
+
+class _PerThread(threading.local):
+    """zstd contexts are not safe to share between threads, and are dear to make per row."""
+
+    def __init__(self) -> None:
+        self.compressor = zstandard.ZstdCompressor(
+            dict_data=_DICTS[WRITE_WITH], compression_params=_PARAMS
+        )
+        self.decompressors: dict[bytes, zstandard.ZstdDecompressor] = {}
+
+    def decompressor(self, marker: bytes) -> zstandard.ZstdDecompressor:
+        found = self.decompressors.get(marker)
+        if found is None:
+            found = zstandard.ZstdDecompressor(dict_data=_DICTS[marker], format=_FORMAT)
+            self.decompressors[marker] = found
+        return found
+
+
+_local = _PerThread()
 _encoder = msgspec.msgpack.Encoder()
 _plain_decoder = msgspec.msgpack.Decoder()
 
 
-class _NotCompact(Exception):
-    """The tree holds something the compact form cannot say (a non-text map key, an ext)."""
+def _ext(code: int, data: memoryview) -> Any:
+    if code == _BIG_INT:
+        return int(bytes(data).decode("ascii"))
+    return msgspec.msgpack.Ext(code, bytes(data))
+
+
+_tree_decoder = msgspec.msgpack.Decoder(ext_hook=_ext)
+_typed: dict[Any, msgspec.msgpack.Decoder[Any]] = {}
 
 
 def encode(value: Any) -> bytes:
-    """``value`` (a bundle's writes) in the compact form, or plain when it cannot be.
+    """``value`` (a bundle's writes) as a blob: compressed when that is smaller, else plain.
 
     Raises:
-        InvalidValue: ``value`` holds an int beyond 64 bits in a tree the compact form cannot
-            hold (MessagePack has no such ints).
+        InvalidValue: ``value`` holds an int beyond 64 bits as a map key (MessagePack has no
+            such ints, and a key cannot be held as its digits).
     """
     try:
-        plain = _encoder.encode(value)
+        packed = _encoder.encode(value)
     except OverflowError:
-        # An int beyond 64 bits (a model's argument of 10**30): kept as its digits.
-        return _with_big_ints(value)
-    try:
-        return MARKER + _encoder.encode(_compact(_plain_decoder.decode(plain)))
-    except _NotCompact:
-        return plain
+        packed = _with_big_ints(value)
+    if COMPRESS_FROM <= len(packed) <= MAX_SIZE:
+        compressed = _local.compressor.compress(packed)
+        if len(compressed) < len(packed):
+            return WRITE_WITH + compressed
+    return PLAIN + packed
 
 
 def _with_big_ints(value: Any) -> bytes:
+    """The MessagePack of ``value`` with each int beyond 64 bits (a model's argument of
+    10**30) as an ext holding its digits."""
     tree = _big_ints(msgspec.to_builtins(value, builtin_types=(bytes, bytearray, memoryview)))
     try:
-        return MARKER + _encoder.encode(_compact(tree))
-    except _NotCompact:
+        return _encoder.encode(tree)
+    except OverflowError:
         raise InvalidValue(
             "a value holds an int beyond 64 bits where it cannot be stored", field="value"
         ) from None
@@ -125,194 +146,50 @@ def _big_ints(value: Any) -> Any:
     return value
 
 
-def decode(blob: bytes) -> Any:
-    """The tree a blob holds, compact or plain, exactly as the plain form decodes.
+def decode(blob: bytes, into: Any = Any) -> Any:
+    """The value a blob of any version holds, as ``into`` (``Any``: the tree of builtins the
+    plain MessagePack decodes to).
 
     Raises:
-        msgspec.DecodeError: it does not decode.
+        msgspec.ValidationError: the value is not an ``into``.
+        msgspec.DecodeError: the blob does not decode (a compressed one does not decompress, a
+            compact one does not expand).
     """
-    if blob[:2] != MARKER:
-        return _plain_decoder.decode(blob)
+    head = blob[:2]
+    if head == PLAIN:
+        payload: bytes | memoryview = memoryview(blob)[2:]
+    elif head in _DICTS:
+        payload = _decompressed(blob, head)
+    else:
+        # Written by an earlier version: compact, or plain with no marker.
+        tree = codec_compact.decode(blob) if head == codec_compact.MARKER else _old_plain(blob)
+        return tree if into is Any else msgspec.convert(tree, into)
+    if into is Any:
+        return _tree_decoder.decode(payload)
     try:
-        return _expand(_decoder.decode(memoryview(blob)[2:]))
-    except (IndexError, KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
-        raise msgspec.DecodeError(f"a compact value does not expand: {exc}") from exc
+        return _typed_decoder(into).decode(payload)
+    except msgspec.ValidationError:
+        # An int beyond 64 bits is an ext where a typed field wants an int: the tree has it.
+        return msgspec.convert(_tree_decoder.decode(payload), into)
 
 
-# -- encoding ---------------------------------------------------------------------------------
+def _old_plain(blob: bytes) -> Any:
+    return _plain_decoder.decode(blob)
 
 
-def _compact(value: Any) -> Any:
-    kind = type(value)
-    if kind is str:
-        return _seen.get(value) or _text(value)
-    if kind is dict:
-        if set(map(type, value)) - _TEXTS:
-            raise _NotCompact
-        # Leaves inline (no call for a scalar or a text seen before): this runs on every commit.
-        return {
-            _CODES.get(k, k): v
-            if type(v) in _KEPT
-            else (_seen.get(v) or _text(v))
-            if type(v) is str
-            else _compact(v)
-            for k, v in value.items()
-        }
-    if kind is list:
-        if len(value) > 1 and type(value[0]) is dict:
-            table = _table(value)
-            if table is not None:
-                return table
-        return [
-            v if type(v) in _KEPT else (_seen.get(v) or _text(v)) if type(v) is str else _compact(v)
-            for v in value
-        ]
-    if kind in _KEPT:
-        return value
-    raise _NotCompact  # an ext, or a type the plain decoder does not give
-
-
-def _text(text: str) -> Any:
-    """The compact form of a text not in ``_seen``, remembered there: digests, run ids and names
-    recur in bundle after bundle (a run's id, its tools' schema hashes, a message's hash in later
-    receipts). A text stored as it is is remembered as it is; ``_seen.get(t) or _text(t)`` then
-    spells an empty text again, harmlessly. Only short texts are remembered (what recurs is
-    short), so the cache stays small however long the texts a host commits."""
-    if len(text) > _SEEN_TEXT_MAX:
-        return _spelled(text)
-    if len(_seen) >= _SEEN_LIMIT:
-        _seen.clear()
-        _seen.update(_WORD_EXTS)
-    found = _seen[text] = _spelled(text)
+def _typed_decoder(into: Any) -> msgspec.msgpack.Decoder[Any]:
+    found = _typed.get(into)
+    if found is None:
+        found = _typed[into] = msgspec.msgpack.Decoder(into, ext_hook=_ext)
     return found
 
 
-_SEEN_LIMIT = 4096
-_SEEN_TEXT_MAX = 200  # a digest is 64, a run id about 40
-_seen: dict[str, Any] = dict(_WORD_EXTS)
-
-
-def _spelled(text: str) -> Any:
-    size = len(text)
-    if size == 64:
-        raw = _hex(text)
-        if raw is not None:
-            return msgspec.msgpack.Ext(_DIGEST, raw)
-    elif size >= 36 and text[-28] == "-" and text[-23] == "-" and text[-18] == "-":
-        raw = _hex(text[-36:-28] + text[-27:-23] + text[-22:-18] + text[-17:-13] + text[-12:])
-        if raw is not None and text[-13] == "-" and _uuid(raw) == text[-36:]:
-            return msgspec.msgpack.Ext(_UUID, text[:-36].encode() + raw)
-    return text
-
-
-def _hex(text: str) -> bytes | None:
-    """The bytes of lowercase hex ``text`` that spells them back exactly, else None."""
+def _decompressed(blob: bytes, head: bytes) -> bytes:
+    frame = memoryview(blob)[2:]
     try:
-        raw = bytes.fromhex(text)
-    except ValueError:
-        return None
-    return raw if raw.hex() == text else None
-
-
-def _uuid(raw: bytes) -> str:
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-def _table(rows: list[Any]) -> msgspec.msgpack.Ext | None:
-    if set(map(type, rows)) != _DICTS:
-        return None
-    shapes = set(map(tuple, rows))  # each row's keys, in order
-    if len(shapes) != 1 or not rows[0]:
-        return None
-    (keys,) = shapes
-    if set(map(type, keys)) != _TEXTS:
-        raise _NotCompact
-    head = [_CODES.get(key, key) for key in keys]
-    columns = [_column(c) for c in zip(*map(dict.values, rows), strict=True)]
-    return msgspec.msgpack.Ext(_TABLE, _encoder.encode([head, *columns]))
-
-
-def _column(values: tuple[Any, ...]) -> Any:
-    first = values[0]
-    kind = type(first)
-    if set(map(type, values)) == {kind}:
-        # One type throughout, so ``==`` is exact (no ``True == 1``); floats are left out
-        # (``0.0 == -0.0``).
-        if kind in _SCALARS and values.count(first) == len(values):
-            return msgspec.msgpack.Ext(_SAME, _encoder.encode([len(values), _compact(first)]))
-        if kind is int:
-            ints = _ints(values)
-            if ints is not None:
-                return ints
-        if kind in _KEPT:
-            return values
-    return [v if type(v) in _KEPT else _compact(v) for v in values]
-
-
-# The ints MessagePack holds; a column's values are in range, a step between two may not be.
-_INT_LOW, _INT_HIGH = -(2**63), 2**64 - 1
-
-
-def _ints(values: tuple[int, ...]) -> msgspec.msgpack.Ext | None:
-    """A column of ints as a stride, or as steps of 0 to 15 (two a byte) or of 0 to 255."""
-    steps = list(map(operator.sub, values[1:], values[:-1]))
-    low, high = min(steps), max(steps)
-    if low == high:
-        if not _INT_LOW <= low <= _INT_HIGH:  # a step MessagePack cannot hold: kept plain
-            return None
-        return msgspec.msgpack.Ext(_STRIDE, _encoder.encode([len(values), values[0], low]))
-    if low < 0 or high > 255:
-        return None
-    if high < 16:
-        steps.append(0)  # an odd count fills its last byte
-        packed = bytes(a << 4 | b for a, b in zip(steps[::2], steps[1::2], strict=False))
-        return msgspec.msgpack.Ext(_NIBBLES, _encoder.encode([len(values), values[0], packed]))
-    return msgspec.msgpack.Ext(_STEPS, _encoder.encode([values[0], bytes(steps)]))
-
-
-# -- decoding ---------------------------------------------------------------------------------
-
-
-def _ext(code: int, data: memoryview) -> Any:
-    if code == _WORD:
-        return _NAMES[data[0]]
-    if code == _DIGEST:
-        return data.hex()
-    if code == _TABLE:
-        head, *columns = _decoder.decode(data)
-        return [dict(zip(head, row, strict=True)) for row in zip(*columns, strict=True)]
-    if code == _SAME:
-        size, value = _decoder.decode(data)
-        return [value] * size
-    if code == _STEPS:
-        first, steps = _decoder.decode(data)
-        return list(itertools.accumulate(steps, initial=first))
-    if code == _STRIDE:
-        size, first, step = _decoder.decode(data)
-        return list(range(first, first + size * step, step))
-    if code == _NIBBLES:
-        size, first, packed = _decoder.decode(data)
-        steps = [s for b in packed for s in (b >> 4, b & 15)][: size - 1]
-        return list(itertools.accumulate(steps, initial=first))
-    if code == _UUID:
-        return bytes(data[:-16]).decode() + _uuid(bytes(data[-16:]))
-    if code == _BIG_INT:
-        return int(bytes(data).decode("ascii"))
-    raise ValueError(f"unknown ext type {code}")
-
-
-_decoder = msgspec.msgpack.Decoder(ext_hook=_ext)
-
-
-def _expand(value: Any) -> Any:
-    """``value`` with every map key that is a code spelled as its word."""
-    kind = type(value)
-    if kind is dict:
-        return {
-            _NAMES[k] if type(k) is int else k: v if type(v) in _KEPT_TEXT else _expand(v)
-            for k, v in value.items()
-        }
-    if kind is list:
-        return [v if type(v) in _KEPT_TEXT else _expand(v) for v in value]
-    return value
+        size = zstandard.get_frame_parameters(frame, format=_FORMAT).content_size
+        if not 0 <= size <= MAX_SIZE:
+            raise msgspec.DecodeError(f"a compressed value says it holds {size} bytes")
+        return cast(bytes, _local.decompressor(head).decompress(frame, allow_extra_data=False))
+    except zstandard.ZstdError as exc:
+        raise msgspec.DecodeError(f"a compressed value does not decompress: {exc}") from exc

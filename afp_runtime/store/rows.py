@@ -27,7 +27,6 @@ from afp_runtime.records import (
     StoredFoldedSpan,
     ledger_row_from_wire,
     runtime_stage_id,
-    writes_from_wire,
 )
 from afp_runtime.store import codec
 from afp_runtime.store.values import AgentRow, InboxRow, JournalEntry, RunRow, StoredBundle
@@ -344,8 +343,8 @@ def stored_bundles(run_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredBun
 
 
 def decode_writes(blob: bytes, seq: int, run_id: str) -> list[AnyWrite]:
-    """The typed writes of bundle ``seq`` of a run, from either stored form
-    (docs/storage.md#compact-bundle-writes, docs/storage.md#typed-bundle-writes).
+    """The typed writes of bundle ``seq`` of a run, from any stored form
+    (docs/storage.md#the-writes-codec, docs/storage.md#typed-bundle-writes).
 
     Raises:
         StoreDamaged: they do not decode, or a write is not one of ``WRITE_TYPES`` (an unknown
@@ -355,13 +354,16 @@ def decode_writes(blob: bytes, seq: int, run_id: str) -> list[AnyWrite]:
     if not isinstance(blob, bytes | bytearray | memoryview):
         raise StoreDamaged(f"{what} is stored as {type(blob).__name__}, not bytes", run_id=run_id)
     try:
-        found = codec.decode(bytes(blob))
+        return list(codec.decode(bytes(blob), _WRITES))
+    except msgspec.ValidationError as exc:
+        # Worded as ``writes_from_wire`` words it.
+        message = f"not a list of commit writes: {exc}"
+        raise StoreDamaged(f"{what} does not decode: {message}", run_id=run_id) from exc
     except msgspec.DecodeError as exc:
         raise StoreDamaged(f"{what} does not decode: {exc}", run_id=run_id) from exc
-    try:
-        return list(writes_from_wire(found))
-    except InvalidValue as exc:
-        raise StoreDamaged(f"{what} does not decode: {exc.message}", run_id=run_id) from exc
+
+
+_WRITES = tuple[AnyWrite, ...]
 
 
 def folded_spans(agent_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredFoldedSpan]:
@@ -419,7 +421,7 @@ def question_values(agent: int, q: QuestionRow) -> tuple[Any, ...]:
 
 
 def bundle_writes(bundle: CommitBundle) -> bytes:
-    """A bundle's stored ``writes``: the compact form (docs/storage.md#compact-bundle-writes)."""
+    """A bundle's stored ``writes`` (docs/storage.md#the-writes-codec)."""
     return codec.encode(bundle.writes)
 
 

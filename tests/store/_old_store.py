@@ -1,18 +1,20 @@
-"""Stores written by an earlier version of the runtime, and what they show, for the versioned
-decoding test (docs/storage.md#typed-bundle-writes).
+"""Stores written by earlier versions of the runtime, and what they show, for the versioned
+decoding tests (docs/storage.md#typed-bundle-writes, docs/storage.md#the-writes-codec).
 
-``tests/store/data/main-94e2ff2/`` holds one gzipped SQLite file per case below, each written by the
-code of commit ``94e2ff2`` (before commit writes were typed) running an offline scenario on its
-fake clock and scripted model, and ``shown.json``: what that code showed of them (``summary``).
-The test opens copies with today's code and checks it shows the same. To make them again, from
-a checkout of this repository:
+``tests/store/data/main-<commit>/`` holds one gzipped SQLite file per case below, each written
+by the code of that commit running an offline scenario on its fake clock and scripted model,
+and ``shown.json``: what that code showed of them (``summary``). ``main-94e2ff2`` was written
+before commit writes were typed, ``main-3cb80bf`` before the writes codec (its bundle rows are
+the compact form of version 1). The tests open copies with today's code and check it shows the
+same. To make a set again, from a checkout of this repository:
 
-    git archive 94e2ff2 | tar -x -C /tmp/oldmain
-    cp tests/store/_old_store.py /tmp/oldmain/tests/store/
-    cd /tmp/oldmain && PYTHONPATH=$PWD python -m tests.store._old_store OUT_DIR
+    git worktree add /tmp/old 3cb80bf
+    cp tests/store/_old_store.py /tmp/old/tests/store/
+    (cd /tmp/old && PYTHONPATH=$PWD python -m tests.store._old_store OUT_DIR)
+    git worktree remove /tmp/old
 
-``summary`` uses only what both versions have, and shows every value as builtins, so the typed
-writes of today's code and the wire maps of the earlier one compare equal when they encode
+``summary`` uses only what every version has, and shows every value as builtins, so the typed
+writes of today's code and the wire maps of an earlier one compare equal when they encode
 alike.
 """
 

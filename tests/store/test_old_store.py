@@ -1,5 +1,7 @@
-"""Stores written before commit writes were typed read and verify with today's code
-(docs/storage.md#typed-bundle-writes); a damaged bundle is still named."""
+"""Stores written by earlier versions read and verify with today's code: before commit writes
+were typed (94e2ff2, docs/storage.md#typed-bundle-writes) and before the writes codec (3cb80bf,
+docs/storage.md#the-writes-codec), both with compact bundle rows; a damaged bundle (plain, as
+the first versions stored them) is still named."""
 
 from __future__ import annotations
 
@@ -28,28 +30,34 @@ from afp_runtime.records import (
     ledger_row_types,
 )
 from afp_runtime.scenario import run_scenario
-from afp_runtime.store import open_store
+from afp_runtime.store import codec, codec_compact, open_store
 from tests.store._old_store import CASES, SCENARIOS, summary
 
-DATA = Path(__file__).parent / "data" / "main-94e2ff2"
-SHOWN: dict[str, Any] = json.loads((DATA / "shown.json").read_text())
+DATA = Path(__file__).parent / "data"
+UNTYPED = "main-94e2ff2"  # before commit writes were typed
+COMPACT = "main-3cb80bf"  # before the writes codec
+VERSIONS = (UNTYPED, COMPACT)
+SHOWN: dict[str, dict[str, Any]] = {
+    version: json.loads((DATA / version / "shown.json").read_text()) for version in VERSIONS
+}
+EVERY_STORE = [(version, case) for version in VERSIONS for case in sorted(CASES)]
 
 
-async def _unpacked(case: str, into: Path) -> Path:
-    """A writable copy of the case's store."""
+async def _unpacked(case: str, into: Path, version: str = UNTYPED) -> Path:
+    """A writable copy of the case's store as ``version`` wrote it."""
     path = into / f"{case}.sqlite"
-    packed = await anyio.Path(DATA / f"{case}.sqlite.gz").read_bytes()
+    packed = await anyio.Path(DATA / version / f"{case}.sqlite.gz").read_bytes()
     await anyio.Path(path).write_bytes(gzip.decompress(packed))
     return path
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-async def test_a_store_of_the_untyped_version_shows_what_it_showed(
-    case: str, tmp_path: Path
+@pytest.mark.parametrize(("version", "case"), EVERY_STORE)
+async def test_a_store_of_an_earlier_version_shows_what_it_showed(
+    version: str, case: str, tmp_path: Path
 ) -> None:
     """Every run, bundle, ledger row, question and served view of the old store reads back as
     the old code showed it, and every epoch still conforms."""
-    store = await open_store(await _unpacked(case, tmp_path), now_ms=0)
+    store = await open_store(await _unpacked(case, tmp_path, version), now_ms=0)
     try:
         found = await summary(store)
         # Typed: each write is its key's class, with its value's type.
@@ -65,7 +73,7 @@ async def test_a_store_of_the_untyped_version_shows_what_it_showed(
                 )
     finally:
         await store.aclose()
-    assert found == SHOWN[case]
+    assert found == SHOWN[version][case]
     verdicts = [
         epoch["verdict"]
         for agent in found.values()
@@ -76,14 +84,18 @@ async def test_a_store_of_the_untyped_version_shows_what_it_showed(
 
 
 def _log_rows(path: Path) -> list[Any]:
-    """Every bundle row (the stored writes' bytes too) and key-index row of ``path``."""
+    """Every bundle row (the stored writes as the tree they decode to) and key-index row of
+    ``path``."""
     db = sqlite3.connect(path)
     try:
         return [
-            db.execute(
-                "SELECT r.run_id, b.seq, b.stage, b.iteration, b.committed_at_ms, b.writes"
-                " FROM bundles b JOIN runs r ON r.run = b.run ORDER BY r.run_id, b.seq"
-            ).fetchall(),
+            [
+                (*row[:-1], codec.decode(row[-1]))
+                for row in db.execute(
+                    "SELECT r.run_id, b.seq, b.stage, b.iteration, b.committed_at_ms, b.writes"
+                    " FROM bundles b JOIN runs r ON r.run = b.run ORDER BY r.run_id, b.seq"
+                )
+            ],
             db.execute(
                 "SELECT r.run_id, k.key, k.seq, k.verb FROM key_index k JOIN runs r"
                 " ON r.run = k.run ORDER BY r.run_id, k.key, k.seq"
@@ -93,25 +105,44 @@ def _log_rows(path: Path) -> list[Any]:
         db.close()
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-async def test_typed_writes_are_stored_as_the_untyped_ones_were(case: str, tmp_path: Path) -> None:
-    """The same scenario run by today's code commits byte for byte the bundle rows and key
-    index the untyped version committed: the tag is the key, nothing else moved."""
+def _heads(path: Path) -> set[bytes]:
+    """The first two bytes of every stored bundle row of ``path``."""
+    db = sqlite3.connect(path)
+    try:
+        return {bytes(blob[:2]) for (blob,) in db.execute("SELECT writes FROM bundles")}
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(("version", "case"), EVERY_STORE)
+async def test_todays_writes_are_stored_as_the_earlier_ones_were(
+    version: str, case: str, tmp_path: Path
+) -> None:
+    """The same scenario run by today's code commits the bundle rows and key index the earlier
+    version committed, each row's writes the same tree (the typed writes' tag is the key;
+    only the stored form moved: the old rows are plain or compact, today's in the codec's
+    formats)."""
     name, turns = CASES[case]
     raw = json.loads(await anyio.Path(SCENARIOS / f"{name}.json").read_text())
     if turns is not None:
         raw["turns"] = raw["turns"][:turns]
     fresh = tmp_path / "fresh.sqlite"
     await run_scenario(json.dumps(raw), db_path=fresh)
-    old = await _unpacked(case, tmp_path)
+    old = await _unpacked(case, tmp_path, version)
     now = await anyio.to_thread.run_sync(_log_rows, fresh)
     assert now[0] and now == await anyio.to_thread.run_sync(_log_rows, old)
+    assert await anyio.to_thread.run_sync(_heads, fresh) <= {codec.PLAIN, codec.ZSTD_1}
+    old_heads = await anyio.to_thread.run_sync(_heads, old)
+    assert codec_compact.MARKER in old_heads
+    assert old_heads.isdisjoint({codec.PLAIN, codec.ZSTD_1})
 
 
 def test_the_old_stores_hold_what_the_typed_writes_cover() -> None:
     """The cases between them hold folds, findings, time rows, a pause and its answer, receipts
     and answers: the keys and ledger kinds the typed decoding is tested on."""
-    agents = [agent for case in SHOWN.values() for agent in case.values()]
+    agents = [
+        agent for shown in SHOWN.values() for case in shown.values() for agent in case.values()
+    ]
     keys = {key for agent in agents for key in agent["keys"]}
     kinds = {kind for agent in agents for kind in agent["ledgerKinds"]}
     assert {"foldedSpans", "findingsLedger", "pendingBatch", "receipt", "finalAnswer"} <= keys
