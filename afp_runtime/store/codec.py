@@ -174,6 +174,9 @@ def decode(blob: bytes, into: Any = Any) -> Any:
 
 
 def _old_plain(blob: bytes) -> Any:
+    if blob[:1] == PLAIN[:1]:
+        # A marker, but of no format this version knows (a later version's, or damage).
+        raise msgspec.DecodeError(f"a value of unknown stored format 0x{blob[:2].hex()}")
     return _plain_decoder.decode(blob)
 
 
