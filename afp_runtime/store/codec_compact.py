@@ -1,4 +1,4 @@
-"""The compact form of bundle writes of version 1 (docs/storage.md#compact-bundle-writes), read
+"""The compact form of bundle writes of version 1 (docs/storage.md#the-writes-codec), read
 only: rows written by earlier versions of the runtime hold it, and they keep reading exactly as
 they did. New rows are written by ``store/codec.py``.
 
