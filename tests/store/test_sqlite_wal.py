@@ -7,6 +7,7 @@ worker thread (https://sqlite.org/fileformat2.html#the_write_ahead_log).
 
 from __future__ import annotations
 
+import gzip
 import sqlite3
 import struct
 from collections.abc import AsyncIterator
@@ -104,3 +105,33 @@ async def test_frames_written_after_the_wal_started_over_are_counted(
 
     in_file, _ = await current_frames(db_path)
     assert store.wal_frames - before == in_file > 0
+
+
+async def page_size(path: Path) -> int:
+    """The page size of a database file, read from its header (its 17th and 18th bytes)."""
+    header = await anyio.Path(path).read_bytes()
+    size = int.from_bytes(header[16:18], "big")
+    return 65536 if size == 1 else size
+
+
+async def test_a_new_file_has_pages_of_2_kib_and_an_old_one_keeps_its_own(
+    store: SqliteStore, db_path: Path, tmp_path: Path
+) -> None:
+    """A new store's file is made with 2 KiB pages (each page a commit changes is written whole
+    to the WAL); a file made before, with 4 KiB pages, keeps them, and takes commits."""
+    await new_agent(store)
+    assert await store.checkpoint() is None
+    assert await page_size(db_path) == 2048
+
+    old = tmp_path / "old.sqlite"
+    packed = Path(__file__).parent / "data" / "main-94e2ff2" / "findings.sqlite.gz"
+    await anyio.Path(old).write_bytes(gzip.decompress(await anyio.Path(packed).read_bytes()))
+    assert await page_size(old) == 4096
+    reopened = await SqliteStore.open(old, now_ms=T0)
+    try:
+        agent_id = await new_agent(reopened)
+        await reopened.commit(turn_txn(agent_id, fresh("run")))
+        assert await reopened.checkpoint() is None
+    finally:
+        await reopened.aclose()
+    assert await page_size(old) == 4096

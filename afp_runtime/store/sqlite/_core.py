@@ -35,6 +35,9 @@ Core = TypeVar("Core", bound="SqliteCore")
 
 BUSY_TIMEOUT_MS = faults.BUSY_TIMEOUT_MS
 _CHUNK = 500  # ids per statement, well under SQLite's bound on parameters
+# The page size of a new file: a commit writes each page it changes whole to the WAL, and most
+# change a few hundred bytes in each of a dozen b-trees (docs/storage.md#page-size).
+PAGE_SIZE = 2048
 # Txns per group commit: a bound on how long one group holds the connection (and its reads).
 _GROUP = 64
 
@@ -192,6 +195,9 @@ class SqliteCore:
                 raise StoreUnavailable(f"{self.path} holds no afp_runtime data yet")
             return
         try:
+            if not tables:
+                # A new file only (an existing one keeps its pages): docs/storage.md#page-size.
+                await self._conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
             await self._conn.execute("PRAGMA journal_mode=WAL")
             await self._conn.execute(f"PRAGMA journal_size_limit={faults.JOURNAL_SIZE_LIMIT}")
             await self._set_synchronous("NORMAL")
