@@ -49,6 +49,23 @@ async def test_concurrent_commits_coalesce_into_fewer_transactions(store: Sqlite
         assert await written_whole(store, txn)
 
 
+async def test_a_crowd_of_commits_is_written_in_full_groups(store: SqliteStore) -> None:
+    """Two hundred agents committing at once: every txn is counted in ``group_members``, once,
+    and the groups are full ones (the first commit goes alone; whatever queued behind it is
+    written 64 at a time), not a transaction per commit."""
+    agents = [await new_agent(store) for _ in range(200)]
+    txns = [turn_txn(agent_id, fresh("run")) for agent_id in agents]
+    before, members = store.transactions, store.group_members
+
+    assert set((await commit_all(store, txns)).values()) == {None}
+
+    transactions = store.transactions - before
+    assert store.group_members - members == len(txns)
+    assert transactions <= 1 + -(-(len(txns) - 1) // 64)
+    for txn in txns:
+        assert await written_whole(store, txn)
+
+
 async def test_a_lone_commit_is_one_transaction(store: SqliteStore) -> None:
     """Commits awaited one after another each take a transaction of their own, NORMAL unless
     marked full."""
@@ -58,6 +75,7 @@ async def test_a_lone_commit_is_one_transaction(store: SqliteStore) -> None:
     await store.commit(full(turn_txn(agents[1], fresh("run"))))
     await store.commit(turn_txn(agents[2], fresh("run")))
     assert (store.transactions - before, store.full_transactions - full_before) == (3, 1)
+    assert store.group_members == 3 + 3  # three agents made, three commits
 
 
 async def test_a_full_member_is_released_after_a_full_commit(store: SqliteStore) -> None:

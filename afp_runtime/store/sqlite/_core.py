@@ -25,7 +25,7 @@ import anyio
 
 from afp_runtime.errors import SchemaTooNew, StoreDamaged, StoreError, StoreUnavailable
 from afp_runtime.store.rows import encoder, map_decoder
-from afp_runtime.store.sqlite import faults, group, writes
+from afp_runtime.store.sqlite import faults, group, walframes, writes
 from afp_runtime.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["SqliteCore", "chunks", "encoder", "map_decoder", "rows_of"]
@@ -35,6 +35,9 @@ Core = TypeVar("Core", bound="SqliteCore")
 
 BUSY_TIMEOUT_MS = faults.BUSY_TIMEOUT_MS
 _CHUNK = 500  # ids per statement, well under SQLite's bound on parameters
+# The page size of a new file: a commit writes each page it changes whole to the WAL, and most
+# change a few hundred bytes in each of a dozen b-trees (docs/storage.md#page-size).
+PAGE_SIZE = 2048
 # Txns per group commit: a bound on how long one group holds the connection (and its reads).
 _GROUP = 64
 
@@ -65,7 +68,9 @@ class SqliteCore:
         self.path = path
         self._conn = conn
         self._read_only = read_only
-        self._lock = anyio.Lock()
+        # fast_acquire: an uncontended commit takes the lock without a trip round the event loop
+        # (it yields at its hop to the connection's thread anyway, where others queue behind it).
+        self._lock = anyio.Lock(fast_acquire=True)
         self._ids = writes.RowIds()
         self._queue: list[group.Member] = []  # writers waiting for the next group commit
         self._synchronous: str | None = None
@@ -78,6 +83,10 @@ class SqliteCore:
         # (host_id, lease_epoch) every commit is fenced by; None: unfenced (one process).
         self._fence: tuple[str, int] | None = None
         self._wal = f"{path}-wal"
+        # WAL frames the transactions of this object wrote (docs/storage.md#wal-frames-written).
+        self._frames = walframes.WalFrames(f"{path}-shm")
+        # Txns written in groups (``group_members / transactions``: the mean group's size).
+        self.group_members = 0
         # Past this size of the -wal file, writes are refused unless a checkpoint shrinks it.
         self.wal_limit_bytes = faults.WAL_LIMIT_BYTES
         # The opened file's (device, inode): a write checks the path still names it.
@@ -186,6 +195,9 @@ class SqliteCore:
                 raise StoreUnavailable(f"{self.path} holds no afp_runtime data yet")
             return
         try:
+            if not tables:
+                # A new file only (an existing one keeps its pages): docs/storage.md#page-size.
+                await self._conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
             await self._conn.execute("PRAGMA journal_mode=WAL")
             await self._conn.execute(f"PRAGMA journal_size_limit={faults.JOURNAL_SIZE_LIMIT}")
             await self._set_synchronous("NORMAL")
@@ -230,11 +242,22 @@ class SqliteCore:
             except sqlite3.Error:
                 pass  # closing still releases the file; the WAL is replayed at next open
             await self._conn.close()
+            self._frames.close()
 
     @property
     def location(self) -> str:
         """The database file, as messages name it."""
         return str(self.path)
+
+    @property
+    def wal_frames(self) -> int:
+        """WAL frames (database pages) the write transactions of this store have written."""
+        return self._frames.frames
+
+    @property
+    def wal_bytes(self) -> int:
+        """The bytes of ``wal_frames`` in the ``-wal`` file (each page and its frame header)."""
+        return self._frames.bytes
 
     @property
     def schema_version(self) -> int:
@@ -254,9 +277,8 @@ class SqliteCore:
             raise StoreError("this store was opened read-only")
         async with self._lock:
             try:
-                await on_thread(self._conn, self._bound_wal)
-                await self._set_synchronous("FULL" if full else "NORMAL")
-                await self._conn.execute("BEGIN IMMEDIATE")
+                # One hop: the file and WAL checks, the level and BEGIN.
+                mark = await on_thread(self._conn, self._begin, "FULL" if full else "NORMAL")
             except sqlite3.Error as exc:
                 raise _not_started(exc) from exc
             except BaseException:
@@ -268,7 +290,7 @@ class SqliteCore:
                 raise
             try:
                 yield self._conn
-                await self._conn.execute("COMMIT")
+                await on_thread(self._conn, self._commit, mark)
             except BaseException as exc:
                 # Rowids cached inside the rolled-back transaction may name rows that never were.
                 self._ids.clear()
@@ -281,6 +303,23 @@ class SqliteCore:
                 raise
             self.transactions += 1
             self.full_transactions += int(full)
+
+    def _begin(self, conn: sqlite3.Connection, level: str) -> walframes.Mark:
+        """On the connection's thread: the checks before a write, the level, ``BEGIN``."""
+        self._bound_wal(conn)
+        self._set_level(conn, level)
+        conn.execute("BEGIN IMMEDIATE")
+        return self._frames.mark()
+
+    def _commit(self, conn: sqlite3.Connection, mark: walframes.Mark) -> None:
+        conn.execute("COMMIT")
+        self._frames.count(mark)
+
+    def _set_level(self, conn: sqlite3.Connection, level: str) -> None:
+        # Only when it changes: a PRAGMA is a statement of its own on every commit otherwise.
+        if self._synchronous != level:
+            conn.execute(f"PRAGMA synchronous={level}")
+            self._synchronous = level
 
     async def _write(self, work: Callable[[sqlite3.Connection], T], *, full: bool = False) -> T:
         """Run ``work`` in a transaction on the connection's own thread, together with whatever
@@ -315,10 +354,8 @@ class SqliteCore:
 
         def run(conn: sqlite3.Connection) -> None:
             self._bound_wal(conn)
-            if self._synchronous != level:
-                conn.execute(f"PRAGMA synchronous={level}")
-                self._synchronous = level
-            group.write_group(conn, members, self._ids)
+            self._set_level(conn, level)
+            group.write_group(conn, members, self._ids, self._frames)
 
         try:
             # aiosqlite runs queued functions on its connection thread, in order: reads on this
@@ -337,6 +374,7 @@ class SqliteCore:
             member.done = True
         self.transactions += 1
         self.full_transactions += int(full)
+        self.group_members += len(members)
 
     async def _fetch(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
         try:

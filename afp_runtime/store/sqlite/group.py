@@ -17,6 +17,7 @@ from typing import Any
 
 from afp_runtime.errors import StoreUnavailable
 from afp_runtime.store.sqlite.faults import store_error
+from afp_runtime.store.sqlite.walframes import WalFrames
 from afp_runtime.store.sqlite.writes import RowIds
 
 __all__ = ["Member", "own_error", "write_group"]
@@ -43,7 +44,9 @@ def own_error(exc: BaseException) -> BaseException:
     return exc
 
 
-def write_group(conn: sqlite3.Connection, members: Sequence[Member], ids: RowIds) -> None:
+def write_group(
+    conn: sqlite3.Connection, members: Sequence[Member], ids: RowIds, frames: WalFrames
+) -> None:
     """Every member's work in one transaction, each member's failure its own.
 
     Raises:
@@ -57,6 +60,7 @@ def write_group(conn: sqlite3.Connection, members: Sequence[Member], ids: RowIds
         if isinstance(error, StoreUnavailable):
             raise error from exc
         raise StoreUnavailable(f"cannot start a transaction: {exc}") from exc
+    mark = frames.mark()
     try:
         if len(members) == 1:
             members[0].result = members[0].work(conn)
@@ -69,6 +73,7 @@ def write_group(conn: sqlite3.Connection, members: Sequence[Member], ids: RowIds
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
         raise
+    frames.count(mark)
 
 
 def _in_savepoint(conn: sqlite3.Connection, member: Member, ids: RowIds) -> None:
