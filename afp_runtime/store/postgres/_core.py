@@ -33,7 +33,7 @@ from afp_runtime.errors import (
 )
 from afp_runtime.records import ConversationState
 from afp_runtime.store import rows as common
-from afp_runtime.store.postgres import connect
+from afp_runtime.store.postgres import connect, group, trips
 from afp_runtime.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 
 T = TypeVar("T")
@@ -52,6 +52,9 @@ LOST: tuple[type[BaseException], ...] = (
 )
 # The channel every inbox post and closed question notifies, the agent's id as payload.
 POSTS_CHANNEL = "afp_posts"
+# Txns per group commit: each part is a subtransaction, and past 64 of them in one transaction
+# Postgres stops caching their ids (every other session's snapshot then gets slower).
+_GROUP = 48
 # Any migrating writer holds this advisory lock, so two hosts opening a fresh database at
 # once migrate it once.
 _MIGRATION_LOCK = 0x41_46_50_4D  # "AFPM"
@@ -60,11 +63,21 @@ _MIGRATION_LOCK = 0x41_46_50_4D  # "AFPM"
 class PostgresCore:
     """One pool on one Postgres database (see ``store.PostgresStore``)."""
 
-    def __init__(self, target: connect.Target, pool: asyncpg.Pool, *, read_only: bool) -> None:
+    def __init__(
+        self,
+        target: connect.Target,
+        pool: asyncpg.Pool,
+        *,
+        read_only: bool,
+        counter: trips.Trips | None = None,
+    ) -> None:
         self.target = target
         self._pool = pool
         self._read_only = read_only
         self._closed = False
+        self._trips = counter or trips.Trips()
+        self._queue: list[group.Member] = []  # commits waiting for the next group
+        self._group_lock = anyio.Lock()
         self.transactions = 0
         self.full_transactions = 0
         self.quick_checks = 0
@@ -111,8 +124,9 @@ class PostgresCore:
     ) -> Core:
         """``open`` on an already parsed target."""
         target = await anyio.to_thread.run_sync(connect.with_password, target)
-        pool = await _create_pool(target, read_only=read_only)
-        store = cls(target, pool, read_only=read_only)
+        counter = trips.Trips()
+        pool = await _create_pool(target, read_only=read_only, counter=counter)
+        store = cls(target, pool, read_only=read_only, counter=counter)
         try:
             await store._prepare(now_ms, create=create)
         except BaseException:
@@ -198,6 +212,12 @@ class PostgresCore:
     def location(self) -> str:
         """The database URL, its password masked."""
         return self.target.location
+
+    @property
+    def round_trips(self) -> int:
+        """Statements and transaction-control commands sent to the server so far
+        (docs/storage.md#round-trips), beside ``transactions``."""
+        return self._trips.count
 
     @property
     def schema_version(self) -> int:
@@ -298,6 +318,65 @@ class PostgresCore:
                 return result
         raise AssertionError("unreachable")
 
+    async def _commit_grouped(self, member: group.Member) -> None:
+        """Commit ``member``'s txn with whatever other commits queued meanwhile, in one call of
+        ``afp_commit`` (docs/storage.md#one-round-trip-per-commit); its own failure is its own.
+        Shielded from enqueueing on: once queued it commits or rolls back, never half-way.
+
+        Raises:
+            LeaseLost: the fence no longer holds; nothing of it was written.
+            StoreError: the store is read-only, the agent or a run is unknown, or a statement of
+                its part failed (nothing of it was written).
+            StoreUnavailable: the connection was lost (during the call, the outcome is unknown).
+        """
+        if self._read_only:
+            raise StoreError("this store was opened read-only")
+        with anyio.CancelScope(shield=True):
+            self._queue.append(member)
+            async with self._group_lock:
+                if not member.done:
+                    await self._write_group()
+        if member.error is not None:
+            raise member.error
+
+    async def _write_group(self) -> None:
+        members = self._queue[:_GROUP]
+        del self._queue[:_GROUP]
+        full = any(member.full for member in members)
+        try:
+            outcomes = await self._call_group([m.part for m in members], full)
+        except BaseException as exc:
+            for member in members:
+                member.error = exc
+                member.done = True
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for member, outcome in zip(members, outcomes, strict=True):
+            member.error = group.part_error(outcome, member)
+            member.done = True
+        self.transactions += 1
+        self.full_transactions += int(full)
+
+    async def _call_group(self, parts: list[Any], full: bool) -> list[str | None]:
+        # A connection seen closed when taken has sent nothing: another is taken. Once the call
+        # went out, a loss leaves its outcome unknown and is the callers' to see.
+        for attempt in range(1, self._attempts + 1):
+            try:
+                async with self._connection() as conn:
+                    if conn.is_closed() and attempt < self._attempts:
+                        _discard(conn)
+                        continue
+                    found: list[str | None] = await conn.fetchval(group.CALL, parts, full)
+                    return found
+            except AfpError:
+                raise
+            except (*LOST, asyncpg.exceptions.QueryCanceledError) as exc:
+                raise self._unavailable("a transaction", exc) from exc
+            except asyncpg.PostgresError as exc:
+                raise StoreError(f"a store transaction failed: {exc}") from exc
+        raise AssertionError("unreachable")
+
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
         """Every row of one read, repeated on another connection as ``_read`` says."""
 
@@ -346,7 +425,9 @@ def _discard(conn: asyncpg.Connection) -> None:
         conn.terminate()
 
 
-async def _create_pool(target: connect.Target, *, read_only: bool) -> asyncpg.Pool:
+async def _create_pool(
+    target: connect.Target, *, read_only: bool, counter: trips.Trips
+) -> asyncpg.Pool:
     """A pool on ``target`` (TLS prepared in a worker thread; ``prefer`` falls back to plain
     when the server has no TLS).
 
@@ -361,6 +442,9 @@ async def _create_pool(target: connect.Target, *, read_only: bool) -> asyncpg.Po
     if read_only:
         settings["default_transaction_read_only"] = "on"
 
+    async def init(conn: trips.CountingConnection) -> None:
+        conn.counted(counter)
+
     async def attempt(ssl: Any) -> asyncpg.Pool:
         pool: asyncpg.Pool = await asyncpg.create_pool(
             target.dsn,
@@ -372,6 +456,9 @@ async def _create_pool(target: connect.Target, *, read_only: bool) -> asyncpg.Po
             # The client gives up a little after the server would have.
             command_timeout=target.statement_timeout_ms / 1000 + 5,
             server_settings=settings,
+            connection_class=trips.CountingConnection,
+            init=init,
+            reset=trips.keep_session,
         )
         return pool
 
