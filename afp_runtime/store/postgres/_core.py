@@ -33,7 +33,7 @@ from afp_runtime.errors import (
 )
 from afp_runtime.records import ConversationState
 from afp_runtime.store import rows as common
-from afp_runtime.store.postgres import connect, group, trips
+from afp_runtime.store.postgres import connect, parts, trips
 from afp_runtime.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 
 T = TypeVar("T")
@@ -52,9 +52,6 @@ LOST: tuple[type[BaseException], ...] = (
 )
 # The channel every inbox post and closed question notifies, the agent's id as payload.
 POSTS_CHANNEL = "afp_posts"
-# Txns per group commit: each part is a subtransaction, and past 64 of them in one transaction
-# Postgres stops caching their ids (every other session's snapshot then gets slower).
-_GROUP = 48
 # Any migrating writer holds this advisory lock, so two hosts opening a fresh database at
 # once migrate it once.
 _MIGRATION_LOCK = 0x41_46_50_4D  # "AFPM"
@@ -76,7 +73,7 @@ class PostgresCore:
         self._read_only = read_only
         self._closed = False
         self._trips = counter or trips.Trips()
-        self._queue: list[group.Member] = []  # commits waiting for the next group
+        self._queue: list[parts.Member] = []  # commits waiting for the next group
         self._group_lock = anyio.Lock()
         self.transactions = 0
         self.full_transactions = 0
@@ -318,57 +315,24 @@ class PostgresCore:
                 return result
         raise AssertionError("unreachable")
 
-    async def _commit_grouped(self, member: group.Member) -> None:
-        """Commit ``member``'s txn with whatever other commits queued meanwhile, in one call of
-        ``afp_commit`` (docs/storage.md#one-round-trip-per-commit); its own failure is its own.
-        Shielded from enqueueing on: once queued it commits or rolls back, never half-way.
+    async def _statement(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """One write statement (``work`` sends exactly one) outside any explicit transaction:
+        the statement is its own transaction, one round trip. A connection seen closed when
+        taken has sent nothing, and another is taken; once the statement went out, a loss leaves
+        its outcome unknown and is raised.
 
         Raises:
-            LeaseLost: the fence no longer holds; nothing of it was written.
-            StoreError: the store is read-only, the agent or a run is unknown, or a statement of
-                its part failed (nothing of it was written).
-            StoreUnavailable: the connection was lost (during the call, the outcome is unknown).
+            StoreError: the store is read-only, or the statement failed (it wrote nothing).
+            StoreUnavailable: the connection was lost (the outcome is unknown).
         """
         if self._read_only:
             raise StoreError("this store was opened read-only")
-        with anyio.CancelScope(shield=True):
-            self._queue.append(member)
-            async with self._group_lock:
-                if not member.done:
-                    await self._write_group()
-        if member.error is not None:
-            raise member.error
-
-    async def _write_group(self) -> None:
-        members = self._queue[:_GROUP]
-        del self._queue[:_GROUP]
-        full = any(member.full for member in members)
-        try:
-            outcomes = await self._call_group([m.part for m in members], full)
-        except BaseException as exc:
-            for member in members:
-                member.error = exc
-                member.done = True
-            if not isinstance(exc, Exception):
-                raise
-            return
-        for member, outcome in zip(members, outcomes, strict=True):
-            member.error = group.part_error(outcome, member)
-            member.done = True
-        self.transactions += 1
-        self.full_transactions += int(full)
-
-    async def _call_group(self, parts: list[Any], full: bool) -> list[str | None]:
-        # A connection seen closed when taken has sent nothing: another is taken. Once the call
-        # went out, a loss leaves its outcome unknown and is the callers' to see.
         for attempt in range(1, self._attempts + 1):
             try:
                 async with self._connection() as conn:
                     if conn.is_closed() and attempt < self._attempts:
-                        _discard(conn)
                         continue
-                    found: list[str | None] = await conn.fetchval(group.CALL, parts, full)
-                    return found
+                    return await work(conn)
             except AfpError:
                 raise
             except (*LOST, asyncpg.exceptions.QueryCanceledError) as exc:

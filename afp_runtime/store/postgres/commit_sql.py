@@ -1,5 +1,5 @@
-"""The server-side commit of the Postgres store, made by its migration 4
-(docs/storage.md#one-round-trip-per-commit).
+"""The server-side writes of the Postgres store, made by its migration 4
+(docs/storage.md#one-round-trip-per-commit): the commit of ``Txn``s and the inbox post.
 
 ``afp_commit(parts, durable)`` writes the ``Txn`` of each part (``afp_part``: the agent, the
 fence, the run started and ended, items with their bodies, bundles and their keys, the
@@ -11,11 +11,16 @@ whose fence no longer holds, or whose agent does not exist, writes nothing and r
 found. The statements are those of ``writes.write_txn`` (the path of a txn that replaces the
 conversation), in the same order. Without ``durable`` the transaction commits with
 ``synchronous_commit=off``, set for this transaction only.
+
+``afp_post`` accepts a person's message as ``Inbox.post`` did statement by statement: the
+agent's row locked, the owner check, the idempotency key, the next position, the notice. It
+returns what the store needs to answer or to raise (``outcome``: ``ok``, ``agent``, ``owner``
+with the owner, ``duplicate`` with the first message's row); a refused post writes nothing.
 """
 
 from __future__ import annotations
 
-__all__ = ["COMMIT_FUNCTION"]
+__all__ = ["SERVER_WRITES"]
 
 _TYPES = """
 CREATE TYPE afp_item AS (pos BIGINT, fp BYTEA, flags INTEGER, injected_by TEXT, body BYTEA);
@@ -188,4 +193,56 @@ END
 $fn$;
 """
 
-COMMIT_FUNCTION = _TYPES + _PART + _GROUP
+_POST = """
+CREATE FUNCTION afp_post(
+    p_agent_id TEXT, p_message_id TEXT, p_text TEXT, p_now_ms BIGINT, p_key TEXT,
+    p_sender TEXT, p_shared BOOLEAN, p_time BYTEA, p_channel TEXT,
+    OUT outcome TEXT, OUT found_id TEXT, OUT found_text TEXT, OUT found_at_ms BIGINT,
+    OUT found_position BIGINT
+) LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_agent BIGINT;
+    v_owner TEXT;
+BEGIN
+    -- The agent's row stays locked to COMMIT: positions of one agent never race.
+    SELECT agent, owner INTO v_agent, v_owner FROM agents WHERE agent_id = p_agent_id FOR UPDATE;
+    IF NOT FOUND THEN
+        outcome := 'agent';
+        RETURN;
+    END IF;
+    IF NOT p_shared AND v_owner IS NOT NULL AND v_owner IS DISTINCT FROM p_sender THEN
+        outcome := 'owner';
+        found_text := v_owner;
+        RETURN;
+    END IF;
+    IF p_key IS NOT NULL THEN
+        SELECT message_id, text, accepted_at_ms, position
+            INTO found_id, found_text, found_at_ms, found_position
+            FROM inbox WHERE agent = v_agent AND idempotency_key = p_key;
+        IF FOUND THEN
+            outcome := 'duplicate';
+            IF found_text IS DISTINCT FROM p_text THEN
+                RETURN;  -- a conflict: the store raises it, and nothing was written
+            END IF;
+        END IF;
+    END IF;
+    IF NOT p_shared AND v_owner IS NULL AND p_sender IS NOT NULL THEN
+        UPDATE agents SET owner = p_sender WHERE agent = v_agent;
+    END IF;
+    IF outcome = 'duplicate' THEN
+        RETURN;
+    END IF;
+    INSERT INTO inbox (message_id, agent, position, text, status, accepted_at_ms,
+                       idempotency_key, sender, time)
+        SELECT p_message_id, v_agent, COALESCE(MAX(position), 0) + 1, p_text, 'queued',
+               p_now_ms, p_key, p_sender, p_time
+        FROM inbox WHERE agent = v_agent
+        RETURNING position INTO found_position;
+    -- Delivered at COMMIT to every host listening (docs/host.md#a-message-reaches-its-host).
+    PERFORM pg_notify(p_channel, p_agent_id);
+    outcome := 'ok';
+END
+$fn$;
+"""
+
+SERVER_WRITES = _TYPES + _PART + _GROUP + _POST

@@ -9,12 +9,12 @@ import asyncpg
 
 from afp_runtime.records import ConversationState, Txn
 from afp_runtime.store.mixins import Loading
-from afp_runtime.store.postgres import group, writes
-from afp_runtime.store.postgres._core import PostgresCore
+from afp_runtime.store.postgres import parts, writes
+from afp_runtime.store.postgres.group import Grouping
 from afp_runtime.store.rows import encoder
 
 
-class Conversations(Loading, PostgresCore):
+class Conversations(Loading, Grouping):
     """Agents, commits, checkpoints and the resolved history."""
 
     async def commit(self, txn: Txn) -> None:
@@ -28,7 +28,7 @@ class Conversations(Loading, PostgresCore):
             # An import's archive of the conversation runs alone, statement by statement.
             await self._write(lambda conn: writes.write_txn(conn, txn, fence), full=txn.full)
             return
-        await self._commit_grouped(group.Member(txn, fence))
+        await self._commit_grouped(parts.Member(txn, fence))
 
     async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
         """Create the agent and its empty conversation when it does not exist yet."""

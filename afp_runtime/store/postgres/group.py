@@ -1,110 +1,67 @@
-"""Group commit on Postgres, in one round trip (docs/storage.md#one-round-trip-per-commit).
+"""Group commit on Postgres, one round trip per group (docs/storage.md#one-round-trip-per-commit).
 
-A ``Txn`` becomes one ``afp_part`` value (``part``): plain tuples asyncpg sends as binary
-composites and arrays. The commits queued while a group is being written are the next group:
-one call of ``afp_commit`` (made by migration 4, see ``commit_sql``), one statement in one
-implicit transaction, durable (``synchronous_commit`` on) when any member asked for it. The
-function returns each part's outcome; ``part_error`` turns a failed part's into the error its
-own caller sees, the same a lone transaction raised before.
+Commits queue their ``afp_part`` (``parts.Member``); whoever gets the group lock with its own
+part still queued sends everything queued (up to ``_GROUP``) as one call of ``afp_commit``, so
+what coalesces is what arrived while the previous group was being written, and a lone commit
+waits for nothing. One group is written at a time per store, so one store's groups never wait
+on each other's row locks.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import msgspec
+import anyio
 
 from afp_runtime.errors import StoreError
-from afp_runtime.messages import message_body
-from afp_runtime.records import Txn, crashed_at_ms
-from afp_runtime.store import checks
-from afp_runtime.store import rows as common
-from afp_runtime.store.postgres.writes import text_cell
-from afp_runtime.store.rows import TURN_CLOSED, encoder, fp_key
+from afp_runtime.store.postgres import parts
+from afp_runtime.store.postgres._core import PostgresCore
 
-__all__ = ["CALL", "Member", "part", "part_error"]
-
-CALL = "SELECT afp_commit($1::afp_part[], $2)"
-
-_outcome = msgspec.json.Decoder(dict[str, Any])
+# Txns per group: each part is a subtransaction, and past 64 of them in one transaction
+# Postgres stops caching their ids (every other session's snapshots then get slower).
+_GROUP = 48
 
 
-class Member:
-    """One waiter's txn in a group, and what came of it."""
+class Grouping(PostgresCore):
+    """``_commit_grouped`` over the pool of ``_core``."""
 
-    __slots__ = ("agent_id", "done", "error", "fence", "full", "part")
+    async def _commit_grouped(self, member: parts.Member) -> None:
+        """Commit ``member``'s txn with whatever other commits queued meanwhile, in one call of
+        ``afp_commit``; its own failure is its own. Shielded from enqueueing on: once queued it
+        commits or rolls back, never half-way.
 
-    def __init__(self, txn: Txn, fence: tuple[str, int] | None) -> None:
-        self.agent_id = txn.agent_id
-        self.fence = fence
-        self.full = txn.full
-        self.part = part(txn, fence)
-        self.done = False
-        self.error: BaseException | None = None
+        Raises:
+            LeaseLost: the fence no longer holds; nothing of it was written.
+            StoreError: the store is read-only, the agent or a run is unknown, or a statement of
+                its part failed (nothing of it was written).
+            StoreUnavailable: the connection was lost (during the call, the outcome is unknown).
+        """
+        if self._read_only:
+            raise StoreError("this store was opened read-only")
+        with anyio.CancelScope(shield=True):
+            self._queue.append(member)
+            async with self._group_lock:
+                if not member.done:
+                    await self._write_group()
+        if member.error is not None:
+            raise member.error
 
-
-def part(txn: Txn, fence: tuple[str, int] | None) -> tuple[Any, ...]:
-    """``txn`` as an ``afp_part`` value, in the order of the type's fields."""
-    start = txn.run_start
-    end = txn.run_end
-    ended = common.run_end_values(end) if end is not None else (None,) * 8
-    keys = [(b.run_id, w.key, b.seq, w.verb) for b in txn.bundles for w in b.writes]
-    return (
-        txn.agent_id,
-        *(fence if fence is not None else (None, None)),
-        *(
-            (s.run_id, s.turn, s.kind, s.message_id, s.recovered_from, s.started_at_ms)
-            if (s := start) is not None
-            else (None,) * 6
-        ),
-        # item_values leads with the agent, which the function fills in.
-        [(*common.item_values(0, i)[1:], message_body(i.message)) for i in txn.items],
-        [
-            (b.run_id, b.seq, b.stage, b.iteration, b.committed_at_ms, common.bundle_writes(b))
-            for b in txn.bundles
-        ],
-        keys,
-        None if txn.conversation is None else encoder.encode(txn.conversation),
-        txn.crashed_run,
-        crashed_at_ms(txn) if txn.crashed_run is not None else None,
-        ended[7],
-        ended[0],
-        ended[1],
-        ended[2],
-        text_cell(ended[3]),
-        ended[4],
-        text_cell(ended[5]),
-        ended[6],
-        [(u.message_id, u.status, u.turn, u.status in TURN_CLOSED) for u in txn.inbox],
-        [(r.message_id, r.tool_call_id, r.state, r.run_id, r.outcome) for r in txn.journal],
-        [(str(r.get("kind")), r.get("turn"), encoder.encode(r)) for r in txn.ledger],
-        [_question(q) for q in txn.questions],
-        [(fp_key(s.summary_fingerprint), encoder.encode(s)) for s in txn.folded],
-    )
-
-
-def _question(q: Any) -> tuple[Any, ...]:
-    row = common.question_values(0, q)
-    # question_values leads with (question_id, agent): the part names no agent.
-    return (row[0], *row[2:6], text_cell(row[6]), *row[7:])
-
-
-def part_error(outcome: str | None, member: Member) -> BaseException | None:
-    """The error of a part whose outcome is not None, as its caller sees it."""
-    if outcome is None:
-        return None
-    found = _outcome.decode(outcome)
-    if "fence" in found:
-        assert member.fence is not None
-        host_id, epoch = member.fence
-        claim = found["fence"]
+    async def _write_group(self) -> None:
+        members = self._queue[:_GROUP]
+        del self._queue[:_GROUP]
+        full = any(member.full for member in members)
+        values = [member.part for member in members]
         try:
-            checks.check_fence(claim, member.agent_id, host_id, epoch)
-        except StoreError as exc:
-            return exc
-    if "agent" in found:
-        return StoreError(f"no agent {member.agent_id!r} in the store", agent_id=member.agent_id)
-    if found.get("code") == "AF003":
-        run_id = found.get("message")
-        return StoreError(f"no run {run_id!r} in the store", run_id=run_id)
-    return StoreError(f"a store transaction failed: {found.get('message')}")
+            outcomes: list[str | None] = await self._statement(
+                lambda conn: conn.fetchval(parts.CALL, values, full)
+            )
+        except BaseException as exc:
+            for member in members:
+                member.error = exc
+                member.done = True
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for member, outcome in zip(members, outcomes, strict=True):
+            member.error = parts.part_error(outcome, member)
+            member.done = True
+        self.transactions += 1
+        self.full_transactions += int(full)

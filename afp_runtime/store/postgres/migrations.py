@@ -8,7 +8,7 @@ a new number. ``meta`` and ``migrations`` themselves are made by the store befor
 
 from __future__ import annotations
 
-from afp_runtime.store.postgres.commit_sql import COMMIT_FUNCTION
+from afp_runtime.store.postgres.commit_sql import SERVER_WRITES
 
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (
@@ -173,7 +173,7 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         ALTER TABLE runs ADD COLUMN cost BYTEA
         """,
     ),
-    (4, "commits in one call", COMMIT_FUNCTION),
+    (4, "commits and posts in one call", SERVER_WRITES),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
