@@ -9,8 +9,11 @@ alone) is in the conformance suite (``afp_runtime.testing.store_group``), run on
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import inspect
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
+import anyio
 import msgspec
 import pytest
 
@@ -204,3 +207,61 @@ async def test_a_store_of_schema_3_is_migrated_and_its_rows_read(
         assert await written_whole(store, new)
     finally:
         await store.aclose()
+
+
+async def _waiting_for_a_lock(url: str) -> bool:
+    conn = await admin(url)
+    try:
+        waiting = await conn.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND query LIKE '%afp_commit%'"
+        )
+    finally:
+        await conn.close()
+    return bool(waiting)
+
+
+async def test_a_part_chosen_as_a_deadlock_victim_is_written_again(
+    store: PostgresStore, database: FreshDatabase
+) -> None:
+    """A group holding agent a's row waits for b's, held by another transaction that then waits
+    for a's: Postgres rolls back the group's part of b to break the deadlock, and the store
+    writes it again in the next group instead of failing its caller; both commits land."""
+    a, b = sorted([await new_agent(store), await new_agent(store)])
+    txns = [turn_txn(a, fresh("run")), turn_txn(b, fresh("run"))]
+    other = await admin(database.url)
+    try:
+        # Only the group's session finds the deadlock (after its deadlock_timeout, 1 s).
+        await other.execute("SET deadlock_timeout TO '60s'")
+        outcomes: dict[str, BaseException | None] = {}
+        async with anyio.create_task_group() as tg, other.transaction():
+            await other.execute("SELECT 1 FROM agents WHERE agent_id = $1 FOR UPDATE", b)
+            async with store._group_lock:  # both commits queue, and go as one group
+                tg.start_soon(_commit_into, store, txns, outcomes)
+                await until_async(lambda: len(store._queue) == 2)
+            await until_async(lambda: _waiting_for_a_lock(database.url))
+            # Waits until the group gave b up and committed a.
+            await other.execute("SELECT 1 FROM agents WHERE agent_id = $1 FOR UPDATE", a)
+        assert outcomes == {txn.run_start.run_id: None for txn in txns if txn.run_start}
+    finally:
+        await other.close()
+    for txn in txns:
+        assert await written_whole(store, txn)
+
+
+async def _commit_into(
+    store: PostgresStore, txns: list[Txn], outcomes: dict[str, BaseException | None]
+) -> None:
+    outcomes.update(await commit_all(store, txns))
+
+
+async def until_async(check: Callable[[], Any]) -> None:
+    """Wait, yielding, until ``check()`` (or the awaitable it returns) is true."""
+    with anyio.fail_after(30):
+        while True:
+            found = check()
+            if inspect.isawaitable(found):
+                found = await found
+            if found:
+                return
+            await anyio.sleep(0.01)

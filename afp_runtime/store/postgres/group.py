@@ -18,6 +18,8 @@ from afp_runtime.store.postgres._core import PostgresCore
 # Txns per group: each part is a subtransaction, and past 64 of them in one transaction
 # Postgres stops caching their ids (every other session's snapshots then get slower).
 _GROUP = 48
+# Times a part rolled back by a deadlock or a serialization failure is written again.
+_TRIES = 3
 
 
 class Grouping(PostgresCore):
@@ -38,14 +40,17 @@ class Grouping(PostgresCore):
             raise StoreError("this store was opened read-only")
         with anyio.CancelScope(shield=True):
             self._queue.append(member)
-            async with self._group_lock:
-                if not member.done:
-                    await self._write_group()
+            while not member.done:  # a part chosen as a deadlock's victim is queued again
+                async with self._group_lock:
+                    if not member.done:
+                        await self._write_group()
         if member.error is not None:
             raise member.error
 
     async def _write_group(self) -> None:
-        members = self._queue[:_GROUP]
+        # Agents' rows are locked in one order, by id (a stable sort keeps one agent's commits
+        # in the order they came), so two groups on one database lock them alike.
+        members = sorted(self._queue[:_GROUP], key=lambda member: member.agent_id)
         del self._queue[:_GROUP]
         full = any(member.full for member in members)
         values = [member.part for member in members]
@@ -60,8 +65,16 @@ class Grouping(PostgresCore):
             if not isinstance(exc, Exception):
                 raise
             return
+        again: list[parts.Member] = []
         for member, outcome in zip(members, outcomes, strict=True):
+            if parts.retryable(outcome) and member.tries < _TRIES:
+                # Rolled back alone as the victim of a deadlock (with another host's claims):
+                # written again in the next group, as Postgres advises.
+                member.tries += 1
+                again.append(member)
+                continue
             member.error = parts.part_error(outcome, member)
             member.done = True
+        self._queue[:0] = again
         self.transactions += 1
         self.full_transactions += int(full)

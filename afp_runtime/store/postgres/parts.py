@@ -22,7 +22,7 @@ from afp_runtime.store import rows as common
 from afp_runtime.store.postgres.writes import text_cell
 from afp_runtime.store.rows import TURN_CLOSED, encoder, fp_key
 
-__all__ = ["CALL", "Member", "part", "part_error"]
+__all__ = ["CALL", "Member", "part", "part_error", "retryable"]
 
 CALL = "SELECT afp_commit($1::afp_part[], $2)"
 
@@ -32,7 +32,7 @@ _outcome = msgspec.json.Decoder(dict[str, Any])
 class Member:
     """One waiter's txn in a group, and what came of it."""
 
-    __slots__ = ("agent_id", "done", "error", "fence", "full", "part")
+    __slots__ = ("agent_id", "done", "error", "fence", "full", "part", "tries")
 
     def __init__(self, txn: Txn, fence: tuple[str, int] | None) -> None:
         self.agent_id = txn.agent_id
@@ -41,6 +41,7 @@ class Member:
         self.part = part(txn, fence)
         self.done = False
         self.error: BaseException | None = None
+        self.tries = 0
 
 
 def part(txn: Txn, fence: tuple[str, int] | None) -> tuple[Any, ...]:
@@ -87,6 +88,16 @@ def _question(q: Any) -> tuple[Any, ...]:
     row = common.question_values(0, q)
     # question_values leads with (question_id, agent): the part names no agent.
     return (row[0], *row[2:6], text_cell(row[6]), *row[7:])
+
+
+# What a part failed with when Postgres rolled it back to resolve a conflict with another
+# transaction (deadlock_detected, serialization_failure): trying again is the remedy.
+_RETRYABLE = ("40P01", "40001")
+
+
+def retryable(outcome: str | None) -> bool:
+    """Whether a part's outcome is a conflict that trying again resolves."""
+    return outcome is not None and _outcome.decode(outcome).get("code") in _RETRYABLE
 
 
 def part_error(outcome: str | None, member: Member) -> BaseException | None:
