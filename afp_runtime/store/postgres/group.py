@@ -52,12 +52,18 @@ class Grouping(PostgresCore):
         # in the order they came), so two groups on one database lock them alike.
         members = sorted(self._queue[:_GROUP], key=lambda member: member.agent_id)
         del self._queue[:_GROUP]
+        if not members:
+            return
         full = any(member.full for member in members)
         values = [member.part for member in members]
         try:
             outcomes: list[str | None] = await self._statement(
                 lambda conn: conn.fetchval(parts.CALL, values, full)
             )
+            if len(outcomes) != len(members):
+                raise StoreError(
+                    f"afp_commit answered {len(outcomes)} outcomes for {len(members)} commits"
+                )
         except BaseException as exc:
             for member in members:
                 member.error = exc
