@@ -189,8 +189,12 @@ async def afp(n: int, folder: Path, window: bool, *, postgres: bool = False) -> 
 def transaction_counts(store: Any) -> dict[str, int]:
     """The store's write transactions, and how many of them waited for the flush (``full``:
     they precede an effect leaving the process; the others commit at ``synchronous=NORMAL`` on
-    SQLite, ``synchronous_commit=off`` on Postgres)."""
-    return {"transactions": store.transactions, "fullTransactions": store.full_transactions}
+    SQLite, ``synchronous_commit=off`` on Postgres); on Postgres also its round trips."""
+    counts = {"transactions": store.transactions, "fullTransactions": store.full_transactions}
+    if hasattr(store, "round_trips"):
+        # What a Postgres store sent the server (docs/storage.md#round-trips).
+        counts["roundTrips"] = store.round_trips
+    return counts
 
 
 def react_graph() -> Any:

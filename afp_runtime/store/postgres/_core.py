@@ -33,7 +33,7 @@ from afp_runtime.errors import (
 )
 from afp_runtime.records import ConversationState
 from afp_runtime.store import rows as common
-from afp_runtime.store.postgres import connect
+from afp_runtime.store.postgres import connect, parts, trips
 from afp_runtime.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 
 T = TypeVar("T")
@@ -60,11 +60,21 @@ _MIGRATION_LOCK = 0x41_46_50_4D  # "AFPM"
 class PostgresCore:
     """One pool on one Postgres database (see ``store.PostgresStore``)."""
 
-    def __init__(self, target: connect.Target, pool: asyncpg.Pool, *, read_only: bool) -> None:
+    def __init__(
+        self,
+        target: connect.Target,
+        pool: asyncpg.Pool,
+        *,
+        read_only: bool,
+        counter: trips.Trips | None = None,
+    ) -> None:
         self.target = target
         self._pool = pool
         self._read_only = read_only
         self._closed = False
+        self._trips = counter or trips.Trips()
+        self._queue: list[parts.Member] = []  # commits waiting for the next group
+        self._group_lock = anyio.Lock()
         self.transactions = 0
         self.full_transactions = 0
         self.quick_checks = 0
@@ -111,8 +121,9 @@ class PostgresCore:
     ) -> Core:
         """``open`` on an already parsed target."""
         target = await anyio.to_thread.run_sync(connect.with_password, target)
-        pool = await _create_pool(target, read_only=read_only)
-        store = cls(target, pool, read_only=read_only)
+        counter = trips.Trips()
+        pool = await _create_pool(target, read_only=read_only, counter=counter)
+        store = cls(target, pool, read_only=read_only, counter=counter)
         try:
             await store._prepare(now_ms, create=create)
         except BaseException:
@@ -198,6 +209,12 @@ class PostgresCore:
     def location(self) -> str:
         """The database URL, its password masked."""
         return self.target.location
+
+    @property
+    def round_trips(self) -> int:
+        """Statements and transaction-control commands sent to the server so far
+        (docs/storage.md#round-trips), beside ``transactions``."""
+        return self._trips.count
 
     @property
     def schema_version(self) -> int:
@@ -298,6 +315,32 @@ class PostgresCore:
                 return result
         raise AssertionError("unreachable")
 
+    async def _statement(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """One write statement (``work`` sends exactly one) outside any explicit transaction:
+        the statement is its own transaction, one round trip. A connection seen closed when
+        taken has sent nothing, and another is taken; once the statement went out, a loss leaves
+        its outcome unknown and is raised.
+
+        Raises:
+            StoreError: the store is read-only, or the statement failed (it wrote nothing).
+            StoreUnavailable: the connection was lost (the outcome is unknown).
+        """
+        if self._read_only:
+            raise StoreError("this store was opened read-only")
+        for attempt in range(1, self._attempts + 1):
+            try:
+                async with self._connection() as conn:
+                    if conn.is_closed() and attempt < self._attempts:
+                        continue
+                    return await work(conn)
+            except AfpError:
+                raise
+            except (*LOST, asyncpg.exceptions.QueryCanceledError) as exc:
+                raise self._unavailable("a transaction", exc) from exc
+            except asyncpg.PostgresError as exc:
+                raise StoreError(f"a store transaction failed: {exc}") from exc
+        raise AssertionError("unreachable")
+
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
         """Every row of one read, repeated on another connection as ``_read`` says."""
 
@@ -346,7 +389,9 @@ def _discard(conn: asyncpg.Connection) -> None:
         conn.terminate()
 
 
-async def _create_pool(target: connect.Target, *, read_only: bool) -> asyncpg.Pool:
+async def _create_pool(
+    target: connect.Target, *, read_only: bool, counter: trips.Trips
+) -> asyncpg.Pool:
     """A pool on ``target`` (TLS prepared in a worker thread; ``prefer`` falls back to plain
     when the server has no TLS).
 
@@ -361,6 +406,9 @@ async def _create_pool(target: connect.Target, *, read_only: bool) -> asyncpg.Po
     if read_only:
         settings["default_transaction_read_only"] = "on"
 
+    async def init(conn: trips.CountingConnection) -> None:
+        conn.counted(counter)
+
     async def attempt(ssl: Any) -> asyncpg.Pool:
         pool: asyncpg.Pool = await asyncpg.create_pool(
             target.dsn,
@@ -372,6 +420,9 @@ async def _create_pool(target: connect.Target, *, read_only: bool) -> asyncpg.Po
             # The client gives up a little after the server would have.
             command_timeout=target.statement_timeout_ms / 1000 + 5,
             server_settings=settings,
+            connection_class=trips.CountingConnection,
+            init=init,
+            reset=trips.keep_session,
         )
         return pool
 

@@ -9,21 +9,26 @@ import asyncpg
 
 from afp_runtime.records import ConversationState, Txn
 from afp_runtime.store.mixins import Loading
-from afp_runtime.store.postgres import writes
-from afp_runtime.store.postgres._core import PostgresCore
+from afp_runtime.store.postgres import parts, writes
+from afp_runtime.store.postgres.group import Grouping
 from afp_runtime.store.rows import encoder
 
 
-class Conversations(Loading, PostgresCore):
+class Conversations(Loading, Grouping):
     """Agents, commits, checkpoints and the resolved history."""
 
     async def commit(self, txn: Txn) -> None:
-        """Write ``txn`` in one transaction; nothing of it is written if any part fails (a
-        fenced store checks its claim inside that transaction first)."""
+        """Write ``txn`` in one transaction, with the commits of other agents made meanwhile, in
+        one round trip (docs/storage.md#one-round-trip-per-commit); nothing of it is written if
+        any part of it fails (a fenced store checks its claim inside that transaction first)."""
         if txn.empty():
             return
         fence = self._fence
-        await self._write(lambda conn: writes.write_txn(conn, txn, fence), full=txn.full)
+        if txn.replace_conversation:
+            # An import's archive of the conversation runs alone, statement by statement.
+            await self._write(lambda conn: writes.write_txn(conn, txn, fence), full=txn.full)
+            return
+        await self._commit_grouped(parts.Member(txn, fence))
 
     async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
         """Create the agent and its empty conversation when it does not exist yet."""

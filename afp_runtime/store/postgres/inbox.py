@@ -6,6 +6,7 @@ from typing import Any
 
 import asyncpg
 
+from afp_runtime.errors import StoreError
 from afp_runtime.store import checks
 from afp_runtime.store import rows as common
 from afp_runtime.store.postgres._core import POSTS_CHANNEL, PostgresCore
@@ -13,6 +14,7 @@ from afp_runtime.store.rows import encoder
 from afp_runtime.store.values import Ack, InboxRow, JournalEntry
 
 _INBOX_COLUMNS = ", ".join(f"i.{name}" for name in common.INBOX_FIELDS)
+_POST = "SELECT * FROM afp_post($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 
 
 async def owner_check(
@@ -43,7 +45,7 @@ class Inbox(PostgresCore):
     ) -> Ack:
         """Accept a person's message durably (committed with ``synchronous_commit=on`` before
         the acknowledgement), under the owner check and the idempotency key, as
-        ``CheckpointStore.post`` states.
+        ``CheckpointStore.post`` states: one call of ``afp_post``, one round trip.
 
         Raises:
             InvalidValue: the text is empty or longer than 32,000 code points.
@@ -54,37 +56,36 @@ class Inbox(PostgresCore):
         checks.check_sender(sender)
         checks.check_idempotency_key(idempotency_key)
 
-        async def work(conn: asyncpg.Connection) -> Ack:
-            # The agent's row stays locked to COMMIT: positions of one agent never race.
-            agent = await self._agent_id(conn, agent_id, lock=True)
-            if not shared:
-                await owner_check(conn, agent, agent_id, sender, claim=True)
-            if idempotency_key is not None:
-                found = await conn.fetchrow(
-                    "SELECT message_id, text, accepted_at_ms, position FROM inbox"
-                    " WHERE agent = $1 AND idempotency_key = $2",
-                    agent,
-                    idempotency_key,
-                )
-                if found is not None:
-                    return checks.duplicate_ack(tuple(found), text, idempotency_key)
-            position = await conn.fetchval(
-                "INSERT INTO inbox (message_id, agent, position, text, status, accepted_at_ms,"
-                " idempotency_key, sender, time) SELECT $1, $2, COALESCE(MAX(position), 0) + 1,"
-                " $3, 'queued', $4, $5, $6, $7 FROM inbox WHERE agent = $2 RETURNING position",
+        # One statement, its own transaction (docs/storage.md#one-round-trip-per-commit).
+        found = await self._statement(
+            lambda conn: conn.fetchrow(
+                _POST,
+                agent_id,
                 message_id,
-                agent,
                 text,
                 now_ms,
                 idempotency_key,
                 sender,
+                shared,
                 None if time is None else encoder.encode(time),
+                POSTS_CHANNEL,
             )
-            # Delivered at COMMIT to every host listening (docs/host.md#a-message-reaches-its-host).
-            await conn.execute("SELECT pg_notify($1, $2)", POSTS_CHANNEL, agent_id)
-            return Ack(message_id=message_id, accepted_at_ms=now_ms, position=int(position))
-
-        return await self._write(work, full=True)
+        )
+        outcome = found["outcome"]
+        if outcome == "agent":
+            raise StoreError(f"no agent {agent_id!r} in the store", agent_id=agent_id)
+        if outcome == "owner":
+            checks.check_owner(found["found_text"], agent_id, sender)
+        if outcome == "duplicate":
+            assert idempotency_key is not None
+            first = (found["found_id"], found["found_text"], found["found_at_ms"])
+            ack = checks.duplicate_ack((*first, found["found_position"]), text, idempotency_key)
+        else:
+            position = int(found["found_position"])
+            ack = Ack(message_id=message_id, accepted_at_ms=now_ms, position=position)
+        self.transactions += 1
+        self.full_transactions += 1
+        return ack
 
     async def owner(self, agent_id: str) -> str | None:
         """The conversation's owner (``identity.owner``), None until a message names one."""

@@ -8,6 +8,8 @@ a new number. ``meta`` and ``migrations`` themselves are made by the store befor
 
 from __future__ import annotations
 
+from afp_runtime.store.postgres.commit_sql import SERVER_WRITES
+
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (
         1,
@@ -171,6 +173,7 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         ALTER TABLE runs ADD COLUMN cost BYTEA
         """,
     ),
+    (4, "commits and posts in one call", SERVER_WRITES),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
