@@ -82,6 +82,15 @@ class AgentDriver:
         # Whether the last ``work`` ended with nothing left to do: no open turn, no message
         # queued. Only a new message or a change from elsewhere gives it work again.
         self.idle = False
+        # What a ``work(trust=True)`` knows without reading the store
+        # (docs/host.md#what-a-worker-keeps-in-memory): None, nothing; else the agent has no
+        # open turn and these are its queued messages (id, position, text) in position order.
+        self._queue: list[tuple[str, int, str]] | None = None
+        # The highest inbox position known, so a delivered post is known to be the next one.
+        self._last_position: int | None = None
+        # Moves at every ``forget``: a read begun before it may not fill what it forgot.
+        self._generation = 0
+        self._ensured = False
 
     async def post(
         self,
@@ -113,42 +122,96 @@ class AgentDriver:
             emitter=self.emitter,
         )
 
-    async def work(self, *, admit: Callable[[], bool] | None = None) -> list[RunOutcome]:
+    def forget(self) -> None:
+        """Drop what the driver knows of its agent's inbox and open turn: the next ``work``
+        reads them from the store (a change it was not told of, a failed pass)."""
+        self._queue = None
+        self._last_position = None
+        self._generation += 1
+
+    def deliver(self, message_id: str, position: int, text: str) -> None:
+        """Hand the driver a message just posted to its agent in this process (``Host.post``):
+        when it is the next position after what the driver knows, a ``work(trust=True)``
+        takes it without reading the inbox; otherwise the driver forgets, and reads."""
+        if (
+            self._queue is not None
+            and self._last_position is not None
+            and position == self._last_position + 1
+        ):
+            self._queue.append((message_id, position, text))
+            self._last_position = position
+        else:
+            self.forget()
+
+    async def work(
+        self, *, admit: Callable[[], bool] | None = None, trust: bool = False
+    ) -> list[RunOutcome]:
         """Continue the unfinished turn if it may run now, then answer queued messages.
 
         Returns every run's outcome, in order. Stops early at a turn that is paused, held or
         stalled into the future: later messages wait behind it (with ``on_turn_failure="skip"``
         a held turn is dismissed and the queue moves on). ``admit`` is asked before every new
         run; once it says no, nothing more starts (a stopping host).
+
+        With ``trust`` the driver goes on from what it knows (its own runs' outcomes, the
+        posts ``deliver`` handed it) instead of reading the conversation and the inbox before
+        every run: for a caller that calls ``forget`` whenever the store may have changed
+        otherwise (a host's worker, docs/host.md#what-a-worker-keeps-in-memory).
         """
         self.idle = False
-        await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
+        if not (trust and self._ensured):
+            await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
+            self._ensured = True
         outcomes: list[RunOutcome] = []
         while admit is None or admit():
-            state = await self.store.conversation_state(self.agent_id)
-            assert state is not None
-            # Results kept for a turn no longer open cannot reach it any more.
-            self.kept.keep_only_turn(
-                self.agent_id, state.open_turn.message_id if state.open_turn else None
-            )
-            if state.open_turn is not None:
+            if not trust:
+                self.forget()
+            queue = self._queue if self._queue is not None else await self._read_queue()
+            if queue is None:
                 outcome = await self._continue()
                 if outcome is None:
                     if await self._skip_held():
                         continue
                     return outcomes
             else:
-                queued = await self.store.inbox(self.agent_id, status="queued")
-                if not queued:
+                if not queue:
                     self.idle = True
                     return outcomes
-                outcome = await self._run("initial", queued[0].message_id, text=queued[0].text)
+                message_id, _, text = queue.pop(0)
+                try:
+                    outcome = await self._run("initial", message_id, text=text)
+                except BaseException:
+                    self.forget()
+                    raise
+                if outcome.status != "answered":
+                    self.forget()
             outcomes.append(outcome)
             if outcome.status == "held" and await self._skip_held():
                 continue
             if outcome.status != "answered":
                 return outcomes
         return outcomes
+
+    async def _read_queue(self) -> list[tuple[str, int, str]] | None:
+        """Read the conversation and, without an open turn, the queued messages (id, position,
+        text); None when a turn is open. What was read is kept unless the driver forgot
+        meanwhile (a post raced the read): then it serves this once and the next look reads."""
+        generation = self._generation
+        state = await self.store.conversation_state(self.agent_id)
+        assert state is not None
+        # Results kept for a turn no longer open cannot reach it any more.
+        self.kept.keep_only_turn(
+            self.agent_id, state.open_turn.message_id if state.open_turn else None
+        )
+        if state.open_turn is not None:
+            return None
+        queued = await self.store.inbox(self.agent_id, status="queued")
+        known = [(m.message_id, m.position, m.text) for m in queued]
+        if generation == self._generation:
+            self._queue = known
+            if known:
+                self._last_position = max(self._last_position or 0, known[-1][1])
+        return known
 
     async def _skip_held(self) -> bool:
         """``on_turn_failure="skip"``: dismiss a held turn at once
@@ -245,6 +308,7 @@ class AgentDriver:
         Raises:
             RunNotResumable: the agent has no held or stalled turn (``resumable_turn``).
         """
+        self.forget()
         turn = resumable_turn(await self.store.conversation_state(self.agent_id), self.agent_id)
         settle = await self._reply_to_settle(turn.last_run_id)
         outcome = await self._run(
@@ -256,6 +320,7 @@ class AgentDriver:
 
     async def dismiss(self, run_id: str | None = None) -> str:
         """Close the agent's held turn ``dismissed`` (``dismiss_turn``); returns its message id."""
+        self.forget()
         return await dismiss_turn(
             self.store, self.agent_id, run_id=run_id, clock=self.clock, emitter=self.emitter
         )
