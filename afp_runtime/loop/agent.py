@@ -19,13 +19,14 @@ from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory
 from afp_runtime.loop.kept import KeptResults
+from afp_runtime.loop.known import Known, Queued
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
+from afp_runtime.loop.posting import post_message
 from afp_runtime.loop.run import Run
 from afp_runtime.messages import Usage
 from afp_runtime.records import (
     Clock,
     ConversationState,
-    InboxAccepted,
     InboxUpdate,
     OpenTurn,
     PendingBatch,
@@ -35,7 +36,7 @@ from afp_runtime.records import (
     TurnHeld,
     Txn,
 )
-from afp_runtime.store import Ack, CheckpointStore
+from afp_runtime.store import Ack, CheckpointStore, LoadedConversation
 
 log = get_logger()
 
@@ -82,14 +83,8 @@ class AgentDriver:
         # Whether the last ``work`` ended with nothing left to do: no open turn, no message
         # queued. Only a new message or a change from elsewhere gives it work again.
         self.idle = False
-        # What a ``work(trust=True)`` knows without reading the store
-        # (docs/host.md#what-a-worker-keeps-in-memory): None, nothing; else the agent has no
-        # open turn and these are its queued messages (id, position, text) in position order.
-        self._queue: list[tuple[str, int, str]] | None = None
-        # The highest inbox position known, so a delivered post is known to be the next one.
-        self._last_position: int | None = None
-        # Moves at every ``forget``: a read begun before it may not fill what it forgot.
-        self._generation = 0
+        # What a ``work(trust=True)`` goes on from (docs/host.md#what-a-worker-keeps-in-memory).
+        self.known = Known()
         self._ensured = False
 
     async def post(
@@ -123,25 +118,15 @@ class AgentDriver:
         )
 
     def forget(self) -> None:
-        """Drop what the driver knows of its agent's inbox and open turn: the next ``work``
-        reads them from the store (a change it was not told of, a failed pass)."""
-        self._queue = None
-        self._last_position = None
-        self._generation += 1
+        """Drop what the driver knows of its agent's inbox, open turn and conversation: the
+        next ``work`` reads them from the store (a change it was not told of, a failed pass)."""
+        self.known.forget()
 
     def deliver(self, message_id: str, position: int, text: str) -> None:
         """Hand the driver a message just posted to its agent in this process (``Host.post``):
         when it is the next position after what the driver knows, a ``work(trust=True)``
         takes it without reading the inbox; otherwise the driver forgets, and reads."""
-        if (
-            self._queue is not None
-            and self._last_position is not None
-            and position == self._last_position + 1
-        ):
-            self._queue.append((message_id, position, text))
-            self._last_position = position
-        else:
-            self.forget()
+        self.known.deliver(message_id, position, text)
 
     async def work(
         self, *, admit: Callable[[], bool] | None = None, trust: bool = False
@@ -166,7 +151,9 @@ class AgentDriver:
         while admit is None or admit():
             if not trust:
                 self.forget()
-            queue = self._queue if self._queue is not None else await self._read_queue()
+            queue = self.known.queue
+            if queue is None:
+                queue = await self._read_queue()
             if queue is None:
                 outcome = await self._continue()
                 if outcome is None:
@@ -192,11 +179,10 @@ class AgentDriver:
                 return outcomes
         return outcomes
 
-    async def _read_queue(self) -> list[tuple[str, int, str]] | None:
-        """Read the conversation and, without an open turn, the queued messages (id, position,
-        text); None when a turn is open. What was read is kept unless the driver forgot
-        meanwhile (a post raced the read): then it serves this once and the next look reads."""
-        generation = self._generation
+    async def _read_queue(self) -> list[Queued] | None:
+        """Read the conversation and, without an open turn, the queued messages; None when a
+        turn is open."""
+        generation = self.known.generation
         state = await self.store.conversation_state(self.agent_id)
         assert state is not None
         # Results kept for a turn no longer open cannot reach it any more.
@@ -205,13 +191,7 @@ class AgentDriver:
         )
         if state.open_turn is not None:
             return None
-        queued = await self.store.inbox(self.agent_id, status="queued")
-        known = [(m.message_id, m.position, m.text) for m in queued]
-        if generation == self._generation:
-            self._queue = known
-            if known:
-                self._last_position = max(self._last_position or 0, known[-1][1])
-        return known
+        return self.known.read(await self.store.inbox(self.agent_id, status="queued"), generation)
 
     async def _skip_held(self) -> bool:
         """``on_turn_failure="skip"``: dismiss a held turn at once
@@ -366,7 +346,10 @@ class AgentDriver:
         settle: CommittedReply | None = None,
         answers: PendingBatch | None = None,
     ) -> RunOutcome:
-        loaded = await self.store.load_conversation(self.agent_id)
+        # Only a run from what the driver knows finds it kept (``work`` forgets otherwise).
+        loaded = self.known.take_loaded()
+        if loaded is None or kind != "initial":
+            loaded = await self.store.load_conversation(self.agent_id)
         message_time: dict[str, Any] | None = None
         accepted_at_ms = 0
         if text is None or self.definition.extensions:
@@ -395,7 +378,20 @@ class AgentDriver:
             kept=self.kept,
         )
         self._started = True
-        return await run.execute(settle=settle, answers=answers)
+        generation = self.known.generation
+        outcome = await run.execute(settle=settle, answers=answers)
+        if outcome.status == "answered":
+            # The closing commit carried this conversation, and the turn closed with it.
+            committed = run.state
+            self.known.answered(
+                LoadedConversation(
+                    state=committed.conv,
+                    history=tuple(committed.history),
+                    fingerprints=tuple(committed.fps),
+                ),
+                generation,
+            )
+        return outcome
 
 
 async def dismiss_turn(
@@ -461,51 +457,6 @@ async def dismiss_turn(
             turn=turn.turn,
         )
     return turn.message_id
-
-
-async def post_message(
-    store: CheckpointStore,
-    agent_id: str,
-    text: str,
-    *,
-    clock: Clock,
-    ids: IdFactory,
-    idempotency_key: str | None = None,
-    sender: str | None = None,
-    shared: bool = False,
-    time: dict[str, Any] | None = None,
-    emitter: Emitter | None = None,
-) -> Ack:
-    """Accept a person's message durably (``time`` already checked), then tell ``emitter``.
-
-    The one posting path of a host, of a driver and of a door that holds neither (``app.post``:
-    ``afp send`` writes the row and a host notices it; docs/host.md#a-message-reaches-its-host):
-    a fresh message emits ``inbox.accepted``; an idempotent repeat returns the first message's
-    ack and emits nothing, since no new message arrived. ``time`` is stored as given: a
-    definition checks it with ``check_message_time``, a door without one with the time layer's
-    wire check.
-
-    Raises:
-        InvalidValue / IdempotencyConflict / NotOwner: as the store's ``post`` (nothing stored).
-    """
-    now_ms = clock.now_ms()
-    ack = await store.post(
-        agent_id,
-        text,
-        message_id=ids.message_id(),
-        now_ms=now_ms,
-        idempotency_key=idempotency_key,
-        sender=sender,
-        shared=shared,
-        time=time,
-    )
-    if emitter is not None and not ack.duplicate:
-        emitter.emit(
-            InboxAccepted(message_id=ack.message_id, position=ack.position, text_chars=len(text)),
-            at_ms=now_ms,
-            agent_id=agent_id,
-        )
-    return ack
 
 
 def resumable_turn(

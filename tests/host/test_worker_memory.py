@@ -6,13 +6,18 @@ other worker."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 
+from afp_runtime.agents import Agent
+from afp_runtime.loop import AgentDriver, SequentialIds
+from afp_runtime.messages import ModelReply, ModelRequest
 from afp_runtime.models import ScriptedModel
 from afp_runtime.store.sqlite import SqliteStore
-from afp_runtime.testing import answer
+from afp_runtime.testing import FakeClock, answer, call, tool_reply
+from afp_runtime.window import sliding_window
 from tests.api.conftest import Api, agent, settle, watch_of
 
 
@@ -37,13 +42,13 @@ class Reads:
 async def test_a_post_through_the_host_reaches_a_held_agent_without_reading_the_inbox(
     api: Api,
 ) -> None:
-    """Once the worker knows its agent's inbox, each message posted through ``Host.post`` is
-    answered with no read of the inbox and one read of the conversation (loading it)."""
+    """Once the worker knows its agent's inbox and conversation, each message posted through
+    ``Host.post`` is answered with no read of the inbox or the conversation."""
     model = ScriptedModel([answer(f"reply {n}") for n in range(4)], model="mock")
     async with api.host(agent(model)) as host:
         await host.post("ops", "first")  # the worker learns the inbox here
         await settle(host)
-        reads = Reads(host.store, "inbox", "conversation_state")
+        reads = Reads(host.store, "inbox", "conversation_state", "resolve")
         acks = []
         for n in range(3):
             acks.append(await host.post("ops", f"next {n}"))
@@ -51,8 +56,7 @@ async def test_a_post_through_the_host_reaches_a_held_agent_without_reading_the_
         rows = [await host.reader.inbox_message(ack.message_id) for ack in acks]
     assert [row.status if row else None for row in rows] == ["answered"] * 3
     assert model.calls == 4
-    assert reads.counts["inbox"] == 0
-    assert reads.counts["conversation_state"] <= 3
+    assert reads.counts == {"inbox": 0, "conversation_state": 0, "resolve": 0}
 
 
 async def test_a_post_by_another_store_object_is_found_and_answered_in_order(api: Api) -> None:
@@ -114,3 +118,46 @@ async def test_the_hosts_own_posts_wake_no_other_worker(api: Api) -> None:
         idle_passes = watch_of(host).passes("idle") - before
     assert idle_passes == 0
     assert model.calls == 3 and quiet.calls == 0
+
+
+class Recorded:
+    """A scripted model that keeps every request's messages: two tool calls, then an answer,
+    each turn."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, ...]] = []
+        self.model = ScriptedModel(self, model="mock")
+
+    async def __call__(self, request: ModelRequest, number: int) -> ModelReply:
+        self.sent.append(tuple(request.messages))
+        if number % 3:
+            return tool_reply(call(f"c{number}", "alpha_tool", n=number))
+        return answer(f"done {number}")
+
+
+def _windowed(model: ScriptedModel) -> Agent:
+    return agent(model, window=sliding_window(keep_recent_turns=2), max_iterations=5)
+
+
+async def test_a_run_from_the_kept_conversation_sends_what_a_run_from_the_store_would(
+    api: Api, tmp_path: Path
+) -> None:
+    """Turn after turn under a sliding window, the model is sent the same messages when the
+    worker starts each run from the conversation it kept as when every run loads it from the
+    store (a driver that reads before every run, as after a restart)."""
+    kept = Recorded()
+    async with api.host(_windowed(kept.model)) as host:
+        for n in range(5):
+            await host.post("ops", f"turn {n}")
+            await settle(host)
+    read = Recorded()
+    store = await SqliteStore.open(tmp_path / "read.db", now_ms=0)
+    try:
+        driver = AgentDriver(store, _windowed(read.model), clock=FakeClock(), ids=SequentialIds())
+        for n in range(5):
+            await driver.post(f"turn {n}")
+            await driver.work()
+    finally:
+        await store.aclose()
+    assert len(kept.sent) == 15
+    assert kept.sent == read.sent
