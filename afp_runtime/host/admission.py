@@ -35,7 +35,9 @@ class Admission:
         life: the host's lifecycle (its state, store check and reader).
         lease: the host lease (a resume needs the agent held).
         store_state: the store's fault as the host last met it.
-        wake: wakes an agent's worker.
+        wake: wakes an agent's worker to read the store.
+        deliver: hands an agent's worker a message posted here (``Workers.deliver``).
+        changed_here: wakes an agent's worker after a question closed here.
     """
 
     def __init__(
@@ -49,6 +51,8 @@ class Admission:
         lease: HostLease,
         store_state: StoreState,
         wake: Callable[[str], None],
+        deliver: Callable[[str, str, int, str], None],
+        changed_here: Callable[[str], None],
     ) -> None:
         self.store = store
         self._agents = agents
@@ -58,6 +62,8 @@ class Admission:
         self._lease = lease
         self.store_state = store_state
         self.wake = wake
+        self.deliver = deliver
+        self.changed_here = changed_here
 
     @property
     def reader(self) -> Store:
@@ -116,7 +122,11 @@ class Admission:
                 time=checked,
                 emitter=agent.driver.emitter,
             )
-        self.wake(agent_id)
+        if ack.duplicate:
+            self.wake(agent_id)
+        else:
+            # Handed to the worker: it takes the message without reading the inbox.
+            self.deliver(agent_id, ack.message_id, ack.position, text)
         return ack
 
     async def resume(
@@ -160,7 +170,10 @@ class Admission:
                 by=sender,
                 shared=agent.definition.shared,
             )
-        self.wake(agent_id)
+        if closed is not None:
+            self.changed_here(agent_id)
+        else:
+            self.wake(agent_id)
         return closed
 
     async def abandon(
@@ -177,7 +190,10 @@ class Admission:
                 by=sender,
                 shared=agent.definition.shared,
             )
-        self.wake(agent_id)
+        if closed is not None:
+            self.changed_here(agent_id)
+        else:
+            self.wake(agent_id)
         return closed
 
     async def dismiss(

@@ -222,6 +222,8 @@ class Host:
             lease=self._lease,
             store_state=self.store_state,
             wake=self.wake,
+            deliver=self._workers.deliver,
+            changed_here=self._workers.changed_here,
         )
         return life, admission
 

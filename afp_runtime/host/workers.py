@@ -43,6 +43,9 @@ class HostedAgent:
         self.definition = definition
         self.driver = driver
         self.wake: anyio.Event | None = None
+        # Whether the next pass must read the store first: something may have changed that
+        # the driver was not told of (docs/host.md#what-a-worker-keeps-in-memory).
+        self.fresh = True
         self.resume_requested = False
         # Held by a work pass and by a dismiss: the two never change the turn at once.
         self.lock = anyio.Lock()
@@ -101,12 +104,33 @@ class Workers:
         self._live_workers = 0
         # Whether the store has a change marker (``_watch_changes`` runs).
         self._hears_changes = False
+        # Posts and closed questions made through the host's own doors: they move the store's
+        # change marker, but each was handed to its worker already.
+        self._own_changes = 0
 
     def wake(self, agent_id: str) -> None:
-        """Make the agent's worker look for work now."""
+        """Make the agent's worker read the store and look for work now."""
         agent = self.agents.get(agent_id)
-        if agent is not None and agent.wake is not None:
-            agent.wake.set()
+        if agent is not None:
+            agent.fresh = True
+            if agent.wake is not None:
+                agent.wake.set()
+
+    def deliver(self, agent_id: str, message_id: str, position: int, text: str) -> None:
+        """Hand a message the host's own door just committed to the agent's worker: it takes
+        it without reading the inbox (docs/host.md#what-a-worker-keeps-in-memory)."""
+        self._own_changes += 1
+        agent = self.agents.get(agent_id)
+        if agent is not None:
+            agent.driver.deliver(message_id, position, text)
+            if agent.wake is not None:
+                agent.wake.set()
+
+    def changed_here(self, agent_id: str) -> None:
+        """A change the host's own door committed (a closed question): the agent's worker
+        reads the store, and the change marker's move is not taken for one from elsewhere."""
+        self._own_changes += 1
+        self.wake(agent_id)
 
     def stop(self, grace_s: float | None) -> None:
         """No new pass starts; running ones get ``grace_s`` (default: the host's grace)."""
@@ -197,12 +221,18 @@ class Workers:
 
     async def _watch_changes(self, seen: tuple[int, int]) -> None:
         """Once per poll interval: when the store's change marker moved (or the store cannot
-        say), wake every worker. Waking one in a pass sets its fresh event, so a change read by
-        no pass is never missed."""
+        say), wake every worker to read the store. Waking one in a pass sets its fresh event,
+        so a change read by no pass is never missed. The host's own posts and closed questions
+        move the marker's count of them, one each, and were handed to their workers already:
+        a move by exactly those wakes nobody."""
+        own = self._own_changes
         while True:
             await self.clock.sleep(self.poll_interval_s)
             now = await self._change_marker()
-            if now is not None and now == seen:
+            # Read in the same step as the marker: no door commits in between.
+            ours, own = self._own_changes - own, self._own_changes
+            if now is not None and now == (seen[0], seen[1] + ours):
+                seen = now
                 continue
             seen = now if now is not None else seen
             for agent_id in self.agents:
@@ -224,26 +254,13 @@ class Workers:
                     self._all_idle.set()
 
     async def _work_until_stopped(self, agent: HostedAgent) -> None:
-        assert self._limiter is not None
-        agent_id = agent.driver.agent_id
         failures = 0  # passes in a row the store could not be reached for
         while not self.stop_requested.is_set():
             # A post during the pass sets the fresh event, so it is never missed.
             agent.wake = anyio.Event()
+            assert self._limiter is not None
             async with self._limiter:
-                if self.stop_requested.is_set():
-                    return
-                agent.working = True
-                agent.quiet = False
-                self.watch.pass_started(agent_id)
-                try:
-                    await self.lease.run_pass(agent_id, lambda: self._pass(agent))
-                    failures = 0
-                except Exception as exc:
-                    failures = self._pass_failed(exc, failures)
-                finally:
-                    agent.working = False
-                    self.watch.pass_finished(agent_id)
+                failures = await self._one_pass(agent, failures)
             if self.stop_requested.is_set():
                 return
             if agent.quiet and self._hears_changes:
@@ -251,6 +268,29 @@ class Workers:
                 continue
             with self.clock.move_on_after(self.next_look_s(failures)):
                 await agent.wake.wait()
+            if not agent.wake.is_set():
+                # The timed look is how work from elsewhere is found where nothing tells it.
+                agent.fresh = True
+
+    async def _one_pass(self, agent: HostedAgent, failures: int) -> int:
+        """One work pass of a held agent; the count of passes in a row the store could not be
+        reached for, after it."""
+        if self.stop_requested.is_set():
+            return failures
+        agent_id = agent.driver.agent_id
+        agent.working = True
+        agent.quiet = False
+        self.watch.pass_started(agent_id)
+        try:
+            await self.lease.run_pass(agent_id, lambda: self._pass(agent))
+            return 0
+        except Exception as exc:
+            # What the driver knew may be what the failure left behind: read the store again.
+            agent.fresh = True
+            return self._pass_failed(exc, failures)
+        finally:
+            agent.working = False
+            self.watch.pass_finished(agent_id)
 
     def _pass_failed(self, exc: Exception, failures: int) -> int:
         """Log a failed pass; the count of passes in a row the store could not be reached for.
@@ -290,5 +330,8 @@ class Workers:
             # A stopping host finishes the run in progress but starts no new one
             # (docs/host.md#graceful-shutdown). A first pass may begin before ``__aenter__``
             # returns: a starting host admits work (else it would wait a poll interval).
-            await agent.driver.work(admit=self.admits)
+            if agent.fresh:
+                agent.fresh = False
+                agent.driver.forget()
+            await agent.driver.work(admit=self.admits, trust=True)
             agent.quiet = agent.driver.idle

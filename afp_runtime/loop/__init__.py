@@ -1,6 +1,6 @@
 """Loop: stages, runs and iterations of a standing agent's turns, and the events they emit."""
 
-from afp_runtime.loop.agent import AgentDriver, dismiss_turn, post_message, resumable_turn
+from afp_runtime.loop.agent import AgentDriver, dismiss_turn, resumable_turn
 from afp_runtime.loop.clock import SystemClock
 from afp_runtime.loop.definition import Definition, Durability, TurnFailure
 from afp_runtime.loop.events import Emitter, Event, EventRecorder, EventSink
@@ -16,6 +16,7 @@ from afp_runtime.loop.ids import IdFactory, SequentialIds, TimeOrderedIds
 from afp_runtime.loop.kept import KeptResults
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
 from afp_runtime.loop.output import OutputError, OutputSpec
+from afp_runtime.loop.posting import post_message
 from afp_runtime.loop.route import decide_route, unique_call_ids
 from afp_runtime.loop.run import Run
 

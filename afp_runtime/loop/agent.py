@@ -19,13 +19,14 @@ from afp_runtime.loop.events import Emitter
 from afp_runtime.loop.hooks import LoopHooks
 from afp_runtime.loop.ids import IdFactory
 from afp_runtime.loop.kept import KeptResults
+from afp_runtime.loop.known import Known, Queued
 from afp_runtime.loop.outcomes import CommittedReply, RunOutcome
+from afp_runtime.loop.posting import post_message
 from afp_runtime.loop.run import Run
 from afp_runtime.messages import Usage
 from afp_runtime.records import (
     Clock,
     ConversationState,
-    InboxAccepted,
     InboxUpdate,
     OpenTurn,
     PendingBatch,
@@ -35,7 +36,7 @@ from afp_runtime.records import (
     TurnHeld,
     Txn,
 )
-from afp_runtime.store import Ack, CheckpointStore
+from afp_runtime.store import Ack, CheckpointStore, LoadedConversation
 
 log = get_logger()
 
@@ -82,6 +83,9 @@ class AgentDriver:
         # Whether the last ``work`` ended with nothing left to do: no open turn, no message
         # queued. Only a new message or a change from elsewhere gives it work again.
         self.idle = False
+        # What a ``work(trust=True)`` goes on from (docs/host.md#what-a-worker-keeps-in-memory).
+        self.known = Known()
+        self._ensured = False
 
     async def post(
         self,
@@ -113,42 +117,81 @@ class AgentDriver:
             emitter=self.emitter,
         )
 
-    async def work(self, *, admit: Callable[[], bool] | None = None) -> list[RunOutcome]:
+    def forget(self) -> None:
+        """Drop what the driver knows of its agent's inbox, open turn and conversation: the
+        next ``work`` reads them from the store (a change it was not told of, a failed pass)."""
+        self.known.forget()
+
+    def deliver(self, message_id: str, position: int, text: str) -> None:
+        """Hand the driver a message just posted to its agent in this process (``Host.post``):
+        when it is the next position after what the driver knows, a ``work(trust=True)``
+        takes it without reading the inbox; otherwise the driver forgets, and reads."""
+        self.known.deliver(message_id, position, text)
+
+    async def work(
+        self, *, admit: Callable[[], bool] | None = None, trust: bool = False
+    ) -> list[RunOutcome]:
         """Continue the unfinished turn if it may run now, then answer queued messages.
 
         Returns every run's outcome, in order. Stops early at a turn that is paused, held or
         stalled into the future: later messages wait behind it (with ``on_turn_failure="skip"``
         a held turn is dismissed and the queue moves on). ``admit`` is asked before every new
         run; once it says no, nothing more starts (a stopping host).
+
+        With ``trust`` the driver goes on from what it knows (its own runs' outcomes, the
+        posts ``deliver`` handed it) instead of reading the conversation and the inbox before
+        every run: for a caller that calls ``forget`` whenever the store may have changed
+        otherwise (a host's worker, docs/host.md#what-a-worker-keeps-in-memory).
         """
         self.idle = False
-        await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
+        if not (trust and self._ensured):
+            await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
+            self._ensured = True
         outcomes: list[RunOutcome] = []
         while admit is None or admit():
-            state = await self.store.conversation_state(self.agent_id)
-            assert state is not None
-            # Results kept for a turn no longer open cannot reach it any more.
-            self.kept.keep_only_turn(
-                self.agent_id, state.open_turn.message_id if state.open_turn else None
-            )
-            if state.open_turn is not None:
+            if not trust:
+                self.forget()
+            queue = self.known.queue
+            if queue is None:
+                queue = await self._read_queue()
+            if queue is None:
                 outcome = await self._continue()
                 if outcome is None:
                     if await self._skip_held():
                         continue
                     return outcomes
             else:
-                queued = await self.store.inbox(self.agent_id, status="queued")
-                if not queued:
+                if not queue:
                     self.idle = True
                     return outcomes
-                outcome = await self._run("initial", queued[0].message_id, text=queued[0].text)
+                message_id, _, text = queue.pop(0)
+                try:
+                    outcome = await self._run("initial", message_id, text=text)
+                except BaseException:
+                    self.forget()
+                    raise
+                if outcome.status != "answered":
+                    self.forget()
             outcomes.append(outcome)
             if outcome.status == "held" and await self._skip_held():
                 continue
             if outcome.status != "answered":
                 return outcomes
         return outcomes
+
+    async def _read_queue(self) -> list[Queued] | None:
+        """Read the conversation and, without an open turn, the queued messages; None when a
+        turn is open."""
+        generation = self.known.generation
+        state = await self.store.conversation_state(self.agent_id)
+        assert state is not None
+        # Results kept for a turn no longer open cannot reach it any more.
+        self.kept.keep_only_turn(
+            self.agent_id, state.open_turn.message_id if state.open_turn else None
+        )
+        if state.open_turn is not None:
+            return None
+        return self.known.read(await self.store.inbox(self.agent_id, status="queued"), generation)
 
     async def _skip_held(self) -> bool:
         """``on_turn_failure="skip"``: dismiss a held turn at once
@@ -245,6 +288,7 @@ class AgentDriver:
         Raises:
             RunNotResumable: the agent has no held or stalled turn (``resumable_turn``).
         """
+        self.forget()
         turn = resumable_turn(await self.store.conversation_state(self.agent_id), self.agent_id)
         settle = await self._reply_to_settle(turn.last_run_id)
         outcome = await self._run(
@@ -256,6 +300,7 @@ class AgentDriver:
 
     async def dismiss(self, run_id: str | None = None) -> str:
         """Close the agent's held turn ``dismissed`` (``dismiss_turn``); returns its message id."""
+        self.forget()
         return await dismiss_turn(
             self.store, self.agent_id, run_id=run_id, clock=self.clock, emitter=self.emitter
         )
@@ -301,7 +346,10 @@ class AgentDriver:
         settle: CommittedReply | None = None,
         answers: PendingBatch | None = None,
     ) -> RunOutcome:
-        loaded = await self.store.load_conversation(self.agent_id)
+        # Only a run from what the driver knows finds it kept (``work`` forgets otherwise).
+        loaded = self.known.take_loaded()
+        if loaded is None or kind != "initial":
+            loaded = await self.store.load_conversation(self.agent_id)
         message_time: dict[str, Any] | None = None
         accepted_at_ms = 0
         if text is None or self.definition.extensions:
@@ -330,7 +378,20 @@ class AgentDriver:
             kept=self.kept,
         )
         self._started = True
-        return await run.execute(settle=settle, answers=answers)
+        generation = self.known.generation
+        outcome = await run.execute(settle=settle, answers=answers)
+        if outcome.status == "answered":
+            # The closing commit carried this conversation, and the turn closed with it.
+            committed = run.state
+            self.known.answered(
+                LoadedConversation(
+                    state=committed.conv,
+                    history=tuple(committed.history),
+                    fingerprints=tuple(committed.fps),
+                ),
+                generation,
+            )
+        return outcome
 
 
 async def dismiss_turn(
@@ -396,51 +457,6 @@ async def dismiss_turn(
             turn=turn.turn,
         )
     return turn.message_id
-
-
-async def post_message(
-    store: CheckpointStore,
-    agent_id: str,
-    text: str,
-    *,
-    clock: Clock,
-    ids: IdFactory,
-    idempotency_key: str | None = None,
-    sender: str | None = None,
-    shared: bool = False,
-    time: dict[str, Any] | None = None,
-    emitter: Emitter | None = None,
-) -> Ack:
-    """Accept a person's message durably (``time`` already checked), then tell ``emitter``.
-
-    The one posting path of a host, of a driver and of a door that holds neither (``app.post``:
-    ``afp send`` writes the row and a host notices it; docs/host.md#a-message-reaches-its-host):
-    a fresh message emits ``inbox.accepted``; an idempotent repeat returns the first message's
-    ack and emits nothing, since no new message arrived. ``time`` is stored as given: a
-    definition checks it with ``check_message_time``, a door without one with the time layer's
-    wire check.
-
-    Raises:
-        InvalidValue / IdempotencyConflict / NotOwner: as the store's ``post`` (nothing stored).
-    """
-    now_ms = clock.now_ms()
-    ack = await store.post(
-        agent_id,
-        text,
-        message_id=ids.message_id(),
-        now_ms=now_ms,
-        idempotency_key=idempotency_key,
-        sender=sender,
-        shared=shared,
-        time=time,
-    )
-    if emitter is not None and not ack.duplicate:
-        emitter.emit(
-            InboxAccepted(message_id=ack.message_id, position=ack.position, text_chars=len(text)),
-            at_ms=now_ms,
-            agent_id=agent_id,
-        )
-    return ack
 
 
 def resumable_turn(

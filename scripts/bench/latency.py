@@ -16,7 +16,9 @@ standing agents cost, and how soon a host with many agents answers health.
   iteration's bundle commits at the next effect boundary, so that commit counts in the next
   iteration: the sum is the same. The ratio overhead / simulated latency is reported at the
   median and p99 (``realLatencyOverheadP50``, ``realLatencyOverheadP99``), with the iterations
-  each agent finished (min and median: every agent must progress). ``max_active_turns`` is the
+  each agent finished (min and median: every agent must progress), and the store reads
+  (``readRoundTripsPerIteration``, each a round trip to the connection's thread, with the
+  commonest by statement) and write transactions per iteration. ``max_active_turns`` is the
   number of agents: waiting on the model holds a slot, so with the default 8 a thousand agents
   would queue behind eight model calls.
 * ``idle``: one host with 10,000 standing agents on one SQLite file, started and settled
@@ -38,6 +40,7 @@ Every part runs in a child process of its own (RSS is its own) and prints JSON.
 from __future__ import annotations
 
 import argparse
+import collections
 import compileall
 import gc
 import json
@@ -53,7 +56,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +73,7 @@ from _common import (
 )
 
 from afp_runtime.agents import Agent
-from afp_runtime.host import Host
+from afp_runtime.host import Host, HostWatch
 from afp_runtime.loop import LoopHooks, SystemClock, TimeOrderedIds
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
 from afp_runtime.models import ScriptedModel
@@ -146,12 +149,31 @@ class AgentMarks(LoopHooks):
             self.agents[agent_id].mark(stage)
 
 
+class ReadCount:
+    """Counts the reads one SQLite store object sends its connection (each a round trip to
+    the connection's thread), wrapping its one read primitive, ``_fetch``, on the object."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.count = 0
+        self.by_sql: collections.Counter[str] = collections.Counter()
+        inner = store._fetch
+
+        async def fetch(sql: str, params: Iterable[Any] = ()) -> list[Any]:
+            self.count += 1
+            self.by_sql[" ".join(sql.split())[:60]] += 1
+            return await inner(sql, params)
+
+        store._fetch = fetch  # type: ignore[method-assign]
+
+
 async def latency_run(
     folder: Path, agents: int, per_turn: int, turns: int, spread: bool = True
 ) -> dict[str, Any]:
     clock = SystemClock()
     paced = {a: Paced(a, per_turn) for a in (f"agent-{i:04d}" for i in range(agents))}
     store = await SqliteStore.open(folder / "latency.db")
+    reads = ReadCount(store)
+    transactions = store.transactions
     cpu = time.process_time()
     try:
         async with Host(
@@ -184,6 +206,7 @@ async def latency_run(
     finally:
         await store.aclose()
     cpu = time.process_time() - cpu
+    transactions = store.transactions - transactions
     overheads = [o for p in paced.values() for o in p.overheads]
     done = sorted(len(p.overheads) for p in paced.values())
     iterations = len(overheads)
@@ -206,6 +229,12 @@ async def latency_run(
         ),
         "cpuSeconds": round(cpu, 2),
         "cpuMsPerIteration": round(cpu / iterations * 1000, 3),
+        # Start-up and stop included: every agent's first pass reads its inbox once.
+        "readRoundTripsPerIteration": round(reads.count / iterations, 3),
+        "readsPerIterationBySql": {
+            sql: round(n / iterations, 3) for sql, n in reads.by_sql.most_common(8)
+        },
+        "transactionsPerIteration": round(transactions / iterations, 3),
         "realLatencyOverheadP50": round(percentile(overheads, 50), 4),
         "realLatencyOverheadP99": round(percentile(overheads, 99), 4),
         "realLatencyOverheadMax": round(max(overheads), 4),
@@ -225,6 +254,22 @@ def _idle_agent(agent_id: str) -> Agent:
     return Agent(agent_id, ScriptedModel(script, keep=1), durability="sync")
 
 
+class FirstPasses(HostWatch):
+    """Set ``all_passed`` once ``agents`` workers each finished a pass."""
+
+    def __init__(self, agents: int) -> None:
+        self.expected = agents
+        self.agents: set[str] = set()
+        self.all_passed = anyio.Event()
+        if not agents:
+            self.all_passed.set()
+
+    def pass_finished(self, agent_id: str) -> None:
+        self.agents.add(agent_id)
+        if len(self.agents) >= self.expected:
+            self.all_passed.set()
+
+
 async def idle_run(folder: Path, agents: int) -> dict[str, Any]:
     clock = SystemClock()
     before = rss_mb()
@@ -233,14 +278,13 @@ async def idle_run(folder: Path, agents: int) -> dict[str, Any]:
     store = await SqliteStore.open(folder / "idle.db")
     try:
         start = time.perf_counter()
-        async with Host(store, definitions, clock=clock, ids=TimeOrderedIds(clock.now_ms)) as host:
+        passed = FirstPasses(agents)
+        async with Host(
+            store, definitions, clock=clock, ids=TimeOrderedIds(clock.now_ms), watch=passed
+        ):
             started = time.perf_counter()
             with anyio.fail_after(600):
-                # The host has no event for it: its pass counters, looked at every 0.1 s.
-                while True:
-                    if all(host.passes(d.agent_id) >= 1 for d in definitions):
-                        break
-                    await anyio.sleep(0.1)
+                await passed.all_passed.wait()
             settled = time.perf_counter()
             gc.collect()
             # A few poll intervals more: the steady state, and what it costs the core.
@@ -437,7 +481,8 @@ def parent(args: argparse.Namespace) -> dict[str, Any]:
         _log(
             f"{args.agents} agents: overhead p50 {latency['realLatencyOverheadP50']}, "
             f"p99 {latency['realLatencyOverheadP99']}, "
-            f"min {latency['iterationsPerAgentMin']} iterations per agent"
+            f"min {latency['iterationsPerAgentMin']} iterations per agent, "
+            f"{latency['readRoundTripsPerIteration']} reads per iteration"
         )
     if "idle" in parts:
         idle = _in_folder("--child", "idle", "--agents", str(args.idle_agents))
