@@ -8,7 +8,7 @@ messages) while the window only grows
 
 from __future__ import annotations
 
-import functools
+from binascii import hexlify
 from collections import Counter
 from collections.abc import Mapping, MutableMapping, Sequence
 from hashlib import sha256
@@ -136,11 +136,23 @@ class _Entry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     key: str | None = None
 
 
-@functools.lru_cache(maxsize=4096)
-def _entry_json(role: str, fingerprint: str, key: str | None) -> bytes:
-    # Unsalted, so shared by every run: after a window change a run re-digests the entries of
-    # its whole window, and most of them were encoded at the previous call.
-    return canonical_json(_Entry(role=role, fingerprint=fingerprint, key=key))
+_ENTRY_PARTS_MAX = 8192
+_entry_parts: dict[tuple[str, str, str | None], bytes] = {}
+
+
+def _entry_part(role: str, fingerprint: str, key: str | None) -> bytes:
+    """The separator and canonical JSON of one entry: what a chain step hashes after the
+    previous digest. Unsalted, so shared by every run: after a window change a run re-chains
+    its whole window, and every entry but the new ones was encoded at an earlier call. Bounded:
+    cleared when full (a cache, never the truth)."""
+    cache_key = (role, fingerprint, key)
+    part = _entry_parts.get(cache_key)
+    if part is None:
+        if len(_entry_parts) >= _ENTRY_PARTS_MAX:
+            _entry_parts.clear()
+        entry = _Entry(role=role, fingerprint=fingerprint, key=key)
+        part = _entry_parts[cache_key] = b"\x1f" + canonical_json(entry)
+    return part
 
 
 def start_digest(run_id: str) -> RunningDigest:
@@ -151,18 +163,23 @@ def start_digest(run_id: str) -> RunningDigest:
 def extend_digest(
     run_id: str, state: RunningDigest, messages: Sequence[Message], fingerprints: Sequence[str]
 ) -> RunningDigest:
-    """Extend ``state`` with the entries of ``messages[state.count:]``."""
-    # ``salted`` inlined: after a window change this runs over the whole window.
+    """Extend ``state`` with the entries of ``messages[state.count:]``.
+
+    Each step is ``H(previous digest, 0x1f, canonical entry)``
+    (docs/served.md#the-running-digest). The chain is the receipt's form, so a window that lost
+    its front is chained again from the start; each step is then one SHA-256 over cached bytes
+    (the entry's encoding is cached by role, fingerprint and key; the hex is made in C).
+    """
     prefix = salt(run_id)
-    digest = state.digest
+    digest = state.digest.encode("ascii")
     for index in range(state.count, len(messages)):
         message = messages[index]
         role = message.role
-        entry = _entry_json(
+        part = _entry_part(
             role, fingerprints[index], message.tool_call_id if role == "tool" else None
         )
-        digest = sha256(prefix + digest.encode("utf-8") + b"\x1f" + entry).hexdigest()
-    return RunningDigest(count=len(messages), digest=digest)
+        digest = hexlify(sha256(prefix + digest + part).digest())
+    return RunningDigest(count=len(messages), digest=digest.decode("ascii"))
 
 
 def body_hash(
