@@ -12,12 +12,16 @@ that it follows the window it is given (another list, a rebase that does not fit
 
 from __future__ import annotations
 
+import operator
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from afp_runtime.messages import Message
 from afp_runtime.window import Rebase, Turn, call_names
+
+_START = operator.attrgetter("start")
 
 
 class WindowIndex:
@@ -28,13 +32,21 @@ class WindowIndex:
     synced or rebased.
     """
 
-    __slots__ = ("_answered", "_answered_set", "_calls", "_chars", "_messages", "_names", "_turns")
+    __slots__ = (
+        "_answered",
+        "_answered_set",
+        "_calls",
+        "_chars",
+        "_messages",
+        "_names",
+        "_turns",
+        "_turns_tuple",
+    )
 
     def __init__(self) -> None:
         self._messages: list[Message] = []
-        # Turns as (start, messages): the index and start of a ``Turn`` are positions, which a
-        # rebase shifts, so the structs are made per visit from these (no message is re-read).
-        self._turns: list[tuple[int, tuple[Message, ...]]] = []
+        self._turns: list[Turn] = []
+        self._turns_tuple: tuple[Turn, ...] | None = None
         self._names: dict[str, str] = {}
         self._calls: Counter[str] = Counter()
         self._answered: Counter[str] = Counter()
@@ -47,10 +59,9 @@ class WindowIndex:
     @property
     def turns(self) -> tuple[Turn, ...]:
         """``segment(window)``."""
-        return tuple(
-            Turn(index=i, start=start, length=len(messages), messages=messages)
-            for i, (start, messages) in enumerate(self._turns)
-        )
+        if self._turns_tuple is None:
+            self._turns_tuple = tuple(self._turns)
+        return self._turns_tuple
 
     @property
     def names(self) -> Mapping[str, str]:
@@ -90,51 +101,64 @@ class WindowIndex:
         does not cut the old window at turn starts is taken in by rebuilding."""
         head, tail = rebase.head_count, rebase.kept_tail_count
         size = len(self._messages)
-        starts = {start: i for i, (start, _) in enumerate(self._turns)}
-        starts[size] = len(self._turns)
         inserted = len(window) - head - tail
+        first_gone = self._turn_at(head) if 0 <= head <= size else None
+        first_kept = self._turn_at(size - tail) if 0 <= tail <= size - head else None
         fits = (
-            0 <= head <= size
-            and 0 <= tail <= size - head
+            first_gone is not None
+            and first_kept is not None
             and inserted in (0, 1)
-            and head in starts
-            and size - tail in starts
             and (tail == 0 or window[-tail] is self._messages[size - tail])
             and (head == 0 or window[head - 1] is self._messages[head - 1])
             and (inserted == 0 or window[head].role != "tool")
             # A tool message opens a turn only at the very front of a window.
             and (tail == 0 or head + inserted == 0 or self._messages[size - tail].role != "tool")
         )
-        if not fits:
+        if not fits or first_gone is None or first_kept is None:
             self._reset()
             self.sync(window)
             return
         stale = False
         for message in self._messages[head : size - tail]:
             stale = self._forget(message) or stale
-        first_tail = starts[size - tail]
-        kept_head = self._turns[: starts[head]]
         shift = head + inserted - (size - tail)
-        kept_tail = [(start + shift, messages) for start, messages in self._turns[first_tail:]]
+        turns = self._turns[:first_gone]
+        if inserted:
+            message = window[head]
+            self._count(message)
+            turns.append(Turn(index=len(turns), start=head, length=1, messages=(message,)))
+            # Its calls come before the tail's: the first call of an id may have moved.
+            stale = stale or bool(message.tool_calls)
+        # Only positions change in the kept tail: its turns keep their messages.
+        base = len(turns) - first_kept
+        turns.extend(
+            Turn(index=t.index + base, start=t.start + shift, length=t.length, messages=t.messages)
+            for t in self._turns[first_kept:]
+        )
+        self._turns = turns
+        self._turns_tuple = None
         self._messages = [
             *self._messages[:head],
             *window[head : head + inserted],
             *self._messages[size - tail :],
         ]
-        self._turns = kept_head
-        if inserted:
-            message = window[head]
-            self._count(message)
-            self._turns.append((head, (message,)))
-            # Its calls come before the tail's: the first call of an id may have moved.
-            stale = stale or bool(message.tool_calls)
-        self._turns.extend(kept_tail)
         if stale:
             self._names = call_names(self._messages)
+
+    def _turn_at(self, position: int) -> int | None:
+        """The index of the turn starting at window ``position`` (the turn count at the end of
+        the window), or None when no turn starts there."""
+        if position == len(self._messages):
+            return len(self._turns)
+        found = bisect_left(self._turns, position, key=_START)
+        if found < len(self._turns) and self._turns[found].start == position:
+            return found
+        return None
 
     def _reset(self) -> None:
         self._messages = []
         self._turns = []
+        self._turns_tuple = None
         self._names = {}
         self._calls = Counter()
         self._answered = Counter()
@@ -144,11 +168,18 @@ class WindowIndex:
     def _append(self, message: Message) -> None:
         position = len(self._messages)
         self._messages.append(message)
-        if message.role == "tool" and self._turns:
-            start, messages = self._turns[-1]
-            self._turns[-1] = (start, (*messages, message))
+        turns = self._turns
+        if message.role == "tool" and turns:
+            last = turns[-1]
+            turns[-1] = Turn(
+                index=last.index,
+                start=last.start,
+                length=last.length + 1,
+                messages=(*last.messages, message),
+            )
         else:
-            self._turns.append((position, (message,)))
+            turns.append(Turn(index=len(turns), start=position, length=1, messages=(message,)))
+        self._turns_tuple = None
         self._count(message)
 
     def _count(self, message: Message) -> None:

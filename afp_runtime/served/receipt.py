@@ -201,6 +201,7 @@ def new_entries(
     fingerprints: Sequence[str],
     base: Mapping[str, int],
     hashes: MutableMapping[str, str] | None = None,
+    counts: Mapping[str, int] | None = None,
 ) -> tuple[NewEntry, ...]:
     """Entries of ``sent`` new since the base call
     (docs/architecture.md#decision-2-receipts-grow-with-new-messages-only,
@@ -208,15 +209,23 @@ def new_entries(
 
     An entry is new when its fingerprint occurs more often here than in the base call
     (``base`` counts the base call's fingerprints); of a fingerprint's occurrences, the surplus
-    is taken from the last ones. ``hashes`` is a cache of body hashes (see ``body_hash``).
+    is taken from the last ones. ``hashes`` is a cache of body hashes (see ``body_hash``);
+    ``counts``, the fingerprint counts of ``fingerprints`` when the caller has them.
     """
-    surplus = Counter(fingerprints)
-    surplus.subtract(base)
+    counts = Counter(fingerprints) if counts is None else counts
+    surplus = {fp: n - base.get(fp, 0) for fp, n in counts.items() if n > base.get(fp, 0)}
     picked: list[int] = []
-    for index in range(len(fingerprints) - 1, -1, -1):
+    # From the newest back, and only until every surplus is placed: what a window gained is
+    # mostly at its end.
+    remaining = sum(surplus.values())
+    index = len(fingerprints)
+    while remaining and index:
+        index -= 1
         fp = fingerprints[index]
-        if surplus.get(fp, 0) > 0:
-            surplus[fp] -= 1
+        left = surplus.get(fp, 0)
+        if left > 0:
+            surplus[fp] = left - 1
+            remaining -= 1
             picked.append(index)
     picked.reverse()
     return tuple(
