@@ -65,7 +65,7 @@ def _rebase(
     return rebase, new
 
 
-@settings(max_examples=150)
+@settings(max_examples=80, deadline=None)
 @given(windows(max_turns=8), st.lists(st.one_of(appends, rebases, repeated), max_size=8))
 def test_the_index_follows_appends_and_rebases(
     start: list[Message], steps: list[tuple[str, object]]
@@ -133,7 +133,7 @@ def _visit(
     return anyio.run(go)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(windows(max_turns=10), st.integers(1, 4), st.integers(1, 6), st.booleans())
 def test_visits_given_the_index_are_the_visits_from_scratch(
     start: list[Message], keep: int, rounds: int, dropper: bool
