@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
@@ -48,8 +47,9 @@ class WindowIndex:
         self._turns: list[Turn] = []
         self._turns_tuple: tuple[Turn, ...] | None = None
         self._names: dict[str, str] = {}
-        self._calls: Counter[str] = Counter()
-        self._answered: Counter[str] = Counter()
+        # How often each call id is called, and each answered id answered, in the window.
+        self._calls: dict[str, int] = {}
+        self._answered: dict[str, int] = {}
         self._answered_set: frozenset[str] | None = None
         self._chars = 0
 
@@ -131,17 +131,13 @@ class WindowIndex:
             stale = stale or bool(message.tool_calls)
         # Only positions change in the kept tail: its turns keep their messages.
         base = len(turns) - first_kept
-        turns.extend(
+        turns += [
             Turn(index=t.index + base, start=t.start + shift, length=t.length, messages=t.messages)
             for t in self._turns[first_kept:]
-        )
+        ]
         self._turns = turns
         self._turns_tuple = None
-        self._messages = [
-            *self._messages[:head],
-            *window[head : head + inserted],
-            *self._messages[size - tail :],
-        ]
+        self._messages[head : size - tail] = window[head : head + inserted]
         if stale:
             self._names = call_names(self._messages)
 
@@ -160,8 +156,8 @@ class WindowIndex:
         self._turns = []
         self._turns_tuple = None
         self._names = {}
-        self._calls = Counter()
-        self._answered = Counter()
+        self._calls = {}
+        self._answered = {}
         self._answered_set = None
         self._chars = 0
 
@@ -184,11 +180,13 @@ class WindowIndex:
 
     def _count(self, message: Message) -> None:
         """Add what ``message`` brings to names, answered ids and chars."""
+        calls = self._calls
         for call in message.tool_calls:
             self._names.setdefault(call.id, call.name)
-            self._calls[call.id] += 1
-        if message.role == "tool" and message.tool_call_id:
-            self._answered[message.tool_call_id] += 1
+            calls[call.id] = calls.get(call.id, 0) + 1
+        key = message.tool_call_id
+        if key and message.role == "tool":
+            self._answered[key] = self._answered.get(key, 0) + 1
             self._answered_set = None
         self._chars += len(message.content)
 
@@ -197,17 +195,21 @@ class WindowIndex:
         again (an id it called is called again elsewhere, and the first call names it; rare:
         the loop renames repeated ids)."""
         stale = False
+        calls = self._calls
         for call in message.tool_calls:
-            self._calls[call.id] -= 1
-            if self._calls[call.id] == 0:
-                del self._calls[call.id]
-                self._names.pop(call.id, None)
-            else:
+            left = calls[call.id] - 1
+            if left:
+                calls[call.id] = left
                 stale = True
-        if message.role == "tool" and message.tool_call_id:
-            key = message.tool_call_id
-            self._answered[key] -= 1
-            if self._answered[key] == 0:
+            else:
+                del calls[call.id]
+                self._names.pop(call.id, None)
+        key = message.tool_call_id
+        if key and message.role == "tool":
+            left = self._answered[key] - 1
+            if left:
+                self._answered[key] = left
+            else:
                 del self._answered[key]
             self._answered_set = None
         self._chars -= len(message.content)
