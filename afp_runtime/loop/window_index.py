@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
-from afp_runtime.messages import Message
+from afp_runtime.messages import Message, chars
 from afp_runtime.window import Rebase, Turn, call_names
 
 _START = operator.attrgetter("start")
@@ -89,9 +90,9 @@ class WindowIndex:
             known == 0
             or (history[0] is self._messages[0] and history[known - 1] is self._messages[-1])
         )
-        if not follows:
-            self._reset()
-            known = 0
+        if not follows or known == 0:
+            self._build(history)
+            return
         for index in range(known, len(history)):
             self._append(history[index])
 
@@ -115,8 +116,7 @@ class WindowIndex:
             and (tail == 0 or head + inserted == 0 or self._messages[size - tail].role != "tool")
         )
         if not fits or first_gone is None or first_kept is None:
-            self._reset()
-            self.sync(window)
+            self._build(window)
             return
         stale = False
         for message in self._messages[head : size - tail]:
@@ -151,15 +151,18 @@ class WindowIndex:
             return found
         return None
 
-    def _reset(self) -> None:
-        self._messages = []
-        self._turns = []
+    def _build(self, window: Sequence[Message]) -> None:
+        """Index ``window`` from scratch (a run's first visit, or a window it does not follow)."""
+        self._messages = list(window)
+        self._turns = _segment(window)
         self._turns_tuple = None
-        self._names = {}
-        self._calls = {}
-        self._answered = {}
+        self._names = call_names(window)
+        self._calls = dict(Counter(call.id for m in window for call in m.tool_calls))
+        self._answered = dict(
+            Counter(m.tool_call_id for m in window if m.role == "tool" and m.tool_call_id)
+        )
         self._answered_set = None
-        self._chars = 0
+        self._chars = chars(window)
 
     def _append(self, message: Message) -> None:
         position = len(self._messages)
@@ -214,3 +217,16 @@ class WindowIndex:
             self._answered_set = None
         self._chars -= len(message.content)
         return stale
+
+
+def _segment(window: Sequence[Message]) -> list[Turn]:
+    """The window package's ``segment`` (not exported; tests hold the two equal): a turn is a
+    non-tool message and the tool messages after it, or the tool messages a window opens with."""
+    turns: list[Turn] = []
+    start = 0
+    for end in range(1, len(window) + 1):
+        if end == len(window) or window[end].role != "tool":
+            messages = tuple(window[start:end])
+            turns.append(Turn(index=len(turns), start=start, length=end - start, messages=messages))
+            start = end
+    return turns

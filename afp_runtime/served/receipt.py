@@ -8,6 +8,7 @@ messages) while the window only grows
 
 from __future__ import annotations
 
+import functools
 from binascii import hexlify
 from collections import Counter
 from collections.abc import Mapping, MutableMapping, Sequence
@@ -136,23 +137,12 @@ class _Entry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     key: str | None = None
 
 
-_ENTRY_PARTS_MAX = 8192
-_entry_parts: dict[tuple[str, str, str | None], bytes] = {}
-
-
+@functools.lru_cache(maxsize=8192)
 def _entry_part(role: str, fingerprint: str, key: str | None) -> bytes:
     """The separator and canonical JSON of one entry: what a chain step hashes after the
     previous digest. Unsalted, so shared by every run: after a window change a run re-chains
-    its whole window, and every entry but the new ones was encoded at an earlier call. Bounded:
-    cleared when full (a cache, never the truth)."""
-    cache_key = (role, fingerprint, key)
-    part = _entry_parts.get(cache_key)
-    if part is None:
-        if len(_entry_parts) >= _ENTRY_PARTS_MAX:
-            _entry_parts.clear()
-        entry = _Entry(role=role, fingerprint=fingerprint, key=key)
-        part = _entry_parts[cache_key] = b"\x1f" + canonical_json(entry)
-    return part
+    its whole window, and every entry but the new ones was encoded at an earlier call."""
+    return b"\x1f" + canonical_json(_Entry(role=role, fingerprint=fingerprint, key=key))
 
 
 def start_digest(run_id: str) -> RunningDigest:

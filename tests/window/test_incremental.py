@@ -71,6 +71,9 @@ def fixture_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[Reads]:
     # The receipt module encodes only running-digest entries, schemas and settings with it.
     monkeypatch.setattr(receipt_module, "canonical_json", encoding)
     monkeypatch.setattr(stage_module, "call_names", counting("names", stage_module.call_names))
+    monkeypatch.setattr(
+        window_index_module, "_segment", counting("index-build", window_index_module._segment)
+    )
     index = window_index_module.WindowIndex
     for method in ("_count", "_forget"):
         original = getattr(index, method)
@@ -121,8 +124,10 @@ async def test_visits_read_what_changed_not_the_window(tmp_path: Path, reads: Re
     found = await anyio.to_thread.run_sync(verdicts)
     assert len(found) == ROUNDS + 1
     assert set(found) == {"verified"}
-    # No visit segments or names its window from scratch: the index answers.
+    # No visit segments or names its window from scratch: the index answers, built once at
+    # the run's first visit (the person's message and the first round).
     assert reads["segment"] == reads["names"] == 0
+    assert reads["index-build"] <= 3
     # Each round appends two messages (call and result); each slide, from round KEEP on,
     # removes one turn (two messages) and the previous notice and inserts a new notice.
     appended = 1 + 2 * ROUNDS
