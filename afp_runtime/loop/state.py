@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from afp_runtime.loop.window_index import WindowIndex
 from afp_runtime.messages import Cost, Message, Usage
 from afp_runtime.records import ConversationState, PriorVisitRef, RunKind
 from afp_runtime.served import RunningDigest, start_digest
@@ -84,6 +85,9 @@ class RunState:
     (owner: receipt; window clears it)."""
     warned: set[str] = field(default_factory=set)
     """Window warnings already logged in this run (owner: window; docs/window.md#warnings)."""
+    window_index: WindowIndex = field(default_factory=WindowIndex)
+    """The window's turns, names and chars, kept across visits (never assigned: only the window
+    stage updates it, through its methods; docs/window.md#the-running-index)."""
 
 
 # Who may write each field: a stage by its module (``stages.window``) or one function of the
@@ -112,6 +116,7 @@ OWNERS: Final[Mapping[str, tuple[str, ...]]] = {
     "base_counts": ("stages.seed", "stages.receipt"),
     "base_is_prefix": ("stages.receipt", "stages.window"),
     "warned": ("stages.window",),
+    "window_index": (),
 }
 
 

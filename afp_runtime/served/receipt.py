@@ -9,6 +9,7 @@ messages) while the window only grows
 from __future__ import annotations
 
 import functools
+from binascii import hexlify
 from collections import Counter
 from collections.abc import Mapping, MutableMapping, Sequence
 from hashlib import sha256
@@ -136,11 +137,12 @@ class _Entry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     key: str | None = None
 
 
-@functools.lru_cache(maxsize=4096)
-def _entry_json(role: str, fingerprint: str, key: str | None) -> bytes:
-    # Unsalted, so shared by every run: after a window change a run re-digests the entries of
-    # its whole window, and most of them were encoded at the previous call.
-    return canonical_json(_Entry(role=role, fingerprint=fingerprint, key=key))
+@functools.lru_cache(maxsize=8192)
+def _entry_part(role: str, fingerprint: str, key: str | None) -> bytes:
+    """The separator and canonical JSON of one entry: what a chain step hashes after the
+    previous digest. Unsalted, so shared by every run: after a window change a run re-chains
+    its whole window, and every entry but the new ones was encoded at an earlier call."""
+    return b"\x1f" + canonical_json(_Entry(role=role, fingerprint=fingerprint, key=key))
 
 
 def start_digest(run_id: str) -> RunningDigest:
@@ -151,18 +153,23 @@ def start_digest(run_id: str) -> RunningDigest:
 def extend_digest(
     run_id: str, state: RunningDigest, messages: Sequence[Message], fingerprints: Sequence[str]
 ) -> RunningDigest:
-    """Extend ``state`` with the entries of ``messages[state.count:]``."""
-    # ``salted`` inlined: after a window change this runs over the whole window.
+    """Extend ``state`` with the entries of ``messages[state.count:]``.
+
+    Each step is ``H(previous digest, 0x1f, canonical entry)``
+    (docs/served.md#the-running-digest). The chain is the receipt's form, so a window that lost
+    its front is chained again from the start; each step is then one SHA-256 over cached bytes
+    (the entry's encoding is cached by role, fingerprint and key; the hex is made in C).
+    """
     prefix = salt(run_id)
-    digest = state.digest
+    digest = state.digest.encode("ascii")
     for index in range(state.count, len(messages)):
         message = messages[index]
         role = message.role
-        entry = _entry_json(
+        part = _entry_part(
             role, fingerprints[index], message.tool_call_id if role == "tool" else None
         )
-        digest = sha256(prefix + digest.encode("utf-8") + b"\x1f" + entry).hexdigest()
-    return RunningDigest(count=len(messages), digest=digest)
+        digest = hexlify(sha256(prefix + digest + part).digest())
+    return RunningDigest(count=len(messages), digest=digest.decode("ascii"))
 
 
 def body_hash(
@@ -184,6 +191,7 @@ def new_entries(
     fingerprints: Sequence[str],
     base: Mapping[str, int],
     hashes: MutableMapping[str, str] | None = None,
+    counts: Mapping[str, int] | None = None,
 ) -> tuple[NewEntry, ...]:
     """Entries of ``sent`` new since the base call
     (docs/architecture.md#decision-2-receipts-grow-with-new-messages-only,
@@ -191,15 +199,23 @@ def new_entries(
 
     An entry is new when its fingerprint occurs more often here than in the base call
     (``base`` counts the base call's fingerprints); of a fingerprint's occurrences, the surplus
-    is taken from the last ones. ``hashes`` is a cache of body hashes (see ``body_hash``).
+    is taken from the last ones. ``hashes`` is a cache of body hashes (see ``body_hash``);
+    ``counts``, the fingerprint counts of ``fingerprints`` when the caller has them.
     """
-    surplus = Counter(fingerprints)
-    surplus.subtract(base)
+    counts = Counter(fingerprints) if counts is None else counts
+    surplus = {fp: n - base.get(fp, 0) for fp, n in counts.items() if n > base.get(fp, 0)}
     picked: list[int] = []
-    for index in range(len(fingerprints) - 1, -1, -1):
+    # From the newest back, and only until every surplus is placed: what a window gained is
+    # mostly at its end.
+    remaining = sum(surplus.values())
+    index = len(fingerprints)
+    while remaining and index:
+        index -= 1
         fp = fingerprints[index]
-        if surplus.get(fp, 0) > 0:
-            surplus[fp] -= 1
+        left = surplus.get(fp, 0)
+        if left > 0:
+            surplus[fp] = left - 1
+            remaining -= 1
             picked.append(index)
     picked.reverse()
     return tuple(

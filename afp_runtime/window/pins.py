@@ -41,12 +41,16 @@ def tool_result_pins(
     names = names_index(history)
     seen: set[str] = set()
     pins: list[ToolResultPin] = []
+    # Positions at or before the anchor are never examined (no bound without an anchor).
+    bound = -1 if after is None else after
     for turn in reversed(turns):
         pinned = False
         for offset in range(turn.length - 1, -1, -1):
-            if not _beyond(turn.start + offset, after):
+            if turn.start + offset <= bound:
                 break
-            name = tool_name_of(turn.messages[offset], names)
+            message = turn.messages[offset]
+            # Only a tool message can name a tool (``tool_name_of`` is None for the others).
+            name = tool_name_of(message, names) if message.role == "tool" else None
             if name is None or name in seen:
                 continue
             seen.add(name)

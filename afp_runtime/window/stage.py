@@ -77,6 +77,22 @@ class VisitOutcome(msgspec.Struct, frozen=True, kw_only=True):
     prior: tuple[PriorVisit, ...] = ()
 
 
+def _known(
+    window: tuple[Message, ...],
+    turns: tuple[Turn, ...] | None,
+    names: CallNames | None,
+    answered: frozenset[str] | None,
+) -> tuple[tuple[Turn, ...], CallNames, frozenset[str]]:
+    """The turns, call names and answered call ids of ``window``: as given, else found."""
+    if answered is None:
+        answered = frozenset(m.tool_call_id for m in window if m.role == "tool" and m.tool_call_id)
+    return (
+        segment(window) if turns is None else turns,
+        call_names(window) if names is None else names,
+        answered,
+    )
+
+
 def _recency_limit(keep_last_tool_results: int | bool) -> int:
     """The recency ceiling: ``False`` and ``0`` switch the pin off; ``True`` is refused."""
     value: object = keep_last_tool_results
@@ -109,6 +125,10 @@ async def visit_window(
     paused_check_in: bool = False,
     fact_limit: int = 0,
     turn_standing: TurnStanding | None = None,
+    turns: tuple[Turn, ...] | None = None,
+    names: CallNames | None = None,
+    answered_call_ids: frozenset[str] | None = None,
+    chars: int | None = None,
 ) -> VisitOutcome | None:
     """Run one visit of ``strategy`` over ``history``; None when the strategy did not engage.
 
@@ -126,17 +146,18 @@ async def visit_window(
     it needs the ledger fold (docs/findings.md#evicted-results-and-their-standings) and is left to
     the findings wiring.
 
+    ``turns``, ``names``, ``answered_call_ids``, ``chars``: known of ``history`` if given.
+
     Raises:
         WindowStrategyError: the strategy broke a rule (its name is filled in when the error
             came from ``plan_removal``).
         WindowConfigError: ``keep_last_tool_results`` is not an int >= 0 or False.
     """
     window_before = tuple(history)
-    turns = segment(window_before)
-    names = call_names(window_before)
+    turns, names, answered = _known(window_before, turns, names, answered_call_ids)
     anchor = current_request_index(window_before, said)
     pins = _pins(turns, names, anchor, prior, keep_last_tool_results, fact_limit, turn_standing)
-    guards = pins.guards(window_before, anchor, paused_tool_call_id, paused_check_in, fact_limit)
+    guards = pins.guards(answered, anchor, paused_tool_call_id, paused_check_in, fact_limit)
     visit = WindowVisit(
         history=window_before,
         measured=measured,
@@ -150,6 +171,7 @@ async def visit_window(
         turn_standing=turn_standing,
         turns=turns,
         names=names,
+        chars=chars,  # docs/window.md#the-running-index
     )
     result = await _plan(strategy, visit)
     if result is None:
@@ -179,17 +201,15 @@ class _Pins(msgspec.Struct, frozen=True, kw_only=True):
 
     def guards(
         self,
-        window: Sequence[Message],
+        answered_call_ids: frozenset[str],
         anchor: int | None,
         paused_tool_call_id: str | None,
         paused_check_in: bool,
         fact_limit: int,
     ) -> Guards:
-        """The guards of a visit of ``window`` with these pins."""
+        """The guards of a visit with these pins, given the window's answered call ids."""
         return Guards(
-            answered_call_ids=frozenset(
-                m.tool_call_id for m in window if m.role == "tool" and m.tool_call_id
-            ),
+            answered_call_ids=answered_call_ids,
             current_request_index=anchor,
             paused_tool_call_id=paused_tool_call_id,
             paused_check_in=paused_check_in,

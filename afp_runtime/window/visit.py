@@ -122,6 +122,7 @@ class WindowVisit:
         turns: ``segment(history)`` when the caller already has it (the stage does), so a
             visit segments its window once.
         names: ``call_names(history)`` when the caller already has it, likewise.
+        chars: ``window_chars(history)`` when the caller already has it, likewise.
     """
 
     def __init__(
@@ -139,6 +140,7 @@ class WindowVisit:
         turn_standing: TurnStanding | None = None,
         turns: tuple[Turn, ...] | None = None,
         names: CallNames | None = None,
+        chars: int | None = None,
     ) -> None:
         self.history: tuple[Message, ...] = tuple(history)
         self.turns: tuple[Turn, ...] = turns if turns is not None else segment(self.history)
@@ -152,7 +154,7 @@ class WindowVisit:
         self._guards = guards
         self._origins = tuple(origins)
         self._names = names
-        self._chars: int | None = None
+        self._chars = chars
         # The latest plan a strategy obtained: result validation holds removals to its span.
         self.latest_plan: RemovalPlan | None = None
         # The pin blocks the stage files (docs/window.md#what-a-visit-offers): a later plan replaces

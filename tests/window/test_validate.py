@@ -329,6 +329,11 @@ async def test_check_8_refusals() -> None:
     assert field_of(v, rerecord(good, refusals=(beyond,))) == "record.refusals"
     skewed = Refusal(reason="inside-keep-window", turn_index=2, message_index=4)
     assert field_of(v, rerecord(good, refusals=(skewed,))) == "record.refusals"
+    # The plan's own refusals are taken as made over these turns; any other is still checked.
+    plan = v.latest_plan
+    assert plan is not None and plan.refusals
+    assert field_of(v, rerecord(good, refusals=(skewed, *plan.refusals))) == "record.refusals"
+    validate_result(NAME, v, rerecord(good, refusals=plan.refusals))
 
 
 async def test_check_9_window_must_still_open_with_a_user_message() -> None:

@@ -79,10 +79,11 @@ async def receipt(
         for fp in appended:
             run.state.base_counts[fp] = run.state.base_counts.get(fp, 0) + 1
     else:
+        counts = Counter(sent_fps)
         entries = new_entries(
-            run.run_id, sent, sent_fps, run.state.base_counts, run.state.body_hashes
+            run.run_id, sent, sent_fps, run.state.base_counts, run.state.body_hashes, counts
         )
-        run.state.base_counts = dict(Counter(sent_fps))
+        run.state.base_counts = counts
     run.state.base_is_prefix = not substitutions
     agent_call = run.state.conv.model_calls + 1
     call_stage_id = runtime_stage_id("call-model", run.seq + 1)

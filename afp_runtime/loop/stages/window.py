@@ -91,6 +91,10 @@ async def window(run: Run) -> RunOutcome | tuple[str, ...]:
         # The visit may call a model (a summarizer): what is pending must not wait on it.
         await run.committer.before_effect()
     now = run.now()
+    # What the window index knows is what the loop appended since the last visit, and that
+    # visit's rebase: a visit costs what changed, not the window (docs/window.md#the-running-index).
+    index = run.state.window_index
+    index.sync(run.state.history)
     try:
         # The window pins by the first extension's standing of a turn, if one has standings.
         standings = [s for s in (e.turn_standing() for e in run.extensions) if s is not None]
@@ -114,6 +118,10 @@ async def window(run: Run) -> RunOutcome | tuple[str, ...]:
             keep_last_tool_results=run.d.keep_last_tool_results,
             fact_limit=run.d.fact_limit,
             turn_standing=next(iter(standings), None),
+            turns=index.turns,
+            names=index.names,
+            answered_call_ids=index.answered_call_ids,
+            chars=index.chars,
         )
     except (WindowStrategyError, CompactionUnmeasurableError) as exc:
         # Not a model error: the same code fails the same way, so the turn is held, never
@@ -176,6 +184,7 @@ def _new_history(run: Run, outcome: VisitOutcome, now: int) -> tuple[list[Item],
         next_pos = start + len(window)
         ref = ListRef(ranges=((start, next_pos),))
     run.state.history = list(window)
+    run.state.window_index.rebase(rebase, window)
     run.state.fps = fps
     # The as-sent list changed other than by appending: the running digest starts again.
     run.state.digest = start_digest(run.run_id)
