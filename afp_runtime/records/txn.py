@@ -157,8 +157,21 @@ class Txn(msgspec.Struct, kw_only=True):
 
     def absorb(self, other: Txn) -> None:
         """Merge a later transaction's writes into this one (batching durability modes)."""
-        for name in _ROW_LISTS:
-            getattr(self, name).extend(getattr(other, name))
+        # Spelled out rather than looped over ``_ROW_LISTS``: every stage's commit passes here.
+        if other.bundles:
+            self.bundles.extend(other.bundles)
+        if other.items:
+            self.items.extend(other.items)
+        if other.inbox:
+            self.inbox.extend(other.inbox)
+        if other.journal:
+            self.journal.extend(other.journal)
+        if other.folded:
+            self.folded.extend(other.folded)
+        if other.ledger:
+            self.ledger.extend(other.ledger)
+        if other.questions:
+            self.questions.extend(other.questions)
         self.conversation = other.conversation or self.conversation
         self.run_start = self.run_start or other.run_start
         self.run_end = other.run_end or self.run_end
