@@ -13,13 +13,21 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import msgspec
 import pytest
 import structlog
 
 import afp_runtime as afp
 from afp_runtime._logging import get_logger
 from afp_runtime.loop import AgentDriver, Emitter, EventRecorder, SequentialIds, SystemClock
-from afp_runtime.records import IterationEnded, ModelEnded, ModelStarted, ToolEnded, ToolStarted
+from afp_runtime.records import (
+    IterationEnded,
+    ModelEnded,
+    ModelStarted,
+    ToolEnded,
+    ToolStarted,
+    Txn,
+)
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
 
@@ -135,3 +143,19 @@ async def test_the_system_clocks_deadline_raises_timeout_for_its_own_deadline_on
     assert outer.cancelled_caught
     with pytest.raises(ValueError, match="the body's own"), clock.fail_after(5):
         raise ValueError("the body's own")
+
+
+def test_merging_transactions_keeps_every_list_field() -> None:
+    """``Txn.absorb`` names each list field rather than looping over them: a later transaction's
+    rows in any list field are carried over after the earlier ones, and a transaction holding
+    rows in only that field is not empty."""
+    lists = [f.name for f in msgspec.structs.fields(Txn) if f.default_factory is list]
+    assert "journal" in lists and "bundles" in lists
+    for name in lists:
+        earlier = Txn(agent_id="a", **{name: ["first"]})
+        later = Txn(agent_id="a", **{name: ["second"]})
+        assert not later.empty(), name
+        earlier.absorb(later)
+        assert getattr(earlier, name) == ["first", "second"], name
+        assert all(getattr(earlier, other) == [] for other in lists if other != name), name
+    assert Txn(agent_id="a").empty()
