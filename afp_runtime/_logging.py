@@ -18,6 +18,7 @@ layer may import it.
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 import structlog
@@ -45,13 +46,43 @@ def _unconfigured() -> Any:
     return _fallback
 
 
+# The application's logger as last assembled, and what it was assembled from: the configuration's
+# parts and the standard streams (a print logger made without a file writes to the ``sys.stdout``
+# of its making). Assembling one costs ~20 µs, and the loop logs every iteration. The parts are
+# compared by identity (their ``id``s, the parts kept alive so no id is reused): structlog's test
+# capture edits the processor list in place, and a fresh list equal to an old one is another list.
+_assembled: tuple[tuple[int, ...], tuple[Any, ...], Any] | None = None
+
+
+def _configured() -> Any:
+    """The application's structlog logger, assembled again only when its configuration (or a
+    standard stream) changed since the last one."""
+    global _assembled
+    config = structlog.get_config()
+    parts = (
+        config["processors"],
+        config["wrapper_class"],
+        config["context_class"],
+        config["logger_factory"],
+        sys.stdout,
+        sys.stderr,
+    )
+    ids = tuple(map(id, parts))
+    held = _assembled
+    if held is not None and held[0] == ids:
+        return held[2]
+    logger = structlog.get_logger().bind()
+    _assembled = (ids, parts, logger)
+    return logger
+
+
 class _Logger:
     """Resolves, at every call, to the application's structlog logger or to the fallback."""
 
     __slots__ = ()
 
     def __getattr__(self, name: str) -> Any:
-        target = structlog.get_logger() if structlog.is_configured() else _unconfigured()
+        target = _configured() if structlog.is_configured() else _unconfigured()
         return getattr(target, name)
 
 

@@ -41,6 +41,9 @@ class Committer:
         self._hooks = hooks or LoopHooks()
         self._kept = kept
         self._pending: Txn | None = None
+        # Hooks that never stop the process need not be asked after every stage.
+        self._may_stop = type(self._hooks).stops_after is not LoopHooks.stops_after
+        self._sync = durability == "sync"
 
     @property
     def journals(self) -> bool:
@@ -54,14 +57,14 @@ class Committer:
         a point ``sync`` commits at: the receipt, before its request leaves, and the seed of a run
         whose death before its first effect must count as a recovery.
         """
-        if self._pending is None:
-            self._pending = txn
+        pending = self._pending
+        if pending is None:
+            self._pending = pending = txn
         else:
-            self._pending.absorb(txn)
-        sync = self._durability == "sync"
+            pending.absorb(txn)
         if (
-            self._pending.full
-            or (sync and (durable or self._stops_after(txn)))
+            pending.full
+            or (self._sync and (durable or self._stops_after(txn)))
             or (closes and self._durability == "iteration")
         ):
             await self.flush()
@@ -69,6 +72,8 @@ class Committer:
             self._hooks.after_stage(bundle.stage, bundle.iteration)
 
     def _stops_after(self, txn: Txn) -> bool:
+        if not self._may_stop:
+            return False
         return any(self._hooks.stops_after(b.stage, b.iteration) for b in txn.bundles)
 
     async def before_effect(self) -> None:

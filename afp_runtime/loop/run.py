@@ -161,6 +161,14 @@ class Run:
             runtime_stage_id=self.event_stage_id if stage else None,
         )
 
+    def unheard(self) -> bool:
+        """Whether no sink listens; then the event the caller was about to emit is numbered as
+        if emitted, and the caller need not build its payload (docs/host.md#events)."""
+        if self.emitter.listening:
+            return False
+        self.emitter.skip()
+        return True
+
     def begin(self, stage: str) -> None:
         """Enter a stage: its bundle and events carry its name."""
         self.stage = stage
@@ -351,9 +359,11 @@ class Run:
             wrap_up=self.d.wrap_up,
             wrap_up_asked=self.state.wrap_up_asked,
         )
-        self.emit(
-            RouteDecided(iteration=self.state.iteration, route=route, reason=reason), stage=False
-        )
+        if not self.unheard():
+            self.emit(
+                RouteDecided(iteration=self.state.iteration, route=route, reason=reason),
+                stage=False,
+            )
         if route != "final":
             # The route boundary: past a halting budget nothing more runs, not even a wrap-up
             # call; a final answer already paid for is still delivered (docs/cost.md#budgets).

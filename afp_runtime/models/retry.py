@@ -103,12 +103,12 @@ async def send_with_retries(
 async def _checked_send(
     model: Model, request: EncodedRequest, on_token: TokenSink | None
 ) -> ModelReply:
-    provider = getattr(model, "provider", None) or type(model).__name__
     try:
         reply = await model.send(request, on_token=on_token)
     except ModelCallError:
         raise
     except Exception as exc:
+        provider = _provider(model)
         if transient_resource_error(exc) is not None:
             # Out of descriptors, memory or disk: retried like a network error, never held
             # (docs/loop.md#error-classification).
@@ -127,6 +127,11 @@ async def _checked_send(
         raise ModelCallError(
             f"the model adapter returned {type(reply).__name__}, not a ModelReply",
             error_kind="adapter",
-            provider=str(provider),
+            provider=str(_provider(model)),
         )
     return reply
+
+
+def _provider(model: Model) -> object:
+    """The name an adapter's failure is filed under (looked up only when one fails)."""
+    return getattr(model, "provider", None) or type(model).__name__

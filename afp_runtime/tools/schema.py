@@ -80,8 +80,26 @@ def format_path(path: Sequence[str | int], root: str = ROOT) -> str:
     return out or root
 
 
+# The JSON type of each exact type ``msgspec.json`` decodes to; subclasses take the long way.
+_EXACT_TYPES: dict[type, str] = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    tuple: "array",
+    dict: "object",
+}
+# No refs followed yet: one value shared by every property, item and call.
+_NO_REFS: frozenset[int] = frozenset()
+
+
 def json_type(value: Any) -> str:
     """The JSON type name of a decoded value (a Python type name for anything else)."""
+    exact = _EXACT_TYPES.get(type(value))
+    if exact is not None:
+        return exact
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -111,7 +129,7 @@ def validate_args(schema: Mapping[str, Any] | bool, args: Any) -> tuple[str, ...
         empty when the arguments are valid.
     """
     problems: list[str] = []
-    _Validator(schema, problems).check(schema, args, (), frozenset())
+    _Validator(schema, problems).check(schema, args, (), _NO_REFS)
     return tuple(problems)
 
 
@@ -123,6 +141,9 @@ def json_text(value: Any) -> str:
 
 
 def is_number(value: Any) -> TypeGuard[float]:
+    kind = type(value)
+    if kind is int or kind is float:
+        return True
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -215,7 +236,7 @@ class _Validator(SchemaPass):
         if schema is False:
             self.add(path, "no value is allowed here")
             return
-        if not isinstance(schema, Mapping):
+        if type(schema) is not dict and not isinstance(schema, Mapping):
             return  # a malformed schema; check_schema reports it when the tool is declared
         ref = schema.get("$ref")
         if isinstance(ref, str):
@@ -224,18 +245,27 @@ class _Validator(SchemaPass):
                 self.check(target, value, path, refs_here | {id(target)})
         if "type" in schema and not self._check_type(schema["type"], value, path):
             return
-        self._check_values(schema, value, path)
-        self._check_combinations(schema, value, path, refs_here)
+        # Each group of checks runs only where the node names one of its keywords (a node
+        # usually names two or three of the twenty-odd): the checks themselves are unchanged.
+        if not _VALUE_KEYS.isdisjoint(schema):
+            self._check_values(schema, value, path)
+        if not _COMBINATION_KEYS.isdisjoint(schema):
+            self._check_combinations(schema, value, path, refs_here)
         if is_number(value):
-            self._check_number(schema, value, path)
+            if not _NUMBER_KEYS.isdisjoint(schema):
+                self._check_number(schema, value, path)
         elif isinstance(value, str):
-            self._check_string(schema, value, path)
+            if not _STRING_KEYS.isdisjoint(schema):
+                self._check_string(schema, value, path)
         elif isinstance(value, list | tuple):
-            self._check_array(schema, value, path)
-        elif isinstance(value, Mapping):
+            if not _ARRAY_KEYS.isdisjoint(schema):
+                self._check_array(schema, value, path)
+        elif isinstance(value, Mapping) and not _OBJECT_KEYS.isdisjoint(schema):
             self._check_object(schema, value, path)
 
     def _check_type(self, expected: Any, value: Any, path: Path) -> bool:
+        if type(expected) is str and _type_matches(expected, value):
+            return True
         names = [expected] if isinstance(expected, str) else expected
         if not isinstance(names, list) or any(_type_matches(name, value) for name in names):
             return True
@@ -285,23 +315,22 @@ class _Validator(SchemaPass):
                 self.check(part, value, path, refs_here)
 
     def _check_number(self, schema: Mapping[str, Any], value: float, path: Path) -> None:
-        shown = json_text(value)
         step = schema.get("multipleOf")
         if is_number(step) and step > 0 and not _is_multiple(value, step):
-            self.add(path, f"must be a multiple of {json_text(step)}, got {shown}")
+            self.add(path, f"must be a multiple of {json_text(step)}, got {json_text(value)}")
         for keyword, (fails, words) in _BOUNDS.items():
             limit = schema.get(keyword)
             if is_number(limit) and fails(value, limit):
-                self.add(path, f"must be {words} {json_text(limit)}, got {shown}")
+                self.add(path, f"must be {words} {json_text(limit)}, got {json_text(value)}")
 
     def _check_count(
         self, schema: Mapping[str, Any], count: int, path: Path, what: str, noun: str
     ) -> None:
         """``min<what>`` and ``max<what>`` (``Length``, ``Items``, ``Properties``)."""
-        least = schema.get(f"min{what}")
+        least = schema.get(_MIN_KEYS[what])
         if is_number(least) and count < least:
             self.add(path, f"must have at least {_plural(least, noun)}, got {count}")
-        most = schema.get(f"max{what}")
+        most = schema.get(_MAX_KEYS[what])
         if is_number(most) and count > most:
             self.add(path, f"must have at most {_plural(most, noun)}, got {count}")
 
@@ -321,13 +350,13 @@ class _Validator(SchemaPass):
         prefix = schema.get("prefixItems")
         prefix = prefix if isinstance(prefix, list) else []
         for index, (item_schema, item) in enumerate(zip(prefix, value, strict=False)):
-            self.check(item_schema, item, (*path, index), frozenset())
+            self.check(item_schema, item, (*path, index), _NO_REFS)
         rest = schema.get("items", True)
         if rest is False and count > len(prefix):
             self.add(path, f"must have at most {_plural(len(prefix), 'item')}, got {count}")
         elif isinstance(rest, Mapping):
             for index in range(len(prefix), count):
-                self.check(rest, value[index], (*path, index), frozenset())
+                self.check(rest, value[index], (*path, index), _NO_REFS)
 
     def _check_object(
         self, schema: Mapping[str, Any], value: Mapping[str, Any], path: Path
@@ -343,12 +372,25 @@ class _Validator(SchemaPass):
         extra = schema.get("additionalProperties", True)
         for key, item in value.items():
             if key in properties:
-                self.check(properties[key], item, (*path, key), frozenset())
+                self.check(properties[key], item, (*path, key), _NO_REFS)
             elif extra is False:
                 allowed = ", ".join(map(str, properties)) or "none"
                 self.add((*path, key), f"unexpected property (allowed: {allowed})")
             elif isinstance(extra, Mapping):
-                self.check(extra, item, (*path, key), frozenset())
+                self.check(extra, item, (*path, key), _NO_REFS)
+
+
+# The keywords each group of checks reads (``_Validator.check`` skips a group naming none).
+_VALUE_KEYS = frozenset({"enum", "const"})
+_COMBINATION_KEYS = frozenset({"anyOf", "oneOf", "allOf"})
+_NUMBER_KEYS = frozenset({"multipleOf", *_BOUNDS})
+_STRING_KEYS = frozenset({"minLength", "maxLength", "pattern"})
+_ARRAY_KEYS = frozenset({"minItems", "maxItems", "prefixItems", "items"})
+_OBJECT_KEYS = frozenset(
+    {"minProperties", "maxProperties", "required", "properties", "additionalProperties"}
+)
+_MIN_KEYS = {what: f"min{what}" for what in ("Length", "Items", "Properties")}
+_MAX_KEYS = {what: f"max{what}" for what in ("Length", "Items", "Properties")}
 
 
 def _without_path(problem: str, path: Path) -> str:

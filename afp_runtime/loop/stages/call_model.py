@@ -45,17 +45,18 @@ async def call_model(
     outcome when the call failed (the turn stalls or is held)."""
     run.begin("call-model")
     epoch = run.state.iteration
-    run.emit(
-        ModelStarted(
-            epoch=epoch,
-            provider=run.d.model.provider,
-            model=run.d.model.model,
-            system_chars=len(request.system),
-            message_count=len(request.messages),
-            request_only_count=len(run.state.served["requestOnly"]),
-            tool_count=len(request.tools),
+    if not run.unheard():
+        run.emit(
+            ModelStarted(
+                epoch=epoch,
+                provider=run.d.model.provider,
+                model=run.d.model.model,
+                system_chars=len(request.system),
+                message_count=len(request.messages),
+                request_only_count=len(run.state.served["requestOnly"]),
+                tool_count=len(request.tools),
+            )
         )
-    )
     started = run.now()
 
     def on_retry(attempt: int, exc: ModelCallError, wait_s: float) -> None:
@@ -118,17 +119,18 @@ async def _commit_reply(run: Run, committed: CommittedReply, started: int) -> No
     state = run.checkpoint(conv)
     bundle = run.bundle(writes)
     await run.committer.stage(Txn(agent_id=run.agent_id, bundles=[bundle], conversation=state))
-    run.emit(
-        ModelEnded(
-            epoch=epoch,
-            stop_reason=committed.stop_reason,
-            tool_call_count=len(committed.tool_calls),
-            content_chars=len(committed.content),
-            duration_ms=run.now() - started,
-            attempts=committed.attempts,
-            usage=usage,
+    if not run.unheard():
+        run.emit(
+            ModelEnded(
+                epoch=epoch,
+                stop_reason=committed.stop_reason,
+                tool_call_count=len(committed.tool_calls),
+                content_chars=len(committed.content),
+                duration_ms=run.now() - started,
+                attempts=committed.attempts,
+                usage=usage,
+            )
         )
-    )
     if spend is not None:
         head = CostSpent(
             epoch=epoch,

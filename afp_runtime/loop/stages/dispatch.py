@@ -183,6 +183,8 @@ class _Batch:
             await self.run.committer.stage(Txn(agent_id=self.run.agent_id, journal=rows, full=True))
 
     def on_call_started(self, plan: PlannedCall, index: int, size: int, concurrent: bool) -> None:
+        if self.run.unheard():
+            return
         self.run.emit(
             ToolStarted(
                 tool_call_id=plan.call.id,
@@ -205,6 +207,8 @@ class _Batch:
             # settled as possibly run (docs/loop.md#the-tool-journal).
             await run.committer.stage(Txn(agent_id=run.agent_id, journal=[row]))
         run.hooks.after_tool_finished(outcome.tool_call_id, run.state.iteration)
+        if run.unheard():
+            return
         run.emit(
             ToolEnded(
                 tool_call_id=outcome.tool_call_id,

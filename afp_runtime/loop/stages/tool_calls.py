@@ -247,10 +247,11 @@ async def _close_batch(
         ledger=[*ledger, *run.take_rows()],
         turn=msgspec.structs.replace(run.turn(), pending_batch=None, repeats=repeats),
     )
-    run.emit(
-        IterationEnded(iteration=closed, route="tool-calls", tool_call_count=batch_size),
-        stage=False,
-    )
+    if not run.unheard():
+        run.emit(
+            IterationEnded(iteration=closed, route="tool-calls", tool_call_count=batch_size),
+            stage=False,
+        )
     log.info("iteration", route="tool-calls", tool_calls=batch_size, epochs=run.state.epochs)
     return None
 
