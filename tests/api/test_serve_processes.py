@@ -90,9 +90,10 @@ class Parent:
         env = dict(os.environ)
         env.pop("AFP_API_TOKEN", None)
         args = ["--agents", str(agents), "--db", url, "--port", str(self.port)]
+        args += ["--host-id", "t", "--processes", "2"]
         with self.log.open("a", encoding="utf-8") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "afp_runtime.cli", "serve", *args, "--host-id", "t", "--processes", "2"],
+                [sys.executable, "-m", "afp_runtime.cli", "serve", *args],
                 stdout=subprocess.DEVNULL,
                 stderr=out,
                 env=env,
@@ -193,8 +194,9 @@ def test_processes_out_of_range_are_refused(tmp_path: Path) -> None:
     """``--processes 0`` exits 2 naming the option, before anything listens."""
     env = dict(os.environ)
     env.pop("AFP_API_TOKEN", None)
+    args = ["--agents", "configs/demo.toml", "--db", str(tmp_path / "afp.db"), "--processes", "0"]
     done = subprocess.run(
-        [sys.executable, "-m", "afp_runtime.cli", "serve", "--agents", "configs/demo.toml", "--db", str(tmp_path / "afp.db"), "--processes", "0"],
+        [sys.executable, "-m", "afp_runtime.cli", "serve", *args],
         capture_output=True,
         text=True,
         timeout=60,
