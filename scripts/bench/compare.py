@@ -7,6 +7,11 @@ script deciding by call number) on a fresh SQLite file, each in a process of its
 * ``afp-sliding``: one standing agent in the default durability (``sync``) under a sliding
   window keeping 20 turns, as a standing agent would run;
 * ``afp-full-history``: the same agent with no window strategy (the whole history re-sent);
+* ``afp-sliding-wal``: ``afp-sliding`` again at one N (1,000 when it is among the sizes) with
+  SQLite's automatic checkpoints off, to count the WAL frames (pages) the loop writes: the WAL
+  is emptied before the first iteration and only grows until the count is read after the last
+  (``walPages``; a store that counts its WAL pages itself, ``wal_pages``, is read instead in
+  every afp run);
 * ``langgraph``: a ``StateGraph`` over ``MessagesState`` (``add_messages``) with a model node
   (a plain async function returning the scripted ``AIMessage``; it encodes nothing, so it is
   cheaper than afp's scripted model, which encodes the wire request a receipt digests) and the
@@ -81,6 +86,7 @@ from _common import (
     step_latencies,
 )
 
+from afp_runtime._embed.running import backend_options, running_loop
 from afp_runtime.loop import AgentDriver, SystemClock, TimeOrderedIds
 from afp_runtime.messages import Message, ToolCall, message_body
 from afp_runtime.store import Store, open_store
@@ -93,6 +99,7 @@ SQLITE_CONTENDERS = (
     "langgraph",
     "ceiling-full",
     "ceiling-normal",
+    "afp-sliding-wal",
 )
 POSTGRES_CONTENDERS = (
     "afp-postgres",
@@ -131,7 +138,9 @@ def figures(n: int, start: float, marks: list[float], size: dict[str, Any]) -> d
 # -- contenders (each runs in a child process) -------------------------------------------------
 
 
-async def afp(n: int, folder: Path, window: bool, *, postgres: bool = False) -> dict[str, Any]:
+async def afp(
+    n: int, folder: Path, window: bool, *, postgres: bool = False, wal: bool = False
+) -> dict[str, Any]:
     db = folder / "afp.db"
     clock = SystemClock()
     store: Store
@@ -157,6 +166,8 @@ async def afp(n: int, folder: Path, window: bool, *, postgres: bool = False) -> 
         baseline = rss_mb()
         # Opening (migrations) is not the loop's: counted from here on.
         opened = transaction_counts(store)
+        if wal:
+            await wal_from_zero(store)
         server_cpu = await _pg.server_cpu_seconds(url) if postgres else None
         cpu = time.process_time()
         start = time.perf_counter()
@@ -171,6 +182,8 @@ async def afp(n: int, folder: Path, window: bool, *, postgres: bool = False) -> 
             **{k: v - opened[k] for k, v in transaction_counts(store).items()},
             "posts": n // ITERATIONS_PER_TURN,
             **commits.figures(wall, cpu, server_cpu),
+            "cpuMsPerIteration": round(cpu * 1000 / n, 4),
+            **(await wal_frames(store) if wal else {}),
         }
     if postgres:
         size = _pg.bytes_figures(before, await _pg.database_bytes(url), n)
@@ -189,8 +202,32 @@ async def afp(n: int, folder: Path, window: bool, *, postgres: bool = False) -> 
 def transaction_counts(store: Any) -> dict[str, int]:
     """The store's write transactions, and how many of them waited for the flush (``full``:
     they precede an effect leaving the process; the others commit at ``synchronous=NORMAL`` on
-    SQLite, ``synchronous_commit=off`` on Postgres)."""
-    return {"transactions": store.transactions, "fullTransactions": store.full_transactions}
+    SQLite, ``synchronous_commit=off`` on Postgres); and, where the store counts them, its
+    round trips to the server (``round_trips``, Postgres) and the WAL pages it wrote
+    (``wal_pages``, SQLite)."""
+    counts = {"transactions": store.transactions, "fullTransactions": store.full_transactions}
+    for attribute, key in (("round_trips", "roundTrips"), ("wal_pages", "walPages")):
+        value = getattr(store, attribute, None)
+        if isinstance(value, int):
+            counts[key] = value
+    return counts
+
+
+async def wal_from_zero(store: Any) -> None:
+    """Empty the WAL and stop SQLite's automatic checkpoints on the store's connection: from
+    here the WAL only grows, one frame per page written (``afp-sliding-wal``)."""
+    await store._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    await store._conn.execute("PRAGMA wal_autocheckpoint=0")
+
+
+async def wal_frames(store: Any) -> dict[str, int]:
+    """The frames (pages) in the WAL now, what the loop wrote since ``wal_from_zero``, and
+    their bytes (each frame is a page and a 24-byte header)."""
+    cursor = await store._conn.execute("PRAGMA page_size")
+    page_size = int((await cursor.fetchone())[0])
+    cursor = await store._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    frames = int((await cursor.fetchone())[1])
+    return {"walPages": frames, "walBytes": frames * (page_size + 24), "pageSize": page_size}
 
 
 def react_graph() -> Any:
@@ -386,6 +423,8 @@ async def child(name: str, n: int, folder: Path) -> dict[str, Any]:
         result = await afp(n, folder, window=True)
     elif name == "afp-full-history":
         result = await afp(n, folder, window=False)
+    elif name == "afp-sliding-wal":
+        result = await afp(n, folder, window=True, wal=True)
     elif name == "langgraph":
         result = await langgraph(n, folder)
     elif name == "ceiling-full":
@@ -402,7 +441,7 @@ async def child(name: str, n: int, folder: Path) -> dict[str, Any]:
         result = await ceiling_postgres(n)
     else:
         raise SystemExit(f"unknown contender {name!r}")
-    return {"contender": name, **result, "peakRssMb": peak_rss_mb()}
+    return {"contender": name, **result, "loop": running_loop(), "peakRssMb": peak_rss_mb()}
 
 
 # Where a profiled function's own time is counted, by the first fragment its file name holds.
@@ -432,7 +471,9 @@ def profiled(name: str, n: int, folder: Path) -> dict[str, Any]:
     import pstats
 
     profiler = cProfile.Profile()
-    result: dict[str, Any] = profiler.runcall(anyio.run, child, name, n, folder)
+    result: dict[str, Any] = profiler.runcall(
+        anyio.run, child, name, n, folder, backend_options=backend_options()
+    )
     totals: dict[str, float] = {}
     stats: Any = pstats.Stats(profiler).stats
     for (filename, _, function), (_, _, tottime, _, _) in stats.items():
@@ -461,8 +502,15 @@ def runs_at(n: int, args: argparse.Namespace) -> list[str]:
             continue
         if name in ("afp-full-history", "afp-postgres-full-history") and n > args.full_history_max:
             continue
+        if name == "afp-sliding-wal" and n != wal_size(args.iterations):
+            continue
         names.append(name)
     return names
+
+
+def wal_size(sizes: list[int]) -> int:
+    """The one N ``afp-sliding-wal`` runs at: 1,000 when among the sizes, else the largest."""
+    return 1_000 if 1_000 in sizes else max(sizes)
 
 
 def median_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -562,9 +610,25 @@ def compare_ratios(results: list[dict[str, Any]]) -> dict[str, Any]:
     out["bytesAfpOverCeiling"] = ratio(
         fig(at, "afp-sliding", "bytesOnDisk"), fig(at, "ceiling-full", "bytesOnDisk")
     )
+    # Process CPU time over the iterations, one agent, sliding window, SQLite `sync`.
+    out["cpuMsPerIteration"] = fig(at, "afp-sliding", "cpuMsPerIteration")
+    out["walPagesPerIteration"] = wal_pages_per_iteration(by_n, at)
     if any(name in POSTGRES_CONTENDERS for c in by_n.values() for name in c):
         out.update(postgres_ratios(by_n))
     return out
+
+
+def wal_pages_per_iteration(by_n: dict[int, dict[str, Any]], at: int) -> float | None:
+    """WAL pages per iteration: the store's own count in ``afp-sliding`` at ``at`` when it keeps
+    one, else ``afp-sliding-wal``'s (automatic checkpoints off)."""
+    own = by_n.get(at, {}).get("afp-sliding", {})
+    if own.get("walPages") is not None:
+        return ratio(own["walPages"], own["iterations"], 2)
+    for contenders in by_n.values():
+        measured = contenders.get("afp-sliding-wal")
+        if measured is not None:
+            return ratio(measured["walPages"], measured["iterations"], 2)
+    return None
 
 
 def postgres_ratios(by_n: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -580,6 +644,7 @@ def postgres_ratios(by_n: dict[int, dict[str, Any]]) -> dict[str, Any]:
     lg = top("afp-postgres", "langgraph-postgres")
     sq = top("afp-postgres", "afp-sliding")
     ce = top("afp-postgres", "ceiling-postgres")
+    pg = top("afp-postgres")
     its = "iterationsPerSecond"
     return {
         "postgresLanggraphIterations": lg,
@@ -606,6 +671,16 @@ def postgres_ratios(by_n: dict[int, dict[str, Any]]) -> dict[str, Any]:
         "itsAfpPostgresOverCeilingPostgres": ratio(
             fig(ce, "afp-postgres", its), fig(ce, "ceiling-postgres", its), 3
         ),
+        # The name issue 36's targets give it.
+        "itsAfpPostgresOverCeiling": ratio(
+            fig(ce, "afp-postgres", its), fig(ce, "ceiling-postgres", its), 3
+        ),
+        # The store's round trips (PostgresStore.round_trips, where it counts them) per
+        # iteration, the posts' own included, at the largest N afp on Postgres ran.
+        "pgRoundTripsPerIteration": ratio(
+            fig(pg, "afp-postgres", "roundTrips"), fig(pg, "afp-postgres", "iterations"), 2
+        ),
+        "cpuMsPerIterationPostgres": fig(pg, "afp-postgres", "cpuMsPerIteration"),
     }
 
 
@@ -726,7 +801,8 @@ def main() -> None:
     if args.child and args.profile:
         result = profiled(args.child, args.n, args.dir)
     elif args.child:
-        result = anyio.run(child, args.child, args.n, args.dir)
+        # The loop `afp serve` runs on: uvloop when installed, unless AFP_LOOP=asyncio.
+        result = anyio.run(child, args.child, args.n, args.dir, backend_options=backend_options())
     else:
         result = parent(args)
     print(json.dumps(result, indent=2))
