@@ -144,6 +144,7 @@ async def afp(
     db = folder / "afp.db"
     clock = SystemClock()
     store: Store
+    calls = AsyncpgCalls() if postgres else None
     if postgres:
         url = _pg.child_database()
         store = await open_store(url)
@@ -169,6 +170,7 @@ async def afp(
         if wal:
             await wal_from_zero(store)
         server_cpu = await _pg.server_cpu_seconds(url) if postgres else None
+        calls_before = calls.count if calls is not None else 0
         cpu = time.process_time()
         start = time.perf_counter()
         for turn in range(n // ITERATIONS_PER_TURN):
@@ -176,6 +178,7 @@ async def afp(
             await driver.work()
         wall = time.perf_counter() - start
         cpu = time.process_time() - cpu
+        called = calls.count - calls_before if calls is not None else None
         if server_cpu is not None:
             server_cpu = await _pg.server_cpu_seconds(url) - server_cpu  # type: ignore[operator]
         counts = {
@@ -185,6 +188,10 @@ async def afp(
             "cpuMsPerIteration": round(cpu * 1000 / n, 4),
             **(await wal_frames(store) if wal else {}),
         }
+        if called is not None and "roundTrips" not in counts:
+            # No count of the store's own: its asyncpg calls, each at least one round trip.
+            counts["roundTrips"] = called
+            counts["roundTripsCounted"] = "asyncpg calls"
     if postgres:
         size = _pg.bytes_figures(before, await _pg.database_bytes(url), n)
     else:
@@ -211,6 +218,35 @@ def transaction_counts(store: Any) -> dict[str, int]:
         if isinstance(value, int):
             counts[key] = value
     return counts
+
+
+class AsyncpgCalls:
+    """Counts, in this process, the asyncpg calls that reach the server (each at least one
+    round trip: a statement not yet prepared costs a second): the round trips of a store that
+    does not count its own ``round_trips``. The methods called from these (``reset``,
+    a transaction's ``BEGIN`` and ``COMMIT``) go through ``execute`` and are counted there."""
+
+    CONNECTION = (
+        "execute", "executemany", "fetch", "fetchrow", "fetchval", "fetchmany", "prepare",
+        "copy_records_to_table", "copy_to_table",
+    )  # fmt: skip
+    STATEMENT = ("fetch", "fetchrow", "fetchval", "fetchmany", "executemany", "explain")
+
+    def __init__(self) -> None:
+        from asyncpg.connection import Connection
+        from asyncpg.prepared_stmt import PreparedStatement
+
+        self.count = 0
+        for cls, names in ((Connection, self.CONNECTION), (PreparedStatement, self.STATEMENT)):
+            for name in names:
+                setattr(cls, name, self._counted(getattr(cls, name)))
+
+    def _counted(self, method: Any) -> Any:
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return await method(*args, **kwargs)
+
+        return counted
 
 
 async def wal_from_zero(store: Any) -> None:
