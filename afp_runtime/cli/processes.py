@@ -27,6 +27,7 @@ import anyio.to_thread
 from anyio.abc import Process
 
 from afp_runtime.agents import read_config
+from afp_runtime.api import ConnectionLimits
 from afp_runtime.app import SystemClock
 from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._show import warn
@@ -145,6 +146,7 @@ async def serve_processes(args: Any) -> int:
         raise UsageError(f"--processes must be from 1 to {MAX_PROCESSES}, not {args.processes}")
     await checked_access(args)
     config, _ = await anyio.to_thread.run_sync(read_config, args.agents)
+    ConnectionLimits(**config.api.given())  # refused here, not by N children in turn
     base_id = args.host_id or config.host.host_id or default_host_id()
     listener = await listen(args)
     try:
