@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from afp_runtime._embed import TurnEvents as TurnEvents
     from afp_runtime._embed import TurnResult as TurnResult
     from afp_runtime._embed import open as open
+    from afp_runtime._embed import run as run
     from afp_runtime.agents import Agent as Agent
     from afp_runtime.agents import load_agents as load_agents
     from afp_runtime.errors import AfpError as AfpError
@@ -107,6 +108,7 @@ _HOMES = {
     "mcp": "afp_runtime.mcp",
     "open": "afp_runtime._embed",
     "permissions": "afp_runtime.permissions",
+    "run": "afp_runtime._embed",
     "sliding_window": "afp_runtime.window",
     "summarize_oldest": "afp_runtime.window",
     "token_budget": "afp_runtime.window",

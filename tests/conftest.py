@@ -1,12 +1,17 @@
 """Suite-wide fixtures: blocking calls on the event loop fail; structlog is reset per test.
 
+``--loop uvloop`` (or ``AFP_TEST_LOOP=uvloop``) runs every async test on uvloop instead of
+asyncio's own loop, and the ``afp`` processes tests start on it too (``AFP_LOOP``); scripts/test
+runs the async-heavy directories a second time so (docs/host.md#the-event-loop).
+
 The terminal summary also names every test that took more than half of its timeout: such a
 test passes on a quiet machine and fails on a loaded one, so it is seen before it blocks CI.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+import os
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import pytest
@@ -27,6 +32,35 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("afp")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--loop",
+        choices=("asyncio", "uvloop"),
+        default=os.environ.get("AFP_TEST_LOOP") or "asyncio",
+        help="the event loop async tests and the afp processes they start run on",
+    )
+
+
+class _Uvloop:
+    """pytest-asyncio's loop factory hook, registered only for ``--loop uvloop``."""
+
+    @staticmethod
+    def pytest_asyncio_loop_factories(
+        config: pytest.Config, item: pytest.Item
+    ) -> dict[str, Callable[[], Any]]:
+        import uvloop
+
+        return {"uvloop": uvloop.new_event_loop}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    loop = config.getoption("--loop")
+    # `afp serve` and friends pick uvloop when installed: each pass runs them on its own loop.
+    os.environ["AFP_LOOP"] = loop
+    if loop == "uvloop":
+        config.pluginmanager.register(_Uvloop(), "afp-uvloop")
 
 
 @pytest.fixture(autouse=True, name="blockbuster")

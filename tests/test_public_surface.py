@@ -21,7 +21,7 @@ SOURCE_ROOT = Path(next(iter(afp_runtime.__path__))).resolve()
 
 # Each layer's surface: a name joins or leaves ``__all__`` on purpose, here.
 SURFACES: dict[str, list[str]] = {
-    "_embed": ["AgentRef", "Store", "TurnEvents", "TurnResult", "TurnStatus", "open"],
+    "_embed": ["AgentRef", "Store", "TurnEvents", "TurnResult", "TurnStatus", "open", "run"],
     "agents": [
         "AGENT_ID",
         "ANSWER_LIMIT",

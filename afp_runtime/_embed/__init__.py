@@ -2,6 +2,7 @@
 
 from afp_runtime._embed.reading import AgentRef
 from afp_runtime._embed.results import TurnEvents, TurnResult, TurnStatus
+from afp_runtime._embed.running import run
 from afp_runtime._embed.store import Store, open
 
 __all__ = [
@@ -11,4 +12,5 @@ __all__ = [
     "TurnResult",
     "TurnStatus",
     "open",
+    "run",
 ]

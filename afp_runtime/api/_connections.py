@@ -272,8 +272,11 @@ def _refuse(transport: asyncio.BaseTransport, reason: str) -> None:
         "retry-after: 1\r\n"
         "connection: close\r\n\r\n"
     ).encode("ascii")
-    if isinstance(transport, asyncio.WriteTransport):
-        transport.write(head + body)
+    # Not ``isinstance(transport, asyncio.WriteTransport)``: uvloop's transports write but
+    # derive from none of asyncio's classes (docs/host.md#the-event-loop).
+    write = getattr(transport, "write", None)
+    if write is not None:
+        write(head + body)
     transport.close()
 
 

@@ -147,7 +147,7 @@ def _run(command: Command, args: Any) -> int:
 
     try:
         try:
-            return anyio.run(command, args)
+            return anyio.run(command, args, backend_options=_loop_options(args))
         except BaseExceptionGroup as group:
             # A task group (``afp serve``'s signal watcher) wraps what its body raised: one
             # error is answered by its own rule (a store that cannot be written exits 4).
@@ -186,6 +186,16 @@ def _run(command: Command, args: Any) -> int:
             logging.getLogger("afp").exception("internal error")
         warn(f"afp: internal error, {type(exc).__name__}: {exc} (run with -v for the traceback)")
         return EXIT_INTERNAL
+
+
+def _loop_options(args: Any) -> dict[str, Any]:
+    """uvloop for ``afp serve`` when installed (``--loop``, ``AFP_LOOP``;
+    docs/host.md#the-event-loop); the other commands run briefly on asyncio's own loop."""
+    if not hasattr(args, "loop"):
+        return {}
+    from afp_runtime._embed.running import backend_options
+
+    return backend_options(args.loop)
 
 
 def _sole_error(group: BaseExceptionGroup[BaseException]) -> BaseException:

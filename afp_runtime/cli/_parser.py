@@ -328,6 +328,21 @@ _COMMANDS: tuple[_Command, ...] = (
                 help="seconds running work may finish after SIGTERM/SIGINT (default: the file's "
                 "[host] shutdownGraceS, else 30); a second signal skips the rest",
             ),
+            _arg(
+                "--processes",
+                type=int,
+                default=1,
+                help="host processes sharing the agents and the port (default 1), each with "
+                "the host id HOSTID-N; a process that dies is restarted",
+            ),
+            _arg(
+                "--loop",
+                choices=("auto", "uvloop", "asyncio"),
+                default=None,
+                help="the event loop (default: AFP_LOOP, else auto: uvloop when installed)",
+            ),
+            # A child of ``--processes``: the parent's listening socket, inherited.
+            _arg("--listen-fd", type=int, default=None, help=argparse.SUPPRESS),
         ),
     ),
 )

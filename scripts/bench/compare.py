@@ -81,6 +81,7 @@ from _common import (
     step_latencies,
 )
 
+from afp_runtime._embed.running import backend_options, running_loop
 from afp_runtime.loop import AgentDriver, SystemClock, TimeOrderedIds
 from afp_runtime.messages import Message, ToolCall, message_body
 from afp_runtime.store import Store, open_store
@@ -171,6 +172,7 @@ async def afp(n: int, folder: Path, window: bool, *, postgres: bool = False) -> 
             **{k: v - opened[k] for k, v in transaction_counts(store).items()},
             "posts": n // ITERATIONS_PER_TURN,
             **commits.figures(wall, cpu, server_cpu),
+            "cpuMsPerIteration": round(cpu * 1000 / n, 4),
         }
     if postgres:
         size = _pg.bytes_figures(before, await _pg.database_bytes(url), n)
@@ -189,11 +191,18 @@ async def afp(n: int, folder: Path, window: bool, *, postgres: bool = False) -> 
 def transaction_counts(store: Any) -> dict[str, int]:
     """The store's write transactions, and how many of them waited for the flush (``full``:
     they precede an effect leaving the process; the others commit at ``synchronous=NORMAL`` on
-    SQLite, ``synchronous_commit=off`` on Postgres); on Postgres also its round trips."""
+    SQLite, ``synchronous_commit=off`` on Postgres); and, where the store counts them, its
+    round trips to the server (``round_trips``, Postgres, docs/storage.md#round-trips) and the
+    WAL frames (pages) it wrote (``wal_frames``, SQLite, docs/storage.md#wal-frames-written)."""
     counts = {"transactions": store.transactions, "fullTransactions": store.full_transactions}
-    if hasattr(store, "round_trips"):
-        # What a Postgres store sent the server (docs/storage.md#round-trips).
-        counts["roundTrips"] = store.round_trips
+    for attribute, key in (
+        ("round_trips", "roundTrips"),
+        ("wal_frames", "walPages"),
+        ("wal_bytes", "walBytes"),
+    ):
+        value = getattr(store, attribute, None)
+        if isinstance(value, int):
+            counts[key] = value
     return counts
 
 
@@ -406,7 +415,7 @@ async def child(name: str, n: int, folder: Path) -> dict[str, Any]:
         result = await ceiling_postgres(n)
     else:
         raise SystemExit(f"unknown contender {name!r}")
-    return {"contender": name, **result, "peakRssMb": peak_rss_mb()}
+    return {"contender": name, **result, "loop": running_loop(), "peakRssMb": peak_rss_mb()}
 
 
 # Where a profiled function's own time is counted, by the first fragment its file name holds.
@@ -436,7 +445,9 @@ def profiled(name: str, n: int, folder: Path) -> dict[str, Any]:
     import pstats
 
     profiler = cProfile.Profile()
-    result: dict[str, Any] = profiler.runcall(anyio.run, child, name, n, folder)
+    result: dict[str, Any] = profiler.runcall(
+        anyio.run, child, name, n, folder, backend_options=backend_options()
+    )
     totals: dict[str, float] = {}
     stats: Any = pstats.Stats(profiler).stats
     for (filename, _, function), (_, _, tottime, _, _) in stats.items():
@@ -566,9 +577,20 @@ def compare_ratios(results: list[dict[str, Any]]) -> dict[str, Any]:
     out["bytesAfpOverCeiling"] = ratio(
         fig(at, "afp-sliding", "bytesOnDisk"), fig(at, "ceiling-full", "bytesOnDisk")
     )
+    # Process CPU time over the iterations, one agent, sliding window, SQLite `sync`.
+    out["cpuMsPerIteration"] = fig(at, "afp-sliding", "cpuMsPerIteration")
+    out["walPagesPerIteration"] = wal_pages_per_iteration(by_n, at)
     if any(name in POSTGRES_CONTENDERS for c in by_n.values() for name in c):
         out.update(postgres_ratios(by_n))
     return out
+
+
+def wal_pages_per_iteration(by_n: dict[int, dict[str, Any]], at: int) -> float | None:
+    """WAL frames (pages) per iteration of ``afp-sliding`` at ``at``, as its store counted them."""
+    own = by_n.get(at, {}).get("afp-sliding", {})
+    if own.get("walPages") is None:
+        return None
+    return ratio(own["walPages"], own["iterations"], 2)
 
 
 def postgres_ratios(by_n: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -584,6 +606,7 @@ def postgres_ratios(by_n: dict[int, dict[str, Any]]) -> dict[str, Any]:
     lg = top("afp-postgres", "langgraph-postgres")
     sq = top("afp-postgres", "afp-sliding")
     ce = top("afp-postgres", "ceiling-postgres")
+    pg = top("afp-postgres")
     its = "iterationsPerSecond"
     return {
         "postgresLanggraphIterations": lg,
@@ -610,6 +633,16 @@ def postgres_ratios(by_n: dict[int, dict[str, Any]]) -> dict[str, Any]:
         "itsAfpPostgresOverCeilingPostgres": ratio(
             fig(ce, "afp-postgres", its), fig(ce, "ceiling-postgres", its), 3
         ),
+        # The name issue 36's targets give it.
+        "itsAfpPostgresOverCeiling": ratio(
+            fig(ce, "afp-postgres", its), fig(ce, "ceiling-postgres", its), 3
+        ),
+        # The store's round trips (PostgresStore.round_trips, where it counts them) per
+        # iteration, the posts' own included, at the largest N afp on Postgres ran.
+        "pgRoundTripsPerIteration": ratio(
+            fig(pg, "afp-postgres", "roundTrips"), fig(pg, "afp-postgres", "iterations"), 2
+        ),
+        "cpuMsPerIterationPostgres": fig(pg, "afp-postgres", "cpuMsPerIteration"),
     }
 
 
@@ -730,7 +763,8 @@ def main() -> None:
     if args.child and args.profile:
         result = profiled(args.child, args.n, args.dir)
     elif args.child:
-        result = anyio.run(child, args.child, args.n, args.dir)
+        # The loop `afp serve` runs on: uvloop when installed, unless AFP_LOOP=asyncio.
+        result = anyio.run(child, args.child, args.n, args.dir, backend_options=backend_options())
     else:
         result = parent(args)
     print(json.dumps(result, indent=2))

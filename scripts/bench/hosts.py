@@ -1,4 +1,5 @@
-"""Many hosts on one Postgres database: 1,000 standing agents spread over 1, 2 and 4 hosts.
+"""Many hosts on one store: 1,000 standing agents spread over 1, 2 and 4 hosts, on one Postgres
+database or (``--sqlite``) on one SQLite file.
 
 Each host is a process of its own running a real ``Host`` on a ``PostgresStore``, all of them
 on one fresh database with the same 1,000 agent definitions (one agents file) and distinct
@@ -21,18 +22,26 @@ grows with the hosts. ``--poll-interval`` sets it (a post reaches its host by NO
 
     .venv/bin/python scripts/bench/hosts.py --db postgresql://SERVER [--hosts 1 2 4]
         [--agents 1000] [--per-turn 4] [--repeats 1] [--poll-interval 1]
+    .venv/bin/python scripts/bench/hosts.py --sqlite [--hosts 1 2] ...
+
+On SQLite the server's CPU and backends are not measured (there is no server). The ratio
+``processesAggregateOverOne`` is the aggregate rate of 2 hosts over 1 (issue 36: two host
+processes on one store must never do worse than one).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -134,9 +143,21 @@ def _readline(stream: IO[str] | None) -> str:
     return stream.readline()
 
 
-def one_run(server: str, hosts: int, args: argparse.Namespace) -> dict[str, Any]:
-    """``hosts`` host processes on one fresh database; the aggregate figures."""
-    with _pg.fresh_database(server) as url:
+@contextlib.contextmanager
+def fresh_store(server: str | None) -> Iterator[str]:
+    """A fresh Postgres database on ``server``, else a fresh SQLite file, for the block."""
+    if server is not None:
+        with _pg.fresh_database(server) as url:
+            yield url
+        return
+    with tempfile.TemporaryDirectory(prefix="afp-hosts-") as folder:
+        yield str(Path(folder) / "afp.db")
+
+
+def one_run(server: str | None, hosts: int, args: argparse.Namespace) -> dict[str, Any]:
+    """``hosts`` host processes on one fresh database (or SQLite file); the aggregate figures."""
+    postgres = server is not None
+    with fresh_store(server) as url:
 
         async def migrate() -> None:
             store = await open_store(url)  # created once, before the hosts race to open it
@@ -172,16 +193,16 @@ def one_run(server: str, hosts: int, args: argparse.Namespace) -> dict[str, Any]
             for child in children:
                 if _readline(child.stdout).strip() != "ready":
                     raise SystemExit(f"hosts: a host did not settle (exit {child.wait()})")
-            server_cpu = anyio.run(_pg.server_cpu_seconds, url)
+            server_cpu = anyio.run(_pg.server_cpu_seconds, url) if postgres else None
             machine = _pg.machine_cpu()
-            with _pg.WaitSampler(url) as waits:
+            with _pg.WaitSampler(url) if postgres else contextlib.nullcontext() as waits:
                 for child in children:
                     assert child.stdin is not None
                     child.stdin.write("go\n")
                     child.stdin.flush()
                 results = [json.loads(_readline(child.stdout)) for child in children]
             machine_busy = _pg.machine_busy_share(machine, _pg.machine_cpu())
-            after = anyio.run(_pg.server_cpu_seconds, url)
+            after = anyio.run(_pg.server_cpu_seconds, url) if postgres else None
             for child in children:
                 assert child.stdin is not None
                 child.stdin.write("exit\n")
@@ -200,6 +221,7 @@ def one_run(server: str, hosts: int, args: argparse.Namespace) -> dict[str, Any]
     iterations = sum(r["iterations"] for r in results)
     client_cpu = sum(r["clientCpuSeconds"] for r in results)
     server = None if server_cpu is None or after is None else after - server_cpu
+    busy = client_cpu + (server or 0.0)
     cpus = os.cpu_count() or 1
     for r in results:
         del r["start"], r["finish"]
@@ -214,12 +236,12 @@ def one_run(server: str, hosts: int, args: argparse.Namespace) -> dict[str, Any]
         "serverCpuSeconds": round(server, 2) if server is not None else None,
         # Of the machine's CPU time over the run (cpus x seconds): 1.0 is every core busy;
         # the benchmark's own processes (hosts and server), then the whole machine.
-        "cpuBusyShare": (
-            round((client_cpu + server) / (cpus * seconds), 3) if server is not None else None
-        ),
+        "cpuBusyShare": round(busy / (cpus * seconds), 3)
+        if postgres == (server is not None)
+        else None,
         "machineCpuBusyShare": machine_busy,
         "commitSeconds": round(sum(r["commitSeconds"] for r in results), 2),
-        "serverBackends": waits.figures(),
+        "serverBackends": waits.figures() if waits is not None else None,
         "perHost": results,
     }
 
@@ -256,9 +278,11 @@ def parent(args: argparse.Namespace) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "leaseTtlS": args.lease_ttl,
         "pollIntervalS": args.poll_interval,
-        "postgres": anyio.run(_pg.server_settings, server),
+        "backend": "postgres" if server is not None else "sqlite",
+        "postgres": anyio.run(_pg.server_settings, server) if server is not None else None,
         "results": results,
         "ratios": {
+            "processesAggregateOverOne": ratio(by_hosts.get(2), by_hosts.get(1)),
             f"its{most}HostsOver1": ratio(by_hosts.get(most), by_hosts.get(1)),
             **{
                 f"its{k}HostsOver1": ratio(by_hosts.get(k), by_hosts.get(1))
@@ -274,6 +298,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--db", help="a Postgres server URL; each run in a fresh database on it")
+    parser.add_argument("--sqlite", action="store_true", help="on a fresh SQLite file instead")
     parser.add_argument("--hosts", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--agents", type=int, default=1_000)
     parser.add_argument("--per-turn", type=int, default=4, help="iterations in each agent's turn")
@@ -288,8 +313,8 @@ def main() -> None:
         anyio.run(host_child, args)
         return
     args.db = _pg.checked_server(args.db)
-    if args.db is None:
-        parser.error("hosts.py runs on Postgres: give --db postgresql://SERVER")
+    if (args.db is None) != args.sqlite:
+        parser.error("give --db postgresql://SERVER or --sqlite, one of them")
     print(json.dumps(parent(args), indent=2))
 
 
