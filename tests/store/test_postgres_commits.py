@@ -249,6 +249,26 @@ async def test_a_part_chosen_as_a_deadlock_victim_is_written_again(
         assert await written_whole(store, txn)
 
 
+async def test_one_agents_commits_go_in_groups_of_their_own(store: PostgresStore) -> None:
+    """Two commits of one agent queued together are written by two calls, in the order they
+    came (a part written again after a deadlock cannot land after its agent's next commit),
+    while another agent's commit shares the first call."""
+    a, b = await new_agent(store), await new_agent(store)
+    first, second = turn_txn(a, fresh("run")), turn_txn(a, fresh("run"), pos=1)
+    txns = [first, second, turn_txn(b, fresh("run"))]
+    before = store.transactions
+    outcomes: dict[str, BaseException | None] = {}
+    async with anyio.create_task_group() as tg, store._group_lock:
+        for queued, txn in enumerate(txns, 1):  # queued one after another, in this order
+            tg.start_soon(_commit_into, store, [txn], outcomes)
+            await until_async(lambda queued=queued: len(store._queue) == queued)
+    assert set(outcomes.values()) == {None}
+    assert store.transactions - before == 2
+    assert first.run_start is not None and await store.bundles(first.run_start.run_id)
+    for txn in txns[1:]:  # the second's checkpoint is the agent's: it came last
+        assert await written_whole(store, txn)
+
+
 async def _commit_into(
     store: PostgresStore, txns: list[Txn], outcomes: dict[str, BaseException | None]
 ) -> None:

@@ -48,10 +48,7 @@ class Grouping(PostgresCore):
             raise member.error
 
     async def _write_group(self) -> None:
-        # Agents' rows are locked in one order, by id (a stable sort keeps one agent's commits
-        # in the order they came), so two groups on one database lock them alike.
-        members = sorted(self._queue[:_GROUP], key=lambda member: member.agent_id)
-        del self._queue[:_GROUP]
+        members = self._take()
         if not members:
             return
         full = any(member.full for member in members)
@@ -84,3 +81,18 @@ class Grouping(PostgresCore):
         self._queue[:0] = again
         self.transactions += 1
         self.full_transactions += int(full)
+
+    def _take(self) -> list[parts.Member]:
+        """The next group: up to ``_GROUP`` queued parts, at most one per agent (a later part of
+        an agent waits for the next group, so a part rolled back as a deadlock's victim and
+        written again never lands after its own agent's next commit), with the agents' rows
+        locked in one order, by id, so two groups on one database lock them alike."""
+        taken: dict[str, parts.Member] = {}
+        left: list[parts.Member] = []
+        for member in self._queue:
+            if len(taken) < _GROUP and member.agent_id not in taken:
+                taken[member.agent_id] = member
+            else:
+                left.append(member)
+        self._queue[:] = left
+        return sorted(taken.values(), key=lambda member: member.agent_id)
