@@ -10,7 +10,7 @@ from __future__ import annotations
 import typing as _typing
 
 from afp_runtime._lazy import lazy_names as _lazy_names
-from afp_runtime.models.base import EncodedRequest, Model, TokenSink
+from afp_runtime.models.base import DeltaSink, EncodedRequest, Model, ReplyDelta
 from afp_runtime.models.extractive import ExtractiveSummarizer
 from afp_runtime.models.retry import Attempt, RetryPolicy, backoff_s, send_with_retries
 from afp_runtime.models.scripted import ScriptedModel, ScriptEntry, ScriptHandler
@@ -33,15 +33,16 @@ __getattr__ = _lazy_names("afp_runtime.models", _LAZY, globals())
 __all__ = [
     "AnthropicModel",
     "Attempt",
+    "DeltaSink",
     "EncodedRequest",
     "ExtractiveSummarizer",
     "Model",
     "OpenAICompatModel",
+    "ReplyDelta",
     "RetryPolicy",
     "ScriptEntry",
     "ScriptHandler",
     "ScriptedModel",
-    "TokenSink",
     "backoff_s",
     "encoder_for",
     "send_with_retries",

@@ -32,7 +32,7 @@ from afp_runtime.models._http_reading import (
     load_json,
     vendor_error,
 )
-from afp_runtime.models.base import EncodedRequest, TokenSink
+from afp_runtime.models.base import DeltaSink, EncodedRequest, ReplyDelta
 
 #: Words of the synthetic answer given to a tool call that no tool message answers.
 NO_RESULT_TEXT = (
@@ -240,11 +240,12 @@ class HttpModel(ABC):
         return False
 
     async def send(
-        self, request: EncodedRequest | ModelRequest, *, on_token: TokenSink | None = None
+        self, request: EncodedRequest | ModelRequest, *, on_delta: DeltaSink | None = None
     ) -> ModelReply:
         """POST exactly the encoded body and decode the reply.
 
-        Without streaming, ``on_token`` receives the whole reply text once (when non-empty).
+        Without streaming, ``on_delta`` receives the whole reply text as one fragment (when
+        non-empty).
 
         Raises:
             ModelCallError: classified per docs/loop.md#model-call-errors-and-retry; httpx errors
@@ -288,8 +289,8 @@ class HttpModel(ABC):
             raise bad_response(self.provider, status, f"{exc}{said}") from exc
         except InvalidValue as exc:
             raise bad_response(self.provider, status, exc.message) from exc
-        if on_token is not None and reply.content:
-            on_token(reply.content)
+        if on_delta is not None and reply.content:
+            on_delta(ReplyDelta(text=reply.content))
         return reply
 
     def _client(self) -> httpx.AsyncClient:

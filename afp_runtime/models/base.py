@@ -19,7 +19,24 @@ class EncodedRequest(msgspec.Struct, frozen=True, kw_only=True):
     content_type: str = "application/json"
 
 
-TokenSink = Callable[[str], None]
+class ReplyDelta(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """One fragment of a reply as it arrives (docs/loop.md#streaming-replies).
+
+    A fragment carries reply text, or a piece of one tool call: ``tool_call_index`` is the
+    call's place in the reply (0-based), its ``tool_call_id`` and ``tool_name`` come with the
+    first fragment of that call, and ``arguments`` is a piece of its JSON arguments text.
+    Fragments are a live signal only: the assembled ``ModelReply`` is what is committed.
+    """
+
+    text: str = ""
+    tool_call_index: int | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    arguments: str = ""
+
+
+DeltaSink = Callable[[ReplyDelta], None]
+"""Receives each fragment of a reply; must not block (it runs on the event loop)."""
 
 
 @runtime_checkable
@@ -45,9 +62,11 @@ class Model(Protocol):
         ...
 
     async def send(
-        self, request: EncodedRequest | ModelRequest, *, on_token: TokenSink | None = None
+        self, request: EncodedRequest | ModelRequest, *, on_delta: DeltaSink | None = None
     ) -> ModelReply:
-        """Send one request and return the reply; raises ModelCallError."""
+        """Send one request and return the reply; raises ModelCallError. ``on_delta`` receives
+        the reply's fragments as they arrive (a model that does not stream gives its text as
+        one fragment)."""
         ...
 
     async def aclose(self) -> None:

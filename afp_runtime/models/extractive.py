@@ -34,7 +34,7 @@ from typing import Any
 import msgspec
 
 from afp_runtime.messages import ModelReply, ModelRequest, Usage, canonical_json
-from afp_runtime.models.base import EncodedRequest, TokenSink
+from afp_runtime.models.base import DeltaSink, EncodedRequest, ReplyDelta
 
 MIN_BUDGET = 160
 """The digest's length ceiling for short spans, in code points."""
@@ -208,7 +208,7 @@ class ExtractiveSummarizer:
         return EncodedRequest(body=canonical_json(request), path="/extractive")
 
     async def send(
-        self, request: EncodedRequest | ModelRequest, *, on_token: TokenSink | None = None
+        self, request: EncodedRequest | ModelRequest, *, on_delta: DeltaSink | None = None
     ) -> ModelReply:
         """Digest the transcript in the request's last ``user`` message."""
         decoded = (
@@ -220,8 +220,8 @@ class ExtractiveSummarizer:
         source = next((m.content for m in reversed(decoded.messages) if m.role == "user"), "")
         text = digest(source)
         input_chars = len(decoded.system) + sum(len(m.content) for m in decoded.messages)
-        if on_token is not None and text:
-            on_token(text)
+        if on_delta is not None and text:
+            on_delta(ReplyDelta(text=text))
         return ModelReply(
             content=text,
             usage=Usage(input=_quarter(input_chars), output=_quarter(len(text))),

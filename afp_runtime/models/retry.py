@@ -13,7 +13,7 @@ import msgspec
 
 from afp_runtime.errors import ModelCallError, transient_resource_error
 from afp_runtime.messages import ModelReply
-from afp_runtime.models.base import EncodedRequest, Model, TokenSink
+from afp_runtime.models.base import DeltaSink, EncodedRequest, Model
 
 
 class RetryPolicy(
@@ -62,7 +62,7 @@ async def send_with_retries(
     random: Callable[[], float],
     policy: RetryPolicy,
     on_retry: OnRetry | None = None,
-    on_token: TokenSink | None = None,
+    on_delta: DeltaSink | None = None,
 ) -> tuple[ModelReply, tuple[Attempt, ...]]:
     """Send ``request`` until it succeeds, a non-retryable error occurs, or attempts run out.
 
@@ -82,7 +82,7 @@ async def send_with_retries(
     while True:
         attempt += 1
         try:
-            reply = await _checked_send(model, request, on_token)
+            reply = await _checked_send(model, request, on_delta)
             return reply, tuple(failed)
         except ModelCallError as exc:
             retry_after = exc.retry_after_s
@@ -101,10 +101,10 @@ async def send_with_retries(
 
 
 async def _checked_send(
-    model: Model, request: EncodedRequest, on_token: TokenSink | None
+    model: Model, request: EncodedRequest, on_delta: DeltaSink | None
 ) -> ModelReply:
     try:
-        reply = await model.send(request, on_token=on_token)
+        reply = await model.send(request, on_delta=on_delta)
     except ModelCallError:
         raise
     except Exception as exc:

@@ -15,7 +15,7 @@ import msgspec
 
 from afp_runtime.errors import ModelCallError
 from afp_runtime.messages import ModelReply, ModelRequest, canonical_json
-from afp_runtime.models.base import EncodedRequest, TokenSink
+from afp_runtime.models.base import DeltaSink, EncodedRequest, ReplyDelta
 
 ScriptEntry = ModelReply | ModelCallError
 ScriptHandler = Callable[[ModelRequest, int], "ScriptEntry | Awaitable[ScriptEntry]"]
@@ -69,7 +69,7 @@ class ScriptedModel:
         return encoded
 
     async def send(
-        self, request: EncodedRequest | ModelRequest, *, on_token: TokenSink | None = None
+        self, request: EncodedRequest | ModelRequest, *, on_delta: DeltaSink | None = None
     ) -> ModelReply:
         encoded = request if isinstance(request, EncodedRequest) else self.encode(request)
         last = self._last_encoded
@@ -83,8 +83,8 @@ class ScriptedModel:
         entry = await self._next(decoded, self.calls)
         if isinstance(entry, ModelCallError):
             raise entry
-        if on_token is not None and entry.content:
-            on_token(entry.content)
+        if on_delta is not None and entry.content:
+            on_delta(ReplyDelta(text=entry.content))
         return entry
 
     async def _next(self, request: ModelRequest, number: int) -> ScriptEntry:

@@ -177,6 +177,22 @@ class ModelRetry(Payload, frozen=True, kw_only=True):
     status: int | UnsetType = UNSET
 
 
+class ModelDelta(Payload, frozen=True, kw_only=True):
+    """One fragment of a streamed reply (docs/loop.md#streaming-replies): reply text, or a piece
+    of one tool call's arguments. ``attempt`` is the send it belongs to (a retry starts again at
+    ``index`` 0), so a reader drops the fragments of an attempt that failed."""
+
+    type = "model.delta"
+    epoch: int
+    attempt: int
+    index: int
+    text: str | UnsetType = UNSET
+    tool_call_index: int | UnsetType = UNSET
+    tool_call_id: str | UnsetType = UNSET
+    tool_name: str | UnsetType = UNSET
+    arguments: str | UnsetType = UNSET
+
+
 class ModelEnded(Payload, frozen=True, kw_only=True):
     type = "model.ended"
     epoch: int
@@ -382,6 +398,7 @@ EventPayload: TypeAlias = (
     | ReceiptMinted
     | ModelStarted
     | ModelRetry
+    | ModelDelta
     | ModelEnded
     | ModelFailed
     | RouteDecided

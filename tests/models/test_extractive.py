@@ -85,11 +85,11 @@ class TestPort:
         assert await model.send(model.encode(request)) == await model.send(request)
         assert model.calls == 2
 
-    async def test_on_token_gets_the_text(self) -> None:
-        """``on_token`` receives the whole digest once."""
+    async def test_on_delta_gets_the_text(self) -> None:
+        """``on_delta`` receives the whole digest as one fragment."""
         seen: list[str] = []
         request = summarizer_request(incident_span(), incident_span(), "m")
-        reply = await ExtractiveSummarizer().send(request, on_token=seen.append)
+        reply = await ExtractiveSummarizer().send(request, on_delta=lambda d: seen.append(d.text))
         assert seen == [reply.content]
 
     async def test_aclose_is_a_no_op(self) -> None:

@@ -663,12 +663,12 @@ async def test_invalid_utf8_in_provider_text_becomes_replacement_chars(server, o
     assert not any("\ud800" <= ch <= "\udfff" for ch in reply.content)
 
 
-async def test_on_token_receives_the_reply_text(server, openai) -> None:
-    """Without streaming, on_token receives the whole reply text once."""
+async def test_on_delta_receives_the_reply_text(server, openai) -> None:
+    """Without streaming, on_delta receives the whole reply text once."""
     server.reply(json_body=chat_reply("hello there"))
     tokens: list[str] = []
 
-    await openai.send(REQUEST, on_token=tokens.append)
+    await openai.send(REQUEST, on_delta=lambda d: tokens.append(d.text))
 
     assert tokens == ["hello there"]
 

@@ -150,13 +150,13 @@ async def test_scripted_errors_are_retried_then_the_reply_arrives() -> None:
     assert list(model.bodies) == [model.encode(FIRST).body] * 3
 
 
-async def test_on_token_receives_the_reply_text() -> None:
-    """on_token receives a reply's non-empty text once."""
+async def test_on_delta_receives_the_reply_text() -> None:
+    """on_delta receives a reply's non-empty text once."""
     model = ScriptedModel([ModelReply(content="hello"), ModelReply()])
     tokens: list[str] = []
 
-    await model.send(FIRST, on_token=tokens.append)
-    await model.send(FIRST, on_token=tokens.append)
+    await model.send(FIRST, on_delta=lambda d: tokens.append(d.text))
+    await model.send(FIRST, on_delta=lambda d: tokens.append(d.text))
 
     assert tokens == ["hello"]
 
