@@ -1,7 +1,7 @@
 """The read half of ``afp.Store``: runs, questions, epochs, served views and their diff and
-conformance, an agent's n-th call, folded spans and their originals, the findings ledger.
-Each method checks its arguments, calls one use case of ``afp_runtime.app`` and names what
-was not found (docs/python.md)."""
+conformance, an agent's n-th call and the diff of any two of its calls, folded spans and their
+originals, the findings ledger. Each method checks its arguments, calls one use case of
+``afp_runtime.app`` and names what was not found (docs/python.md)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from afp_runtime import app
 from afp_runtime.agents import Agent
 from afp_runtime.app import (
     BodyEncoder,
+    CallDiff,
     ConformanceReport,
     EpochEntry,
     FoldedSpan,
@@ -128,6 +129,19 @@ class StoreReads:
         if found is not None:
             return found.run.run_id, found.epoch, found.view
         raise NotFound(f"agent {agent_id!r} has made no model call {n}", what="call", value=n)
+
+    async def diff_calls(self, agent: AgentRef, n: int, m: int | None = None) -> CallDiff:
+        """What changed in what the model was sent from the agent's call ``m`` (default
+        ``n - 1``) to its call ``n``, by agent-wide number: across runs and turns. Each side
+        names its run, turn, epoch and outcome (``abandoned`` for a call a crash cut off).
+
+        Raises:
+            InvalidValue: ``n`` or ``m`` is not a whole number (names it).
+            NotFound: no such agent, or no call ``n`` or ``m`` (names the calls that exist).
+        """
+        n = _count(n, "n")
+        m = n - 1 if m is None else _count(m, "m")
+        return await app.call_diff(self._store, _agent_id(agent), n, m)
 
     async def conform(self, run_id: str, epoch: int | None = None) -> list[ConformanceReport]:
         """Check one epoch (or every epoch) of a run against its receipt: each view's digests,

@@ -2,11 +2,11 @@
 every door (the Python ``Store``, the CLI, the API, the inspector, the scenario runner) to call
 and only render (docs/architecture.md#the-application-layer).
 
-The reads: a message's outcome, a call by agent-wide number, served views, epochs, diffs,
-receipts and exports, conform, folds and originals, findings. The writes: posting (``post``),
-answering and abandoning a question (``answer``, ``abandon``), dismissing a held turn
-(``dismiss``), and an agent driven without a host (``LocalAgent``, ``drive``), with the clock
-and ids a door starts them with.
+The reads: a message's outcome, a call by agent-wide number and the diff of any two calls,
+served views, epochs, diffs, receipts and exports, conform, folds and originals, findings. The
+writes: posting (``post``), answering and abandoning a question (``answer``, ``abandon``),
+dismissing a held turn (``dismiss``), and an agent driven without a host (``LocalAgent``,
+``drive``), with the clock and ids a door starts them with.
 
 The doors reach the values they render through this package (or ``records``), never through
 ``loop``, ``served``, ``window`` or a module below ``store``.
@@ -21,7 +21,15 @@ from afp_runtime._lazy import lazy_names as _lazy_names
 # Each use case loads at first use (docs/python.md#import-cost): a read command of ``afp`` loads
 # the reads it calls, never the loop.
 if _typing.TYPE_CHECKING:
-    from afp_runtime.app.calls import AgentCall, agent_call, call_among
+    from afp_runtime.app.calls import (
+        AgentCall,
+        CallDiff,
+        CallSide,
+        agent_call,
+        call_among,
+        call_diff,
+        no_call,
+    )
     from afp_runtime.app.conformance import Encoders, builtin_encoder, conform
     from afp_runtime.app.folds import Originals, fold, fold_summary, folded, originals, stored_folds
     from afp_runtime.app.ledger import findings, ledger_fold
@@ -78,6 +86,8 @@ if _typing.TYPE_CHECKING:
 _LAZY = {
     "AgentCall": "afp_runtime.app.calls",
     "AnswerStatus": "afp_runtime.app.questions",
+    "CallDiff": "afp_runtime.app.calls",
+    "CallSide": "afp_runtime.app.calls",
     "BodyEncoder": "afp_runtime.served",
     "ConformanceReport": "afp_runtime.served",
     "Driven": "afp_runtime.app.local",
@@ -112,6 +122,7 @@ _LAZY = {
     "answer_status": "afp_runtime.app.questions",
     "builtin_encoder": "afp_runtime.app.conformance",
     "call_among": "afp_runtime.app.calls",
+    "call_diff": "afp_runtime.app.calls",
     "conform": "afp_runtime.app.conformance",
     "dismiss": "afp_runtime.app.turns",
     "drive": "afp_runtime.app.local",
@@ -129,6 +140,7 @@ _LAZY = {
     "ledger_fold": "afp_runtime.app.ledger",
     "message_outcome": "afp_runtime.app.outcome",
     "message_outcomes": "afp_runtime.app.outcome",
+    "no_call": "afp_runtime.app.calls",
     "no_epoch": "afp_runtime.app.runs",
     "originals": "afp_runtime.app.folds",
     "post": "afp_runtime.app.posting",
@@ -144,6 +156,8 @@ __all__ = [
     "AgentCall",
     "AnswerStatus",
     "BodyEncoder",
+    "CallDiff",
+    "CallSide",
     "ConformanceReport",
     "Driven",
     "Encoders",
@@ -177,6 +191,7 @@ __all__ = [
     "answer_status",
     "builtin_encoder",
     "call_among",
+    "call_diff",
     "conform",
     "dismiss",
     "drive",
@@ -194,6 +209,7 @@ __all__ = [
     "ledger_fold",
     "message_outcome",
     "message_outcomes",
+    "no_call",
     "no_epoch",
     "originals",
     "post",

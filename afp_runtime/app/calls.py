@@ -1,6 +1,17 @@
-"""An agent's model call by its agent-wide number (docs/served.md,
-docs/architecture.md#the-application-layer): which run made it, at which epoch, and what it was
-sent."""
+"""An agent's model call by its agent-wide number, and the diff between any two of them
+(docs/served.md, docs/architecture.md#the-application-layer): which run made each, at which
+epoch and turn, how it ended, and what it was sent.
+
+Readings settled here:
+
+* ``call_diff(store, agent, n, m)`` is what changed from call ``m`` (``before``) to call ``n``
+  (``after``), wherever the two sit: one run, two runs of a turn, two turns. ``m`` may be the
+  later call; the sides say which is which. ``m == n`` is an empty diff.
+* A number names a call when it is from 1 to the agent's ``modelCalls``; anything else is
+  ``NotFound`` naming the calls that exist and the argument (``n`` or ``m``). An epoch
+  abandoned by a crash keeps its number (docs/loop.md): it diffs like any other, its side
+  saying ``outcome: "abandoned"``.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +19,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from afp_runtime.served import ServedView, find_agent_call
+from afp_runtime.errors import NotFound
+from afp_runtime.served import ServedView, ViewDiff, diff_views, epoch_at, find_agent_call
 from afp_runtime.store import RunRow, Store
 
 
@@ -28,6 +40,42 @@ class AgentCall(msgspec.Struct, frozen=True, kw_only=True):
     view: ServedView
 
 
+class CallSide(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One side of a diff between two of an agent's calls: where the call sits.
+
+    Attributes:
+        agent_call: the call's number over the agent's life (wire ``agentCall``).
+        run_id: the run that made it (wire ``runId``).
+        turn: that run's turn.
+        epoch: the call's epoch within the run.
+        outcome: how the call ended: ``replied``, ``failed``, ``in-flight`` (its run is still
+            live) or ``abandoned`` (its run crashed before the reply was committed).
+    """
+
+    agent_call: int
+    run_id: str
+    turn: int
+    epoch: int
+    outcome: str
+
+
+class CallDiff(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What changed in what the model was sent from one of an agent's calls to another.
+
+    Attributes:
+        agent_id: the agent (wire ``agentId``).
+        before: where the earlier side (``m``, the one compared against) sits.
+        after: where the later side (``n``) sits.
+        diff: the change itself, as ``store.diff`` gives it within one run (its ``before`` and
+            ``after`` are the two epochs).
+    """
+
+    agent_id: str
+    before: CallSide
+    after: CallSide
+    diff: ViewDiff
+
+
 async def call_among(store: Store, runs: Sequence[RunRow], number: int) -> AgentCall | None:
     """Call ``number`` among ``runs`` (an agent's runs in start order, or a stretch of them),
     or None when none of them made it. Reads about log2 of the runs' logs."""
@@ -43,3 +91,58 @@ async def call_among(store: Store, runs: Sequence[RunRow], number: int) -> Agent
 async def agent_call(store: Store, agent_id: str, number: int) -> AgentCall | None:
     """The agent's call ``number`` over its whole life, or None when it made no such call."""
     return await call_among(store, await store.runs(agent_id), number)
+
+
+def _made(agent_id: str, made: int) -> str:
+    if made == 0:
+        return f"agent {agent_id!r} has made no model call yet"
+    if made == 1:
+        return f"agent {agent_id!r} has made one model call, call 1"
+    return f"agent {agent_id!r} has made calls 1 to {made}"
+
+
+def no_call(agent_id: str, made: int, number: int, argument: str) -> NotFound:
+    """The error of a call number (argument ``argument``) that names none of the agent's
+    ``made`` calls: it names the ones that exist."""
+    return NotFound(
+        f"{_made(agent_id, made)}; there is no call {number}",
+        what="call",
+        value=number,
+        argument=argument,
+    )
+
+
+async def _side(
+    store: Store, agent_id: str, runs: Sequence[RunRow], made: int, number: int, argument: str
+) -> tuple[CallSide, ServedView]:
+    found = await call_among(store, runs, number) if 1 <= number <= made else None
+    if found is None:
+        raise no_call(agent_id, made, number, argument)
+    epoch = found.epoch
+    located = await store.read_run(found.run.run_id, lambda log: epoch_at(log, epoch))
+    side = CallSide(
+        agent_call=number,
+        run_id=found.run.run_id,
+        turn=found.run.turn,
+        epoch=epoch,
+        # The log located this epoch a moment ago; a run's log only grows.
+        outcome=located.outcome if located is not None else "in-flight",
+    )
+    return side, found.view
+
+
+async def call_diff(store: Store, agent_id: str, n: int, m: int) -> CallDiff:
+    """What changed in what the model was sent from the agent's call ``m`` to its call ``n``,
+    across runs and turns. Reads about log2 of the agent's runs' logs per side.
+
+    Raises:
+        NotFound: no such agent, or no call ``n`` or ``m`` (``n`` checked first); the message
+            names the calls the agent has made, the context the ``argument``.
+    """
+    state = await store.conversation_state(agent_id)
+    if state is None:
+        raise NotFound(f"there is no agent {agent_id!r}", what="agent", value=agent_id)
+    runs = await store.runs(agent_id)
+    after, later = await _side(store, agent_id, runs, state.model_calls, n, "n")
+    before, earlier = await _side(store, agent_id, runs, state.model_calls, m, "m")
+    return CallDiff(agent_id=agent_id, before=before, after=after, diff=diff_views(earlier, later))
