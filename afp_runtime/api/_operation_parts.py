@@ -54,6 +54,11 @@ FOLD = path_param(
 )
 EPOCH = path_param("epoch", NUMBER, "the model call's number within the run, from 1")
 CALL = path_param("n", NUMBER, "the model call's number over the agent's life, from 1")
+AGAINST = query(
+    "against",
+    {**NUMBER, "minimum": 0},
+    "the call compared against, by its number over the agent's life (default n - 1)",
+)
 
 
 def paging(maximum: int = MAX_LIMIT) -> list[dict[str, Any]]:
@@ -105,6 +110,29 @@ SERVER_SENT_EVENT: Final = {
         "retry": {"type": "integer"},
     },
 }
+
+QUESTION_EXAMPLE: Final = {
+    "questionId": "q-01a233d7-77a9-7e2c-98cf-7e3706daf89b",
+    "agentId": "desk",
+    "runId": "run-01a233d7-77a3-7c77-b37b-15f5fda7cf51",
+    "turn": 1,
+    "kind": "tool-ask",
+    "prompt": "which host should the migration run on?",
+    "toolCallIds": ["c1"],
+    "askedAt": "2026-12-01T21:06:28.617Z",
+    "status": "open",
+    "repeat": 0,
+    "answer": None,
+    "answeredAt": None,
+    "format": None,
+    "mention": None,
+    "quote": None,
+    "choices": None,
+    "freeEntry": None,
+    "zone": None,
+    "refused": None,
+}
+"""A question as the question operations answer it (their examples)."""
 
 # -- operations -------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from afp_runtime.api._bodies import AbandonBody, AnswerBody, InboxPostBody, NoBody
 from afp_runtime.api._operation_parts import (
+    AGAINST,
     AGENT,
     CALL,
     EPOCH,
@@ -23,6 +24,7 @@ from afp_runtime.api._operation_parts import (
     MESSAGE,
     NUMBER,
     QUESTION,
+    QUESTION_EXAMPLE,
     RUN,
     TURN,
     TYPES,
@@ -46,33 +48,11 @@ from afp_runtime.api.shapes import (
     QuestionView,
     ResumeAccepted,
 )
-from afp_runtime.app import ConformanceReport, EpochEntry, Receipt, ServedView
+from afp_runtime.app import CallDiff, ConformanceReport, EpochEntry, Receipt, ServedView
 from afp_runtime.store import RunRow, StoredBundle
 
 Window = dict[str, Any]
 Row = dict[str, Any]
-
-_QUESTION_EXAMPLE = {
-    "questionId": "q-01a233d7-77a9-7e2c-98cf-7e3706daf89b",
-    "agentId": "desk",
-    "runId": "run-01a233d7-77a3-7c77-b37b-15f5fda7cf51",
-    "turn": 1,
-    "kind": "tool-ask",
-    "prompt": "which host should the migration run on?",
-    "toolCallIds": ["c1"],
-    "askedAt": "2026-12-01T21:06:28.617Z",
-    "status": "open",
-    "repeat": 0,
-    "answer": None,
-    "answeredAt": None,
-    "format": None,
-    "mention": None,
-    "quote": None,
-    "choices": None,
-    "freeEntry": None,
-    "zone": None,
-    "refused": None,
-}
 
 
 _EVENT_EXAMPLE = 'id: 3f2a-12\nevent: turn.ended\ndata: {"type":"turn.ended"}\n\n'
@@ -192,6 +172,14 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "GET",
+        "/v1/agents/{agentId}/calls/{n}/diff",
+        "What changed from one of the agent's calls to another",
+        "served",
+        CallDiff,
+        params=(AGENT, CALL, AGAINST),
+    ),
+    Operation(
+        "GET",
         "/v1/agents/{agentId}/window-records",
         "Window records of the agent",
         "window",
@@ -252,7 +240,7 @@ OPERATIONS: tuple[Operation, ...] = (
             ),
             *paging(),
         ),
-        example=_page(_QUESTION_EXAMPLE),
+        example=_page(QUESTION_EXAMPLE),
     ),
     Operation(
         "POST",
@@ -266,7 +254,7 @@ OPERATIONS: tuple[Operation, ...] = (
         example={
             "status": "accepted",
             "question": {
-                **_QUESTION_EXAMPLE,
+                **QUESTION_EXAMPLE,
                 "status": "answered",
                 "answer": "db-2",
                 "answeredAt": "2026-12-01T21:07:02.118Z",
@@ -286,7 +274,7 @@ OPERATIONS: tuple[Operation, ...] = (
         example={
             "status": "abandoned",
             "question": {
-                **_QUESTION_EXAMPLE,
+                **QUESTION_EXAMPLE,
                 "status": "abandoned",
                 "answeredAt": "2026-12-01T21:07:02.118Z",
             },

@@ -1,16 +1,20 @@
-"""Endpoints for the host and its agents: health, the agents, an agent's runs and its n-th
-model call (docs/api.md#endpoints).
+"""Endpoints for the host and its agents: health, the agents, an agent's runs, its n-th
+model call and the diff of two of its calls (docs/api.md#endpoints).
 
 Readings settled here:
 
 * An agent exists when the store knows it or this host runs it. Its ``status`` is its open
   turn's status (``running``, ``paused``, ``stalled``, ``held``) or ``idle``; an agent this host
   does not run is ``not-leased``.
+* ``…/calls/{n}/diff?against=m`` compares call ``m`` (default ``n - 1``) to call ``n``
+  (``app.call_diff``). A number that names no call (``0`` included) is 404 ``call-not-found``
+  naming the calls that exist, its ``field`` ``n`` or ``against``; ``against`` that is not
+  digits is 400 ``invalid-query``.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from litestar import get
 from litestar.datastructures import State
@@ -25,6 +29,8 @@ from afp_runtime.api._params import (
     limit_of,
     number_param,
     page_of,
+    query,
+    query_int,
 )
 from afp_runtime.api._problems import ApiError, not_found
 from afp_runtime.api.shapes import (
@@ -33,7 +39,9 @@ from afp_runtime.api.shapes import (
     Health,
 )
 from afp_runtime.api.views import agent_view
+from afp_runtime.app import CallDiff, call_diff
 from afp_runtime.app import agent_call as find_call
+from afp_runtime.errors import NotFound
 from afp_runtime.store import AgentRow, RunRow
 
 
@@ -143,6 +151,30 @@ async def agent_call(state: State, agent_id: PathText, n: PathText) -> CallView:
     )
 
 
+@get("/v1/agents/{agent_id:str}/calls/{n:str}/diff")
+async def agent_call_diff(
+    state: State,
+    agent_id: PathText,
+    n: PathText,
+    against: Annotated[str | None, query("against")] = None,
+) -> CallDiff:
+    """What changed in what the model was sent from the agent's call ``against`` (default
+    ``n - 1``) to its call ``n``, across runs and turns."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    number = number_param("n", n)
+    other = query_int("against", against)
+    try:
+        return await call_diff(ctx.reader, agent_id, number, number - 1 if other is None else other)
+    except NotFound as exc:
+        if exc.context.get("what") != "call":
+            raise ApiError(404, "agent-not-found", exc.message) from exc
+        if exc.context.get("argument") == "n":
+            raise not_found("call-not-found", exc.message, field="n", value=n) from exc
+        shown = against if against is not None else str(number - 1)
+        raise not_found("call-not-found", exc.message, field="against", value=shown) from exc
+
+
 HANDLERS = [
     health,
     metrics,
@@ -150,4 +182,5 @@ HANDLERS = [
     one_agent,
     agent_runs,
     agent_call,
+    agent_call_diff,
 ]

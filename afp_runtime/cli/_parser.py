@@ -266,6 +266,16 @@ _COMMANDS: tuple[_Command, ...] = (
         (_AGENT, _arg("n", type=int)),
     ),
     _Command(
+        "diff",
+        "served:cmd_diff",
+        "What changed between two of the agent's model calls (agent-wide numbers).",
+        (
+            _AGENT,
+            _arg("n", type=int, help="the later call"),
+            _arg("m", nargs="?", type=int, help="the call compared against (default: N-1)"),
+        ),
+    ),
+    _Command(
         "export",
         "served:cmd_export",
         "Export a run's log as JSON (bodies inlined).",

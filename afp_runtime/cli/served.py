@@ -1,6 +1,6 @@
 """What a model was sent: epochs, served views and their diff, receipts, conformance, the n-th
-call, exports. Served code is synchronous over a run's log; the store's run-log reader calls it
-off the event loop."""
+call and the diff of two calls, exports. Served code is synchronous over a run's log; the
+store's run-log reader calls it off the event loop."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 import anyio
 
 from afp_runtime.app import (
+    CallDiff,
+    CallSide,
     RunSource,
     ServedView,
     StoredRun,
@@ -16,6 +18,7 @@ from afp_runtime.app import (
     agent_call,
     all_served_views,
     builtin_encoder,
+    call_diff,
     conform,
     encode_served,
     epoch_list,
@@ -214,6 +217,33 @@ async def cmd_call(args: Any) -> int:
             _print_view(found.view)
         return EXIT_OK
     raise NotFound(f"agent {args.agent!r} has made no model call {args.n}", what="call")
+
+
+def _side_line(label: str, side: CallSide) -> str:
+    said = f"{label} call {side.agent_call}: run {side.run_id}, turn {side.turn}"
+    said += f", epoch {side.epoch}"
+    return said if side.outcome == "replied" else f"{said} ({side.outcome})"
+
+
+def _print_call_diff(found: CallDiff) -> None:
+    say(_side_line("before", found.before))
+    say(_side_line("after ", found.after))
+    _print_diff(found.diff)
+
+
+async def cmd_diff(args: Any) -> int:
+    """What changed in what the model was sent from the agent's call M (default N-1) to its
+    call N, by agent-wide number: across runs and turns (``store.diff_calls``)."""
+    async with reader(args.db) as store:
+        agent_id = await _ids.known_agent(store, args.agent)
+        m = args.n - 1 if args.m is None else args.m
+        found = await call_diff(store, agent_id, args.n, m)
+    if args.json:
+        # Exactly the API's body (GET /v1/agents/{id}/calls/{n}/diff?against=m).
+        write_json(encode_served(found))
+    else:
+        _print_call_diff(found)
+    return EXIT_OK
 
 
 async def cmd_export(args: Any) -> int:

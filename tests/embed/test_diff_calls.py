@@ -1,12 +1,7 @@
 """``store.diff_calls``: the diff between any two of an agent's calls by agent-wide number,
 across runs and turns, a crash-abandoned call included (docs/python.md#reading-what-happened).
-
-The store these tests share (``crossed``) holds agent ``support``'s life:
-
-* turn 1, ``run-a``: call 1 (asks ``lookup_order``), call 2 (answers);
-* turn 2: call 3 is cut off by a crash after its receipt committed (abandoned in the crashed
-  run), the recovery run makes call 4 (asks ``lookup_order``) and call 5 (answers).
-"""
+The store is ``tests/crossed_calls.py``'s: calls 1-2 in turn 1, call 3 abandoned by a crash in
+turn 2, calls 4-5 in its recovery run."""
 
 from __future__ import annotations
 
@@ -17,45 +12,9 @@ import pytest
 
 import afp_runtime as afp
 from afp_runtime.errors import InvalidValue, NotFound
-from afp_runtime.messages import ModelRequest
-from afp_runtime.testing import answer, call, tool_reply
+from afp_runtime.testing import answer
 
-
-class Crash(BaseException):
-    """Stands for the process dying while the model is asked (after the receipt committed)."""
-
-
-@afp.tool(idempotent=True)
-def lookup_order(order_id: str) -> dict[str, str]:
-    """Look an order up by its id."""
-    return {"orderId": order_id, "status": "shipped"}
-
-
-def support(script: Any) -> afp.Agent:
-    return afp.Agent("support", afp.ScriptedModel(script), tools=[lookup_order])
-
-
-def _reply(request: ModelRequest) -> afp.ModelReply:
-    if request.messages[-1].role == "tool":
-        return answer(f"Done: {request.messages[-1].content}")
-    return tool_reply(call(f"c{len(request.messages)}", "lookup_order", order_id="1042"))
-
-
-async def crossed(path: Path) -> list[str]:
-    """Write the life the module describes into ``path``; the run ids in start order."""
-    async with afp.open(path) as store:
-        await store.run(support(lambda request, number: _reply(request)), "Where is 1042?")
-
-    def crashing(request: ModelRequest, number: int) -> afp.ModelReply:
-        raise Crash
-
-    with pytest.raises((Crash, BaseExceptionGroup)) as died:
-        async with afp.open(path) as store:
-            await store.run(support(crashing), "And 1043?")
-    assert isinstance(died.value, Crash) or died.group_contains(Crash)
-    async with afp.open(path) as store:
-        await store.work(support(lambda request, number: _reply(request)))
-        return [run.run_id for run in await store.runs("support")]
+from ..crossed_calls import SECOND, crossed
 
 
 async def test_two_calls_of_two_turns_diff_with_their_runs_and_turns(tmp_path: Path) -> None:
@@ -71,7 +30,7 @@ async def test_two_calls_of_two_turns_diff_with_their_runs_and_turns(tmp_path: P
     assert (found.after.epoch, found.after.outcome) == (2, "replied")
     assert found.diff.removed == ()
     assert [m.role for m in found.diff.added] == ["assistant", "user", "assistant", "tool"]
-    assert found.diff.added[1].content == "And 1043?"
+    assert found.diff.added[1].content == SECOND
     assert found.diff.kept == 3
     assert (found.diff.before, found.diff.after) == (2, 2)
 
@@ -98,7 +57,7 @@ async def test_the_abandoned_call_diffs_against_a_later_one(tmp_path: Path) -> N
     async with afp.open(tmp_path / "afp.db") as store:
         found = await store.diff_calls("support", 3, 1)
     assert found.after.outcome == "abandoned" and found.before.outcome == "replied"
-    assert [m.content for m in found.diff.added][-1] == "And 1043?"
+    assert [m.content for m in found.diff.added][-1] == SECOND
 
 
 @pytest.mark.parametrize(
