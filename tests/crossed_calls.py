@@ -22,7 +22,8 @@ from afp_runtime.messages import ModelRequest
 from afp_runtime.testing import answer, call, tool_reply
 
 AGENT = "support"
-SECOND = "And 1043?"
+SECOND = "And [bold]1043[/bold]?"
+"""Turn 2's message; it looks like Rich markup, which `afp diff` must print as typed."""
 
 
 class Crash(BaseException):
