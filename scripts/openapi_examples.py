@@ -84,7 +84,9 @@ def capture(base: str) -> dict[str, Any]:
                 continue
             # A diff needs a call before call n: the second against the first.
             names = {**ids, "n": "2"} if op.path.endswith("/diff") else ids
-            path = re.sub(r"\{(\w+)\}", lambda m: names.get(m.group(1), m.group(0)), op.path)
+            path = re.sub(
+                r"\{(\w+)\}", lambda m, names=names: names.get(m.group(1), m.group(0)), op.path
+            )
             if "{" in path:
                 continue
             answer = client.get(path)

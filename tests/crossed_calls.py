@@ -2,7 +2,7 @@
 tests of the diff by agent-wide number (``store.diff_calls``, ``afp diff``,
 ``GET /v1/agents/{agentId}/calls/{n}/diff``; docs/python.md#reading-what-happened).
 
-``crossed(path)`` writes agent ``support``'s life into a SQLite file:
+``crossed(path)`` writes agent ``support``'s life into a store (a SQLite file or a URL):
 
 * turn 1, the first run: call 1 (asks ``lookup_order``), call 2 (answers);
 * turn 2: call 3 is cut off by a crash while the model is asked, after its receipt committed
@@ -51,8 +51,9 @@ def support(script: Any = _reply) -> afp.Agent:
     return afp.Agent(AGENT, afp.ScriptedModel(script), tools=[lookup_order])
 
 
-async def crossed(path: Path) -> list[str]:
-    """Write the life the module describes into ``path``; the run ids in start order."""
+async def crossed(path: Path | str) -> list[str]:
+    """Write the life the module describes into ``path`` (a SQLite file or a database URL);
+    the run ids in start order."""
     async with afp.open(path) as store:
         await store.run(support(), "Where is 1042?")
     with pytest.raises((Crash, BaseExceptionGroup)) as died:

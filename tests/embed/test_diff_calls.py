@@ -15,6 +15,7 @@ from afp_runtime.errors import InvalidValue, NotFound
 from afp_runtime.testing import answer
 
 from ..crossed_calls import SECOND, crossed
+from ..store._postgres import FreshDatabase
 
 
 async def test_two_calls_of_two_turns_diff_with_their_runs_and_turns(tmp_path: Path) -> None:
@@ -48,6 +49,18 @@ async def test_the_default_is_the_call_before_even_in_another_run(tmp_path: Path
     assert (found.diff.added, found.diff.removed, found.diff.changed) == ((), (), ())
     assert found.diff.kept == 5
     assert same.before == same.after and same.diff.added == ()
+
+
+async def test_the_diff_reads_a_postgres_store_the_same_way() -> None:
+    """On Postgres the same life gives the same sides: call 4 against the abandoned call 3."""
+    async with FreshDatabase() as database:
+        runs = await crossed(database.url)
+        async with afp.open(database.url) as store:
+            found = await store.diff_calls("support", 4)
+            across = await store.diff_calls("support", 5, 2)
+    assert (found.before.run_id, found.before.outcome) == (runs[1], "abandoned")
+    assert (found.after.run_id, found.diff.kept, found.diff.added) == (runs[2], 5, ())
+    assert (across.before.turn, across.after.turn, len(across.diff.added)) == (1, 2, 4)
 
 
 async def test_the_abandoned_call_diffs_against_a_later_one(tmp_path: Path) -> None:
