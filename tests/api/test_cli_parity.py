@@ -9,6 +9,7 @@ import anyio
 
 from afp_runtime.testing import answer, call, tool_reply
 
+from ..crossed_calls import crossed, support
 from .conftest import Api, agent, post, settle
 
 
@@ -65,3 +66,16 @@ async def test_cli_inbox_runs_and_questions_json_are_the_api_bodies(api: Api) ->
     assert await cli("runs", "ops") == runs
     assert await cli("runs", "--id", "run-1") == one
     assert await cli("questions", "ops") == questions
+
+
+async def test_cli_diff_json_is_the_api_body(api: Api) -> None:
+    """`afp diff support 5 2 --json` prints exactly `GET …/calls/5/diff?against=2`'s body, a
+    diff across two turns and the crashed run between them (``tests/crossed_calls.py``)."""
+    await crossed(api.path)
+    async with api.running(support()) as (_, client):
+        body = (await client.get("/v1/agents/support/calls/5/diff?against=2")).content
+    db = str(api.path)
+    cli = await anyio.to_thread.run_sync(afp, "diff", "support", "5", "2", "--json", "--db", db)
+    assert cli.returncode == 0, cli.stderr
+    assert b'"turn":1' in body and b'"turn":2' in body
+    assert cli.stdout.strip() == body.strip()
