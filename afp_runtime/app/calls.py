@@ -103,12 +103,15 @@ def _made(agent_id: str, made: int) -> str:
 
 def no_call(agent_id: str, made: int, number: int, argument: str) -> NotFound:
     """The error of a call number (argument ``argument``) that names none of the agent's
-    ``made`` calls: it names the ones that exist."""
+    ``made`` calls: it names the ones that exist. A number among them that no run's log holds
+    (its receipt stored in a shape that is refused) is named as such."""
+    missing = (
+        f"call {number} is in none of its runs' logs"
+        if 1 <= number <= made
+        else f"there is no call {number}"
+    )
     return NotFound(
-        f"{_made(agent_id, made)}; there is no call {number}",
-        what="call",
-        value=number,
-        argument=argument,
+        f"{_made(agent_id, made)}; {missing}", what="call", value=number, argument=argument
     )
 
 

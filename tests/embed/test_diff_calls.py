@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import afp_runtime as afp
+from afp_runtime.app import no_call
 from afp_runtime.errors import InvalidValue, NotFound
 from afp_runtime.testing import answer
 
@@ -114,3 +115,16 @@ async def test_a_number_that_is_no_whole_number_is_invalid_naming_it(
             with pytest.raises(InvalidValue, match=r"^m must be a whole number") as second:
                 await store.diff_calls("desk", 1, bad)
             assert second.value.context == {"field": "m"}
+
+
+def test_a_counted_call_no_log_holds_is_named_as_such() -> None:
+    """A number among the agent's calls whose receipt no run's log yields (one stored in a shape
+    that is refused) is not called nonexistent: the message says the logs lack it."""
+    found = no_call("desk", 14, 5, "m")
+    assert found.message == (
+        "agent 'desk' has made calls 1 to 14; call 5 is in none of its runs' logs"
+    )
+    assert found.context == {"what": "call", "value": 5, "argument": "m"}
+    assert no_call("desk", 0, 1, "n").message == (
+        "agent 'desk' has made no model call yet; there is no call 1"
+    )
