@@ -215,6 +215,60 @@ async def test_openai_call_without_id_gets_one_id_for_fragments_and_reply(server
     assert deltas[0].tool_call_id == call.id and deltas[0].tool_name == "w"
 
 
+async def test_openai_fragments_without_index_are_told_apart_by_id(server) -> None:
+    """A server that numbers no fragment: a fragment with a new id starts the next call, one
+    without an id continues the last."""
+
+    def chunk(call: dict[str, Any]) -> tuple[None, str]:
+        return None, json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+
+    events = [
+        chunk({"id": "a", "function": {"name": "w", "arguments": '{"x":'}}),
+        chunk({"function": {"arguments": " 1}"}}),
+        chunk({"id": "b", "function": {"name": "v", "arguments": "{}"}}),
+        (None, "[DONE]"),
+    ]
+    model = streamed_openai(server.url)
+    server.stream([sse(events)])
+    try:
+        reply = await model.send(REQUEST)
+    finally:
+        await model.aclose()
+    assert reply.tool_calls == (
+        ToolCall(id="a", name="w", args={"x": 1}),
+        ToolCall(id="b", name="v", args={}),
+    )
+
+
+async def test_anthropic_input_cut_short_is_kept_as_args_text(server) -> None:
+    """A tool input whose JSON pieces do not parse (the reply hit max_tokens mid-call) stays on
+    the reply as ``argsText``, as unparsable OpenAI arguments do, instead of failing the call."""
+
+    def event(name: str, **data: Any) -> tuple[str, str]:
+        return name, json.dumps({"type": name, **data})
+
+    head = {"type": "tool_use", "id": "toolu_1", "name": "w", "input": {}}
+    partial = {"type": "input_json_delta", "partial_json": '{"city": "Os'}
+    events = [
+        event("message_start", message={"content": [], "usage": {"input_tokens": 3}}),
+        event("content_block_start", index=0, content_block=head),
+        event("content_block_delta", index=0, delta=partial),
+        event("content_block_stop", index=0),
+        event("message_delta", delta={"stop_reason": "max_tokens"}, usage={"output_tokens": 5}),
+        event("message_stop"),
+    ]
+    model = streamed_anthropic(server.url)
+    server.stream([sse(events)])
+    try:
+        reply = await model.send(REQUEST)
+    finally:
+        await model.aclose()
+    assert reply.tool_calls == (
+        ToolCall(id="toolu_1", name="w", args={}, args_text='{"city": "Os'),
+    )
+    assert reply.stop_reason == "max-tokens" and reply.usage == Usage(input=3, output=5)
+
+
 async def test_anthropic_fragments_arrive_text_then_calls(server) -> None:
     body = {
         "type": "message",
