@@ -81,6 +81,7 @@ def _openai_compatible(config: ModelConfig, field: str, base_dir: Path | None) -
         api_key_env=config.api_key_env,
         max_tokens=config.max_tokens,
         timeout_s=config.timeout_s,
+        stream=config.stream,
     )
 
 
@@ -92,6 +93,7 @@ def _anthropic(config: ModelConfig, field: str, base_dir: Path | None) -> Model:
         base_url=config.base_url or "https://api.anthropic.com",
         max_tokens=config.max_tokens or 4096,
         timeout_s=config.timeout_s,
+        stream=config.stream,
     )
 
 

@@ -29,6 +29,8 @@ class ModelConfig(ConfigStruct):
         max_tokens: default completion limit (wire ``maxTokens``).
         timeout_s: real network timeout per request (wire ``timeoutS``).
         script: ``module:attr`` of a scripted model's replies or reply function.
+        stream: ``openai-compatible`` and ``anthropic``: ask for streamed replies
+            (docs/loop.md#streaming-replies).
     """
 
     provider: str
@@ -38,6 +40,7 @@ class ModelConfig(ConfigStruct):
     max_tokens: int | None = None
     timeout_s: float = 120.0
     script: str | None = None
+    stream: bool = False
 
 
 class ToolConfig(ConfigStruct):

@@ -27,10 +27,19 @@ from afp_runtime.models._http_reading import (
     HTTPX_ERRORS,
     VendorError,
     bad_response,
+    error_from_event,
     error_from_exception,
     error_from_response,
     load_json,
+    stream_cut_short,
     vendor_error,
+)
+from afp_runtime.models._sse import (
+    Assembler,
+    ErrorEvent,
+    EventShapeError,
+    is_event_stream,
+    read_events,
 )
 from afp_runtime.models.base import DeltaSink, EncodedRequest, ReplyDelta
 
@@ -186,7 +195,7 @@ class HttpModel(ABC):
     """Base of the HTTP adapters: owns or borrows an httpx client and posts encoded bodies.
 
     Subclasses set ``provider`` and ``encoder`` and implement ``encode``, ``_headers``,
-    ``_decode`` and ``_context_length`` (and may override ``_overloaded``).
+    ``_decode``, ``_assembler`` and ``_context_length`` (and may override ``_overloaded``).
     """
 
     provider: str = "http"
@@ -201,6 +210,7 @@ class HttpModel(ABC):
         timeout_s: float,
         client: httpx.AsyncClient | None,
         transport: httpx.AsyncBaseTransport | None,
+        stream: bool = False,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigError(f"{self.provider}: model must be a non-empty string", field="model")
@@ -208,7 +218,11 @@ class HttpModel(ABC):
             raise ConfigError(
                 f"{self.provider}: give either client or transport, not both", field="client"
             )
+        if not isinstance(stream, bool):
+            raise ConfigError(f"{self.provider}: stream must be true or false", field="stream")
         self.model = model
+        #: Whether requests ask for a streamed reply (docs/loop.md#streaming-replies).
+        self.stream = stream
         self.base_url = check_base_url(self.provider, base_url)
         self.timeout_s = check_timeout(self.provider, timeout_s)
         # An adapter that makes its own client makes it at its first send and drops it at
@@ -233,6 +247,10 @@ class HttpModel(ABC):
         """The reply a provider's decoded JSON body holds."""
 
     @abstractmethod
+    def _assembler(self, on_delta: DeltaSink | None) -> Assembler:
+        """A fresh assembler of the provider's streamed reply (``_sse``)."""
+
+    @abstractmethod
     def _context_length(self, vendor: VendorError) -> bool:
         """Whether a vendor error says the prompt was too long."""
 
@@ -244,8 +262,9 @@ class HttpModel(ABC):
     ) -> ModelReply:
         """POST exactly the encoded body and decode the reply.
 
-        Without streaming, ``on_delta`` receives the whole reply text as one fragment (when
-        non-empty).
+        A ``text/event-stream`` answer is read event by event, each fragment going to
+        ``on_delta`` as it arrives (docs/loop.md#streaming-replies); any other answer is read
+        whole, and ``on_delta`` receives the whole reply text as one fragment (when non-empty).
 
         Raises:
             ModelCallError: classified per docs/loop.md#model-call-errors-and-retry; httpx errors
@@ -253,16 +272,26 @@ class HttpModel(ABC):
         """
         encoded = request if isinstance(request, EncodedRequest) else self.encode(request)
         headers = {
-            "accept": "application/json",
+            "accept": "text/event-stream" if self.stream else "application/json",
             "content-type": encoded.content_type,
             **self._headers(),
         }
         try:
-            response = await self._client().post(
-                self.base_url + encoded.path, content=encoded.body, headers=headers
-            )
+            async with self._client().stream(
+                "POST", self.base_url + encoded.path, content=encoded.body, headers=headers
+            ) as response:
+                if 200 <= response.status_code < 300 and is_event_stream(response):
+                    return await self._read_stream(response, on_delta)
+                await response.aread()
         except HTTPX_ERRORS as exc:
             raise error_from_exception(self.provider, exc) from exc
+        reply = self._reply_from(response)
+        if on_delta is not None and reply.content:
+            on_delta(ReplyDelta(text=reply.content))
+        return reply
+
+    def _reply_from(self, response: httpx.Response) -> ModelReply:
+        """The reply a whole (read) response holds; raises ModelCallError."""
         status = response.status_code
         if not 200 <= status < 300:
             raise error_from_response(
@@ -279,19 +308,42 @@ class HttpModel(ABC):
                 status,
                 f"not valid JSON: {exc}; body starts {shown(response.content[:120])}",
             ) from exc
+        if not isinstance(data, dict):
+            raise bad_response(
+                self.provider, status, f"the body is {type(data).__name__}, not a JSON object"
+            )
+        return self._decoded(status, data)
+
+    def _decoded(self, status: int, data: dict[str, Any]) -> ModelReply:
         try:
-            if not isinstance(data, dict):
-                raise ReplyShapeError(f"the body is {type(data).__name__}, not a JSON object")
-            reply = self._decode(data)
+            return self._decode(data)
         except ReplyShapeError as exc:
             vendor = vendor_error(data)
             said = f"; the body holds an error: {shown(vendor.message)}" if vendor.message else ""
             raise bad_response(self.provider, status, f"{exc}{said}") from exc
         except InvalidValue as exc:
             raise bad_response(self.provider, status, exc.message) from exc
-        if on_delta is not None and reply.content:
-            on_delta(ReplyDelta(text=reply.content))
-        return reply
+
+    async def _read_stream(
+        self, response: httpx.Response, on_delta: DeltaSink | None
+    ) -> ModelReply:
+        """Assemble a streamed reply; the caller classifies httpx errors (a stall, a cut)."""
+        status = response.status_code
+        assembler = self._assembler(on_delta)
+        try:
+            finished = await read_events(response, assembler)
+        except EventShapeError as exc:
+            raise bad_response(self.provider, status, f"in the event stream, {exc}") from exc
+        except ErrorEvent as exc:
+            raise error_from_event(
+                self.provider,
+                exc.vendor,
+                context_length=self._context_length,
+                overloaded=self._overloaded,
+            ) from exc
+        if not finished:
+            raise stream_cut_short(self.provider, status, assembler.terminal)
+        return self._decoded(status, assembler.body())
 
     def _client(self) -> httpx.AsyncClient:
         if self._borrowed is not None:

@@ -18,6 +18,10 @@ retryable; a body httpx cannot decode (bad gzip) is ``bad-response``; a redirect
 invalid URL or a cookie conflict is ``bad-request``; stream misuse is ``network``. A 2xx whose body
 is not the reply shape is ``bad-response``, retryable.
 
+Inside a streamed 2xx reply (docs/loop.md#streaming-replies), an error event is classified as
+the same error in a JSON body would be (``error_from_event``), and a stream that ends before its
+terminal event is ``network``, retryable, like a body cut short (``stream_cut_short``).
+
 ``Retry-After`` is read as delay-seconds or as an HTTP-date; the date form is measured against
 the response's own ``Date`` header, and is treated as absent when that header is missing.
 
@@ -190,17 +194,89 @@ def error_from_response(
         vendor = vendor_error(load_json(response.content))
     except ValueError:
         vendor = VendorError(message=response.content[:200].decode("utf-8", errors="replace"))
-    detail = f": {shown(scrub(vendor.message))}" if vendor.message else ""
     retry_after = parse_retry_after(
         response.headers.get("retry-after"), response.headers.get("date")
     )
+    location = response.headers.get("location")
+    where = f" to {shown(location)}" if location else ""
+    return _classified(
+        provider,
+        status,
+        vendor,
+        f"HTTP {status}",
+        retry_after=retry_after,
+        elsewhere=f"unexpected status{where}; check the base URL",
+        context_length=context_length,
+        overloaded=overloaded,
+    )
+
+
+def error_from_event(
+    provider: str,
+    vendor: VendorError,
+    *,
+    context_length: Callable[[VendorError], bool],
+    overloaded: Callable[[VendorError], bool] = lambda _: False,
+) -> ModelCallError:
+    """Classify an error event inside a 2xx stream as the same error in a JSON body would be.
+
+    The event has no status of its own: the vendor's error type stands for the status the
+    provider gives that error in a body (``_EVENT_STATUS``); an unknown type counts as a
+    server failure (the provider accepted the request and then failed), retryable. The error
+    carries no ``status``: the HTTP status was a success.
+    """
+    status = _EVENT_STATUS.get(vendor.type) or _EVENT_STATUS.get(vendor.code) or 500
+    return _classified(
+        provider,
+        status,
+        vendor,
+        f"error event {shown(vendor.type or vendor.code or 'untyped')} mid-stream",
+        retry_after=None,
+        elsewhere="unexpected error event",
+        context_length=context_length,
+        overloaded=overloaded,
+        record_status=False,
+    )
+
+
+# The status each vendor error type comes with in a JSON body (Anthropic's and OpenAI's
+# documented types), read for an error event that arrives inside a stream.
+_EVENT_STATUS: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "context_length_exceeded": 400,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "insufficient_quota": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "overloaded_error": 529,
+}
+
+
+def _classified(
+    provider: str,
+    status: int,
+    vendor: VendorError,
+    said: str,
+    *,
+    retry_after: float | None,
+    elsewhere: str,
+    context_length: Callable[[VendorError], bool],
+    overloaded: Callable[[VendorError], bool],
+    record_status: bool = True,
+) -> ModelCallError:
+    detail = f": {shown(scrub(vendor.message))}" if vendor.message else ""
 
     def error(kind: str, what: str, retryable: bool) -> ModelCallError:
         return ModelCallError(
-            f"{provider}: {what} (HTTP {status}){detail}",
+            f"{provider}: {what} ({said}){detail}",
             error_kind=kind,
             provider=provider,
-            status=status,
+            status=status if record_status else None,
             retryable=retryable,
             retry_after_s=retry_after if retryable else None,
         )
@@ -215,9 +291,7 @@ def error_from_response(
         return error("auth", "the credentials were refused", False)
     if 400 <= status < 500:
         return error("bad-request", "the request was refused", False)
-    location = response.headers.get("location")
-    where = f" to {shown(location)}" if location else ""
-    return error("bad-request", f"unexpected status{where}; check the base URL", False)
+    return error("bad-request", elsewhere, False)
 
 
 def error_from_exception(provider: str, exc: Exception) -> ModelCallError:
@@ -235,6 +309,18 @@ def error_from_exception(provider: str, exc: Exception) -> ModelCallError:
         error_kind=kind,
         provider=provider,
         retryable=retryable,
+    )
+
+
+def stream_cut_short(provider: str, status: int, terminal: str) -> ModelCallError:
+    """A stream that ended cleanly before its terminal event: ``network``, retryable, as a
+    body cut short is (docs/loop.md#streaming-replies)."""
+    return ModelCallError(
+        f"{provider}: the reply stream ended before its terminal event {terminal}",
+        error_kind="network",
+        provider=provider,
+        status=status,
+        retryable=True,
     )
 
 

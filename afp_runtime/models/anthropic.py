@@ -40,6 +40,7 @@ from afp_runtime.messages import (
     Usage,
     canonical_json,
 )
+from afp_runtime.models._anthropic_stream import AnthropicStream
 from afp_runtime.models._http import (
     HttpModel,
     ReplyShapeError,
@@ -51,7 +52,7 @@ from afp_runtime.models._http import (
     tool_fields,
 )
 from afp_runtime.models._http_reading import VendorError, scrub
-from afp_runtime.models.base import EncodedRequest
+from afp_runtime.models.base import DeltaSink, EncodedRequest
 
 _PROVIDER = "anthropic"
 _STOP: dict[str, StopReason] = {
@@ -74,6 +75,9 @@ class AnthropicModel(HttpModel):
         max_tokens: ``max_tokens`` sent when the request's params set none (the API needs one).
         timeout_s: connect, read, write and pool timeout of an owned client, in seconds.
         anthropic_version: the ``anthropic-version`` header.
+        stream: ask for a streamed reply (``"stream": true``; encoder
+            ``anthropic-messages-stream/1``), read as its events arrive
+            (docs/loop.md#streaming-replies).
         client: an httpx client to borrow (never closed by ``aclose``).
         transport: a transport for the client this adapter creates.
 
@@ -96,6 +100,7 @@ class AnthropicModel(HttpModel):
         anthropic_version: str = "2023-06-01",
         client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        stream: bool = False,
     ) -> None:
         self._api_key = resolve_api_key(_PROVIDER, api_key, api_key_env)
         checked = check_max_tokens(_PROVIDER, max_tokens)
@@ -114,11 +119,23 @@ class AnthropicModel(HttpModel):
             timeout_s=timeout_s,
             client=client,
             transport=transport,
+            stream=stream,
         )
+        if self.stream:
+            # Another body shape, another encoder: a conformance check re-encodes with it.
+            self.encoder = "anthropic-messages-stream/1"
 
     def settings(self) -> Mapping[str, Any]:
-        """Body-shaping settings: the default ``maxTokens`` and the ``anthropicVersion``."""
-        return {"anthropicVersion": self.anthropic_version, "maxTokens": self.max_tokens}
+        """Body-shaping settings: the default ``maxTokens``, the ``anthropicVersion`` and
+        ``stream`` (only when on, so the settings of an unstreamed adapter are as they always
+        were)."""
+        out: dict[str, Any] = {
+            "anthropicVersion": self.anthropic_version,
+            "maxTokens": self.max_tokens,
+        }
+        if self.stream:
+            out["stream"] = True
+        return out
 
     def encode(self, request: ModelRequest) -> EncodedRequest:
         """The Messages body for ``request`` as canonical JSON bytes."""
@@ -151,6 +168,8 @@ class AnthropicModel(HttpModel):
             if choice is not None:
                 body["tool_choice"] = choice
         body.update(sampling(params, stop="stop_sequences"))
+        if self.stream:
+            body["stream"] = True
         return EncodedRequest(body=canonical_json(body), path="/v1/messages")
 
     def _headers(self) -> dict[str, str]:
@@ -158,6 +177,9 @@ class AnthropicModel(HttpModel):
         if self._api_key is not None:
             headers["x-api-key"] = self._api_key
         return headers
+
+    def _assembler(self, on_delta: DeltaSink | None) -> AnthropicStream:
+        return AnthropicStream(on_delta)
 
     def _context_length(self, vendor: VendorError) -> bool:
         text = vendor.message.lower()
@@ -230,6 +252,10 @@ def _reply_call(index: int, block: Mapping[str, Any]) -> ToolCall:
         raise ReplyShapeError(f"content[{index}].id is missing")
     if not isinstance(name, str) or not name:
         raise ReplyShapeError(f"content[{index}].name is missing")
+    partial = block.get("partial_json")
+    if "input" not in block and isinstance(partial, str):
+        # A streamed input whose JSON pieces do not parse (_anthropic_stream): kept as text.
+        return ToolCall(id=scrub(call_id), name=scrub(name), args={}, args_text=scrub(partial))
     raw = block.get("input")
     if raw is None or isinstance(raw, dict):
         return ToolCall(id=scrub(call_id), name=scrub(name), args=raw or {})

@@ -14,7 +14,8 @@ Choices of this adapter, beyond the Model port (docs/loop.md#the-model-port):
 - ``params.reasoning_budget`` has no chat-completions field and is not sent.
 - ``extra_body`` keys fill the body under ours: request params and ``max_tokens`` win. Keys that
   would change the body's meaning (``model``, ``messages``, ``tools``, ``tool_choice``,
-  ``stream``) are refused at construction.
+  ``stream``) are refused at construction; with ``stream`` on, our ``stream_options`` wins over
+  one in ``extra_body``.
 - A reply tool call without an id gets a fresh ``call_<hex>`` id; ``arguments`` given as an
   object (some local servers) is taken as is; absent or null arguments mean ``{}``.
 - An empty reply text with a ``refusal`` string takes the refusal as its text.
@@ -22,7 +23,6 @@ Choices of this adapter, beyond the Model port (docs/loop.md#the-model-port):
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,7 +50,8 @@ from afp_runtime.models._http import (
     tool_fields,
 )
 from afp_runtime.models._http_reading import VendorError, load_json, scrub
-from afp_runtime.models.base import EncodedRequest
+from afp_runtime.models._openai_stream import OpenAIStream, fresh_call_id
+from afp_runtime.models.base import DeltaSink, EncodedRequest
 
 _PROVIDER = "openai-compatible"
 _RESERVED = frozenset({"model", "messages", "tools", "tool_choice", "stream"})
@@ -70,6 +71,9 @@ class OpenAICompatModel(HttpModel):
         max_tokens: ``max_tokens`` sent when the request's params set none.
         timeout_s: connect, read, write and pool timeout of an owned client, in seconds.
         extra_body: extra top-level body keys (e.g. ``{"seed": 7}``), copied at construction.
+        stream: ask for a streamed reply (``"stream": true`` with
+            ``stream_options.include_usage``; encoder ``openai-chat-stream/1``), read as its
+            chunks arrive (docs/loop.md#streaming-replies).
         client: an httpx client to borrow (never closed by ``aclose``).
         transport: a transport for the client this adapter creates.
 
@@ -93,6 +97,7 @@ class OpenAICompatModel(HttpModel):
         extra_body: Mapping[str, Any] | None = None,
         client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        stream: bool = False,
     ) -> None:
         self._api_key = resolve_api_key(_PROVIDER, api_key, api_key_env)
         self.max_tokens = check_max_tokens(_PROVIDER, max_tokens)
@@ -103,11 +108,18 @@ class OpenAICompatModel(HttpModel):
             timeout_s=timeout_s,
             client=client,
             transport=transport,
+            stream=stream,
         )
+        if self.stream:
+            # Another body shape, another encoder: a conformance check re-encodes with it.
+            self.encoder = "openai-chat-stream/1"
 
     def settings(self) -> Mapping[str, Any]:
-        """Body-shaping settings: the default ``maxTokens`` and the ``extraBody``."""
+        """Body-shaping settings: the default ``maxTokens``, the ``extraBody`` and ``stream``
+        (only when on, so the settings of an unstreamed adapter are as they always were)."""
         out: dict[str, Any] = {}
+        if self.stream:
+            out["stream"] = True
         if self.max_tokens is not None:
             out["maxTokens"] = self.max_tokens
         if self.extra_body:
@@ -136,12 +148,18 @@ class OpenAICompatModel(HttpModel):
         max_tokens = params.max_tokens if params.max_tokens is not None else self.max_tokens
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
+        if self.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
         return EncodedRequest(body=canonical_json(body), path="/chat/completions")
 
     def _headers(self) -> dict[str, str]:
         if self._api_key is None:
             return {}
         return {"authorization": f"Bearer {self._api_key}"}
+
+    def _assembler(self, on_delta: DeltaSink | None) -> OpenAIStream:
+        return OpenAIStream(on_delta)
 
     def _context_length(self, vendor: VendorError) -> bool:
         text = vendor.message.lower()
@@ -268,7 +286,7 @@ def _reply_call(index: int, raw: Any) -> ToolCall:
         raise ReplyShapeError(f"{where}.function.name is missing")
     call_id = raw.get("id")
     if not isinstance(call_id, str) or not call_id:
-        call_id = f"call_{uuid.uuid4().hex[:24]}"
+        call_id = fresh_call_id()
     arguments = function.get("arguments")
     if arguments is None or isinstance(arguments, dict):
         return ToolCall(id=scrub(call_id), name=scrub(name), args=arguments or {})

@@ -4,7 +4,10 @@ The server runs ``http.server.ThreadingHTTPServer`` on 127.0.0.1 in a background
 test queues the responses it wants, in order; the server records every request it receives
 (method, path, headers, body bytes). Two extra modes exercise failures: ``truncated`` announces a
 longer ``Content-Length`` than it sends and then closes the connection, and ``delay_s`` waits
-before answering (for client timeouts).
+before answering (for client timeouts). A streamed response (``LocalServer.stream``) is sent with
+chunked transfer coding, one HTTP chunk per piece given and flushed after each, so the client
+sees the byte stream cut where the test cut it; it may end cleanly, be cut off (``cut``: the
+connection closes mid-body) or stall (``stall``: it waits, sending nothing, until the test ends).
 
 The test (event-loop) side only appends to a deque and reads a list, which take no lock, so
 blockbuster never sees the loop thread wait on the server thread.
@@ -35,6 +38,9 @@ class Scripted:
     truncated: bool = False
     delay_s: float = 0.0
     send_date: bool = True
+    chunks: tuple[bytes, ...] | None = None
+    cut: bool = False
+    stall: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,10 +97,49 @@ class LocalServer:
             )
         )
 
+    def stream(
+        self,
+        chunks: list[bytes] | tuple[bytes, ...],
+        *,
+        status: int = 200,
+        content_type: str = "text/event-stream",
+        cut: bool = False,
+        stall: bool = False,
+    ) -> None:
+        """Queue one chunked response sending ``chunks`` one by one (empty ones are skipped)."""
+        self.script.append(
+            Scripted(
+                status=status,
+                headers=(("Content-Type", content_type),),
+                chunks=tuple(chunk for chunk in chunks if chunk),
+                cut=cut,
+                stall=stall,
+            )
+        )
+
+
+def _send_chunked(
+    handler: BaseHTTPRequestHandler, scripted: Scripted, release: threading.Event
+) -> None:
+    handler.send_header("Transfer-Encoding", "chunked")
+    handler.end_headers()
+    for chunk in scripted.chunks or ():
+        handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        handler.wfile.flush()
+    if scripted.stall:
+        release.wait(60)
+    if scripted.cut or scripted.stall:
+        handler.close_connection = True
+        return
+    handler.wfile.write(b"0\r\n\r\n")
+    handler.wfile.flush()
+
 
 def _handler_for(server: LocalServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Each streamed piece leaves at once (Nagle would hold small writes for an ACK).
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             """Stay quiet: the tests read ``received`` instead."""
@@ -122,6 +167,9 @@ def _handler_for(server: LocalServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Date", self.date_time_string())
             for name, value in scripted.headers:
                 self.send_header(name, value)
+            if scripted.chunks is not None:
+                _send_chunked(self, scripted, server.release)
+                return
             announced = len(scripted.body) + (64 if scripted.truncated else 0)
             self.send_header("Content-Length", str(announced))
             if scripted.truncated:
