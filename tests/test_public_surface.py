@@ -285,6 +285,7 @@ SURFACES: dict[str, list[str]] = {
         "ScriptEntry",
         "ScriptHandler",
         "ScriptedModel",
+        "StreamedReply",
         "backoff_s",
         "encoder_for",
         "send_with_retries",

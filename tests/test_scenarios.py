@@ -305,6 +305,41 @@ def _crash_during_send(r: Result) -> None:
     assert r["modelCalls"][2]["agentCall"] == cut["agentCall"] + 1
 
 
+def _assembled(fragments: list[dict[str, Any]]) -> tuple[str, list[tuple[str, str, str]]]:
+    """A streamed send's text and its calls' (id, name, arguments text), from its fragments."""
+    text = "".join(f.get("text", "") for f in fragments)
+    calls: dict[int, list[str]] = {}
+    for f in fragments:
+        if "toolCallIndex" in f:
+            call = calls.setdefault(f["toolCallIndex"], ["", "", ""])
+            call[0] = f.get("toolCallId", call[0])
+            call[1] = f.get("toolName", call[1])
+            call[2] += f.get("arguments", "")
+    return text, [(c[0], c[1], c[2]) for _, c in sorted(calls.items())]
+
+
+def _streamed_crash_mid_stream(r: Result) -> None:
+    assert _run_statuses(r["turns"][1]) == [("initial", "crashed"), ("recovery", "answered")]
+    cut, again, last = r["modelCalls"]
+    # Cut after four fragments: the text in pieces of 4, then the call's first piece.
+    assert cut["response"] is None
+    assert [len(f.get("text", "")) for f in cut["fragments"]] == [4, 4, 3, 0]
+    assert _assembled(cut["fragments"]) == ("Checking x.", [("x1", "probe_x", '{"id')])
+    # Asked for again under a new receipt; the unconsumed reply streams in full.
+    assert again["request"] == cut["request"]
+    assert (again["runId"], again["agentCall"]) == ("run-2", cut["agentCall"] + 1)
+    for call in (again, last):
+        text, calls = _assembled(call["fragments"])
+        assert text == call["response"]["content"]
+        assert calls == [
+            (c["id"], c["name"], json.dumps(c["args"], separators=(",", ":")))
+            for c in call["response"]["toolCalls"]
+        ]
+    assert [f["text"] for f in last["fragments"]] == ["x i", "s u", "p."]
+    assert len(r["toolExecutions"]) == 1  # the tool ran once
+    assert r["turns"][1]["answer"] == "x is up."
+
+
 def _crash_iteration(r: Result) -> None:
     assert _run_statuses(r["turns"][1]) == [("initial", "crashed"), ("recovery", "answered")]
     assert [e["callNumber"] for e in r["toolExecutions"]] == [1, 2]
@@ -761,6 +796,7 @@ CLAIMS: dict[str, Callable[[Result], None]] = {
     "restart_between_messages": _restart,
     "sliding_window_keep1_notices": _sliding_notices,
     "stall_503_retried": _stall,
+    "streamed_reply_crash_mid_stream": _streamed_crash_mid_stream,
     "summarize_oldest_conversation": _summarize("conversation"),
     "summarize_oldest_discard": _summarize("discard"),
     "summarizer_failure": _summarizer_failure,
@@ -885,6 +921,40 @@ async def test_a_decoded_scenario_struct_runs_like_its_bytes(tmp_path: Path) -> 
             lambda d: d["turns"].append({"kind": "crash", "after": "final"}),
             "$.turns[1]",
             id="trailing-crash",
+        ),
+        pytest.param(
+            lambda d: d["turns"].insert(0, {"kind": "crash", "after": "send", "fragments": 2}),
+            "$.turns[0].fragments",
+            id="fragments-on-send",
+        ),
+        pytest.param(
+            lambda d: d["turns"].insert(
+                0, {"kind": "crash", "after": "mid-stream", "fragments": 0}
+            ),
+            "$.turns[0].fragments",
+            id="zero-fragments",
+        ),
+        pytest.param(
+            lambda d: d["provider"]["replies"][0].update(stream={"sizes": []}),
+            "$.provider.replies[0].stream.sizes",
+            id="stream-no-sizes",
+        ),
+        pytest.param(
+            lambda d: d["provider"]["replies"][0].update(stream={"sizes": [3, 0]}),
+            "$.provider.replies[0].stream.sizes[1]",
+            id="stream-zero-size",
+        ),
+        pytest.param(
+            lambda d: d["provider"]["replies"][0].update(stream={"every": 3}),
+            "$.provider.replies[0].stream.every",
+            id="stream-unknown-key",
+        ),
+        pytest.param(
+            lambda d: d["provider"]["replies"].append(
+                {"error": {"status": 503}, "stream": {"sizes": [2]}}
+            ),
+            "$.provider.replies[1].stream",
+            id="stream-on-an-error",
         ),
         pytest.param(
             lambda d: d["tools"][0]["results"].append({"pause": {"question": "?"}, "text": "a"}),

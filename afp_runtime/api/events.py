@@ -1,11 +1,11 @@
 """Server-sent events: one agent's stream and the host-wide one (docs/api.md#the-event-stream).
 
 Frames are ``id: <bootId>-<seq>``, ``event: <type>``, ``data: <envelope JSON>`` and a blank
-line; a ``stream.gap`` marker has no ``id`` (the client's ``Last-Event-ID`` stays on the last
-event it saw). An idle stream gets a ``: keep-alive`` comment every ``keepalive_s`` seconds of
-real time (network time, not the injected clock). The first frame of every stream is an
-``: open`` comment, sent as soon as the subscription is registered, so a client knows from then
-on it misses nothing.
+line; a ``stream.gap`` marker and a ``model.delta`` fragment have no ``id`` (the client's
+``Last-Event-ID`` stays on the last event it saw). An idle stream gets a ``: keep-alive``
+comment every ``keepalive_s`` seconds of real time (network time, not the injected clock). The
+first frame of every stream is an ``: open`` comment, sent as soon as the subscription is
+registered, so a client knows from then on it misses nothing.
 
 ``Last-Event-ID`` resumes from the host's ring buffer; a client whose id is from another boot
 or older than the buffer first gets ``stream.gap`` (``restarted``/``evicted``). A client that
@@ -41,6 +41,7 @@ from afp_runtime.api._params import (
 )
 from afp_runtime.api._problems import ApiError
 from afp_runtime.host import Delivered, StreamGap, Subscription
+from afp_runtime.records import ModelDelta
 
 log = get_logger()
 
@@ -56,6 +57,10 @@ def frame(item: Delivered, *, boot_id: str, typed: bool = True) -> bytes:
         head = b"event: stream.gap\ndata: " if typed else b"data: "
         return head + _encoder.encode(item) + b"\n\n"
     kind = f"event: {item.type}\n" if typed else ""
+    if isinstance(item.payload, ModelDelta):
+        # A fragment is live only (not numbered, not in the ring): with no id line the client's
+        # Last-Event-ID stays on the last event a resume can continue from.
+        return f"{kind}data: ".encode() + _encoder.encode(item) + b"\n\n"
     head = f"id: {boot_id}-{item.id}\n{kind}data: ".encode()
     return head + _encoder.encode(item) + b"\n\n"
 

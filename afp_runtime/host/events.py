@@ -18,6 +18,14 @@ Readings settled here:
   (filtered), then live events. The replay is the subscription's backlog, outside its queue
   bound: a resume gets everything the ring holds after the given id, however busy the host
   was, and only live events that pile up behind it can be dropped as ``slow-client``.
+* A ``model.delta`` (one fragment of a streamed reply) is live only: offered to subscribers
+  as it comes but not numbered (it carries the id of the event before it, and its SSE frame
+  has no ``id`` line) and never kept in the ring, so a resume or a ``follow=False`` history
+  holds no fragments. One streamed reply is hundreds of fragments; numbered and kept, a few
+  replies would push out of the ring the events a resuming client needs, while the reply they
+  assemble is committed and read from the store (docs/host.md#streamed-fragments). In a
+  subscriber's queue they count like any event: a client that cannot keep up loses the oldest
+  and gets ``slow-client``, whose ``missedFrom`` names the first numbered event it lost.
 * Host-wide events (``host.started``, ``host.stopping``, ``host.damaged``) carry an empty
   ``agentId``; a subscriber filtering by agent does not receive them.
 """
@@ -33,6 +41,7 @@ import anyio
 import msgspec
 
 from afp_runtime.loop import Event
+from afp_runtime.records import ModelDelta
 
 GapReason = Literal["slow-client", "restarted", "evicted"]
 
@@ -103,7 +112,8 @@ class Subscription:
         while len(self._queue) >= self._capacity:
             dropped = self._queue.popleft()
             if isinstance(dropped, Event):
-                if self._dropped == 0:
+                fragment = isinstance(dropped.payload, ModelDelta)
+                if self._first_dropped is None and not fragment:
                     self._first_dropped = self._bus.wire_id(dropped.id)
                 self._dropped += 1
         self._queue.append(item)
@@ -197,12 +207,15 @@ class EventBus:
 
     def publish(self, event: Event) -> None:
         """Number ``event`` for this host, remember it and offer it to every matching
-        subscriber; never waits (an ``EventSink``)."""
+        subscriber; never waits (an ``EventSink``). A reply's fragment is only offered."""
         if self._closed:
             return
-        self._last_id += 1
-        numbered = msgspec.structs.replace(event, id=self._last_id)
-        self._ring.append(numbered)
+        if isinstance(event.payload, ModelDelta):
+            numbered = msgspec.structs.replace(event, id=self._last_id)
+        else:
+            self._last_id += 1
+            numbered = msgspec.structs.replace(event, id=self._last_id)
+            self._ring.append(numbered)
         for subscriber in list(self._subscribers):
             if subscriber.matches(numbered):
                 subscriber.offer(numbered)

@@ -13,7 +13,12 @@ from afp_runtime._lazy import lazy_names as _lazy_names
 from afp_runtime.models.base import DeltaSink, EncodedRequest, Model, ReplyDelta
 from afp_runtime.models.extractive import ExtractiveSummarizer
 from afp_runtime.models.retry import Attempt, RetryPolicy, backoff_s, send_with_retries
-from afp_runtime.models.scripted import ScriptedModel, ScriptEntry, ScriptHandler
+from afp_runtime.models.scripted import (
+    ScriptedModel,
+    ScriptEntry,
+    ScriptHandler,
+    StreamedReply,
+)
 
 if _typing.TYPE_CHECKING:
     from afp_runtime.models.anthropic import AnthropicModel
@@ -43,6 +48,7 @@ __all__ = [
     "ScriptEntry",
     "ScriptHandler",
     "ScriptedModel",
+    "StreamedReply",
     "backoff_s",
     "encoder_for",
     "send_with_retries",

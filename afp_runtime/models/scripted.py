@@ -1,7 +1,8 @@
 """The scripted model: replies from a list or a function, for tests, demos and scenarios.
 
 Its encoder ``scripted/1`` is the canonical JSON of the request, so what it "sent" is exactly
-what a receipt digests. It records every request it received, in order.
+what a receipt digests. It records every request it received, in order. A ``StreamedReply``
+entry hands its reply to ``on_delta`` in fragments cut as it says (docs/loop.md#streaming-replies).
 """
 
 from __future__ import annotations
@@ -17,7 +18,61 @@ from afp_runtime.errors import ModelCallError
 from afp_runtime.messages import ModelReply, ModelRequest, canonical_json
 from afp_runtime.models.base import DeltaSink, EncodedRequest, ReplyDelta
 
-ScriptEntry = ModelReply | ModelCallError
+
+class StreamedReply(msgspec.Struct, frozen=True, kw_only=True):
+    """A scripted reply sent in fragments, as a streaming provider would.
+
+    Attributes:
+        reply: the reply ``send`` returns, exactly as a plain entry would.
+        sizes: fragment lengths in characters, used in turn and the last one repeated; the text
+            is cut first, then each tool call's argument text (its ``argsText``, else the
+            compact JSON of its ``args``) from the start of the list again. A call's first
+            fragment carries its id and name (a call with no argument text still gets one).
+        pause: awaited before each fragment with its 0-based index, e.g. to let a test kill the
+            process mid-stream or raise where a scenario crashes; None: no pause.
+    """
+
+    reply: ModelReply
+    sizes: tuple[int, ...] = (1,)
+    pause: Callable[[int], Awaitable[None]] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.sizes or any(size < 1 for size in self.sizes):
+            raise ValueError(f"sizes must be a non-empty list of lengths >= 1, not {self.sizes}")
+
+    def fragments(self) -> list[ReplyDelta]:
+        """The reply cut into fragments, in the order they are sent."""
+        out = [ReplyDelta(text=piece) for piece in _cut(self.reply.content, self.sizes)]
+        for number, call in enumerate(self.reply.tool_calls):
+            text = call.args_text if call.args_text is not None else _args_text(call.args)
+            pieces = _cut(text, self.sizes) or [""]
+            out.append(
+                ReplyDelta(
+                    tool_call_index=number,
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    arguments=pieces[0],
+                )
+            )
+            out.extend(ReplyDelta(tool_call_index=number, arguments=p) for p in pieces[1:])
+        return out
+
+
+def _cut(text: str, sizes: tuple[int, ...]) -> list[str]:
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        size = sizes[min(len(pieces), len(sizes) - 1)]
+        pieces.append(text[start : start + size])
+        start += size
+    return pieces
+
+
+def _args_text(args: Mapping[str, Any]) -> str:
+    return msgspec.json.encode(args).decode("utf-8")
+
+
+ScriptEntry = ModelReply | ModelCallError | StreamedReply
 ScriptHandler = Callable[[ModelRequest, int], "ScriptEntry | Awaitable[ScriptEntry]"]
 
 _request_decoder = msgspec.json.Decoder(ModelRequest)
@@ -27,7 +82,8 @@ class ScriptedModel:
     """A model whose replies come from a script.
 
     Args:
-        replies: a sequence of replies (a ``ModelCallError`` entry is raised for that call), or
+        replies: a sequence of replies (a ``ModelCallError`` entry is raised for that call, a
+            ``StreamedReply`` is sent in fragments), or
             a function ``(request, call_number) -> reply`` (sync or async); call numbers are
             1-based over this model's life.
         model: the model id reported on receipts.
@@ -83,7 +139,9 @@ class ScriptedModel:
         entry = await self._next(decoded, self.calls)
         if isinstance(entry, ModelCallError):
             raise entry
-        if on_delta is not None and entry.content:
+        if isinstance(entry, StreamedReply):
+            return await _stream(entry, on_delta)
+        if on_delta is not None and isinstance(entry, ModelReply) and entry.content:
             on_delta(ReplyDelta(text=entry.content))
         return entry
 
@@ -105,3 +163,13 @@ class ScriptedModel:
 
     async def aclose(self) -> None:
         self.closed += 1
+
+
+async def _stream(entry: StreamedReply, on_delta: DeltaSink | None) -> ModelReply:
+    """Hand the entry's fragments to ``on_delta`` in order (pausing before each as it says)."""
+    for index, fragment in enumerate(entry.fragments()):
+        if entry.pause is not None:
+            await entry.pause(index)
+        if on_delta is not None:
+            on_delta(fragment)
+    return entry.reply

@@ -32,10 +32,11 @@ PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 PositiveNumber = Annotated[int, msgspec.Meta(gt=0)] | Annotated[float, msgspec.Meta(gt=0)]
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
 PersonText = Annotated[str, msgspec.Meta(min_length=1, max_length=32_000)]
+STREAM_POINT = "mid-stream"
 # A crash step's ``after``: a stage (the one list of stages, records' STAGES), the model send,
-# or a tool point. The Literal is built from those tuples so the list is written once; the type
-# checker sees a plain str.
-CRASH_POINTS = (*STAGES, "send", *TOOL_POINTS)
+# a point inside a streamed reply, or a tool point. The Literal is built from those tuples so the
+# list is written once; the type checker sees a plain str.
+CRASH_POINTS = (*STAGES, "send", STREAM_POINT, *TOOL_POINTS)
 if TYPE_CHECKING:
     CrashPoint = str
 else:
@@ -102,13 +103,23 @@ class ReplyErrorSpec(_Input, frozen=True, kw_only=True):
     message: str = ""
 
 
+class StreamSpec(_Input, frozen=True, kw_only=True):
+    """How a streamed reply is cut into fragments (docs/scenarios.md#streamed-replies):
+    lengths in characters, used in turn and the last one repeated, for the text and then for
+    each tool call's argument text."""
+
+    sizes: Annotated[tuple[PositiveInt, ...], msgspec.Meta(min_length=1)]
+
+
 class ReplySpec(_Input, frozen=True, kw_only=True):
-    """One scripted reply: a text and/or tool calls with usage, or an ``error``."""
+    """One scripted reply: a text and/or tool calls with usage, or an ``error``; ``stream``
+    sends it in fragments."""
 
     content: str | None = None
     tool_calls: tuple[ToolCallSpec, ...] | None = None
     usage: UsageSpec | None = None
     error: ReplyErrorSpec | None = None
+    stream: StreamSpec | None = None
 
 
 class ProviderSpec(_Input, frozen=True, kw_only=True):
@@ -261,6 +272,7 @@ class CrashStep(_StepSpec, frozen=True, kw_only=True, tag="crash"):
     after: CrashPoint
     call: str | None = None
     iteration: PositiveInt | None = None
+    fragments: PositiveInt | None = None  # mid-stream: how many fragments went out first
 
 
 class DecisionSpec(_Input, frozen=True, kw_only=True):

@@ -24,9 +24,11 @@ import msgspec
 from afp_runtime.app import Event, LoopHooks, SequentialIds
 from afp_runtime.errors import AfpError, ModelCallError, ScriptExhausted
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, Usage
-from afp_runtime.records import IterationStarted, ReceiptMinted
+from afp_runtime.models import StreamedReply
+from afp_runtime.records import IterationStarted, ModelDelta, ReceiptMinted
 from afp_runtime.scenario.format import (
     STAGE_POINTS,
+    STREAM_POINT,
     CrashStep,
     ReplySpec,
     Scenario,
@@ -36,6 +38,7 @@ from afp_runtime.scenario.format import (
 from afp_runtime.scenario.result import (
     ErrorBody,
     ErrorView,
+    FragmentView,
     ModelCall,
     ReplyView,
     RequestView,
@@ -205,6 +208,8 @@ class World:
     _receipt: tuple[str, int, int] | None = None
     _attempt: int = 0
     _visit: tuple[str, int] | None = None
+    # The fragments list of the streamed send under way, which the loop's model.delta fill.
+    _fragments: list[FragmentView] | None = None
 
     def __post_init__(self) -> None:
         clock = self.scenario.clock
@@ -237,6 +242,16 @@ class World:
             self._attempt = 0
         elif isinstance(payload, IterationStarted):
             self._visit = (event.run_id, payload.iteration)
+        elif isinstance(payload, ModelDelta) and self._fragments is not None:
+            self._fragments.append(
+                FragmentView(
+                    text=payload.text,
+                    tool_call_index=payload.tool_call_index,
+                    tool_call_id=payload.tool_call_id,
+                    tool_name=payload.tool_name,
+                    arguments=payload.arguments,
+                )
+            )
 
     # -- crashes -----------------------------------------------------------------------------
 
@@ -293,8 +308,11 @@ class World:
 
     # -- the scripted models -----------------------------------------------------------------
 
-    async def main_send(self, request: ModelRequest, number: int) -> ModelReply | ModelCallError:
-        """The scripted main model: the next reply of ``provider.replies``."""
+    async def main_send(
+        self, request: ModelRequest, number: int
+    ) -> ModelReply | ModelCallError | StreamedReply:
+        """The scripted main model: the next reply of ``provider.replies`` (streamed when it
+        says so, docs/scenarios.md#streamed-replies)."""
         self.advance(self.scenario.clock.model_call_step_ms)
         assert self._receipt is not None, "a send always follows its receipt"
         run_id, epoch, agent_call = self._receipt
@@ -324,10 +342,37 @@ class World:
                 )
             )
         spec = replies[self._replies_used]
-        self._replies_used += 1
         entry = _reply(spec)
+        self._fragments = None
+        if spec.stream is not None and isinstance(entry, ModelReply):
+            return self._streamed(call, spec, entry)
+        self._replies_used += 1
         self.model_calls.append(msgspec.structs.replace(call, response=_view(spec, entry)))
         return entry
+
+    def _streamed(self, call: ModelCall, spec: ReplySpec, reply: ModelReply) -> StreamedReply:
+        """The reply sent in ``spec.stream``'s fragments, each recorded as the loop emits it. An
+        armed ``mid-stream`` crash the stream reaches cuts it after that many fragments: the
+        send is recorded without a response and the reply stays unconsumed, as at ``send``."""
+        assert spec.stream is not None
+        fragments: list[FragmentView] = []
+        self._fragments = fragments
+        streamed = StreamedReply(reply=reply, sizes=spec.stream.sizes)
+        arm = self.armed_at(STREAM_POINT)
+        cut = None if arm is None else arm.spec.fragments or 1
+        if cut is None or cut >= len(streamed.fragments()):
+            self._replies_used += 1
+            self.model_calls.append(
+                msgspec.structs.replace(call, response=_view(spec, reply), fragments=fragments)
+            )
+            return streamed
+        self.model_calls.append(msgspec.structs.replace(call, fragments=fragments))
+
+        async def crash_at(index: int) -> None:
+            if index == cut and self.hit(STREAM_POINT):
+                raise Crash
+
+        return msgspec.structs.replace(streamed, pause=crash_at)
 
     async def summarize(self, request: ModelRequest, number: int) -> ModelReply | ModelCallError:
         """The scripted summarizer: the next reply of ``strategy.summarizer.replies``."""

@@ -68,6 +68,7 @@ from afp_runtime.scenario._specs import (
     AGENT_ID,
     SCENARIO_FORMAT,
     STAGE_POINTS,
+    STREAM_POINT,
     TOOL_POINTS,
     AgentSpec,
     ClockSpec,
@@ -89,6 +90,7 @@ from afp_runtime.scenario._specs import (
     SlidingWindowSpec,
     StepSpec,
     StrategySpec,
+    StreamSpec,
     SummarizeOldestOptions,
     SummarizeOldestSpec,
     SummarizerSpec,
@@ -129,11 +131,13 @@ __all__ = [
     "ResumeStep",
     "SCENARIO_FORMAT",
     "STAGE_POINTS",
+    "STREAM_POINT",
     "Scenario",
     "SlidingWindowOptions",
     "SlidingWindowSpec",
     "StepSpec",
     "StrategySpec",
+    "StreamSpec",
     "SummarizeOldestOptions",
     "SummarizeOldestSpec",
     "SummarizerSpec",
@@ -250,9 +254,11 @@ def check_scenario(scenario: Scenario) -> None:
     time_config_of(agent)
     if agent.keep_last_tool_results is True:
         raise _invalid("$.agent.keepLastToolResults", "must be an int >= 0 or false, not true")
-    _check_replies("$.provider.replies", scenario.provider.replies)
+    _check_replies("$.provider.replies", scenario.provider.replies, streamed=True)
     if isinstance(scenario.strategy, SummarizeOldestSpec):
-        _check_replies("$.strategy.summarizer.replies", scenario.strategy.summarizer.replies)
+        _check_replies(
+            "$.strategy.summarizer.replies", scenario.strategy.summarizer.replies, streamed=False
+        )
     names: set[str] = set()
     for index, spec in enumerate(scenario.tools):
         path = f"$.tools[{index}]"
@@ -265,7 +271,7 @@ def check_scenario(scenario: Scenario) -> None:
     _check_steps(scenario.turns, timed=agent.time is not None)
 
 
-def _check_replies(path: str, replies: Sequence[ReplySpec]) -> None:
+def _check_replies(path: str, replies: Sequence[ReplySpec], *, streamed: bool) -> None:
     for index, reply in enumerate(replies):
         has_reply = (reply.content, reply.tool_calls, reply.usage) != (None, None, None)
         if reply.error is not None and has_reply:
@@ -273,6 +279,12 @@ def _check_replies(path: str, replies: Sequence[ReplySpec]) -> None:
                 f"{path}[{index}]",
                 "a reply holds either error or content/toolCalls/usage, not both",
             )
+        if reply.stream is None:
+            continue
+        if not streamed:
+            raise _invalid(f"{path}[{index}].stream", "the summarizer's replies are not streamed")
+        if reply.error is not None:
+            raise _invalid(f"{path}[{index}].stream", "an error reply has nothing to stream")
 
 
 def _check_result(path: str, result: str | ToolResultSpec) -> None:
@@ -302,6 +314,8 @@ def _check_steps(steps: Sequence[StepSpec], *, timed: bool) -> None:
                 raise _invalid(f"{path}.call", "call goes with after = tool-start or tool-end")
             if step.iteration is not None and step.after not in STAGE_POINTS:
                 raise _invalid(f"{path}.iteration", "iteration goes with a stage name in after")
+            if step.fragments is not None and step.after != STREAM_POINT:
+                raise _invalid(f"{path}.fragments", "fragments goes with after = mid-stream")
             armed.append(index)
         if isinstance(step, MessageStep | ContinueFromStep | ResumeStep):
             armed = []

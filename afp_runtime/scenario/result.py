@@ -113,6 +113,17 @@ class ErrorView(_Output, frozen=True, kw_only=True):
     error: ErrorBody
 
 
+class FragmentView(_Output, frozen=True, kw_only=True):
+    """One fragment of a streamed reply as the loop emitted it (a ``model.delta`` payload
+    without its epoch, attempt and index, which the list and its call give)."""
+
+    text: str | msgspec.UnsetType = msgspec.UNSET
+    tool_call_index: int | msgspec.UnsetType = msgspec.UNSET
+    tool_call_id: str | msgspec.UnsetType = msgspec.UNSET
+    tool_name: str | msgspec.UnsetType = msgspec.UNSET
+    arguments: str | msgspec.UnsetType = msgspec.UNSET
+
+
 class ModelCall(_Output, frozen=True, kw_only=True):
     """One send to the main model.
 
@@ -125,7 +136,11 @@ class ModelCall(_Output, frozen=True, kw_only=True):
         attempt: 1-based send of that receipt (in-stage retries count up).
         clock_ms: the virtual clock when the model answered (after ``modelCallStepMs``).
         request: what the scripted model received.
-        response: the scripted reply or error; ``None`` when a ``send`` crash cut the send.
+        response: the scripted reply or error; ``None`` when a ``send`` or ``mid-stream`` crash
+            cut the send.
+        fragments: a streamed reply's fragments in the order the loop emitted them as
+            ``model.delta`` events (those before the cut, for a ``mid-stream`` crash); left out
+            for a reply that is not streamed.
     """
 
     seq: int
@@ -137,6 +152,7 @@ class ModelCall(_Output, frozen=True, kw_only=True):
     clock_ms: int
     request: RequestView
     response: ReplyView | ErrorView | None
+    fragments: list[FragmentView] | msgspec.UnsetType = msgspec.UNSET
 
 
 class SummarizerCall(_Output, frozen=True, kw_only=True):

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import httpx
 
+from afp_runtime.models import StreamedReply
 from afp_runtime.testing import answer, call, tool_reply
 
 from .conftest import Api, agent, error_of, post, serving, settle, until
@@ -239,3 +240,37 @@ async def test_case_34_a_client_that_never_reads_does_not_delay_a_turn(api: Api)
     assert "event: stream.gap" in first
     gap = json.loads(first.partition("data: ")[2])
     assert gap["reason"] == "slow-client" and gap["count"] > 0
+
+
+async def test_a_streamed_reply_arrives_as_fragments_without_ids(api: Api) -> None:
+    """A streamed reply's fragments are ``model.delta`` frames between ``model.started`` and
+    ``model.ended``, in order, with no ``id`` line; a resume from the last numbered event
+    before them replays the numbered events only (docs/api.md#the-event-stream)."""
+    streamed = StreamedReply(reply=answer("Hello there"), sizes=(4,))
+    async with (
+        api.host(agent([streamed])) as host,
+        serving(api.app(host)) as url,
+        httpx.AsyncClient(base_url=url) as client,
+    ):
+        with anyio.fail_after(10):
+            async with client.stream("GET", "/v1/agents/ops/events?types=model.") as response:
+                items = frames(response)
+                assert await anext(items) == {"comment": "open"}
+                await post(client)
+                seen = [await anext(items) for _ in range(5)]
+            started_id = seen[0]["id"]
+            resumed = await client.get(
+                "/v1/agents/ops/events",
+                params={"follow": "false", "types": "model."},
+                headers={"Last-Event-ID": started_id},
+            )
+    assert [f["event"] for f in seen] == ["model.started", *["model.delta"] * 3, "model.ended"]
+    fragments = [f for f in seen if f["event"] == "model.delta"]
+    assert all("id" not in f for f in fragments)
+    assert [f["data"]["payload"] for f in fragments] == [
+        {"epoch": 1, "attempt": 1, "index": 0, "text": "Hell"},
+        {"epoch": 1, "attempt": 1, "index": 1, "text": "o th"},
+        {"epoch": 1, "attempt": 1, "index": 2, "text": "ere"},
+    ]
+    assert "model.delta" not in resumed.text
+    assert "event: model.ended" in resumed.text

@@ -20,6 +20,7 @@ from afp_runtime.errors import (
     StoreUnavailable,
 )
 from afp_runtime.messages import ModelRequest
+from afp_runtime.records import ModelDelta
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
 
 
@@ -78,6 +79,30 @@ async def test_stream_gives_the_turns_events_then_its_result(tmp_path: Path) -> 
         assert {"turn.started", "tool.started", "tool.ended", "turn.ended"} <= set(types)
         assert types.index("tool.started") < types.index("tool.ended") < types.index("turn.ended")
         assert events.result.answer == "Shipped."
+
+
+async def test_stream_gives_a_streamed_replys_fragments_as_they_arrive(tmp_path: Path) -> None:
+    """A streamed reply's ``model.delta`` events reach the block while the model is still
+    sending (its second fragment waits until the block saw the first); they assemble the
+    answer, and the result is the committed reply."""
+    seen_first = anyio.Event()
+
+    async def pause(index: int) -> None:
+        if index == 1:
+            await seen_first.wait()
+
+    streamed = afp.models.StreamedReply(reply=answer("Shipped on Monday."), sizes=(8,), pause=pause)
+    agent = afp.Agent("support", afp.ScriptedModel([streamed]))
+    texts: list[str] = []
+    async with afp.open(tmp_path / "afp.db") as store:
+        with anyio.fail_after(10):
+            async with store.stream(agent, "Where is order 1042?") as events:
+                async for event in events:
+                    if isinstance(event.payload, ModelDelta):
+                        texts.append(event.payload.text or "")
+                        seen_first.set()
+    assert texts == ["Shipped ", "on Monda", "y."]
+    assert events.result.answer == "".join(texts)
 
 
 async def test_stream_left_early_still_finishes_the_turn(tmp_path: Path) -> None:

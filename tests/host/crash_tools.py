@@ -5,7 +5,10 @@ invocation appends ``agent_id tool_call_id`` to the file named by ``AFP_TEST_INV
 before it answers, so a test can see whether any call ran twice. ``SLEEPY_STATUS`` is the
 demo's idempotent tool after a short sleep (``AFP_TEST_TOOL_SLEEP_S``). ``SLOW_STATUS`` is the same
 answer after ``AFP_TEST_TOOL_SLEEP_S`` seconds on the call's clock, noting ``start`` and
-``end`` lines in ``AFP_TEST_INVOCATIONS``.
+``end`` lines in ``AFP_TEST_INVOCATIONS``. ``streaming_script`` is the demo's script streamed
+three characters a fragment, each fragment noted in ``AFP_TEST_FRAGMENTS``; a stream of the kind
+named by ``AFP_TEST_STREAM_HOLD`` (``tools`` or ``answer``) stops for good after four fragments,
+so a test kills the process in the middle of it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from typing import Any
 
 import anyio
 
-from afp_runtime.demo import shipping_status
+from afp_runtime.demo import demo_script, shipping_status
+from afp_runtime.messages import ModelRequest
+from afp_runtime.models import StreamedReply
 from afp_runtime.tools import Tool, ToolContext
 
 _SCHEMA = {
@@ -27,8 +32,8 @@ _SCHEMA = {
 }
 
 
-def _append(line: str) -> None:
-    fd = os.open(os.environ["AFP_TEST_INVOCATIONS"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+def _append(line: str, variable: str = "AFP_TEST_INVOCATIONS") -> None:
+    fd = os.open(os.environ[variable], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(fd, (line + "\n").encode("utf-8"))
     finally:
@@ -51,6 +56,23 @@ async def _slow(args: Mapping[str, Any], ctx: ToolContext) -> str:
     await ctx.clock.sleep(float(os.environ.get("AFP_TEST_TOOL_SLEEP_S", "1.0")))
     await anyio.to_thread.run_sync(_append, f"end {ctx.agent_id} {ctx.tool_call_id}")
     return await shipping_status(args, ctx)
+
+
+def streaming_script(request: ModelRequest, call_number: int) -> StreamedReply:
+    """``demo_script``'s reply in fragments of three characters; each fragment is noted as
+    ``PID KIND INDEX`` (kind ``tools`` or ``answer``) before it goes out."""
+    reply = demo_script(request, call_number)
+    kind = "tools" if reply.tool_calls else "answer"
+    hold = os.environ.get("AFP_TEST_STREAM_HOLD") == kind
+
+    async def note(index: int) -> None:
+        if hold and index == 4:
+            await anyio.sleep_forever()  # four fragments out; the test kills the process here
+        await anyio.to_thread.run_sync(
+            _append, f"{os.getpid()} {kind} {index}", "AFP_TEST_FRAGMENTS"
+        )
+
+    return StreamedReply(reply=reply, sizes=(3,), pause=note)
 
 
 RECORDED_STATUS = Tool(

@@ -13,7 +13,7 @@ import pytest
 from afp_runtime.host import EventBus, StreamGap, Subscription
 from afp_runtime.loop import Event
 from afp_runtime.messages import Usage
-from afp_runtime.records import ModelEnded, ModelStarted, ToolStarted
+from afp_runtime.records import ModelDelta, ModelEnded, ModelStarted, ToolStarted
 
 _PAYLOADS = {
     "model.started": ModelStarted(
@@ -179,3 +179,52 @@ async def test_a_closed_subscription_stops_receiving() -> None:
     del subscription
     gc.collect()
     assert kept() is None
+
+
+def delta(index: int) -> Event:
+    """A ``model.delta`` of agent ``ops`` (one fragment of a streamed reply)."""
+    payload = ModelDelta(epoch=1, attempt=1, index=index, text="x")
+    return Event(id=99, at_ms=0, agent_id="ops", payload=payload)
+
+
+async def test_fragments_go_live_only_and_never_push_events_out_of_the_ring() -> None:
+    """A streamed reply's fragments reach live subscribers, each with the id of the event
+    before it, but take no id and no place in the ring: thousands of them leave a resume every
+    event (no ``evicted``), and neither a resume nor a history replays them."""
+    bus = EventBus(boot_id="b", ring_size=10, subscriber_buffer=10_000)
+    live = bus.subscribe(types=["model."])
+    bus.publish(event("model.started"))
+    for index in range(5_000):
+        bus.publish(delta(index))
+    bus.publish(event("model.ended"))
+    heard = await take(live, 5_002)
+    assert [(e.id, e.type) for e in heard[:2]] == [(1, "model.started"), (1, "model.delta")]  # type: ignore[union-attr]
+    assert [(e.id, e.type) for e in heard[-1:]] == [(2, "model.ended")]  # type: ignore[union-attr]
+    assert bus.last_id == 2
+    resumed = bus.subscribe(last_event_id="b-1", follow=False)
+    assert [(e.id, e.type) async for e in resumed] == [(2, "model.ended")]  # type: ignore[union-attr]
+    history = bus.subscribe(follow=False)
+    assert [e.type async for e in history] == ["model.started", "model.ended"]  # type: ignore[union-attr]
+
+
+async def test_a_slow_subscriber_behind_fragments_is_told_the_first_event_it_lost() -> None:
+    """Fragments fill a queue like any event; the gap counts every drop, and its ``missedFrom``
+    is the first numbered event lost (a fragment cannot be resumed from)."""
+    bus = EventBus(boot_id="b", subscriber_buffer=3)
+    slow = bus.subscribe()
+    bus.publish(event())
+    for index in range(4):
+        bus.publish(delta(index))
+    bus.publish(event("model.ended"))
+    bus.publish(event("tool.started"))
+    items = await take(slow, 4)
+    assert items[0] == StreamGap(reason="slow-client", count=4, missed_from="b-1")
+    assert [e.type for e in items[1:]] == ["model.delta", "model.ended", "tool.started"]  # type: ignore[union-attr]
+    again = bus.subscribe(buffer=1)
+    bus.publish(delta(0))
+    bus.publish(delta(1))
+    assert await take(again, 2) == [StreamGap(reason="slow-client", count=1), delta_at(1, 3)]
+
+
+def delta_at(index: int, event_id: int) -> Event:
+    return msgspec.structs.replace(delta(index), id=event_id)

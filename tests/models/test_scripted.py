@@ -7,7 +7,14 @@ import pytest
 
 from afp_runtime.errors import ModelCallError
 from afp_runtime.messages import ModelReply, ModelRequest, ToolCall, canonical_json, user
-from afp_runtime.models import Model, RetryPolicy, ScriptedModel, send_with_retries
+from afp_runtime.models import (
+    Model,
+    ReplyDelta,
+    RetryPolicy,
+    ScriptedModel,
+    StreamedReply,
+    send_with_retries,
+)
 
 FIRST = ModelRequest(model="scripted", messages=(user("one"),))
 SECOND = ModelRequest(model="scripted", system="Be kind.", messages=(user("two"),))
@@ -176,3 +183,48 @@ async def test_aclose_is_counted_and_the_port_is_satisfied() -> None:
         True,
     )
     assert model.settings() == {}
+
+
+async def test_a_streamed_entry_hands_its_fragments_over_in_order() -> None:
+    """Text first, then each call's argument text, cut by ``sizes`` (the last one repeated, the
+    cutting starting again for each piece); the call's id and name on its first fragment; a
+    pause before each; the reply returned is the entry's."""
+    reply = ModelReply(
+        content="Hello!",
+        tool_calls=(
+            ToolCall(id="c1", name="lookup", args={"q": "x"}),
+            ToolCall(id="c2", name="raw", args_text="{bad"),
+            ToolCall(id="c3", name="empty"),
+        ),
+    )
+    paused: list[int] = []
+
+    async def pause(index: int) -> None:
+        paused.append(index)
+
+    heard: list[ReplyDelta] = []
+    model = ScriptedModel([StreamedReply(reply=reply, sizes=(1, 4), pause=pause)])
+    assert await model.send(FIRST, on_delta=heard.append) == reply
+    assert heard == [
+        ReplyDelta(text="H"),
+        ReplyDelta(text="ello"),
+        ReplyDelta(text="!"),
+        ReplyDelta(tool_call_index=0, tool_call_id="c1", tool_name="lookup", arguments="{"),
+        ReplyDelta(tool_call_index=0, arguments='"q":'),
+        ReplyDelta(tool_call_index=0, arguments='"x"}'),
+        ReplyDelta(tool_call_index=1, tool_call_id="c2", tool_name="raw", arguments="{"),
+        ReplyDelta(tool_call_index=1, arguments="bad"),
+        ReplyDelta(tool_call_index=2, tool_call_id="c3", tool_name="empty", arguments="{"),
+        ReplyDelta(tool_call_index=2, arguments="}"),
+    ]
+    assert paused == list(range(len(heard)))
+    # Without a listener the entry still pauses as scripted and returns the same reply.
+    again = ScriptedModel([StreamedReply(reply=reply, sizes=(3,))])
+    assert await again.send(FIRST) == reply
+
+
+def test_a_streamed_entry_refuses_empty_or_zero_sizes() -> None:
+    """Fragment lengths are at least 1, and there is at least one."""
+    for sizes in ((), (2, 0)):
+        with pytest.raises(ValueError, match="sizes"):
+            StreamedReply(reply=ModelReply(content="x"), sizes=sizes)

@@ -172,7 +172,8 @@ async def timeline_events(
     last_event_id: Annotated[str | None, header("Last-Event-ID")] = None,
 ) -> Stream:
     """The agent's events for its timeline's live update: the API's event stream of the agent,
-    under the pages' sign-in (the page's script refetches the timeline when one arrives)."""
+    under the pages' sign-in (the page's script refetches the timeline when one arrives, and
+    shows a streamed reply's ``model.delta`` fragments as they come without fetching)."""
     ctx = context_of(state)
     await ctx.agent(agent_id)
     return event_stream(

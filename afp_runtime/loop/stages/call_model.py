@@ -14,12 +14,13 @@ from afp_runtime.messages import (
     ModelRequest,
     Usage,
 )
-from afp_runtime.models import EncodedRequest, send_with_retries
+from afp_runtime.models import EncodedRequest, ReplyDelta, send_with_retries
 from afp_runtime.records import (
     AnyWrite,
     CallCostWrite,
     CallFailureWrite,
     CostSpent,
+    ModelDelta,
     ModelEnded,
     ModelFailed,
     ModelRetry,
@@ -58,8 +59,10 @@ async def call_model(
             )
         )
     started = run.now()
+    deltas = _DeltaEvents(run, epoch)
 
     def on_retry(attempt: int, exc: ModelCallError, wait_s: float) -> None:
+        deltas.next_attempt(attempt + 1)
         run.emit(
             ModelRetry(
                 epoch=epoch,
@@ -78,6 +81,7 @@ async def call_model(
             random=run.rng.random,
             policy=run.d.retry,
             on_retry=on_retry,
+            on_delta=deltas,
         )
     except ModelCallError as exc:
         return await _call_failed(run, exc)
@@ -90,6 +94,45 @@ async def call_model(
     )
     await _commit_reply(run, committed, started)
     return committed
+
+
+class _DeltaEvents:
+    """The stage's ``on_delta``: each fragment becomes a ``model.delta`` event of the epoch's
+    current send (docs/loop.md#streaming-replies). Nothing is committed. With no sink listening a
+    fragment is only numbered, as every unheard event is (``Run.unheard``), so no payload is
+    built and a sink added mid-stream hears the rest of it with the ids it would have had."""
+
+    __slots__ = ("attempt", "epoch", "index", "run")
+
+    def __init__(self, run: Run, epoch: int) -> None:
+        self.run = run
+        self.epoch = epoch
+        self.attempt = 1
+        self.index = 0
+
+    def next_attempt(self, attempt: int) -> None:
+        """A retry is about to send: its fragments count from index 0 again."""
+        self.attempt = attempt
+        self.index = 0
+
+    def __call__(self, delta: ReplyDelta) -> None:
+        index = self.index
+        self.index = index + 1
+        if self.run.unheard():
+            return
+        unset = msgspec.UNSET
+        self.run.emit(
+            ModelDelta(
+                epoch=self.epoch,
+                attempt=self.attempt,
+                index=index,
+                text=delta.text or unset,
+                tool_call_index=unset if delta.tool_call_index is None else delta.tool_call_index,
+                tool_call_id=unset if delta.tool_call_id is None else delta.tool_call_id,
+                tool_name=unset if delta.tool_name is None else delta.tool_name,
+                arguments=delta.arguments or unset,
+            )
+        )
 
 
 async def _commit_reply(run: Run, committed: CommittedReply, started: int) -> None:

@@ -92,9 +92,68 @@ function swapTimeline(fresh) {
   if (pages && newPages) replaceKeepingFocus(pages, newPages.childNodes);
 }
 
+// A streamed reply as it arrives (``model.delta`` events, docs/inspector.md#timeline): its text
+// and each tool call's argument text, always added as text nodes, never parsed as HTML. One
+// send's fragments are shown until its call ends; the committed reply then is in the timeline.
+function liveReply() {
+  const section = document.getElementById("live-reply");
+  if (!section) return { delta() {}, clear() {} };
+  const head = document.getElementById("live-reply-head");
+  const text = document.getElementById("live-reply-text");
+  const calls = document.getElementById("live-reply-calls");
+  let current = null;
+  let items = [];
+  const clear = () => {
+    current = null;
+    items = [];
+    section.hidden = true;
+    head.textContent = "";
+    text.textContent = "";
+    calls.replaceChildren();
+  };
+  const callItem = (index) => {
+    if (!items[index]) {
+      const item = document.createElement("li");
+      const name = document.createElement("code");
+      name.className = "tool";
+      const args = document.createElement("code");
+      args.className = "text args";
+      item.append(name, " ", args);
+      calls.append(item);
+      items[index] = { name, args };
+    }
+    return items[index];
+  };
+  const delta = (event) => {
+    const fragment = event.payload;
+    // A retry's fragments (a new attempt) or the next call's replace what was shown.
+    const key = [event.runId, fragment.epoch, fragment.attempt].join(" ");
+    if (key !== current) {
+      clear();
+      current = key;
+      head.textContent = "Run " + event.runId + ", call " + fragment.epoch
+        + (fragment.attempt > 1 ? ", attempt " + fragment.attempt : "")
+        + (fragment.index > 0 ? " (joined mid-reply)" : "");
+      section.hidden = false;
+    }
+    if (fragment.text) text.append(fragment.text);
+    if (fragment.toolCallIndex !== undefined) {
+      const item = callItem(fragment.toolCallIndex);
+      if (fragment.toolName) item.name.textContent = fragment.toolName;
+      if (fragment.arguments) item.args.append(fragment.arguments);
+    }
+  };
+  return { delta, clear };
+}
+
+// The events after which what a live reply showed is in the store (or never will be).
+const REPLY_ENDS = new Set(["model.ended", "model.failed", "run.ended"]);
+
 // The timeline: refetched when the agent's event stream says something happened, at most
-// one fetch at a time and one more after it for whatever arrived meanwhile.
+// one fetch at a time and one more after it for whatever arrived meanwhile. A reply's
+// fragments are shown as they come and fetch nothing.
 function followTimeline(anchor) {
+  const reply = liveReply();
   let timer = null;
   let busy = false;
   let again = false;
@@ -116,7 +175,13 @@ function followTimeline(anchor) {
   const schedule = () => { if (timer === null) timer = setTimeout(refresh, 150); };
   const connect = () => {
     const events = new EventSource(anchor.dataset.events);
-    events.onmessage = schedule;
+    events.onmessage = (message) => {
+      let event = null;
+      try { event = JSON.parse(message.data); } catch (error) { event = null; }
+      if (event !== null && event.type === "model.delta") { reply.delta(event); return; }
+      if (event === null || REPLY_ENDS.has(event.type)) reply.clear();
+      schedule();
+    };
     // Opened (or reopened after the host came back): catch up on what happened unheard.
     events.onopen = () => { liveNote("Updates live while the agent works."); schedule(); };
     events.onerror = () => {
