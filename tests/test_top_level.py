@@ -57,6 +57,7 @@ SURFACE = [
     "open",
     "permissions",
     "run",
+    "schedule",
     "sliding_window",
     "summarize_oldest",
     "token_budget",
