@@ -70,11 +70,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     | {"permissions"},
     "host": frozenset(
         {"messages", "loop", "agents", "store", "models", "tools", "records", "telemetry"}
+        | {"schedules"}
     ),
     # The application layer (docs/architecture.md#the-application-layer): use cases over the
     # store port, for the doors to call.
     "app": frozenset({"messages", "records", "window", "findings", "served", "store", "loop"})
-    | {"models", "agents", "cost", "mcp"},
+    | {"models", "agents", "cost", "mcp", "schedules"},
     "api": frozenset({"messages", "host", "store", "records", "cost", "app"}),
 }
 LAYERS = frozenset(ALLOWED)

@@ -32,8 +32,8 @@ import anyio
 import anyio.to_thread
 import msgspec
 
-from afp_runtime._embed.scheduling import StoreSchedules
 from afp_runtime._embed.results import TurnEvents, TurnResult, TurnStatus
+from afp_runtime._embed.scheduling import StoreSchedules
 from afp_runtime.agents import Agent
 from afp_runtime.app import (
     Event,

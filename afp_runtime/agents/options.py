@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, get_args, get_type_hints
 
 import msgspec
 
-from afp_runtime.agents.schedules import check_declared
+from afp_runtime.agents.schedules import check_declared_schedules
 from afp_runtime.agents.tables import ConfigStruct, ModelConfig, ToolConfig, WindowConfig
 from afp_runtime.cost import Budget, Price, check_budgets, check_pricing
 from afp_runtime.errors import AgentDefinitionError, shown
@@ -157,7 +157,7 @@ def _permissions(key: str, value: Any) -> Permissions | None:
 
 
 def _schedules(key: str, value: Any) -> tuple[Schedule, ...]:
-    return check_declared(key, value)
+    return check_declared_schedules(key, value)
 
 
 def _servers(key: str, value: Any) -> tuple[McpServer, ...]:

@@ -4,35 +4,38 @@ this module moves its answers into the store, for the host and the embedded stor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import anyio.to_thread
 import msgspec
 
 from afp_runtime._logging import get_logger
 from afp_runtime.errors import AgentDefinitionError, InvalidValue, shown
 from afp_runtime.schedules import Schedule, check_schedule, decode_schedule, next_due, plan_delivery
 from afp_runtime.store import Ack, ScheduleEntry, ScheduleRow, ScheduleStore
+from afp_runtime.time import load_zone
 
 __all__ = [
-    "SOURCES",
-    "Delivered",
-    "check_declared",
-    "deliver_due",
-    "entry_for",
+    "SCHEDULE_SOURCES",
+    "DeliveredSchedule",
+    "check_declared_schedules",
+    "deliver_due_schedules",
+    "schedule_entry",
     "stored_schedule",
+    "schedule_wire",
     "sync_declared",
-    "wire_of",
+    "zones_loaded",
 ]
 
 log = get_logger()
 
-SOURCES = ("declared", "api", "cli", "python", "model")
+SCHEDULE_SOURCES = ("declared", "api", "cli", "python", "model")
 """Where a stored schedule came from: the agent's declaration (TOML or ``afp.Agent``), a door
 at run time, or the model's own ``scheduleWakeup`` tool."""
 
 
-class Delivered(msgspec.Struct, frozen=True, kw_only=True):
+class DeliveredSchedule(msgspec.Struct, frozen=True, kw_only=True):
     """What one delivering commit posted of a schedule: its fresh messages (``(due_ms, ack)``;
     an instant posted before is left out) and how many missed instants the catch-up rule
     dropped."""
@@ -44,13 +47,13 @@ class Delivered(msgspec.Struct, frozen=True, kw_only=True):
     skipped: int
 
 
-def wire_of(schedule: Schedule) -> dict[str, Any]:
+def schedule_wire(schedule: Schedule) -> dict[str, Any]:
     """A schedule's wire form, as the store keeps it."""
     wire: dict[str, Any] = msgspec.to_builtins(schedule)
     return wire
 
 
-def check_declared(key: str, value: Any) -> tuple[Schedule, ...]:
+def check_declared_schedules(key: str, value: Any) -> tuple[Schedule, ...]:
     """The ``schedules`` option: ``afp.schedule`` values (or their wire form, as a file gives
     them), checked, names unique.
 
@@ -73,10 +76,13 @@ def check_declared(key: str, value: Any) -> tuple[Schedule, ...]:
                 raise InvalidValue(f"a schedule, not {shown(item)}")
         except InvalidValue as exc:
             field = exc.context.get("field")
-            raise AgentDefinitionError(
-                f"{at}{'.' + field if field else ''}: {exc.message}",
-                field=f"{at}.{field}" if field else at,
-            ) from exc
+            path = f"{at}.{field}" if isinstance(field, str) else at
+            # The pure layer's messages lead with their field ("every: …"): the path takes its
+            # place, so a file's error reads "agents[0].schedules[1].every: …".
+            words = exc.message
+            if isinstance(field, str) and words.startswith(f"{field}: "):
+                words = words.removeprefix(f"{field}: ")
+            raise AgentDefinitionError(f"{path}: {words}", field=path) from exc
         if kept[-1].name in {s.name for s in kept[:-1]}:
             raise AgentDefinitionError(
                 f"two schedules are named {kept[-1].name!r}; schedule names must be unique",
@@ -85,13 +91,22 @@ def check_declared(key: str, value: Any) -> tuple[Schedule, ...]:
     return tuple(kept)
 
 
-def entry_for(
+async def zones_loaded(schedules: Iterable[Schedule]) -> None:
+    """Load the schedules' zones in a worker thread (a first use reads the zone database), so
+    working out due instants after it never reads a file on the event loop."""
+    zones = sorted({schedule.zone for schedule in schedules})
+    if zones:
+        await anyio.to_thread.run_sync(lambda: [load_zone(zone) for zone in zones])
+
+
+def schedule_entry(
     schedule: Schedule, *, source: str, now_ms: int, paused: bool = False
 ) -> ScheduleEntry:
-    """The row of a schedule set at ``now_ms``: anchored there, nothing before it due."""
+    """The row of a schedule set at ``now_ms``: anchored there, nothing before it due (its zone
+    loaded already: ``zones_loaded``)."""
     return ScheduleEntry(
         name=schedule.name,
-        definition=wire_of(schedule),
+        definition=schedule_wire(schedule),
         source=source,
         anchor_ms=now_ms,
         last_due_ms=now_ms,
@@ -118,11 +133,16 @@ async def sync_declared(
     its marks and a pause kept; a declared one no longer declared is removed. Schedules set at
     run time stay; a declared schedule of the same name replaces one."""
     rows = {row.name: row for row in await store.schedules(agent_id)}
+    await zones_loaded(declared)
     for schedule in declared:
         row = rows.get(schedule.name)
-        if row is not None and row.source == "declared" and row.definition == wire_of(schedule):
+        if (
+            row is not None
+            and row.source == "declared"
+            and row.definition == schedule_wire(schedule)
+        ):
             continue
-        entry = entry_for(schedule, source="declared", now_ms=now_ms)
+        entry = schedule_entry(schedule, source="declared", now_ms=now_ms)
         await store.put_schedule(agent_id, entry, now_ms=now_ms)
         log.info("declared schedule set", agent_id=agent_id, schedule=schedule.name)
     names = {schedule.name for schedule in declared}
@@ -132,16 +152,16 @@ async def sync_declared(
             log.info("declared schedule removed", agent_id=agent_id, schedule=row.name)
 
 
-async def deliver_due(
+async def deliver_due_schedules(
     store: ScheduleStore,
     agent_ids: Sequence[str],
     *,
     now_ms: int,
     new_id: Callable[[], str],
-) -> list[Delivered]:
+) -> list[DeliveredSchedule]:
     """Deliver every due schedule of ``agent_ids`` at ``now_ms``, each in its own commit; what
     another host delivered first (the compare-and-set refused it) is left out."""
-    done: list[Delivered] = []
+    done: list[DeliveredSchedule] = []
     for row in await store.due_schedules(agent_ids, now_ms=now_ms):
         delivered = await _deliver(store, row, now_ms=now_ms, new_id=new_id)
         if delivered is not None:
@@ -151,7 +171,7 @@ async def deliver_due(
 
 async def _deliver(
     store: ScheduleStore, row: ScheduleRow, *, now_ms: int, new_id: Callable[[], str]
-) -> Delivered | None:
+) -> DeliveredSchedule | None:
     try:
         schedule = stored_schedule(row)
     except InvalidValue as exc:
@@ -173,11 +193,14 @@ async def _deliver(
             now_ms=now_ms,
         )
         return None
+    await zones_loaded([schedule])
     plan = plan_delivery(schedule, last_ms=row.last_due_ms, now_ms=now_ms, anchor_ms=row.anchor_ms)
     through = max(plan.through_ms, row.last_due_ms)
     following = plan.next_ms
-    if following is not None and following <= now_ms:
-        # Never found due again at once: the next instant is after now.
+    if following is not None and following <= now_ms and not plan.deliver and not plan.skipped:
+        # A plan that moved nothing would be found due again at once, for ever: go on from
+        # now. (Under ``all`` a next instant at or before now with progress made is the rest
+        # of a long catch-up, delivered by the next round.)
         following = next_due(schedule, after_ms=now_ms, anchor_ms=row.anchor_ms)
     result = await store.deliver_schedule(
         row.agent_id,
@@ -200,7 +223,7 @@ async def _deliver(
         skipped=plan.skipped_count,
         next_due_ms=following,
     )
-    return Delivered(
+    return DeliveredSchedule(
         agent_id=row.agent_id,
         name=row.name,
         text=schedule.text,

@@ -10,13 +10,14 @@ from typing import Any
 
 import msgspec
 
-from afp_runtime.agents.schedules import (
-    SOURCES,
-    Delivered,
-    deliver_due,
-    entry_for,
+from afp_runtime.agents import (
+    SCHEDULE_SOURCES,
+    DeliveredSchedule,
+    deliver_due_schedules,
+    schedule_entry,
     stored_schedule,
     sync_declared,
+    zones_loaded,
 )
 from afp_runtime.errors import InvalidValue, NotFound
 from afp_runtime.schedules import Schedule, check_schedule, decode_schedule, next_due
@@ -155,14 +156,15 @@ async def set_schedule(
         InvalidValue: the schedule is wrong (the field named), or ``source`` is unknown.
         NotFound: the store holds no such agent.
     """
-    if source not in SOURCES:
+    if source not in SCHEDULE_SOURCES:
         raise InvalidValue(
-            f"source must be one of {', '.join(SOURCES)}, not {source!r}", field="source"
+            f"source must be one of {', '.join(SCHEDULE_SOURCES)}, not {source!r}", field="source"
         )
     schedule = checked(value)
     await _known_agent(store, agent_id)
+    await zones_loaded([schedule])
     row = await store.put_schedule(
-        agent_id, entry_for(schedule, source=source, now_ms=now_ms), now_ms=now_ms
+        agent_id, schedule_entry(schedule, source=source, now_ms=now_ms), now_ms=now_ms
     )
     return view_of(row)
 
@@ -191,9 +193,7 @@ async def pause_schedule(store: Store, agent_id: str, name: str, *, now_ms: int)
     return view_of(await store.put_schedule(agent_id, entry, now_ms=now_ms))
 
 
-async def resume_schedule(
-    store: Store, agent_id: str, name: str, *, now_ms: int
-) -> ScheduleView:
+async def resume_schedule(store: Store, agent_id: str, name: str, *, now_ms: int) -> ScheduleView:
     """Resume a paused schedule from ``now_ms``: what came due while it was paused is not
     delivered; interval forms keep their anchor.
 
@@ -205,6 +205,7 @@ async def resume_schedule(
     if not row.paused:
         return view_of(row)
     schedule = stored_schedule(row)
+    await zones_loaded([schedule])
     following = next_due(schedule, after_ms=now_ms, anchor_ms=row.anchor_ms)
     entry = _entry(row, paused=False, last_due_ms=now_ms, next_due_ms=following)
     return view_of(await store.put_schedule(agent_id, entry, now_ms=now_ms))
@@ -231,8 +232,8 @@ async def deliver_schedules(
     *,
     now_ms: int,
     new_id: Callable[[], str],
-) -> list[Delivered]:
+) -> list[DeliveredSchedule]:
     """The embedded store's delivery at ``work()``: the agent's declared schedules synced, then
     what is due at ``now_ms`` delivered (as a host delivers it, one commit each)."""
     await sync_declared(store, agent_id, declared, now_ms=now_ms)
-    return await deliver_due(store, [agent_id], now_ms=now_ms, new_id=new_id)
+    return await deliver_due_schedules(store, [agent_id], now_ms=now_ms, new_id=new_id)

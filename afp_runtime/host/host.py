@@ -31,8 +31,8 @@ from afp_runtime.host._timed import TimedCommits
 from afp_runtime.host.admission import Admission
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
 from afp_runtime.host.leases import HostLease
-from afp_runtime.host.schedules import ScheduleRunner
 from afp_runtime.host.lifecycle import Lifecycle
+from afp_runtime.host.schedules import ScheduleRunner
 from afp_runtime.host.states import (
     HostState,
     StoreCheck,

@@ -18,7 +18,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from afp_runtime._logging import get_logger
-from afp_runtime.agents.schedules import Delivered, deliver_due, sync_declared
+from afp_runtime.agents import DeliveredSchedule, deliver_due_schedules, sync_declared
 from afp_runtime.errors import LeaseLost
 from afp_runtime.host.leases import HostLease, store_unavailable
 from afp_runtime.host.store_state import StoreState
@@ -143,7 +143,8 @@ class ScheduleRunner:
         if not held:
             return None
         now_ms = self.clock.now_ms()
-        done = await deliver_due(self.store, held, now_ms=now_ms, new_id=self.ids.message_id)
+        new_id = self.ids.message_id
+        done = await deliver_due_schedules(self.store, held, now_ms=now_ms, new_id=new_id)
         for delivered in done:
             self._tell(delivered, now_ms)
         if done:
@@ -153,7 +154,7 @@ class ScheduleRunner:
             return None
         return max(0.0, (earliest - self.clock.now_ms()) / 1000)
 
-    def _tell(self, delivered: Delivered, now_ms: int) -> None:
+    def _tell(self, delivered: DeliveredSchedule, now_ms: int) -> None:
         """``inbox.accepted`` for each message posted, and the agent's worker woken."""
         agent = self.agents.get(delivered.agent_id)
         if agent is None:
