@@ -3,13 +3,19 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import anyio
+import msgspec
 
 from afp_runtime.errors import LeaseLost, StoreError
-from afp_runtime.store import ScheduleDelivered, ScheduleEntry, Store
+from afp_runtime.records import ConversationState
+from afp_runtime.store import AgentDump, ScheduleDelivered, ScheduleEntry, Store
 from afp_runtime.testing.store_conformance import T0, Backend, fresh, new_agent, raises
 
 HOUR = 3_600_000
+_state = msgspec.msgpack.Decoder(ConversationState)
+_encoder = msgspec.msgpack.Encoder()
 
 
 def entry(
@@ -197,3 +203,31 @@ async def test_a_fenced_delivery_needs_the_claim(store: Store, backend: Backend)
     finally:
         other.fence_with(None)
     assert done is not None and len(await store.inbox(agent_id)) == 1
+
+
+async def test_schedules_travel_with_an_agents_dump(store: Store) -> None:
+    """export_agent carries the agent's schedules with their marks; import_agents writes them,
+    so the copy's schedules go on where the source's left off."""
+    agent_id = await new_agent(store)
+    row = await store.put_schedule(agent_id, entry(), now_ms=T0)
+    await deliver(store, agent_id, "morning", row.revision, T0 + HOUR, next_ms=T0 + 2 * HOUR)
+    await store.put_schedule(agent_id, entry("quiet", paused=True, next_due_ms=None), now_ms=T0)
+    dump = await store.export_agent(agent_id)
+    assert [(s.name, s.last_due_ms, s.next_due_ms, s.paused) for s in dump.schedules] == [
+        ("morning", T0 + HOUR, T0 + 2 * HOUR, 0),
+        ("quiet", T0, None, 1),
+    ]
+    copy = fresh("agent")
+    state = msgspec.structs.replace(_state.decode(dump.state), agent_id=copy)
+    moved = msgspec.structs.replace(
+        dump, agent_id=copy, state=_encoder.encode(state), inbox=(), runs=(), bundles=()
+    )
+
+    async def dumps() -> AsyncIterator[AgentDump]:
+        yield moved
+
+    await store.import_agents(dumps())
+    copied = await store.schedules(copy)
+    original = await store.schedules(agent_id)
+    assert [msgspec.structs.replace(r, agent_id=agent_id) for r in copied] == original
+    assert await store.next_schedule_due([copy]) == T0 + 2 * HOUR

@@ -178,7 +178,8 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         5,
         "schedules",
         """
-        -- As SQLite's migration 14: an agent's durable schedules (docs/host.md#schedules).
+        -- As SQLite's migration 14: an agent's durable schedules (docs/host.md#schedules);
+        -- paused is 0 or 1 as there, so a dump's rows are the same on both backends.
         CREATE TABLE schedules (
             agent BIGINT NOT NULL REFERENCES agents (agent),
             name TEXT NOT NULL,
@@ -187,7 +188,7 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             anchor_ms BIGINT NOT NULL,
             last_due_ms BIGINT NOT NULL,
             next_due_ms BIGINT,
-            paused BOOLEAN NOT NULL DEFAULT FALSE,
+            paused INTEGER NOT NULL DEFAULT 0,
             revision BIGINT NOT NULL,
             delivered BIGINT NOT NULL DEFAULT 0,
             created_at_ms BIGINT NOT NULL,
@@ -195,7 +196,7 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             PRIMARY KEY (agent, name)
         );
         CREATE INDEX schedules_due ON schedules (next_due_ms)
-            WHERE next_due_ms IS NOT NULL AND NOT paused
+            WHERE next_due_ms IS NOT NULL AND paused = 0
         """,
     ),
 )

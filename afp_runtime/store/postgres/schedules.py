@@ -50,7 +50,7 @@ class Schedules(PostgresCore):
                 entry.anchor_ms,
                 entry.last_due_ms,
                 entry.next_due_ms,
-                entry.paused,
+                int(entry.paused),
                 now_ms,
             )
             return rows.schedule_row(agent_id, tuple(found))
@@ -75,7 +75,7 @@ class Schedules(PostgresCore):
         """The unpaused schedules of ``agent_ids`` due at ``now_ms``, earliest first."""
         found = await self._fetch(
             f"SELECT a.agent_id, {_COLUMNS} FROM schedules s JOIN agents a ON a.agent = s.agent"
-            " WHERE s.next_due_ms IS NOT NULL AND NOT s.paused AND s.next_due_ms <= $1"
+            " WHERE s.next_due_ms IS NOT NULL AND s.paused = 0 AND s.next_due_ms <= $1"
             " AND a.agent_id = ANY($2::text[]) ORDER BY s.next_due_ms, a.agent_id, s.name",
             now_ms,
             list(agent_ids),
@@ -86,7 +86,7 @@ class Schedules(PostgresCore):
         """The earliest next due instant of the unpaused schedules of ``agent_ids``."""
         found = await self._fetch(
             "SELECT MIN(s.next_due_ms) FROM schedules s JOIN agents a ON a.agent = s.agent"
-            " WHERE s.next_due_ms IS NOT NULL AND NOT s.paused"
+            " WHERE s.next_due_ms IS NOT NULL AND s.paused = 0"
             " AND a.agent_id = ANY($1::text[])",
             list(agent_ids),
         )
