@@ -12,11 +12,13 @@ import anyio
 import pytest
 
 import afp_runtime as afp
+from afp_runtime.errors import StoreUnavailable
 from afp_runtime.host import Host
 from afp_runtime.models import ScriptedModel
 from afp_runtime.store import InboxRow, Store
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer
-from tests.api.conftest import Api, agent, settle, until, watch_of
+from tests.api.conftest import Api, agent, settle, until, watch_of, watched_host
 
 BERLIN = ZoneInfo("Europe/Berlin")
 UTC = ZoneInfo("UTC")
@@ -44,7 +46,9 @@ async def advance(api: Api, seconds: float, *hosts: Host) -> None:
     due again on the clock before the next move."""
     before = [watch_of(host).lease_periods for host in hosts]
     api.clock.advance(seconds)
-    await until(lambda: all(watch_of(h).lease_periods > n for h, n in zip(hosts, before)))
+    await until(
+        lambda: all(watch_of(h).lease_periods > n for h, n in zip(hosts, before, strict=True))
+    )
 
 
 async def advance_to(api: Api, host: Host, at_ms: int, count: int, name: str = "morning") -> None:
@@ -222,3 +226,48 @@ async def test_two_hosts_on_one_file_deliver_each_due_instant_once(api: Api) -> 
         rows = await scheduled(one.reader, "tick")
     assert start <= anchor
     assert due_of(rows) == [anchor + n * 3_600_000 for n in range(1, 7)]
+
+
+class _FullDisk(SqliteStore):
+    """A store whose delivering commits fail as a full disk fails them while ``full`` holds."""
+
+    full = False
+    refused = 0
+
+    async def deliver_schedule(self, *args: Any, **kwargs: Any) -> Any:
+        if self.full:
+            self.refused += 1
+            raise StoreUnavailable(
+                "a store transaction failed: the disk is full", cause="disk-full"
+            )
+        return await super().deliver_schedule(*args, **kwargs)
+
+
+async def test_a_delivery_the_store_refuses_is_degraded_health_and_done_once_it_is_back(
+    api: Api,
+) -> None:
+    """A delivery that meets a full disk leaves the host running with health degraded, and is
+    tried again after a back-off on the clock; once the store takes writes again, the due
+    instant is delivered once and health is clear."""
+    store = await _FullDisk.open(api.path, now_ms=api.clock.now_ms())
+    tick = afp.schedule("tick", "Tick", every="1 hours")
+    definition = agent(replies(), schedules=[tick])
+    try:
+        host = watched_host(store, [definition], clock=api.clock, ids=api.ids)
+        async with host:
+            await settle(host)
+            anchor = (await afp.app.list_schedules(host.reader, "ops"))[0].anchor_ms
+            store.full = True
+            await advance(api, 3_600, host)
+            await until(lambda: host.store_fault is not None)
+            refused = store.refused
+            assert host.state == "running" and await scheduled(host.reader, "tick") == []
+            store.full = False
+            api.clock.advance(1.0)  # past the back-off
+            await until(lambda: host.store_fault is None)
+            await settle(host)
+            rows = await scheduled(host.reader, "tick")
+    finally:
+        await store.aclose()
+    assert refused >= 1
+    assert due_of(rows) == [anchor + 3_600_000]
