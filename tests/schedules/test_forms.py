@@ -110,6 +110,15 @@ class TestDaylightSaving:
             "2026-09-07T03:00:00Z",
         ]
 
+    def test_a_pushed_forward_time_comes_after_a_real_time_it_passes(self) -> None:
+        # 02:45 (skipped) reads as 03:45 PDT; 03:15 PDT is real and comes first.
+        s = schedule("d", "x", every="day at 02:45 and 03:15", zone="America/Los_Angeles")
+        assert dues(s, "2026-03-08T10:05:00+00:00", 3) == [
+            "2026-03-08T10:15:00Z",
+            "2026-03-08T10:45:00Z",
+            "2026-03-09T09:45:00Z",
+        ]
+
     def test_the_once_form_follows_the_same_rule(self) -> None:
         gap = schedule("g", "x", at="2026-03-08T02:30", zone="America/Los_Angeles")
         fold = schedule("f", "x", at="2026-11-01T01:30", zone="America/Los_Angeles")
