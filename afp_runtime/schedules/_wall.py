@@ -58,8 +58,11 @@ def naive_of_ms(ms: int) -> datetime:
 
 
 @functools.lru_cache(maxsize=65_536)
-def _offset_s(zone: str, hour: int) -> int:
-    offset = (_UTC_EPOCH + timedelta(hours=hour)).astimezone(load_zone(zone)).utcoffset()
+def _offset_s(zone: str, hour: int) -> int | None:
+    try:
+        offset = (_UTC_EPOCH + timedelta(hours=hour)).astimezone(load_zone(zone)).utcoffset()
+    except OverflowError:
+        return None  # past the calendar's ends (years 1 and 9999): nothing to probe
     return int(offset.total_seconds()) if offset is not None else 0
 
 
@@ -74,8 +77,9 @@ def _offset_range(zone: str, bucket: int) -> tuple[int, int]:
     # Covers 26 hours either side of every instant of the 6-hour bucket.
     first = (bucket * _BUCKET_MS - _REACH_MS) // _PROBE_MS
     last = ((bucket + 1) * _BUCKET_MS + _REACH_MS) // _PROBE_MS + 1
-    offsets = [_offset_s(zone, hour) for hour in range(first, last + 1)]
-    return min(offsets), max(offsets)
+    probed = (_offset_s(zone, hour) for hour in range(first, last + 1))
+    offsets = [offset for offset in probed if offset is not None]
+    return (min(offsets), max(offsets)) if offsets else (0, 0)
 
 
 def first_after(candidates: Candidates, zone: str, after_ms: int) -> int | None:

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from afp_runtime.errors import InvalidValue
 from afp_runtime.schedules import Schedule, next_due, schedule
 
 _NY = ZoneInfo("America/New_York")
@@ -170,3 +171,19 @@ class TestEvery:
         assert {d.weekday() for d in days} == {0, 1, 2, 3, 4}
         assert days[0].date().isoformat() == "2026-10-19"
         assert days[-1].date().isoformat() == "2026-11-20"
+
+
+class TestBounds:
+    def test_the_calendar_ends_with_year_9999_without_an_error(self) -> None:
+        end = ms("9999-12-31T00:00:00+00:00")
+        last_day = schedule("d", "x", every="day at 09:00", zone="America/Los_Angeles")
+        assert next_due(last_day, after_ms=end, anchor_ms=0) == ms("9999-12-31T17:00:00+00:00")
+        yearly = schedule("y", "x", cron="0 0 1 1 *", zone="America/Los_Angeles")
+        assert next_due(yearly, after_ms=end, anchor_ms=0) is None
+
+    def test_bounds_that_are_not_ints_are_refused(self) -> None:
+        s = schedule("h", "x", every="hour")
+        with pytest.raises(InvalidValue, match="afterMs"):
+            next_due(s, after_ms="1", anchor_ms=0)  # type: ignore[arg-type]
+        with pytest.raises(InvalidValue, match="anchorMs"):
+            next_due(s, after_ms=1, anchor_ms=True)
