@@ -59,7 +59,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "extensions": frozenset({"messages", "records", "window", "tools"}),
     "time": frozenset({"messages", "records", "tools", "extensions"}),
     # docs/schedules.md: due instants read on the time layer's zones.
-    "schedules": frozenset({"time"}),
+    "schedules": frozenset({"messages", "time"}),
     "store": frozenset({"messages", "records"}),
     "loop": frozenset({"messages", "records", "window", "served"})
     | {"models", "tools", "store", "extensions", "cost"},

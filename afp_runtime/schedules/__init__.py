@@ -12,15 +12,18 @@ from afp_runtime.schedules._value import (
     decode_schedule,
     schedule,
 )
+from afp_runtime.schedules._wakeup import WAKEUP_TOOL, wakeup_schedule
 
 __all__ = [
     "CatchUp",
     "Delivery",
     "LATE_MS",
     "Schedule",
+    "WAKEUP_TOOL",
     "check_schedule",
     "decode_schedule",
     "next_due",
     "plan_delivery",
     "schedule",
+    "wakeup_schedule",
 ]

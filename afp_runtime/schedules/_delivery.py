@@ -20,7 +20,7 @@ from afp_runtime.schedules._value import Schedule
 LATE_MS: Final = 60_000
 """A due instant found within this of now (inclusive) is on time; an older one was missed."""
 
-SKIPPED_COUNT_LIMIT: Final = 10_000
+SKIPPED_COUNT_LIMIT: Final = 1000
 """``skipped_count`` counts up to this many; a count at the limit means this many or more."""
 
 

@@ -26,7 +26,11 @@ _DAYS: Final = {name: index for index, name in enumerate(DAY_NAMES)} | {
 _DAY_SETS: Final = {
     "day": frozenset(range(7)),
     "weekday": frozenset(range(5)),
+    "weekdays": frozenset(range(5)),
     "weekend day": frozenset({5, 6}),
+    "weekend days": frozenset({5, 6}),
+    "weekend": frozenset({5, 6}),
+    "weekends": frozenset({5, 6}),
 }
 _UNITS: Final = {"minute": 1, "minutes": 1, "hour": 60, "hours": 60}
 _INTERVAL = re.compile(r"(?:(?P<count>[0-9]+) )?(?P<unit>[a-z]+)")

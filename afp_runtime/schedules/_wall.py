@@ -25,6 +25,8 @@ _UTC_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _REACH_MS: Final = 26 * 3_600_000
 _PROBE_MS: Final = 3_600_000
 _NS_PER_MS: Final = 1_000_000
+_ONE_MS: Final = timedelta(milliseconds=1)
+_BUCKET_MS: Final = 6 * 3_600_000
 
 Candidates = Callable[[datetime], Iterator[datetime]]
 """Local (naive) times of a rule at or after a local time, in order, without end."""
@@ -37,6 +39,11 @@ def wall_instant_ms(naive: datetime, zone: str) -> int:
     Raises:
         InvalidValue: ``zone`` is not an accepted zone name.
     """
+    tz = load_zone(zone)
+    offset = naive.replace(tzinfo=tz, fold=0).utcoffset()
+    if offset is not None and offset == naive.replace(tzinfo=tz, fold=1).utcoffset():
+        # One reading (nearly every local time): no need to build read_wall's instants.
+        return (naive - NAIVE_EPOCH - offset) // _ONE_MS
     reading = read_wall(naive, zone)
     if isinstance(reading, WallUnique):
         instant = reading.instant
@@ -51,18 +58,28 @@ def naive_of_ms(ms: int) -> datetime:
 
 
 @functools.lru_cache(maxsize=65_536)
-def _offset_s(zone: str, hour: int) -> int:
-    offset = (_UTC_EPOCH + timedelta(hours=hour)).astimezone(load_zone(zone)).utcoffset()
+def _offset_s(zone: str, hour: int) -> int | None:
+    try:
+        offset = (_UTC_EPOCH + timedelta(hours=hour)).astimezone(load_zone(zone)).utcoffset()
+    except OverflowError:
+        return None  # past the calendar's ends (years 1 and 9999): nothing to probe
     return int(offset.total_seconds()) if offset is not None else 0
 
 
 def offset_range_s(zone: str, ms: int) -> tuple[int, int]:
     """The least and greatest offsets (seconds) ``zone`` has within 26 hours of ``ms``, probed
-    hourly (no zone changes offset twice within an hour)."""
-    first = (ms - _REACH_MS) // _PROBE_MS
-    hours = range(first, first + 2 * _REACH_MS // _PROBE_MS + 2)
-    offsets = [_offset_s(zone, hour) for hour in hours]
-    return min(offsets), max(offsets)
+    hourly (no zone keeps an offset for less than an hour)."""
+    return _offset_range(zone, ms // _BUCKET_MS)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _offset_range(zone: str, bucket: int) -> tuple[int, int]:
+    # Covers 26 hours either side of every instant of the 6-hour bucket.
+    first = (bucket * _BUCKET_MS - _REACH_MS) // _PROBE_MS
+    last = ((bucket + 1) * _BUCKET_MS + _REACH_MS) // _PROBE_MS + 1
+    probed = (_offset_s(zone, hour) for hour in range(first, last + 1))
+    offsets = [offset for offset in probed if offset is not None]
+    return (min(offsets), max(offsets)) if offsets else (0, 0)
 
 
 def first_after(candidates: Candidates, zone: str, after_ms: int) -> int | None:
@@ -82,8 +99,11 @@ def first_after(candidates: Candidates, zone: str, after_ms: int) -> int | None:
                 continue
             best = instant
             if stop is None:
-                # Past this local time no reading can come before the first hit's.
+                # Past this local time no reading can come before the first hit's; with one
+                # offset all around, no later local time can.
                 low2, high2 = offset_range_s(zone, instant)
+                if low2 == high2:
+                    return best
                 stop = naive + timedelta(seconds=high2 - low2)
         return best
     except (OverflowError, ValueError) as exc:

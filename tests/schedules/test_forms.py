@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from afp_runtime.errors import InvalidValue
 from afp_runtime.schedules import Schedule, next_due, schedule
 
 _NY = ZoneInfo("America/New_York")
@@ -110,6 +111,15 @@ class TestDaylightSaving:
             "2026-09-07T03:00:00Z",
         ]
 
+    def test_a_pushed_forward_time_comes_after_a_real_time_it_passes(self) -> None:
+        # 02:45 (skipped) reads as 03:45 PDT; 03:15 PDT is real and comes first.
+        s = schedule("d", "x", every="day at 02:45 and 03:15", zone="America/Los_Angeles")
+        assert dues(s, "2026-03-08T10:05:00+00:00", 3) == [
+            "2026-03-08T10:15:00Z",
+            "2026-03-08T10:45:00Z",
+            "2026-03-09T09:45:00Z",
+        ]
+
     def test_the_once_form_follows_the_same_rule(self) -> None:
         gap = schedule("g", "x", at="2026-03-08T02:30", zone="America/Los_Angeles")
         fold = schedule("f", "x", at="2026-11-01T01:30", zone="America/Los_Angeles")
@@ -137,6 +147,8 @@ class TestEvery:
             ("day at 18:30", ["2026-01-01T18:30:00Z", "2026-01-02T18:30:00Z"]),
             ("Day at 9:00 and 17:30", ["2026-01-01T09:00:00Z", "2026-01-01T17:30:00Z"]),
             ("weekend day at 10:00", ["2026-01-03T10:00:00Z", "2026-01-04T10:00:00Z"]),
+            ("weekends at 10:00", ["2026-01-03T10:00:00Z", "2026-01-04T10:00:00Z"]),
+            ("weekdays at 10:00", ["2026-01-01T10:00:00Z", "2026-01-02T10:00:00Z"]),
             (
                 "monday, wednesday and friday at 8:00",
                 ["2026-01-02T08:00:00Z", "2026-01-05T08:00:00Z"],
@@ -161,3 +173,19 @@ class TestEvery:
         assert {d.weekday() for d in days} == {0, 1, 2, 3, 4}
         assert days[0].date().isoformat() == "2026-10-19"
         assert days[-1].date().isoformat() == "2026-11-20"
+
+
+class TestBounds:
+    def test_the_calendar_ends_with_year_9999_without_an_error(self) -> None:
+        end = ms("9999-12-31T00:00:00+00:00")
+        last_day = schedule("d", "x", every="day at 09:00", zone="America/Los_Angeles")
+        assert next_due(last_day, after_ms=end, anchor_ms=0) == ms("9999-12-31T17:00:00+00:00")
+        yearly = schedule("y", "x", cron="0 0 1 1 *", zone="America/Los_Angeles")
+        assert next_due(yearly, after_ms=end, anchor_ms=0) is None
+
+    def test_bounds_that_are_not_ints_are_refused(self) -> None:
+        s = schedule("h", "x", every="hour")
+        with pytest.raises(InvalidValue, match="afterMs"):
+            next_due(s, after_ms="1", anchor_ms=0)  # type: ignore[arg-type]
+        with pytest.raises(InvalidValue, match="anchorMs"):
+            next_due(s, after_ms=1, anchor_ms=True)
