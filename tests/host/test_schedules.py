@@ -15,10 +15,11 @@ import afp_runtime as afp
 from afp_runtime.errors import StoreUnavailable
 from afp_runtime.host import Host
 from afp_runtime.models import ScriptedModel
-from afp_runtime.store import InboxRow, Store
+from afp_runtime.store import InboxRow, Store, open_store
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer
 from tests.api.conftest import Api, agent, settle, until, watch_of, watched_host
+from tests.store._postgres import FreshDatabase
 
 BERLIN = ZoneInfo("Europe/Berlin")
 UTC = ZoneInfo("UTC")
@@ -271,3 +272,56 @@ async def test_a_delivery_the_store_refuses_is_degraded_health_and_done_once_it_
         await store.aclose()
     assert refused >= 1
     assert due_of(rows) == [anchor + 3_600_000]
+
+
+async def test_two_hosts_on_postgres_deliver_each_due_instant_once(
+    api: Api, database: FreshDatabase
+) -> None:
+    """Two hosts on one Postgres database, both declaring the agent, and a third store racing
+    every delivery with the same plan: each hourly due instant becomes exactly one message."""
+    hourly = afp.schedule("tick", "Tick", every="1 hours")
+    stores = [await open_store(database.url, now_ms=api.clock.now_ms()) for _ in range(3)]
+    one_store, two_store, racer = stores
+    try:
+        hosts = [
+            watched_host(
+                s,
+                [agent(replies(), schedules=[hourly])],
+                clock=api.clock,
+                ids=api.ids,
+                host_id=name,
+            )
+            for s, name in ((one_store, "one"), (two_store, "two"))
+        ]
+        async with hosts[0] as one, hosts[1] as two:
+            await settle(one)
+            anchor = (await afp.app.list_schedules(one.reader, "ops"))[0].anchor_ms
+            raced = 0
+            for n in range(1, 5):
+                [row] = await racer.schedules("ops")
+                due = anchor + n * 3_600_000
+                await advance(api, (due - api.clock.now_ms()) / 1000, one, two)
+                won = await racer.deliver_schedule(
+                    "ops",
+                    "tick",
+                    revision=row.revision,
+                    due=[(due, f"race-{n}")],
+                    text="Tick",
+                    through_ms=due,
+                    next_due_ms=due + 3_600_000,
+                    now_ms=due,
+                )
+                raced += won is not None
+
+                async def arrived(n: int = n) -> bool:
+                    return len(await scheduled(one.reader, "tick")) >= n
+
+                await until(arrived)
+            await settle(one)
+            rows = await scheduled(one.reader, "tick")
+    finally:
+        for store in stores:
+            await store.aclose()
+    assert due_of(rows) == [anchor + n * 3_600_000 for n in range(1, 5)]
+    assert len({r.message_id for r in rows}) == 4
+    assert sum(r.message_id.startswith("race-") for r in rows) == raced
