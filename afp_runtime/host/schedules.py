@@ -107,7 +107,9 @@ class ScheduleRunner:
             agent_id = exc.context.get("agent_id")
             if isinstance(agent_id, str):
                 self.lease.lost(agent_id, str(exc))
-            return True  # nothing was written; the next round reads the claims again
+            # Nothing was written; the next round, at once, delivers the agents still held.
+            self._wait_s = 0.0
+            return True
         except Exception as exc:
             unavailable = store_unavailable(exc)
             if unavailable is None:
