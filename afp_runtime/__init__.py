@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from afp_runtime.models import RetryPolicy as RetryPolicy
     from afp_runtime.models import ScriptedModel as ScriptedModel
     from afp_runtime.records import QuestionRow as QuestionRow
+    from afp_runtime.schedules import schedule as schedule
     from afp_runtime.served import ConformanceReport as ConformanceReport
     from afp_runtime.served import EpochEntry as EpochEntry
     from afp_runtime.served import ServedView as ServedView
@@ -109,6 +110,7 @@ _HOMES = {
     "open": "afp_runtime._embed",
     "permissions": "afp_runtime.permissions",
     "run": "afp_runtime._embed",
+    "schedule": "afp_runtime.schedules",
     "sliding_window": "afp_runtime.window",
     "summarize_oldest": "afp_runtime.window",
     "token_budget": "afp_runtime.window",

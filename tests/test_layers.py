@@ -35,7 +35,9 @@ SHARED = frozenset({ERRORS, LOGGING, LAZY, VERSION, SECRETS})
 # ``_embed``) outside the layers that may import any layer and that no layer may import.
 ENTRY_MODULES = frozenset({"cli", "testing", "demo", "scenario", "_embed", INIT})
 
-PURE = frozenset({"messages", "records", "window", "findings", "time", "served", "cost"})
+PURE = frozenset(
+    {"messages", "records", "window", "findings", "time", "served", "cost", "schedules"}
+)
 
 # docs/storage.md#the-store-port: these reach durable state through the port package
 # ``afp_runtime.store`` only, never through a backend inside it.
@@ -56,6 +58,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "tools": frozenset({"messages"}),
     "extensions": frozenset({"messages", "records", "window", "tools"}),
     "time": frozenset({"messages", "records", "tools", "extensions"}),
+    # docs/schedules.md: due instants read on the time layer's zones.
+    "schedules": frozenset({"messages", "time"}),
     "store": frozenset({"messages", "records"}),
     "loop": frozenset({"messages", "records", "window", "served"})
     | {"models", "tools", "store", "extensions", "cost"},
@@ -66,11 +70,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     | {"permissions"},
     "host": frozenset(
         {"messages", "loop", "agents", "store", "models", "tools", "records", "telemetry"}
+        | {"schedules"}
     ),
     # The application layer (docs/architecture.md#the-application-layer): use cases over the
     # store port, for the doors to call.
     "app": frozenset({"messages", "records", "window", "findings", "served", "store", "loop"})
-    | {"models", "agents", "cost", "mcp"},
+    | {"models", "agents", "cost", "mcp", "schedules"},
     "api": frozenset({"messages", "host", "store", "records", "cost", "app"}),
 }
 LAYERS = frozenset(ALLOWED)

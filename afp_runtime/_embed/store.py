@@ -32,8 +32,8 @@ import anyio
 import anyio.to_thread
 import msgspec
 
-from afp_runtime._embed.reading import StoreReads
 from afp_runtime._embed.results import TurnEvents, TurnResult, TurnStatus
+from afp_runtime._embed.scheduling import StoreSchedules
 from afp_runtime.agents import Agent
 from afp_runtime.app import (
     Event,
@@ -55,7 +55,7 @@ from afp_runtime.store import open_store
 T = TypeVar("T")
 
 
-class Store(StoreReads):
+class Store(StoreSchedules):
     """An open afp database: run agents on it and read what they did (see ``afp.open``).
 
     Args:
@@ -223,10 +223,13 @@ class Store(StoreReads):
 
     async def work(self, agent: Agent) -> list[TurnResult]:
         """Finish what the agent left unfinished (a turn cut by a crash, a due retry, an
-        answered question) and answer its queued messages; one result per turn touched."""
+        answered question) and answer its queued messages, its due schedules' messages among
+        them (delivered first, on this store's clock); one result per turn touched."""
         local = self._local(agent)
         await self._open_sessions(agent)
         async with self._lock(agent.agent_id):
+            await self._store.ensure_agent(agent.agent_id, now_ms=self._clock.now_ms())
+            await self._deliver_schedules(agent)
             outcomes = await local.work()
         message_ids = list(dict.fromkeys(outcome.message_id for outcome in outcomes))
         return [await self._result(agent.agent_id, mid, outcomes) for mid in message_ids]

@@ -30,6 +30,16 @@ from afp_runtime.agents.portable import (
     validate_ledger,
 )
 from afp_runtime.agents.registries import PROVIDERS, WINDOW_KINDS, build_model, build_window
+from afp_runtime.agents.schedules import (
+    SCHEDULE_SOURCES,
+    DeliveredSchedule,
+    deliver_due_schedules,
+    schedule_entry,
+    schedule_wire,
+    stored_schedule,
+    sync_declared,
+    zones_loaded,
+)
 
 __all__ = [
     "AGENT_ID",
@@ -37,10 +47,12 @@ __all__ = [
     "Agent",
     "AgentConfig",
     "ConfigFile",
+    "DeliveredSchedule",
     "HostConfig",
     "ModelConfig",
     "PROVIDERS",
     "PortableCheckpoint",
+    "SCHEDULE_SOURCES",
     "ToolConfig",
     "WINDOW_KINDS",
     "WindowConfig",
@@ -50,12 +62,18 @@ __all__ = [
     "build_model",
     "build_window",
     "check_history",
+    "deliver_due_schedules",
     "export_checkpoint",
     "import_checkpoint",
     "load_agents",
     "load_config",
     "parse_checkpoint",
     "read_config",
+    "schedule_entry",
+    "schedule_wire",
+    "stored_schedule",
+    "sync_declared",
     "validate_answer",
     "validate_ledger",
+    "zones_loaded",
 ]

@@ -21,6 +21,7 @@ from afp_runtime.mcp import McpServer, McpTools
 from afp_runtime.messages import ModelParams, canonical_json, sha256_hex
 from afp_runtime.models import Model, RetryPolicy
 from afp_runtime.permissions import GateFn, Rule
+from afp_runtime.schedules import Schedule
 from afp_runtime.time import TimeConfig, message_time_from_wire
 from afp_runtime.tools import Tool
 from afp_runtime.window import WindowStrategy
@@ -87,6 +88,8 @@ class Agent(Definition):
             docs/cost.md#budgets), each warning or halting the turn.
         mcp: MCP servers the agent takes tools from (``afp.mcp.stdio``, ``afp.mcp.http``;
             docs/mcp.md); their tools join ``tools`` once the host has listed them.
+        schedules: the agent's declared wake-ups (``afp.schedule``; docs/python.md#schedules):
+            each delivers its text to the inbox when due, from the sender ``schedule:NAME``.
 
     The keywords are the options declared once in ``afp_runtime.agents.options``
     (docs/config.md#one-declaration), plus ``compaction`` and ``extensions``; each is checked
@@ -128,6 +131,7 @@ class Agent(Definition):
         permissions: Sequence[Rule] | GateFn | None = None,
         output: type | dict[str, Any] | None = None,
         output_retries: int = 2,
+        schedules: Sequence[Schedule] = (),
     ) -> None:
         # The keywords are the declaration's (tests/loop/test_config_options.py holds them to it);
         # each is checked by it, and what it keeps becomes an attribute typed by Definition.
@@ -136,6 +140,7 @@ class Agent(Definition):
         servers: tuple[McpServer, ...] = kept.pop("mcp")
         self.findings: FindingsConfig | None = kept.pop("findings")
         self.time: TimeConfig | None = kept.pop("time")
+        self.schedules: tuple[Schedule, ...] = kept.pop("schedules")
         for name, value in kept.items():
             setattr(self, name, value)
         self._own_tools = self._all_tools = own_tools

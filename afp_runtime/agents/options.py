@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, get_args, get_type_hints
 
 import msgspec
 
+from afp_runtime.agents.schedules import check_declared_schedules
 from afp_runtime.agents.tables import ConfigStruct, ModelConfig, ToolConfig, WindowConfig
 from afp_runtime.cost import Budget, Price, check_budgets, check_pricing
 from afp_runtime.errors import AgentDefinitionError, shown
@@ -31,6 +32,7 @@ from afp_runtime.mcp import McpServer, checked_servers
 from afp_runtime.messages import ModelParams
 from afp_runtime.models import RetryPolicy
 from afp_runtime.permissions import Permissions, PermissionsExtension, Rule
+from afp_runtime.schedules import Schedule
 from afp_runtime.time import TimeConfig, TimeExtension
 from afp_runtime.window import validate_keep_last_tool_results, validate_strategy
 
@@ -152,6 +154,10 @@ def _budgets(key: str, value: Any) -> tuple[Budget, ...]:
 
 def _permissions(key: str, value: Any) -> Permissions | None:
     return Permissions(value) if value is not None else None
+
+
+def _schedules(key: str, value: Any) -> tuple[Schedule, ...]:
+    return check_declared_schedules(key, value)
 
 
 def _servers(key: str, value: Any) -> tuple[McpServer, ...]:
@@ -310,6 +316,15 @@ class AgentConfig(ConfigStruct):
         Option(
             doc="`[[agents.mcp]]` servers the agent takes tools from (below)",
             check=_servers,
+            default=(),
+        ),
+    ] = msgspec.field(default_factory=list)
+    schedules: Annotated[
+        list[dict[str, Any]],
+        Option(
+            doc="`[[agents.schedules]]` wake-ups: `{name, text, at\\|cron\\|every, zone, catchUp}`",
+            see="docs/config.md#schedules",
+            check=_schedules,
             default=(),
         ),
     ] = msgspec.field(default_factory=list)

@@ -32,6 +32,7 @@ from afp_runtime.host.admission import Admission
 from afp_runtime.host.events import DEFAULT_RING_SIZE, DEFAULT_SUBSCRIBER_BUFFER, EventBus
 from afp_runtime.host.leases import HostLease
 from afp_runtime.host.lifecycle import Lifecycle
+from afp_runtime.host.schedules import ScheduleRunner
 from afp_runtime.host.states import (
     HostState,
     StoreCheck,
@@ -182,7 +183,7 @@ class Host:
             events=self.events,
             wake=self.wake,
             store_state=store_state,
-            on_period=watch.lease_period,
+            on_period=lambda: self._period_ended(watch),
         )
         self._workers = Workers(
             store,
@@ -196,7 +197,24 @@ class Host:
             admits=lambda: self.state in ("starting", "running"),
             watch=watch,
         )
+        self._schedules = ScheduleRunner(
+            store,
+            self._agents,
+            clock=clock,
+            ids=ids,
+            lease=self._lease,
+            store_state=store_state,
+            wake=self._workers.wake,
+            poll_interval_s=poll_interval_s,
+        )
+        self._workers.beside.append(self._schedules.run)
         self._life, self._admission = self._compose(telemetry, timed)
+
+    def _period_ended(self, watch: HostWatch) -> None:
+        # Claims may have moved, and schedules set by another process are seen (at the latest)
+        # here (docs/host.md#schedules).
+        self._schedules.changed()
+        watch.lease_period()
 
     def _compose(
         self, telemetry: Telemetry | None, timed: TimedCommits | None
@@ -451,5 +469,8 @@ class Host:
         return await self._admission.dismiss(agent_id, run_id=run_id, principal=principal)
 
     def wake(self, agent_id: str) -> None:
-        """Make the agent's worker look for work now."""
+        """Make the agent's worker look for work now, and the schedules be looked at again
+        (call it after setting or removing a schedule on the host's store,
+        docs/host.md#schedules)."""
         self._workers.wake(agent_id)
+        self._schedules.changed()

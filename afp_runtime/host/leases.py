@@ -125,6 +125,8 @@ class HostLease:
         # the write, so never later than the row's own start).
         self._renewed_at_ms = 0
         self.held: set[str] = set()
+        # Set by a start that failed with the store's fault: its release logs a failure quietly.
+        self.quiet_release = False
         # How many agents this host holds at most: its fair share among the live hosts
         # (docs/host.md#agents-spread-over-the-hosts), fixed at each period.
         self.share = len(self.agent_ids)
@@ -174,7 +176,7 @@ class HostLease:
                     log.info("host lease released", host_id=self.host_id, lease_epoch=epoch)
             except StoreUnavailable as exc:
                 # A full disk, say: one line, as every other fault of the store.
-                log.warning(
+                (log.debug if self.quiet_release else log.warning)(
                     "releasing the host lease failed; it lapses at its expiry",
                     host_id=self.host_id,
                     cause=exc.cause,

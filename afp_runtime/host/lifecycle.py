@@ -107,7 +107,10 @@ class Lifecycle:
             outer = await self._stack.enter_async_context(anyio.create_task_group())
             check = self._check_in_background if self.store_check == "checking" else None
             await outer.start(self._workers.run, check)
-        except BaseException:
+        except BaseException as exc:
+            # A start the store's fault ended is said once, by its caller: a release over the
+            # same fault is logged quietly (how many writes fit a full disk is luck).
+            self._lease.quiet_release = isinstance(exc, StoreUnavailable)
             self.state = "stopping"
             self.events.close()
             await self._stack.aclose()

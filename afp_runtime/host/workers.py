@@ -107,6 +107,9 @@ class Workers:
         # Posts and closed questions made through the host's own doors: they move the store's
         # change marker, but each was handed to its worker already.
         self._own_changes = 0
+        # Tasks started beside the workers, each reporting started first (the schedule
+        # runner, docs/host.md#schedules).
+        self.beside: list[Callable[..., Coroutine[Any, Any, None]]] = []
 
     def wake(self, agent_id: str) -> None:
         """Make the agent's worker read the store and look for work now."""
@@ -181,6 +184,8 @@ class Workers:
             if marker is not None:
                 self._hears_changes = True
                 workers.start_soon(self._watch_changes, marker)
+            for task in self.beside:
+                await workers.start(task)
             for agent in self.agents.values():
                 self._live_workers += 1
                 await workers.start(self._worker, agent)

@@ -4,7 +4,14 @@ The embedded SQLite backend lives in ``afp_runtime.store.sqlite``; nothing here 
 ``open_store`` opens a store.
 """
 
-from afp_runtime.store.base import CheckpointStore, HealthStore, LeaseStore, MovingStore, Store
+from afp_runtime.store.base import (
+    CheckpointStore,
+    HealthStore,
+    LeaseStore,
+    MovingStore,
+    ScheduleStore,
+    Store,
+)
 from afp_runtime.store.checks import check_owner
 from afp_runtime.store.copying import agents_to_copy, copy_agents
 from afp_runtime.store.dump import AgentDump, CopyCounts
@@ -25,6 +32,9 @@ from afp_runtime.store.values import (
     LeaseRenewal,
     LoadedConversation,
     RunRow,
+    ScheduleDelivered,
+    ScheduleEntry,
+    ScheduleRow,
     StoredBundle,
 )
 
@@ -45,6 +55,10 @@ __all__ = [
     "LoadedConversation",
     "MovingStore",
     "RunRow",
+    "ScheduleDelivered",
+    "ScheduleEntry",
+    "ScheduleRow",
+    "ScheduleStore",
     "Store",
     "StoredBundle",
     "agents_to_copy",

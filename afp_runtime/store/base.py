@@ -33,6 +33,9 @@ from afp_runtime.store.values import (
     LeaseRenewal,
     LoadedConversation,
     RunRow,
+    ScheduleDelivered,
+    ScheduleEntry,
+    ScheduleRow,
     StoredBundle,
 )
 
@@ -244,7 +247,57 @@ class MovingStore(Protocol):
         """
 
 
-class Store(CheckpointStore, LeaseStore, HealthStore, MovingStore, Protocol):
+class ScheduleStore(Protocol):
+    """An agent's durable schedules and their delivery (docs/host.md#schedules): the store
+    keeps each schedule's definition as given and the marks of its delivery; what is due when
+    is worked out above it (``afp_runtime.schedules``)."""
+
+    async def schedules(self, agent_id: str) -> list[ScheduleRow]:
+        """The agent's schedules, by name (none for an agent the store does not know)."""
+
+    async def put_schedule(
+        self, agent_id: str, entry: ScheduleEntry, *, now_ms: int
+    ) -> ScheduleRow:
+        """Create the schedule, or replace the one of that name (its ``created_at_ms`` and
+        ``delivered`` kept, its revision raised), and return the row.
+
+        Raises:
+            StoreError: the store holds no such agent.
+        """
+
+    async def remove_schedule(self, agent_id: str, name: str) -> bool:
+        """Remove the schedule; False when there was none of that name."""
+
+    async def due_schedules(self, agent_ids: Sequence[str], *, now_ms: int) -> list[ScheduleRow]:
+        """The unpaused schedules of ``agent_ids`` whose ``next_due_ms <= now_ms``, earliest
+        first: one indexed read."""
+
+    async def next_schedule_due(self, agent_ids: Sequence[str]) -> int | None:
+        """The earliest ``next_due_ms`` of the unpaused schedules of ``agent_ids``, or None."""
+
+    async def deliver_schedule(
+        self,
+        agent_id: str,
+        name: str,
+        *,
+        revision: int,
+        due: Sequence[tuple[int, str]],
+        text: str,
+        through_ms: int,
+        next_due_ms: int | None,
+        now_ms: int,
+    ) -> ScheduleDelivered | None:
+        """In ONE transaction: post one inbox message per ``(due_ms, message_id)`` of ``due``
+        (sender ``schedule:NAME``, idempotency key ``schedule:NAME@<due_ms>``, the agent's next
+        positions; no owner check, the schedule being the agent's own) and move the row's
+        ``last_due_ms`` to ``through_ms`` and ``next_due_ms`` on; only while the row still has
+        ``revision`` (a compare-and-set). None, with nothing written, when the row moved on
+        (another host delivered it, or it was changed or removed). A fenced store checks the
+        fence first (``LeaseLost``, nothing written).
+        """
+
+
+class Store(CheckpointStore, LeaseStore, HealthStore, MovingStore, ScheduleStore, Protocol):
     """The whole port: what one backend implements, and what every door opens."""
 
     @property

@@ -137,6 +137,23 @@ class ArchiveRecord(msgspec.Struct, frozen=True, array_like=True):
     ledger: bytes | None
 
 
+class ScheduleRecord(msgspec.Struct, frozen=True, array_like=True):
+    """A ``schedules`` row: a schedule with the marks of its delivery, so a copy goes on
+    where the source left off (docs/host.md#schedules)."""
+
+    name: str
+    definition: bytes
+    source: str
+    anchor_ms: int
+    last_due_ms: int
+    next_due_ms: int | None
+    paused: int
+    revision: int
+    delivered: int
+    created_at_ms: int
+    updated_at_ms: int
+
+
 class AgentDump(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """Every row of one agent, read in one snapshot of its store.
 
@@ -166,6 +183,7 @@ class AgentDump(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     ledger_rows: tuple[LedgerRecord, ...] = ()
     questions: tuple[QuestionRecord, ...] = ()
     archived_conversations: tuple[ArchiveRecord, ...] = ()
+    schedules: tuple[ScheduleRecord, ...] = ()
 
 
 class CopyCounts(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

@@ -29,6 +29,7 @@ from afp_runtime.store.dump import (
     LedgerRecord,
     QuestionRecord,
     RunRecord,
+    ScheduleRecord,
 )
 
 
@@ -98,6 +99,7 @@ TABLES: tuple[Table, ...] = (
     Table("ledger_rows", LedgerRecord, "t.idx"),
     Table("questions", QuestionRecord, "t.question"),
     Table("archived_conversations", ArchiveRecord, "t.archived_at_ms"),
+    Table("schedules", ScheduleRecord, "t.name", text_order=("name",)),
 )
 
 _BODIES = Table("bodies", BodyRecord, "t.fp")  # read by BODIES_SELECT, written by each backend

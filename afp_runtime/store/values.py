@@ -132,3 +132,60 @@ class LeaseRenewal(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
     renewed: bool
     taken_over: tuple[str, ...] = ()
+
+
+class ScheduleEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """What ``put_schedule`` writes of one schedule (docs/host.md#schedules).
+
+    Attributes:
+        name: the schedule's name, unique per agent (the sender is ``schedule:NAME``).
+        definition: the ``afp.schedule`` value in its wire form (the store keeps it as given;
+            the app layer checks it).
+        source: ``declared`` (TOML or Python), ``api``, ``cli``, ``python`` or ``model``.
+        anchor_ms: when the schedule was set; interval forms count from it (wire ``anchorMs``).
+        last_due_ms: the latest due instant handled (delivered or skipped), the anchor on a
+            fresh schedule (wire ``lastDueMs``).
+        next_due_ms: the next due instant, None when there is none (a finished once schedule,
+            wire ``nextDueMs``).
+        paused: a paused schedule is never due.
+    """
+
+    name: str
+    definition: dict[str, Any]
+    source: str
+    anchor_ms: int
+    last_due_ms: int
+    next_due_ms: int | None = None
+    paused: bool = False
+
+
+class ScheduleRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """One stored schedule of an agent, as ``ScheduleEntry`` plus what the store keeps.
+
+    Attributes:
+        revision: counts every change of the row (a put, a delivery); a delivery is written
+            only while the row still has the revision it was planned on.
+        delivered: due instants delivered so far (skipped ones not counted).
+        created_at_ms / updated_at_ms: when the row was first written and last changed.
+    """
+
+    agent_id: str
+    name: str
+    definition: dict[str, Any]
+    source: str
+    anchor_ms: int
+    last_due_ms: int
+    revision: int
+    delivered: int
+    created_at_ms: int
+    updated_at_ms: int
+    next_due_ms: int | None = None
+    paused: bool = False
+
+
+class ScheduleDelivered(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What one delivering commit wrote: an ack per due instant delivered (``due_ms`` order),
+    and the row after it."""
+
+    acks: tuple[tuple[int, Ack], ...]
+    row: ScheduleRow

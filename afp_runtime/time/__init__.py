@@ -16,11 +16,20 @@ from afp_runtime.time._forms import (
     ObjectKeys,
     ZoneArgument,
 )
+from afp_runtime.time._instants import parse_instant
 from afp_runtime.time._loop import TimeExtension
 from afp_runtime.time._policy import TimePolicy
 from afp_runtime.time._question import AnswerProblem, judge_answer
 from afp_runtime.time._reader import TimeReader
 from afp_runtime.time._rows import TIME_ROW_KINDS, TIME_ROW_TYPES, validate_time_row
+from afp_runtime.time._zones import (
+    WallGap,
+    WallOverlap,
+    WallUnique,
+    is_zone_name,
+    load_zone,
+    read_wall,
+)
 
 __all__ = [
     "AnswerProblem",
@@ -40,10 +49,17 @@ __all__ = [
     "TimeExtension",
     "TimePolicy",
     "TimeReader",
+    "WallGap",
+    "WallOverlap",
+    "WallUnique",
     "ZoneArgument",
+    "is_zone_name",
     "judge_answer",
+    "load_zone",
     "message_time_from_wire",
+    "parse_instant",
     "period_from_wire",
+    "read_wall",
     "time_config_from_wire",
     "validate_time_row",
 ]

@@ -29,6 +29,8 @@ SCRIPT = REPO / "scripts" / "config_table.py"
 # ``output`` (with its retries), ``fact_limit`` and ``extensions``; ``tools`` and ``mcp`` are
 # read through the ``tools`` property.
 DERIVED = {"output_retries", "keep_ledger_facts", "permissions", "findings", "time", "mcp"}
+# Kept by the agent for the host and the embedded store, never read by the loop.
+DERIVED |= {"schedules"}
 # What the loop reads that is not a plain value of options (adapters, state of the definition).
 NOT_VALUES = {"model", "extensions", "warned", "resources", "output"}
 

@@ -174,6 +174,31 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         """,
     ),
     (4, "commits and posts in one call", SERVER_WRITES),
+    (
+        5,
+        "schedules",
+        """
+        -- As SQLite's migration 14: an agent's durable schedules (docs/host.md#schedules);
+        -- paused is 0 or 1 as there, so a dump's rows are the same on both backends.
+        CREATE TABLE schedules (
+            agent BIGINT NOT NULL REFERENCES agents (agent),
+            name TEXT NOT NULL,
+            definition BYTEA NOT NULL,
+            source TEXT NOT NULL,
+            anchor_ms BIGINT NOT NULL,
+            last_due_ms BIGINT NOT NULL,
+            next_due_ms BIGINT,
+            paused INTEGER NOT NULL DEFAULT 0,
+            revision BIGINT NOT NULL,
+            delivered BIGINT NOT NULL DEFAULT 0,
+            created_at_ms BIGINT NOT NULL,
+            updated_at_ms BIGINT NOT NULL,
+            PRIMARY KEY (agent, name)
+        );
+        CREATE INDEX schedules_due ON schedules (next_due_ms)
+            WHERE next_due_ms IS NOT NULL AND paused = 0
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -17,9 +17,12 @@ from afp_runtime.store.postgres.moving import Moving
 from afp_runtime.store.postgres.notices import Notices
 from afp_runtime.store.postgres.questions import Questions
 from afp_runtime.store.postgres.runs import Runs
+from afp_runtime.store.postgres.schedules import Schedules
 
 
-class PostgresStore(Conversations, Inbox, Questions, Runs, Leases, Health, Notices, Moving):
+class PostgresStore(
+    Conversations, Inbox, Questions, Runs, Leases, Health, Notices, Moving, Schedules
+):
     """The store port on one Postgres database.
 
     Open with ``await PostgresStore.open(url)`` (creates the tables and runs migrations) or

@@ -5,6 +5,29 @@ A migration is never edited once released; a change of schema is a new number.
 
 from __future__ import annotations
 
+SCHEDULES = """
+-- An agent's durable schedules (docs/host.md#schedules): the definition in its wire form (JSON),
+-- where it came from, and the marks of its delivery; a delivery moves last_due_ms/next_due_ms
+-- in the transaction that posts its messages, while the row still has the revision it read.
+CREATE TABLE schedules (
+    agent INTEGER NOT NULL REFERENCES agents(agent),
+    name TEXT NOT NULL,
+    definition BLOB NOT NULL,
+    source TEXT NOT NULL,
+    anchor_ms INTEGER NOT NULL,
+    last_due_ms INTEGER NOT NULL,
+    next_due_ms INTEGER,
+    paused INTEGER NOT NULL DEFAULT 0,
+    revision INTEGER NOT NULL,
+    delivered INTEGER NOT NULL DEFAULT 0,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (agent, name)
+) WITHOUT ROWID;
+-- A host finds the due schedules of its agents with one read of this index.
+CREATE INDEX schedules_due ON schedules (next_due_ms) WHERE next_due_ms IS NOT NULL AND paused = 0;
+"""
+
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (
         1,
@@ -271,6 +294,7 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         ALTER TABLE runs ADD COLUMN cost BLOB;
         """,
     ),
+    (14, "schedules", SCHEDULES),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -15,9 +15,10 @@ from afp_runtime.store.sqlite.leases import Leases
 from afp_runtime.store.sqlite.moving import Moving
 from afp_runtime.store.sqlite.questions import Questions
 from afp_runtime.store.sqlite.runs import Runs
+from afp_runtime.store.sqlite.schedules import Schedules
 
 
-class SqliteStore(Conversations, Inbox, Questions, Runs, Leases, Health, Moving):
+class SqliteStore(Conversations, Inbox, Questions, Runs, Leases, Health, Moving, Schedules):
     """The store port on one SQLite file.
 
     Open with ``await SqliteStore.open(path)`` (creates the file and runs migrations) or
