@@ -23,7 +23,7 @@ import msgspec
 
 from afp_runtime.agents import deliver_due_schedules, sync_declared
 from afp_runtime.agents.schedules import check_declared_schedules
-from afp_runtime.errors import InvalidValue
+from afp_runtime.errors import AgentDefinitionError, InvalidValue
 from afp_runtime.records import ledger_row_kind, ledger_row_to_wire
 from afp_runtime.scenario._specs import AGENT_ID, AgentSpec, WaitStep
 from afp_runtime.scenario.result import DeliveryView, ScheduleState, StepResult
@@ -44,7 +44,15 @@ def declared_of(agent: AgentSpec) -> tuple[Schedule, ...]:
         AgentDefinitionError: an entry is wrong; the message starts with its JSON path
             (``$.agent.schedules[1].every``).
     """
-    return check_declared_schedules("$.agent.schedules", agent.schedules)
+    path = "$.agent.schedules"
+    try:
+        return check_declared_schedules(path, agent.schedules)
+    except AgentDefinitionError as exc:
+        field = str(exc.context.get("field") or path)
+        if exc.message.startswith(field):
+            raise
+        # A rule across entries (two of one name) says only what is wrong: the path leads.
+        raise AgentDefinitionError(f"{field}: {exc.message}", field=field) from None
 
 
 def check_wait(step: WaitStep, path: str) -> None:
