@@ -29,9 +29,9 @@ Decisions where docs/scenarios.md is silent:
 * A usage object needs ``input`` and ``output``; an error reply needs ``status`` (400..599) and
   may omit ``message``; a reply holds either ``error`` or ``content``/``toolCalls``/``usage``.
 * ``call`` is accepted only with ``tool-start`` / ``tool-end``, ``iteration`` only with a stage
-  name. A ``crash`` step with no ``message``/``continueFrom``/``resume``/``wait`` step after it is refused
-  up front; several crash steps before one step arm it in order (the next is armed once the
-  previous has fired, e.g. a crash inside the recovery run).
+  name. A ``crash`` step with no ``message``/``continueFrom``/``resume``/``wait`` step after it
+  is refused up front; several crash steps before one step arm it in order (the next is armed
+  once the previous has fired, e.g. a crash inside the recovery run).
 * A result object holds exactly one of ``error``, ``text`` or ``pause``; ``delayMs`` goes with
   ``text`` only. ``pause.question`` is any string: the scripted tool hands it to
   ``ctx.ask_person`` as is, so a blank or over-long question fails the call like any tool error
