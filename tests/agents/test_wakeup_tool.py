@@ -20,6 +20,7 @@ from afp_runtime.messages import Message, ModelRequest, ToolCall
 from afp_runtime.models import ScriptedModel
 from afp_runtime.store.sqlite.schedules import Schedules
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
+from tests.api.conftest import Api, settle, until
 
 DAY = 86_400_000
 BERLIN = afp.TimeConfig(zone="Europe/Berlin")
@@ -175,3 +176,27 @@ async def test_a_call_run_again_after_a_crash_sets_no_second_schedule(
     assert [(v.name, v.source) for v in listed] == [("wakeup-c1", "model")]
     assert listed[0].next_due_ms == start + 600_000 + 2 * 3_600_000  # set again, replaced
     assert [row["toolCallId"] for row in rows] == ["c1"]
+
+
+async def test_a_host_runs_the_tool_and_delivers_the_wakeup(tmp_path: Path) -> None:
+    """Under a host (its store, its schedule runner): the model's wake-up is set in the host's
+    store and delivered on the fake clock as a message from ``schedule:wakeup-w1``, which the
+    worker answers."""
+    api = Api(tmp_path / "afp.db")
+    wakeup = call("w1", "scheduleWakeup", text="Check the delivery", **{"in": "2 hours"})
+    definition = afp.Agent("ops", wakeup_then_echo(wakeup), schedule_wakeup=True)
+    async with api.host(definition) as host:
+        await host.post("ops", "Remind me in two hours")
+        await settle(host)
+        [view] = await afp.app.list_schedules(host.reader, "ops")
+        api.clock.advance(2 * 3600 + 60)
+
+        async def woken() -> bool:
+            return any(r.sender == "schedule:wakeup-w1" for r in await host.reader.inbox("ops"))
+
+        await until(woken)
+        await settle(host)
+        rows = {r.sender: r for r in await host.reader.inbox("ops")}
+    assert (view.name, view.source) == ("wakeup-w1", "model")
+    woke = rows["schedule:wakeup-w1"]
+    assert (woke.text, woke.status) == ("Check the delivery", "answered")
