@@ -119,6 +119,16 @@ async def test_a_crash_before_a_wait_cuts_the_delivered_turn_and_delivers_once(
     assert [(s.name, s.delivered) for s in wait.schedules or ()] == [("daily", 2)]
 
 
+async def test_a_crash_before_a_wait_that_runs_no_turn_is_refused(tmp_path: Path) -> None:
+    """A wait that delivers nothing never reaches the crash armed before it: refused, naming
+    the crash step."""
+    turns = [{"kind": "crash", "after": "send"}, {"kind": "wait", "hours": 1}]
+    with pytest.raises(InvalidValue) as caught:
+        await run_scenario(scenario(lambda d: d.update(turns=turns)), db_path=tmp_path / "a.db")
+    assert caught.value.context["field"] == "$.turns[0]"
+    assert "was never reached by step $.turns[1]" in caught.value.message
+
+
 async def test_a_wakeup_set_in_a_message_step_arrives_in_a_wait(tmp_path: Path) -> None:
     """``agent.scheduleWakeup``: the model's call files its ``schedule`` row in the step's
     ``scheduleRows``, and a wait of a day delivers the reminder as ``schedule:NAME``."""

@@ -118,6 +118,8 @@ async def run_wait(runner: _Runner, index: int, step: WaitStep, path: str) -> St
     else:
         target = now + (step.days or 0) * _DAY_MS + (step.hours or 0) * _HOUR_MS
     deliveries: list[DeliveryView] = []
+    # Crash steps before this one arm the first turn it runs (checked when it ends).
+    world.arms, runner.pending = runner.pending, []
     if step.down:
         await runner.host.close()
         world.advance_to(target)
@@ -163,7 +165,6 @@ async def _deliver(runner: _Runner, index: int) -> list[DeliveryView]:
     posted = [(item.name, due_ms, ack.message_id) for item in done for due_ms, ack in item.acks]
     if not posted:
         return []
-    world.arms, runner.pending = [*world.arms, *runner.pending], []
     ran = await runner.drive()
     store, _ = runner.host.live()
     by_message = {row.run_id: row.message_id for row in await store.runs(AGENT_ID)}
