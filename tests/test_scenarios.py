@@ -770,6 +770,28 @@ def _time_zone_asked(r: Result) -> None:
     assert "not known" in lines[0] and "not known" not in lines[-1] and LA in lines[-1]
 
 
+def _schedules_week(r: Result) -> None:
+    # docs/scenarios.md#wait-steps: every weekday at 09:00 Berlin (07:00Z in CEST), never on
+    # the weekend; the model's wake-up on Saturday; the down host's two missed mornings give
+    # one late delivery (catch-up latest); every delivery a turn that was answered.
+    [wakeup] = r["turns"][0]["scheduleRows"]
+    assert (wakeup["name"], wakeup["toolCallId"]) == ("wakeup-w1", "w1")
+    delivered = [
+        (d["sender"], d["due"], d["outcome"])
+        for step in r["turns"]
+        for d in step.get("deliveries", [])
+    ]
+    mornings = ["01", "02", "03", "06", "08", "09", "10"]
+    assert [due for sender, due, _ in delivered if sender == "schedule:morning"] == [
+        f"2026-04-{day}T07:00:00Z" for day in mornings
+    ]
+    assert [s for s, due, _ in delivered if s != "schedule:morning"] == ["schedule:wakeup-w1"]
+    assert {outcome for *_, outcome in delivered} == {"answered"}
+    [late] = r["turns"][4]["deliveries"]
+    assert late["deliveredAtMs"] - late["dueMs"] == 5 * 3_600_000
+    assert r["turns"][2] == {"index": 2, "kind": "restart"}
+
+
 CLAIMS: dict[str, Callable[[Result], None]] = {
     "auth_error_held": _auth_held,
     "checkin_abandoned": _checkin_abandoned,
@@ -794,6 +816,7 @@ CLAIMS: dict[str, Callable[[Result], None]] = {
     "repeated_call_note": _repeated_call_note,
     "recency_pin_stand_down": _recency_pin,
     "restart_between_messages": _restart,
+    "schedules_weekday_week_and_wakeup": _schedules_week,
     "sliding_window_keep1_notices": _sliding_notices,
     "stall_503_retried": _stall,
     "streamed_reply_crash_mid_stream": _streamed_crash_mid_stream,

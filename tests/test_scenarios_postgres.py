@@ -18,8 +18,14 @@ from afp_runtime.scenario import encode_result, run_scenario
 from tests.store._postgres import FreshDatabase
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
-# A crash recovered by a fresh host, a fold into a summary, a check-in answered across a crash.
-GOLDEN = ("crash_during_send", "summarize_oldest_conversation", "checkin_crash_in_answer_run")
+# A crash recovered by a fresh host, a fold into a summary, a check-in answered across a crash,
+# schedules delivered over virtual days (a restart and a down host between due times).
+GOLDEN = (
+    "crash_during_send",
+    "summarize_oldest_conversation",
+    "checkin_crash_in_answer_run",
+    "schedules_weekday_week_and_wakeup",
+)
 FAKE_PASSWORD = "not-a-real-secret-7731"
 
 

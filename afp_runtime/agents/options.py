@@ -19,6 +19,7 @@ import msgspec
 
 from afp_runtime.agents.schedules import check_declared_schedules
 from afp_runtime.agents.tables import ConfigStruct, ModelConfig, ToolConfig, WindowConfig
+from afp_runtime.agents.wakeup import WAKEUP_ENTRY, WakeupExtension
 from afp_runtime.cost import Budget, Price, check_budgets, check_pricing
 from afp_runtime.errors import AgentDefinitionError, shown
 from afp_runtime.findings import (
@@ -328,6 +329,15 @@ class AgentConfig(ConfigStruct):
             default=(),
         ),
     ] = msgspec.field(default_factory=list)
+    schedule_wakeup: Annotated[
+        bool,
+        Option(
+            doc="offers the model the built-in `scheduleWakeup` tool: it may set its own "
+            "once wake-ups",
+            see="docs/schedules.md#the-schedulewakeup-tool",
+            check=_bool,
+        ),
+    ] = False
 
 
 PYTHON_ONLY: Mapping[str, Any] = {"compaction": None, "extensions": ()}
@@ -420,6 +430,9 @@ def _across(given: Mapping[str, Any], kept: dict[str, Any]) -> dict[str, Any]:
     # The fact pin applies only to an armed agent with a window strategy
     # (docs/findings.md#the-keep-ledger-facts-dial).
     kept["fact_limit"] = fact_limit if findings is not None and strategy is not None else 0
+    if kept.pop("schedule_wakeup"):
+        # The built-in tool joins the agent's own; a tool of that name is then a clash.
+        kept["tools"] = (*kept["tools"], WAKEUP_ENTRY)
     names: set[str] = set()
     for tool in kept["tools"]:
         if tool.name in names:
@@ -435,6 +448,7 @@ def _across(given: Mapping[str, Any], kept: dict[str, Any]) -> dict[str, Any]:
         *([TimeExtension(time)] if time is not None else []),
         *([FindingsExtension(findings)] if findings is not None else []),
         *([PermissionsExtension(gate)] if gate is not None else []),
+        *([WakeupExtension(time.zone if time else None)] if WAKEUP_ENTRY in kept["tools"] else []),
         *given["extensions"],
     )
     return kept

@@ -51,6 +51,9 @@ class RunStart:
     offload: Callable[..., Awaitable[Any]]
     """Run a blocking function (``offload(fn, *args)``) in a worker thread, off the event
     loop."""
+    store: Any = None
+    """The run's store, for an extension whose calls write beside the run (``scheduleWakeup``
+    sets schedules through it); typed loosely since extensions sit below the store port."""
 
 
 @dataclass(frozen=True)

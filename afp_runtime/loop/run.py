@@ -128,6 +128,7 @@ class Run:
             tools_by_name=definition.tools_by_name,
             clock=clock,
             offload=anyio.to_thread.run_sync,
+            store=store,
         )
         # Each extension's part in this run, in the definition's order (docs/loop.md#extensions).
         self.extensions: tuple[RunExtension, ...] = tuple(

@@ -37,6 +37,7 @@ LEDGER_KINDS: Final[Mapping[str, str]] = {
     "call-window": "time",
     "call": "time",
     "permission": "permissions",
+    "schedule": "agents",
 }
 """Every ledger row kind a layer files, and the layer that owns its class
 (docs/storage.md#typed-ledger-rows)."""

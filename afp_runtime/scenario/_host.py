@@ -10,6 +10,7 @@ from afp_runtime.agents import Agent, AgentConfig, ModelConfig, WindowConfig, bu
 from afp_runtime.app import LocalAgent
 from afp_runtime.errors import AfpError, AgentDefinitionError, WindowConfigError
 from afp_runtime.models import ScriptedModel
+from afp_runtime.scenario._wait import sync_at_open
 from afp_runtime.scenario._world import World
 from afp_runtime.scenario.format import (
     AGENT_ID,
@@ -61,6 +62,8 @@ class Host:
         # The definition first: one the scenario's values refuse leaves no store behind.
         self.definition = self._definition()
         self.store = await open_store(self.location, now_ms=world.clock.now_ms())
+        # As a host does at start (docs/host.md#schedules).
+        await sync_at_open(self.store, self.definition.schedules, now_ms=world.clock.now_ms())
         self.driver = LocalAgent(
             self.store,
             self.definition,
@@ -106,6 +109,8 @@ class Host:
             keep_last_tool_results=agent.keep_last_tool_results,
             findings=agent.findings,
             time=agent.time,
+            schedules=list(agent.schedules),
+            schedule_wakeup=agent.schedule_wakeup,
         )
         summarizer = (
             ScriptedModel(self.world.summarize, model=scenario.strategy.options.model)

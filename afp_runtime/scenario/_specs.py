@@ -74,6 +74,8 @@ class AgentSpec(_Input, frozen=True, kw_only=True):
     permissions: list[Rule] | None = None
     findings: FindingsConfig | None = None
     time: Any = None  # a TimeConfig in wire form, decoded by ``time_config_of``
+    schedules: list[Any] = []  # schedules in wire form, checked by ``_wait.declared_of``
+    schedule_wakeup: bool = False
 
 
 class UsageSpec(_Input, frozen=True, kw_only=True):
@@ -312,7 +314,19 @@ class ResumeStep(_StepSpec, frozen=True, kw_only=True, tag="resume"):
         return self.answer
 
 
-StepSpec = MessageStep | RestartStep | ContinueFromStep | CrashStep | ResumeStep
+class WaitStep(_StepSpec, frozen=True, kw_only=True, tag="wait"):
+    """Move the virtual clock on by ``days`` or ``hours``, or to the instant ``until``, delivering
+    the agent's due schedules on the way and running the turns they start
+    (docs/scenarios.md#wait-steps). ``down``: no host runs meanwhile (it is closed first and a
+    fresh one opens at the end, which delivers what the catch-up rule says)."""
+
+    days: Annotated[int, msgspec.Meta(ge=1, le=3_660)] | None = None
+    hours: Annotated[int, msgspec.Meta(ge=1, le=87_840)] | None = None
+    until: str | None = None
+    down: bool = False
+
+
+StepSpec = MessageStep | RestartStep | ContinueFromStep | CrashStep | ResumeStep | WaitStep
 
 
 class Scenario(_Input, frozen=True, kw_only=True):

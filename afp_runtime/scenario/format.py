@@ -29,9 +29,9 @@ Decisions where docs/scenarios.md is silent:
 * A usage object needs ``input`` and ``output``; an error reply needs ``status`` (400..599) and
   may omit ``message``; a reply holds either ``error`` or ``content``/``toolCalls``/``usage``.
 * ``call`` is accepted only with ``tool-start`` / ``tool-end``, ``iteration`` only with a stage
-  name. A ``crash`` step with no ``message``/``continueFrom``/``resume`` step after it is refused
-  up front; several crash steps before one step arm it in order (the next is armed once the
-  previous has fired, e.g. a crash inside the recovery run).
+  name. A ``crash`` step with no ``message``/``continueFrom``/``resume``/``wait`` step after it
+  is refused up front; several crash steps before one step arm it in order (the next is armed
+  once the previous has fired, e.g. a crash inside the recovery run).
 * A result object holds exactly one of ``error``, ``text`` or ``pause``; ``delayMs`` goes with
   ``text`` only. ``pause.question`` is any string: the scripted tool hands it to
   ``ctx.ask_person`` as is, so a blank or over-long question fails the call like any tool error
@@ -100,7 +100,9 @@ from afp_runtime.scenario._specs import (
     ToolResultSpec,
     ToolSpec,
     UsageSpec,
+    WaitStep,
 )
+from afp_runtime.scenario._wait import check_wait, declared_of
 from afp_runtime.time import (
     Period,
     TimeConfig,
@@ -148,6 +150,7 @@ __all__ = [
     "ToolResultSpec",
     "ToolSpec",
     "UsageSpec",
+    "WaitStep",
     "at_path",
     "build_tool",
     "check_scenario",
@@ -252,6 +255,7 @@ def check_scenario(scenario: Scenario) -> None:
     """Check what the types alone cannot (see ``decode_scenario``)."""
     agent = scenario.agent
     time_config_of(agent)
+    declared_of(agent)
     if agent.keep_last_tool_results is True:
         raise _invalid("$.agent.keepLastToolResults", "must be an int >= 0 or false, not true")
     _check_replies("$.provider.replies", scenario.provider.replies, streamed=True)
@@ -317,14 +321,16 @@ def _check_steps(steps: Sequence[StepSpec], *, timed: bool) -> None:
             if step.fragments is not None and step.after != STREAM_POINT:
                 raise _invalid(f"{path}.fragments", "fragments goes with after = mid-stream")
             armed.append(index)
-        if isinstance(step, MessageStep | ContinueFromStep | ResumeStep):
+        if isinstance(step, WaitStep):
+            check_wait(step, path)
+        if isinstance(step, MessageStep | ContinueFromStep | ResumeStep | WaitStep):
             armed = []
         if isinstance(step, ContinueFromStep):
             checkpoint_of(step, path)
     if armed:
         raise _invalid(
             f"$.turns[{armed[0]}]",
-            "this crash is never reached: no message, continueFrom or resume step follows it",
+            "this crash is never reached: no message, continueFrom, resume or wait step follows it",
         )
 
 

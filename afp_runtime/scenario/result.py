@@ -30,6 +30,44 @@ class RunSummary(_Output, frozen=True, kw_only=True):
     status: str
 
 
+class DeliveryView(_Output, frozen=True, kw_only=True):
+    """One due instant a ``wait`` step delivered and the turn it started
+    (docs/scenarios.md#wait-steps).
+
+    Attributes:
+        schedule: the schedule's name.
+        sender: the inbox message's sender, ``schedule:NAME``.
+        due_ms: the due instant delivered (epoch ms); ``due``: the same, in UTC.
+        delivered_at_ms: the virtual clock when it was delivered (later than ``due_ms`` for a
+            catch-up).
+        message_id: the inbox message.
+        outcome / run_id / runs / answer: as a message step's, for the turn the message started.
+        schedule_rows: ``schedule`` ledger rows the turn filed (``scheduleWakeup`` calls).
+    """
+
+    schedule: str
+    sender: str
+    due_ms: int
+    due: str
+    delivered_at_ms: int
+    message_id: str
+    outcome: str | msgspec.UnsetType = msgspec.UNSET
+    run_id: str | msgspec.UnsetType = msgspec.UNSET
+    runs: tuple[RunSummary, ...] | msgspec.UnsetType = msgspec.UNSET
+    answer: str | msgspec.UnsetType = msgspec.UNSET
+    schedule_rows: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ScheduleState(_Output, frozen=True, kw_only=True):
+    """One of the agent's schedules when a ``wait`` step ended."""
+
+    name: str
+    source: str
+    delivered: int
+    last_due_ms: int | msgspec.UnsetType = msgspec.UNSET
+    next_due_ms: int | msgspec.UnsetType = msgspec.UNSET
+
+
 class StepResult(_Output, frozen=True, kw_only=True):
     """One input step. ``restart`` and ``crash`` steps carry only ``index`` and ``kind``.
 
@@ -53,6 +91,10 @@ class StepResult(_Output, frozen=True, kw_only=True):
             (docs/permissions.md#decision-rows).
         time_rows: time rows the step added (``clock``, ``time-reading``, ``time-answer``,
             ``call-window``, ``call``; docs/time.md#row-kinds), oldest first.
+        schedule_rows: ``schedule`` rows the step added (``scheduleWakeup`` calls), when any.
+        clock_ms: for ``wait`` steps, the virtual clock when the step ended.
+        deliveries: for ``wait`` steps, every due instant delivered, in order, with its turn.
+        schedules: for ``wait`` steps, the agent's schedules when the step ended, by name.
     """
 
     index: int
@@ -68,6 +110,10 @@ class StepResult(_Output, frozen=True, kw_only=True):
     findings_ledger: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
     permissions: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
     time_rows: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
+    schedule_rows: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
+    clock_ms: int | msgspec.UnsetType = msgspec.UNSET
+    deliveries: tuple[DeliveryView, ...] | msgspec.UnsetType = msgspec.UNSET
+    schedules: tuple[ScheduleState, ...] | msgspec.UnsetType = msgspec.UNSET
 
 
 class RequestView(_Output, frozen=True, kw_only=True):

@@ -59,6 +59,7 @@ from afp_runtime.messages import Cost
 from afp_runtime.models import ScriptedModel
 from afp_runtime.records import CompactionsWrite, LedgerRow, PermissionRow, ledger_row_to_wire
 from afp_runtime.scenario._host import Host
+from afp_runtime.scenario._wait import run_wait, schedule_rows
 from afp_runtime.scenario._world import Abort, Arm, Crash, World
 from afp_runtime.scenario.format import (
     AGENT_ID,
@@ -68,6 +69,7 @@ from afp_runtime.scenario.format import (
     RestartStep,
     ResumeStep,
     Scenario,
+    WaitStep,
     checkpoint_of,
     decode_scenario,
     message_time_of,
@@ -164,6 +166,8 @@ class _Runner:
             self.pending.append(Arm(index=index, spec=step))
             return StepResult(index=index, kind="crash")
         path = f"$.turns[{index}]"
+        if isinstance(step, WaitStep):
+            return await run_wait(self, index, step, path)
         self.world.advance(self.scenario.clock.run_gap_ms)
         ledger_from = 0
         answer_status: str | msgspec.UnsetType = msgspec.UNSET
@@ -190,7 +194,18 @@ class _Runner:
             )
             message_id = (await driver.post(step.message, time=time)).message_id
         self.world.arms, self.pending = self.pending, []
-        run_ids = await self._drive()
+        run_ids = await self.drive()
+        self.require_fired(path)
+        return await self.report(
+            index, kind, message_id, run_ids, ledger_from=ledger_from, answer_status=answer_status
+        )
+
+    def require_fired(self, path: str) -> None:
+        """Every crash armed for the step at ``path`` fired; the arms are cleared.
+
+        Raises:
+            InvalidValue: one never did (named by its crash step's path).
+        """
         for arm in self.world.arms:
             if not arm.fired:
                 raise InvalidValue(
@@ -199,9 +214,6 @@ class _Runner:
                     field=f"$.turns[{arm.index}]",
                 )
         self.world.arms = []
-        return await self._report(
-            index, kind, message_id, run_ids, ledger_from=ledger_from, answer_status=answer_status
-        )
 
     async def _require_idle(self, path: str) -> None:
         store, _ = self.host.live()
@@ -265,7 +277,7 @@ class _Runner:
             ) from None
         return question.message_id, ledger_from, answer_status(row)
 
-    async def _drive(self) -> list[tuple[str, str]]:
+    async def drive(self) -> list[tuple[str, str]]:
         """Work the agent until the turn is answered, paused or held; the runs it ran, each
         with the kind it was started as (used when its row was never committed)."""
         runs: list[tuple[str, str]] = []
@@ -306,7 +318,7 @@ class _Runner:
                 continue
             return runs
 
-    async def _report(
+    async def report(
         self,
         index: int,
         kind: str,
@@ -376,6 +388,7 @@ class _Runner:
             # Only when the agent has a gate, so other results keep their bytes.
             permissions=_wire(r for r in ledger if isinstance(r, PermissionRow)) or msgspec.UNSET,
             time_rows=_wire(r for r in ledger if isinstance(r, TIME_ROW_TYPES)),
+            schedule_rows=schedule_rows(ledger),
         )
 
 

@@ -31,6 +31,8 @@ SCRIPT = REPO / "scripts" / "config_table.py"
 DERIVED = {"output_retries", "keep_ledger_facts", "permissions", "findings", "time", "mcp"}
 # Kept by the agent for the host and the embedded store, never read by the loop.
 DERIVED |= {"schedules"}
+# Becomes a tool and an extension (docs/schedules.md#the-schedulewakeup-tool).
+DERIVED |= {"schedule_wakeup"}
 # What the loop reads that is not a plain value of options (adapters, state of the definition).
 NOT_VALUES = {"model", "extensions", "warned", "resources", "output"}
 
