@@ -20,7 +20,7 @@ from .conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "configs" / "demo.toml"
-OPERATIONS = 31
+OPERATIONS = 37
 
 # An agent that asks a person (a tool question, then an approval check-in) and has time enabled,
 # and one whose model key is refused (every turn is held).
@@ -227,7 +227,7 @@ def _schemathesis(
 @pytest.mark.timeout(900)
 def test_schemathesis_finds_no_failure_in_a_live_serve(tmp_path: Path) -> None:
     """`schemathesis run --checks all` (examples, coverage, fuzzing and stateful phases) against
-    `afp serve` on a seeded store reports zero failures over all 31 operations. A run whose only
+    `afp serve` on a seeded store reports zero failures over all 37 operations. A run whose only
     trouble is an internal error of the fuzzer itself is run again with the same seed, so the
     same examples are tried again (twice at most); a failed check is never retried."""
     port = free_port()

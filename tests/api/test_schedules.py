@@ -1,0 +1,108 @@
+"""An agent's schedules over HTTP (docs/api.md#schedules): set, list, read, pause, resume and
+remove through the real app on a running host; a wrong field is 422 naming it, an unknown agent
+or schedule 404 naming what exists; a schedule set through the API wakes the host's runner, and
+its message reaches the inbox from ``schedule:NAME`` with its ``@`` key shown as stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from afp_runtime.models import ScriptedModel
+from afp_runtime.testing import answer
+from tests.host.test_schedules import advance_to, scheduled
+
+from .conftest import Api, agent, error_of, settle
+
+ONE = "/v1/agents/ops/schedules/morning"
+MORNING = {"text": "Check the tickets", "every": "weekday at 09:00", "zone": "Europe/Berlin"}
+
+
+def replies(n: int = 20) -> ScriptedModel:
+    return ScriptedModel([answer(f"done {i}") for i in range(n)], model="mock")
+
+
+async def test_set_replace_list_pause_resume_remove(api: Api) -> None:
+    """PUT creates (201) then replaces (200) with source ``api``; the list and one read show
+    it; pause drops its next due instant and resume brings it back; DELETE is 204 and then the
+    schedule is 404 naming the agent's schedules."""
+    async with api.running(agent(replies())) as (host, client):
+        await settle(host)
+        created = await client.put(ONE, json=MORNING)
+        assert created.status_code == 201, created.text
+        view = created.json()
+        assert view["source"] == "api" and view["schedule"] == {"name": "morning", **MORNING}
+        assert isinstance(view["nextDueMs"], int)
+        replaced = await client.put(ONE, json={**MORNING, "name": "morning", "catchUp": "all"})
+        assert replaced.status_code == 200, replaced.text
+        assert replaced.json()["schedule"]["catchUp"] == "all"
+        listed = (await client.get("/v1/agents/ops/schedules")).json()
+        assert listed == {"items": [replaced.json()], "next": None}
+        assert (await client.get(ONE)).json() == replaced.json()
+        paused = await client.post(ONE + "/pause")
+        assert paused.status_code == 200 and paused.json()["paused"] is True
+        assert "nextDueMs" not in paused.json()
+        resumed = (await client.post(ONE + "/resume")).json()
+        assert resumed["paused"] is False and isinstance(resumed["nextDueMs"], int)
+        removed = await client.delete(ONE)
+        assert removed.status_code == 204 and removed.content == b""
+        await client.put("/v1/agents/ops/schedules/other", json=MORNING)
+        gone = await client.get(ONE)
+        assert gone.status_code == 404
+        error = error_of(gone)
+        assert error["code"] == "schedule-not-found" and "'other'" in error["message"]
+        for missing in (await client.delete(ONE), await client.post(ONE + "/pause")):
+            assert error_of(missing)["code"] == "schedule-not-found"
+        nobody = await client.get("/v1/agents/nobody/schedules")
+        assert error_of(nobody)["code"] == "agent-not-found"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({**MORNING, "every": "now and then"}, "every"),
+        ({**MORNING, "zone": "Mars/Base"}, "zone"),
+        ({**MORNING, "catchUp": "some"}, "catchUp"),
+        ({"every": "2 hours"}, "text"),
+        ({**MORNING, "cron": "0 9 * * *"}, "cron"),
+        ({**MORNING, "name": "evening"}, "name"),
+        ({**MORNING, "colour": "red"}, "colour"),
+    ],
+)
+async def test_a_wrong_field_is_422_naming_it(api: Api, body: dict[str, Any], field: str) -> None:
+    """Each refusal names the field, and nothing is stored."""
+    async with api.running(agent(replies())) as (host, client):
+        await settle(host)
+        refused = await client.put(ONE, json=body)
+        listed = (await client.get("/v1/agents/ops/schedules")).json()
+    assert refused.status_code == 422, refused.text
+    error = error_of(refused)
+    assert error["code"] == "invalid-body"
+    assert error["field"] == field or field in error["message"], error
+    assert listed["items"] == []
+
+
+async def test_a_schedule_set_through_the_api_is_delivered_from_schedule_name(api: Api) -> None:
+    """Set through the API on a running host (its runner woken), the schedule is delivered at
+    its due instant: the inbox shows the message from ``schedule:soon`` with the key
+    ``schedule:soon@DUE`` a client could not post itself."""
+    async with api.running(agent(replies())) as (host, client):
+        await settle(host)
+        now = api.clock.now_ms()
+        put = await client.put(
+            "/v1/agents/ops/schedules/soon", json={"text": "Ping", "every": "2 hours"}
+        )
+        assert put.status_code == 201, put.text
+        await advance_to(api, host, now + 7_200_000, 1, name="soon")
+        inbox = (await client.get("/v1/agents/ops/inbox")).json()["items"]
+        rows = await scheduled(host.reader, "soon")
+        copied = await client.post(
+            "/v1/agents/ops/inbox",
+            json={"text": "Ping", "idempotencyKey": f"schedule:soon@{now + 7_200_000}"},
+        )
+    (message,) = [m for m in inbox if m["from"] == "schedule:soon"]
+    assert message["idempotencyKey"] == f"schedule:soon@{now + 7_200_000}"
+    assert message["text"] == "Ping"
+    assert len(rows) == 1
+    assert error_of(copied)["field"] == "idempotencyKey"
