@@ -5,15 +5,21 @@ its message reaches the inbox from ``schedule:NAME`` with its ``@`` key shown as
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import pytest
 
 from afp_runtime.models import ScriptedModel
+from afp_runtime.store import open_store
 from afp_runtime.testing import answer
 from tests.host.test_schedules import advance_to, scheduled
+from tests.store._postgres import FreshDatabase
 
-from .conftest import Api, agent, error_of, settle
+from ..test_cli import afp as cli_afp
+from .conftest import Api, agent, error_of, settle, watched_host
 
 ONE = "/v1/agents/ops/schedules/morning"
 MORNING = {"text": "Check the tickets", "every": "weekday at 09:00", "zone": "Europe/Berlin"}
@@ -106,3 +112,58 @@ async def test_a_schedule_set_through_the_api_is_delivered_from_schedule_name(ap
     assert message["text"] == "Ping"
     assert len(rows) == 1
     assert error_of(copied)["field"] == "idempotencyKey"
+
+
+async def test_afp_schedules_json_is_the_api_body(api: Api) -> None:
+    """``afp schedules ops --json`` prints the API's list, and ``… pause NAME --json`` the
+    API's view of the paused schedule: one use case, two doors."""
+    async with api.running(agent(replies())) as (host, client):
+        await settle(host)
+        await client.put(ONE, json=MORNING)
+        await client.put(
+            "/v1/agents/ops/schedules/once", json={"text": "x", "at": "2031-01-01T09:00"}
+        )
+        listed = (await client.get("/v1/agents/ops/schedules")).json()
+    db = str(api.path)
+    cli = await anyio.to_thread.run_sync(cli_afp, "schedules", "ops", "--json", "--db", db)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout) == listed
+    assert [item["name"] for item in listed["items"]] == ["morning", "once"]
+    paused = await anyio.to_thread.run_sync(
+        cli_afp, "schedules", "ops", "pause", "once", "--json", "--db", db
+    )
+    async with api.running(agent(replies())) as (_, client):
+        read = (await client.get("/v1/agents/ops/schedules/once")).json()
+    assert json.loads(paused.stdout) == read and read["paused"] is True
+
+
+@pytest.fixture(name="database")
+def fixture_database() -> Iterator[FreshDatabase]:
+    """A fresh database on the suite's Postgres server, dropped after the test."""
+    database = FreshDatabase()
+    anyio.run(database.create)
+    yield database
+    anyio.run(database.drop)
+
+
+async def test_the_endpoints_on_postgres(api: Api, database: FreshDatabase) -> None:
+    """On a Postgres store the same requests answer the same: created, replaced, paused,
+    removed, and a wrong zone named."""
+    store = await open_store(database.url, now_ms=api.clock.now_ms())
+    try:
+        host = watched_host(store, [agent(replies())], clock=api.clock, ids=api.ids)
+        async with host, api.client(host) as client:
+            await settle(host)
+            created = await client.put(ONE, json=MORNING)
+            replaced = await client.put(ONE, json={**MORNING, "every": "day at 07:30"})
+            paused = (await client.post(ONE + "/pause")).json()
+            zone = await client.put(ONE, json={**MORNING, "zone": "Mars/Base"})
+            listed = (await client.get("/v1/agents/ops/schedules")).json()
+            removed = await client.delete(ONE)
+            after = (await client.get("/v1/agents/ops/schedules")).json()
+    finally:
+        await store.aclose()
+    assert (created.status_code, replaced.status_code, removed.status_code) == (201, 200, 204)
+    assert paused["paused"] is True and paused["schedule"]["every"] == "day at 07:30"
+    assert zone.status_code == 422 and error_of(zone)["field"] == "zone"
+    assert listed["items"] == [paused] and after["items"] == []
