@@ -71,7 +71,7 @@ SCHEDULE_OPERATIONS: tuple[Operation, ...] = (
         params=(AGENT, NAME),
         status=201,
         body=ScheduleBody,
-        errors=(415, 422),
+        errors=(403, 415, 422),
         also={200: "it replaced the agent's schedule of that name"},
         example=_VIEW,
     ),
@@ -83,6 +83,7 @@ SCHEDULE_OPERATIONS: tuple[Operation, ...] = (
         None,
         params=(AGENT, NAME),
         status=204,
+        errors=(403,),
     ),
     Operation(
         "POST",
@@ -91,6 +92,7 @@ SCHEDULE_OPERATIONS: tuple[Operation, ...] = (
         "schedules",
         ScheduleView,
         params=(AGENT, NAME),
+        errors=(403,),
         example={**_VIEW, "paused": True, "nextDueMs": None},
     ),
     Operation(
@@ -100,7 +102,7 @@ SCHEDULE_OPERATIONS: tuple[Operation, ...] = (
         "schedules",
         ScheduleView,
         params=(AGENT, NAME),
-        errors=(409,),
+        errors=(403, 409),
         example=_VIEW,
     ),
 )

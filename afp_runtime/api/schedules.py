@@ -9,6 +9,8 @@ Readings settled here:
   field is 422 ``invalid-body`` naming it.
 * An unknown agent is 404 ``agent-not-found``, an unknown schedule 404 ``schedule-not-found``
   whose message names the agent's schedules.
+* With tokens, a write by a ``user`` principal on a conversation another owns is 403
+  ``not-owner`` (as a resume or dismiss); an ``admin`` may write to every agent.
 * After a write the host is woken (``Host.wake``), so its schedule runner looks again at once.
 """
 
@@ -20,6 +22,7 @@ from litestar import Request, Response, delete, get, post, put
 from litestar.datastructures import State
 
 from afp_runtime.api._body import json_object
+from afp_runtime.api._caller import owner_to_check
 from afp_runtime.api._context import ApiContext, context_of
 from afp_runtime.api._params import AGENT_ID, Page, PathText, path_param
 from afp_runtime.api._problems import ApiError, invalid_body, not_found
@@ -32,6 +35,7 @@ from afp_runtime.app import (
     set_schedule,
 )
 from afp_runtime.errors import InvalidValue, NotFound
+from afp_runtime.store import check_owner
 
 _PATH = "/v1/agents/{agent_id:str}/schedules"
 
@@ -47,6 +51,18 @@ async def _checked(state: State, agent_id: str, name: str | None = None) -> ApiC
     await ctx.agent(agent_id)
     if name is not None:
         path_param("name", name, AGENT_ID)
+    return ctx
+
+
+async def _writer(
+    state: State, agent_id: str, name: str, request: Request[Any, Any, Any]
+) -> ApiContext:
+    """The context of a write: with tokens, a user principal must own the conversation (as
+    for a resume or dismiss; 403 ``not-owner``), since a schedule writes to its inbox."""
+    ctx = await _checked(state, agent_id, name)
+    principal = owner_to_check(request.scope)
+    if principal is not None:
+        check_owner(await ctx.reader.owner(agent_id), agent_id, principal)
     return ctx
 
 
@@ -83,7 +99,7 @@ async def put_schedule(
     state: State, agent_id: PathText, name: PathText, request: Request[Any, Any, Any]
 ) -> Response[ScheduleView]:
     """Create or replace the schedule, anchored now; 201 created, 200 replaced."""
-    ctx = await _checked(state, agent_id, name)
+    ctx = await _writer(state, agent_id, name, request)
     body = json_object(await request.body())
     if body.get("name", name) != name:
         raise invalid_body("name", f"name must be the path's schedule name {name!r}", body["name"])
@@ -104,9 +120,11 @@ async def put_schedule(
 
 
 @delete(_PATH + "/{name:str}", status_code=204)
-async def delete_schedule(state: State, agent_id: PathText, name: PathText) -> None:
+async def delete_schedule(
+    state: State, agent_id: PathText, name: PathText, request: Request[Any, Any, Any]
+) -> None:
     """Remove the schedule; what it delivered stays in the inbox."""
-    ctx = await _checked(state, agent_id, name)
+    ctx = await _writer(state, agent_id, name, request)
     try:
         await remove_schedule(ctx.host.store, agent_id, name)
     except NotFound as exc:
@@ -115,9 +133,11 @@ async def delete_schedule(state: State, agent_id: PathText, name: PathText) -> N
 
 
 @post(_PATH + "/{name:str}/pause", status_code=200)
-async def pause(state: State, agent_id: PathText, name: PathText) -> ScheduleView:
+async def pause(
+    state: State, agent_id: PathText, name: PathText, request: Request[Any, Any, Any]
+) -> ScheduleView:
     """Pause the schedule: it delivers nothing until resumed."""
-    ctx = await _checked(state, agent_id, name)
+    ctx = await _writer(state, agent_id, name, request)
     try:
         view = await pause_schedule(ctx.host.store, agent_id, name, now_ms=ctx.host.clock.now_ms())
     except NotFound as exc:
@@ -127,9 +147,11 @@ async def pause(state: State, agent_id: PathText, name: PathText) -> ScheduleVie
 
 
 @post(_PATH + "/{name:str}/resume", status_code=200)
-async def resume(state: State, agent_id: PathText, name: PathText) -> ScheduleView:
+async def resume(
+    state: State, agent_id: PathText, name: PathText, request: Request[Any, Any, Any]
+) -> ScheduleView:
     """Resume the schedule from now; what came due while paused is not delivered."""
-    ctx = await _checked(state, agent_id, name)
+    ctx = await _writer(state, agent_id, name, request)
     try:
         view = await resume_schedule(ctx.host.store, agent_id, name, now_ms=ctx.host.clock.now_ms())
     except NotFound as exc:

@@ -20,6 +20,7 @@ from tests.store._postgres import FreshDatabase
 
 from ..test_cli import afp as cli_afp
 from .conftest import Api, agent, error_of, settle, watched_host
+from .test_principals import People
 
 ONE = "/v1/agents/ops/schedules/morning"
 MORNING = {"text": "Check the tickets", "every": "weekday at 09:00", "zone": "Europe/Berlin"}
@@ -167,3 +168,24 @@ async def test_the_endpoints_on_postgres(api: Api, database: FreshDatabase) -> N
     assert paused["paused"] is True and paused["schedule"]["every"] == "day at 07:30"
     assert zone.status_code == 422 and error_of(zone)["field"] == "zone"
     assert listed["items"] == [paused] and after["items"] == []
+
+
+async def test_with_tokens_only_the_owner_or_an_admin_writes_a_schedule(api: Api) -> None:
+    """Once alice owns the conversation, bob's token may read its schedules but not set,
+    pause or remove one (403 ``not-owner``, nothing stored); alice's and root's may."""
+    people = await anyio.to_thread.run_sync(People, api.path.with_name("afp.db.tokens"))
+    async with api.running(agent(replies()), principals=people.principals) as (host, client):
+        posted = await client.post(
+            "/v1/agents/ops/inbox", json={"text": "hi"}, headers=people.auth("alice")
+        )
+        assert posted.status_code == 202, posted.text
+        await settle(host)
+        refused = await client.put(ONE, json=MORNING, headers=people.auth("bob"))
+        empty = (await client.get("/v1/agents/ops/schedules", headers=people.auth("bob"))).json()
+        mine = await client.put(ONE, json=MORNING, headers=people.auth("alice"))
+        stopped = await client.post(ONE + "/pause", headers=people.auth("bob"))
+        removed = await client.delete(ONE, headers=people.auth("root"))
+    assert refused.status_code == 403 and error_of(refused)["code"] == "not-owner"
+    assert empty["items"] == []
+    assert mine.status_code == 201 and stopped.status_code == 403
+    assert removed.status_code == 204
