@@ -3,14 +3,13 @@ docs/api.md#schedules), kept apart so the table's module stays one screenful of 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from afp_runtime.api._operation_parts import AGENT, Operation, path_param, text_pattern
 from afp_runtime.api._params import AGENT_ID, Page
 from afp_runtime.app import ScheduleView
-from afp_runtime.schedules import CatchUp
 
 
 class ScheduleBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -23,7 +22,7 @@ class ScheduleBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omi
     cron: str | None = None
     every: str | None = None
     zone: str | None = None
-    catchUp: CatchUp | None = None
+    catchUp: Literal["latest", "all", "none"] | None = None
 
 
 NAME = path_param("name", text_pattern(AGENT_ID), "the schedule's name")

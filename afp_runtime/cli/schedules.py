@@ -6,10 +6,9 @@ sees it at its next look. ``--json`` prints the API's body."""
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import Any
 
-from afp_runtime.agents import zones_loaded
+from afp_runtime.api.schedule_views import dues_shown, form_words
 from afp_runtime.app import (
     ScheduleView,
     list_schedules,
@@ -21,7 +20,6 @@ from afp_runtime.app import (
 from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._show import add_row, print_json, say, show_table, table
 from afp_runtime.cli.reads import opened, reader
-from afp_runtime.time import load_zone
 
 ACTIONS = ("list", "set", "remove", "pause", "resume")
 _FORMS = ("at", "cron", "every")
@@ -31,35 +29,12 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def form_words(view: ScheduleView) -> str:
-    """The schedule's form as a person reads it: ``every weekday at 09:00``, ``cron 0 9 * * *``,
-    ``once at 2026-12-08T09:00``; a damaged row says so."""
-    schedule = view.schedule
-    if schedule is None:
-        return "damaged"
-    if schedule.every is not None:
-        return f"every {schedule.every}"
-    if schedule.cron is not None:
-        return f"cron {schedule.cron}"
-    return f"once at {schedule.at}"
-
-
-def _instant(ms: int | None, zone: str) -> str:
-    """An instant in the schedule's zone and in UTC (the zone loaded already)."""
-    if ms is None:
-        return "-"
-    utc = datetime.fromtimestamp(ms / 1000, UTC)
-    local = utc.astimezone(load_zone(zone))
-    shown = f"{local:%Y-%m-%d %H:%M} {zone}"
-    return shown if zone == "UTC" else f"{shown} ({utc:%Y-%m-%d %H:%M} UTC)"
-
-
 async def _show(views: list[ScheduleView], agent: str) -> None:
-    await zones_loaded([view.schedule for view in views if view.schedule is not None])
+    dues = await dues_shown(views)
     grid = table(
         "schedule", "form", "zone", "next due", "last due", "source", "paused", "sent", "text"
     )
-    for view in views:
+    for view, (next_due, last_due) in zip(views, dues, strict=True):
         zone = view.schedule.zone if view.schedule is not None else "UTC"
         add_row(
             grid,
@@ -67,8 +42,8 @@ async def _show(views: list[ScheduleView], agent: str) -> None:
                 view.name,
                 form_words(view),
                 zone,
-                _instant(view.next_due_ms, zone),
-                _instant(view.last_due_ms, zone),
+                next_due or "-",
+                last_due or "-",
                 view.source,
                 "yes" if view.paused else "no",
                 view.delivered,

@@ -4,15 +4,13 @@ resume and remove forms, each one use case of ``afp_runtime.app`` as the API's a
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-from afp_runtime.agents import zones_loaded
 from afp_runtime.api._context import ApiContext
 from afp_runtime.api._params import AGENT_ID
 from afp_runtime.api.principals import Principal
+from afp_runtime.api.schedule_views import dues_shown, form_words
 from afp_runtime.app import (
-    ScheduleView,
     list_schedules,
     pause_schedule,
     remove_schedule,
@@ -20,47 +18,26 @@ from afp_runtime.app import (
 )
 from afp_runtime.errors import InvalidValue, NotFound, NotOwner
 from afp_runtime.store import check_owner
-from afp_runtime.time import load_zone
 
 __all__ = ["ACTIONS", "schedule_action", "schedule_rows"]
 
 ACTIONS = ("pause", "resume", "remove")
 
 
-def _form(view: ScheduleView) -> str:
-    schedule = view.schedule
-    if schedule is None:
-        return "damaged"
-    if schedule.every is not None:
-        return f"every {schedule.every}"
-    if schedule.cron is not None:
-        return f"cron {schedule.cron}"
-    return f"once at {schedule.at}"
-
-
-def _instant(ms: int | None, zone: str) -> str:
-    if ms is None:
-        return "—"
-    utc = datetime.fromtimestamp(ms / 1000, UTC)
-    local = utc.astimezone(load_zone(zone))
-    shown = f"{local:%Y-%m-%d %H:%M} {zone}"
-    return shown if zone == "UTC" else f"{shown} ({utc:%Y-%m-%d %H:%M} UTC)"
-
-
 async def schedule_rows(ctx: ApiContext, agent_id: str) -> dict[str, Any]:
     """The template's ``schedules``: one row per schedule, by name."""
     views = await list_schedules(ctx.reader, agent_id)
-    await zones_loaded([view.schedule for view in views if view.schedule is not None])
+    dues = await dues_shown(views)
     rows = []
-    for view in views:
+    for view, (next_due, last_due) in zip(views, dues, strict=True):
         zone = view.schedule.zone if view.schedule is not None else "UTC"
         rows.append(
             {
                 "name": view.name,
-                "form": _form(view),
+                "form": form_words(view),
                 "zone": zone,
-                "next": _instant(view.next_due_ms, zone),
-                "last": _instant(view.last_due_ms, zone),
+                "next": next_due or "—",
+                "last": last_due or "—",
                 "source": view.source,
                 "paused": view.paused,
                 "delivered": view.delivered,
