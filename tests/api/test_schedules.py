@@ -19,7 +19,7 @@ from tests.host.test_schedules import advance_to, scheduled
 from tests.store._postgres import FreshDatabase
 
 from ..test_cli import afp as cli_afp
-from .conftest import Api, agent, error_of, settle, watched_host
+from .conftest import Api, agent, error_of, settle, until, watched_host
 from .test_principals import People
 
 ONE = "/v1/agents/ops/schedules/morning"
@@ -189,3 +189,24 @@ async def test_with_tokens_only_the_owner_or_an_admin_writes_a_schedule(api: Api
     assert empty["items"] == []
     assert mine.status_code == 201 and stopped.status_code == 403
     assert removed.status_code == 204
+
+
+async def test_a_put_wakes_the_hosts_schedule_runner(api: Api) -> None:
+    """With a day's poll interval and a lease renewed every few days, only the PUT's wake makes
+    the runner see the new schedule: its first due instant, two hours on, is delivered."""
+    options = {"poll_interval_s": 86_400.0, "lease_ttl_s": 864_000.0}
+    async with api.running(agent(replies()), host_options=options) as (host, client):
+        await settle(host)
+        now = api.clock.now_ms()
+        put = await client.put(
+            "/v1/agents/ops/schedules/soon", json={"text": "Ping", "every": "2 hours"}
+        )
+        assert put.status_code == 201, put.text
+        api.clock.advance(7_200)
+
+        async def arrived() -> bool:
+            return len(await scheduled(host.reader, "soon")) == 1
+
+        await until(arrived)
+        rows = await scheduled(host.reader, "soon")
+    assert rows[0].idempotency_key == f"schedule:soon@{now + 7_200_000}"
