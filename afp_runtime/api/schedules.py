@@ -48,7 +48,18 @@ def _missing(exc: NotFound, agent_id: str, name: str) -> ApiError:
 
 async def _checked(state: State, agent_id: str, name: str | None = None) -> ApiContext:
     ctx = context_of(state)
-    await ctx.agent(agent_id)
+    try:
+        await ctx.agent(agent_id)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        known = ", ".join(sorted(row.agent_id for row in await ctx.reader.agents())) or "none"
+        raise not_found(
+            "agent-not-found",
+            f"there is no agent {agent_id!r}; the agents are: {known}",
+            field="agentId",
+            value=agent_id,
+        ) from None
     if name is not None:
         path_param("name", name, AGENT_ID)
     return ctx

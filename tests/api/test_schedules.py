@@ -63,6 +63,7 @@ async def test_set_replace_list_pause_resume_remove(api: Api) -> None:
             assert error_of(missing)["code"] == "schedule-not-found"
         nobody = await client.get("/v1/agents/nobody/schedules")
         assert error_of(nobody)["code"] == "agent-not-found"
+        assert error_of(nobody)["message"].endswith("the agents are: ops")
 
 
 @pytest.mark.parametrize(
