@@ -21,7 +21,6 @@ from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._show import add_row, print_json, say, show_table, table
 from afp_runtime.cli.reads import opened, reader
 
-ACTIONS = ("list", "set", "remove", "pause", "resume")
 _FORMS = ("at", "cron", "every")
 
 
