@@ -47,13 +47,18 @@ def _responses(
     op: Operation, refs: dict[Any, dict[str, Any]], captured: dict[str, Any]
 ) -> dict[str, Any]:
     example = example_of(op, captured)
-    if op.stream:
+    content: dict[str, Any] | None
+    if op.response is None:  # a 204: no body
+        content = None
+    elif op.stream:
         content = {"text/event-stream": {"schema": _ref("ServerSentEvent"), "example": example}}
     elif op.text is not None:
         content = {op.text: {"schema": {"type": "string"}, "example": example}}
     else:
         content = {"application/json": {"schema": refs[op.response], "example": example}}
-    success: dict[str, Any] = {"description": STATUS_TEXT[op.status], "content": content}
+    success: dict[str, Any] = {"description": STATUS_TEXT[op.status]}
+    if content is not None:
+        success["content"] = content
     if op.links:
         success["links"] = op.links
     responses: dict[str, Any] = {str(op.status): success}
@@ -86,7 +91,12 @@ def _operation(
 def document(*, version: str, title: str = "afp-runtime local API") -> dict[str, Any]:
     """The whole OpenAPI 3.1 document."""
     kinds = sorted(
-        {op.response for op in OPERATIONS if not op.stream and op.text is None}, key=repr
+        {
+            op.response
+            for op in OPERATIONS
+            if not op.stream and op.text is None and op.response is not None
+        },
+        key=repr,
     )
     bodies = [op.body for op in OPERATIONS if op.body is not None]
     schemas, components = msgspec.json.schema_components(

@@ -142,7 +142,9 @@ unknown route or thing, a body past the limit, a store that cannot be read (or a
 
 STATUS_TEXT = {
     200: "OK",
+    201: "Created",
     202: "Accepted",
+    204: "Done; no body",
     400: "a parameter, header or body is not what this operation takes",
     401: "the token is missing or wrong (when the API has one)",
     403: "not the conversation's owner, a from naming another principal than the token's, or "

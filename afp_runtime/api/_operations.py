@@ -34,6 +34,7 @@ from afp_runtime.api._operation_parts import (
     text_pattern,
 )
 from afp_runtime.api._params import AGENT_ID, ROW_KIND, RUN_ID, TOOL_CALL_ID, Page
+from afp_runtime.api._schedule_operations import SCHEDULE_OPERATIONS
 from afp_runtime.api.constants import INBOX_STATUSES, MAX_SERVED_PAGE, QUESTION_STATUSES
 from afp_runtime.api.shapes import (
     AgentView,
@@ -446,6 +447,7 @@ OPERATIONS: tuple[Operation, ...] = (
         stream=True,
         example=_EVENT_EXAMPLE,
     ),
+    *SCHEDULE_OPERATIONS,
 )
 
 

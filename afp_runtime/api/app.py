@@ -19,7 +19,7 @@ from litestar import Litestar, Response, get
 from litestar.datastructures import State
 
 from afp_runtime._version import VERSION
-from afp_runtime.api import agents, events, findings, inbox, questions, runs, window
+from afp_runtime.api import agents, events, findings, inbox, questions, runs, schedules, window
 from afp_runtime.api._context import STATE_KEY, ApiContext
 from afp_runtime.api._guard import Guard
 from afp_runtime.api._problems import EXCEPTION_HANDLERS
@@ -108,6 +108,7 @@ def create_app(
             *window.HANDLERS,
             *findings.HANDLERS,
             *questions.HANDLERS,
+            *schedules.HANDLERS,
             *runs.HANDLERS,
             *events.HANDLERS,
             *pages.HANDLERS,

@@ -198,6 +198,33 @@ _COMMANDS: tuple[_Command, ...] = (
         (_RUN, _API),
     ),
     _Command(
+        "schedules",
+        "schedules:cmd_schedules",
+        "List an agent's schedules; set, remove, pause or resume one.",
+        (
+            _AGENT,
+            _arg(
+                "action",
+                nargs="?",
+                choices=("list", "set", "remove", "pause", "resume"),
+                help="what to do (default: list)",
+            ),
+            _arg(
+                "name", nargs="?", help="the schedule's name (its messages come from schedule:NAME)"
+            ),
+            _arg("--at", help="set: once, at a local time in --zone or an instant with an offset"),
+            _arg("--cron", help="set: a 5-field cron expression on --zone's wall clock"),
+            _arg("--every", help='set: an English rule, e.g. "weekday at 09:00"'),
+            _arg("--zone", help="set: the zone name (default UTC)"),
+            _arg("--text", help="set: the inbox message delivered at each due instant"),
+            _arg(
+                "--catch-up",
+                choices=("latest", "all", "none"),
+                help="set: what is delivered of instants missed while no host ran (default latest)",
+            ),
+        ),
+    ),
+    _Command(
         "window",
         "reads:cmd_window",
         "Show window records (what left, what refused, pins).",

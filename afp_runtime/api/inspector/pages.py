@@ -30,6 +30,7 @@ from afp_runtime.api.inspector._render import ENVIRONMENT
 from afp_runtime.api.inspector.call import call_page
 from afp_runtime.api.inspector.folds import FOLD_PREFIX, fold_page, folds_page
 from afp_runtime.api.inspector.questions import act, form_fields
+from afp_runtime.api.inspector.schedules import schedule_action, schedule_rows
 from afp_runtime.api.inspector.timeline import timeline, when
 from afp_runtime.api.principals import Principals
 
@@ -59,6 +60,10 @@ _ROUTES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
         frozenset({"POST"}),
     ),
     (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/folds/[^/]{1,80}"), frozenset({"GET"})),
+    (
+        re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/schedules/[^/]{1,80}/[a-z]{1,16}"),
+        frozenset({"POST"}),
+    ),
     (re.compile(r"/login"), frozenset({"GET", "POST"})),
     (re.compile(r"/logout"), frozenset({"POST"})),
     (re.compile(r"/static/[A-Za-z0-9_.-]{1,64}"), frozenset({"GET"})),
@@ -160,9 +165,14 @@ async def timeline_page(
 ) -> Template:
     """One agent's conversation: turns, newest first, with their runs, calls and visits."""
     older_than = number_param("before", before) if before is not None else None
-    return await _agent_page(
-        state, agent_id, "timeline.html", lambda ctx: timeline(ctx, agent_id, before=older_than)
-    )
+
+    async def read(ctx: ApiContext) -> dict[str, Any]:
+        return {
+            **await timeline(ctx, agent_id, before=older_than),
+            **await schedule_rows(ctx, agent_id),
+        }
+
+    return await _agent_page(state, agent_id, "timeline.html", read)
 
 
 @get("/agents/{agent_id:str}/live", include_in_schema=False, media_type="text/event-stream")
@@ -251,6 +261,32 @@ async def question_form(
     return Template("refused.html", context=context, status_code=outcome.status, media_type=_HTML)
 
 
+@post("/agents/{agent_id:str}/schedules/{name:str}/{action:str}", include_in_schema=False)
+async def schedule_form(
+    state: State,
+    agent_id: PathText,
+    name: PathText,
+    action: PathText,
+    request: Request[Any, Any, Any],
+) -> Response[Any]:
+    """A schedule's pause, resume or remove button: back to the timeline once done, else a
+    page saying what was refused."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    form_fields(await request.body())  # the button posts no fields; the bytes are still checked
+    status, problem = await schedule_action(
+        ctx, agent_id, name, action, principal=principal_in(request.scope)
+    )
+    if problem is None:
+        return Redirect(f"/agents/{agent_id}#schedules-title", status_code=303)
+    context = {
+        "agent_id": agent_id,
+        "problem": problem,
+        "signed_in": _pages(state).principals is not None,
+    }
+    return Template("refused.html", context=context, status_code=status, media_type=_HTML)
+
+
 @get("/login", include_in_schema=False)
 async def login_form(state: State) -> Response[Any]:
     """The sign-in form (with no token set there is nothing to sign in to)."""
@@ -309,6 +345,7 @@ HANDLERS = [
     folds_list,
     fold_view,
     question_form,
+    schedule_form,
     login_form,
     login,
     logout,
