@@ -107,6 +107,11 @@ def document(*, version: str, title: str = "afp-runtime local API") -> dict[str,
     components["ServerSentEvent"] = SERVER_SENT_EVENT
     components["Error"]["description"] = "Every error answer: a stable code and a message."
     body_schemas(components)
+    # ``expand=true`` on a run's commits shows a history write's messages in place of its
+    # reference (api/runs.py), so the documented value admits them too.
+    components["HistoryWrite"]["properties"]["value"]["anyOf"].append(
+        {"type": "array", "items": _ref("Message")}
+    )
     captured = captured_examples()
     paths: dict[str, dict[str, Any]] = {}
     for op in OPERATIONS:

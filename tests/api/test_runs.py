@@ -4,6 +4,7 @@ resume and window records (docs/api.md#endpoints, cases 29 and 8 over HTTP)."""
 from __future__ import annotations
 
 import anyio
+import jsonschema
 import msgspec
 
 from afp_runtime.cost import Price
@@ -156,6 +157,21 @@ async def test_run_summary_and_commit_log(api: Api) -> None:
     assert history["value"] == [{"role": "user", "content": "go"}]
     assert expanded["next"] is not None
     assert bad_seq.status_code == 400 and error_of(bad_seq)["field"] == "fromSeq"
+
+
+async def test_an_expanded_commit_page_is_what_the_openapi_document_says(api: Api) -> None:
+    """With expand=true a history write holds messages, and the served document's schema of
+    the commits answer admits them (a schema fuzzer checks answers against it)."""
+    async with api.running(agent(TWO_EPOCHS)) as (host, client):
+        await post(client)
+        await settle(host)
+        expanded = (await client.get("/v1/runs/run-1/commits?expand=true&limit=500")).json()
+        document = (await client.get("/v1/openapi.json")).json()
+    answer_schema = document["paths"]["/v1/runs/{runId}/commits"]["get"]["responses"]["200"]
+    schema = {**answer_schema["content"]["application/json"]["schema"], **document}
+    history = next(w for w in expanded["items"][0]["writes"] if w["key"] == "history")
+    assert history["value"] == [{"role": "user", "content": "go"}]
+    jsonschema.Draft202012Validator(schema).validate(expanded)
 
 
 async def test_resume_a_held_run_and_refuse_others(api: Api) -> None:
