@@ -5,12 +5,10 @@ shared by ``afp schedules`` and the inspector so the two read alike."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from zoneinfo import ZoneInfo
 
 import anyio.to_thread
 
-from afp_runtime.app import ScheduleView
+from afp_runtime.app import ScheduleView, due_text
 
 __all__ = ["dues_shown", "form_words"]
 
@@ -34,11 +32,7 @@ async def dues_shown(views: Sequence[ScheduleView]) -> list[tuple[str | None, st
     worked out in a worker thread (a first use of a zone reads its file)."""
 
     def shown(ms: int | None, zone: str) -> str | None:
-        if ms is None:
-            return None
-        utc = datetime.fromtimestamp(ms / 1000, UTC)
-        local = f"{utc.astimezone(ZoneInfo(zone)):%Y-%m-%d %H:%M} {zone}"
-        return local if zone == "UTC" else f"{local} ({utc:%Y-%m-%d %H:%M} UTC)"
+        return None if ms is None else due_text(ms, zone)
 
     def work() -> list[tuple[str | None, str | None]]:
         zones = [view.schedule.zone if view.schedule is not None else "UTC" for view in views]

@@ -61,6 +61,7 @@ if _typing.TYPE_CHECKING:
     from afp_runtime.app.schedules import (
         ScheduleView,
         deliver_schedules,
+        due_text,
         list_schedules,
         pause_schedule,
         remove_schedule,
@@ -137,6 +138,7 @@ _LAZY = {
     "deliver_schedules": "afp_runtime.app.schedules",
     "dismiss": "afp_runtime.app.turns",
     "drive": "afp_runtime.app.local",
+    "due_text": "afp_runtime.app.schedules",
     "encode_served": "afp_runtime.served",
     "epoch_list": "afp_runtime.app.runs",
     "epoch_listing": "afp_runtime.app.runs",
@@ -213,6 +215,7 @@ __all__ = [
     "deliver_schedules",
     "dismiss",
     "drive",
+    "due_text",
     "encode_served",
     "epoch_list",
     "epoch_listing",

@@ -20,12 +20,13 @@ from afp_runtime.agents import (
     zones_loaded,
 )
 from afp_runtime.errors import InvalidValue, NotFound
-from afp_runtime.schedules import Schedule, check_schedule, decode_schedule, next_due
+from afp_runtime.schedules import Schedule, check_schedule, decode_schedule, due_text, next_due
 from afp_runtime.store import ScheduleEntry, ScheduleRow, Store
 
 __all__ = [
     "ScheduleView",
     "deliver_schedules",
+    "due_text",
     "list_schedules",
     "pause_schedule",
     "remove_schedule",

@@ -5,6 +5,7 @@ argument and the store and host deliver (docs/host.md#schedules)."""
 
 from afp_runtime.schedules._delivery import LATE_MS, Delivery, plan_delivery
 from afp_runtime.schedules._due import next_due
+from afp_runtime.schedules._shown import due_text
 from afp_runtime.schedules._value import (
     CatchUp,
     Schedule,
@@ -22,6 +23,7 @@ __all__ = [
     "WAKEUP_TOOL",
     "check_schedule",
     "decode_schedule",
+    "due_text",
     "next_due",
     "plan_delivery",
     "schedule",
