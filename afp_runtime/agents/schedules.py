@@ -30,9 +30,9 @@ __all__ = [
 
 log = get_logger()
 
-SCHEDULE_SOURCES = ("declared", "api", "cli", "python", "model")
+SCHEDULE_SOURCES = ("declared", "api", "cli", "python", "inspector", "model")
 """Where a stored schedule came from: the agent's declaration (TOML or ``afp.Agent``), a door
-at run time, or the model's own ``scheduleWakeup`` tool."""
+at run time (the inspector's form among them), or the model's own ``scheduleWakeup`` tool."""
 
 
 class DeliveredSchedule(msgspec.Struct, frozen=True, kw_only=True):

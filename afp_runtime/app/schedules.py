@@ -43,7 +43,8 @@ class ScheduleView(msgspec.Struct, frozen=True, kw_only=True, rename="camel", om
         name: the schedule's name; its messages come from ``schedule:NAME``.
         schedule: the definition (``at``/``cron``/``every``, ``zone``, ``catchUp``, ``text``);
             None when the stored row does not read (``damaged`` says why).
-        source: ``declared``, ``api``, ``cli``, ``python`` or ``model``.
+        source: ``declared``, ``api``, ``cli``, ``python``, ``inspector`` or
+            ``model``.
         paused: a paused schedule delivers nothing until resumed.
         delivered: messages delivered so far.
         anchor_ms: when it was set (interval forms count from it; wire ``anchorMs``).

@@ -141,7 +141,8 @@ class ScheduleEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel", o
         name: the schedule's name, unique per agent (the sender is ``schedule:NAME``).
         definition: the ``afp.schedule`` value in its wire form (the store keeps it as given;
             the app layer checks it).
-        source: ``declared`` (TOML or Python), ``api``, ``cli``, ``python`` or ``model``.
+        source: ``declared`` (TOML or Python), ``api``, ``cli``, ``python``, ``inspector``
+            or ``model``.
         anchor_ms: when the schedule was set; interval forms count from it (wire ``anchorMs``).
         last_due_ms: the latest due instant handled (delivered or skipped), the anchor on a
             fresh schedule (wire ``lastDueMs``).

@@ -30,7 +30,7 @@ from afp_runtime.api.inspector._render import ENVIRONMENT
 from afp_runtime.api.inspector.call import call_page
 from afp_runtime.api.inspector.folds import FOLD_PREFIX, fold_page, folds_page
 from afp_runtime.api.inspector.questions import act, form_fields
-from afp_runtime.api.inspector.schedules import schedule_action, schedule_rows
+from afp_runtime.api.inspector.schedules import schedule_action, schedule_rows, set_from_form
 from afp_runtime.api.inspector.timeline import timeline, when
 from afp_runtime.api.principals import Principals
 
@@ -60,6 +60,7 @@ _ROUTES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
         frozenset({"POST"}),
     ),
     (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/folds/[^/]{1,80}"), frozenset({"GET"})),
+    (re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/schedules"), frozenset({"POST"})),
     (
         re.compile(r"/agents/[a-z0-9][a-z0-9._-]{0,63}/schedules/[^/]{1,80}/[a-z]{1,16}"),
         frozenset({"POST"}),
@@ -261,6 +262,30 @@ async def question_form(
     return Template("refused.html", context=context, status_code=outcome.status, media_type=_HTML)
 
 
+@post("/agents/{agent_id:str}/schedules", include_in_schema=False)
+async def schedule_set_form(
+    state: State, agent_id: PathText, request: Request[Any, Any, Any]
+) -> Response[Any]:
+    """The set form: create or replace a schedule, back to the timeline once done, else the
+    form again with the refusal and the person's input."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    fields = form_fields(await request.body())
+    outcome = await set_from_form(ctx, agent_id, fields, principal=principal_in(request.scope))
+    if outcome.problem is None:
+        return Redirect(f"/agents/{agent_id}#schedules-title", status_code=303)
+    context = {
+        "agent_id": agent_id,
+        "problem": outcome.problem,
+        "field": outcome.field,
+        "values": outcome.values,
+        "signed_in": _pages(state).principals is not None,
+    }
+    return Template(
+        "schedule_refused.html", context=context, status_code=outcome.status, media_type=_HTML
+    )
+
+
 @post("/agents/{agent_id:str}/schedules/{name:str}/{action:str}", include_in_schema=False)
 async def schedule_form(
     state: State,
@@ -345,6 +370,7 @@ HANDLERS = [
     folds_list,
     fold_view,
     question_form,
+    schedule_set_form,
     schedule_form,
     login_form,
     login,

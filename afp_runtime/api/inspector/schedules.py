@@ -1,6 +1,7 @@
 """An agent's schedules on its timeline (docs/inspector.md#schedules): rows to show (the form in
-words, zone, next and last due in the schedule's zone and UTC, source, paused) and the pause,
-resume and remove forms, each one use case of ``afp_runtime.app`` as the API's are."""
+words, zone, next and last due in the schedule's zone and UTC, source, paused), the form that
+sets one, and the pause, resume and remove forms, each one use case of ``afp_runtime.app`` as
+the API's are."""
 
 from __future__ import annotations
 
@@ -15,13 +16,56 @@ from afp_runtime.app import (
     pause_schedule,
     remove_schedule,
     resume_schedule,
+    set_schedule,
 )
-from afp_runtime.errors import InvalidValue, NotFound, NotOwner
+from afp_runtime.errors import InvalidValue, NotFound, NotOwner, shown
 from afp_runtime.store import check_owner
 
-__all__ = ["ACTIONS", "schedule_action", "schedule_rows"]
+__all__ = [
+    "ACTIONS",
+    "CATCH_UPS",
+    "FORMS",
+    "SetOutcome",
+    "schedule_action",
+    "schedule_rows",
+    "set_from_form",
+]
 
 ACTIONS = ("pause", "resume", "remove")
+FORMS = ("every", "cron", "at")
+"""The set form's ``form`` choices: each names the wire field its one ``value`` goes to."""
+CATCH_UPS = ("latest", "all", "none")
+
+
+class SetOutcome:
+    """What became of the set form: an HTTP status, a sentence for the person (None: done),
+    the wire field refused (None when it was no one field) and the form's values to show
+    again."""
+
+    def __init__(
+        self, status: int, problem: str | None, field: str | None, values: dict[str, str]
+    ) -> None:
+        self.status = status
+        self.problem = problem
+        self.field = field
+        self.values = values
+
+
+def _zone_default(ctx: ApiContext, agent_id: str) -> str:
+    """The agent's own zone (its time layer's) when this host runs it with one, else UTC."""
+    profile = ctx.host.profile(agent_id)
+    return profile.time_zone if profile is not None and profile.time_zone else "UTC"
+
+
+def _blank(ctx: ApiContext, agent_id: str) -> dict[str, str]:
+    return {
+        "name": "",
+        "text": "",
+        "form": "every",
+        "value": "",
+        "zone": _zone_default(ctx, agent_id),
+        "catchUp": "latest",
+    }
 
 
 async def schedule_rows(ctx: ApiContext, agent_id: str) -> dict[str, Any]:
@@ -44,7 +88,7 @@ async def schedule_rows(ctx: ApiContext, agent_id: str) -> dict[str, Any]:
                 "text": view.schedule.text if view.schedule is not None else view.damaged or "",
             }
         )
-    return {"schedules": rows}
+    return {"schedules": rows, "set_values": _blank(ctx, agent_id), "set_field": None}
 
 
 async def schedule_action(
@@ -74,3 +118,39 @@ async def schedule_action(
         return 409, f"This schedule cannot be resumed: {exc.message}"
     ctx.host.wake(agent_id)
     return 303, None
+
+
+async def set_from_form(
+    ctx: ApiContext, agent_id: str, fields: dict[str, str], *, principal: Principal | None
+) -> SetOutcome:
+    """Create or replace the schedule the set form describes, as ``PUT …/schedules/NAME``
+    does but with source ``inspector``: ``303`` when done, else the API's status with the
+    refusal (the field named as ``InvalidValue`` names it) and the person's input kept."""
+    values = {key: fields.get(key, default) for key, default in _blank(ctx, agent_id).items()}
+    form = values["form"]
+    if form not in FORMS:
+        problem = f"form: {shown(form)} is not a schedule form (one of {', '.join(FORMS)})"
+        return SetOutcome(422, problem, "form", {**values, "form": "every"})
+    wire = {
+        "name": values["name"],
+        "text": values["text"],
+        form: values["value"],
+        "zone": values["zone"].strip() or _zone_default(ctx, agent_id),
+        "catchUp": values["catchUp"],
+    }
+    try:
+        if principal is not None and not principal.admin:
+            check_owner(await ctx.reader.owner(agent_id), agent_id, principal.name)
+        await set_schedule(
+            ctx.host.store, agent_id, wire, source="inspector", now_ms=ctx.host.clock.now_ms()
+        )
+    except NotOwner:
+        problem = "This conversation belongs to someone else; its schedules are theirs."
+        return SetOutcome(403, problem, None, values)
+    except NotFound as exc:
+        return SetOutcome(404, exc.message, None, values)
+    except InvalidValue as exc:
+        field = exc.context.get("field")
+        return SetOutcome(422, exc.message, field if isinstance(field, str) else None, values)
+    ctx.host.wake(agent_id)
+    return SetOutcome(303, None, None, values)
