@@ -17,8 +17,8 @@ import afp_runtime as afp
 from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer
 from afp_runtime.time import TimeConfig
-from tests.api.conftest import Api, agent, serving, settle
-from tests.host.test_schedules import advance_to
+from tests.api.conftest import Api, agent, serving, settle, until
+from tests.host.test_schedules import advance_to, scheduled
 
 PLANTED = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x'
 
@@ -232,3 +232,28 @@ async def test_set_form_refuses_another_sites_post(api: Api, page: Page) -> None
         await expect(page.locator('tr[data-schedule="evil"]')).to_have_count(1)
     assert status == 403
     assert stored == []
+
+
+async def test_set_form_wakes_the_hosts_schedule_runner(api: Api, page: Page) -> None:
+    """With a day's poll interval and a lease renewed every few days, only the form's wake
+    makes the runner see the new schedule: its first due instant, two hours on, is delivered."""
+    options = {"poll_interval_s": 86_400.0, "lease_ttl_s": 864_000.0}
+    script = ScriptedModel([answer("ok"), answer("pinged")], model="mock")
+    async with (
+        api.running(agent(script), host_options=options) as (host, _),
+        serving(api.app(host)) as base,
+    ):
+        await settle(host)
+        now = api.clock.now_ms()
+        await page.goto(base + "/agents/ops")
+        await _fill_set_form(page, name="soon", text="Ping", form="every", value="2 hours")
+        await page.get_by_role("button", name="Set schedule").click()
+        await expect(page.locator('tr[data-schedule="soon"]')).to_have_count(1)
+        api.clock.advance(7_200)
+
+        async def arrived() -> bool:
+            return len(await scheduled(host.reader, "soon")) == 1
+
+        await until(arrived)
+        rows = await scheduled(host.reader, "soon")
+    assert rows[0].idempotency_key == f"schedule:soon@{now + 7_200_000}"
