@@ -18,6 +18,7 @@ from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import answer
 from afp_runtime.time import TimeConfig
 from tests.api.conftest import Api, agent, serving, settle, until
+from tests.api.test_principals import People
 from tests.host.test_schedules import advance_to, scheduled
 
 PLANTED = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x'
@@ -257,3 +258,27 @@ async def test_set_form_wakes_the_hosts_schedule_runner(api: Api, page: Page) ->
         await until(arrived)
         rows = await scheduled(host.reader, "soon")
     assert rows[0].idempotency_key == f"schedule:soon@{now + 7_200_000}"
+
+
+async def test_set_form_with_tokens_is_the_owners(api: Api) -> None:
+    """Signed in with tokens, bob's set form on alice's conversation is refused (403, a page
+    saying why, nothing stored); alice's sets it (303 back to the page, source ``inspector``)."""
+    people = await anyio.to_thread.run_sync(People, api.path.with_name("afp.db.tokens"))
+    fields = {"name": "tick", "text": "hello", "form": "every", "value": "2 hours"}
+    async with api.running(agent([answer("ok")]), principals=people.principals) as (host, client):
+        posted = await client.post(
+            "/v1/agents/ops/inbox", json={"text": "hi"}, headers=people.auth("alice")
+        )
+        assert posted.status_code == 202, posted.text
+        await settle(host)
+        await client.post("/login", data={"token": people.tokens["bob"]})
+        refused = await client.post("/agents/ops/schedules", data=fields)
+        stored = await afp.app.list_schedules(host.reader, "ops")
+        await client.post("/login", data={"token": people.tokens["alice"]})
+        done = await client.post("/agents/ops/schedules", data=fields)
+        views = await afp.app.list_schedules(host.reader, "ops")
+    assert refused.status_code == 403 and "belongs to someone else" in refused.text
+    assert 'value="tick"' in refused.text and stored == []
+    assert done.status_code == 303, done.text
+    assert done.headers["location"] == "/agents/ops#schedules-title"
+    assert [(v.name, v.source) for v in views] == [("tick", "inspector")]
