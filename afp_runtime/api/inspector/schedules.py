@@ -23,7 +23,6 @@ from afp_runtime.store import check_owner
 
 __all__ = [
     "ACTIONS",
-    "CATCH_UPS",
     "FORMS",
     "SetOutcome",
     "schedule_action",
@@ -34,7 +33,6 @@ __all__ = [
 ACTIONS = ("pause", "resume", "remove")
 FORMS = ("every", "cron", "at")
 """The set form's ``form`` choices: each names the wire field its one ``value`` goes to."""
-CATCH_UPS = ("latest", "all", "none")
 
 
 class SetOutcome:
