@@ -81,6 +81,39 @@ def test_demo_continues_the_same_conversation(tmp_path: Path) -> None:
     assert "afp commits" in second.stdout  # says what to run next
 
 
+def test_the_demos_hints_run_as_printed_in_a_shell_without_afp_on_its_path(
+    tmp_path: Path,
+) -> None:
+    """In a fresh shell ``afp`` is not on PATH (the demo installs it in ``.venv``): the demo's
+    ``next:`` commands name the installation's ``afp`` so that each one, pasted into such a
+    shell, runs."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    demo = subprocess.run(
+        [sys.executable, "-m", "afp_runtime.cli", "demo", "--db", "afp.db", "--config", str(DEMO)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert demo.returncode == 0, demo.stderr
+    hints = demo.stdout.split("next:\n", 1)[1].splitlines()
+    commands = [line.split("#", 1)[0].strip() for line in hints if "--db" in line]
+    assert len(commands) == 3 and not commands[0].startswith("afp ")
+    for command in commands:
+        ran = subprocess.run(
+            ["/bin/sh", "-c", command],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd=tmp_path,
+            env=env,
+        )
+        assert ran.returncode == 0, (command, ran.stderr)
+
+
 def test_missing_things_exit_1_and_unreadable_stores_exit_4(tmp_path: Path) -> None:
     """A missing run exits 1; a missing or damaged database exits 4 with a clear message."""
     db = tmp_path / "afp.db"

@@ -11,9 +11,11 @@ exactly; on a terminal the characters the tables show as pictures are written as
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -157,3 +159,19 @@ def show_table(grid: Table, *, empty: str) -> None:
         say(empty)
     else:
         out.print(grid)
+
+
+def command_name() -> str:
+    """How a person types this command in the shell it was run from: ``afp`` when that name
+    on ``PATH`` is this installation's, else the path of this installation's ``afp`` (relative
+    when it lies under the working directory, as ``.venv/bin/afp`` after ``scripts/demo``), so a
+    printed hint runs as printed (docs/api.md#the-afp-command). Reads the file system: call it
+    off the event loop."""
+    here = Path(sys.executable).with_name("afp")
+    found = shutil.which("afp")
+    if not here.exists() or (found is not None and Path(found).resolve() == here.resolve()):
+        return "afp"
+    try:
+        return str(here.relative_to(Path.cwd()))
+    except ValueError:
+        return str(here)

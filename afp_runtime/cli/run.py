@@ -17,7 +17,7 @@ import msgspec
 from afp_runtime.agents import Agent, read_config
 from afp_runtime.app import EventRecorder, RunOutcome, SystemClock, TimeOrderedIds, drive
 from afp_runtime.cli._exits import EXIT_OK, TURN_EXITS
-from afp_runtime.cli._show import add_row, out, print_json, say, table
+from afp_runtime.cli._show import add_row, command_name, out, print_json, say, table
 from afp_runtime.cli.reads import opened, reader, window_records
 from afp_runtime.demo import QUESTIONS
 from afp_runtime.errors import ConfigError
@@ -156,12 +156,13 @@ async def cmd_demo(args: Any) -> int:
     grid.show_header = False
     out.print(grid)
     db = shown_location(args.db)
+    afp = await anyio.to_thread.run_sync(command_name)
     say("next:")
-    say(f"  afp runs demo --db {db}                 # every run of the agent")
-    say(f"  afp commits demo:last --db {db}         # the commit log of the last run")
-    say(f"  afp window --agent demo --db {db}       # what each window visit did")
+    say(f"  {afp} runs demo --db {db}                 # every run of the agent")
+    say(f"  {afp} commits demo:last --db {db}         # the commit log of the last run")
+    say(f"  {afp} window --agent demo --db {db}       # what each window visit did")
     if spans:
         fp = spans[-1].summary_fingerprint[:12]
-        say(f"  afp folded demo {fp} --messages --db {db}   # a fold's originals")
+        say(f"  {afp} folded demo {fp} --messages --db {db}   # a fold's originals")
     say("  scripts/demo                               # continue the same conversation")
     return EXIT_OK
