@@ -12,7 +12,7 @@ request's correlation id, which the response echoes in ``X-Request-Id``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -130,11 +130,16 @@ def invalid_body(field: str, message: str, value: object = _NO_VALUE) -> ApiErro
     return ApiError(422, "invalid-body", message, field=field, value=value)
 
 
-def unknown_field(field: str, what: str, value: object) -> ApiError:
-    """422 ``invalid-body`` for a key ``what`` does not have; the key is the client's input,
-    so it is cut like a value (to 200 code points) in both ``field`` and the message."""
+def unknown_field(
+    field: str, what: str, value: object, *, takes: Iterable[str] = (), hint: str = ""
+) -> ApiError:
+    """422 ``invalid-body`` for a key ``what`` does not have, naming the keys it takes (and a
+    ``hint`` when the client's key shows what it meant); the key is the client's input, so it
+    is cut like a value (to 200 code points) in both ``field`` and the message."""
     shown = shown_value(field)
-    return invalid_body(shown, f"{shown} is not a field of {what}", value)
+    fields = sorted(takes)
+    said = f"; it takes {', '.join(fields)}" if fields else "; it takes no fields"
+    return invalid_body(shown, f"{shown} is not a field of {what}{said}{hint}", value)
 
 
 def not_hosted(agent_id: str) -> ApiError:

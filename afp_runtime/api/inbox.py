@@ -81,7 +81,7 @@ async def post_inbox(
     body = json_object(await request.body())
     for field in body:
         if field not in _BODY_FIELDS:
-            raise unknown_field(field, "an inbox message", body[field])
+            raise unknown_field(field, "an inbox message", body[field], takes=_BODY_FIELDS)
     text = _text_field(body, "text", TEXT_LIMIT)
     if text is None:
         raise invalid_body("text", "text is required")

@@ -73,11 +73,18 @@ async def list_questions(
     return page_of([question_view(row) for row in rows], limit=size, cursor=cursor)
 
 
+# An approval's decision and note go inside ``value``; a client that sent them at the top
+# level is told the shape it meant.
+_APPROVAL_KEYS = frozenset({"decision", "note"})
+_APPROVAL_HINT = ' (an approval is answered {"value": {"decision": "approve"}})'
+
+
 async def _body(request: Request[Any, Any, Any], fields: frozenset[str]) -> dict[str, Any]:
     body = json_object(await request.body(), empty_is_object=True)
     for field in body:
         if field not in fields:
-            raise unknown_field(field, "this request", body[field])
+            hint = _APPROVAL_HINT if "value" in fields and field in _APPROVAL_KEYS else ""
+            raise unknown_field(field, "this request", body[field], takes=fields, hint=hint)
     sender = body.get("from")
     if sender is not None and (not isinstance(sender, str) or not 1 <= len(sender) <= SENDER_LIMIT):
         raise invalid_body(

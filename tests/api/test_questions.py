@@ -197,7 +197,8 @@ async def test_an_unknown_key_is_cut_in_the_error_as_a_value_is(api: Api) -> Non
         response = await client.post("/v1/agents/ops/inbox", json={"text": "a", key: 1})
     assert response.status_code == 422
     detail = error_of(response)
-    assert len(detail["field"]) == 200 and len(detail["message"]) < 300
+    assert len(detail["field"]) == 200 and len(detail["message"]) < 400
+    assert detail["message"].endswith("; it takes from, idempotencyKey, text, time")
     assert len(response.content) < 2_000
 
 
@@ -227,10 +228,18 @@ async def test_approval_over_http(api: Api) -> None:
         [question] = (await client.get("/v1/agents/ops/questions")).json()["items"]
         path = f"/v1/agents/ops/questions/{question['questionId']}/answer"
         wrong = await client.post(path, json={"value": {"decision": "maybe"}})
+        flat = await client.post(path, json={"decision": "approve"})
         ok = await client.post(path, json={"value": {"decision": "approve", "note": "go"}})
         await until(lambda: _answered(host))
     assert question["kind"] == "approval"
     assert wrong.status_code == 422 and error_of(wrong)["reason"] == "decision"
+    # The decision sent at the top level is refused naming the body it takes and the shape
+    # meant, not only the key that is wrong.
+    assert flat.status_code == 422 and error_of(flat)["field"] == "decision"
+    assert error_of(flat)["message"] == (
+        "decision is not a field of this request; it takes from, value"
+        ' (an approval is answered {"value": {"decision": "approve"}})'
+    )
     assert ok.status_code == 200
     assert ran == ["d1"]
 
