@@ -43,6 +43,7 @@ if _typing.TYPE_CHECKING:
     )
     from afp_runtime.app.posting import post
     from afp_runtime.app.questions import AnswerStatus, abandon, answer, answer_status
+    from afp_runtime.app.reasons import REASONS, reason_text, reasons_for
     from afp_runtime.app.runs import (
         ExportedRun,
         RunSource,
@@ -117,6 +118,7 @@ _LAZY = {
     "OutputError": "afp_runtime.loop",
     "Receipt": "afp_runtime.served",
     "RunOutcome": "afp_runtime.loop",
+    "REASONS": "afp_runtime.app.reasons",
     "RunSource": "afp_runtime.app.runs",
     "ScheduleView": "afp_runtime.app.schedules",
     "SequentialIds": "afp_runtime.loop",
@@ -159,6 +161,8 @@ _LAZY = {
     "originals": "afp_runtime.app.folds",
     "pause_schedule": "afp_runtime.app.schedules",
     "post": "afp_runtime.app.posting",
+    "reason_text": "afp_runtime.app.reasons",
+    "reasons_for": "afp_runtime.app.reasons",
     "remove_schedule": "afp_runtime.app.schedules",
     "resume_schedule": "afp_runtime.app.schedules",
     "served_page": "afp_runtime.app.runs",
@@ -192,6 +196,7 @@ __all__ = [
     "MessageOutcome",
     "Originals",
     "OutputError",
+    "REASONS",
     "Receipt",
     "RunOutcome",
     "RunSource",
@@ -234,6 +239,8 @@ __all__ = [
     "no_call",
     "no_epoch",
     "originals",
+    "reason_text",
+    "reasons_for",
     "pause_schedule",
     "post",
     "remove_schedule",
