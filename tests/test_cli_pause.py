@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from afp_runtime.cli._show import visible
+from afp_runtime.records import QuestionRow
 from afp_runtime.store import open_store
 
 DESK_TOOLS = '''
@@ -108,11 +109,23 @@ def fixture_desk(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _open_questions(folder: Path, *db: str) -> list[dict[str, object]]:
-    listed = afp(folder, "questions", "desk", *db, "--json")
-    assert listed.returncode == 0, listed.stderr
-    items: list[dict[str, object]] = json.loads(listed.stdout)["items"]
-    return items
+def _read(db: Path) -> tuple[list[QuestionRow], list[str]]:
+    """The desk agent's open questions and its runs' statuses, read from the file in this
+    process (what the commands wrote, without starting another one)."""
+
+    async def read() -> tuple[list[QuestionRow], list[str]]:
+        store = await open_store(db, read_only=True, now_ms=0)
+        try:
+            runs = await store.runs("desk")
+            return await store.questions("desk", status="open"), [r.status for r in runs]
+        finally:
+            await store.aclose()
+
+    return anyio.run(read)
+
+
+def _open_questions(db: Path) -> list[QuestionRow]:
+    return _read(db)[0]
 
 
 def _answer_commands(stdout: str) -> list[str]:
@@ -133,8 +146,8 @@ def test_a_paused_run_prints_the_question_and_a_command_that_runs_as_printed(
     host or ``afp run``: it is not run until then."""
     paused = afp(desk, "run", "desk.toml", "-m", "Please refund order 4520")
     assert paused.returncode == 6, paused.stderr
-    [question] = _open_questions(desk)
-    qid = question["questionId"]
+    [question] = _open_questions(desk / "afp.db")
+    qid = question.question_id
     assert f"question {qid} (approval): {PROMPT}" in paused.stdout
     [command] = _answer_commands(paused.stdout)
     assert command.endswith(f" answer desk {qid} approve") and "--db" not in command
@@ -156,9 +169,7 @@ def test_a_paused_run_prints_the_question_and_a_command_that_runs_as_printed(
         in answered.stdout
     )
     assert "afp serve" in answered.stdout
-    assert _open_questions(desk) == []
-    runs = json.loads(afp(desk, "runs", "desk", "--json").stdout)["items"]
-    assert [r["status"] for r in runs] == ["paused"]  # answered, not run
+    assert _read(desk / "afp.db") == ([], ["paused"])  # answered, not run
 
     done = shell(desk, f"{afp_path} run desk.toml")
     assert done.returncode == 6, done.stderr  # the queued message pauses in turn 2
@@ -178,17 +189,15 @@ def test_answer_run_continues_the_turn_here_and_prints_what_run_prints(desk: Pat
 
     first = shell(desk, command + " --run desk.toml")
     assert first.returncode == 6, first.stderr
-    [question] = _open_questions(desk, *db)
-    assert question["prompt"] == PROMPT.replace("4520", "4521")
-    assert f"question {question['questionId']} (approval): " in first.stdout
+    [question] = _open_questions(desk / "my store.db")
+    assert question.prompt == PROMPT.replace("4520", "4521")
+    assert f"question {question.question_id} (approval): " in first.stdout
     assert "turn 1 (answer run " in first.stdout and "): paused" in first.stdout
     [next_command] = _answer_commands(first.stdout)
-    assert next_command.endswith(
-        f" answer desk {question['questionId']} approve --db 'my store.db'"
-    )
+    assert next_command.endswith(f" answer desk {question.question_id} approve --db 'my store.db'")
 
     done = afp(
-        desk, "answer", "desk", str(question["questionId"]), "approve", "--run", "desk.toml",
+        desk, "answer", "desk", question.question_id, "approve", "--run", "desk.toml",
         *db, "--json",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -197,14 +206,20 @@ def test_answer_run_continues_the_turn_here_and_prints_what_run_prints(desk: Pat
     assert body["answer"]["question"]["answer"] == {"decision": "approve"}
     assert [(r["kind"], r["status"]) for r in body["runs"]] == [("answer", "answered")]
     assert body["runs"][0]["finalAnswer"] == "done: refunded 4521"
-    assert _open_questions(desk, *db) == []
+    assert _open_questions(desk / "my store.db") == []
 
 
 def test_answer_run_with_a_live_host_holding_the_agent_is_refused(desk: Path) -> None:
     """``--run`` would race the host that holds the agent: exit 5 naming it, nothing written,
     no traceback. Without ``--run`` the answer says that host continues the turn."""
     db = desk / "afp.db"
-    assert afp(desk, "run", "desk.toml", "-m", "refund 4520").returncode == 6
+    paused = afp(desk, "run", "desk.toml", "-m", "refund 4520", "--json")
+    assert paused.returncode == 6, paused.stderr
+    [row] = json.loads(paused.stdout)  # a paused run's row carries its open questions
+    [(asked_id, kind, prompt)] = [
+        (q["questionId"], q["kind"], q["prompt"]) for q in row["questions"]
+    ]
+    assert (kind, prompt) == ("approval", PROMPT)
 
     async def hold() -> None:
         store = await open_store(db, now_ms=0)
@@ -216,13 +231,14 @@ def test_answer_run_with_a_live_host_holding_the_agent_is_refused(desk: Path) ->
             await store.aclose()
 
     anyio.run(hold)
-    [question] = _open_questions(desk)
-    qid = str(question["questionId"])
+    [question] = _open_questions(db)
+    qid = question.question_id
+    assert asked_id == qid
     refused = afp(desk, "answer", "desk", qid, "approve", "--run", "desk.toml")
     assert refused.returncode == 5, refused.stderr
     assert "host 'host-a' holds agent 'desk'" in refused.stderr
     assert "answer without --run" in refused.stderr and "Traceback" not in refused.stderr
-    assert [q["status"] for q in _open_questions(desk)] == ["open"]
+    assert [q.question_id for q in _open_questions(db)] == [qid]
 
     answered = afp(desk, "answer", "desk", qid, "approve")
     assert answered.returncode == 0, answered.stderr
@@ -233,20 +249,20 @@ def test_abandon_says_how_the_turn_goes_on(desk: Path) -> None:
     """``afp abandon`` says the same as ``afp answer``: the turn waits for a host or a run
     here; ``--run`` goes on with it (the tool told nobody replied)."""
     assert afp(desk, "run", "desk.toml", "-m", "refund 4520").returncode == 6
-    [question] = _open_questions(desk)
-    closed = afp(desk, "abandon", "desk", str(question["questionId"]))
+    [question] = _open_questions(desk / "afp.db")
+    closed = afp(desk, "abandon", "desk", question.question_id)
     assert closed.returncode == 0, closed.stderr
-    assert f"{question['questionId']} abandoned" in closed.stdout
+    assert f"{question.question_id} abandoned" in closed.stdout
     assert "no host holds agent desk, so turn 1 waits: " in closed.stdout
-    assert json.loads(afp(desk, "runs", "desk", "--json").stdout)["items"][0]["status"] == "paused"
+    assert _read(desk / "afp.db") == ([], ["paused"])
 
     both = afp(desk, "run", "desk.toml", "-m", "ask which one?")
     assert both.returncode == 6, both.stderr  # turn 1 ends, turn 2 asks
     assert "turn 1 (answer run " in both.stdout
-    [asked] = _open_questions(desk)
-    ran = afp(desk, "abandon", "desk", str(asked["questionId"]), "--run", "desk.toml")
+    [asked] = _open_questions(desk / "afp.db")
+    ran = afp(desk, "abandon", "desk", asked.question_id, "--run", "desk.toml")
     assert ran.returncode == 0, ran.stderr
-    assert f"{asked['questionId']} abandoned" in ran.stdout
+    assert f"{asked.question_id} abandoned" in ran.stdout
     assert "turn 2 (answer run " in ran.stdout and "): done: " in ran.stdout
 
 
@@ -262,5 +278,5 @@ def test_a_hostile_prompt_is_shown_inert(desk: Path) -> None:
     assert f"(tool-ask): {first}\n    {second}\n" in paused.stdout
     [command] = _answer_commands(paused.stdout)
     assert command.endswith(" '<your answer>'")
-    [question] = _open_questions(desk)
-    assert question["prompt"] == HOSTILE
+    [question] = _open_questions(desk / "afp.db")
+    assert question.prompt == HOSTILE
