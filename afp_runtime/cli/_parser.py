@@ -83,6 +83,13 @@ _AGENT = _arg("agent")
 _API = _arg("--api", default=API_URL, help="the host's API URL")
 _QUESTION = _arg("question", help="a question id or a unique prefix of one")
 _FROM_SEQ = _arg("--from-seq", type=_count, default=0)
+_GO_ON = _arg(
+    "--run",
+    dest="config",
+    metavar="CONFIG",
+    help="then go on with the turn here, as afp run CONFIG would (AGENT picks the agent of the "
+    "file); refused when a running host holds the agent",
+)
 
 # Declarative: the commands in the order ``afp --help`` lists them.
 _COMMANDS: tuple[_Command, ...] = (
@@ -175,6 +182,7 @@ _COMMANDS: tuple[_Command, ...] = (
             _QUESTION,
             _arg("value"),
             _arg("--from", dest="sender", help="the answering principal"),
+            _GO_ON,
         ),
         {"abandon": False},
     ),
@@ -182,7 +190,7 @@ _COMMANDS: tuple[_Command, ...] = (
         "abandon",
         "writes:cmd_answer",
         "Close a check-in question without an answer.",
-        (_AGENT, _QUESTION, _arg("--from", dest="sender", help="the principal closing it")),
+        (_AGENT, _QUESTION, _arg("--from", dest="sender", help="the principal closing it"), _GO_ON),
         {"abandon": True, "value": None},
     ),
     _Command(

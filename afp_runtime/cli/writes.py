@@ -16,7 +16,7 @@ import msgspec
 from afp_runtime.api.shapes import AnswerAccepted, DismissAccepted
 from afp_runtime.api.views import question_view
 from afp_runtime.app import message_outcome
-from afp_runtime.cli import _ids
+from afp_runtime.cli import _ids, pausing
 from afp_runtime.cli._exits import (
     EXIT_OK,
     EXIT_STALLED,
@@ -29,6 +29,7 @@ from afp_runtime.cli._lazy import load
 from afp_runtime.cli._show import add_row, brief, print_json, say, show_table, table, when
 from afp_runtime.cli.reads import opened, reader
 from afp_runtime.errors import NotFound
+from afp_runtime.records import QuestionRow
 from afp_runtime.store import Store
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _writer(db: str) -> AbstractAsyncContextManager[Store]:
+def writer(db: str) -> AbstractAsyncContextManager[Store]:
     """The store opened for a write command (it must exist already)."""
     return opened(db, create=False, now_ms=_now_ms())
 
@@ -67,7 +68,7 @@ async def cmd_send(args: Any) -> int:
     if args.timeout is not None and not 0 <= args.timeout < float("inf"):
         # Checked before anything is posted: a refused command stores nothing.
         raise UsageError(f"--timeout must be a number of seconds >= 0, not {args.timeout}")
-    async with _writer(args.db) as store:
+    async with writer(args.db) as store:
         await _ids.known_agent(store, args.agent)
         if args.wait and args.timeout is None:
             claim = await store.agent_claim(args.agent, now_ms=_now_ms())
@@ -183,35 +184,52 @@ def _answer_value(text: str) -> Any:
     return text
 
 
-async def cmd_answer(args: Any) -> int:
-    """Answer (or abandon) a question durably; a running host starts the answer run within
-    its poll interval (the same code path as the API's answer endpoint)."""
+async def close_question(
+    store: Store, args: Any, *, here: bool = False
+) -> tuple[QuestionRow, AnswerAccepted]:
+    """Answer (or abandon) ``args.question`` of ``args.agent`` durably (the API's code path);
+    with ``here`` (``--run``) refused first, writing nothing, when a live host holds the
+    agent."""
     app = await load("afp_runtime.app")
-    async with _writer(args.db) as store:
-        await _ids.known_agent(store, args.agent)
-        question_id = await _ids.question_id(store, args.agent, args.question)
-        if args.abandon:
-            row = await app.abandon(
-                store, args.agent, question_id, clock=app.SystemClock(), sender=args.sender
-            )
-        else:
-            asked = await store.questions(args.agent, question_ids=[question_id])
-            value = _answer_value(args.value) if asked[0].kind == "approval" else args.value
-            row = await app.answer(
-                store, args.agent, question_id, value, clock=app.SystemClock(), sender=args.sender
-            )
-    if args.json:
-        status: AnswerStatus = "abandoned" if args.abandon else app.answer_status(row)
-        print_json(AnswerAccepted(status=status, question=question_view(row)))
+    await _ids.known_agent(store, args.agent)
+    question_id = await _ids.question_id(store, args.agent, args.question)
+    if here:
+        await pausing.not_held(store, args.agent, now_ms=_now_ms())
+    if args.abandon:
+        row = await app.abandon(
+            store, args.agent, question_id, clock=app.SystemClock(), sender=args.sender
+        )
     else:
+        asked = await store.questions(args.agent, question_ids=[question_id])
+        value = _answer_value(args.value) if asked[0].kind == "approval" else args.value
+        row = await app.answer(
+            store, args.agent, question_id, value, clock=app.SystemClock(), sender=args.sender
+        )
+    status: AnswerStatus = "abandoned" if args.abandon else app.answer_status(row)
+    return row, AnswerAccepted(status=status, question=question_view(row))
+
+
+async def cmd_answer(args: Any) -> int:
+    """Answer (or abandon) a question durably, then say how its turn goes on: a running host
+    starts the answer run within its poll interval (the same code path as the API's answer
+    endpoint); ``--run CONFIG`` goes on with it in this process (``run.answer_and_run``)."""
+    if args.config is not None:
+        run = await load("afp_runtime.cli.run")
+        found: int = await run.answer_and_run(args)
+        return found
+    async with writer(args.db) as store:
+        row, accepted = await close_question(store, args)
+        if args.json:
+            return print_json(accepted)
         say(f"{row.question_id} {row.status}")
+        await pausing.show_how_it_goes_on(store, row, db=args.db, now_ms=_now_ms())
     return EXIT_OK
 
 
 async def cmd_dismiss(args: Any) -> int:
     """Close a held turn ``dismissed`` (by one of its runs) so the agent's queue moves on."""
     app = await load("afp_runtime.app")
-    async with _writer(args.db) as store:
+    async with writer(args.db) as store:
         run_id = await _ids.run_id(store, args.run)
         agent_id = (await store.runs(run_id=run_id))[0].agent_id
         message_id = await app.dismiss(store, agent_id, run_id=run_id, clock=app.SystemClock())
