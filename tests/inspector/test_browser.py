@@ -101,7 +101,8 @@ async def test_planted_markup_runs_nothing_and_reads_as_text(api: Api, page: Pag
         await expect(row.locator("td").nth(4)).to_have_text(PLANTED)
         await _nothing_planted_runs(page)
         await page.goto(base + "/agents/ops")
-        await expect(page.get_by_text("done " + PLANTED)).to_be_visible()
+        await page.locator("details.run > summary").first.click()  # runs start collapsed
+        await expect(page.locator("p.answer").get_by_text("done " + PLANTED)).to_be_visible()
         await expect(page.get_by_text(PLANTED + "\u2407\u241b[31m")).to_be_visible()
         # Each value is its own bidi island: right-to-left text cannot reorder the page's words.
         # (An assertion that retries: a live update may replace the element between a lookup
@@ -208,6 +209,7 @@ async def test_from_the_timeline_to_one_call_and_its_diff(api: Api, page: Page) 
     sent with the ones that entered since the call before marked, and a link back to it."""
     async with _one_turn_with_a_tool_call(api) as base:
         await page.goto(base + "/agents/ops")
+        await page.locator("details.run > summary").first.click()  # runs start collapsed
         await page.get_by_role("link", name="#2").click()
         await expect(page).to_have_url(base + "/agents/ops/calls/2")
         await expect(page.locator("#verdict")).to_have_text("verified")
@@ -308,6 +310,7 @@ async def test_a_live_update_keeps_the_keyboards_place(api: Api, page: Page) -> 
         await settle(host)
         await page.goto(base + "/agents/ops")
         await expect(page.locator("#live-state")).to_have_text("Updated live.")
+        await page.locator('article[data-turn="1"] details.run > summary').click()
         link = page.locator('article[data-turn="1"] a[href$="/calls/1"]')
         await link.focus()
         await host.post("ops", "two")
@@ -403,6 +406,8 @@ async def test_timeline_call_and_fold_pages_fit_390_px_and_work_from_the_keyboar
             )
             assert unreachable == 0, path
         await page.goto(base + "/agents/keep")
+        await _tab_to(page, "initial")  # a run's summary line: Enter opens it
+        await page.keyboard.press("Enter")
         await _tab_to(page, "/calls/")
         await page.keyboard.press("Enter")
         await expect(page).to_have_url(re.compile(r"/agents/keep/calls/\d+$"))

@@ -4,12 +4,14 @@ conflicts of a turn, and its call-window rows."""
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
+from afp_runtime.app import reason_text
 from afp_runtime.cost import Price
 from afp_runtime.findings import FindingsConfig
 from afp_runtime.messages import Usage
@@ -181,3 +183,113 @@ async def test_the_live_stream_carries_the_agents_events_as_plain_messages(api: 
     assert [int(f["id"].rpartition("-")[2]) for f in seen] == list(range(3, last + 1))
     assert all("event" not in f and f["data"]["agentId"] == "ops" for f in seen)
     assert missing.status_code == 404
+
+
+def _runs(page: str) -> list[tuple[str, str]]:
+    """Each run's ``details`` opening tag and its summary line, in page order."""
+    return re.findall(r'(<details class="run"[^>]*>)\s*<summary>(.*?)</summary>', page, re.S)
+
+
+def _words(fragment: str) -> str:
+    """An HTML fragment's text as a person reads it (tags dropped, spaces collapsed)."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+async def test_each_run_is_one_closed_summary_line_with_its_answers_first_line(api: Api) -> None:
+    """Three turns, three runs: each a closed ``details`` whose summary line says the kind,
+    status, usage, how many calls and the answer's first line only (markup in it escaped),
+    while the run's body keeps the whole answer."""
+    first = PLANTED + " line one"
+    script = [
+        tool_reply(call("c1", "alpha_tool"), usage=Usage(input=30, output=5)),
+        answer(first + "\nline two\nline three", usage=Usage(input=40, output=6)),
+        answer("x" * 400),
+        answer("plain"),
+    ]
+    async with api.running(agent(script)) as (host, client):
+        for text in ("one", "two", "three"):
+            await host.post("ops", text)
+            await settle(host)
+        page = (await client.get("/agents/ops")).text
+    runs = _runs(page)
+    assert len(runs) == 3
+    assert all(" open" not in tag for tag, _ in runs)
+    newest, middle, oldest = (_words(summary) for _, summary in runs)
+    assert newest.endswith("1 call plain") and newest.startswith("initial run answered")
+    assert middle.endswith("x" * 159 + "…")  # a long line is cut, the cut said
+    assert "70 in · 11 out · 2 calls " + first + " …" in oldest  # the first line of three
+    assert "line two" not in oldest
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; line one" in page
+    body = page.split(runs[2][1], 1)[1]
+    assert "line one\nline two\nline three" in body  # the run's body has the whole answer
+
+
+async def _ask(args: Mapping[str, Any], ctx: ToolContext) -> Any:
+    ctx.ask_person(f"which host for {ctx.tool_call_id}? {PLANTED}")
+
+
+def _asking(turns: int) -> Any:
+    """An agent whose every turn asks a person once, then answers."""
+    script = [
+        entry
+        for i in range(1, turns + 1)
+        for entry in (tool_reply(call(f"c{i}", "beta_tool")), answer(f"answer {i}"))
+    ]
+    return agent(script, tools=[Tool("beta_tool", "asks", {"type": "object"}, _ask)])
+
+
+async def test_settled_questions_collapse_into_one_counted_line_under_the_open_one(
+    api: Api,
+) -> None:
+    """Two questions answered, one abandoned and one open: the open one leads, in full with
+    its form; the three settled ones sit in one closed ``details`` that counts them by
+    status."""
+    async with api.running(_asking(4)) as (host, client):
+        for i, close in enumerate(("answer", "answer", "abandon", None), start=1):
+            await host.post("ops", f"turn {i}")
+            await settle(host)
+            [question] = await host.reader.questions("ops", status="open")
+            if close == "answer":
+                await host.answer("ops", question.question_id, f"web-{i}")
+            elif close == "abandon":
+                await host.abandon("ops", question.question_id)
+            await settle(host)
+        page = (await client.get("/agents/ops")).text
+    questions = page.split('<div id="live-questions">', 1)[1].split('id="live-turns"', 1)[0]
+    opened, _, settled = questions.partition('<details class="settled-questions"')
+    assert "Questions waiting for an answer (1)" in opened
+    assert re.findall(r'class="question question-(\w+)"', opened) == ["open"]
+    assert "c4?" in opened and 'class="answer-form"' in opened
+    tag, _, rest = settled.partition(">")
+    assert " open" not in tag
+    summary = re.search(r"<summary>(.*?)</summary>", rest, re.S)
+    assert summary is not None and summary.group(1) == "2 answered and 1 abandoned questions"
+    assert sorted(re.findall(r'class="question question-(\w+)"', rest)) == [
+        "abandoned",
+        "answered",
+        "answered",
+    ]
+    assert "answer-form" not in rest and "&lt;script&gt;" in rest and "<script>" not in questions
+
+
+async def test_kept_reasons_and_gaps_show_their_sentences_from_the_reasons_table(
+    api: Api,
+) -> None:
+    """A window visit's "kept because" codes and a call's gaps each stand beside their
+    sentence from ``afp_runtime.app.reason_text``, never a sentence of the page's own."""
+    async with api.running(desk("keep", "conversation")) as (host, client):
+        await ask_until_folded(host)
+        page = (await client.get("/agents/keep")).text
+    kept = re.findall(r'<td class="kept-because">(.*?)</td>', page, re.S)
+    gaps = re.findall(r'<td class="gaps">(.*?)</td>', page, re.S)
+    codes = {
+        code
+        for cell in kept + gaps
+        for code in re.findall(r'<code class="code">(.*?)</code>', cell)
+    }
+    assert {"inside-keep-window", "provider-defaults"} <= codes
+    for cell in kept + gaps:
+        for code, sentence in re.findall(
+            r'<code class="code">(.*?)</code>(?: <span class="reason">(.*?)</span>)?', cell
+        ):
+            assert html.unescape(sentence) == (reason_text(code) or ""), code

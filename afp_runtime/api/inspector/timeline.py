@@ -1,21 +1,25 @@
 """The conversation timeline of one agent (docs/inspector.md#timeline): its turns, newest
 first and a page at a time, each with the person's message, its runs (kind, status, duration,
-usage, answer or error), each run's model calls (outcome, attempts, tool calls, usage, gaps),
-window visits (what left, the pins held, stand-downs, why the rest stayed) and folds, the
-turn's findings standings and call-window rows, and the agent's questions."""
+usage, the answer's first line for the run's one-line summary, answer or error), each run's
+model calls (outcome, attempts, tool calls, usage, gaps), window visits (what left, the pins
+held, stand-downs, why the rest stayed) and folds, the turn's findings standings and
+call-window rows, and the agent's questions: the open ones, and the settled ones counted.
+Every reason code and gap comes with its sentence from the reasons table
+(docs/architecture.md#reasons-in-words)."""
 
 from __future__ import annotations
 
 import datetime
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from afp_runtime.api._context import ApiContext
 from afp_runtime.api.window import window_records
-from afp_runtime.app import epoch_list
+from afp_runtime.app import epoch_list, reason_text
 from afp_runtime.cost import cost_text
-from afp_runtime.records import StoredFoldedSpan, ledger_row_to_wire
+from afp_runtime.records import QuestionRow, StoredFoldedSpan, ledger_row_to_wire
 from afp_runtime.store import RunRow
 
 __all__ = ["TURNS_PER_PAGE", "timeline"]
@@ -23,6 +27,8 @@ __all__ = ["TURNS_PER_PAGE", "timeline"]
 TURNS_PER_PAGE = 20
 # A run's calls listed on the page; a run with more says how many it left out.
 _CALLS_PER_RUN = 200
+# The most of an answer's first line a run's summary line carries (the rest is in the run).
+_FIRST_LINE_CHARS = 160
 
 
 def when(ms: int | None) -> str:
@@ -51,6 +57,22 @@ def _answer(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def first_line(text: str) -> str:
+    """A text's first line that is not blank, cut to ``_FIRST_LINE_CHARS`` (an ellipsis says
+    that more follows, on that line or after it)."""
+    stripped = text.strip()
+    line = stripped.split("\n", 1)[0].rstrip()
+    if len(line) > _FIRST_LINE_CHARS:
+        return line[: _FIRST_LINE_CHARS - 1] + "…"
+    return line if line == stripped else line + " …"
+
+
+def explained(codes: Iterable[str]) -> list[dict[str, str]]:
+    """Codes in first-seen order, each with its sentence from the reasons table (empty for a
+    code the table does not explain: the code is shown alone, never a sentence of ours)."""
+    return [{"code": code, "text": reason_text(code) or ""} for code in dict.fromkeys(codes)]
 
 
 def _pins(block: Any, pin: str) -> tuple[list[str], str]:
@@ -86,7 +108,7 @@ def _visit(record: dict[str, Any]) -> dict[str, Any]:
         "chars": f"{record.get('windowCharsBefore', '?')} → {record.get('windowCharsAfter', '?')}",
         "pins": recent + facts,
         "stand_down": ", ".join(x for x in (recent_down, facts_down) if x),
-        "kept_because": ", ".join(reasons),
+        "kept_because": explained(reasons),
     }
 
 
@@ -152,6 +174,7 @@ async def _run_view(
     ctx: ApiContext, run: RunRow, visits: list[dict[str, Any]], folds: list[StoredFoldedSpan]
 ) -> dict[str, Any]:
     entries, total = await epoch_list(ctx.log_of(run.run_id), limit=_CALLS_PER_RUN)
+    error = " ".join(x for x in (run.error_kind, run.error) if x)
     return {
         "run_id": run.run_id,
         "kind": run.kind,
@@ -161,7 +184,10 @@ async def _run_view(
         "usage": _usage(run.usage),
         "cost": cost_text(run.cost),
         "answer": run.answer or "",
-        "error": " ".join(x for x in (run.error_kind, run.error) if x),
+        "answer_line": first_line(run.answer or ""),
+        "error": error,
+        "error_line": first_line(error),
+        "call_count": total,
         "calls": [
             {
                 "epoch": entry.epoch,
@@ -170,7 +196,7 @@ async def _run_view(
                 "attempts": entry.attempts,
                 "tool_calls": entry.tool_call_count,
                 "usage": _usage(entry.usage),
-                "gaps": ", ".join(entry.gaps),
+                "gaps": explained(entry.gaps),
             }
             for entry in entries
         ],
@@ -247,15 +273,30 @@ async def timeline(ctx: ApiContext, agent_id: str, *, before: int | None) -> dic
         "older": shown[-1] if rest else None,
         "live": before is None,
         "newer": bool(before is not None and any(t >= before for t in by_turn)),
-        "questions": [
-            {
-                "question_id": q.question_id,
-                "kind": q.kind,
-                "status": q.status,
-                "prompt": q.prompt,
-                "answer": _answer(q.answer),
-                "asked": when(q.asked_at_ms),
-            }
-            for q in questions
-        ],
+        **_questions(questions),
+    }
+
+
+def _questions(rows: Iterable[QuestionRow]) -> dict[str, Any]:
+    """The open questions, shown first and in full, and the settled ones (answered,
+    abandoned...), collapsed behind one line that counts them by status."""
+    shown = [
+        {
+            "question_id": q.question_id,
+            "kind": q.kind,
+            "status": q.status,
+            "prompt": q.prompt,
+            "answer": _answer(q.answer),
+            "asked": when(q.asked_at_ms),
+        }
+        for q in rows
+    ]
+    settled = [q for q in shown if q["status"] != "open"]
+    counts = Counter(str(q["status"]) for q in settled)
+    noun = "question" if len(settled) == 1 else "questions"
+    label = " and ".join(f"{n} {status}" for status, n in counts.items())
+    return {
+        "questions": [q for q in shown if q["status"] == "open"],
+        "settled": settled,
+        "settled_label": f"{label} {noun}" if settled else "",
     }

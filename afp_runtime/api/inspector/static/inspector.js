@@ -19,11 +19,83 @@ function fetchPage(url) {
   });
 }
 
-// What is on the page stays as it was; the note says why it no longer moves.
-function paused(error) {
-  liveNote(error instanceof SignedOut
-    ? "Live updates stopped: signed out. Sign in again to follow the agents."
-    : "Live updates paused: the host did not answer.");
+// When the page last heard from the host: what it shows is as of then.
+let lastHeard = new Date();
+
+function heard() { lastHeard = new Date(); }
+
+// A time for people, in UTC like the times the server renders.
+function clockText(date) { return date.toISOString().slice(11, 19) + " UTC"; }
+
+// The host stopped answering: a banner says so, and every status on the page says it is as of
+// the last answer, so no row reads as current (docs/inspector.md#a-host-that-stops-answering).
+// ``what`` names what went quiet. Done again on every failed retry: the texts only change
+// when they would read differently, so a screen reader hears the alert once.
+function stale(what) {
+  const asOf = clockText(lastHeard);
+  const banner = document.getElementById("host-stale");
+  if (banner) {
+    const text = "The host is not answering (" + what + "). What this page shows is as of "
+      + asOf + ", its last answer; it keeps trying.";
+    if (banner.textContent !== text) banner.textContent = text;
+    banner.hidden = false;
+  }
+  liveNote("Live updates paused: the host did not answer.");
+  const main = document.getElementById("main");
+  if (!main) return;
+  for (const status of main.querySelectorAll(".status")) {
+    let note = status.nextElementSibling;
+    if (!note || !note.classList.contains("stale-note")) {
+      note = document.createElement("span");
+      note.className = "stale-note";
+      status.after(note);
+    }
+    const text = " (as of " + asOf + ", stale)";
+    if (note.textContent !== text) note.textContent = text;
+  }
+  for (const row of main.querySelectorAll("[data-agent], [data-run], [data-question]")) {
+    row.classList.add("stale");
+  }
+}
+
+// The host answers again: the banner goes and so does every stale mark left on the page.
+function answered(note) {
+  heard();
+  const banner = document.getElementById("host-stale");
+  if (banner) { banner.hidden = true; banner.textContent = ""; }
+  for (const mark of document.querySelectorAll(".stale-note")) mark.remove();
+  for (const row of document.querySelectorAll(".stale")) row.classList.remove("stale");
+  liveNote(note);
+}
+
+// What is on the page stays as it was; the note (signed out) or the banner (the host did not
+// answer) says why it no longer moves.
+function paused(what) {
+  return (error) => {
+    if (error instanceof SignedOut) {
+      liveNote("Live updates stopped: signed out. Sign in again to follow the agents.");
+    } else {
+      stale(what);
+    }
+  };
+}
+
+// Which of a container's disclosures (runs, the settled questions) are open, by their key.
+function disclosures(container) {
+  const states = new Map();
+  for (const d of container.querySelectorAll("details[data-run], details[data-keep]")) {
+    states.set(d.dataset.run || d.dataset.keep, d.open);
+  }
+  return states;
+}
+
+// A disclosure the person opened or closed stays so in the fresh copy; new ones come as the
+// server renders them (closed).
+function restoreDisclosures(container, states) {
+  for (const d of container.querySelectorAll("details[data-run], details[data-keep]")) {
+    const key = d.dataset.run || d.dataset.keep;
+    if (states.has(key)) d.open = states.get(key);
+  }
 }
 
 // Where the keyboard is inside ``container``: a selector for the focused link, summary or
@@ -40,9 +112,12 @@ function focusedPlace(container) {
   return { selector, index: matches.indexOf(active) };
 }
 
-function replaceKeepingFocus(container, nodes) {
+// ``states`` (from ``disclosures()``): the runs and lists opened or closed before, set so
+// again before focus returns (a link inside a closed run cannot take it).
+function replaceKeepingFocus(container, nodes, states) {
   const place = focusedPlace(container);
   container.replaceChildren(...nodes);
+  if (states) restoreDisclosures(container, states);
   if (place === null || place.index < 0) return;
   const again = container.querySelectorAll(place.selector)[place.index];
   if (again) again.focus({ preventScroll: true });
@@ -55,14 +130,18 @@ function refreshRows(element) {
       const parsed = new DOMParser().parseFromString(
         "<table><tbody>" + html + "</tbody></table>", "text/html");
       replaceKeepingFocus(element, parsed.querySelector("tbody").childNodes);
-      liveNote("Updated live.");
+      answered("Updated live.");
     })
-    .catch(paused);
+    .catch(paused("the agents' rows could not be fetched"));
 }
 
 // Whether someone is writing in the questions' forms: then they are left as they are.
 function editing(section) {
-  if (section.contains(document.activeElement) && document.activeElement !== section) return true;
+  // (Focus on a form's control counts; on the settled questions' summary line it does not.)
+  const active = document.activeElement;
+  if (active && active !== section && section.contains(active) && active.closest("form")) {
+    return true;
+  }
   for (const field of section.querySelectorAll("textarea, input")) {
     if (field.type === "radio" ? field.checked : field.value) return true;
   }
@@ -73,18 +152,12 @@ function swapTimeline(fresh) {
   const turns = document.getElementById("live-turns");
   const newTurns = fresh.getElementById("live-turns");
   if (turns && newTurns) {
-    // A run someone folded stays folded.
-    const closed = new Set(Array.from(
-      turns.querySelectorAll("details[data-run]:not([open])"), (d) => d.dataset.run));
-    replaceKeepingFocus(turns, newTurns.childNodes);
-    for (const run of turns.querySelectorAll("details[data-run]")) {
-      if (closed.has(run.dataset.run)) run.open = false;
-    }
+    replaceKeepingFocus(turns, newTurns.childNodes, disclosures(turns));
   }
   const questions = document.getElementById("live-questions");
   const newQuestions = fresh.getElementById("live-questions");
   if (questions && newQuestions && !editing(questions)) {
-    questions.replaceChildren(...newQuestions.childNodes);
+    replaceKeepingFocus(questions, newQuestions.childNodes, disclosures(questions));
   }
   // A turn that arrived live can push the oldest one onto an older page: its link comes too.
   const pages = document.getElementById("live-pages");
@@ -164,9 +237,9 @@ function followTimeline(anchor) {
     fetchPage(anchor.dataset.page)
       .then((html) => {
         swapTimeline(new DOMParser().parseFromString(html, "text/html"));
-        liveNote("Updated live.");
+        answered("Updated live.");
       })
-      .catch(paused)
+      .catch(paused("the timeline could not be fetched"))
       .finally(() => {
         busy = false;
         if (again) { again = false; schedule(); }
@@ -176,6 +249,7 @@ function followTimeline(anchor) {
   const connect = () => {
     const events = new EventSource(anchor.dataset.events);
     events.onmessage = (message) => {
+      heard();
       let event = null;
       try { event = JSON.parse(message.data); } catch (error) { event = null; }
       if (event !== null && event.type === "model.delta") { reply.delta(event); return; }
@@ -183,10 +257,10 @@ function followTimeline(anchor) {
       schedule();
     };
     // Opened (or reopened after the host came back): catch up on what happened unheard.
-    events.onopen = () => { liveNote("Updates live while the agent works."); schedule(); };
+    events.onopen = () => { heard(); liveNote("Updates live while the agent works."); schedule(); };
     events.onerror = () => {
       if (events.readyState !== EventSource.CLOSED) {
-        liveNote("Live updates paused: reconnecting to the host.");
+        stale("the live stream dropped; reconnecting");
         return;
       }
       // The stream was refused (signed out, say) and the browser gives up on it: a page
