@@ -101,6 +101,7 @@ async def test_a_call_abandoned_by_a_crash_says_so_and_that_no_reply_came(api: A
     said = re.search(r'<p id="verdict-text">(.*?)</p>', page)
     assert said is not None and "matches what was sent" in said.group(1)
     assert "no reply came" in said.group(1) and "crash" in said.group(1)
+    assert '<span id="verdict">verified</span> <span class="verdict-scope">' in page
     assert '<span id="outcome">replied</span>' in replied
     assert "no reply" not in _section(replied, "verdict-title")
 

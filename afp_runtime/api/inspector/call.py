@@ -187,6 +187,7 @@ def _tool_view(tool: Any, change: str) -> dict[str, Any]:
         "description": tool.description,
         "change": change,
         "properties": properties,
+        "described": any(p["description"] for p in properties),
         "schema": _text(_json(tool.input_schema)),
     }
 
@@ -205,7 +206,7 @@ def _change(before: dict[str, Any] | None, tool: Any) -> str:
 
 # What the verdict means for a call that got no reply, beside its word (docs/inspector.md#one-call).
 _NO_REPLY = {
-    "abandoned": "but no reply came: a crash cut the call off before its reply was committed",
+    "abandoned": "no reply came: a crash cut the call off before its reply was committed",
     "in-flight": "no reply has come yet: the call is still being answered",
     "failed": "no reply came: the call failed",
 }
@@ -220,7 +221,7 @@ def _verdict_text(verdict: str, outcome: str) -> str:
     """The verdict in words, saying when no reply came (a match proves the request only)."""
     said = _VERDICTS.get(verdict, f"The receipt reads {verdict}")
     missing = _NO_REPLY.get(outcome)
-    return f"{said}; {missing}." if missing else f"{said}."
+    return f"{said}, but {missing}." if missing else f"{said}."
 
 
 def _ending_view(ending: CallEnding) -> dict[str, Any]:
