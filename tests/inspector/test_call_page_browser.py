@@ -24,6 +24,7 @@ from tests.inspector.test_call_page import refund_tool
 
 PLANTED = '<script>alert(1)</script><img src=x onerror="alert(2)"> "q" \'s\' \x07'
 SHOWN = PLANTED.replace("\x07", "\u2407")  # a control character shows as its picture
+LONG = "w" * 3000  # one word, no place to break
 
 
 @pytest.fixture(autouse=True, name="blockbuster")
@@ -41,12 +42,16 @@ async def test_a_replied_call_reads_in_order_with_hostile_text_inert(api: Api, p
     whose text and arguments are, and a failure whose message is: each reads verbatim, no
     dialog opens and no element is made of them; the page shows the system, the tool's
     property, the message, the reply and outcome ``replied``, with each gap's sentence; the
-    attempts figure sits right-aligned under its header."""
+    attempts figure sits right-aligned under its header; a 3,000-character word in a schema
+    reads whole and the page still fits 390 px without scrolling sideways."""
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: dialogs.append(dialog.message))
     schema = {
         "type": "object",
-        "properties": {"x" + PLANTED: {"type": "string", "description": "says " + PLANTED}},
+        "properties": {
+            "x" + PLANTED: {"type": "string", "description": "says " + PLANTED},
+            "long": {"type": "string", "description": LONG},
+        },
     }
     script = [tool_reply(call("c1", "refund", note=PLANTED)), answer("done " + PLANTED)]
     refused = ModelCallError("refused " + PLANTED, error_kind="auth", provider="scripted")
@@ -78,7 +83,11 @@ async def test_a_replied_call_reads_in_order_with_hostile_text_inert(api: Api, p
         assert header is not None and figure is not None
         assert abs((header["x"] + header["width"]) - (figure["x"] + figure["width"])) < 1
         await expect(page.locator("#attempts")).to_have_css("text-align", "right")
+        await expect(main.get_by_text(LONG, exact=True)).to_be_visible()
         await _inert(page)
+        await page.set_viewport_size({"width": 390, "height": 800})
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+        await page.set_viewport_size({"width": 1280, "height": 900})
         await page.goto(base + "/agents/ops/calls/1")
         await expect(page.locator(".reply-call code.text")).to_contain_text(SHOWN[:20])
         await _inert(page)
