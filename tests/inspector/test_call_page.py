@@ -10,11 +10,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
 from markupsafe import escape
 
 from afp_runtime.app import reason_text
 from afp_runtime.errors import ModelCallError
-from afp_runtime.models import ScriptedModel
+from afp_runtime.models import ScriptedModel, StreamedReply
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from tests.api.conftest import Api, agent, settle
@@ -104,6 +105,30 @@ async def test_a_call_abandoned_by_a_crash_says_so_and_that_no_reply_came(api: A
     assert '<span id="verdict">verified</span> <span class="verdict-scope">' in page
     assert '<span id="outcome">replied</span>' in replied
     assert "no reply" not in _section(replied, "verdict-title")
+
+
+async def test_a_call_still_being_answered_says_no_reply_has_come_yet(api: Api) -> None:
+    """While the model is streaming its reply, the call reads ``in-flight`` and the receipt's
+    words say no reply has come yet; once it ends the same page reads ``replied``."""
+    streaming, gate = anyio.Event(), anyio.Event()
+
+    async def hold(index: int) -> None:
+        if index == 1:
+            streaming.set()
+            await gate.wait()
+
+    script = [StreamedReply(reply=answer("at last"), sizes=(2,), pause=hold)]
+    async with api.running(agent(ScriptedModel(script, model="mock"))) as (host, client):
+        await host.post("ops", "go")
+        with anyio.fail_after(30):
+            await streaming.wait()
+        during = (await client.get("/agents/ops/calls/1")).text
+        gate.set()
+        await settle(host)
+        after = (await client.get("/agents/ops/calls/1")).text
+    assert '<span id="outcome">in-flight</span>' in during
+    assert "(what was sent; no reply yet)" in during and "no reply has come yet" in during
+    assert '<span id="outcome">replied</span>' in after and "at last" in after
 
 
 async def test_a_failed_call_shows_its_error_and_a_retried_one_its_attempts(api: Api) -> None:
