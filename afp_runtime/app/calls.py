@@ -11,15 +11,22 @@ Readings settled here:
   ``NotFound`` naming the calls that exist and the argument (``n`` or ``m``). An epoch
   abandoned by a crash keeps its number (docs/loop.md): it diffs like any other, its side
   saying ``outcome: "abandoned"``.
+* ``call_ending`` reads how a call ended from the ``call-model`` bundle that answers its
+  epoch: the reply it committed (text, tool calls, usage, stop reason, attempts), or the
+  failure (kind, message, status, attempts); neither for a call still in flight or abandoned
+  by a crash. A record that does not read as its shape is named in ``damaged``, never raised.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import msgspec
 
 from afp_runtime.errors import NotFound
+from afp_runtime.messages import ToolCall, Usage
+from afp_runtime.records import CallFailureWrite, CommitBundle, ReplyWrite, RunLog, Write
 from afp_runtime.served import ServedView, ViewDiff, diff_views, epoch_at, find_agent_call
 from afp_runtime.store import RunRow, Store
 
@@ -149,3 +156,101 @@ async def call_diff(store: Store, agent_id: str, n: int, m: int) -> CallDiff:
     after, later = await _side(store, agent_id, runs, state.model_calls, n, "n")
     before, earlier = await _side(store, agent_id, runs, state.model_calls, m, "m")
     return CallDiff(agent_id=agent_id, before=before, after=after, diff=diff_views(earlier, later))
+
+
+class CallEnding(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """How one of an agent's calls ended: what the model answered, or why nothing came.
+
+    Attributes:
+        outcome: ``replied``, ``failed``, ``in-flight`` or ``abandoned`` (as ``CallSide``).
+        attempts: the sends the call took (0 when none was recorded: in flight or abandoned).
+        content: the reply's text (``replied``).
+        tool_calls: the tool calls the reply made, with their arguments (wire ``toolCalls``).
+        stop_reason: why the model stopped (wire ``stopReason``), ``""`` without a reply.
+        usage: the tokens the provider reported for the reply, None when it reported none.
+        error_kind: the failure's kind (wire ``errorKind``; ``failed``), such as ``auth``.
+        error: the failure's message (``failed``).
+        status: the failure's HTTP status, when the provider answered with one.
+        damaged: what could not be read of a reply or failure record, ``""`` when all could.
+    """
+
+    outcome: str
+    attempts: int
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    stop_reason: str = ""
+    usage: Usage | None = None
+    error_kind: str = ""
+    error: str = ""
+    status: int | None = None
+    damaged: str = ""
+
+
+class _Reply(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The ``reply`` record as the loop commits it (its ``CommittedReply``)."""
+
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    stop_reason: str = "end"
+
+
+class _Failure(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The ``callFailure`` record as the loop commits it."""
+
+    error_kind: str = ""
+    message: str = ""
+    status: int | None = None
+
+
+def _last_set(bundle: CommitBundle, kind: type[Write]) -> Any:
+    value = None
+    for write in bundle.writes:
+        if isinstance(write, kind) and write.verb == "set":
+            value = getattr(write, "value", None)
+    return value
+
+
+def _ending(log: RunLog, epoch: int) -> CallEnding | None:
+    located = epoch_at(log, epoch)
+    if located is None:
+        return None
+    ending = CallEnding(outcome=located.outcome, attempts=located.attempts)
+    if located.outcome not in ("replied", "failed"):
+        return ending
+    # A receipt anchors the epoch and the call-model bundle right after it answers; a legacy
+    # epoch is anchored by its call-model bundle itself (docs/served.md#where-epochs-are-found).
+    bundle = log.bundle(located.anchor_seq)
+    if bundle is None or bundle.stage != "call-model":
+        bundle = log.bundle(located.anchor_seq + 1)
+    if bundle is None:
+        return ending
+    kind: type[Write] = ReplyWrite if located.outcome == "replied" else CallFailureWrite
+    record = _last_set(bundle, kind)
+    try:
+        if not isinstance(record, Mapping):
+            raise msgspec.ValidationError(f"expected an object, got {type(record).__name__}")
+        if kind is ReplyWrite:
+            reply = msgspec.convert(record, _Reply)
+            return msgspec.structs.replace(
+                ending,
+                content=reply.content,
+                tool_calls=reply.tool_calls,
+                usage=reply.usage,
+                stop_reason=reply.stop_reason,
+            )
+        failure = msgspec.convert(record, _Failure)
+    except msgspec.ValidationError as exc:
+        what = "reply" if kind is ReplyWrite else "failure"
+        return msgspec.structs.replace(ending, damaged=f"the {what} record does not read: {exc}")
+    return msgspec.structs.replace(
+        ending, error_kind=failure.error_kind, error=failure.message, status=failure.status
+    )
+
+
+async def call_ending(store: Store, found: AgentCall) -> CallEnding:
+    """How the call ``found`` ended, read from its run's log (one read)."""
+    epoch = found.epoch
+    ending = await store.read_run(found.run.run_id, lambda log: _ending(log, epoch))
+    # The call was located in this log a moment ago, and a run's log only grows.
+    return ending if ending is not None else CallEnding(outcome="in-flight", attempts=0)

@@ -1,10 +1,12 @@
-"""One model call as it was sent, with its receipt verdict and what changed since the call
-before it (docs/inspector.md#one-call)."""
+"""One model call: what it was sent (system, tools with their schemas, messages with the fold
+summaries marked), how it ended (the reply, the failure, or no reply), its receipt verdict and
+gaps in words, and what changed since the call before it (docs/inspector.md#one-call)."""
 
 from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -13,8 +15,19 @@ import msgspec
 from afp_runtime.api._context import ApiContext
 from afp_runtime.api._problems import not_found
 from afp_runtime.api.window import window_records
-from afp_runtime.app import AgentCall, ConformanceReport, ServedView, call_among, conform
-from afp_runtime.messages import Message
+from afp_runtime.app import (
+    AgentCall,
+    CallEnding,
+    ConformanceReport,
+    ServedView,
+    call_among,
+    call_ending,
+    conform,
+    reason_text,
+    stored_folds,
+)
+from afp_runtime.messages import Message, fingerprint
+from afp_runtime.records import StoredFoldedSpan
 from afp_runtime.store import RunRow
 
 __all__ = ["PAGE", "call_page", "message_view"]
@@ -133,11 +146,49 @@ def _diff(
         "reasons": reasons,
         "pieces": pieces,
         "gone_pieces": gone_pieces,
-        "tools": [
-            {"name": t.name, "description": t.description, "change": _change(old_tools, t)}
-            for t in view.tools.schemas
-        ],
+        "tools": [_tool_view(t, _change(old_tools, t)) for t in view.tools.schemas],
         "gone_tools": sorted(set(old_tools or ()) - set(new_tools)),
+    }
+
+
+def _json(value: Any) -> str:
+    """A JSON value as the page shows it: indented, keys sorted, text as written."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2, default=dict)
+
+
+def _names(value: Any) -> list[str]:
+    """A schema keyword that holds one name or a list of them (``type``, ``required``)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Sequence):
+        return [str(item) for item in value]
+    return []
+
+
+def _tool_view(tool: Any, change: str) -> dict[str, Any]:
+    """One offered tool: its description, the properties its schema declares (name, type,
+    whether required, description) and the whole schema as sent."""
+    schema = tool.input_schema if isinstance(tool.input_schema, Mapping) else {}
+    declared = schema.get("properties")
+    wanted = set(_names(schema.get("required")))
+    properties = []
+    for name, spec in declared.items() if isinstance(declared, Mapping) else ():
+        said: Mapping[str, Any] = spec if isinstance(spec, Mapping) else {}
+        properties.append(
+            {
+                "name": str(name),
+                "type": " or ".join(_names(said.get("type"))),
+                "required": name in wanted,
+                "description": str(said.get("description", "")),
+            }
+        )
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "change": change,
+        "properties": properties,
+        "described": any(p["description"] for p in properties),
+        "schema": _text(_json(tool.input_schema)),
     }
 
 
@@ -151,6 +202,71 @@ def _change(before: dict[str, Any] | None, tool: Any) -> str:
         return "new"
     same = old.description == tool.description and old.input_schema == tool.input_schema
     return "same" if same else "changed"
+
+
+# What the verdict means for a call that got no reply, beside its word (docs/inspector.md#one-call).
+_NO_REPLY = {
+    "abandoned": "no reply came: a crash cut the call off before its reply was committed",
+    "in-flight": "no reply has come yet: the call is still being answered",
+    "failed": "no reply came: the call failed",
+}
+_VERDICTS = {
+    "verified": "The receipt matches what was sent",
+    "reconstructed": "Nothing contradicts the receipt, but part of it could not be checked",
+    "damaged": "The view does not match its receipt",
+}
+
+
+def _verdict_text(verdict: str, outcome: str) -> str:
+    """The verdict in words, saying when no reply came (a match proves the request only)."""
+    said = _VERDICTS.get(verdict, f"The receipt reads {verdict}")
+    missing = _NO_REPLY.get(outcome)
+    return f"{said}, but {missing}." if missing else f"{said}."
+
+
+def _ending_view(ending: CallEnding) -> dict[str, Any]:
+    """How the call ended, as the page shows it."""
+    usage = ending.usage
+    return {
+        "outcome": ending.outcome,
+        "attempts": ending.attempts,
+        "retried": ending.attempts > 1,
+        "stop_reason": ending.stop_reason,
+        "input_tokens": usage.input if usage is not None else None,
+        "output_tokens": usage.output if usage is not None else None,
+        "reply": _text(ending.content) if ending.outcome == "replied" else None,
+        "reply_calls": [
+            {"id": c.id, "name": c.name, "args": c.args_text or _json(c.args)}
+            for c in ending.tool_calls
+        ],
+        "error_kind": ending.error_kind,
+        "error": ending.error,
+        "status": ending.status,
+        "damaged": ending.damaged,
+    }
+
+
+def _mark_folds(
+    agent_id: str, view: ServedView, shown: list[dict[str, Any]], spans: list[StoredFoldedSpan]
+) -> None:
+    """Mark each shown message that is the summary of a fold, with the fold page's link."""
+    by_summary = {span.summary_fingerprint: span for span in spans}  # newest wins
+    sent = view.messages.as_sent
+    for row in shown:
+        message = sent[row["index"]]
+        # A summary is text; only such messages are fingerprinted (as app.fold_summary does).
+        span = None if message.tool_calls else by_summary.get(fingerprint(message))
+        row["fold"] = (
+            {
+                "href": f"/agents/{agent_id}/folds/{span.summary_fingerprint[:12]}",
+                "count": span.message_count,
+                "short": span.summary_fingerprint[:12],
+            }
+            if span is not None
+            else None
+        )
+        if span is not None:
+            row["content"] = {**row["content"], "long": False}  # shown in place, never folded
 
 
 async def call_page(
@@ -176,7 +292,10 @@ async def call_page(
         if record.get("iteration") == found.epoch
     ]
     report = await _verify(ctx, found)
+    ending = await call_ending(ctx.reader, found)
     view = found.view
+    diff = _diff(previous, view, visits, first)
+    _mark_folds(agent_id, view, diff["messages"], await stored_folds(ctx.reader, agent_id))
     return {
         "number": number,
         "run_id": found.run.run_id,
@@ -184,12 +303,13 @@ async def call_page(
         "has_previous": previous is not None,
         "has_next": has_next,
         "verdict": report.verdict,
+        "verdict_text": _verdict_text(report.verdict, ending.outcome),
         "failures": [
             {"clause": c.clause, "detail": c.detail or ""}
             for c in report.clauses
             if c.status == "fail"
         ],
-        "gaps": list(report.gaps),
+        "gaps": [{"code": gap, "text": reason_text(gap) or ""} for gap in report.gaps],
         "model": view.basis.model if view.basis is not None else "",
         "system_chars": len(view.system.text),
         "request_only": [
@@ -198,5 +318,6 @@ async def call_page(
         ],
         "forced": view.tools.forced or "",
         "withheld": view.tools.withheld or "",
-        **_diff(previous, view, visits, first),
+        "ending": _ending_view(ending),
+        **diff,
     }
