@@ -14,7 +14,9 @@ not. When the lines do not fit, the prose is clipped narrower (the person's asks
 then repeated facts are shown only once, at their newest place in the most kept kind of line,
 then facts are left out (fields of nested JSON first, then the oldest, then the least repeated,
 the facts of the person's asks last) and counted; only then are whole lines left out
-(assistant remarks first, the person's asks last), and counted. Pure: no I/O, no clock, no
+(assistant remarks first, the person's asks last), and counted. A span whose bare lines alone
+would fill more than half the budget first leaves out its oldest lines, so that the newest keep
+room for their facts. Pure: no I/O, no clock, no
 randomness.
 """
 
@@ -282,27 +284,45 @@ def digest_facts(text: str) -> str:
         joined = _join(header, *out)
         if len(joined) <= budget:
             return joined
+    # A long span: its oldest lines leave first, so that the newest keep room for their facts.
+    start, shed = _oldest_out(lines, budget // 2)
+    lines_note = f"(+{shed} lines left out)" if shed else ""
+    room = budget - (len(lines_note) + 1 if shed else 0)
+    kept = lines[start:]
     # Some of an ask's words are worth more than other lines' facts, not more than its own.
-    out, dropped, asks_lost = _fit_facts(lines, header, budget, _ASK_WORDS)
+    out, dropped, asks_lost = _fit_facts(kept, header, room, _ASK_WORDS)
     if asks_lost:
-        out, dropped, _ = _fit_facts(lines, header, budget, 0)
-    facts_note = [f"(+{dropped} facts left out)"] if dropped else []
-    joined = _join(header, *out, *facts_note)
+        out, dropped, _ = _fit_facts(kept, header, room, 0)
+    facts_note = f"(+{dropped} facts left out)" if dropped else ""
+    joined = _join(header, *out, facts_note, lines_note)
     if len(joined) <= budget:
         return joined
-    return _shed_lines(lines, out, header, facts_note, budget)
+    return _shed_lines(kept, out, header, facts_note, shed, budget)
+
+
+def _oldest_out(lines: list[_Line], room: int) -> tuple[int, int]:
+    """Where the kept lines start so that their bare lines (no prose, no facts) fit ``room``,
+    and how many shown lines that leaves out (the newest line always stays)."""
+    sizes = [len(_render(line, 0, set())) + 1 for line in lines]
+    total = sum(sizes)
+    start = 0
+    while total > room and start < len(lines) - 1:
+        total -= sizes[start]
+        start += 1
+    return start, sum(1 for size in sizes[:start] if size > 1)
 
 
 def _shed_lines(
-    lines: list[_Line], out: list[str], header: str, facts_note: list[str], budget: int
+    lines: list[_Line], out: list[str], header: str, facts_note: str, shed: int, budget: int
 ) -> str:
-    """Leave out whole lines, highest rank (least kept) and oldest first, and count them."""
+    """Leave out whole lines, highest rank (least kept) and oldest first, and count them
+    (``shed`` were left out before)."""
     chosen = {i for i, text in enumerate(out) if text}
     by_rank = sorted(chosen, key=lambda i: (-_RANK.get(lines[i].kind, 5), i))
-    for left_out, index in enumerate(by_rank, start=1):
+    for left_out, index in enumerate(by_rank, start=shed + 1):
         chosen.discard(index)
         note = f"(+{left_out} lines left out)"
-        joined = _join(header, *(out[i] for i in sorted(chosen)), *facts_note, note)
+        joined = _join(header, *(out[i] for i in sorted(chosen)), facts_note, note)
         if len(joined) <= budget:
             return joined
     return header

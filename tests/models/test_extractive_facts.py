@@ -193,6 +193,25 @@ class TestFacts:
         assert "totalCents=100" not in text
         assert re.search(r"\(\+\d+ facts left out\)", text)
 
+    async def test_a_long_span_keeps_its_newest_turns_whole(self) -> None:
+        """A span far over the ceiling leaves out its oldest lines, counted, and the newest
+        refunds keep their order ids and amounts (no line is left bare)."""
+        span: list[Message] = []
+        for n in range(120):
+            order = str(10000 + n)
+            span += [
+                Message(role="user", content=f"Please refund order {order}: ${n}.40. " * 8),
+                Message(
+                    role="assistant",
+                    tool_calls=(ToolCall(id=f"c{n}", name="refund", args={"orderId": order}),),
+                ),
+            ]
+        text = await digest_of(span, "extractive/2")
+        assert len(text) <= 2000
+        assert "10119" in text and "$119.40" in text and "refund(orderId=10119)" in text
+        assert re.search(r"\(\+\d+ lines left out\)$", text)
+        assert "asked:\n" not in text and "10000" not in text
+
 
 # --- properties -------------------------------------------------------------------------------
 
