@@ -62,7 +62,7 @@ _LABELS = {"user": "asked", "summary": "earlier", "assistant": "said", "system":
 
 @dataclass
 class _Line:
-    """One digest line in the making: label, prose and facts (each fact with its group)."""
+    """One digest line in the making: its label, prose, facts and calls (name, argument facts)."""
 
     kind: str
     label: str
