@@ -50,7 +50,13 @@ ProviderBuilder = Callable[["ModelConfig", str, "Path | None"], Model]
 
 
 def _extractive(config: ModelConfig, field: str, base_dir: Path | None) -> Model:
-    return ExtractiveSummarizer()
+    # An id ``extractive/N`` picks that version; any other id gives version 1, as it did before
+    # versions were read from the id (docs/window.md#the-extractive-summarizer).
+    if not config.model.startswith("extractive/"):
+        return ExtractiveSummarizer()
+    versions = {model: model for model in ExtractiveSummarizer.MODELS}
+    known_name(versions, config.model, key=f"{field}.model", what="extractive summarizer")
+    return ExtractiveSummarizer(config.model)
 
 
 def _scripted(config: ModelConfig, field: str, base_dir: Path | None) -> Model:

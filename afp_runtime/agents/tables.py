@@ -19,7 +19,8 @@ class ModelConfig(ConfigStruct):
 
     Attributes:
         provider: a name of the provider registry (``PROVIDERS``): ``anthropic``,
-            ``extractive`` (the built-in offline summarizer, model id ``extractive/1``),
+            ``extractive`` (the built-in offline summarizer, model id ``extractive/1`` or
+            ``extractive/2``),
             ``openai-compatible`` or ``scripted``; another name is refused when the agent is
             built, naming the known ones.
         model: the model id sent on the wire.

@@ -2,23 +2,23 @@
 picking out what matters, with no network and no randomness.
 
 It is meant as the ``summarizer`` of the summarize-oldest window strategy when no summarizing
-endpoint is configured (tests, demos, air-gapped hosts). It reads the transcript the window
-family puts in the request's last ``user`` message: a fence line, one line per message opening
-with a bracketed head (``[user]: …``, ``[assistant calls name({…})]: …``,
-``[tool result name]: …``), and a closing fence line. This layer may not import the window, so
-the line shape is recognised here on its own: the fences are taken by position (the first and
-last line, when they are not message lines) and a line that opens with no head continues the
-previous message (its content held a newline).
+endpoint is configured (tests, demos, air-gapped hosts). It reads the transcript in the
+request's last ``user`` message (``afp_runtime/models/transcript_read.py``). It has two
+versions, chosen by its model id; a digest once written is never rewritten, so version 1 stays
+byte for byte (golden scenarios and stored summaries hold its output):
 
-The digest keeps, in order: the person's asks (verbatim, whitespace collapsed, clipped), every
-tool call as ``name(args)``, the identifiers and numbers found in each tool result, and what the
-assistant said (clipped). It is never longer than
-``min(MAX_BUDGET, max(MIN_BUDGET, content_chars // 2))`` code points, where ``content_chars`` is
-the transcript's message content, so a span of more than ``2 * MIN_BUDGET`` chars always yields
-a digest at most half its size. Lines are clipped narrower and narrower until the digest fits;
-if it still does not, the lowest-ranked lines (assistant remarks, then tool findings, then
-calls; the person's asks last) are left out and counted. The digest does not name the model;
-the summary frame does.
+``extractive/1`` keeps, in order: the person's asks (verbatim, whitespace collapsed, clipped),
+every tool call as ``name(args)``, the identifiers and numbers found in each tool result, and
+what the assistant said (clipped). Lines are clipped narrower and narrower until the digest
+fits; if it still does not, the lowest-ranked lines (assistant remarks, then tool findings, then
+calls; the person's asks last) are left out and counted.
+
+``extractive/2`` keeps the facts the clips cut off (``afp_runtime/models/extractive_facts.py``).
+
+Both are never longer than ``min(MAX_BUDGET, max(MIN_BUDGET, content_chars // 2))`` code
+points, where ``content_chars`` is the transcript's message content, so a span of more than
+``2 * MIN_BUDGET`` chars always yields a digest at most half its size. The digest does not name
+the model; the summary frame does.
 
 Usage is reported as ``ceil(chars / 4)`` of the request's system and message text (input) and
 of the digest (output).
@@ -27,81 +27,31 @@ of the digest (output).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import msgspec
 
+from afp_runtime.errors import ConfigError
 from afp_runtime.messages import ModelReply, ModelRequest, Usage, canonical_json
 from afp_runtime.models.base import DeltaSink, EncodedRequest, ReplyDelta
-
-MIN_BUDGET = 160
-"""The digest's length ceiling for short spans, in code points."""
-
-MAX_BUDGET = 2000
-"""The digest's length ceiling for long spans, in code points."""
+from afp_runtime.models.extractive_facts import digest_facts
+from afp_runtime.models.transcript_read import (
+    Entry,
+    budget_of,
+    clip,
+    parse_transcript,
+)
 
 _WIDTHS = (240, 160, 100, 60, 32, 16)
 _MAX_KEYS = 8
 _KEY_WIDTH = 40
 
-_PLAIN_HEAD = re.compile(r"\[(user|system|assistant)\]: ?")
-_CALLS_HEAD = re.compile(r"\[assistant calls (.*?)\]: ?")
-_TOOL_HEAD = re.compile(r"\[tool result (.*?)\]: ?")
 _TOKEN = re.compile(r"[\w./:#@-]+")
 _KEYLIKE = re.compile(r"\d|[/_#@]|\w[.:-]\w")
-_SPACE = re.compile(r"\s+")
 
 _request_decoder = msgspec.json.Decoder(ModelRequest)
-
-
-@dataclass
-class _Entry:
-    """One message of the transcript, as parsed."""
-
-    kind: str  # user, system, assistant, calls, tool, text
-    label: str
-    content: str
-
-
-def _clip(text: str, width: int) -> str:
-    """Collapse whitespace and cut to ``width`` code points, marking a cut with an ellipsis."""
-    flat = _SPACE.sub(" ", text).strip()
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def _head_of(line: str) -> _Entry | None:
-    """The entry a line opens, or None when the line continues the previous message."""
-    match = _PLAIN_HEAD.match(line)
-    if match:
-        return _Entry(match.group(1), "", line[match.end() :])
-    match = _CALLS_HEAD.match(line)
-    if match:
-        return _Entry("calls", match.group(1), line[match.end() :])
-    match = _TOOL_HEAD.match(line)
-    if match:
-        return _Entry("tool", match.group(1), line[match.end() :])
-    return None
-
-
-def _parse(text: str) -> list[_Entry]:
-    """Split a transcript into messages; text with no message line is one ``text`` entry."""
-    lines = text.split("\n")
-    heads = [_head_of(line) for line in lines]
-    if not any(heads):
-        return [_Entry("text", "", text)] if text.strip() else []
-    if heads[0] is None:
-        lines, heads = lines[1:], heads[1:]
-    if len(lines) > 1 and heads[-1] is None:
-        lines, heads = lines[:-1], heads[:-1]
-    entries: list[_Entry] = []
-    for line, head in zip(lines, heads, strict=True):
-        if head is not None:
-            entries.append(head)
-        elif entries:
-            entries[-1].content += "\n" + line
-    return entries
 
 
 def _keys(text: str) -> list[str]:
@@ -124,35 +74,34 @@ def _join_within(keys: list[str], width: int) -> str:
         if out and len(joined) > width:
             break
         out = joined
-    return _clip(out, width)
+    return clip(out, width)
 
 
 # Lower ranks survive longest when the digest must shed lines.
 _RANK = {"user": 0, "calls": 1, "tool": 2, "text": 2, "assistant": 3, "system": 4}
 
 
-def _render(entry: _Entry, width: int) -> str:
+def _render(entry: Entry, width: int) -> str:
     """One digest line for one message."""
     if entry.kind == "user":
-        return "asked: " + _clip(entry.content, width)
+        return "asked: " + clip(entry.content, width)
     if entry.kind == "calls":
-        said = f"; said: {_clip(entry.content, width)}" if entry.content.strip() else ""
-        return "called: " + _clip(entry.label, width) + said
+        said = f"; said: {clip(entry.content, width)}" if entry.content.strip() else ""
+        return "called: " + clip(entry.label, width) + said
     if entry.kind == "tool":
-        shown = _join_within(_keys(entry.content), width) or _clip(entry.content, width)
-        return f"{_clip(entry.label, 48)} returned: " + shown
+        shown = _join_within(_keys(entry.content), width) or clip(entry.content, width)
+        return f"{clip(entry.label, 48)} returned: " + shown
     if entry.kind == "assistant":
-        return "said: " + _clip(entry.content, width)
-    return f"{entry.kind}: " + _clip(entry.content, width)
+        return "said: " + clip(entry.content, width)
+    return f"{entry.kind}: " + clip(entry.content, width)
 
 
 def digest(text: str) -> str:
     """The extractive digest of a transcript (see the module docstring for its rules)."""
-    entries = _parse(text)
+    entries = parse_transcript(text)
     if not entries:
         return ""
-    content_chars = sum(len(e.content) for e in entries)
-    budget = min(MAX_BUDGET, max(MIN_BUDGET, content_chars // 2))
+    budget = budget_of(entries)
     header = f"Digest of {len(entries)} messages:"
     for width in _WIDTHS:
         out = "\n".join([header, *(_render(e, width) for e in entries)])
@@ -180,23 +129,41 @@ def _quarter(chars: int) -> int:
     return -(-chars // 4)
 
 
+DIGESTS: Mapping[str, Callable[[str], str]] = MappingProxyType(
+    {"extractive/1": digest, "extractive/2": digest_facts}
+)
+"""The digest of each version, by model id."""
+
+
 class ExtractiveSummarizer:
     """A deterministic, offline summarizer shaped like every Model adapter.
 
     Attributes:
         provider: ``extractive``.
-        model: ``extractive/1``.
-        encoder: ``extractive/1`` (the canonical JSON of the request).
+        model: its version's model id, ``extractive/1`` (the default) or ``extractive/2``.
+        encoder: the model id (the canonical JSON of the request).
         deterministic: True.
         calls: how many requests it has answered.
     """
 
     provider = "extractive"
-    encoder: str | None = "extractive/1"
     deterministic = True
+    MODELS = tuple(DIGESTS)
+    """The model ids of its versions."""
 
-    def __init__(self) -> None:
-        self.model = "extractive/1"
+    def __init__(self, model: str = "extractive/1") -> None:
+        """Raises:
+        ConfigError: ``model`` is not one of ``DIGESTS`` (the message names them).
+        """
+        if model not in DIGESTS:
+            known = ", ".join(sorted(DIGESTS))
+            raise ConfigError(
+                f"model is {model!r}, which is not an extractive summarizer (known: {known})",
+                field="model",
+            )
+        self.model = model
+        self.encoder: str | None = model
+        self._digest = DIGESTS[model]
         self.calls = 0
 
     def settings(self) -> Mapping[str, Any]:
@@ -218,7 +185,7 @@ class ExtractiveSummarizer:
         )
         self.calls += 1
         source = next((m.content for m in reversed(decoded.messages) if m.role == "user"), "")
-        text = digest(source)
+        text = self._digest(source)
         input_chars = len(decoded.system) + sum(len(m.content) for m in decoded.messages)
         if on_delta is not None and text:
             on_delta(ReplyDelta(text=text))
