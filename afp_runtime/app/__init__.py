@@ -3,7 +3,8 @@ every door (the Python ``Store``, the CLI, the API, the inspector, the scenario 
 and only render (docs/architecture.md#the-application-layer).
 
 The reads: a message's outcome, a call by agent-wide number and the diff of any two calls,
-served views, epochs, diffs, receipts and exports, conform, folds and originals, findings. The
+served views, epochs, diffs, receipts and exports, conform, folds and originals, findings,
+the window chart's points (``window_series``). The
 writes: posting (``post``), answering and abandoning a question (``answer``, ``abandon``),
 dismissing a held turn (``dismiss``), and an agent driven without a host (``LocalAgent``,
 ``drive``), with the clock and ids a door starts them with.
@@ -30,6 +31,7 @@ if _typing.TYPE_CHECKING:
         call_diff,
         no_call,
     )
+    from afp_runtime.app.chart_series import WindowPoint, WindowSeries, chars_sent, window_series
     from afp_runtime.app.conformance import Encoders, builtin_encoder, conform
     from afp_runtime.app.folds import Originals, fold, fold_summary, folded, originals, stored_folds
     from afp_runtime.app.ledger import findings, ledger_fold
@@ -127,6 +129,8 @@ _LAZY = {
     "SystemClock": "afp_runtime.loop",
     "TimeOrderedIds": "afp_runtime.loop",
     "ViewDiff": "afp_runtime.served",
+    "WindowPoint": "afp_runtime.app.chart_series",
+    "WindowSeries": "afp_runtime.app.chart_series",
     "abandon": "afp_runtime.app.questions",
     "agent_call": "afp_runtime.app.calls",
     "all_served_views": "afp_runtime.app.runs",
@@ -135,6 +139,7 @@ _LAZY = {
     "answer_status": "afp_runtime.app.questions",
     "builtin_encoder": "afp_runtime.app.conformance",
     "call_among": "afp_runtime.app.calls",
+    "chars_sent": "afp_runtime.app.chart_series",
     "call_diff": "afp_runtime.app.calls",
     "conform": "afp_runtime.app.conformance",
     "deliver_schedules": "afp_runtime.app.schedules",
@@ -170,6 +175,7 @@ _LAZY = {
     "set_schedule": "afp_runtime.app.schedules",
     "stored_folds": "afp_runtime.app.folds",
     "view_diff": "afp_runtime.app.runs",
+    "window_series": "afp_runtime.app.chart_series",
 }
 
 __getattr__ = _lazy_names("afp_runtime.app", _LAZY, globals())
@@ -207,6 +213,8 @@ __all__ = [
     "SystemClock",
     "TimeOrderedIds",
     "ViewDiff",
+    "WindowPoint",
+    "WindowSeries",
     "abandon",
     "agent_call",
     "all_served_views",
@@ -216,6 +224,7 @@ __all__ = [
     "builtin_encoder",
     "call_among",
     "call_diff",
+    "chars_sent",
     "conform",
     "deliver_schedules",
     "dismiss",
@@ -239,10 +248,10 @@ __all__ = [
     "no_call",
     "no_epoch",
     "originals",
-    "reason_text",
-    "reasons_for",
     "pause_schedule",
     "post",
+    "reason_text",
+    "reasons_for",
     "remove_schedule",
     "resume_schedule",
     "served_page",
@@ -250,4 +259,5 @@ __all__ = [
     "set_schedule",
     "stored_folds",
     "view_diff",
+    "window_series",
 ]
