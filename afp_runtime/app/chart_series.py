@@ -31,7 +31,7 @@ from typing import Any, Final
 
 import msgspec
 
-from afp_runtime.records import CallCostWrite, CompactionsWrite, RunLog
+from afp_runtime.records import UNKNOWN, CallCostWrite, RunLog
 from afp_runtime.served import ServedView, epoch_entry, epochs, served_views, view_of
 from afp_runtime.store import Store
 
@@ -104,23 +104,24 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _removed(log: RunLog) -> dict[int, int]:
-    """Messages the window records of this run removed, by the iteration they served."""
+def _removed(log: RunLog, last_seq: int) -> dict[int, int]:
+    """Messages the run's window records up to ``last_seq`` removed, by the iteration they
+    served (read through the key index: only the bundles that filed records)."""
+    records = log.value_at("compactions", last_seq)
     removed: dict[int, int] = {}
-    for bundle in log.bundles(0):
-        for write in bundle.writes:
-            if not isinstance(write, CompactionsWrite):
-                continue
-            for record in write.value:
-                iteration = _count(record.get("iteration"))
-                count = _count(record.get("removedMessageCount")) or 0
-                if iteration is not None and count > 0:
-                    removed[iteration] = removed.get(iteration, 0) + count
+    for record in records if isinstance(records, list | tuple) else ():
+        if not isinstance(record, Mapping):
+            continue
+        iteration = _count(record.get("iteration"))
+        count = _count(record.get("removedMessageCount")) or 0
+        if iteration is not None and count > 0:
+            removed[iteration] = removed.get(iteration, 0) + count
     return removed
 
 
 def _call_cost(log: RunLog, anchor_seq: int) -> Mapping[str, Any] | None:
-    """The ``callCost`` its ``call-model`` bundle wrote (just after its receipt)."""
+    """The ``callCost`` the epoch's ``call-model`` bundle wrote: the anchor itself (a legacy
+    log) or the bundle just after its receipt."""
     for seq in (anchor_seq, anchor_seq + 1):
         bundle = log.bundle(seq)
         if bundle is not None and bundle.stage == "call-model":
@@ -146,17 +147,22 @@ def _run_points(
 ) -> list[WindowPoint]:
     """The numbered calls of one run, in commit order."""
     located = epochs(log)
+    if not located:
+        return []
     views = served_views(log)
     if len(views) != len(located):  # epoch numbers repeat in a damaged log: one by one
         views = tuple(view_of(location, log) for location in located)
-    removed = _removed(log)
+    last = located[-1].anchor_seq + 1
+    removed = _removed(log, last)
+    # Only a priced agent's calls wrote a cost: the others' bundles are not read for one.
+    priced = log.value_at("callCost", last) is not UNKNOWN
     points = []
     for location, view in zip(located, views, strict=True):
         entry = epoch_entry(log, location, view)
         if entry.agent_call is None:
             continue
         usage = entry.usage or {}
-        amount, unknown = _amount(_call_cost(log, location.anchor_seq))
+        amount, unknown = _amount(_call_cost(log, location.anchor_seq) if priced else None)
         fold, folded = folds.get(location.epoch, (None, 0))
         points.append(
             WindowPoint(
