@@ -44,7 +44,11 @@ def chart_of(page: str) -> ET.Element:
 
 
 def points_of(svg: ET.Element) -> list[ET.Element]:
-    return [a for a in svg.iter(f"{SVG}a") if "point" in a.get("class", "").split()]
+    """The chart's points by call number (the page holds them newest first)."""
+    found = [a for a in svg.iter(f"{SVG}a") if "point" in a.get("class", "").split()]
+    numbers = [int(a.get("data-call", "")) for a in found]
+    assert numbers == sorted(numbers, reverse=True), "points not newest first"
+    return found[::-1]
 
 
 def title_of(element: ET.Element) -> str:
