@@ -33,6 +33,17 @@ from afp_runtime.store import Store, open_store
 from afp_runtime.testing import answer, call, tool_reply
 from afp_runtime.tools import Tool, ToolContext
 from afp_runtime.window import sliding_window, summarize_oldest
+from tests.store._postgres import FreshDatabase
+
+
+@pytest.fixture(name="postgres")
+async def fixture_postgres() -> AsyncIterator[FreshDatabase]:
+    """A fresh database on the test server (``AFP_TEST_POSTGRES_URL``), dropped afterwards."""
+    fresh = FreshDatabase()
+    try:
+        yield fresh
+    finally:
+        await fresh.drop()
 
 
 def desk(agent_id: str, **options: Any) -> Agent:
@@ -73,8 +84,9 @@ def slider(turns: int) -> Agent:
 
 
 @asynccontextmanager
-async def ran(db: Path, agent: Agent, questions: tuple[str, ...]) -> AsyncIterator[Store]:
-    """The agent asked each question in turn; its store, read back read-only."""
+async def ran(db: Path | str, agent: Agent, questions: tuple[str, ...]) -> AsyncIterator[Store]:
+    """The agent asked each question in turn (a SQLite file, or a Postgres URL); its store,
+    read back read-only."""
     async with afp.open(db) as embedded:
         for question in questions:
             await embedded.run(agent, question)
@@ -169,6 +181,17 @@ async def test_drops_are_marked_at_the_calls_after_a_sliding_window_dropped(
     assert all(count >= 3 for count in dropped.values())  # question, call, result, answer
     assert all(p.fold is None for p in series.points)
     assert [p.input_tokens for p in series.points] == [100, None, 200, None, 300, None, 400, None]
+
+
+async def test_the_points_read_the_same_on_postgres(postgres: FreshDatabase) -> None:
+    """The sliding window's agent on a Postgres database: the same calls, drops, tokens and
+    characters as its served views there (the records read through that backend's index)."""
+    questions = tuple(f"question {n}" for n in range(1, 4))
+    async with ran(await postgres.create(), slider(3), questions) as store:
+        series = await window_series(store, "slide")
+        await _check_against_views(store, series)
+    assert [p.agent_call for p in series.points] == list(range(1, 7))
+    assert {p.agent_call: p.dropped for p in series.points if p.dropped}.keys() == {3, 5}
 
 
 async def test_cost_is_given_for_a_priced_agent_and_absent_for_an_unpriced_one(

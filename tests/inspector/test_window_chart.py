@@ -142,10 +142,7 @@ def _rendered(series: WindowSeries, agent_id: str = "ops") -> str:
     )
 
 
-def test_hostile_text_from_a_damaged_row_reads_verbatim_and_stays_inert() -> None:
-    """A cost reason and a fold fingerprint holding markup, quotes and a control character
-    (as a damaged row could): the SVG stays well-formed, holds no script or image, and the
-    titles read the text as written (the control character as its picture)."""
+def _hostile_series() -> WindowSeries:
     point = WindowPoint(
         agent_call=1,
         run_id="run-1",
@@ -157,13 +154,33 @@ def test_hostile_text_from_a_damaged_row_reads_verbatim_and_stays_inert() -> Non
         cost_unknown=PLANTED,
         fold=PLANTED,
     )
-    svg = chart_of(_rendered(WindowSeries(agent_id="ops", calls=1, limit=200, points=(point,))))
+    return WindowSeries(agent_id="ops", calls=1, limit=200, points=(point,))
+
+
+def test_hostile_text_from_a_damaged_row_reads_verbatim_and_stays_inert() -> None:
+    """A cost reason and a fold fingerprint holding markup, quotes and a control character
+    (as a damaged row could): the SVG stays well-formed, holds no script or image, and the
+    titles read the text as written (the control character as its picture)."""
+    svg = chart_of(_rendered(_hostile_series()))
     assert not [e for e in svg.iter() if e.tag in (f"{SVG}script", f"{SVG}img", "script", "img")]
     shown = PLANTED.replace("\x07", "\u2407")
     assert f"cost unknown ({shown})" in title_of(points_of(svg)[0])
     [fold] = [a for a in svg.iter(f"{SVG}a") if a.get("class") == "fold-mark"]
     assert title_of(fold) == f"fold before call 1: summary {shown[:12]}"
     assert fold.get("href", "").startswith("/agents/ops/folds/")
+
+
+async def test_hostile_text_in_the_chart_runs_nothing_in_chromium(page: Page) -> None:
+    """The hostile chart parsed by chromium as part of an HTML page: no dialog opens, no
+    script or image exists, and the point's title reads the planted text as written."""
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: dialogs.append(dialog.message))
+    await page.set_content(f"<!doctype html><main>{_rendered(_hostile_series())}</main>")
+    await expect(page.locator("#window-chart svg")).to_be_visible()
+    assert await page.locator("main img, main script").count() == 0
+    title = await page.locator("#window-chart a.point > title").text_content()
+    assert title is not None and f"cost unknown ({PLANTED.replace(chr(7), chr(0x2407))})" in title
+    assert dialogs == []
 
 
 def test_a_long_lived_agent_says_it_shows_its_newest_calls() -> None:
