@@ -37,8 +37,9 @@ from afp_runtime.store import Store
 
 __all__ = ["CHART_CALLS", "WindowPoint", "WindowSeries", "chars_sent", "window_series"]
 
-CHART_CALLS: Final = 200
-"""The calls a chart shows by default: the agent's newest."""
+CHART_CALLS: Final = 100
+"""The calls a chart shows by default: the agent's newest (docs/inspector.md#window-chart says
+what 100 and 200 cost)."""
 
 
 class WindowPoint(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):

@@ -184,18 +184,18 @@ async def test_hostile_text_in_the_chart_runs_nothing_in_chromium(page: Page) ->
 
 
 def test_a_long_lived_agent_says_it_shows_its_newest_calls() -> None:
-    """200 points of an agent with 10,000 calls: the caption says which calls and that they
-    are the newest; the SVG holds 200 points, its call labels at most ten or so."""
+    """100 points of an agent with 10,000 calls: the caption says which calls and that they
+    are the newest; the SVG holds 100 points, its call labels at most ten or so."""
     points = tuple(
         WindowPoint(
             agent_call=n, run_id="run-1", epoch=n, outcome="replied", chars_sent=n, input_tokens=n
         )
-        for n in range(9_801, 10_001)
+        for n in range(9_901, 10_001)
     )
-    page = _rendered(WindowSeries(agent_id="ops", calls=10_000, limit=200, points=points))
-    assert "Calls 9801 to 10000 of 10000: the newest 200 are shown" in page
+    page = _rendered(WindowSeries(agent_id="ops", calls=10_000, limit=100, points=points))
+    assert "Calls 9901 to 10000 of 10000: the newest 100 are shown" in page
     svg = chart_of(page)
-    assert len(points_of(svg)) == 200
+    assert len(points_of(svg)) == 100
     labels = [t for g in svg.iter(f"{SVG}g") if "calls-axis" in g.get("class", "") for t in g]
     assert len(labels) <= 12
 

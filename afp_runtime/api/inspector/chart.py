@@ -165,5 +165,5 @@ def chart_layout(series: WindowSeries) -> dict[str, Any]:
 
 async def window_chart(ctx: ApiContext, agent_id: str) -> dict[str, Any]:
     """The agent page's chart of its newest calls (as many as ``window_series`` gives by
-    default: 200)."""
+    default: 100)."""
     return chart_layout(await window_series(ctx.reader, agent_id))
