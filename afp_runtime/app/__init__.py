@@ -3,7 +3,8 @@ every door (the Python ``Store``, the CLI, the API, the inspector, the scenario 
 and only render (docs/architecture.md#the-application-layer).
 
 The reads: a message's outcome, a call by agent-wide number and the diff of any two calls,
-served views, epochs, diffs, receipts and exports, conform, folds and originals, findings. The
+served views, epochs, diffs, receipts and exports, conform, folds and originals, findings,
+the window chart's points (``window_series``). The
 writes: posting (``post``), answering and abandoning a question (``answer``, ``abandon``),
 dismissing a held turn (``dismiss``), and an agent driven without a host (``LocalAgent``,
 ``drive``), with the clock and ids a door starts them with.
@@ -32,6 +33,7 @@ if _typing.TYPE_CHECKING:
         call_ending,
         no_call,
     )
+    from afp_runtime.app.chart_series import WindowPoint, WindowSeries, chars_sent, window_series
     from afp_runtime.app.conformance import Encoders, builtin_encoder, conform
     from afp_runtime.app.folds import Originals, fold, fold_summary, folded, originals, stored_folds
     from afp_runtime.app.ledger import findings, ledger_fold
@@ -130,6 +132,8 @@ _LAZY = {
     "SystemClock": "afp_runtime.loop",
     "TimeOrderedIds": "afp_runtime.loop",
     "ViewDiff": "afp_runtime.served",
+    "WindowPoint": "afp_runtime.app.chart_series",
+    "WindowSeries": "afp_runtime.app.chart_series",
     "abandon": "afp_runtime.app.questions",
     "agent_call": "afp_runtime.app.calls",
     "all_served_views": "afp_runtime.app.runs",
@@ -138,6 +142,7 @@ _LAZY = {
     "answer_status": "afp_runtime.app.questions",
     "builtin_encoder": "afp_runtime.app.conformance",
     "call_among": "afp_runtime.app.calls",
+    "chars_sent": "afp_runtime.app.chart_series",
     "call_diff": "afp_runtime.app.calls",
     "call_ending": "afp_runtime.app.calls",
     "conform": "afp_runtime.app.conformance",
@@ -174,6 +179,7 @@ _LAZY = {
     "set_schedule": "afp_runtime.app.schedules",
     "stored_folds": "afp_runtime.app.folds",
     "view_diff": "afp_runtime.app.runs",
+    "window_series": "afp_runtime.app.chart_series",
 }
 
 __getattr__ = _lazy_names("afp_runtime.app", _LAZY, globals())
@@ -212,6 +218,8 @@ __all__ = [
     "SystemClock",
     "TimeOrderedIds",
     "ViewDiff",
+    "WindowPoint",
+    "WindowSeries",
     "abandon",
     "agent_call",
     "all_served_views",
@@ -222,6 +230,7 @@ __all__ = [
     "call_among",
     "call_diff",
     "call_ending",
+    "chars_sent",
     "conform",
     "deliver_schedules",
     "dismiss",
@@ -256,4 +265,5 @@ __all__ = [
     "set_schedule",
     "stored_folds",
     "view_diff",
+    "window_series",
 ]

@@ -28,6 +28,7 @@ from afp_runtime.api.events import event_stream
 from afp_runtime.api.inspector import session
 from afp_runtime.api.inspector._render import ENVIRONMENT
 from afp_runtime.api.inspector.call import call_page
+from afp_runtime.api.inspector.chart import window_chart
 from afp_runtime.api.inspector.folds import FOLD_PREFIX, fold_page, folds_page
 from afp_runtime.api.inspector.questions import act, form_fields
 from afp_runtime.api.inspector.schedules import schedule_action, schedule_rows, set_from_form
@@ -171,6 +172,7 @@ async def timeline_page(
         return {
             **await timeline(ctx, agent_id, before=older_than),
             **await schedule_rows(ctx, agent_id),
+            "window_chart": await window_chart(ctx, agent_id),
         }
 
     return await _agent_page(state, agent_id, "timeline.html", read)
