@@ -1,5 +1,5 @@
 """`scripts/inspector-screenshot` makes a picture of every page docs/inspector.md describes, and
-the page shows them (docs/inspector.md#pages)."""
+docs/inspector.md shows them."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from .conftest import chromium_path
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "inspector.md"
+DOC = ROOT / "docs/inspector.md"
 
 
 def _pages_section() -> str:
