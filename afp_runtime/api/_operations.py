@@ -41,6 +41,8 @@ from afp_runtime.api.shapes import (
     AnswerAccepted,
     CallView,
     DismissAccepted,
+    ExplainedEpoch,
+    ExplainedView,
     FoldedMessages,
     FoldedSpanView,
     Health,
@@ -49,7 +51,7 @@ from afp_runtime.api.shapes import (
     QuestionView,
     ResumeAccepted,
 )
-from afp_runtime.app import CallDiff, ConformanceReport, EpochEntry, Receipt, ServedView
+from afp_runtime.app import CallDiff, ConformanceReport, Receipt
 from afp_runtime.store import RunRow, StoredBundle
 
 Window = dict[str, Any]
@@ -343,7 +345,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/v1/runs/{runId}/epochs",
         "A run's model calls",
         "served",
-        Page[EpochEntry],
+        Page[ExplainedEpoch],
         params=(RUN, *paging()),
         links={
             "served": {
@@ -360,7 +362,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/v1/runs/{runId}/epochs/{epoch}",
         "One model call",
         "served",
-        EpochEntry,
+        ExplainedEpoch,
         params=(RUN, EPOCH),
     ),
     Operation(
@@ -368,7 +370,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/v1/runs/{runId}/epochs/{epoch}/served",
         "What the model was sent",
         "served",
-        ServedView,
+        ExplainedView,
         params=(RUN, EPOCH),
     ),
     Operation(
@@ -396,7 +398,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/v1/runs/{runId}/served",
         "Served views of a run",
         "served",
-        Page[ServedView],
+        Page[ExplainedView],
         params=(
             RUN,
             query("fromEpoch", NUMBER, "the first epoch"),

@@ -10,10 +10,11 @@ from typing import Any
 
 import msgspec
 
-from afp_runtime.app import findings, folded, ledger_fold, message_outcomes
+from afp_runtime.app import findings, folded, ledger_fold, message_outcomes, record_reasons
 from afp_runtime.cli import _ids
 from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._lazy import load
+from afp_runtime.cli._reasons import say_reasons
 from afp_runtime.cli._show import (
     add_row,
     brief,
@@ -187,14 +188,16 @@ async def cmd_inbox(args: Any) -> int:
 
 
 async def window_records(store: Store, run_ids: Sequence[str]) -> list[dict[str, Any]]:
-    """The window records (``compactions``) of these runs, in commit order."""
+    """The window records (``compactions``) of these runs, in commit order, each with the
+    sentences of its refusal reasons (``reasons``, as the API answers them)."""
     records = []
     for run_id in run_ids:
         for bundle in await store.bundles(run_id):
             for write in bundle.writes:
                 if isinstance(write, CompactionsWrite):
                     for record in write.value:
-                        records.append({"runId": run_id, **record})
+                        reasons = record_reasons(record)
+                        records.append({"runId": run_id, **record, "reasons": reasons})
     return records
 
 
@@ -247,6 +250,12 @@ async def cmd_window(args: Any) -> int:
             ],
         )
     show_table(grid, empty="no window records: no visit engaged")
+    if any(r["reasons"] for r in records):
+        say(
+            "a refusal reads reason(turn,message): the turn's index in that visit and the index "
+            "of its first message in the window before it"
+        )
+    say_reasons(code for r in records for code in r["reasons"])
     return EXIT_OK
 
 
