@@ -51,7 +51,7 @@ from afp_runtime.api.shapes import (
     QuestionView,
     ResumeAccepted,
 )
-from afp_runtime.app import CallDiff, ConformanceReport, Receipt
+from afp_runtime.app import CallDiff, ConformanceReport, Receipt, reasons_for
 from afp_runtime.store import RunRow, StoredBundle
 
 Window = dict[str, Any]
@@ -59,6 +59,15 @@ Row = dict[str, Any]
 
 
 _EVENT_EXAMPLE = 'id: 3f2a-12\nevent: turn.ended\ndata: {"type":"turn.ended"}\n\n'
+
+
+_REFUSALS = [{"reason": "inside-keep-window", "turnIndex": 4, "messageIndex": 6}]
+_WINDOW_RECORD = {
+    "strategy": "sliding-window",
+    "iteration": 2,
+    "refusals": _REFUSALS,
+    "reasons": reasons_for(r["reason"] for r in _REFUSALS),
+}
 
 
 def _page(item: Any) -> dict[str, Any]:
@@ -412,7 +421,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "window",
         Page[Window],
         params=(RUN, *paging()),
-        example=_page({"strategy": "sliding-window", "iteration": 2}),
+        example=_page(_WINDOW_RECORD),
     ),
     Operation(
         "GET",
