@@ -131,9 +131,13 @@ def document(*, version: str, title: str = "afp-runtime local API") -> dict[str,
     return _renamed(whole, {**pages, **_SHOWN_AS})
 
 
-# The doors answer a served view and an epoch entry with their ``reasons`` (api/shapes.py);
-# the document keeps the names clients know them by.
-_SHOWN_AS = {"ExplainedView": "ServedView", "ExplainedEpoch": "EpochEntry"}
+# The doors answer a served view, an epoch entry and a conformance report with their
+# ``reasons`` (api/shapes.py); the document keeps the names clients know them by.
+_SHOWN_AS = {
+    "ExplainedView": "ServedView",
+    "ExplainedEpoch": "EpochEntry",
+    "ExplainedReport": "ConformanceReport",
+}
 
 
 def _page_name(generated: str) -> str:

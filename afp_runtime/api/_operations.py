@@ -42,6 +42,7 @@ from afp_runtime.api.shapes import (
     CallView,
     DismissAccepted,
     ExplainedEpoch,
+    ExplainedReport,
     ExplainedView,
     FoldedMessages,
     FoldedSpanView,
@@ -51,7 +52,7 @@ from afp_runtime.api.shapes import (
     QuestionView,
     ResumeAccepted,
 )
-from afp_runtime.app import CallDiff, ConformanceReport, Receipt, reasons_for
+from afp_runtime.app import CallDiff, Receipt, reasons_for
 from afp_runtime.store import RunRow, StoredBundle
 
 Window = dict[str, Any]
@@ -61,7 +62,9 @@ Row = dict[str, Any]
 _EVENT_EXAMPLE = 'id: 3f2a-12\nevent: turn.ended\ndata: {"type":"turn.ended"}\n\n'
 
 
-_REFUSALS = [{"reason": "inside-keep-window", "turnIndex": 4, "messageIndex": 6}]
+_REFUSALS: list[dict[str, Any]] = [
+    {"reason": "inside-keep-window", "turnIndex": 4, "messageIndex": 6}
+]
 _WINDOW_RECORD = {
     "strategy": "sliding-window",
     "iteration": 2,
@@ -395,7 +398,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/v1/runs/{runId}/epochs/{epoch}/conformance",
         "The call's view checked against its receipt",
         "served",
-        ConformanceReport,
+        ExplainedReport,
         params=(
             RUN,
             EPOCH,

@@ -53,14 +53,15 @@ from afp_runtime.api.constants import MAX_SERVED_PAGE
 from afp_runtime.api.shapes import (
     DismissAccepted,
     ExplainedEpoch,
+    ExplainedReport,
     ExplainedView,
     ResumeAccepted,
     explained_epoch,
+    explained_report,
     explained_view,
 )
 from afp_runtime.api.window import window_records
 from afp_runtime.app import (
-    ConformanceReport,
     Receipt,
     conform,
     epoch_list,
@@ -229,7 +230,7 @@ async def conformance(
     run_id: PathText,
     epoch: PathText,
     wire: Annotated[str | None, query("wire")] = None,
-) -> ConformanceReport:
+) -> ExplainedReport:
     """The epoch's view checked against its receipt, the request bytes re-encoded too unless
     ``wire=false`` (the checks ``afp conform`` makes)."""
     ctx = context_of(state)
@@ -243,7 +244,7 @@ async def conformance(
         if exc.context.get("what") != "epoch":
             raise
         raise _epoch_not_found(run_id, epoch) from None
-    return report
+    return explained_report(report)
 
 
 @get("/v1/runs/{run_id:str}/served")

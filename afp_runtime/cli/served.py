@@ -200,7 +200,9 @@ async def cmd_conform(args: Any) -> int:
         encoders = None if args.no_wire else builtin_encoder
         reports = await conform(run, args.epoch, encoders=encoders)
     if args.json:
-        print_json(reports)
+        # Each report as the API answers it (GET …/conformance): with its gaps' sentences.
+        shapes = await load("afp_runtime.api.shapes")
+        print_json([shapes.explained_report(r) for r in reports])
     else:
         grid = table("epoch", "verdict", "clauses not passing")
         for r in reports:

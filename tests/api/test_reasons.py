@@ -29,7 +29,8 @@ def _served_reasons(view: dict[str, Any]) -> None:
 
 async def test_bodies_with_codes_carry_exactly_their_reasons(api: Api, tmp_path: Path) -> None:
     """Window records (an agent's and a run's), epoch entries (listed and one), served views
-    (one and a page) and a call's view each hold ``reasons`` for the codes they carry."""
+    (one and a page), a call's view and a conformance report each hold ``reasons`` for the
+    codes they carry."""
     await anyio.to_thread.run_sync(desk, tmp_path)
     async with api.running(agent([])) as (_, client):
 
@@ -46,6 +47,7 @@ async def test_bodies_with_codes_carry_exactly_their_reasons(api: Api, tmp_path:
         served = await body(f"/v1/runs/{run_id}/epochs/1/served")
         page = await body(f"/v1/runs/{run_id}/served")
         call = await body("/v1/agents/demo/calls/1")
+        report = await body(f"/v1/runs/{run_id}/epochs/1/conformance")
         raw = (await client.get(f"/v1/runs/{run_id}/epochs")).content
     seen: set[str] = set()
     for record in (*records, *of_run):
@@ -53,18 +55,18 @@ async def test_bodies_with_codes_carry_exactly_their_reasons(api: Api, tmp_path:
         assert record["reasons"] == _explained(codes)
         seen |= set(codes)
     assert {"replacement-not-smaller", "current-request", "inside-keep-window"} <= seen
-    for entry in (*epochs["items"], one_epoch):
+    for entry in (*epochs["items"], one_epoch, report):
         assert entry["reasons"] == _explained(entry["gaps"]) == _explained(["provider-defaults"])
     for view in (served, *page["items"], call["view"]):
         _served_reasons(view)
     # The CLI prints the same bodies.
     db = str(api.path)
-    cli = await anyio.to_thread.run_sync(
-        lambda: subprocess.run(
-            [sys.executable, "-m", "afp_runtime.cli", "epochs", run_id, "--db", db, "--json"],
-            capture_output=True,
-            timeout=60,
-            check=True,
-        )
-    )
-    assert json.loads(cli.stdout) == json.loads(raw)
+
+    def cli(*args: str) -> Any:
+        command = [sys.executable, "-m", "afp_runtime.cli", *args, "--db", db, "--json"]
+        done = subprocess.run(command, capture_output=True, timeout=60, check=True)
+        return json.loads(done.stdout)
+
+    assert await anyio.to_thread.run_sync(cli, "epochs", run_id) == json.loads(raw)
+    [checked] = await anyio.to_thread.run_sync(cli, "conform", run_id, "1")
+    assert checked["reasons"] == report["reasons"]
