@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "configs" / "demo.toml"
 
 
-def afp(*args: str) -> subprocess.CompletedProcess[str]:
+def afp(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     # Wide enough that the table never folds a refusal across lines.
     env = {**os.environ, "COLUMNS": "240"}
     done = subprocess.run(
@@ -29,6 +29,7 @@ def afp(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
         env=env,
+        cwd=cwd,
     )
     assert done.returncode == 0, done.stderr
     return done
@@ -108,3 +109,40 @@ def test_epochs_served_and_call_json_carry_the_reasons_of_their_gaps(db: str) ->
     for served in (view, *views, call["view"]):
         assert served["reasons"] == {g["gap"]: reason_text(g["gap"]) for g in served["gaps"]}
         assert served["reasons"] == explained
+
+
+# A model that calls a tool its agent does not have, then gives up.
+CLUMSY = """
+from afp_runtime.testing import answer, call, tool_reply
+
+
+def clumsy(request, number):
+    if request.messages[-1].role == "user":
+        return tool_reply(call("c1", "no_such_tool"))
+    return answer("sorry")
+"""
+
+CLUMSY_AGENT = """
+[[agents]]
+id = "clumsy"
+[agents.model]
+provider = "scripted"
+model = "clumsy-scripted"
+script = "clumsy_tools:clumsy"
+"""
+
+
+def test_commits_print_refusal_reasons_and_unrun_tool_statuses_in_words(
+    db: str, tmp_path: Path
+) -> None:
+    """`afp commits` explains the refusal reasons of the window records it shows, and a tool
+    call that never ran (``unknown-tool``), under its table."""
+    shown = afp("commits", "demo:last", "--db", db).stdout
+    _sentence_beside(shown, "replacement-not-smaller")
+    (tmp_path / "clumsy_tools.py").write_text(CLUMSY, encoding="utf-8")
+    (tmp_path / "clumsy.toml").write_text(CLUMSY_AGENT, encoding="utf-8")
+    afp("run", "clumsy.toml", "--db", "afp.db", "--message", "hello", cwd=tmp_path)
+    shown = afp("commits", "clumsy:last", "--db", "afp.db", cwd=tmp_path).stdout
+    assert "unknown-tool" in shown
+    _sentence_beside(shown, "unknown-tool")
+    assert "  ok  " not in shown  # a tool call that ran is not a reason

@@ -4,7 +4,7 @@ order (the API's), and an empty result says so."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -25,7 +25,13 @@ from afp_runtime.cli._show import (
     when,
 )
 from afp_runtime.cost import cost_text
-from afp_runtime.records import AnyWrite, CompactionsWrite, HistoryWrite, ListRef
+from afp_runtime.records import (
+    AnyWrite,
+    CompactionsWrite,
+    HistoryWrite,
+    ListRef,
+    ToolResultsWrite,
+)
 from afp_runtime.store import Store, open_store
 
 
@@ -155,7 +161,22 @@ async def cmd_commits(args: Any) -> int:
         )
         add_row(grid, [b.runtime_stage_id, b.iteration, when(b.committed_at_ms), shown or "-"])
     show_table(grid, empty=f"run {run_id} has no bundles from seq {args.from_seq}")
+    say_reasons(_codes_in(b.writes for b in bundles))
     return EXIT_OK
+
+
+def _codes_in(writes: Iterable[Sequence[AnyWrite]]) -> Iterator[str]:
+    """The refusal reasons of the window records and the tool statuses these writes hold."""
+    for bundle in writes:
+        for write in bundle:
+            if isinstance(write, CompactionsWrite):
+                for record in write.value:
+                    yield from record_reasons(record)
+            elif isinstance(write, ToolResultsWrite):
+                for result in write.value:
+                    status = result.get("status") if isinstance(result, dict) else None
+                    if isinstance(status, str):
+                        yield status
 
 
 async def cmd_inbox(args: Any) -> int:
