@@ -149,6 +149,7 @@ SURFACES: dict[str, list[str]] = {
         "post",
         "reason_text",
         "reasons_for",
+        "record_reasons",
         "remove_schedule",
         "resume_schedule",
         "served_page",

@@ -125,15 +125,25 @@ def document(*, version: str, title: str = "afp-runtime local API") -> dict[str,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }
-    return _renamed(
-        whole, {name: _page_name(name) for name in components if name.startswith("Page_")}
-    )
+    for generated, shown in _SHOWN_AS.items():
+        components[generated]["title"] = shown
+    pages = {name: _page_name(name) for name in components if name.startswith("Page_")}
+    return _renamed(whole, {**pages, **_SHOWN_AS})
+
+
+# The doors answer a served view, an epoch entry and a conformance report with their
+# ``reasons`` (api/shapes.py); the document keeps the names clients know them by.
+_SHOWN_AS = {
+    "ExplainedView": "ServedView",
+    "ExplainedEpoch": "EpochEntry",
+    "ExplainedReport": "ConformanceReport",
+}
 
 
 def _page_name(generated: str) -> str:
     """``Page_AgentView_`` as ``AgentViewPage``; a page of free-form objects is ``RecordPage``."""
     inner = generated.removeprefix("Page_").removesuffix("_")
-    return f"{inner}Page" if inner.isidentifier() else "RecordPage"
+    return f"{_SHOWN_AS.get(inner, inner)}Page" if inner.isidentifier() else "RecordPage"
 
 
 def _renamed(node: Any, names: dict[str, str]) -> Any:

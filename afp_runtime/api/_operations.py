@@ -41,6 +41,9 @@ from afp_runtime.api.shapes import (
     AnswerAccepted,
     CallView,
     DismissAccepted,
+    ExplainedEpoch,
+    ExplainedReport,
+    ExplainedView,
     FoldedMessages,
     FoldedSpanView,
     Health,
@@ -49,7 +52,7 @@ from afp_runtime.api.shapes import (
     QuestionView,
     ResumeAccepted,
 )
-from afp_runtime.app import CallDiff, ConformanceReport, EpochEntry, Receipt, ServedView
+from afp_runtime.app import CallDiff, Receipt, reasons_for
 from afp_runtime.store import RunRow, StoredBundle
 
 Window = dict[str, Any]
@@ -57,6 +60,17 @@ Row = dict[str, Any]
 
 
 _EVENT_EXAMPLE = 'id: 3f2a-12\nevent: turn.ended\ndata: {"type":"turn.ended"}\n\n'
+
+
+_REFUSALS: list[dict[str, Any]] = [
+    {"reason": "inside-keep-window", "turnIndex": 4, "messageIndex": 6}
+]
+_WINDOW_RECORD = {
+    "strategy": "sliding-window",
+    "iteration": 2,
+    "refusals": _REFUSALS,
+    "reasons": reasons_for(r["reason"] for r in _REFUSALS),
+}
 
 
 def _page(item: Any) -> dict[str, Any]:
@@ -343,7 +357,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/v1/runs/{runId}/epochs",
         "A run's model calls",
         "served",
-        Page[EpochEntry],
+        Page[ExplainedEpoch],
         params=(RUN, *paging()),
         links={
             "served": {
@@ -360,7 +374,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/v1/runs/{runId}/epochs/{epoch}",
         "One model call",
         "served",
-        EpochEntry,
+        ExplainedEpoch,
         params=(RUN, EPOCH),
     ),
     Operation(
@@ -368,7 +382,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/v1/runs/{runId}/epochs/{epoch}/served",
         "What the model was sent",
         "served",
-        ServedView,
+        ExplainedView,
         params=(RUN, EPOCH),
     ),
     Operation(
@@ -384,7 +398,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/v1/runs/{runId}/epochs/{epoch}/conformance",
         "The call's view checked against its receipt",
         "served",
-        ConformanceReport,
+        ExplainedReport,
         params=(
             RUN,
             EPOCH,
@@ -396,7 +410,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/v1/runs/{runId}/served",
         "Served views of a run",
         "served",
-        Page[ServedView],
+        Page[ExplainedView],
         params=(
             RUN,
             query("fromEpoch", NUMBER, "the first epoch"),
@@ -410,7 +424,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "window",
         Page[Window],
         params=(RUN, *paging()),
-        example=_page({"strategy": "sliding-window", "iteration": 2}),
+        example=_page(_WINDOW_RECORD),
     ),
     Operation(
         "GET",

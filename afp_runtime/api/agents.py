@@ -37,6 +37,7 @@ from afp_runtime.api.shapes import (
     AgentView,
     CallView,
     Health,
+    explained_view,
 )
 from afp_runtime.api.views import agent_view
 from afp_runtime.app import CallDiff, call_diff
@@ -141,7 +142,10 @@ async def agent_call(state: State, agent_id: PathText, n: PathText) -> CallView:
     found = await find_call(ctx.reader, agent_id, number)
     if found is not None:
         return CallView(
-            agent_call=number, run_id=found.run.run_id, epoch=found.epoch, view=found.view
+            agent_call=number,
+            run_id=found.run.run_id,
+            epoch=found.epoch,
+            view=explained_view(found.view),
         )
     raise not_found(
         "call-not-found",

@@ -50,13 +50,19 @@ from afp_runtime.api._params import (
 )
 from afp_runtime.api._problems import ApiError, not_found, not_hosted
 from afp_runtime.api.constants import MAX_SERVED_PAGE
-from afp_runtime.api.shapes import DismissAccepted, ResumeAccepted
+from afp_runtime.api.shapes import (
+    DismissAccepted,
+    ExplainedEpoch,
+    ExplainedReport,
+    ExplainedView,
+    ResumeAccepted,
+    explained_epoch,
+    explained_report,
+    explained_view,
+)
 from afp_runtime.api.window import window_records
 from afp_runtime.app import (
-    ConformanceReport,
-    EpochEntry,
     Receipt,
-    ServedView,
     conform,
     epoch_list,
     epoch_listing,
@@ -163,18 +169,19 @@ async def commits(
 @get("/v1/runs/{run_id:str}/epochs")
 async def list_epochs(
     state: State, run_id: PathText, limit: Limit = None, cursor: Cursor = None
-) -> Page[EpochEntry]:
-    """The run's model calls in commit order, with outcome, usage and gaps."""
+) -> Page[ExplainedEpoch]:
+    """The run's model calls in commit order, with outcome, usage, gaps and their reasons."""
     ctx = context_of(state)
     await ctx.run(run_id)
     size = limit_of(limit)
     start = offset_of(cursor)
     entries, total = await epoch_list(ctx.log_of(run_id), start=start, limit=size)
-    return Page(items=entries, next=encode_cursor(start + size) if start + size < total else None)
+    items = [explained_epoch(entry) for entry in entries]
+    return Page(items=items, next=encode_cursor(start + size) if start + size < total else None)
 
 
 @get("/v1/runs/{run_id:str}/epochs/{epoch:str}")
-async def one_epoch(state: State, run_id: PathText, epoch: PathText) -> EpochEntry:
+async def one_epoch(state: State, run_id: PathText, epoch: PathText) -> ExplainedEpoch:
     """One epoch's listing entry."""
     ctx = context_of(state)
     await ctx.run(run_id)
@@ -182,19 +189,20 @@ async def one_epoch(state: State, run_id: PathText, epoch: PathText) -> EpochEnt
     entry = await epoch_listing(ctx.log_of(run_id), number)
     if entry is None:
         raise _epoch_not_found(run_id, epoch)
-    return entry
+    return explained_epoch(entry)
 
 
 @get("/v1/runs/{run_id:str}/epochs/{epoch:str}/served")
-async def served_view(state: State, run_id: PathText, epoch: PathText) -> ServedView:
-    """Exactly what the model was sent at this epoch, rebuilt from the log, with its gaps."""
+async def served_view(state: State, run_id: PathText, epoch: PathText) -> ExplainedView:
+    """Exactly what the model was sent at this epoch, rebuilt from the log, with its gaps and
+    their reasons."""
     ctx = context_of(state)
     await ctx.run(run_id)
     number = number_param("epoch", epoch)
     view = await view_at(ctx.log_of(run_id), number)
     if view is None:
         raise _epoch_not_found(run_id, epoch)
-    return view
+    return explained_view(view)
 
 
 @get("/v1/runs/{run_id:str}/epochs/{epoch:str}/receipt")
@@ -222,7 +230,7 @@ async def conformance(
     run_id: PathText,
     epoch: PathText,
     wire: Annotated[str | None, query("wire")] = None,
-) -> ConformanceReport:
+) -> ExplainedReport:
     """The epoch's view checked against its receipt, the request bytes re-encoded too unless
     ``wire=false`` (the checks ``afp conform`` makes)."""
     ctx = context_of(state)
@@ -236,7 +244,7 @@ async def conformance(
         if exc.context.get("what") != "epoch":
             raise
         raise _epoch_not_found(run_id, epoch) from None
-    return report
+    return explained_report(report)
 
 
 @get("/v1/runs/{run_id:str}/served")
@@ -246,7 +254,7 @@ async def served_list(
     from_epoch: Annotated[str | None, query("fromEpoch")] = None,
     limit: Limit = None,
     cursor: Cursor = None,
-) -> Page[ServedView]:
+) -> Page[ExplainedView]:
     """The run's served views from ``fromEpoch``, at most 50 per page."""
     ctx = context_of(state)
     await ctx.run(run_id)
@@ -254,7 +262,8 @@ async def served_list(
     size = limit_of(limit, maximum=MAX_SERVED_PAGE)
     start = offset_of(cursor)
     views, total = await served_page(ctx.log_of(run_id), from_epoch=first, start=start, limit=size)
-    return Page(items=views, next=encode_cursor(start + size) if start + size < total else None)
+    items = [explained_view(view) for view in views]
+    return Page(items=items, next=encode_cursor(start + size) if start + size < total else None)
 
 
 @get("/v1/runs/{run_id:str}/window-records")

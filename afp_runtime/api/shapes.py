@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from afp_runtime.app import ServedView
+from afp_runtime.app import ConformanceReport, EpochEntry, ServedView, reasons_for
 from afp_runtime.messages import Message, Usage
 from afp_runtime.records import StoreFault
 
@@ -142,13 +142,55 @@ class ResumeAccepted(_Shape, frozen=True, kw_only=True):
     status: Literal["accepted"]
 
 
+# The OpenAPI document names these ``ServedView``, ``EpochEntry`` and ``ConformanceReport``, as
+# clients know them; the view itself (compared, checked, exported) never carries ``reasons``.
+class ExplainedView(ServedView, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """A served view as the doors answer it: the view's own fields, then ``reasons``, each of
+    its gap kinds with its sentence (docs/api.md#reasons-in-words)."""
+
+    reasons: dict[str, str]
+
+
+class ExplainedEpoch(EpochEntry, frozen=True, kw_only=True, rename="camel"):
+    """An epoch listing entry as the doors answer it, with ``reasons`` for its ``gaps``
+    (docs/api.md#reasons-in-words)."""
+
+    reasons: dict[str, str]
+
+
+class ExplainedReport(ConformanceReport, frozen=True, kw_only=True, rename="camel"):
+    """A conformance report as the doors answer it, with ``reasons`` for its ``gaps``
+    (docs/api.md#reasons-in-words)."""
+
+    reasons: dict[str, str]
+
+
+def explained_view(view: ServedView) -> ExplainedView:
+    """``view`` with the sentence of each of its gap kinds."""
+    fields = {name: getattr(view, name) for name in view.__struct_fields__}
+    return ExplainedView(**fields, reasons=reasons_for(gap.gap for gap in view.gaps))
+
+
+def explained_epoch(entry: EpochEntry) -> ExplainedEpoch:
+    """``entry`` with the sentence of each of its gap kinds."""
+    fields = {name: getattr(entry, name) for name in entry.__struct_fields__}
+    return ExplainedEpoch(**fields, reasons=reasons_for(entry.gaps))
+
+
+def explained_report(report: ConformanceReport) -> ExplainedReport:
+    """``report`` with the sentence of each of its gap kinds."""
+    fields = {name: getattr(report, name) for name in report.__struct_fields__}
+    return ExplainedReport(**fields, reasons=reasons_for(report.gaps))
+
+
 class CallView(_Shape, frozen=True, kw_only=True):
-    """The agent's n-th model call: where it sits and what it was sent."""
+    """The agent's n-th model call: where it sits and what it was sent (with the sentences of
+    the view's gaps)."""
 
     agent_call: int
     run_id: str
     epoch: int
-    view: ServedView
+    view: ExplainedView
 
 
 class FoldedSpanView(_Shape, frozen=True, kw_only=True):

@@ -30,7 +30,7 @@ from afp_runtime.api.shapes import (
     FoldedMessages,
     FoldedSpanView,
 )
-from afp_runtime.app import fold, originals, stored_folds
+from afp_runtime.app import fold, originals, record_reasons, stored_folds
 from afp_runtime.records import (
     CompactionsWrite,
     StoredFoldedSpan,
@@ -39,9 +39,16 @@ from afp_runtime.store import RunRow
 
 
 async def window_records(ctx: ApiContext, runs: list[RunRow]) -> list[dict[str, Any]]:
-    """The window records (``compactions``) of these runs, in commit order."""
+    """The window records (``compactions``) of these runs, in commit order, each with the
+    sentences of its refusal reasons (``reasons``)."""
     return [
-        {"runId": run.run_id, "turn": run.turn, "runtimeStageId": bundle.runtime_stage_id, **record}
+        {
+            "runId": run.run_id,
+            "turn": run.turn,
+            "runtimeStageId": bundle.runtime_stage_id,
+            **record,
+            "reasons": record_reasons(record),
+        }
         for run in runs
         for bundle in await ctx.reader.bundles(run.run_id)
         for write in bundle.writes

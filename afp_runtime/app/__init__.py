@@ -47,7 +47,7 @@ if _typing.TYPE_CHECKING:
     )
     from afp_runtime.app.posting import post
     from afp_runtime.app.questions import AnswerStatus, abandon, answer, answer_status
-    from afp_runtime.app.reasons import REASONS, reason_text, reasons_for
+    from afp_runtime.app.reasons import REASONS, reason_text, reasons_for, record_reasons
     from afp_runtime.app.runs import (
         ExportedRun,
         RunSource,
@@ -172,6 +172,7 @@ _LAZY = {
     "post": "afp_runtime.app.posting",
     "reason_text": "afp_runtime.app.reasons",
     "reasons_for": "afp_runtime.app.reasons",
+    "record_reasons": "afp_runtime.app.reasons",
     "remove_schedule": "afp_runtime.app.schedules",
     "resume_schedule": "afp_runtime.app.schedules",
     "served_page": "afp_runtime.app.runs",
@@ -258,6 +259,7 @@ __all__ = [
     "post",
     "reason_text",
     "reasons_for",
+    "record_reasons",
     "remove_schedule",
     "resume_schedule",
     "served_page",

@@ -4,16 +4,17 @@ order (the API's), and an empty result says so."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import msgspec
 
-from afp_runtime.app import findings, folded, ledger_fold, message_outcomes
+from afp_runtime.app import findings, folded, ledger_fold, message_outcomes, record_reasons
 from afp_runtime.cli import _ids
 from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._lazy import load
+from afp_runtime.cli._reasons import say_reasons
 from afp_runtime.cli._show import (
     add_row,
     brief,
@@ -24,7 +25,13 @@ from afp_runtime.cli._show import (
     when,
 )
 from afp_runtime.cost import cost_text
-from afp_runtime.records import AnyWrite, CompactionsWrite, HistoryWrite, ListRef
+from afp_runtime.records import (
+    AnyWrite,
+    CompactionsWrite,
+    HistoryWrite,
+    ListRef,
+    ToolResultsWrite,
+)
 from afp_runtime.store import Store, open_store
 
 
@@ -154,7 +161,22 @@ async def cmd_commits(args: Any) -> int:
         )
         add_row(grid, [b.runtime_stage_id, b.iteration, when(b.committed_at_ms), shown or "-"])
     show_table(grid, empty=f"run {run_id} has no bundles from seq {args.from_seq}")
+    say_reasons(_codes_in(b.writes for b in bundles))
     return EXIT_OK
+
+
+def _codes_in(writes: Iterable[Sequence[AnyWrite]]) -> Iterator[str]:
+    """The refusal reasons of the window records and the tool statuses these writes hold."""
+    for bundle in writes:
+        for write in bundle:
+            if isinstance(write, CompactionsWrite):
+                for record in write.value:
+                    yield from record_reasons(record)
+            elif isinstance(write, ToolResultsWrite):
+                for result in write.value:
+                    status = result.get("status") if isinstance(result, dict) else None
+                    if isinstance(status, str):
+                        yield status
 
 
 async def cmd_inbox(args: Any) -> int:
@@ -187,14 +209,16 @@ async def cmd_inbox(args: Any) -> int:
 
 
 async def window_records(store: Store, run_ids: Sequence[str]) -> list[dict[str, Any]]:
-    """The window records (``compactions``) of these runs, in commit order."""
+    """The window records (``compactions``) of these runs, in commit order, each with the
+    sentences of its refusal reasons (``reasons``, as the API answers them)."""
     records = []
     for run_id in run_ids:
         for bundle in await store.bundles(run_id):
             for write in bundle.writes:
                 if isinstance(write, CompactionsWrite):
                     for record in write.value:
-                        records.append({"runId": run_id, **record})
+                        reasons = record_reasons(record)
+                        records.append({"runId": run_id, **record, "reasons": reasons})
     return records
 
 
@@ -247,6 +271,12 @@ async def cmd_window(args: Any) -> int:
             ],
         )
     show_table(grid, empty="no window records: no visit engaged")
+    if any(r["reasons"] for r in records):
+        say(
+            "a refusal reads reason(turn,message): the turn's index in that visit and the index "
+            "of its first message in the window before it"
+        )
+    say_reasons(code for r in records for code in r["reasons"])
     return EXIT_OK
 
 

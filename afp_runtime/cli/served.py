@@ -30,6 +30,8 @@ from afp_runtime.app import (
 )
 from afp_runtime.cli import _ids
 from afp_runtime.cli._exits import EXIT_DAMAGED, EXIT_OK, UsageError
+from afp_runtime.cli._lazy import load
+from afp_runtime.cli._reasons import say_reasons
 from afp_runtime.cli._show import add_row, print_json, say, show_table, table, write_json
 from afp_runtime.cli.reads import reader
 from afp_runtime.errors import NotFound
@@ -50,7 +52,8 @@ async def cmd_epochs(args: Any) -> int:
     run_id = run.run_id
     if args.json:
         # Exactly the API's body (GET /v1/runs/{id}/epochs): one page holding every epoch.
-        return print_json({"items": entries, "next": None})
+        shapes = await load("afp_runtime.api.shapes")
+        return print_json({"items": [shapes.explained_epoch(e) for e in entries], "next": None})
     grid = table("epoch", "call", "agent call", "outcome", "attempts", "tool calls", "gaps")
     for e in entries:
         add_row(
@@ -66,6 +69,7 @@ async def cmd_epochs(args: Any) -> int:
             ],
         )
     show_table(grid, empty=f"run {run_id} made no model call")
+    say_reasons(gap for e in entries for gap in e.gaps)
     return EXIT_OK
 
 
@@ -160,14 +164,17 @@ async def _show_views(args: Any, source: RunSource, *, every: bool) -> int:
     if any(v is None for v in views):
         raise NotFound(f"no epoch {args.epoch}", what="epoch", value=args.epoch)
     if args.json:
-        body = encode_served(views[0] if len(views) == 1 and args.epoch else list(views))
-        write_json(body)
+        # The API's served body: each view with the sentences of its gaps.
+        shapes = await load("afp_runtime.api.shapes")
+        shown = [shapes.explained_view(v) for v in views if v is not None]
+        write_json(encode_served(shown[0] if len(shown) == 1 and args.epoch else shown))
         return EXIT_OK
     if not views:
         say("this run made no model call")
     for view in views:
         if view is not None:
             _print_view(view)
+    say_reasons(gap.gap for view in views if view is not None for gap in view.gaps)
     return EXIT_OK
 
 
@@ -193,7 +200,9 @@ async def cmd_conform(args: Any) -> int:
         encoders = None if args.no_wire else builtin_encoder
         reports = await conform(run, args.epoch, encoders=encoders)
     if args.json:
-        print_json(reports)
+        # Each report as the API answers it (GET …/conformance): with its gaps' sentences.
+        shapes = await load("afp_runtime.api.shapes")
+        print_json([shapes.explained_report(r) for r in reports])
     else:
         grid = table("epoch", "verdict", "clauses not passing")
         for r in reports:
@@ -209,12 +218,16 @@ async def cmd_call(args: Any) -> int:
         found = await agent_call(store, await _ids.known_agent(store, args.agent), args.n)
     if found is not None:
         run_id = found.run.run_id
-        body = {"agentCall": args.n, "runId": run_id, "epoch": found.epoch, "view": found.view}
         if args.json:
+            # The API's body (GET /v1/agents/{id}/calls/{n}): the view with its gaps' sentences.
+            shapes = await load("afp_runtime.api.shapes")
+            view = shapes.explained_view(found.view)
+            body = {"agentCall": args.n, "runId": run_id, "epoch": found.epoch, "view": view}
             write_json(encode_served(body))
         else:
             say(f"call {args.n}: run {run_id}, epoch {found.epoch}")
             _print_view(found.view)
+            say_reasons(gap.gap for gap in found.view.gaps)
         return EXIT_OK
     raise NotFound(f"agent {args.agent!r} has made no model call {args.n}", what="call")
 

@@ -3,10 +3,13 @@ resume and window records (docs/api.md#endpoints, cases 29 and 8 over HTTP)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import jsonschema
 import msgspec
 
+from afp_runtime.app import reasons_for
 from afp_runtime.cost import Price
 from afp_runtime.errors import ModelCallError
 from afp_runtime.messages import Usage
@@ -100,7 +103,8 @@ async def test_case_8_over_http_epochs_views_receipts_and_law(api: Api) -> None:
 
 
 async def test_served_views_equal_the_pure_functions(api: Api) -> None:
-    """Served views over HTTP are byte-for-byte the pure served functions' values."""
+    """Served views over HTTP are the pure served functions' values, each with the sentences
+    of its gaps added (``reasons``, docs/api.md#reasons-in-words)."""
     async with api.running(agent(TWO_EPOCHS)) as (host, client):
         await post(client)
         await settle(host)
@@ -109,12 +113,13 @@ async def test_served_views_equal_the_pure_functions(api: Api) -> None:
         too_many = await client.get("/v1/runs/run-1/served?limit=51")
         first_only = (await client.get("/v1/runs/run-1/served?limit=1")).json()
 
-    def read() -> tuple[list[object], list[int]]:
+    def read() -> tuple[list[dict[str, Any]], list[int]]:
         with SqliteRunLog(api.path, "run-1") as log:
             encoded = msgspec.json.encode(served_views(log), enc_hook=dict)
             return msgspec.json.decode(encoded, type=list), [e.epoch for e in epochs(log)]
 
-    expected, numbers = await anyio.to_thread.run_sync(read)
+    views, numbers = await anyio.to_thread.run_sync(read)
+    expected = [{**v, "reasons": reasons_for(g["gap"] for g in v["gaps"])} for v in views]
     assert page == {"items": expected, "next": None}
     assert [v["epoch"] for v in later["items"]] == [2] and numbers == [1, 2]
     assert too_many.status_code == 400 and error_of(too_many)["field"] == "limit"
