@@ -112,9 +112,7 @@ BODIES_SELECT = (
     "SELECT i.fp, b.body FROM (SELECT DISTINCT fp FROM items WHERE agent = ?) i"
     " LEFT JOIN bodies b ON b.fp = i.fp ORDER BY i.fp"
 )
-AGENT_INSERT = (
-    "INSERT INTO agents (agent_id, created_at_ms, owner, profile) VALUES (?, ?, ?, ?)"
-)
+AGENT_INSERT = "INSERT INTO agents (agent_id, created_at_ms, owner, profile) VALUES (?, ?, ?, ?)"
 STATE_INSERT = "INSERT INTO conversations (agent, state) VALUES (?, ?)"
 RUN_IDS_SELECT = "SELECT run, run_id FROM runs WHERE agent = ?"
 
