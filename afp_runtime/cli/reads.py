@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from afp_runtime.app import findings, folded, ledger_fold, message_outcomes
+from afp_runtime.app import SystemClock, findings, folded, ledger_fold, message_outcomes
 from afp_runtime.cli import _ids
 from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._lazy import load
@@ -44,12 +44,21 @@ def reader(db: str) -> AbstractAsyncContextManager[Store]:
 
 
 async def cmd_agents(args: Any) -> int:
-    """List agents with their conversation summaries."""
+    """List agents with their conversation summaries; a turn left running that no live host
+    holds reads ``interrupted`` (docs/host.md#status-values)."""
     async with reader(args.db) as store:
-        agents = await store.agents()
+        views = await load("afp_runtime.api.views")
+        now_ms = SystemClock().now_ms()
+        agents = [
+            msgspec.structs.replace(
+                row, status=await views.shown_status(store, row, now_ms=now_ms, live=None)
+            )
+            for row in await store.agents()
+        ]
     if args.json:
         return print_json(agents)
-    grid = table("agent", "status", "turns", "messages", "model calls", "tokens in/out", "created")
+    columns = ("agent", "status", "model", "turns", "messages", "model calls", "tokens in/out")
+    grid = table(*columns, "created")
     for a in agents:
         tokens = f"{a.usage_totals.input}/{a.usage_totals.output}"
         add_row(
@@ -57,6 +66,7 @@ async def cmd_agents(args: Any) -> int:
             [
                 a.agent_id,
                 a.status,
+                a.definition.model if a.definition is not None else "",
                 a.turn,
                 a.messages,
                 a.model_calls,
@@ -69,21 +79,25 @@ async def cmd_agents(args: Any) -> int:
 
 
 async def cmd_agent(args: Any) -> int:
-    """One agent's summary: status, turn, counters, inbox depth, open questions."""
+    """One agent's summary: status, definition, turn, counters, inbox depth, open questions;
+    an ``interrupted`` agent's summary says what continues it."""
     async with reader(args.db) as store:
         await _ids.known_agent(store, args.agent)
         rows = [row for row in await store.agents() if row.agent_id == args.agent]
         views = await load("afp_runtime.api.views")
-        view = await views.agent_view(store, rows[0], None, status=rows[0].status)
+        view = await views.agent_view(store, rows[0], None, now_ms=SystemClock().now_ms())
     if args.json:
         return print_json(view)
     grid = table("field", "value")
     for name, value in msgspec.to_builtins(view).items():
-        if name != "openQuestions":
+        if name not in ("openQuestions", "continuesWith"):
             add_row(grid, [name, brief(value, 80)])
     show_table(grid, empty="no fields")
     for question in view.open_questions:
         say(f"open question {question.question_id} ({question.kind}): {question.prompt}")
+    if view.continues_with is not None:
+        # In full, not cut to a cell: it is the next step.
+        say(f"{view.status}: {view.continues_with}")
     return EXIT_OK
 
 
