@@ -41,9 +41,13 @@ def _afp(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _version(path: Path) -> int:
-    with sqlite3.connect(path) as conn:
-        return int(conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+async def _version(path: Path) -> int:
+    def read() -> int:
+        with sqlite3.connect(path) as conn:
+            found = conn.execute("SELECT value FROM meta WHERE key='schema_version'")
+            return int(found.fetchone()[0])
+
+    return await anyio.to_thread.run_sync(read)
 
 
 @pytest.mark.timeout(120)
@@ -52,7 +56,7 @@ async def test_an_old_sqlite_store_shows_no_summary_then_records_one(tmp_path: P
     provider, window and zone through ``afp agent``; opened as a writer it migrates, still
     shows none, and records one when the agent is registered."""
     path = await _unpacked("crashed", tmp_path, UNTYPED)
-    assert _version(path) < SQLITE_VERSION
+    assert await _version(path) < SQLITE_VERSION
 
     reader = await open_store(path, read_only=True)
     try:
@@ -69,11 +73,11 @@ async def test_an_old_sqlite_store_shows_no_summary_then_records_one(tmp_path: P
     assert shown.returncode == 0, shown.stderr
     view = json.loads(shown.stdout)
     assert [view[k] for k in ("model", "provider", "windowStrategy", "timeZone")] == [None] * 4
-    assert _version(path) < SQLITE_VERSION  # the readers changed nothing
+    assert await _version(path) < SQLITE_VERSION  # the readers changed nothing
 
     writer = await open_store(path, now_ms=0)
     try:
-        assert _version(path) == SQLITE_VERSION
+        assert await _version(path) == SQLITE_VERSION
         assert all(row.definition is None for row in await writer.agents())
         await writer.ensure_agent(agent_id, now_ms=0, definition=SUMMARY)
         [row] = [row for row in await writer.agents() if row.agent_id == agent_id]
@@ -91,8 +95,11 @@ async def test_a_summary_that_does_not_decode_reads_as_none(tmp_path: Path) -> N
         await store.ensure_agent("other", now_ms=0, definition=SUMMARY)
     finally:
         await store.aclose()
-    with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE agents SET profile = ? WHERE agent_id = 'desk'", (b"\xff{not json",))
+    def damage() -> None:
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE agents SET profile = ? WHERE agent_id = 'desk'", (b"\xff{not",))
+
+    await anyio.to_thread.run_sync(damage)
     store = await open_store(path, read_only=True)
     try:
         rows = {row.agent_id: row.definition for row in await store.agents()}
