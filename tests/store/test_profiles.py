@@ -95,6 +95,7 @@ async def test_a_summary_that_does_not_decode_reads_as_none(tmp_path: Path) -> N
         await store.ensure_agent("other", now_ms=0, definition=SUMMARY)
     finally:
         await store.aclose()
+
     def damage() -> None:
         with sqlite3.connect(path) as conn:
             conn.execute("UPDATE agents SET profile = ? WHERE agent_id = 'desk'", (b"\xff{not",))
