@@ -12,10 +12,12 @@ import sys
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from afp_runtime.store import DefinitionSummary, open_store
 from afp_runtime.store.postgres.migrations import SCHEMA_VERSION as POSTGRES_VERSION
+from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.store.sqlite.migrations import SCHEMA_VERSION as SQLITE_VERSION
 from tests.store._postgres import FreshDatabase, admin
 from tests.store.test_old_store import UNTYPED, _unpacked
@@ -141,3 +143,22 @@ async def test_a_postgres_store_before_migration_6_shows_no_summary() -> None:
             assert [r.definition for r in await writer.agents()] == [SUMMARY]
         finally:
             await writer.aclose()
+
+
+async def test_an_unchanged_summary_writes_no_transaction(tmp_path: Path) -> None:
+    """A store object registers a summary once: the same one again (a driver's every post)
+    opens no transaction, a changed one opens one."""
+    store = await SqliteStore.open(tmp_path / "afp.db", now_ms=0)
+    try:
+        await store.ensure_agent("desk", now_ms=0, definition=SUMMARY)
+        before = store.transactions
+        for _ in range(3):
+            await store.ensure_agent("desk", now_ms=0, definition=SUMMARY)
+            await store.ensure_agent("desk", now_ms=0)
+        assert store.transactions == before
+        changed = msgspec.structs.replace(SUMMARY, model="demo-scripted-2")
+        await store.ensure_agent("desk", now_ms=0, definition=changed)
+        assert store.transactions == before + 1
+        assert [row.definition for row in await store.agents()] == [changed]
+    finally:
+        await store.aclose()
