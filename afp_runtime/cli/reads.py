@@ -4,13 +4,14 @@ order (the API's), and an empty result says so."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import msgspec
 
-from afp_runtime.app import SystemClock, findings, folded, ledger_fold, message_outcomes
+from afp_runtime.app import findings, folded, ledger_fold, message_outcomes
 from afp_runtime.cli import _ids
 from afp_runtime.cli._exits import EXIT_OK, UsageError
 from afp_runtime.cli._lazy import load
@@ -38,6 +39,11 @@ async def opened(db: str, **options: Any) -> AsyncIterator[Store]:
         await store.aclose()
 
 
+def _now_ms() -> int:
+    """The reader's clock: the system's (a claim's lease is live until its expiry on it)."""
+    return time.time_ns() // 1_000_000
+
+
 def reader(db: str) -> AbstractAsyncContextManager[Store]:
     """The store opened read-only; a missing file is exit 4, never a new empty database."""
     return opened(db, read_only=True)
@@ -48,7 +54,7 @@ async def cmd_agents(args: Any) -> int:
     holds reads ``interrupted`` (docs/host.md#status-values)."""
     async with reader(args.db) as store:
         views = await load("afp_runtime.api.views")
-        now_ms = SystemClock().now_ms()
+        now_ms = _now_ms()
         agents = [
             msgspec.structs.replace(
                 row, status=await views.shown_status(store, row, now_ms=now_ms, live=None)
@@ -85,7 +91,7 @@ async def cmd_agent(args: Any) -> int:
         await _ids.known_agent(store, args.agent)
         rows = [row for row in await store.agents() if row.agent_id == args.agent]
         views = await load("afp_runtime.api.views")
-        view = await views.agent_view(store, rows[0], None, now_ms=SystemClock().now_ms())
+        view = await views.agent_view(store, rows[0], None, now_ms=_now_ms())
     if args.json:
         return print_json(view)
     grid = table("field", "value")
