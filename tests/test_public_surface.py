@@ -518,6 +518,7 @@ SURFACES: dict[str, list[str]] = {
         "Backend",
         "CheckpointStore",
         "CopyCounts",
+        "DefinitionSummary",
         "HealthStore",
         "InboxRow",
         "JournalEntry",

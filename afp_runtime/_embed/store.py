@@ -228,7 +228,9 @@ class Store(StoreSchedules):
         local = self._local(agent)
         await self._open_sessions(agent)
         async with self._lock(agent.agent_id):
-            await self._store.ensure_agent(agent.agent_id, now_ms=self._clock.now_ms())
+            await self._store.ensure_agent(
+                agent.agent_id, now_ms=self._clock.now_ms(), definition=agent.profile()
+            )
             await self._deliver_schedules(agent)
             outcomes = await local.work()
         message_ids = list(dict.fromkeys(outcome.message_id for outcome in outcomes))

@@ -22,6 +22,7 @@ from afp_runtime.messages import ModelParams, canonical_json, sha256_hex
 from afp_runtime.models import Model, RetryPolicy
 from afp_runtime.permissions import GateFn, Rule
 from afp_runtime.schedules import Schedule
+from afp_runtime.store import DefinitionSummary
 from afp_runtime.time import TimeConfig, message_time_from_wire
 from afp_runtime.tools import Tool
 from afp_runtime.window import WindowStrategy
@@ -232,6 +233,13 @@ class Agent(Definition):
             # (docs/time.md#time-disabled).
             shape[extension.name] = extension.shape()
         return sha256_hex(canonical_json(shape))
+
+    def profile(self) -> DefinitionSummary:
+        """The loop's summary with the time layer's zone."""
+        summary = super().profile()
+        if self.time is None:
+            return summary
+        return msgspec.structs.replace(summary, time_zone=self.time.zone)
 
     def summary(self) -> dict[str, Any]:
         """The run constant ``definition``: fingerprint and tool names."""

@@ -5,7 +5,8 @@ Readings settled here:
 
 * An agent exists when the store knows it or this host runs it. Its ``status`` is its open
   turn's status (``running``, ``paused``, ``stalled``, ``held``) or ``idle``; an agent this host
-  does not run is ``not-leased``.
+  does not run (or does not hold now) is ``not-leased``, except that a turn left ``running``
+  that no live host holds is ``interrupted`` (docs/host.md#status-values).
 * ``…/calls/{n}/diff?against=m`` compares call ``m`` (default ``n - 1``) to call ``n``
   (``app.call_diff``). A number that names no call (``0`` included) is 404 ``call-not-found``
   naming the calls that exist, its ``field`` ``n`` or ``against``; ``against`` that is not
@@ -96,8 +97,9 @@ async def agent_summary(ctx: ApiContext, row: AgentRow) -> AgentView:
     """One agent as `GET /v1/agents` lists it (the inspector shows the same)."""
     profile = ctx.host.profile(row.agent_id)
     override = ctx.host.status_override(row.agent_id) if profile is not None else None
-    status = "not-leased" if profile is None else override or row.status
-    return await agent_view(ctx.reader, row, profile, status=status)
+    live = "not-leased" if profile is None else override or row.status
+    now_ms = ctx.host.clock.now_ms()
+    return await agent_view(ctx.reader, row, profile, now_ms=now_ms, live=live)
 
 
 @get("/v1/agents")

@@ -28,3 +28,8 @@ ANSWER_LIMIT = 4_096
 """Code points of a text answer (the host's rule: ``afp_runtime/agents/checkins.py``)."""
 NOTE_LIMIT = 4_096
 """Code points of an approval's note (the host's rule, as above)."""
+INTERRUPTED_CONTINUES = (
+    "a host that runs this agent (`afp serve`) resumes the cut-off turn when it starts, "
+    "or `afp run CONFIG` finishes it here"
+)
+"""What continues an ``interrupted`` agent (its summary's ``continuesWith``)."""

@@ -42,7 +42,11 @@ class Health(_Shape, frozen=True, kw_only=True):
 
 
 class AgentView(_Shape, frozen=True, kw_only=True):
-    """One agent: its conversation counters and, when hosted here, its definition."""
+    """One agent: its conversation counters and its definition (the live one when hosted
+    here, else the summary the store keeps, null when it keeps none).
+
+    ``continues_with`` says what continues an ``interrupted`` agent, null otherwise
+    (docs/host.md#status-values)."""
 
     agent_id: str
     status: str
@@ -60,6 +64,7 @@ class AgentView(_Shape, frozen=True, kw_only=True):
     time_zone: str | None
     usage_totals: Usage
     created_at_ms: int
+    continues_with: str | None = None
 
 
 class InboxPosted(_Shape, frozen=True, kw_only=True):

@@ -9,31 +9,44 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from afp_runtime.api.constants import INTERRUPTED_CONTINUES
 from afp_runtime.api.shapes import AgentView, InboxMessage, QuestionView, iso_instant
 from afp_runtime.app import MessageOutcome
 from afp_runtime.records import QuestionRow
-from afp_runtime.store import AgentRow, Store
+from afp_runtime.store import AgentRow, DefinitionSummary, Store
 
 if TYPE_CHECKING:
     from afp_runtime.host import AgentProfile
 
 
 async def agent_view(
-    reader: Store, row: AgentRow, profile: AgentProfile | None, *, status: str
+    reader: Store,
+    row: AgentRow,
+    profile: AgentProfile | None,
+    *,
+    now_ms: int,
+    live: str | None = None,
 ) -> AgentView:
     """One agent's summary (``GET /v1/agents/{id}``; ``afp agent`` prints the same from the
-    store, where no host profile is known)."""
+    store, where no host profile is known).
+
+    ``live`` is the status a host door gives (the stored one when this host holds the agent,
+    ``not-leased`` otherwise), None from the store alone. The definition is ``profile``'s, the
+    hosting host's, else the summary the store keeps (docs/storage.md#definition-summaries).
+    """
+    status = await shown_status(reader, row, now_ms=now_ms, live=live)
     state = await reader.conversation_state(row.agent_id)
     turn = state.open_turn if state is not None else None
     queued = await reader.inbox(row.agent_id, status="queued")
     open_questions = await reader.questions(row.agent_id, status="open")
+    known: AgentProfile | DefinitionSummary | None = profile or row.definition
     return AgentView(
         agent_id=row.agent_id,
         status=status,
         hosted=profile is not None,
-        model=profile.model if profile is not None else None,
-        provider=profile.provider if profile is not None else None,
-        window_strategy=profile.window_strategy if profile is not None else None,
+        model=known.model if known is not None else None,
+        provider=known.provider if known is not None else None,
+        window_strategy=known.window_strategy if known is not None else None,
         turn=row.turn,
         model_calls=row.model_calls,
         messages=row.messages,
@@ -41,10 +54,22 @@ async def agent_view(
         pending_question=open_questions[0].question_id if open_questions else None,
         open_questions=[question_view(q) for q in open_questions],
         active_run=turn.last_run_id if turn is not None and turn.status == "running" else None,
-        time_zone=profile.time_zone if profile is not None else None,
+        time_zone=known.time_zone if known is not None else None,
         usage_totals=row.usage_totals,
         created_at_ms=row.created_at_ms,
+        continues_with=INTERRUPTED_CONTINUES if status == "interrupted" else None,
     )
+
+
+async def shown_status(reader: Store, row: AgentRow, *, now_ms: int, live: str | None) -> str:
+    """The status a door shows (docs/host.md#status-values): ``interrupted`` for a turn left
+    ``running`` that no live host holds (no claim under an unexpired lease at ``now_ms``, the
+    caller's clock), else ``live`` when a host door gives one, else the stored status."""
+    if row.status == "running" and live in (None, "not-leased"):
+        claim = await reader.agent_claim(row.agent_id, now_ms=now_ms)
+        if claim is None or not claim.live:
+            return "interrupted"
+    return live or row.status
 
 
 def inbox_message(found: MessageOutcome) -> InboxMessage:

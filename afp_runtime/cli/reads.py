@@ -4,6 +4,7 @@ order (the API's), and an empty result says so."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -45,18 +46,32 @@ async def opened(db: str, **options: Any) -> AsyncIterator[Store]:
         await store.aclose()
 
 
+def _now_ms() -> int:
+    """The reader's clock: the system's (a claim's lease is live until its expiry on it)."""
+    return time.time_ns() // 1_000_000
+
+
 def reader(db: str) -> AbstractAsyncContextManager[Store]:
     """The store opened read-only; a missing file is exit 4, never a new empty database."""
     return opened(db, read_only=True)
 
 
 async def cmd_agents(args: Any) -> int:
-    """List agents with their conversation summaries."""
+    """List agents with their conversation summaries; a turn left running that no live host
+    holds reads ``interrupted`` (docs/host.md#status-values)."""
     async with reader(args.db) as store:
-        agents = await store.agents()
+        views = await load("afp_runtime.api.views")
+        now_ms = _now_ms()
+        agents = [
+            msgspec.structs.replace(
+                row, status=await views.shown_status(store, row, now_ms=now_ms, live=None)
+            )
+            for row in await store.agents()
+        ]
     if args.json:
         return print_json(agents)
-    grid = table("agent", "status", "turns", "messages", "model calls", "tokens in/out", "created")
+    columns = ("agent", "status", "model", "turns", "messages", "model calls", "tokens in/out")
+    grid = table(*columns, "created")
     for a in agents:
         tokens = f"{a.usage_totals.input}/{a.usage_totals.output}"
         add_row(
@@ -64,6 +79,7 @@ async def cmd_agents(args: Any) -> int:
             [
                 a.agent_id,
                 a.status,
+                a.definition.model if a.definition is not None else "",
                 a.turn,
                 a.messages,
                 a.model_calls,
@@ -76,21 +92,25 @@ async def cmd_agents(args: Any) -> int:
 
 
 async def cmd_agent(args: Any) -> int:
-    """One agent's summary: status, turn, counters, inbox depth, open questions."""
+    """One agent's summary: status, definition, turn, counters, inbox depth, open questions;
+    an ``interrupted`` agent's summary says what continues it."""
     async with reader(args.db) as store:
         await _ids.known_agent(store, args.agent)
         rows = [row for row in await store.agents() if row.agent_id == args.agent]
         views = await load("afp_runtime.api.views")
-        view = await views.agent_view(store, rows[0], None, status=rows[0].status)
+        view = await views.agent_view(store, rows[0], None, now_ms=_now_ms())
     if args.json:
         return print_json(view)
     grid = table("field", "value")
     for name, value in msgspec.to_builtins(view).items():
-        if name != "openQuestions":
+        if name not in ("openQuestions", "continuesWith"):
             add_row(grid, [name, brief(value, 80)])
     show_table(grid, empty="no fields")
     for question in view.open_questions:
         say(f"open question {question.question_id} ({question.kind}): {question.prompt}")
+    if view.continues_with is not None:
+        # In full, not cut to a cell: it is the next step.
+        say(f"{view.status}: {view.continues_with}")
     return EXIT_OK
 
 

@@ -338,16 +338,16 @@ class Host:
         agent = self._agents.get(agent_id)
         if agent is None:
             return None
-        d = agent.definition
+        summary = agent.definition.profile()
         return AgentProfile(
             agent_id=agent_id,
-            model=d.model.model,
-            provider=d.model.provider,
-            tool_names=tuple(tool.name for tool in d.tools),
-            max_iterations=d.max_iterations,
-            durability=d.durability,
-            window_strategy=d.window.name if d.window is not None else None,
-            time_zone=d.time.zone if d.time is not None else None,
+            model=summary.model,
+            provider=summary.provider,
+            tool_names=summary.tool_names,
+            max_iterations=summary.max_iterations,
+            durability=summary.durability,
+            window_strategy=summary.window_strategy,
+            time_zone=summary.time_zone,
         )
 
     def wire_encoder(self, agent_id: str, encoder: str, model: str) -> Model | None:

@@ -185,9 +185,11 @@ class Lifecycle:
         failures: list[Exception] = []
 
         async def ensure(agent_id: str) -> None:
+            # The definition's summary is stored too (docs/storage.md#definition-summaries).
+            definition = self._agents[agent_id].definition.profile()
             async with limiter:
                 try:
-                    await self.store.ensure_agent(agent_id, now_ms=now_ms)
+                    await self.store.ensure_agent(agent_id, now_ms=now_ms, definition=definition)
                 except Exception as exc:
                     failures.append(exc)  # the first is raised as it is, not in a group
 

@@ -103,7 +103,9 @@ class AgentDriver:
             InvalidValue: a field of ``time`` is wrong.
         """
         checked = self.definition.check_message_time(time)
-        await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
+        await self.store.ensure_agent(
+            self.agent_id, now_ms=self.clock.now_ms(), definition=self.definition.profile()
+        )
         return await post_message(
             self.store,
             self.agent_id,
@@ -145,7 +147,10 @@ class AgentDriver:
         """
         self.idle = False
         if not (trust and self._ensured):
-            await self.store.ensure_agent(self.agent_id, now_ms=self.clock.now_ms())
+            # Registers the definition's summary too (docs/storage.md#definition-summaries).
+            await self.store.ensure_agent(
+                self.agent_id, now_ms=self.clock.now_ms(), definition=self.definition.profile()
+            )
             self._ensured = True
         outcomes: list[RunOutcome] = []
         while admit is None or admit():

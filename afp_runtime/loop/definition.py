@@ -13,6 +13,7 @@ from afp_runtime.extensions import Extension
 from afp_runtime.loop.output import OutputSpec
 from afp_runtime.messages import ModelParams
 from afp_runtime.models import Model, RetryPolicy
+from afp_runtime.store import DefinitionSummary
 from afp_runtime.tools import Tool
 from afp_runtime.window import WindowStrategy
 
@@ -70,6 +71,18 @@ class Definition(abc.ABC):
     @abc.abstractmethod
     def summary(self) -> dict[str, Any]:
         """The run constant ``definition``: fingerprint and tool names."""
+
+    def profile(self) -> DefinitionSummary:
+        """What the store keeps of this definition, for doors that do not run the agent
+        (docs/storage.md#definition-summaries)."""
+        return DefinitionSummary(
+            model=self.model.model,
+            provider=self.model.provider,
+            tool_names=tuple(tool.name for tool in self.tools),
+            max_iterations=self.max_iterations,
+            durability=self.durability,
+            window_strategy=self.window.name if self.window is not None else None,
+        )
 
     @abc.abstractmethod
     def check_message_time(self, time: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -28,6 +28,7 @@ from afp_runtime.store.values import (
     Ack,
     AgentClaim,
     AgentRow,
+    DefinitionSummary,
     InboxRow,
     JournalEntry,
     LeaseRenewal,
@@ -45,8 +46,11 @@ T = TypeVar("T")
 class CheckpointStore(Protocol):
     """Durable state of agents: commit log, conversation checkpoints, inbox, tool journal."""
 
-    async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
-        """Create the agent with an empty conversation if it does not exist."""
+    async def ensure_agent(
+        self, agent_id: str, *, now_ms: int, definition: DefinitionSummary | None = None
+    ) -> None:
+        """Create the agent with an empty conversation if it does not exist; record
+        ``definition`` as its summary when given (None leaves the stored one as it is)."""
 
     async def conversation_state(self, agent_id: str) -> ConversationState | None:
         """The stored checkpoint without messages."""

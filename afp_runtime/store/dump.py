@@ -162,6 +162,8 @@ class AgentDump(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         created_at_ms: when the source store first saw it.
         owner: the conversation's owner, None until a message named one.
         state: the conversation checkpoint as stored (MessagePack of ``ConversationState``).
+        profile: the definition summary as stored (JSON of ``DefinitionSummary``), None when
+            the agent was never registered with one.
         bodies: the bodies its items name, once each.
 
     Every other field holds the rows of the table it names, in the order the store keeps them.
@@ -184,6 +186,7 @@ class AgentDump(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     questions: tuple[QuestionRecord, ...] = ()
     archived_conversations: tuple[ArchiveRecord, ...] = ()
     schedules: tuple[ScheduleRecord, ...] = ()
+    profile: bytes | None = None
 
 
 class CopyCounts(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

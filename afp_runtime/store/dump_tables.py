@@ -105,14 +105,14 @@ TABLES: tuple[Table, ...] = (
 _BODIES = Table("bodies", BodyRecord, "t.fp")  # read by BODIES_SELECT, written by each backend
 
 AGENT_SELECT = (
-    "SELECT a.agent, a.agent_id, a.created_at_ms, a.owner, c.state FROM agents a"
+    "SELECT a.agent, a.agent_id, a.created_at_ms, a.owner, c.state, a.profile FROM agents a"
     " JOIN conversations c ON c.agent = a.agent WHERE a.agent_id = ?"
 )
 BODIES_SELECT = (
     "SELECT i.fp, b.body FROM (SELECT DISTINCT fp FROM items WHERE agent = ?) i"
     " LEFT JOIN bodies b ON b.fp = i.fp ORDER BY i.fp"
 )
-AGENT_INSERT = "INSERT INTO agents (agent_id, created_at_ms, owner) VALUES (?, ?, ?)"
+AGENT_INSERT = "INSERT INTO agents (agent_id, created_at_ms, owner, profile) VALUES (?, ?, ?, ?)"
 STATE_INSERT = "INSERT INTO conversations (agent, state) VALUES (?, ?)"
 RUN_IDS_SELECT = "SELECT run, run_id FROM runs WHERE agent = ?"
 
@@ -134,8 +134,10 @@ def build_dump(
     """
     agent_id = str(agent_row[0])
     try:
-        _, created_at_ms, owner, state = msgspec.convert(
-            list(agent_row), tuple[str, int, str | None, bytes], builtin_types=(bytes,)
+        _, created_at_ms, owner, state, profile = msgspec.convert(
+            list(agent_row),
+            tuple[str, int, str | None, bytes, bytes | None],
+            builtin_types=(bytes,),
         )
     except msgspec.ValidationError as exc:
         raise StoreDamaged(
@@ -157,6 +159,7 @@ def build_dump(
         created_at_ms=created_at_ms,
         owner=owner,
         state=state,
+        profile=profile,
         bodies=tuple(bodies),
         **records,
     )

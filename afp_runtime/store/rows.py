@@ -29,7 +29,14 @@ from afp_runtime.records import (
     runtime_stage_id,
 )
 from afp_runtime.store import codec
-from afp_runtime.store.values import AgentRow, InboxRow, JournalEntry, RunRow, StoredBundle
+from afp_runtime.store.values import (
+    AgentRow,
+    DefinitionSummary,
+    InboxRow,
+    JournalEntry,
+    RunRow,
+    StoredBundle,
+)
 
 NOT_DISPATCHED = 1
 """The ``flags`` bit of an item whose tool call was not dispatched."""
@@ -176,8 +183,10 @@ def ref_fingerprints(
     return [bytes(by_pos[pos]).hex() for s, e in ranges for pos in range(s, e) if pos in by_pos]
 
 
-def agent_row(agent_id: str, created_at_ms: int, blob: bytes) -> AgentRow:
-    """An agent's summary from its creation time and stored checkpoint."""
+def agent_row(
+    agent_id: str, created_at_ms: int, blob: bytes, profile: bytes | None = None
+) -> AgentRow:
+    """An agent's summary from its creation time, stored checkpoint and definition summary."""
     state = decode_state(blob, agent_id)
     return AgentRow(
         agent_id=agent_id,
@@ -187,7 +196,24 @@ def agent_row(agent_id: str, created_at_ms: int, blob: bytes) -> AgentRow:
         messages=len(state.history),
         usage_totals=state.usage_totals,
         status=state.open_turn.status if state.open_turn else "idle",
+        definition=decode_profile(profile),
     )
+
+
+def encode_profile(profile: DefinitionSummary) -> bytes:
+    """The ``agents.profile`` cell of a definition summary (JSON; docs/storage.md#the-schema)."""
+    return msgspec.json.encode(profile)
+
+
+def decode_profile(cell: bytes | None) -> DefinitionSummary | None:
+    """The definition summary of an ``agents.profile`` cell; None when there is none, and for
+    one that does not decode: a summary is shown, never relied on, so it costs no read."""
+    if cell is None:
+        return None
+    try:
+        return msgspec.json.decode(bytes(cell), type=DefinitionSummary)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 def named(fields: tuple[str, ...], row: Sequence[Any]) -> dict[str, Any]:

@@ -11,8 +11,41 @@ from afp_runtime.messages import Cost, Message, Usage
 from afp_runtime.records import AnyWrite, ConversationState
 
 
+class DefinitionSummary(
+    msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True
+):
+    """What the store keeps of the definition an agent was last registered with (a host's
+    start, a run of ``afp run`` or the embedded store; docs/storage.md#definition-summaries),
+    so doors that do not run the agent still show it.
+
+    Attributes:
+        model: the model id sent on the wire.
+        provider: the adapter's provider name.
+        tool_names: the agent's tools in declaration order (wire ``toolNames``).
+        max_iterations: the step budget (wire ``maxIterations``).
+        durability: ``sync``, ``iteration`` or ``turn``.
+        window_strategy: the window strategy's name, absent without one (wire
+            ``windowStrategy``).
+        time_zone: the agent's configured zone (time layer), absent without one.
+    """
+
+    model: str
+    provider: str
+    tool_names: tuple[str, ...]
+    max_iterations: int
+    durability: str
+    window_strategy: str | None = None
+    time_zone: str | None = None
+
+
 class AgentRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """An agent and a summary of its conversation."""
+    """An agent and a summary of its conversation.
+
+    Attributes:
+        definition: the definition summary it was last registered with; None in a store made
+            before schema 15 (SQLite; 6 on Postgres) until a host or run registers it again,
+            and for a stored summary that no longer decodes.
+    """
 
     agent_id: str
     created_at_ms: int
@@ -21,6 +54,7 @@ class AgentRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
     messages: int
     usage_totals: Usage
     status: str
+    definition: DefinitionSummary | None = None
 
 
 class RunRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):

@@ -414,7 +414,16 @@ def _collect() -> tuple[Contract, ...]:
     # The other groups of contracts live in modules of their own, which use the helpers above.
     modules = [
         vars(importlib.import_module(f"afp_runtime.testing.store_{group}"))
-        for group in ("refs", "inbox", "runs", "leases", "moving", "group", "schedules")
+        for group in (
+            "refs",
+            "inbox",
+            "runs",
+            "leases",
+            "moving",
+            "group",
+            "schedules",
+            "profiles",
+        )
     ]
     return tuple(
         value

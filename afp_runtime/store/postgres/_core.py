@@ -83,6 +83,11 @@ class PostgresCore:
         # Agents this store has seen exist: agent rows are never deleted, so ``ensure_agent``
         # needs no transaction for them (a host calls it on every work pass).
         self._known_agents: set[str] = set()
+        # The definition summary each agent is known to hold (``ensure_agent`` skips a write
+        # that would change nothing).
+        self._profiles: dict[str, bytes] = {}
+        # The schema the database is at: a reader does not migrate, so it reads what is there.
+        self._stored_version = SCHEMA_VERSION
 
     # -- opening -------------------------------------------------------------------------
 
@@ -149,6 +154,8 @@ class PostgresCore:
         self._refuse_newer(version)
         if version == 0 and (self._read_only or not create):
             raise StoreUnavailable(f"{self.location} holds no afp_runtime data yet")
+        if self._read_only:
+            self._stored_version = version
         if not self._read_only and version < SCHEMA_VERSION:
             await self._write(lambda conn: self._migrate(conn, now_ms), full=True)
 

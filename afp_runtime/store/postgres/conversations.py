@@ -8,10 +8,12 @@ from typing import Any
 import asyncpg
 
 from afp_runtime.records import ConversationState, Txn
+from afp_runtime.store import rows as common
 from afp_runtime.store.mixins import Loading
 from afp_runtime.store.postgres import parts, writes
 from afp_runtime.store.postgres.group import Grouping
 from afp_runtime.store.rows import encoder
+from afp_runtime.store.values import DefinitionSummary
 
 
 class Conversations(Loading, Grouping):
@@ -30,9 +32,15 @@ class Conversations(Loading, Grouping):
             return
         await self._commit_grouped(parts.Member(txn, fence))
 
-    async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
-        """Create the agent and its empty conversation when it does not exist yet."""
-        if agent_id in self._known_agents:
+    async def ensure_agent(
+        self, agent_id: str, *, now_ms: int, definition: DefinitionSummary | None = None
+    ) -> None:
+        """Create the agent and its empty conversation when it does not exist yet, and record
+        ``definition`` as its summary when given and different from the stored one."""
+        cell = common.encode_profile(definition) if definition is not None else None
+        if agent_id in self._known_agents and (
+            cell is None or self._profiles.get(agent_id) == cell
+        ):
             return
 
         async def work(conn: asyncpg.Connection) -> None:
@@ -47,9 +55,18 @@ class Conversations(Loading, Grouping):
                 await conn.execute(
                     "INSERT INTO conversations VALUES ($1, $2)", agent, encoder.encode(state)
                 )
+            if cell is not None:
+                await conn.execute(
+                    "UPDATE agents SET profile = $1 WHERE agent_id = $2"
+                    " AND profile IS DISTINCT FROM $1",
+                    cell,
+                    agent_id,
+                )
 
         await self._write(work)
         self._known_agents.add(agent_id)
+        if cell is not None:
+            self._profiles[agent_id] = cell
 
     async def conversation_state(self, agent_id: str) -> ConversationState | None:
         """The stored checkpoint of ``agent_id`` without its messages, or None."""

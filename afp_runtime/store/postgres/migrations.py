@@ -199,6 +199,15 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             WHERE next_due_ms IS NOT NULL AND paused = 0
         """,
     ),
+    (
+        6,
+        "agents carry their definition summary",
+        """
+        -- As SQLite's migration 15 (docs/storage.md#definition-summaries): the model, provider,
+        -- tools, window and zone the agent was last registered with, JSON; NULL until then.
+        ALTER TABLE agents ADD COLUMN profile BYTEA
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

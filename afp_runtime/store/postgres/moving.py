@@ -92,6 +92,7 @@ async def _write_dump(conn: asyncpg.Connection, dump: AgentDump) -> int:
         dump.agent_id,
         dump.created_at_ms,
         dump.owner,
+        dump.profile,
     )
     await conn.execute(numbered(sql.STATE_INSERT), agent, dump.state)
     new_bodies = 0

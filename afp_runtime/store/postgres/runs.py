@@ -16,6 +16,9 @@ from afp_runtime.store.values import AgentRow, RunRow, StoredBundle
 
 T = TypeVar("T")
 
+PROFILE_SINCE = 6
+"""The schema version that added ``agents.profile``."""
+
 
 # The columns ``rows.run_row`` reads, in its order.
 RUN_COLUMNS = (
@@ -31,11 +34,13 @@ class Runs(PostgresCore):
 
     async def agents(self) -> list[AgentRow]:
         """Every agent with a summary of its conversation, by id."""
+        # A reader of a database made before migration 6 has no profile column to read.
+        profile = "a.profile" if self._stored_version >= PROFILE_SINCE else "NULL"
         found = await self._fetch(
-            "SELECT a.agent_id, a.created_at_ms, c.state FROM agents a"
+            f"SELECT a.agent_id, a.created_at_ms, c.state, {profile} FROM agents a"
             ' JOIN conversations c ON c.agent = a.agent ORDER BY a.agent_id COLLATE "C"'
         )
-        return [common.agent_row(agent_id, created, blob) for agent_id, created, blob in found]
+        return [common.agent_row(*row) for row in found]
 
     async def runs(self, agent_id: str | None = None, *, run_id: str | None = None) -> list[RunRow]:
         """Runs in start order: all, one agent's, or one by id."""

@@ -91,6 +91,11 @@ class SqliteCore:
         self.wal_limit_bytes = faults.WAL_LIMIT_BYTES
         # The opened file's (device, inode): a write checks the path still names it.
         self._identity: tuple[int, int] | None = None
+        # The schema the file is at: a reader does not migrate, so it reads what is there.
+        self._stored_version = SCHEMA_VERSION
+        # The definition summary each agent is known to hold (``ensure_agent`` skips a write
+        # that would change nothing).
+        self._profiles: dict[str, bytes] = {}
 
     # -- opening -------------------------------------------------------------------------
 
@@ -193,6 +198,7 @@ class SqliteCore:
         if self._read_only:
             if version == 0:
                 raise StoreUnavailable(f"{self.path} holds no afp_runtime data yet")
+            self._stored_version = version
             return
         try:
             if not tables:

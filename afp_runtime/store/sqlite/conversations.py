@@ -11,6 +11,7 @@ from afp_runtime.store import rows as common
 from afp_runtime.store.mixins import Loading
 from afp_runtime.store.sqlite import writes
 from afp_runtime.store.sqlite._core import SqliteCore, encoder
+from afp_runtime.store.values import DefinitionSummary
 
 
 class Conversations(Loading, SqliteCore):
@@ -23,26 +24,39 @@ class Conversations(Loading, SqliteCore):
         fence = self._fence
         await self._write(lambda conn: writes.write_txn(conn, txn, self._ids, fence), full=txn.full)
 
-    async def ensure_agent(self, agent_id: str, *, now_ms: int) -> None:
-        """Create the agent and its empty conversation when it does not exist yet."""
-        if agent_id in self._ids.agents:
+    async def ensure_agent(
+        self, agent_id: str, *, now_ms: int, definition: DefinitionSummary | None = None
+    ) -> None:
+        """Create the agent and its empty conversation when it does not exist yet, and record
+        ``definition`` as its summary when given and different from the stored one."""
+        cell = common.encode_profile(definition) if definition is not None else None
+        if agent_id in self._ids.agents and (cell is None or self._profiles.get(agent_id) == cell):
             return  # agent rows are never deleted: a cached rowid is an agent that exists
         empty = encoder.encode(ConversationState(agent_id=agent_id, checkpointed_at_ms=now_ms))
 
         def work(conn: sqlite3.Connection) -> int:
             found = conn.execute("SELECT agent FROM agents WHERE agent_id=?", (agent_id,))
             row = found.fetchone()
-            if row is not None:
-                return int(row[0])
-            cursor = conn.execute(
-                "INSERT INTO agents (agent_id, created_at_ms) VALUES (?, ?)", (agent_id, now_ms)
-            )
-            rowid = cursor.lastrowid or 0
-            conn.execute("INSERT INTO conversations VALUES (?, ?)", (rowid, empty))
+            if row is None:
+                cursor = conn.execute(
+                    "INSERT INTO agents (agent_id, created_at_ms) VALUES (?, ?)",
+                    (agent_id, now_ms),
+                )
+                rowid = cursor.lastrowid or 0
+                conn.execute("INSERT INTO conversations VALUES (?, ?)", (rowid, empty))
+            else:
+                rowid = int(row[0])
+            if cell is not None:
+                conn.execute(
+                    "UPDATE agents SET profile=? WHERE agent=? AND profile IS NOT ?",
+                    (cell, rowid, cell),
+                )
             return rowid
 
         # One hop, and with other writers' commits in one group (docs/storage.md#group-commit).
         self._ids.agents[agent_id] = await self._write(work)
+        if cell is not None:
+            self._profiles[agent_id] = cell
 
     async def conversation_state(self, agent_id: str) -> ConversationState | None:
         """The stored checkpoint of ``agent_id`` without its messages, or None."""

@@ -295,6 +295,15 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         """,
     ),
     (14, "schedules", SCHEDULES),
+    (
+        15,
+        "agents carry their definition summary",
+        """
+        -- The model, provider, tools, window and zone the agent was last registered with
+        -- (docs/storage.md#definition-summaries), JSON; NULL until a host or run registers it.
+        ALTER TABLE agents ADD COLUMN profile BLOB;
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -83,7 +83,9 @@ def _write_dump(conn: sqlite3.Connection, dump: AgentDump) -> int:
     for name, column, _ in sql.UNIQUE_IDS:
         taken[name] = _taken(conn, name, column, sql.ids_in(dump, name))
     sql.refuse_taken(dump.agent_id, taken)
-    cursor = conn.execute(sql.AGENT_INSERT, (dump.agent_id, dump.created_at_ms, dump.owner))
+    cursor = conn.execute(
+        sql.AGENT_INSERT, (dump.agent_id, dump.created_at_ms, dump.owner, dump.profile)
+    )
     agent = int(cursor.lastrowid or 0)
     conn.execute(sql.STATE_INSERT, (agent, dump.state))
     before = conn.total_changes
