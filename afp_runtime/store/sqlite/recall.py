@@ -1,0 +1,87 @@
+"""The recall index on SQLite (docs/recall.md): an FTS5 search ranked by bm25, and the rebuild
+of stores made before it; the writes are ``recall_index``'s."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from afp_runtime.records import ListRef
+from afp_runtime.store import recall_rows
+from afp_runtime.store.recall_rows import Removed
+from afp_runtime.store.recall_values import RecallHit
+from afp_runtime.store.sqlite._core import SqliteCore
+from afp_runtime.store.sqlite.recall_index import write_entries
+
+_SEARCH = (
+    "SELECT e.kind, e.fingerprint, e.run_id, e.stage_id, e.role, e.content, e.tool_calls,"
+    " e.tool_name, e.said_at_ms, -bm25(recall_text) FROM recall_text"
+    " JOIN recall_entries e ON e.entry = recall_text.rowid"
+    " WHERE recall_text MATCH ? AND e.agent = (SELECT agent FROM agents WHERE agent_id = ?)"
+)
+
+
+class Recall(SqliteCore):
+    """``recall`` and ``reindex_recall`` of the port."""
+
+    async def recall(
+        self,
+        agent_id: str,
+        query: str,
+        *,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+        limit: int = 10,
+        max_chars: int | None = None,
+    ) -> list[RecallHit]:
+        """The indexed messages of ``agent_id`` that match ``query``, best first
+        (docs/recall.md#search).
+
+        Raises:
+            InvalidValue: the query or a bound is refused (docs/recall.md#queries).
+        """
+        words = recall_rows.query_words(query)
+        recall_rows.check_limits(limit, max_chars)
+        sql, bounds = _SEARCH, []
+        if since_ms is not None:
+            sql += " AND e.said_at_ms >= ?"
+            bounds.append(since_ms)
+        if until_ms is not None:
+            sql += " AND e.said_at_ms < ?"
+            bounds.append(until_ms)
+        sql += " ORDER BY bm25(recall_text), e.said_at_ms DESC, e.entry DESC LIMIT ?"
+        rows: list[Any] = []
+        for any_word in (False, True) if len(words) > 1 else (False,):
+            match = recall_rows.fts5_query(words, any_word=any_word)
+            rows = await self._fetch(sql, (match, agent_id, *bounds, limit))
+            if rows:
+                break
+        return [recall_rows.cut(recall_rows.hit(agent_id, row), max_chars) for row in rows]
+
+    async def reindex_recall(self, agent_id: str | None = None) -> int:
+        """Rebuild the recall index of one agent (every agent when None) from the commit log:
+        what is indexed already stays, what is missing is added (docs/recall.md#rebuilding).
+        Returns how many entries were added."""
+        sql = "SELECT agent, agent_id FROM agents"
+        params: tuple[Any, ...] = ()
+        if agent_id is not None:
+            sql, params = sql + " WHERE agent_id = ?", (agent_id,)
+        added = 0
+        for agent, text_id in await self._fetch(sql + " ORDER BY agent", params):
+            parts = await self._rebuilt_parts(text_id)
+
+            added += await self._write(
+                partial(write_entries, agent=agent, agent_id=text_id, parts=parts)
+            )
+        return added
+
+    async def _rebuilt_parts(self, agent_id: str) -> list[tuple[list[Removed], set[int]]]:
+        folded = await self.folded_spans(agent_id)  # type: ignore[attr-defined]
+        parts: list[tuple[list[Removed], set[int]]] = []
+        for run in await self.runs(agent_id):  # type: ignore[attr-defined]
+            window = ListRef()
+            for visit in recall_rows.visits(await self.bundles(run.run_id)):  # type: ignore[attr-defined]
+                removed, kept = recall_rows.removals(window, visit, folded)
+                parts.append((removed, kept))
+                window = ListRef.of_positions(sorted(kept))
+        return parts
