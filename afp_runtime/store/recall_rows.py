@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -25,7 +25,7 @@ from afp_runtime.records import (
 )
 from afp_runtime.store.recall_values import RecallEntry, RecallHit, RecallSource
 from afp_runtime.store.rows import resolved_range
-from afp_runtime.store.values import StoredBundle
+from afp_runtime.store.values import RunRow, StoredBundle
 
 MAX_QUERY_CHARS = 1000
 """The longest query the index takes, in characters (docs/recall.md#queries)."""
@@ -254,6 +254,28 @@ def visits(
         if bundle.stage == "window" and any(isinstance(w, HistoryWrite) for w in bundle.writes):
             parts.append([])
     return [part for part in parts if part]
+
+
+class _Log(Protocol):
+    async def folded_spans(self, agent_id: str) -> list[StoredFoldedSpan]: ...
+
+    async def runs(self, agent_id: str) -> list[RunRow]: ...
+
+    async def bundles(self, run_id: str) -> list[StoredBundle]: ...
+
+
+async def rebuilt_parts(store: _Log, agent_id: str) -> list[tuple[list[Removed], set[int]]]:
+    """What the commit log shows each window visit of ``agent_id`` removed, run by run, and the
+    window each visit left: what ``reindex_recall`` writes (docs/recall.md#rebuilding)."""
+    folded = await store.folded_spans(agent_id)
+    parts: list[tuple[list[Removed], set[int]]] = []
+    for run in await store.runs(agent_id):
+        window = ListRef()  # a run's seed sets the window before any visit
+        for visit in visits(await store.bundles(run.run_id)):
+            removed, kept = removals(window, visit, folded)
+            parts.append((removed, kept))
+            window = ListRef.of_positions(sorted(kept))
+    return parts
 
 
 def cut(hit: RecallHit, max_chars: int | None) -> RecallHit:

@@ -6,9 +6,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from afp_runtime.records import ListRef
 from afp_runtime.store import recall_rows
-from afp_runtime.store.recall_rows import Removed
 from afp_runtime.store.recall_values import RecallHit
 from afp_runtime.store.sqlite._core import SqliteCore
 from afp_runtime.store.sqlite.recall_index import write_entries
@@ -68,20 +66,9 @@ class Recall(SqliteCore):
             sql, params = sql + " WHERE agent_id = ?", (agent_id,)
         added = 0
         for agent, text_id in await self._fetch(sql + " ORDER BY agent", params):
-            parts = await self._rebuilt_parts(text_id)
+            parts = await recall_rows.rebuilt_parts(self, text_id)  # type: ignore[arg-type]
 
             added += await self._write(
                 partial(write_entries, agent=agent, agent_id=text_id, parts=parts)
             )
         return added
-
-    async def _rebuilt_parts(self, agent_id: str) -> list[tuple[list[Removed], set[int]]]:
-        folded = await self.folded_spans(agent_id)  # type: ignore[attr-defined]
-        parts: list[tuple[list[Removed], set[int]]] = []
-        for run in await self.runs(agent_id):  # type: ignore[attr-defined]
-            window = ListRef()
-            for visit in recall_rows.visits(await self.bundles(run.run_id)):  # type: ignore[attr-defined]
-                removed, kept = recall_rows.removals(window, visit, folded)
-                parts.append((removed, kept))
-                window = ListRef.of_positions(sorted(kept))
-        return parts
