@@ -4,6 +4,7 @@ the commit log, searched with any text as data, answered verbatim; on SQLite and
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -33,6 +34,7 @@ from afp_runtime.records import (
 from afp_runtime.store import Store, open_store
 from tests.store._postgres import FreshDatabase, admin
 from tests.store.test_old_store import _unpacked
+from tests.test_cli import afp as cli_afp
 
 AGENT = "desk"
 RUN = "run-1"
@@ -369,5 +371,31 @@ async def test_an_old_store_migrates_and_its_folds_are_rebuilt(
         assert {h.source.kind for h in hits} == {"fold"}
         assert {h.source.fingerprint for h in hits} <= {s.summary_fingerprint for s in spans}
         assert await store.reindex_recall() == 0
+    finally:
+        await store.aclose()
+
+
+async def test_afp_doctor_reindex_fills_an_emptied_index(tmp_path: Path) -> None:
+    """``afp doctor --reindex`` adds what the commit log shows left the window, says how many,
+    and the store is healthy after."""
+    backend = Backend("sqlite", str(tmp_path / "afp.db"))
+    store = await backend.open()
+    try:
+        await seeded(store)
+        await store.commit(fold_txn())
+    finally:
+        await store.aclose()
+    await backend.empty_index()
+
+    done = await anyio.to_thread.run_sync(
+        lambda: cli_afp("doctor", "--reindex", "--db", backend.target, "--json")
+    )
+
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["recallEntriesAdded"], report["healthy"]) == (FOLDED, True)
+    store = await backend.open()
+    try:
+        assert len(await store.recall(AGENT, "ord-4520")) == 2
     finally:
         await store.aclose()
