@@ -30,6 +30,10 @@ from afp_runtime.store.values import RunRow, StoredBundle
 MAX_QUERY_CHARS = 1000
 """The longest query the index takes, in characters (docs/recall.md#queries)."""
 
+CANDIDATES = 2_000
+"""A search ranks the newest this many matching messages of the agent (all of them when fewer
+match): a bound on its cost whatever the index holds (docs/recall.md#ranking)."""
+
 MAX_QUERY_WORDS = 32
 """The most words a query may have (docs/recall.md#queries)."""
 
@@ -117,8 +121,8 @@ def entries(
     A message whose body is still in the window (``kept_fps``: the fingerprints of the window
     the transaction leaves) did not leave it: a compacted window re-appends its messages at new
     positions, and a copy of the same text is still seen. ``said`` maps a position to the run
-    that appended it: ``(first_pos, started_at_ms, accepted_at_ms)`` (docs/recall.md#when-it-
-    was-said).
+    that appended it: ``(first_pos, started_at_ms, accepted_at_ms)``
+    (docs/recall.md#when-it-was-said).
 
     Raises:
         StoreDamaged: an item or a body is missing.

@@ -21,20 +21,24 @@ def _search(words: int, *, any_word: bool, since: bool, until: bool) -> str:
     bounds and the limit."""
     joiner = " || " if any_word else " && "
     query = joiner.join(f"phraseto_tsquery('simple', ${n})" for n in range(2, 2 + words))
-    sql = (
-        f"SELECT e.kind, e.fingerprint, e.run_id, e.stage_id, e.role, e.content, e.tool_calls,"
-        f" e.tool_name, e.said_at_ms, ts_rank_cd(e.words, q.q) AS rank"
-        f" FROM recall_entries e, (SELECT {query} AS q) q"
-        f" WHERE e.agent = (SELECT agent FROM agents WHERE agent_id = $1) AND e.words @@ q.q"
-    )
+    bounds = ""
     n = 2 + words
     if since:
-        sql += f" AND e.said_at_ms >= ${n}"
+        bounds += f" AND e.said_at_ms >= ${n}"
         n += 1
     if until:
-        sql += f" AND e.said_at_ms < ${n}"
+        bounds += f" AND e.said_at_ms < ${n}"
         n += 1
-    return sql + f" ORDER BY rank DESC, e.said_at_ms DESC, e.entry DESC LIMIT ${n}"
+    # The newest CANDIDATES matches of the agent, ranked there (docs/recall.md#ranking).
+    return (
+        "SELECT e.kind, e.fingerprint, e.run_id, e.stage_id, e.role, e.content, e.tool_calls,"
+        " e.tool_name, e.said_at_ms, c.rank FROM (SELECT e.entry, ts_rank_cd(e.words, q.q) AS rank"
+        f" FROM recall_entries e, (SELECT {query} AS q) q"
+        " WHERE e.agent = (SELECT agent FROM agents WHERE agent_id = $1) AND e.words @@ q.q"
+        f"{bounds} ORDER BY e.entry DESC LIMIT {recall_rows.CANDIDATES}) c"
+        " JOIN recall_entries e ON e.entry = c.entry"
+        f" ORDER BY c.rank DESC, e.said_at_ms DESC, e.entry DESC LIMIT ${n}"
+    )
 
 
 class Recall(PostgresCore):

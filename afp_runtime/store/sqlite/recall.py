@@ -11,12 +11,24 @@ from afp_runtime.store.recall_values import RecallHit
 from afp_runtime.store.sqlite._core import SqliteCore
 from afp_runtime.store.sqlite.recall_index import write_entries
 
-_SEARCH = (
-    "SELECT e.kind, e.fingerprint, e.run_id, e.stage_id, e.role, e.content, e.tool_calls,"
-    " e.tool_name, e.said_at_ms, -bm25(recall_text) FROM recall_text"
-    " JOIN recall_entries e ON e.entry = recall_text.rowid"
-    " WHERE recall_text MATCH ? AND e.agent = (SELECT agent FROM agents WHERE agent_id = ?)"
-)
+
+def _search(*, since: bool, until: bool) -> str:
+    """The newest ``CANDIDATES`` matches of the agent (the FTS index walked by rowid, newest
+    first, each joined to its entry: CROSS JOIN keeps that order), ranked by bm25 there; then
+    the best ``limit`` of them with their columns (docs/recall.md#ranking)."""
+    bounds = (" AND e.said_at_ms >= ?" if since else "") + (
+        " AND e.said_at_ms < ?" if until else ""
+    )
+    return (
+        "WITH found AS (SELECT e.entry AS entry, bm25(recall_text) AS score"
+        " FROM recall_text CROSS JOIN recall_entries e ON e.entry = recall_text.rowid"
+        " WHERE recall_text MATCH ? AND e.agent = (SELECT agent FROM agents WHERE agent_id = ?)"
+        f"{bounds} ORDER BY recall_text.rowid DESC LIMIT {recall_rows.CANDIDATES})"
+        " SELECT e.kind, e.fingerprint, e.run_id, e.stage_id, e.role, e.content, e.tool_calls,"
+        " e.tool_name, e.said_at_ms, -found.score FROM found"
+        " JOIN recall_entries e ON e.entry = found.entry"
+        " ORDER BY found.score, e.said_at_ms DESC, e.entry DESC LIMIT ?"
+    )
 
 
 class Recall(SqliteCore):
@@ -40,14 +52,8 @@ class Recall(SqliteCore):
         """
         words = recall_rows.query_words(query)
         recall_rows.check_limits(limit, max_chars)
-        sql, bounds = _SEARCH, []
-        if since_ms is not None:
-            sql += " AND e.said_at_ms >= ?"
-            bounds.append(since_ms)
-        if until_ms is not None:
-            sql += " AND e.said_at_ms < ?"
-            bounds.append(until_ms)
-        sql += " ORDER BY bm25(recall_text), e.said_at_ms DESC, e.entry DESC LIMIT ?"
+        sql = _search(since=since_ms is not None, until=until_ms is not None)
+        bounds = [b for b in (since_ms, until_ms) if b is not None]
         rows: list[Any] = []
         for any_word in (False, True) if len(words) > 1 else (False,):
             match = recall_rows.fts5_query(words, any_word=any_word)
