@@ -146,8 +146,8 @@ def fill_sqlite(path: Path, size: int, text: Text) -> None:
             conn.execute("BEGIN")
             conn.executemany(f"INSERT INTO recall_entries ({COLUMNS}) VALUES ({_q(11)})", rows)
             conn.execute(
-                "INSERT INTO recall_text (rowid, body) SELECT entry, content FROM recall_entries"
-                " WHERE entry > (SELECT COALESCE(MAX(rowid), 0) FROM recall_text)"
+                "INSERT INTO recall_text (rowid, body) SELECT -entry, content FROM recall_entries"
+                " WHERE entry > -(SELECT COALESCE(MIN(rowid), 0) FROM recall_text)"
             )
             conn.execute("COMMIT")
         conn.execute("INSERT INTO recall_text (recall_text) VALUES ('optimize')")

@@ -19,9 +19,12 @@ from afp_runtime.store import rows as common
 from afp_runtime.store.postgres.writes import text_cell
 from afp_runtime.store.recall_rows import Removed
 
+# Every entry of a visit in one statement: one array per column.
 _INSERT = (
     f"INSERT INTO recall_entries (agent, {recall_rows.ENTRY_COLUMNS})"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (agent, pos) DO NOTHING"
+    " SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],"
+    " $7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[])"
+    " ON CONFLICT (agent, pos) DO NOTHING RETURNING entry"
 )
 # The run that appended each position: the last one whose first position is at or before it.
 _SAID = (
@@ -63,12 +66,12 @@ async def write_entries(
             for row in await conn.fetch(_SAID, agent, [r.pos for r in removed])
         }
         values = [
-            _cells(recall_rows.entry_values(agent, entry))
+            _cells(recall_rows.entry_values(agent, entry)[1:])
             for entry in recall_rows.entries(agent_id, removed, rows, kept_fps, said)
         ]
-        for value in values:
-            status = await conn.execute(_INSERT, *value)
-            added += int(status.rsplit(" ", 1)[-1])
+        if values:
+            columns = [list(column) for column in zip(*values, strict=True)]
+            added += len(await conn.fetch(_INSERT, agent, *columns))
     return added
 
 

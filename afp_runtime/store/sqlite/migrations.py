@@ -31,7 +31,8 @@ CREATE INDEX schedules_due ON schedules (next_due_ms) WHERE next_due_ms IS NOT N
 RECALL = """
 -- The recall index (docs/recall.md): every message a window visit took out of an agent's
 -- window, written in the transaction of that visit. One row per item position of the agent's
--- log; its words in recall_text (FTS5, contentless: the text lives here), rowid = entry.
+-- log; its words in recall_text (FTS5, contentless: the text lives here), rowid = -entry:
+-- FTS5 reads a doclist forwards as it goes, so the newest entries come first that way.
 CREATE TABLE recall_entries (
     entry INTEGER PRIMARY KEY,
     agent INTEGER NOT NULL REFERENCES agents(agent),

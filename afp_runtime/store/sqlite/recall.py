@@ -11,19 +11,28 @@ from afp_runtime.store.recall_values import RecallHit
 from afp_runtime.store.sqlite._core import SqliteCore
 from afp_runtime.store.sqlite.recall_index import write_entries
 
+# How many messages hold a word, counted no further than past the candidates.
+_HOLDING = (
+    "SELECT COUNT(*) FROM (SELECT 1 FROM recall_text WHERE recall_text MATCH ?"
+    f" ORDER BY rowid LIMIT {recall_rows.CANDIDATES + 1})"
+)
 
-def _search(*, since: bool, until: bool) -> str:
-    """The newest ``CANDIDATES`` matches of the agent (the FTS index walked by rowid, newest
-    first, each joined to its entry: CROSS JOIN keeps that order), ranked by bm25 there; then
-    the best ``limit`` of them with their columns (docs/recall.md#ranking)."""
+
+def _search(*, since: bool, until: bool, ranked: bool) -> str:
+    """The newest ``CANDIDATES`` matches of the agent (the FTS index walked by rowid, which is
+    ``-entry``: newest first, read forwards, each joined to its entry, an order CROSS JOIN
+    keeps), ranked by bm25 there (unless not ``ranked``: bm25 counts every message holding each
+    word, which for a common word is a read of most of the index); then the best ``limit`` of
+    them with their columns (docs/recall.md#ranking)."""
+    score = "bm25(recall_text)" if ranked else "0.0"
     bounds = (" AND e.said_at_ms >= ?" if since else "") + (
         " AND e.said_at_ms < ?" if until else ""
     )
     return (
-        "WITH found AS (SELECT e.entry AS entry, bm25(recall_text) AS score"
-        " FROM recall_text CROSS JOIN recall_entries e ON e.entry = recall_text.rowid"
+        f"WITH found AS (SELECT e.entry AS entry, {score} AS score"
+        " FROM recall_text CROSS JOIN recall_entries e ON e.entry = -recall_text.rowid"
         " WHERE recall_text MATCH ? AND e.agent = (SELECT agent FROM agents WHERE agent_id = ?)"
-        f"{bounds} ORDER BY recall_text.rowid DESC LIMIT {recall_rows.CANDIDATES})"
+        f"{bounds} ORDER BY recall_text.rowid LIMIT {recall_rows.CANDIDATES})"
         " SELECT e.kind, e.fingerprint, e.run_id, e.stage_id, e.role, e.content, e.tool_calls,"
         " e.tool_name, e.said_at_ms, -found.score FROM found"
         " JOIN recall_entries e ON e.entry = found.entry"
@@ -52,7 +61,13 @@ class Recall(SqliteCore):
         """
         words = recall_rows.query_words(query)
         recall_rows.check_limits(limit, max_chars)
-        sql = _search(since=since_ms is not None, until=until_ms is not None)
+        ranked = True
+        for word in words:
+            [(holding,)] = await self._fetch(
+                _HOLDING, (recall_rows.fts5_query([word], any_word=False),)
+            )
+            ranked = ranked and holding <= recall_rows.CANDIDATES
+        sql = _search(since=since_ms is not None, until=until_ms is not None, ranked=ranked)
         bounds = [b for b in (since_ms, until_ms) if b is not None]
         rows: list[Any] = []
         for any_word in (False, True) if len(words) > 1 else (False,):

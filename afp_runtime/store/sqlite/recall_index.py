@@ -64,7 +64,7 @@ def write_entries(
             if cursor.rowcount:
                 conn.execute(
                     "INSERT INTO recall_text (rowid, body) VALUES (?, ?)",
-                    (cursor.lastrowid, entry.text()),
+                    (-(cursor.lastrowid or 0), entry.text()),
                 )
                 added += 1
     return added
