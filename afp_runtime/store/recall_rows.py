@@ -30,7 +30,7 @@ from afp_runtime.store.values import RunRow, StoredBundle
 MAX_QUERY_CHARS = 1000
 """The longest query the index takes, in characters (docs/recall.md#queries)."""
 
-CANDIDATES = 2_000
+CANDIDATES = 1_000
 """A search ranks the newest this many matching messages of the agent (all of them when fewer
 match): a bound on its cost whatever the index holds (docs/recall.md#ranking)."""
 

@@ -61,17 +61,22 @@ class Recall(SqliteCore):
         """
         words = recall_rows.query_words(query)
         recall_rows.check_limits(limit, max_chars)
-        ranked = True
+        # What each word is held by (counted up to past the candidates): a word nothing holds
+        # makes "all words" match nothing, so the search goes to "any word" at once, without it.
+        holding: dict[str, int] = {}
         for word in words:
-            [(holding,)] = await self._fetch(
-                _HOLDING, (recall_rows.fts5_query([word], any_word=False),)
-            )
-            ranked = ranked and holding <= recall_rows.CANDIDATES
-        sql = _search(since=since_ms is not None, until=until_ms is not None, ranked=ranked)
+            match = recall_rows.fts5_query([word], any_word=False)
+            [(holding[word],)] = await self._fetch(_HOLDING, (match,))
+        held = tuple(word for word in words if holding[word])
+        tries = [(words, False)] if len(held) == len(words) else []
+        if len(words) > 1 and held:
+            tries.append((held, True))
         bounds = [b for b in (since_ms, until_ms) if b is not None]
         rows: list[Any] = []
-        for any_word in (False, True) if len(words) > 1 else (False,):
-            match = recall_rows.fts5_query(words, any_word=any_word)
+        for tried, any_word in tries:
+            ranked = all(holding[word] <= recall_rows.CANDIDATES for word in tried)
+            sql = _search(since=since_ms is not None, until=until_ms is not None, ranked=ranked)
+            match = recall_rows.fts5_query(tried, any_word=any_word)
             rows = await self._fetch(sql, (match, agent_id, *bounds, limit))
             if rows:
                 break
