@@ -36,7 +36,7 @@ def script(request: ModelRequest, number: int) -> afp.ModelReply:
     return answer(f"Order {order} has shipped.", usage=usage)
 
 
-def folding(retain: str = "conversation") -> afp.Agent:
+def folding(retain: str = "conversation", durability: str = "sync") -> afp.Agent:
     window = afp.summarize_oldest(
         threshold_tokens=200,
         summarizer=afp.ExtractiveSummarizer(),
@@ -44,11 +44,21 @@ def folding(retain: str = "conversation") -> afp.Agent:
         keep_recent_turns=1,
         retain=retain,  # type: ignore[arg-type]
     )
-    return afp.Agent("desk", afp.ScriptedModel(script), tools=[order_history], window=window)
+    return afp.Agent(
+        "desk",
+        afp.ScriptedModel(script),
+        tools=[order_history],
+        window=window,
+        durability=durability,  # type: ignore[arg-type]
+    )
 
 
-def sliding() -> afp.Agent:
-    window = afp.sliding_window(keep_recent_turns=1)
+def dropping(strategy: str) -> afp.Agent:
+    window = (
+        afp.sliding_window(keep_recent_turns=1)
+        if strategy == "sliding-window"
+        else afp.token_budget(threshold_tokens=200, keep_recent_turns=1)
+    )
     return afp.Agent("desk", afp.ScriptedModel(script), tools=[order_history], window=window)
 
 
@@ -72,16 +82,19 @@ async def run_turns(store: afp.Store, agent: afp.Agent, clock: FakeClock, n: int
     return sent
 
 
-@pytest.mark.parametrize("retain", ["conversation", "discard"])
+@pytest.mark.parametrize(
+    ("retain", "durability"),
+    [("conversation", "sync"), ("discard", "sync"), ("conversation", "turn")],
+)
 async def test_a_fold_is_found_by_its_words_right_after_it_committed(
-    target: str, retain: str
+    target: str, retain: str, durability: str
 ) -> None:
-    """Both retention policies: the folded person's message, the call and the tool's result
-    are found by the order id, under the fold's summary fingerprint, the person's message said
-    when it was sent."""
+    """Both retention policies, and a turn's stages committed together: the folded person's
+    message, the call and the tool's result are found by the order id, under the fold's summary
+    fingerprint, the person's message said when it was sent."""
     clock = FakeClock(START_MS)
     async with afp.open(target, clock=clock) as store:
-        agent = folding(retain)
+        agent = folding(retain, durability)
         sent = await run_turns(store, agent, clock, 4)
         folds = {span.summary_fingerprint for span in await store.folded(agent)}
         assert folds
@@ -102,12 +115,13 @@ async def test_a_fold_is_found_by_its_words_right_after_it_committed(
         ]
 
 
-async def test_a_sliding_window_drop_is_found_with_its_run_and_stage(target: str) -> None:
-    """What a sliding window dropped is found, named by the run and window stage that dropped
-    it."""
+@pytest.mark.parametrize("strategy", ["sliding-window", "token-budget"])
+async def test_a_drop_is_found_with_its_run_and_stage(target: str, strategy: str) -> None:
+    """What a sliding window or a token budget dropped is found, named by the run and window
+    stage that dropped it."""
     clock = FakeClock(START_MS)
     async with afp.open(target, clock=clock) as store:
-        agent = sliding()
+        agent = dropping(strategy)
         sent = await run_turns(store, agent, clock, 3)
         runs = {run.run_id for run in await store.runs(agent)}
 
