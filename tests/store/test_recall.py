@@ -31,7 +31,7 @@ from afp_runtime.records import (
     StoredFoldedSpan,
     Txn,
 )
-from afp_runtime.store import Store, open_store
+from afp_runtime.store import Store, copy_agents, open_store
 from tests.store._postgres import FreshDatabase, admin
 from tests.store.test_old_store import _unpacked
 from tests.test_cli import afp as cli_afp
@@ -399,3 +399,22 @@ async def test_afp_doctor_reindex_fills_an_emptied_index(tmp_path: Path) -> None
         assert len(await store.recall(AGENT, "ord-4520")) == 2
     finally:
         await store.aclose()
+
+
+async def test_a_copied_agent_is_found_in_its_new_store(backend: Backend, tmp_path: Path) -> None:
+    """``copy_agents`` rebuilds the copies' index: what the source finds, the destination finds,
+    from the same fold."""
+    source = await open_store(tmp_path / "source.db", now_ms=0)
+    destination = await backend.open()
+    try:
+        await seeded(source)
+        await source.commit(fold_txn())
+        before = await source.recall(AGENT, "ord-4520")
+
+        await copy_agents(source, destination, now_ms=0)
+
+        after = await destination.recall(AGENT, "ord-4520")
+        assert [(h.content, h.source) for h in after] == [(h.content, h.source) for h in before]
+    finally:
+        await source.aclose()
+        await destination.aclose()
