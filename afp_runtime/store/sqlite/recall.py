@@ -34,7 +34,7 @@ def _search(*, since: bool, until: bool, ranked: bool) -> str:
         " WHERE recall_text MATCH ? AND e.agent = (SELECT agent FROM agents WHERE agent_id = ?)"
         f"{bounds} ORDER BY recall_text.rowid LIMIT {recall_rows.CANDIDATES})"
         " SELECT e.kind, e.fingerprint, e.run_id, e.stage_id, e.role, e.content, e.tool_calls,"
-        " e.tool_name, e.said_at_ms, -found.score FROM found"
+        " e.tool_name, e.said_at_ms, 0.0 - found.score FROM found"
         " JOIN recall_entries e ON e.entry = found.entry"
         " ORDER BY found.score, e.said_at_ms DESC, e.entry DESC LIMIT ?"
     )
