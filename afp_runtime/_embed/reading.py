@@ -1,7 +1,8 @@
 """The read half of ``afp.Store``: runs, questions, epochs, served views and their diff and
 conformance, an agent's n-th call and the diff of any two of its calls, folded spans and their
-originals, the findings ledger. Each method checks its arguments, calls one use case of
-``afp_runtime.app`` and names what was not found (docs/python.md)."""
+originals, recall over what left a window, the findings ledger. Each method checks its
+arguments, calls one use case of ``afp_runtime.app`` and names what was not found
+(docs/python.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from afp_runtime.app import (
 from afp_runtime.errors import InvalidValue, NotFound
 from afp_runtime.messages import Message
 from afp_runtime.records import QuestionRow, QuestionStatus
-from afp_runtime.store import AgentRow, RunRow
+from afp_runtime.store import AgentRow, RecallHit, RunRow
 from afp_runtime.store import Store as StorePort
 
 AgentRef = Agent | str
@@ -190,6 +191,28 @@ class StoreReads:
                 value=summary_fingerprint,
             )
         return list(found.messages)
+
+    async def recall(
+        self,
+        agent: AgentRef,
+        query: str,
+        *,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+        limit: int = 10,
+    ) -> list[RecallHit]:
+        """The messages that left the agent's window (folded or dropped) matching ``query``'s
+        words, best first, each with its source and when it was said, bounded by count and
+        characters (docs/recall.md#search).
+
+        Raises:
+            InvalidValue: the query or a bound is refused, naming it.
+            NotFound: no such agent.
+        """
+        agent_id = await self._known(agent)
+        return await app.recall(
+            self._store, agent_id, query, since_ms=since_ms, until_ms=until_ms, limit=limit
+        )
 
     async def findings(
         self, agent: AgentRef, *, kind: str | None = None, turn: int | None = None

@@ -3,8 +3,8 @@ every door (the Python ``Store``, the CLI, the API, the inspector, the scenario 
 and only render (docs/architecture.md#the-application-layer).
 
 The reads: a message's outcome, a call by agent-wide number and the diff of any two calls,
-served views, epochs, diffs, receipts and exports, conform, folds and originals, findings,
-the window chart's points (``window_series``). The
+served views, epochs, diffs, receipts and exports, conform, folds and originals, recall (a
+search of what left a window), findings, the window chart's points (``window_series``). The
 writes: posting (``post``), answering and abandoning a question (``answer``, ``abandon``),
 dismissing a held turn (``dismiss``), and an agent driven without a host (``LocalAgent``,
 ``drive``), with the clock and ids a door starts them with.
@@ -48,6 +48,7 @@ if _typing.TYPE_CHECKING:
     from afp_runtime.app.posting import post
     from afp_runtime.app.questions import AnswerStatus, abandon, answer, answer_status
     from afp_runtime.app.reasons import REASONS, reason_text, reasons_for, record_reasons
+    from afp_runtime.app.recalling import recall
     from afp_runtime.app.runs import (
         ExportedRun,
         RunSource,
@@ -171,6 +172,7 @@ _LAZY = {
     "pause_schedule": "afp_runtime.app.schedules",
     "post": "afp_runtime.app.posting",
     "reason_text": "afp_runtime.app.reasons",
+    "recall": "afp_runtime.app.recalling",
     "reasons_for": "afp_runtime.app.reasons",
     "record_reasons": "afp_runtime.app.reasons",
     "remove_schedule": "afp_runtime.app.schedules",
@@ -259,6 +261,7 @@ __all__ = [
     "post",
     "reason_text",
     "reasons_for",
+    "recall",
     "record_reasons",
     "remove_schedule",
     "resume_schedule",

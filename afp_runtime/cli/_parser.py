@@ -333,7 +333,19 @@ _COMMANDS: tuple[_Command, ...] = (
         ),
     ),
     _Command("migrate", "admin:cmd_migrate", "Apply the store's migrations; print its schema."),
-    _Command("doctor", "admin:cmd_doctor", "Check the database's integrity and stored bodies."),
+    _Command(
+        "doctor",
+        "admin:cmd_doctor",
+        "Check the database's integrity and stored bodies.",
+        (
+            _arg(
+                "--reindex",
+                action="store_true",
+                help="first add to the recall index what the commit log shows left a window "
+                "(a store made before the index)",
+            ),
+        ),
+    ),
     _Command(
         "copy",
         "moving:cmd_copy",

@@ -21,8 +21,13 @@ from afp_runtime.records import ledger_row_to_wire
 async def cmd_doctor(args: Any) -> int:
     """Check the database: SQLite integrity, every stored body against its fingerprint, every
     agent's conversation and every run's commit log as the readers read them, and every
-    ledger row strictly (nothing is changed); exit 4 when anything is wrong."""
+    ledger row strictly (nothing is changed); exit 4 when anything is wrong. ``--reindex``
+    first fills the recall index from the commit log (docs/recall.md#rebuilding)."""
     agents = await load("afp_runtime.agents")
+    added = None
+    if args.reindex:
+        async with opened(args.db, create=False) as writer:
+            added = await writer.reindex_recall()
     async with reader(args.db) as store:
         integrity = await store.integrity_check()
         damaged = await store.body_check()
@@ -39,16 +44,20 @@ async def cmd_doctor(args: Any) -> int:
             except AfpError as exc:
                 problems.append(f"{agent.agent_id}: {exc}")
             unreadable.extend(await _unreadable(store, agent.agent_id))
-    report = {
+    report: dict[str, Any] = {
         "integrity": integrity,
         "damagedBodies": damaged,
         "unreadable": unreadable,
         "ledgerProblems": problems,
     }
     healthy = integrity == ["ok"] and not damaged and not unreadable and not problems
+    if added is not None:
+        report["recallEntriesAdded"] = added
     if args.json:
         print_json({**report, "healthy": healthy})
     else:
+        if added is not None:
+            say(f"recall index: {added} entries added from the commit log")
         say(f"integrity_check: {', '.join(integrity)}")
         say(f"bodies: {damaged if damaged else 'all match their fingerprints'}")
         say(f"conversations and commit logs: {unreadable if unreadable else 'all read'}")

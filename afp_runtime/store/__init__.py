@@ -9,6 +9,7 @@ from afp_runtime.store.base import (
     HealthStore,
     LeaseStore,
     MovingStore,
+    RecallStore,
     ScheduleStore,
     Store,
 )
@@ -23,6 +24,7 @@ from afp_runtime.store.opening import (
     shown_location,
     sqlite_path,
 )
+from afp_runtime.store.recall_values import RecallHit, RecallSource
 from afp_runtime.store.values import (
     Ack,
     AgentClaim,
@@ -56,6 +58,9 @@ __all__ = [
     "LeaseStore",
     "LoadedConversation",
     "MovingStore",
+    "RecallHit",
+    "RecallSource",
+    "RecallStore",
     "RunRow",
     "ScheduleDelivered",
     "ScheduleEntry",

@@ -3,7 +3,8 @@ embedded runtime ask of durable state, written against no backend.
 
 ``CheckpointStore`` is what a run needs; ``LeaseStore`` and ``HealthStore`` are what a host adds
 (leases, fencing, health, the clean-shutdown marker); ``MovingStore`` is agents leaving and
-entering a store whole (``afp copy``); ``Store`` is all of it plus the reads of the API and CLI,
+entering a store whole (``afp copy``); ``RecallStore`` is the search over what left agents'
+windows; ``Store`` is all of it plus the reads of the API and CLI,
 and is what a backend implements (``afp_runtime.store.open_store`` opens one;
 ``afp_runtime.testing.store_conformance`` checks one).
 """
@@ -24,6 +25,7 @@ from afp_runtime.records import (
     Txn,
 )
 from afp_runtime.store.dump import AgentDump, CopyCounts
+from afp_runtime.store.recall_values import RecallHit
 from afp_runtime.store.values import (
     Ack,
     AgentClaim,
@@ -301,7 +303,39 @@ class ScheduleStore(Protocol):
         """
 
 
-class Store(CheckpointStore, LeaseStore, HealthStore, MovingStore, ScheduleStore, Protocol):
+class RecallStore(Protocol):
+    """The recall index: every message a window visit took out of an agent's window, written
+    in that visit's transaction, and its search (docs/recall.md)."""
+
+    async def recall(
+        self,
+        agent_id: str,
+        query: str,
+        *,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+        limit: int = 10,
+        max_chars: int | None = None,
+    ) -> list[RecallHit]:
+        """The indexed messages of ``agent_id`` matching ``query``'s words, best first (rank,
+        then the newest): all of them, or any of them when none matches all; said at or after
+        ``since_ms`` and before ``until_ms``; at most ``limit``; each content cut to
+        ``max_chars`` (``content_cut`` says how much). None found for an agent the store does
+        not know.
+
+        Raises:
+            InvalidValue: the query or a bound is refused (docs/recall.md#queries), naming it.
+        """
+
+    async def reindex_recall(self, agent_id: str | None = None) -> int:
+        """Add to the index what the commit log shows left the window and the index lacks (a
+        store made before the index, say), for one agent or all; idempotent. Returns how many
+        entries were added (docs/recall.md#rebuilding)."""
+
+
+class Store(
+    CheckpointStore, LeaseStore, HealthStore, MovingStore, ScheduleStore, RecallStore, Protocol
+):
     """The whole port: what one backend implements, and what every door opens."""
 
     @property

@@ -57,7 +57,8 @@ async def copy_agents(
     """Copy agents with their whole history (runs, commit logs, bodies, inbox, questions,
     ledger, folds, journal) from ``source`` into ``destination``, in one destination
     transaction: every agent, or nothing. ``on_agent`` hears of each dump once it is written
-    into that transaction. Leases, claims and the clean-shutdown marker stay behind.
+    into that transaction. Leases, claims and the clean-shutdown marker stay behind; the recall
+    index of the copies is rebuilt from their commit logs once they are written.
 
     Args:
         agent_ids: the agents to copy (default: every agent of ``source``; ``agents_to_copy``).
@@ -87,4 +88,9 @@ async def copy_agents(
                 on_agent(dump)
 
     async with aclosing(dumps()) as stream:
-        return await destination.import_agents(stream)
+        counts = await destination.import_agents(stream)
+    # A dump carries no recall index: the copies' entries are rebuilt from their commit logs
+    # (docs/recall.md#rebuilding), each in a transaction of its own after the copy.
+    for agent_id in chosen:
+        await destination.reindex_recall(agent_id)
+    return counts

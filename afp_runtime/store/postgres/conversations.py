@@ -9,6 +9,7 @@ import asyncpg
 
 from afp_runtime.records import ConversationState, Txn
 from afp_runtime.store import rows as common
+from afp_runtime.store import recall_rows
 from afp_runtime.store.mixins import Loading
 from afp_runtime.store.postgres import parts, writes
 from afp_runtime.store.postgres.group import Grouping
@@ -26,8 +27,9 @@ class Conversations(Loading, Grouping):
         if txn.empty():
             return
         fence = self._fence
-        if txn.replace_conversation:
-            # An import's archive of the conversation runs alone, statement by statement.
+        if txn.replace_conversation or recall_rows.touches(txn):
+            # An import's archive of the conversation, and a window visit that sets the window
+            # (what it removed is indexed, docs/recall.md), run alone, statement by statement.
             await self._write(lambda conn: writes.write_txn(conn, txn, fence), full=txn.full)
             return
         await self._commit_grouped(parts.Member(txn, fence))

@@ -10,6 +10,46 @@ from __future__ import annotations
 
 from afp_runtime.store.postgres.commit_sql import SERVER_WRITES
 
+RECALL = """
+-- As SQLite's migration 16: the recall index (docs/recall.md). Its words are a tsvector of the
+-- 'simple' configuration (no stemming, no stop words: ids and numbers are kept as written),
+-- searched through a GIN index.
+CREATE TABLE recall_entries (
+    entry BIGSERIAL PRIMARY KEY,
+    agent BIGINT NOT NULL REFERENCES agents (agent),
+    pos BIGINT NOT NULL,
+    kind TEXT NOT NULL,
+    fingerprint TEXT,
+    run_id TEXT NOT NULL,
+    stage_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    tool_calls TEXT,
+    tool_name TEXT,
+    said_at_ms BIGINT NOT NULL,
+    words tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig,
+        content || ' ' || COALESCE(tool_name, '') || ' ' || COALESCE(tool_calls, ''))) STORED,
+    UNIQUE (agent, pos)
+);
+CREATE INDEX recall_by_time ON recall_entries (agent, said_at_ms);
+CREATE INDEX recall_words ON recall_entries USING GIN (words);
+-- The first item position a run appended (docs/recall.md#when-it-was-said), set as the run is
+-- inserted (by afp_commit_part or a statement-by-statement commit) before its items are.
+ALTER TABLE runs ADD COLUMN first_pos BIGINT;
+CREATE INDEX runs_by_first_pos ON runs (agent, first_pos) WHERE first_pos IS NOT NULL;
+CREATE FUNCTION afp_run_first_pos() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF NEW.status = 'running' AND NEW.first_pos IS NULL THEN
+        SELECT GREATEST(COALESCE(MAX(pos) + 1, 0), 0) INTO NEW.first_pos
+            FROM items WHERE agent = NEW.agent;
+    END IF;
+    RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER runs_first_pos BEFORE INSERT ON runs
+    FOR EACH ROW EXECUTE FUNCTION afp_run_first_pos();
+"""
+
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (
         1,
@@ -208,6 +248,7 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         ALTER TABLE agents ADD COLUMN profile BYTEA
         """,
     ),
+    (7, "the recall index", RECALL),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

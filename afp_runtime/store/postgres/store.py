@@ -16,12 +16,13 @@ from afp_runtime.store.postgres.leases import Leases
 from afp_runtime.store.postgres.moving import Moving
 from afp_runtime.store.postgres.notices import Notices
 from afp_runtime.store.postgres.questions import Questions
+from afp_runtime.store.postgres.recall import Recall
 from afp_runtime.store.postgres.runs import Runs
 from afp_runtime.store.postgres.schedules import Schedules
 
 
 class PostgresStore(
-    Conversations, Inbox, Questions, Runs, Leases, Health, Notices, Moving, Schedules
+    Conversations, Inbox, Questions, Runs, Leases, Health, Notices, Moving, Schedules, Recall
 ):
     """The store port on one Postgres database.
 

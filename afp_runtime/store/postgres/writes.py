@@ -15,7 +15,7 @@ import asyncpg
 from afp_runtime.errors import StoreError
 from afp_runtime.messages import message_body
 from afp_runtime.records import Txn, crashed_at_ms
-from afp_runtime.store import checks
+from afp_runtime.store import checks, recall_rows
 from afp_runtime.store import rows as common
 from afp_runtime.store.rows import TURN_CLOSED, encoder, fp_key
 
@@ -61,6 +61,11 @@ async def write_txn(conn: asyncpg.Connection, txn: Txn, fence: tuple[str, int] |
         await _insert_items(conn, agent, txn)
     if txn.bundles:
         await _insert_bundles(conn, txn, runs)
+    if txn.conversation is not None and not txn.replace_conversation and recall_rows.touches(txn):
+        # Before the checkpoint moves on: what left the window is indexed in this transaction.
+        from afp_runtime.store.postgres import recall_index  # it imports this module
+
+        await recall_index.index_txn(conn, agent, txn)
     await _update_runs(conn, agent, txn)
     if txn.journal:
         await conn.executemany(

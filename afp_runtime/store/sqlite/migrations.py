@@ -28,6 +28,34 @@ CREATE TABLE schedules (
 CREATE INDEX schedules_due ON schedules (next_due_ms) WHERE next_due_ms IS NOT NULL AND paused = 0;
 """
 
+RECALL = """
+-- The recall index (docs/recall.md): every message a window visit took out of an agent's
+-- window, written in the transaction of that visit. One row per item position of the agent's
+-- log; its words in recall_text (FTS5, contentless: the text lives here), rowid = -entry:
+-- FTS5 reads a doclist forwards as it goes, so the newest entries come first that way.
+CREATE TABLE recall_entries (
+    entry INTEGER PRIMARY KEY,
+    agent INTEGER NOT NULL REFERENCES agents(agent),
+    pos INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    fingerprint TEXT,
+    run_id TEXT NOT NULL,
+    stage_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    tool_calls TEXT,
+    tool_name TEXT,
+    said_at_ms INTEGER NOT NULL,
+    UNIQUE (agent, pos)
+);
+CREATE INDEX recall_by_time ON recall_entries (agent, said_at_ms);
+CREATE VIRTUAL TABLE recall_text USING fts5(body, content='', tokenize='unicode61');
+-- The first item position a run appended (docs/recall.md#when-it-was-said): when a message
+-- was said is the start of the run that appended it. Null for runs written before.
+ALTER TABLE runs ADD COLUMN first_pos INTEGER;
+CREATE INDEX runs_by_first_pos ON runs (agent, first_pos) WHERE first_pos IS NOT NULL;
+"""
+
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (
         1,
@@ -304,6 +332,7 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         ALTER TABLE agents ADD COLUMN profile BLOB;
         """,
     ),
+    (16, "the recall index", RECALL),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -14,11 +14,12 @@ from afp_runtime.store.sqlite.inbox import Inbox
 from afp_runtime.store.sqlite.leases import Leases
 from afp_runtime.store.sqlite.moving import Moving
 from afp_runtime.store.sqlite.questions import Questions
+from afp_runtime.store.sqlite.recall import Recall
 from afp_runtime.store.sqlite.runs import Runs
 from afp_runtime.store.sqlite.schedules import Schedules
 
 
-class SqliteStore(Conversations, Inbox, Questions, Runs, Leases, Health, Moving, Schedules):
+class SqliteStore(Conversations, Inbox, Questions, Runs, Leases, Health, Moving, Schedules, Recall):
     """The store port on one SQLite file.
 
     Open with ``await SqliteStore.open(path)`` (creates the file and runs migrations) or

@@ -27,9 +27,10 @@ from afp_runtime.records import (
     Txn,
     crashed_at_ms,
 )
-from afp_runtime.store import checks
+from afp_runtime.store import checks, recall_rows
 from afp_runtime.store import rows as common
 from afp_runtime.store.rows import NOT_DISPATCHED, TURN_CLOSED, fp_key
+from afp_runtime.store.sqlite import recall_index
 
 __all__ = ["NOT_DISPATCHED", "RowIds", "check_fence", "fp_key", "write_txn"]
 
@@ -97,6 +98,9 @@ def write_txn(
         _insert_items(conn, agent, txn.items)
     if txn.bundles:
         _insert_bundles(conn, txn.bundles, ids)
+    if txn.conversation is not None and not txn.replace_conversation and recall_rows.touches(txn):
+        # Before the checkpoint moves on: what left the window is indexed in this transaction.
+        recall_index.index_txn(conn, agent, txn.agent_id, txn)
     if txn.conversation is not None:
         conn.execute(
             "UPDATE conversations SET state=? WHERE agent=?",
@@ -127,7 +131,9 @@ def write_txn(
 def _insert_run(conn: sqlite3.Connection, agent: int, start: RunStart, ids: RowIds) -> None:
     cursor = conn.execute(
         "INSERT INTO runs (run_id, agent, turn, kind, message_id, recovered_from,"
-        " status, started_at_ms) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
+        " status, started_at_ms, first_pos) VALUES (?, ?, ?, ?, ?, ?, 'running', ?,"
+        # The position its first message gets (docs/recall.md#when-it-was-said).
+        " (SELECT MAX(COALESCE(MAX(pos) + 1, 0), 0) FROM items WHERE agent=?))",
         (
             start.run_id,
             agent,
@@ -136,6 +142,7 @@ def _insert_run(conn: sqlite3.Connection, agent: int, start: RunStart, ids: RowI
             start.message_id,
             start.recovered_from,
             start.started_at_ms,
+            agent,
         ),
     )
     ids.runs[start.run_id] = cursor.lastrowid or 0
