@@ -8,8 +8,8 @@ from typing import Any
 import asyncpg
 
 from afp_runtime.records import ConversationState, Txn
-from afp_runtime.store import rows as common
 from afp_runtime.store import recall_rows
+from afp_runtime.store import rows as common
 from afp_runtime.store.mixins import Loading
 from afp_runtime.store.postgres import parts, writes
 from afp_runtime.store.postgres.group import Grouping
