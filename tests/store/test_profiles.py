@@ -123,9 +123,14 @@ async def test_a_postgres_store_before_migration_6_shows_no_summary() -> None:
             await store.aclose()
         conn = await admin(database.url)
         try:
-            # The database as schema 5 left it.
+            # The database as schema 5 left it: without migration 6 (the profile) and the
+            # ones after it (7, the recall index).
             await conn.execute("ALTER TABLE agents DROP COLUMN profile")
-            await conn.execute("DELETE FROM migrations WHERE version = 6")
+            await conn.execute("DROP TABLE recall_entries")
+            await conn.execute("DROP TRIGGER runs_first_pos ON runs")
+            await conn.execute("DROP FUNCTION afp_run_first_pos()")
+            await conn.execute("ALTER TABLE runs DROP COLUMN first_pos")
+            await conn.execute("DELETE FROM migrations WHERE version >= 6")
             await conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
         finally:
             await conn.close()
@@ -137,7 +142,7 @@ async def test_a_postgres_store_before_migration_6_shows_no_summary() -> None:
             await reader.aclose()
         writer = await open_store(database.url, now_ms=0)
         try:
-            assert writer.schema_version == POSTGRES_VERSION == 6
+            assert writer.schema_version == POSTGRES_VERSION
             assert [r.definition for r in await writer.agents()] == [None]
             await writer.ensure_agent("desk", now_ms=0, definition=SUMMARY)
             assert [r.definition for r in await writer.agents()] == [SUMMARY]
