@@ -200,9 +200,17 @@ class RecallRun(RunExtension, Dispatch):
                 "search between them",
                 field="until",
             )
+        # Asked for twice the limit: the agent's own earlier recall calls and results leave the
+        # window too and would match their own words; they are set aside.
         found: list[RecallHit] = await search(
-            self.agent_id, query, since_ms=since, until_ms=until, limit=limit, max_chars=HIT_CHARS
+            self.agent_id,
+            query,
+            since_ms=since,
+            until_ms=until,
+            limit=2 * limit,
+            max_chars=HIT_CHARS,
         )
+        found = [hit for hit in found if not _own(hit)][:limit]
         hits = bounded(found)
         left_out = len(found) - len(hits)
         self.rows.append(
@@ -239,6 +247,20 @@ def bounded(hits: Sequence[RecallHit], total: int = TOTAL_CHARS) -> list[RecallH
         left -= len(hit.content)
         kept.append(hit)
     return kept
+
+
+def _own(hit: RecallHit) -> bool:
+    """A message of an earlier ``recall`` call: its result, or an assistant message that only
+    called it."""
+    if hit.role == "tool":
+        return hit.tool_name == RECALL_TOOL_NAME
+    calls = hit.tool_calls
+    return (
+        hit.role == "assistant"
+        and not hit.content.strip()
+        and bool(calls)
+        and all(c.startswith(f"{RECALL_TOOL_NAME} ") for c in calls)
+    )
 
 
 def _bound_ms(value: Any, field: str, zone: Any, *, end: bool) -> int | None:
