@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -20,6 +21,7 @@ from afp_runtime.errors import AgentDefinitionError
 from afp_runtime.messages import Message, ModelRequest
 from afp_runtime.models import ScriptedModel
 from afp_runtime.scenario import encode_result, run_scenario
+from afp_runtime.store.sqlite.recall import Recall
 from afp_runtime.testing import FakeClock, answer, call, tool_reply
 from tests.store._postgres import FreshDatabase
 
@@ -201,6 +203,43 @@ async def test_refusals_and_no_match_are_observations_and_the_turn_goes_on(
     ]
     assert rows[0]["sinceMs"] == START_MS + 86_400_000 - 9 * 3_600_000
     assert rows[1]["untilMs"] == START_MS + 86_400_000 - 9 * 3_600_000
+
+
+async def test_a_call_run_again_after_a_crash_answers_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn is cut while the search runs, before the call's result is committed; the next
+    ``work()`` runs the call again (a read), which answers the same message: one committed
+    row, the turn answered."""
+    searching = anyio.Event()
+    real_recall = Recall.recall
+    cut = {"on": True}
+
+    async def recall_then_hang(self: Any, *args: Any, **kwargs: Any) -> Any:
+        hits = await real_recall(self, *args, **kwargs)
+        if cut["on"]:
+            searching.set()
+            await anyio.sleep_forever()
+        return hits
+
+    monkeypatch.setattr(Recall, "recall", recall_then_hang)
+    path = tmp_path / "afp.db"
+    clock = FakeClock(START_MS)
+    desk = agent()
+    question = "RECALL " + json.dumps({"query": "warehouse 4471"})
+    async with afp.open(path, clock=clock) as store:
+        await store.run(desk, "The gate code for the Lisbon warehouse is 4471.")
+        async with anyio.create_task_group() as group:
+            group.start_soon(store.run, desk, question)
+            await searching.wait()
+            group.cancel_scope.cancel()
+    cut["on"] = False
+    async with afp.open(path, clock=clock) as store:
+        [result] = await store.work(desk)
+        rows = await store.findings(desk, kind="recall")
+    assert result.status == "answered" and result.answer is not None
+    assert result.answer.endswith("\nThe gate code for the Lisbon warehouse is 4471.")
+    assert [(r["toolCallId"], len(r["returned"])) for r in rows] == [("r1", 1)]
 
 
 async def test_the_april_july_golden_is_the_same_on_postgres(tmp_path: Path) -> None:
