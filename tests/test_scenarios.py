@@ -792,6 +792,28 @@ def _schedules_week(r: Result) -> None:
     assert r["turns"][2] == {"index": 2, "kind": "restart"}
 
 
+def _recall_april_july(r: Result) -> None:
+    # docs/recall.md#the-recall-tool: the April turn folded into a summary without the code;
+    # in July the recall observation holds the original message verbatim, its row names it.
+    fact = "Note for later: the gate code for the Lisbon warehouse is 4471."
+    [fold] = r["turns"][2]["compactions"]
+    assert fold["removedMessageCount"] == 4
+    assert "4471" not in r["summarizerCalls"][0]["response"]["content"]
+    assert r["turns"][3]["clockMs"] == 1_784_106_000_000  # 2026-07-15T09:00:00Z
+    [row] = r["turns"][4]["recallRows"]
+    [returned] = row["returned"]
+    assert (row["query"], returned["source"], returned["runId"]) == (
+        "gate code Lisbon warehouse",
+        "fold",
+        "run-3",
+    )
+    observation = r["modelCalls"][-1]["request"]["messages"][-1]
+    assert observation["role"] == "tool" and observation["toolName"] == "recall"
+    assert observation["content"].endswith("\n" + fact)
+    assert "2026-04-02 09:01 UTC; user; folded into summary" in observation["content"]
+    assert r["turns"][4]["answer"].startswith("The gate code for the Lisbon warehouse is 4471")
+
+
 CLAIMS: dict[str, Callable[[Result], None]] = {
     "auth_error_held": _auth_held,
     "checkin_abandoned": _checkin_abandoned,
@@ -814,6 +836,7 @@ CLAIMS: dict[str, Callable[[Result], None]] = {
     "plain_tool_loop": _plain_tool_loop,
     "rate_limited_then_success": _rate_limited,
     "repeated_call_note": _repeated_call_note,
+    "recall_april_july": _recall_april_july,
     "recency_pin_stand_down": _recency_pin,
     "restart_between_messages": _restart,
     "schedules_weekday_week_and_wakeup": _schedules_week,

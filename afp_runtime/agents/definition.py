@@ -134,6 +134,7 @@ class Agent(Definition):
         output_retries: int = 2,
         schedules: Sequence[Schedule] = (),
         schedule_wakeup: bool = False,
+        recall: bool = False,
     ) -> None:
         # The keywords are the declaration's (tests/loop/test_config_options.py holds them to it);
         # each is checked by it, and what it keeps becomes an attribute typed by Definition.

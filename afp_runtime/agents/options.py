@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, get_args, get_type_hints
 
 import msgspec
 
+from afp_runtime.agents.recall_tool import RECALL_ENTRY, RecallExtension
 from afp_runtime.agents.schedules import check_declared_schedules
 from afp_runtime.agents.tables import ConfigStruct, ModelConfig, ToolConfig, WindowConfig
 from afp_runtime.agents.wakeup import WAKEUP_ENTRY, WakeupExtension
@@ -338,6 +339,15 @@ class AgentConfig(ConfigStruct):
             check=_bool,
         ),
     ] = False
+    recall: Annotated[
+        bool,
+        Option(
+            doc="offers the model the built-in `recall` tool: it may search the messages that "
+            "left its window",
+            see="docs/recall.md#the-recall-tool",
+            check=_bool,
+        ),
+    ] = False
 
 
 PYTHON_ONLY: Mapping[str, Any] = {"compaction": None, "extensions": ()}
@@ -430,9 +440,9 @@ def _across(given: Mapping[str, Any], kept: dict[str, Any]) -> dict[str, Any]:
     # The fact pin applies only to an armed agent with a window strategy
     # (docs/findings.md#the-keep-ledger-facts-dial).
     kept["fact_limit"] = fact_limit if findings is not None and strategy is not None else 0
-    if kept.pop("schedule_wakeup"):
-        # The built-in tool joins the agent's own; a tool of that name is then a clash.
-        kept["tools"] = (*kept["tools"], WAKEUP_ENTRY)
+    # The built-in tools switched on join the agent's own; a tool of such a name is a clash.
+    built_in = {"schedule_wakeup": WAKEUP_ENTRY, "recall": RECALL_ENTRY}
+    kept["tools"] = (*kept["tools"], *(t for key, t in built_in.items() if kept.pop(key)))
     names: set[str] = set()
     for tool in kept["tools"]:
         if tool.name in names:
@@ -449,6 +459,7 @@ def _across(given: Mapping[str, Any], kept: dict[str, Any]) -> dict[str, Any]:
         *([FindingsExtension(findings)] if findings is not None else []),
         *([PermissionsExtension(gate)] if gate is not None else []),
         *([WakeupExtension(time.zone if time else None)] if WAKEUP_ENTRY in kept["tools"] else []),
+        *([RecallExtension(time.zone if time else None)] if RECALL_ENTRY in kept["tools"] else []),
         *given["extensions"],
     )
     return kept

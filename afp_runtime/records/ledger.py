@@ -38,6 +38,7 @@ LEDGER_KINDS: Final[Mapping[str, str]] = {
     "call": "time",
     "permission": "permissions",
     "schedule": "agents",
+    "recall": "agents",
 }
 """Every ledger row kind a layer files, and the layer that owns its class
 (docs/storage.md#typed-ledger-rows)."""

@@ -111,6 +111,7 @@ class Host:
             time=agent.time,
             schedules=list(agent.schedules),
             schedule_wakeup=agent.schedule_wakeup,
+            recall=agent.recall,
         )
         summarizer = (
             ScriptedModel(self.world.summarize, model=scenario.strategy.options.model)

@@ -76,6 +76,7 @@ class AgentSpec(_Input, frozen=True, kw_only=True):
     time: Any = None  # a TimeConfig in wire form, decoded by ``time_config_of``
     schedules: list[Any] = []  # schedules in wire form, checked by ``_wait.declared_of``
     schedule_wakeup: bool = False
+    recall: bool = False
 
 
 class UsageSpec(_Input, frozen=True, kw_only=True):

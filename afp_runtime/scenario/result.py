@@ -92,6 +92,7 @@ class StepResult(_Output, frozen=True, kw_only=True):
         time_rows: time rows the step added (``clock``, ``time-reading``, ``time-answer``,
             ``call-window``, ``call``; docs/time.md#row-kinds), oldest first.
         schedule_rows: ``schedule`` rows the step added (``scheduleWakeup`` calls), when any.
+        recall_rows: ``recall`` rows the step added (``recall`` calls), when any.
         clock_ms: for ``wait`` steps, the virtual clock when the step ended.
         deliveries: for ``wait`` steps, every due instant delivered, in order, with its turn.
         schedules: for ``wait`` steps, the agent's schedules when the step ended, by name.
@@ -111,6 +112,7 @@ class StepResult(_Output, frozen=True, kw_only=True):
     permissions: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
     time_rows: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
     schedule_rows: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
+    recall_rows: tuple[dict[str, Any], ...] | msgspec.UnsetType = msgspec.UNSET
     clock_ms: int | msgspec.UnsetType = msgspec.UNSET
     deliveries: tuple[DeliveryView, ...] | msgspec.UnsetType = msgspec.UNSET
     schedules: tuple[ScheduleState, ...] | msgspec.UnsetType = msgspec.UNSET

@@ -47,6 +47,7 @@ import anyio
 import msgspec
 
 from afp_runtime.agents import import_checkpoint
+from afp_runtime.agents.recall_tool import RecallRow
 from afp_runtime.app import StoredRun, answer_status, conform, final_answer
 from afp_runtime.app import folded as folded_spans
 from afp_runtime.cost import cost_wire
@@ -389,6 +390,8 @@ class _Runner:
             permissions=_wire(r for r in ledger if isinstance(r, PermissionRow)) or msgspec.UNSET,
             time_rows=_wire(r for r in ledger if isinstance(r, TIME_ROW_TYPES)),
             schedule_rows=schedule_rows(ledger),
+            # Only when the agent recalled, so other results keep their bytes.
+            recall_rows=_wire(r for r in ledger if isinstance(r, RecallRow)) or msgspec.UNSET,
         )
 
 

@@ -33,6 +33,8 @@ DERIVED = {"output_retries", "keep_ledger_facts", "permissions", "findings", "ti
 DERIVED |= {"schedules"}
 # Becomes a tool and an extension (docs/schedules.md#the-schedulewakeup-tool).
 DERIVED |= {"schedule_wakeup"}
+# Becomes a tool and an extension (docs/recall.md#the-recall-tool).
+DERIVED |= {"recall"}
 # What the loop reads that is not a plain value of options (adapters, state of the definition).
 NOT_VALUES = {"model", "extensions", "warned", "resources", "output"}
 
