@@ -1,0 +1,124 @@
+"""The endpoint that searches what left an agent's window (docs/api.md#recall,
+docs/recall.md#for-people): ``GET /v1/agents/{agentId}/recall?q=&since=&until=&limit=``.
+
+The handler only translates: the text of the query string goes to ``recall_answer`` (the one
+use case ``app.recall`` behind it), and a refusal comes back as 400 ``invalid-query`` naming the
+parameter and why. A read: open to every principal, as the other per-agent reads.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import get
+from litestar.datastructures import State
+
+from afp_runtime.api._context import context_of
+from afp_runtime.api._operation_parts import AGENT, Operation, query
+from afp_runtime.api._params import NUMBER, PathText
+from afp_runtime.api._params import query as query_param
+from afp_runtime.api._problems import ApiError
+from afp_runtime.api.recall_answer import RecallAnswer, recall_answer
+from afp_runtime.app.recalling import DEFAULT_LIMIT, MAX_LIMIT
+from afp_runtime.errors import InvalidValue
+
+__all__ = ["HANDLERS", "OPERATIONS"]
+
+_WHEN_SCHEMA = {"type": "string", "maxLength": 40}
+
+
+def limit_of(text: str | None) -> int | None:
+    """``limit`` as a count of hits from 1 to ``MAX_LIMIT``; None when not given."""
+    if text is None:
+        return None
+    if NUMBER.fullmatch(text) is None or int(text) > MAX_LIMIT:
+        raise ApiError(
+            400,
+            "invalid-query",
+            f"limit must be an integer from 1 to {MAX_LIMIT}",
+            field="limit",
+            value=text,
+        )
+    return int(text)
+
+
+def refused(exc: InvalidValue) -> ApiError:
+    """400 ``invalid-query`` for a refused ``q``, ``since``, ``until`` or ``limit``."""
+    field = exc.context.get("field")
+    return ApiError(
+        400,
+        "invalid-query",
+        exc.message,
+        field=field if isinstance(field, str) else "q",
+        value=exc.context.get("value", ""),
+    )
+
+
+@get("/v1/agents/{agent_id:str}/recall")
+async def agent_recall(
+    state: State,
+    agent_id: PathText,
+    q: Annotated[str | None, query_param("q")] = None,
+    since: Annotated[str | None, query_param("since")] = None,
+    until: Annotated[str | None, query_param("until")] = None,
+    limit: Annotated[str | None, query_param("limit")] = None,
+) -> RecallAnswer:
+    """The agent's messages that left its window matching ``q``, best first, bounded."""
+    ctx = context_of(state)
+    await ctx.agent(agent_id)
+    if q is None:
+        raise ApiError(400, "invalid-query", "q (the words to search for) is required", field="q")
+    count = limit_of(limit)
+    try:
+        return await recall_answer(ctx.reader, agent_id, q, since=since, until=until, limit=count)
+    except InvalidValue as exc:
+        raise refused(exc) from None
+
+
+HANDLERS = [agent_recall]
+
+_EXAMPLE = {
+    "agentId": "demo",
+    "query": "order 1042",
+    "items": [
+        {
+            "agentId": "demo",
+            "source": {
+                "kind": "fold",
+                "runId": "run-01a233e3-26c0-79d9-ab62-561d14684c14",
+                "stageId": "window#9",
+                "fingerprint": "6f1d0c8a3b1e4f6a9c2d7e5b8a0f3c1d2e4b6a8c0d1f3e5a7b9c2d4e6f8a0b1c",
+            },
+            "role": "user",
+            "content": "Where is order 1042?",
+            "saidAtMs": 1796166854146,
+            "rank": 2.31,
+        }
+    ],
+}
+
+OPERATIONS = (
+    Operation(
+        "GET",
+        "/v1/agents/{agentId}/recall",
+        "Search what left the agent's window",
+        "window",
+        RecallAnswer,
+        params=(
+            AGENT,
+            {
+                **query("q", {"type": "string", "maxLength": 1000}, "the words to search for"),
+                "required": True,
+            },
+            query("since", _WHEN_SCHEMA, "said at or after: an instant, a UTC date or epoch ms"),
+            query("until", _WHEN_SCHEMA, "said before: an instant, a UTC date or epoch ms"),
+            query(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+                "hits at most",
+            ),
+        ),
+        example=_EXAMPLE,
+    ),
+)
+"""The endpoint's row of the API's table of operations (``_operations.OPERATIONS``)."""
