@@ -19,12 +19,20 @@ from afp_runtime.api._params import NUMBER, PathText
 from afp_runtime.api._params import query as query_param
 from afp_runtime.api._problems import ApiError
 from afp_runtime.api.recall_answer import RecallAnswer, recall_answer
-from afp_runtime.app.recalling import DEFAULT_LIMIT, MAX_LIMIT
 from afp_runtime.errors import InvalidValue
 
-__all__ = ["HANDLERS", "OPERATIONS"]
+__all__ = ["DEFAULT_LIMIT", "HANDLERS", "MAX_LIMIT", "OPERATIONS"]
 
-_WHEN_SCHEMA = {"type": "string", "maxLength": 40}
+# app.recall's bounds (docs/recall.md#search), as the document states them; the use case
+# refuses past them itself, and tests/api/test_recall.py holds the two equal.
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
+
+_WHEN_SCHEMA = {
+    "type": "string",
+    "pattern": r"^([0-9]{1,15}|[0-9]{4}-[0-9]{2}-[0-9]{2}"
+    r"(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?(Z|[+-][0-9]{2}:[0-9]{2}))?)$",
+}
 
 
 def limit_of(text: str | None) -> int | None:

@@ -233,3 +233,14 @@ async def test_a_read_open_to_every_principal_and_closed_without_a_token(
     assert folded.status_code == 200 and recall.status_code == 200
     assert recall.json()["items"][0]["content"] == HOSTILE
     assert anonymous.status_code == 401
+
+
+def test_the_documented_bounds_are_the_use_cases() -> None:
+    """The OpenAPI document's ``limit`` default and maximum are ``app.recall``'s."""
+    from afp_runtime.api import recall
+    from afp_runtime.app import recalling
+
+    assert (recall.DEFAULT_LIMIT, recall.MAX_LIMIT) == (
+        recalling.DEFAULT_LIMIT,
+        recalling.MAX_LIMIT,
+    )
