@@ -85,26 +85,6 @@ async def agent_recall(
 
 HANDLERS = [agent_recall]
 
-_EXAMPLE = {
-    "agentId": "demo",
-    "query": "order 1042",
-    "items": [
-        {
-            "agentId": "demo",
-            "source": {
-                "kind": "fold",
-                "runId": "run-01a233e3-26c0-79d9-ab62-561d14684c14",
-                "stageId": "window#9",
-                "fingerprint": "6f1d0c8a3b1e4f6a9c2d7e5b8a0f3c1d2e4b6a8c0d1f3e5a7b9c2d4e6f8a0b1c",
-            },
-            "role": "user",
-            "content": "Where is order 1042?",
-            "saidAtMs": 1796166854146,
-            "rank": 2.31,
-        }
-    ],
-}
-
 OPERATIONS = (
     Operation(
         "GET",
@@ -126,7 +106,7 @@ OPERATIONS = (
                 "hits at most",
             ),
         ),
-        example=_EXAMPLE,
     ),
 )
-"""The endpoint's row of the API's table of operations (``_operations.OPERATIONS``)."""
+"""The endpoint's row of the API's table of operations (``_operations.OPERATIONS``); its example
+is a real answer, captured by ``scripts/openapi_examples.py``."""
