@@ -50,16 +50,12 @@ def limit_of(text: str | None) -> int | None:
     return int(text)
 
 
-def refused(exc: InvalidValue) -> ApiError:
-    """400 ``invalid-query`` for a refused ``q``, ``since``, ``until`` or ``limit``."""
-    field = exc.context.get("field")
-    return ApiError(
-        400,
-        "invalid-query",
-        exc.message,
-        field=field if isinstance(field, str) else "q",
-        value=exc.context.get("value", ""),
-    )
+def refused(exc: InvalidValue, given: dict[str, str | None]) -> ApiError:
+    """400 ``invalid-query`` for a refused ``q``, ``since``, ``until`` or ``limit``, echoing
+    what was sent for it (cut to 200 code points like every echoed value)."""
+    found = exc.context.get("field")
+    field = found if isinstance(found, str) and found in given else "q"
+    return ApiError(400, "invalid-query", exc.message, field=field, value=given[field] or "")
 
 
 @get("/v1/agents/{agent_id:str}/recall")
@@ -80,7 +76,8 @@ async def agent_recall(
     try:
         return await recall_answer(ctx.reader, agent_id, q, since=since, until=until, limit=count)
     except InvalidValue as exc:
-        raise refused(exc) from None
+        given = {"q": q, "since": since, "until": until, "limit": limit}
+        raise refused(exc, given) from None
 
 
 HANDLERS = [agent_recall]
