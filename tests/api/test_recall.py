@@ -7,15 +7,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from afp_runtime.agents import Agent
 from afp_runtime.api.principals import Principals, add_token, parse_tokens
+from afp_runtime.api.recall_answer import instant_ms
 from afp_runtime.demo import LOOKUP_ORDER, SHIPPING_STATUS, demo_script
+from afp_runtime.errors import InvalidValue
 from afp_runtime.host import Host
 from afp_runtime.models import ScriptedModel
 from afp_runtime.testing import FakeClock
@@ -245,3 +250,33 @@ def test_the_documented_bounds_are_the_use_cases() -> None:
         recalling.DEFAULT_LIMIT,
         recalling.MAX_LIMIT,
     )
+
+
+@given(
+    moment=st.datetimes(
+        min_value=datetime(2, 1, 1), max_value=datetime(9998, 12, 31), timezones=st.just(UTC)
+    ),
+    offset_min=st.integers(min_value=-23 * 60 - 59, max_value=23 * 60 + 59),
+)
+def test_an_instant_reads_as_the_milliseconds_it_names(moment: datetime, offset_min: int) -> None:
+    """An instant written with any offset, seconds and milliseconds reads as the epoch
+    milliseconds of that moment (the reading ``since`` and ``until`` share on every door)."""
+    zone = timezone(timedelta(minutes=offset_min))
+    local = moment.astimezone(zone)
+    sign = "-" if offset_min < 0 else "+"
+    hours, minutes = divmod(abs(offset_min), 60)
+    text = local.strftime("%Y-%m-%dT%H:%M:%S") + f".{local.microsecond // 1000:03d}"
+    text = f"{local.year:04d}" + text[text.index("-") :] + f"{sign}{hours:02d}:{minutes:02d}"
+    expected = (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+    assert instant_ms("since", text) == expected
+    assert instant_ms("since", str(max(expected, 0))) == max(expected, 0)
+
+
+@pytest.mark.parametrize(
+    "text", ["2026-02-30", "2026-13-01", "2026-04-01T24:00Z", "2026-04-01T09:30", "1e3", "٣"]
+)
+def test_a_time_that_names_no_instant_is_refused(text: str) -> None:
+    """An impossible day or hour, an instant without its offset, other digits: refused."""
+    with pytest.raises(InvalidValue) as caught:
+        instant_ms("until", text)
+    assert caught.value.context["field"] == "until"
