@@ -27,6 +27,8 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "afp_runtime" / "api" / "openapi_examples.json"
 TEXT_LIMIT = 160
+# Query parameters an operation needs to answer at all (a search's words).
+QUERIES = {"getAgentsAgentIdRecall": {"q": "order 1042"}}
 
 sys.path.insert(0, str(REPO))
 from afp_runtime.api._operations import OPERATIONS  # noqa: E402
@@ -89,7 +91,7 @@ def capture(base: str) -> dict[str, Any]:
             )
             if "{" in path:
                 continue
-            answer = client.get(path)
+            answer = client.get(path, params=QUERIES.get(op.operation_id))
             if answer.status_code == 200 and answer.json().get("items") != []:
                 examples[op.operation_id] = _trimmed(answer.json())
     return examples

@@ -36,6 +36,7 @@ from afp_runtime.api._operation_parts import (
 from afp_runtime.api._params import AGENT_ID, ROW_KIND, RUN_ID, TOOL_CALL_ID, Page
 from afp_runtime.api._schedule_operations import SCHEDULE_OPERATIONS
 from afp_runtime.api.constants import INBOX_STATUSES, MAX_SERVED_PAGE, QUESTION_STATUSES
+from afp_runtime.api.recall import OPERATIONS as RECALL_OPERATIONS
 from afp_runtime.api.shapes import (
     AgentView,
     AnswerAccepted,
@@ -225,6 +226,7 @@ OPERATIONS: tuple[Operation, ...] = (
         FoldedMessages,
         params=(AGENT, FOLD, query("fromLog", FLAG, "read them from the commit log"), *paging()),
     ),
+    *RECALL_OPERATIONS,
     Operation(
         "GET",
         "/v1/agents/{agentId}/findings",

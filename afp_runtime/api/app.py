@@ -19,7 +19,17 @@ from litestar import Litestar, Response, get
 from litestar.datastructures import State
 
 from afp_runtime._version import VERSION
-from afp_runtime.api import agents, events, findings, inbox, questions, runs, schedules, window
+from afp_runtime.api import (
+    agents,
+    events,
+    findings,
+    inbox,
+    questions,
+    recall,
+    runs,
+    schedules,
+    window,
+)
 from afp_runtime.api._context import STATE_KEY, ApiContext
 from afp_runtime.api._guard import Guard
 from afp_runtime.api._problems import EXCEPTION_HANDLERS
@@ -106,6 +116,7 @@ def create_app(
             *agents.HANDLERS,
             *inbox.HANDLERS,
             *window.HANDLERS,
+            *recall.HANDLERS,
             *findings.HANDLERS,
             *questions.HANDLERS,
             *schedules.HANDLERS,

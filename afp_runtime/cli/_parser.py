@@ -249,6 +249,18 @@ _COMMANDS: tuple[_Command, ...] = (
         ),
     ),
     _Command(
+        "recall",
+        "recall:cmd_recall",
+        "Search what left an agent's window (folded or dropped messages) by words.",
+        (
+            _AGENT,
+            _arg("query", help="the words to search for (text, never syntax)"),
+            _arg("--since", help="said at or after: an instant, a UTC date or epoch ms"),
+            _arg("--until", help="said before: an instant, a UTC date or epoch ms"),
+            _arg("--limit", type=_count, help="hits at most (default 10, at most 50)"),
+        ),
+    ),
+    _Command(
         "findings",
         "reads:cmd_findings",
         "List the findings ledger: rows, standings, conflicts.",

@@ -20,7 +20,7 @@ from .conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "configs" / "demo.toml"
-OPERATIONS = 37
+OPERATIONS = 38
 
 # An agent that asks a person (a tool question, then an approval check-in) and has time enabled,
 # and one whose model key is refused (every turn is held).
@@ -95,6 +95,12 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404",
 [[operations]]
 include-name = "PUT /v1/agents/{agentId}/schedules/{name}"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "422"]
+
+# A recall query's words (at least one, at most 32) are a rule a JSON schema cannot hold either:
+# 400 names q and why (docs/recall.md#queries).
+[[operations]]
+include-name = "GET /v1/agents/{agentId}/recall"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "404"]
 """
 
 

@@ -217,14 +217,27 @@ async def call_view(
 
 @get("/agents/{agent_id:str}/folds", include_in_schema=False)
 async def folds_list(
-    state: State, agent_id: PathText, prefix: Annotated[str | None, query("prefix")] = None
+    state: State,
+    agent_id: PathText,
+    prefix: Annotated[str | None, query("prefix")] = None,
+    q: Annotated[str | None, query("q")] = None,
+    since: Annotated[str | None, query("since")] = None,
+    until: Annotated[str | None, query("until")] = None,
 ) -> Response[Any]:
-    """Every fold of the agent; with ``?prefix=`` (the page's find form), that fold."""
+    """Every fold of the agent; with ``?prefix=`` (the page's find form), that fold; with
+    ``?q=`` (its search box), what left the window matching it (docs/recall.md#for-people)."""
     if prefix is not None:
         await context_of(state).agent(agent_id)
         wanted = path_param("prefix", prefix.strip().lower(), FOLD_PREFIX)
         return Redirect(f"/agents/{agent_id}/folds/{wanted}", status_code=303)
-    return await _agent_page(state, agent_id, "folds.html", lambda ctx: folds_page(ctx, agent_id))
+    page = await _agent_page(
+        state,
+        agent_id,
+        "folds.html",
+        lambda ctx: folds_page(ctx, agent_id, q=q, since=since, until=until),
+    )
+    page.status_code = page.context["status_code"]  # 400 when the search was refused
+    return page
 
 
 @get("/agents/{agent_id:str}/folds/{prefix:str}", include_in_schema=False)
