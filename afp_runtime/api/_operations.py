@@ -59,13 +59,9 @@ from afp_runtime.store import RunRow, StoredBundle
 Window = dict[str, Any]
 Row = dict[str, Any]
 
-
 _EVENT_EXAMPLE = 'id: 3f2a-12\nevent: turn.ended\ndata: {"type":"turn.ended"}\n\n'
 
-
-_REFUSALS: list[dict[str, Any]] = [
-    {"reason": "inside-keep-window", "turnIndex": 4, "messageIndex": 6}
-]
+_REFUSALS: list[Row] = [{"reason": "inside-keep-window", "turnIndex": 4, "messageIndex": 6}]
 _WINDOW_RECORD = {
     "strategy": "sliding-window",
     "iteration": 2,
