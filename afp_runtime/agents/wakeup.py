@@ -24,14 +24,15 @@ from typing import Any, Final
 import anyio.to_thread
 import msgspec
 
+from afp_runtime.agents.builtin_tools import BoundToolRun
 from afp_runtime.agents.schedules import schedule_entry
 from afp_runtime.errors import InvalidValue, StateError
-from afp_runtime.extensions import Dispatch, RunExtension, RunStart
+from afp_runtime.extensions import RunStart
 from afp_runtime.records import LedgerRowBase, register_ledger_row
 from afp_runtime.schedules import WAKEUP_TOOL, wakeup_schedule
 from afp_runtime.store import ScheduleRow
 from afp_runtime.time import load_zone
-from afp_runtime.tools import PlannedCall, Tool, ToolContext
+from afp_runtime.tools import Tool, ToolContext
 
 WAKEUP_LIMIT: Final = 20
 """How many model-set schedules still to fire an agent may hold at once."""
@@ -90,37 +91,10 @@ class WakeupExtension:
         return WakeupRun(self.zone, run)
 
 
-class WakeupRun(RunExtension, Dispatch):
-    """One run: the tool bound to the run's store; the rows its calls filed, handed over with
-    the batch's results."""
+class WakeupRun(BoundToolRun):
+    """One run: the tool bound to the run's store."""
 
-    def __init__(self, zone: str, run: RunStart) -> None:
-        self.zone = zone
-        self.agent_id = run.agent_id
-        self.store = run.store
-        self.rows: list[dict[str, Any]] = []
-        self.bound = Tool(
-            name=WAKEUP_ENTRY.name,
-            description=WAKEUP_ENTRY.description,
-            input_schema=WAKEUP_ENTRY.input_schema,
-            fn=self._call,
-            idempotent=True,
-        )
-
-    def dispatching(self) -> Dispatch:
-        return self
-
-    def prepare(self, plan: PlannedCall) -> PlannedCall:
-        if plan.tool is not WAKEUP_ENTRY:
-            return plan
-        return PlannedCall(call=plan.call, tool=self.bound, args=plan.args, outcome=plan.outcome)
-
-    def context(self, tool_call_id: str) -> Mapping[str, Any]:
-        return {}
-
-    def take_rows(self) -> list[dict[str, Any]]:
-        rows, self.rows = self.rows, []
-        return rows
+    entry = WAKEUP_ENTRY
 
     async def _call(self, args: Any, ctx: ToolContext) -> str:
         put = getattr(self.store, "put_schedule", None)
