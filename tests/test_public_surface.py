@@ -544,6 +544,7 @@ SURFACES: dict[str, list[str]] = {
         "open_store",
         "shown_location",
         "sqlite_path",
+        "within_chars",
     ],
     "schedules": [
         "CatchUp",

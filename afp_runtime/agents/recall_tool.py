@@ -21,7 +21,7 @@ from afp_runtime.agents.builtin_tools import BoundToolRun
 from afp_runtime.errors import InvalidValue, StateError
 from afp_runtime.extensions import RunStart
 from afp_runtime.records import LedgerRowBase, register_ledger_row
-from afp_runtime.store import RecallHit
+from afp_runtime.store import RecallHit, within_chars
 from afp_runtime.time import load_zone
 from afp_runtime.tools import Tool, ToolContext
 
@@ -185,7 +185,7 @@ class RecallRun(BoundToolRun):
             max_chars=HIT_CHARS,
         )
         found = [hit for hit in found if not _own(hit)][:limit]
-        hits = bounded(found)
+        hits = within_chars(found, TOTAL_CHARS)
         left_out = len(found) - len(hits)
         self.rows.append(
             msgspec.to_builtins(
@@ -202,25 +202,6 @@ class RecallRun(BoundToolRun):
             )
         )
         return recall_text(query, hits, self.zone, since=since, until=until, left_out=left_out)
-
-
-def bounded(hits: Sequence[RecallHit], total: int = TOTAL_CHARS) -> list[RecallHit]:
-    """``hits`` with their contents cut to ``total`` characters together, in order: a hit that
-    would pass it is cut to what is left (its ``content_cut`` grows by what was cut), and once
-    nothing is left the rest are left out."""
-    kept: list[RecallHit] = []
-    left = total
-    for hit in hits:
-        if left <= 0:
-            break
-        if len(hit.content) > left:
-            cut = len(hit.content) - left
-            hit = msgspec.structs.replace(
-                hit, content=hit.content[:left], content_cut=hit.content_cut + cut
-            )
-        left -= len(hit.content)
-        kept.append(hit)
-    return kept
 
 
 def _own(hit: RecallHit) -> bool:

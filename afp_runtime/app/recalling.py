@@ -12,10 +12,8 @@ Readings settled here:
 
 from __future__ import annotations
 
-import msgspec
-
 from afp_runtime.errors import InvalidValue, NotFound
-from afp_runtime.store import RecallHit, Store
+from afp_runtime.store import RecallHit, Store, within_chars
 
 DEFAULT_LIMIT = 10
 """Hits a search answers unless asked for fewer or more."""
@@ -68,20 +66,4 @@ async def recall(
     )
     if not hits and await store.conversation_state(agent_id) is None:
         raise NotFound(f"there is no agent {agent_id!r}", what="agent", value=agent_id)
-    return _bounded(hits, max_total_chars)
-
-
-def _bounded(hits: list[RecallHit], total: int) -> list[RecallHit]:
-    kept: list[RecallHit] = []
-    left = total
-    for hit in hits:
-        if left <= 0:
-            break
-        if len(hit.content) > left:
-            cut = len(hit.content) - left
-            hit = msgspec.structs.replace(
-                hit, content=hit.content[:left], content_cut=hit.content_cut + cut
-            )
-        left -= len(hit.content)
-        kept.append(hit)
-    return kept
+    return within_chars(hits, max_total_chars)

@@ -24,7 +24,7 @@ from afp_runtime.store.opening import (
     shown_location,
     sqlite_path,
 )
-from afp_runtime.store.recall_values import RecallHit, RecallSource
+from afp_runtime.store.recall_values import RecallHit, RecallSource, within_chars
 from afp_runtime.store.values import (
     Ack,
     AgentClaim,
@@ -75,4 +75,5 @@ __all__ = [
     "open_store",
     "shown_location",
     "sqlite_path",
+    "within_chars",
 ]

@@ -3,6 +3,7 @@ the store indexes it and as a search answers it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import msgspec
@@ -71,3 +72,22 @@ class RecallHit(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_
     tool_calls: tuple[str, ...] = ()
     tool_name: str | None = None
     content_cut: int = 0
+
+
+def within_chars(hits: Sequence[RecallHit], total: int) -> list[RecallHit]:
+    """``hits`` with their contents cut to ``total`` characters together, in order: a hit that
+    would pass it is cut to what is left (its ``content_cut`` grows by what was cut), and once
+    nothing is left the rest are left out (docs/recall.md#search)."""
+    kept: list[RecallHit] = []
+    left = total
+    for hit in hits:
+        if left <= 0:
+            break
+        if len(hit.content) > left:
+            cut = len(hit.content) - left
+            hit = msgspec.structs.replace(
+                hit, content=hit.content[:left], content_cut=hit.content_cut + cut
+            )
+        left -= len(hit.content)
+        kept.append(hit)
+    return kept
