@@ -280,3 +280,38 @@ def test_a_hostile_prompt_is_shown_inert(desk: Path) -> None:
     assert command.endswith(" '<your answer>'")
     [question] = _open_questions(desk / "afp.db")
     assert question.prompt == HOSTILE
+
+
+def test_run_with_a_live_host_holding_the_agent_is_refused_before_anything_runs(
+    desk: Path,
+) -> None:
+    """``afp run`` beside a host that holds the agent would run its turns a second time (a
+    refund twice): exit 5 naming the host and what to do instead, nothing posted or run."""
+    db = desk / "afp.db"
+    first = afp(desk, "run", "desk.toml", "-m", "hello")
+    assert first.returncode in (0, 6), first.stderr
+
+    async def hold() -> list[str]:
+        store = await open_store(db, now_ms=0)
+        try:
+            epoch = await store.acquire_lease("host-a", now_ms=0, ttl_ms=2**62)
+            assert epoch is not None
+            assert await store.claim_agent("desk", "host-a", epoch, now_ms=0)
+            return [row.message_id for row in await store.inbox("desk")]
+        finally:
+            await store.aclose()
+
+    before = anyio.run(hold)
+    refused = afp(desk, "run", "desk.toml", "-m", "refund 4520")
+    assert refused.returncode == 5, refused.stderr
+    assert "host 'host-a' holds agent 'desk'" in refused.stderr
+    assert "afp send" in refused.stderr and "Traceback" not in refused.stderr
+
+    async def inbox() -> list[str]:
+        store = await open_store(db, now_ms=0)
+        try:
+            return [row.message_id for row in await store.inbox("desk")]
+        finally:
+            await store.aclose()
+
+    assert anyio.run(inbox) == before

@@ -62,15 +62,20 @@ async def open_questions(store: Store, agent_id: str, turn: int) -> list[Questio
     return [row for row in await store.questions(agent_id, status="open") if row.turn == turn]
 
 
-async def not_held(store: Store, agent_id: str, *, now_ms: int) -> None:
+async def not_held(
+    store: Store,
+    agent_id: str,
+    *,
+    now_ms: int,
+    instead: str = "answer without --run and it picks the turn up within its poll interval",
+) -> None:
     """Refuse (exit 5, before anything is written) when a live host holds the agent: it runs
-    the agent's turns itself, and a second driver here would race it."""
+    the agent's turns itself, and a second driver here would race it (a tool run twice)."""
     claim = await store.agent_claim(agent_id, now_ms=now_ms)
     if claim is not None and claim.live:
         raise Refused(
             f"host {claim.host_id!r} holds agent {agent_id!r} and continues its turns itself: "
-            "answer without --run and it picks the turn up within its poll interval (a host "
-            "that was killed holds it until its lease runs out)"
+            f"{instead} (a host that was killed holds it until its lease runs out)"
         )
 
 

@@ -157,7 +157,19 @@ async def _report(
 async def cmd_run(args: Any) -> int:
     """Run an agent config once: finish unfinished work, then answer ``--message``."""
     messages = [args.message] if args.message else []
-    definition, outcomes, _, waiting = await _drive(args, messages)
+    definition = await definition_from(args.config, args.agent)
+    try:
+        async with opened(args.db) as store:
+            await pausing.not_held(
+                store,
+                definition.agent_id,
+                now_ms=SystemClock().now_ms(),
+                instead="send it the message through the host (afp send) and it answers it",
+            )
+    except BaseException:
+        await definition.aclose()
+        raise
+    definition, outcomes, _, waiting = await _drive(args, messages, definition)
     return await _report(args, definition.agent_id, outcomes, waiting, queued=bool(messages))
 
 
