@@ -219,7 +219,6 @@ SURFACES: dict[str, list[str]] = {
     ],
     "host": [
         "AgentNotHosted",
-        "AgentProfile",
         "DEFAULT_RING_SIZE",
         "DEFAULT_SUBSCRIBER_BUFFER",
         "Delivered",

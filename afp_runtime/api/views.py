@@ -5,7 +5,7 @@ Litestar-free, so ``afp`` prints the very same bodies without loading the HTTP s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -15,14 +15,11 @@ from afp_runtime.app import MessageOutcome
 from afp_runtime.records import QuestionRow
 from afp_runtime.store import AgentRow, DefinitionSummary, Store
 
-if TYPE_CHECKING:
-    from afp_runtime.host import AgentProfile
-
 
 async def agent_view(
     reader: Store,
     row: AgentRow,
-    profile: AgentProfile | None,
+    profile: DefinitionSummary | None,
     *,
     now_ms: int,
     live: str | None = None,
@@ -39,7 +36,7 @@ async def agent_view(
     turn = state.open_turn if state is not None else None
     queued = await reader.inbox(row.agent_id, status="queued")
     open_questions = await reader.questions(row.agent_id, status="open")
-    known: AgentProfile | DefinitionSummary | None = profile or row.definition
+    known: DefinitionSummary | None = profile or row.definition
     return AgentView(
         agent_id=row.agent_id,
         status=status,

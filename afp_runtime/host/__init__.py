@@ -9,7 +9,7 @@ from afp_runtime.host.events import (
     StreamGap,
     Subscription,
 )
-from afp_runtime.host.host import AgentProfile, Host
+from afp_runtime.host.host import Host
 from afp_runtime.host.states import (
     AgentNotHosted,
     HostState,
@@ -21,7 +21,6 @@ from afp_runtime.host.watch import HostWatch
 
 __all__ = [
     "AgentNotHosted",
-    "AgentProfile",
     "DEFAULT_RING_SIZE",
     "DEFAULT_SUBSCRIBER_BUFFER",
     "Delivered",

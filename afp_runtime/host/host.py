@@ -22,8 +22,6 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, cast
 
-import msgspec
-
 from afp_runtime import models
 from afp_runtime.agents import Agent
 from afp_runtime.errors import AgentDefinitionError
@@ -43,35 +41,10 @@ from afp_runtime.host.workers import HostedAgent, Workers
 from afp_runtime.loop import AgentDriver, Emitter, IdFactory, KeptResults, LoopHooks
 from afp_runtime.models import Model
 from afp_runtime.records import Clock, QuestionRow, StoreFault
-from afp_runtime.store import Ack, Store
+from afp_runtime.store import Ack, DefinitionSummary, Store
 from afp_runtime.telemetry import Telemetry, TelemetrySink
 
-__all__ = ["AgentProfile", "Host"]
-
-
-class AgentProfile(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """What the host knows of a hosted agent's definition.
-
-    Attributes:
-        agent_id: the agent (wire ``agentId``).
-        model: the model id sent on the wire.
-        provider: the adapter's provider name.
-        tool_names: the agent's tools in declaration order (wire ``toolNames``).
-        max_iterations: the step budget (wire ``maxIterations``).
-        durability: ``sync``, ``iteration`` or ``turn``.
-        window_strategy: the window strategy's name, absent without one (wire
-            ``windowStrategy``).
-        time_zone: the agent's configured zone (time layer), absent without one.
-    """
-
-    agent_id: str
-    model: str
-    provider: str
-    tool_names: tuple[str, ...]
-    max_iterations: int
-    durability: str
-    window_strategy: str | None = None
-    time_zone: str | None = None
+__all__ = ["Host"]
 
 
 def _checked_limits(max_active_turns: object, poll_interval_s: float, grace_s: object) -> float:
@@ -333,22 +306,11 @@ class Host:
         """Whether this host runs ``agent_id``."""
         return agent_id in self._agents
 
-    def profile(self, agent_id: str) -> AgentProfile | None:
-        """The hosted agent's definition summary, or None when it is not hosted."""
+    def profile(self, agent_id: str) -> DefinitionSummary | None:
+        """The hosted agent's definition summary (what the store keeps of it too), or None
+        when it is not hosted."""
         agent = self._agents.get(agent_id)
-        if agent is None:
-            return None
-        summary = agent.definition.profile()
-        return AgentProfile(
-            agent_id=agent_id,
-            model=summary.model,
-            provider=summary.provider,
-            tool_names=summary.tool_names,
-            max_iterations=summary.max_iterations,
-            durability=summary.durability,
-            window_strategy=summary.window_strategy,
-            time_zone=summary.time_zone,
-        )
+        return agent.definition.profile() if agent is not None else None
 
     def wire_encoder(self, agent_id: str, encoder: str, model: str) -> Model | None:
         """The adapter that re-encodes a call's request bytes for the wire check: the hosted

@@ -12,7 +12,8 @@ import pytest
 
 from afp_runtime.api import check_binding, create_app, is_loopback
 from afp_runtime.errors import ConfigError
-from afp_runtime.host import AgentProfile, Host
+from afp_runtime.host import Host
+from afp_runtime.store import DefinitionSummary
 from afp_runtime.store.sqlite import SqliteStore
 from afp_runtime.testing import answer
 
@@ -151,7 +152,7 @@ async def test_unknown_route_and_method_use_the_error_shape(api: Api) -> None:
 class BrokenHost(Host):
     """A host whose agent description fails, to reach the API's last-resort error path."""
 
-    def profile(self, agent_id: str) -> AgentProfile | None:
+    def profile(self, agent_id: str) -> DefinitionSummary | None:
         raise RuntimeError("secret internals of the failure")
 
 
