@@ -6,6 +6,7 @@ to its own store, collecting the ledger rows its calls file for the batch's resu
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -48,5 +49,6 @@ class BoundToolRun(RunExtension, Dispatch):
         rows, self.rows = self.rows, []
         return rows
 
+    @abc.abstractmethod
     async def _call(self, args: Any, ctx: ToolContext) -> str:
-        raise NotImplementedError
+        """One call of the tool, bound to this run's store: its observation's text."""
